@@ -1,0 +1,70 @@
+//! The store's error type.
+
+/// Everything that can go wrong in the store.
+///
+/// Errors caused by a client's input ([`Error::InvalidSelector`], [`Error::InvalidModifier`],
+/// [`Error::InvalidSort`], [`Error::InvalidProjection`], [`Error::InvalidDocument`],
+/// [`Error::DuplicateId`]) carry a message that may be shown to that client; the others are
+/// internal and should be logged, not sent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A selector could not be parsed (unknown operator, wrong operand type, bad regex...).
+    #[error("invalid selector: {0}")]
+    InvalidSelector(String),
+    /// A modifier or replacement could not be parsed or applied (`$inc` on a string, changing `_id`...).
+    #[error("invalid modifier: {0}")]
+    InvalidModifier(String),
+    /// A sort specification could not be parsed.
+    #[error("invalid sort: {0}")]
+    InvalidSort(String),
+    /// A field projection could not be parsed (mixing inclusion and exclusion, ...).
+    #[error("invalid projection: {0}")]
+    InvalidProjection(String),
+    /// A document is not acceptable (not an object, `_id` not a string, ...).
+    #[error("invalid document: {0}")]
+    InvalidDocument(String),
+    /// An insert (or upsert) used an `_id` that already exists in the collection.
+    #[error("duplicate id {id:?} in collection {collection:?}")]
+    DuplicateId {
+        /// The collection written to.
+        collection: String,
+        /// The id that already exists.
+        id: String,
+    },
+    /// A collection or index name that the backend cannot accept.
+    #[error("invalid name: {0}")]
+    InvalidName(String),
+    /// A store URL that does not name a known or enabled backend, or that is malformed.
+    #[error("invalid store url {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The backend failed to open (a bad path, a file that is not a database, ...).
+    #[error("cannot open store: {0}")]
+    Open(String),
+    /// The backend failed while running an operation.
+    #[error("backend error: {0}")]
+    Backend(String),
+}
+
+impl Error {
+    /// True when the error was caused by the caller's input and its message may be shown to a client.
+    pub fn is_client_error(&self) -> bool {
+        matches!(
+            self,
+            Error::InvalidSelector(_)
+                | Error::InvalidModifier(_)
+                | Error::InvalidSort(_)
+                | Error::InvalidProjection(_)
+                | Error::InvalidDocument(_)
+                | Error::DuplicateId { .. }
+        )
+    }
+}
+
+/// `Result` with the store's [`Error`] as the default error type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,136 @@
+//! The [`Store`] trait every backend implements, and the option types of its operations.
+
+use async_trait::async_trait;
+
+use crate::{Document, Projection, Result, Selector, Sort, Update};
+
+/// What `find` returns and in what order: a selector plus sort, skip, limit and projection.
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    /// Which documents match. The default matches every document.
+    pub selector: Selector,
+    /// Order of the results; `None` means the backend's natural order (by `_id` for SQLite).
+    pub sort: Option<Sort>,
+    /// How many matching documents to skip.
+    pub skip: u64,
+    /// How many documents to return at most; `None` means all of them.
+    pub limit: Option<u64>,
+    /// Which fields to return; `None` returns whole documents.
+    pub projection: Option<Projection>,
+}
+
+impl Query {
+    /// A query matching `selector`, with no sort, skip, limit or projection.
+    pub fn new(selector: Selector) -> Self {
+        Query {
+            selector,
+            ..Query::default()
+        }
+    }
+}
+
+/// Options of [`Store::update`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UpdateOptions {
+    /// Update every matching document instead of the first one.
+    pub multi: bool,
+    /// Insert a document built from the selector and the update when nothing matches.
+    pub upsert: bool,
+}
+
+/// What [`Store::update`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpdateResult {
+    /// How many documents matched the selector (at most 1 unless `multi`).
+    pub matched: u64,
+    /// How many of those were actually changed.
+    pub modified: u64,
+    /// The `_id` of the inserted document, when the update was an upsert that inserted.
+    pub upserted_id: Option<String>,
+}
+
+/// A document store: named collections of JSON documents with string `_id`s.
+///
+/// The trait is object safe, so a program can hold an `Arc<dyn Store>` and choose the backend at
+/// run time from a URL (see [`crate::open`]). Every method is atomic on its own: an update is a
+/// read-modify-write in one transaction, and an acknowledged write is durable (for persistent
+/// backends). Collections spring into existence on first write; reading a collection that does not
+/// exist finds nothing.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Inserts `doc` into `collection` and returns its `_id`.
+    ///
+    /// When `doc` has no `_id`, a new random id is generated (see [`crate::new_id`]).
+    ///
+    /// # Errors
+    /// [`crate::Error::DuplicateId`] when the `_id` exists already (nothing is overwritten);
+    /// [`crate::Error::InvalidDocument`] when `_id` is not a string.
+    async fn insert(&self, collection: &str, doc: Document) -> Result<String>;
+
+    /// Returns the documents matching `query`, sorted, skipped, limited and projected.
+    ///
+    /// Memory use is bounded by `skip + limit` (plus the backend's page size), not by the
+    /// collection's size, so large collections are listed page by page with `skip`/`limit`.
+    ///
+    /// # Errors
+    /// Backend failures.
+    async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>>;
+
+    /// Returns the first document matching `selector`, if any.
+    ///
+    /// # Errors
+    /// Backend failures.
+    async fn find_one(&self, collection: &str, selector: &Selector) -> Result<Option<Document>>;
+
+    /// Returns the document with `_id == id`, if any. Its cost does not grow with the collection.
+    ///
+    /// # Errors
+    /// Backend failures.
+    async fn get(&self, collection: &str, id: &str) -> Result<Option<Document>>;
+
+    /// Counts the documents matching `selector`.
+    ///
+    /// # Errors
+    /// Backend failures.
+    async fn count(&self, collection: &str, selector: &Selector) -> Result<u64>;
+
+    /// Applies `update` (a modifier, or a whole-document replacement that keeps `_id`) to the first
+    /// matching document, or to all of them with `options.multi`; with `options.upsert`, inserts
+    /// when nothing matches.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidModifier`] when the update cannot be applied to a matching document
+    /// (then no document is changed), backend failures.
+    async fn update(
+        &self,
+        collection: &str,
+        selector: &Selector,
+        update: &Update,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult>;
+
+    /// Removes every document matching `selector` and returns how many were removed.
+    ///
+    /// # Errors
+    /// Backend failures.
+    async fn remove(&self, collection: &str, selector: &Selector) -> Result<u64>;
+
+    /// Makes equality lookups on the dotted `path` fast, including paths through arrays.
+    /// Calling it again for the same path is a no-op.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidName`] for an unusable path, backend failures.
+    async fn ensure_index(&self, collection: &str, path: &str) -> Result<()>;
+
+    /// Removes `collection` with all its documents and indexes. Dropping a missing one is a no-op.
+    ///
+    /// # Errors
+    /// Backend failures.
+    async fn drop_collection(&self, collection: &str) -> Result<()>;
+
+    /// The names of the collections that exist, sorted.
+    ///
+    /// # Errors
+    /// Backend failures.
+    async fn list_collections(&self) -> Result<Vec<String>>;
+}
