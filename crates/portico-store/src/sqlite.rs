@@ -1,1 +1,0 @@
-//! The SQLite backend. SKELETON

@@ -1,0 +1,229 @@
+//! The SQLite backend: the embedded default store, one database file per store.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use portico_store::sqlite::SqliteStore;
+//! use portico_store::{Selector, Store};
+//! use serde_json::json;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let store = SqliteStore::open(dir.path().join("app.db")).await?;
+//! store.ensure_index("users", "emails.address").await?;
+//!
+//! let user = json!({"name": "Ada", "emails": [{"address": "ada@example.com"}]});
+//! let id = store.insert("users", user.as_object().cloned().unwrap_or_default()).await?;
+//!
+//! let by_email = Selector::parse(&json!({"emails.address": "ada@example.com"}))?;
+//! let found = store.find_one("users", &by_email).await?;
+//! assert_eq!(found.and_then(|doc| doc.get("_id").cloned()), Some(json!(id)));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Layout
+//!
+//! | file | holds |
+//! |---|---|
+//! | `pool.rs` | one writer connection and a few readers; WAL, `synchronous`, busy timeout |
+//! | `schema.rs` | the catalog, and how collection names become safe table names |
+//! | `index.rs` | index tables `(value, id)` for dotted paths, arrays included |
+//! | `query.rs` | choosing candidates with SQL, deciding them with the reference matcher |
+//! | `write.rs` | insert, update, remove, `ensure_index`, drop, each one transaction |
+//!
+//! Each collection is a table `(id TEXT PRIMARY KEY, doc TEXT)` holding the document as JSON
+//! text. An acknowledged write survives the process being killed (see `pool.rs` for why WAL
+//! with `synchronous=NORMAL` is enough for that). Every query result is decided by
+//! [`Selector::matches`], the same code the memory backend runs, so the two backends agree.
+
+mod error;
+mod index;
+mod pool;
+mod query;
+mod schema;
+mod write;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use self::pool::Pool;
+use crate::{Document, Error, Query, Result, Selector, Store, Update, UpdateOptions, UpdateResult};
+
+/// Reader connections per store: enough for the two or four cores of a small server to read in
+/// parallel, few enough that their page caches stay small.
+const READERS: usize = 4;
+
+/// A [`Store`] in one SQLite database file. Cloning is cheap and shares the connections.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: Arc<Pool>,
+}
+
+impl SqliteStore {
+    /// Opens the store in the SQLite file at `path`, creating the file when it is missing.
+    ///
+    /// # Errors
+    /// [`Error::Open`] when the file cannot be opened or created (its directory does not exist,
+    /// no permission, ...) or is not a SQLite database.
+    pub async fn open(path: impl AsRef<Path>) -> Result<SqliteStore> {
+        let path = path.as_ref().to_path_buf();
+        let pool = run_blocking(move || {
+            Pool::open(&path, READERS, |conn| {
+                let tx = conn.transaction()?;
+                schema::init(&tx)?;
+                tx.commit()?;
+                Ok(())
+            })
+        })
+        .await?;
+        Ok(SqliteStore {
+            pool: Arc::new(pool),
+        })
+    }
+
+    /// The database file this store is open on.
+    pub fn path(&self) -> &Path {
+        self.pool.path()
+    }
+
+    /// Inserts many documents in one transaction, all or none, and returns their `_id`s in order.
+    /// Much faster than inserting one by one, for imports and bulk loads.
+    ///
+    /// # Errors
+    /// As [`Store::insert`] for the first document that fails; then nothing is inserted.
+    pub async fn insert_many<I>(&self, collection: &str, docs: I) -> Result<Vec<String>>
+    where
+        I: IntoIterator<Item = Document> + Send + 'static,
+    {
+        let collection = collection.to_owned();
+        self.with_writer(move |conn| write::insert_many(conn, &collection, docs))
+            .await
+    }
+
+    /// Runs `f` on a reader connection in the blocking pool.
+    async fn with_reader<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&rusqlite::Connection) -> Result<T> + Send + 'static,
+    {
+        let pool = Arc::clone(&self.pool);
+        run_blocking(move || pool.read(f)).await
+    }
+
+    /// Runs `f` on the writer connection in the blocking pool.
+    async fn with_writer<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut rusqlite::Connection) -> Result<T> + Send + 'static,
+    {
+        let pool = Arc::clone(&self.pool);
+        run_blocking(move || pool.write(f)).await
+    }
+}
+
+/// Runs blocking SQLite work on tokio's blocking pool and awaits its result.
+///
+/// Why the blocking pool: rusqlite is synchronous, and any statement may wait on the disk, on the
+/// writer mutex, or on another process's lock (up to the busy timeout). Run on an async worker
+/// thread, such a wait would stall every other request scheduled on it. `spawn_blocking` hands the
+/// work to a thread that may block, at the price of one thread hand-off per operation (a few
+/// microseconds), which is small next to parsing a request. A dedicated worker thread per
+/// connection fed by a channel would cost the same hand-off and add a queue to manage; the
+/// blocking pool already grows and shrinks with demand, and our [`Pool`] bounds how many
+/// connections those threads can use at once. Work is never cancelled midway: if the caller's
+/// future is dropped, the closure still runs to the end, so a transaction either commits or rolls
+/// back, never stops half done.
+async fn run_blocking<T, F>(f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Backend(format!("sqlite: the blocking task failed: {e}")))?
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn insert(&self, collection: &str, doc: Document) -> Result<String> {
+        let collection = collection.to_owned();
+        self.with_writer(move |conn| write::insert(conn, &collection, doc))
+            .await
+    }
+
+    async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>> {
+        let collection = collection.to_owned();
+        let query = query.clone();
+        self.with_reader(move |conn| query::find(conn, &collection, &query))
+            .await
+    }
+
+    async fn find_one(&self, collection: &str, selector: &Selector) -> Result<Option<Document>> {
+        let collection = collection.to_owned();
+        let query = Query {
+            limit: Some(1),
+            ..Query::new(selector.clone())
+        };
+        let found = self
+            .with_reader(move |conn| query::find(conn, &collection, &query))
+            .await?;
+        Ok(found.into_iter().next())
+    }
+
+    async fn get(&self, collection: &str, id: &str) -> Result<Option<Document>> {
+        let collection = collection.to_owned();
+        let id = id.to_owned();
+        self.with_reader(move |conn| query::get(conn, &collection, &id))
+            .await
+    }
+
+    async fn count(&self, collection: &str, selector: &Selector) -> Result<u64> {
+        let collection = collection.to_owned();
+        let selector = selector.clone();
+        self.with_reader(move |conn| query::count(conn, &collection, &selector))
+            .await
+    }
+
+    async fn update(
+        &self,
+        collection: &str,
+        selector: &Selector,
+        update: &Update,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult> {
+        let collection = collection.to_owned();
+        let selector = selector.clone();
+        let update = update.clone();
+        self.with_writer(move |conn| write::update(conn, &collection, &selector, &update, options))
+            .await
+    }
+
+    async fn remove(&self, collection: &str, selector: &Selector) -> Result<u64> {
+        let collection = collection.to_owned();
+        let selector = selector.clone();
+        self.with_writer(move |conn| write::remove(conn, &collection, &selector))
+            .await
+    }
+
+    async fn ensure_index(&self, collection: &str, path: &str) -> Result<()> {
+        let collection = collection.to_owned();
+        let path = path.to_owned();
+        self.with_writer(move |conn| write::ensure_index(conn, &collection, &path))
+            .await
+    }
+
+    async fn drop_collection(&self, collection: &str) -> Result<()> {
+        let collection = collection.to_owned();
+        self.with_writer(move |conn| write::drop_collection(conn, &collection))
+            .await
+    }
+
+    async fn list_collections(&self) -> Result<Vec<String>> {
+        self.with_reader(schema::list_collections).await
+    }
+}

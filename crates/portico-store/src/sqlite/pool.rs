@@ -1,0 +1,156 @@
+//! The connection pool: one writer connection and a few reader connections.
+//!
+//! SQLite allows one writer at a time per database file, so every write goes through the single
+//! writer connection behind a mutex; a second writer connection would only wait on SQLite's file
+//! lock instead of on our mutex. In WAL mode readers never wait for the writer, so reads use a
+//! small set of separate connections and run in parallel with each other and with the write.
+//!
+//! The pool itself is synchronous: its users call it from `tokio::task::spawn_blocking` (see the
+//! module docs of [`crate::sqlite`]), where waiting on a mutex or on the disk is what the thread is
+//! for.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::{Error, Result};
+
+/// How long a connection waits for another process's lock before giving up with `SQLITE_BUSY`.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Prepared statements kept per connection (the SQL differs per collection, so keep a few dozen).
+const STATEMENT_CACHE: usize = 64;
+
+/// One writer and `readers.len()` readers on one database file.
+pub(crate) struct Pool {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    readers: Vec<Mutex<Connection>>,
+    next_reader: AtomicUsize,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("path", &self.path)
+            .field("readers", &self.readers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pool {
+    /// Opens (creating when missing) the database at `path` with one writer and `readers` readers,
+    /// switches it to WAL and runs `init` on the writer before any reader opens.
+    ///
+    /// # Errors
+    /// [`Error::Open`] when the file cannot be opened or is not a SQLite database.
+    pub(crate) fn open(
+        path: &Path,
+        readers: usize,
+        init: impl FnOnce(&mut Connection) -> Result<()>,
+    ) -> Result<Pool> {
+        let open_error = |e: rusqlite::Error| open_error(path, &e);
+        let mut writer = Connection::open(path).map_err(open_error)?;
+        // The first statements touch the file: this is where "file is not a database" shows up.
+        let mode: String = writer
+            .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
+            .map_err(open_error)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::Open(format!(
+                "{}: the database refused WAL mode (journal mode is {mode:?})",
+                path.display()
+            )));
+        }
+        configure(&writer).map_err(open_error)?;
+        init(&mut writer).map_err(|e| match e {
+            Error::Backend(message) => Error::Open(format!("{}: {message}", path.display())),
+            other => other,
+        })?;
+
+        let mut pool_readers = Vec::with_capacity(readers);
+        for _ in 0..readers {
+            let reader = Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | OpenFlags::SQLITE_OPEN_URI
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(open_error)?;
+            configure(&reader).map_err(open_error)?;
+            pool_readers.push(Mutex::new(reader));
+        }
+        Ok(Pool {
+            path: path.to_path_buf(),
+            writer: Mutex::new(writer),
+            readers: pool_readers,
+            next_reader: AtomicUsize::new(0),
+        })
+    }
+
+    /// The file this pool is open on.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` on the writer connection, waiting for it if another write is running.
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+        let mut conn = lock(&self.writer);
+        f(&mut conn)
+    }
+
+    /// Runs `f` on a reader connection: the first idle one, or else the next in turn.
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        if self.readers.is_empty() {
+            return self.write(|conn| f(conn));
+        }
+        let start = self.next_reader.fetch_add(1, Ordering::Relaxed);
+        let n = self.readers.len();
+        for i in 0..n {
+            match self.readers[(start + i) % n].try_lock() {
+                Ok(conn) => return f(&conn),
+                Err(std::sync::TryLockError::Poisoned(p)) => return f(&p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+        }
+        let conn = lock(&self.readers[start % n]);
+        f(&conn)
+    }
+}
+
+/// Locks a connection mutex. A panic while a connection was held leaves no open transaction
+/// (rusqlite's `Transaction` rolls back on drop, also while unwinding), so the connection is still
+/// good and the poison flag is ignored.
+fn lock(m: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Settings every connection needs.
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    // Durability: in WAL mode with synchronous=NORMAL a commit is complete once its frames are
+    // written to the WAL file with write(2); the fsync happens at checkpoints only. A write(2)
+    // that returned is in the operating system's page cache, which belongs to the kernel, not to
+    // our process, so an acknowledged write survives the process being killed (SIGKILL, a crash,
+    // an abort) and the next open replays the WAL. Only a power loss or kernel crash can drop the
+    // last commits; FULL would fsync on every commit to cover that, at many times the cost of a
+    // write, which is not what the store promises (it promises surviving `kill -9`).
+    conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;")?;
+    Ok(())
+}
+
+/// The [`Error::Open`] for a failure opening `path`.
+fn open_error(path: &Path, e: &rusqlite::Error) -> Error {
+    let reason = match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase) => "the file is not a SQLite database".to_string(),
+        Some(rusqlite::ErrorCode::CannotOpen) => {
+            "the file cannot be opened or created (does its directory exist, and may we write there?)"
+                .to_string()
+        }
+        _ => e.to_string(),
+    };
+    Error::Open(format!("{}: {reason}", path.display()))
+}

@@ -1,0 +1,310 @@
+//! Reading: choosing the candidates of a selector, and `find`/`count`/`get` over them.
+//!
+//! SQL only narrows: a primary-key lookup when the selector pins `_id`, an index table when it
+//! requires `path == scalar` on an indexed path, a scan in `_id` order otherwise. Every candidate
+//! is then decided by the reference matcher, so results are the memory backend's by construction.
+//! Rows are read one at a time from the statement and dropped unless they are kept for the
+//! answer, so memory stays bounded by `skip + limit` whatever the collection's size.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::ops::ControlFlow;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OptionalExtension, ToSql, params};
+
+use super::error::corrupt;
+use super::index::value_key;
+use super::schema::{collection_exists, collection_table, index_table, indexed_paths};
+use crate::{Document, Query, Result, Selector, Sort};
+
+/// Where the candidates of a selector come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// The one document with this `_id`.
+    Id(String),
+    /// The documents whose index on `path` holds `key`, in `_id` order.
+    Index {
+        /// The indexed path.
+        path: String,
+        /// The index key of the required value.
+        key: String,
+    },
+    /// Every document, in `_id` order; `window` is a SQL `(LIMIT, OFFSET)` when every row is
+    /// known to match.
+    Scan {
+        /// Rows to read at most and rows to pass over first, both done by SQLite.
+        window: Option<(i64, i64)>,
+    },
+}
+
+/// The cheapest way to find the candidates of `selector` in `collection`.
+pub(crate) fn plan(conn: &Connection, collection: &str, selector: &Selector) -> Result<Plan> {
+    if let Some(id) = selector.id_equality() {
+        return Ok(Plan::Id(id.to_owned()));
+    }
+    let equalities = selector.equalities();
+    if equalities.is_empty() {
+        return Ok(Plan::Scan { window: None });
+    }
+    let paths = indexed_paths(conn, collection)?;
+    for (path, value) in equalities {
+        // `{path: null}` also matches documents without the field, which have no index row.
+        if value.is_null() || !paths.iter().any(|p| p == path) {
+            continue;
+        }
+        if let Some(key) = value_key(value) {
+            return Ok(Plan::Index {
+                path: path.to_owned(),
+                key,
+            });
+        }
+    }
+    Ok(Plan::Scan { window: None })
+}
+
+/// Calls `visit` with each candidate of `plan`, in `_id` order, until it breaks.
+pub(crate) fn for_each_candidate(
+    conn: &Connection,
+    collection: &str,
+    plan: &Plan,
+    mut visit: impl FnMut(String, Document) -> Result<ControlFlow<()>>,
+) -> Result<()> {
+    let table = collection_table(collection);
+    let (sql, args): (String, Vec<&dyn ToSql>) = match plan {
+        Plan::Id(id) => (
+            format!("SELECT id, doc FROM {table} WHERE id = ?1"),
+            vec![id],
+        ),
+        Plan::Index { path, key } => (
+            format!(
+                "SELECT c.id, c.doc FROM {index} AS x JOIN {table} AS c ON c.id = x.id \
+                 WHERE x.value = ?1 ORDER BY x.id",
+                index = index_table(collection, path)
+            ),
+            vec![key],
+        ),
+        Plan::Scan { window: None } => (format!("SELECT id, doc FROM {table} ORDER BY id"), vec![]),
+        Plan::Scan {
+            window: Some((limit, offset)),
+        } => (
+            format!("SELECT id, doc FROM {table} ORDER BY id LIMIT ?1 OFFSET ?2"),
+            vec![limit, offset],
+        ),
+    };
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(args.as_slice())?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let doc = parse_doc(collection, &id, row.get_ref(1)?)?;
+        if visit(id, doc)?.is_break() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The documents `query` asks for, sorted, skipped, limited and projected.
+pub(crate) fn find(conn: &Connection, collection: &str, query: &Query) -> Result<Vec<Document>> {
+    if query.limit == Some(0) || !collection_exists(conn, collection)? {
+        return Ok(Vec::new());
+    }
+    let selector = &query.selector;
+    let mut docs = match &query.sort {
+        None => first_matches(conn, collection, selector, query.skip, query.limit)?,
+        Some(sort) => sorted_matches(conn, collection, selector, sort, query.skip, query.limit)?,
+    };
+    if let Some(projection) = &query.projection {
+        docs = docs.iter().map(|doc| projection.apply(doc)).collect();
+    }
+    Ok(docs)
+}
+
+/// Matching documents in `_id` order after skipping `skip`, stopping once `limit` are found.
+fn first_matches(
+    conn: &Connection,
+    collection: &str,
+    selector: &Selector,
+    skip: u64,
+    limit: Option<u64>,
+) -> Result<Vec<Document>> {
+    if *selector == Selector::all() {
+        // Every row matches: let SQLite skip and stop, without decoding the skipped documents.
+        let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+        let offset = i64::try_from(skip).unwrap_or(i64::MAX);
+        let plan = Plan::Scan {
+            window: Some((limit, offset)),
+        };
+        return collect(conn, collection, &plan, selector, 0, None);
+    }
+    let plan = plan(conn, collection, selector)?;
+    collect(conn, collection, &plan, selector, skip, limit)
+}
+
+/// Reads the candidates of `plan`, keeping those `selector` matches after the first `skip`, up
+/// to `limit`.
+fn collect(
+    conn: &Connection,
+    collection: &str,
+    plan: &Plan,
+    selector: &Selector,
+    skip: u64,
+    limit: Option<u64>,
+) -> Result<Vec<Document>> {
+    let mut out = Vec::new();
+    let mut skipped = 0u64;
+    for_each_candidate(conn, collection, plan, |_, doc| {
+        if !selector.matches(&doc) {
+            return Ok(ControlFlow::Continue(()));
+        }
+        if skipped < skip {
+            skipped += 1;
+            return Ok(ControlFlow::Continue(()));
+        }
+        out.push(doc);
+        Ok(match limit {
+            Some(l) if out.len() as u64 >= l => ControlFlow::Break(()),
+            _ => ControlFlow::Continue(()),
+        })
+    })?;
+    Ok(out)
+}
+
+/// Matching documents in `sort` order (ties in `_id` order), skipped and limited. With a limit,
+/// only the best `skip + limit` seen so far are kept, in a max-heap whose top is the first to go.
+fn sorted_matches(
+    conn: &Connection,
+    collection: &str,
+    selector: &Selector,
+    sort: &Sort,
+    skip: u64,
+    limit: Option<u64>,
+) -> Result<Vec<Document>> {
+    let plan = plan(conn, collection, selector)?;
+    let skip_len = usize::try_from(skip).unwrap_or(usize::MAX);
+    let Some(limit) = limit else {
+        let mut all = collect(conn, collection, &plan, selector, 0, None)?;
+        // A stable sort keeps `_id` order among equal keys.
+        all.sort_by(|a, b| sort.compare(a, b));
+        return Ok(all.into_iter().skip(skip_len).collect());
+    };
+    let keep = usize::try_from(skip.saturating_add(limit)).unwrap_or(usize::MAX);
+    let mut heap: BinaryHeap<Ranked<'_>> = BinaryHeap::new();
+    let mut seq = 0u64;
+    for_each_candidate(conn, collection, &plan, |_, doc| {
+        if !selector.matches(&doc) {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let ranked = Ranked { sort, seq, doc };
+        seq += 1;
+        if heap.len() < keep {
+            heap.push(ranked);
+        } else if heap.peek().is_some_and(|worst| ranked < *worst) {
+            heap.pop();
+            heap.push(ranked);
+        }
+        Ok(ControlFlow::Continue(()))
+    })?;
+    Ok(heap
+        .into_sorted_vec()
+        .into_iter()
+        .skip(skip_len)
+        .map(|r| r.doc)
+        .collect())
+}
+
+/// A document with its position in `_id` order, ordered by the sort and then by that position
+/// (which makes the order total and the result that of a stable sort).
+struct Ranked<'a> {
+    sort: &'a Sort,
+    seq: u64,
+    doc: Document,
+}
+
+impl Ord for Ranked<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.sort
+            .compare(&self.doc, &other.doc)
+            .then(self.seq.cmp(&other.seq))
+    }
+}
+
+impl PartialOrd for Ranked<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Ranked<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.seq == other.seq
+    }
+}
+
+impl Eq for Ranked<'_> {}
+
+/// How many documents match `selector`.
+pub(crate) fn count(conn: &Connection, collection: &str, selector: &Selector) -> Result<u64> {
+    if !collection_exists(conn, collection)? {
+        return Ok(0);
+    }
+    if *selector == Selector::all() {
+        let n: i64 = conn
+            .prepare_cached(&format!(
+                "SELECT COUNT(*) FROM {}",
+                collection_table(collection)
+            ))?
+            .query_row([], |row| row.get(0))?;
+        return Ok(u64::try_from(n).unwrap_or(0));
+    }
+    let plan = plan(conn, collection, selector)?;
+    let mut n = 0u64;
+    for_each_candidate(conn, collection, &plan, |_, doc| {
+        if selector.matches(&doc) {
+            n += 1;
+        }
+        Ok(ControlFlow::Continue(()))
+    })?;
+    Ok(n)
+}
+
+/// The document with `_id == id`: one primary-key lookup.
+pub(crate) fn get(conn: &Connection, collection: &str, id: &str) -> Result<Option<Document>> {
+    if !collection_exists(conn, collection)? {
+        return Ok(None);
+    }
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT doc FROM {} WHERE id = ?1",
+        collection_table(collection)
+    ))?;
+    let doc = stmt
+        .query_row(params![id], |row| {
+            Ok(match row.get_ref(0)? {
+                ValueRef::Text(text) => serde_json::from_slice::<Document>(text).map_err(Some),
+                _ => Err(None),
+            })
+        })
+        .optional()?;
+    match doc {
+        None => Ok(None),
+        Some(Ok(doc)) => Ok(Some(doc)),
+        Some(Err(Some(e))) => Err(corrupt(collection, id, &e)),
+        Some(Err(None)) => Err(not_text(collection, id)),
+    }
+}
+
+/// Decodes a stored document.
+pub(crate) fn parse_doc(collection: &str, id: &str, value: ValueRef<'_>) -> Result<Document> {
+    match value {
+        ValueRef::Text(text) => {
+            serde_json::from_slice(text).map_err(|e| corrupt(collection, id, &e))
+        }
+        _ => Err(not_text(collection, id)),
+    }
+}
+
+fn not_text(collection: &str, id: &str) -> crate::Error {
+    crate::Error::Backend(format!(
+        "sqlite: stored document {id:?} of collection {collection:?} is not text"
+    ))
+}

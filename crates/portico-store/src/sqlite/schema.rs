@@ -1,0 +1,154 @@
+//! The tables: a catalog of collections and indexes, one table per collection, one table per index.
+//!
+//! Collection names and index paths come from clients, so they never appear in SQL as written.
+//! A table's name is a fixed prefix followed by the lowercase hex of the name's UTF-8 bytes
+//! (`c_<hex(collection)>` for documents, `x_<hex(collection)>_<hex(path)>` for an index; hex has
+//! no `_`, so the split is unambiguous). Those names contain only `[a-z0-9_]`, so every
+//! collection name a client can send is safe, two names never share a table, and the mapping
+//! needs no lookup. The catalog keeps the original names for [`list_collections`] and to find a
+//! collection's indexes.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::Result;
+
+/// Creates the catalog tables when missing.
+pub(crate) fn init(conn: &Connection) -> Result<()> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS portico_collections (
+             name TEXT PRIMARY KEY NOT NULL
+         ) WITHOUT ROWID;
+         CREATE TABLE IF NOT EXISTS portico_indexes (
+             collection TEXT NOT NULL,
+             path TEXT NOT NULL,
+             PRIMARY KEY (collection, path)
+         ) WITHOUT ROWID;",
+    )?;
+    Ok(())
+}
+
+/// The quoted name of the table holding `collection`'s documents: `(id TEXT PRIMARY KEY, doc TEXT)`.
+pub(crate) fn collection_table(collection: &str) -> String {
+    format!("\"c_{}\"", hex(collection))
+}
+
+/// The quoted name of the table indexing `collection` by `path`: `(value TEXT, id TEXT)`, primary
+/// key `(value, id)`.
+pub(crate) fn index_table(collection: &str, path: &str) -> String {
+    format!("\"x_{}_{}\"", hex(collection), hex(path))
+}
+
+/// True when `collection` exists.
+pub(crate) fn collection_exists(conn: &Connection, collection: &str) -> Result<bool> {
+    let found = conn
+        .prepare_cached("SELECT 1 FROM portico_collections WHERE name = ?1")?
+        .query_row(params![collection], |_| Ok(()))
+        .optional()?;
+    Ok(found.is_some())
+}
+
+/// Creates `collection` when missing. Call inside a write transaction.
+pub(crate) fn ensure_collection(conn: &Connection, collection: &str) -> Result<()> {
+    if collection_exists(conn, collection)? {
+        return Ok(());
+    }
+    conn.execute_batch(&format!(
+        "CREATE TABLE IF NOT EXISTS {} (id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL)",
+        collection_table(collection)
+    ))?;
+    conn.prepare_cached("INSERT INTO portico_collections (name) VALUES (?1)")?
+        .execute(params![collection])?;
+    Ok(())
+}
+
+/// The indexed paths of `collection`, sorted.
+pub(crate) fn indexed_paths(conn: &Connection, collection: &str) -> Result<Vec<String>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT path FROM portico_indexes WHERE collection = ?1 ORDER BY path")?;
+    let paths = stmt
+        .query_map(params![collection], |row| row.get(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    Ok(paths)
+}
+
+/// Creates the (empty) index table for `path` and records it in the catalog. Call inside a write
+/// transaction, after checking that the index does not exist.
+pub(crate) fn create_index_table(conn: &Connection, collection: &str, path: &str) -> Result<()> {
+    conn.execute_batch(&format!(
+        "CREATE TABLE IF NOT EXISTS {} (
+             value TEXT NOT NULL,
+             id TEXT NOT NULL,
+             PRIMARY KEY (value, id)
+         ) WITHOUT ROWID",
+        index_table(collection, path)
+    ))?;
+    conn.prepare_cached("INSERT INTO portico_indexes (collection, path) VALUES (?1, ?2)")?
+        .execute(params![collection, path])?;
+    Ok(())
+}
+
+/// Drops `collection`, its indexes and its catalog entries. Call inside a write transaction.
+pub(crate) fn drop_collection(conn: &Connection, collection: &str) -> Result<()> {
+    for path in indexed_paths(conn, collection)? {
+        conn.execute_batch(&format!(
+            "DROP TABLE IF EXISTS {}",
+            index_table(collection, &path)
+        ))?;
+    }
+    conn.prepare_cached("DELETE FROM portico_indexes WHERE collection = ?1")?
+        .execute(params![collection])?;
+    conn.execute_batch(&format!(
+        "DROP TABLE IF EXISTS {}",
+        collection_table(collection)
+    ))?;
+    conn.prepare_cached("DELETE FROM portico_collections WHERE name = ?1")?
+        .execute(params![collection])?;
+    Ok(())
+}
+
+/// The names of all collections, sorted by their UTF-8 bytes (the order of Rust's `str`).
+pub(crate) fn list_collections(conn: &Connection) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached("SELECT name FROM portico_collections ORDER BY name")?;
+    let names = stmt
+        .query_map([], |row| row.get(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    Ok(names)
+}
+
+/// Lowercase hex of the UTF-8 bytes of `s`.
+fn hex(s: &str) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(s.len() * 2);
+    for b in s.bytes() {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_hold_only_safe_characters() {
+        for name in ["users", "x\"; DROP TABLE y; --", "", "ünï cödé", "a_b"] {
+            let table = collection_table(name);
+            let inner = &table[1..table.len() - 1];
+            assert!(table.starts_with('"') && table.ends_with('"'));
+            assert!(
+                inner
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+                "{table}"
+            );
+        }
+    }
+
+    #[test]
+    fn distinct_names_get_distinct_tables() {
+        assert_ne!(collection_table("a_b"), collection_table("a"));
+        assert_ne!(index_table("a", "b_c"), index_table("a_b", "c"));
+        assert_eq!(collection_table("ab"), "\"c_6162\"");
+    }
+}

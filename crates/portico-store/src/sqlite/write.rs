@@ -1,0 +1,212 @@
+//! Writing: insert, update, remove, indexes and collections, each in one `BEGIN IMMEDIATE`
+//! transaction on the writer connection.
+//!
+//! `BEGIN IMMEDIATE` takes SQLite's write lock before the first read, so the read half of a
+//! read-modify-write sees the latest committed state and nobody can commit in between: two
+//! concurrent `$inc`s never both read the old value, also when another process writes the same
+//! file. A failing step returns before `commit`, and dropping the transaction rolls it back, so a
+//! multi-document update whose modifier fails on the third document changes nothing.
+
+use std::ops::ControlFlow;
+
+use super::error::is_unique_violation;
+use super::index::{self, update_rows};
+use super::query::{for_each_candidate, parse_doc, plan};
+use super::schema::{self, collection_exists, collection_table, index_table, indexed_paths};
+use crate::document::prepare_insert;
+use crate::{Document, Error, Result, Selector, Update, UpdateOptions, UpdateResult, document_id};
+use rusqlite::{Connection, Transaction, TransactionBehavior, params};
+
+/// Starts a write transaction that holds the write lock from its first statement.
+fn begin(conn: &mut Connection) -> Result<Transaction<'_>> {
+    Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
+}
+
+/// Inserts one document; see [`crate::Store::insert`].
+pub(crate) fn insert(conn: &mut Connection, collection: &str, doc: Document) -> Result<String> {
+    let tx = begin(conn)?;
+    schema::ensure_collection(&tx, collection)?;
+    let paths = indexed_paths(&tx, collection)?;
+    let id = insert_in(&tx, collection, &paths, doc)?;
+    tx.commit()?;
+    Ok(id)
+}
+
+/// Inserts many documents in one transaction: all of them, or none when one fails.
+pub(crate) fn insert_many(
+    conn: &mut Connection,
+    collection: &str,
+    docs: impl IntoIterator<Item = Document>,
+) -> Result<Vec<String>> {
+    let tx = begin(conn)?;
+    schema::ensure_collection(&tx, collection)?;
+    let paths = indexed_paths(&tx, collection)?;
+    let ids = docs
+        .into_iter()
+        .map(|doc| insert_in(&tx, collection, &paths, doc))
+        .collect::<Result<Vec<_>>>()?;
+    tx.commit()?;
+    Ok(ids)
+}
+
+/// Inserts `doc` and its index rows inside an open transaction.
+fn insert_in(
+    conn: &Connection,
+    collection: &str,
+    paths: &[String],
+    doc: Document,
+) -> Result<String> {
+    let (id, doc) = prepare_insert(doc)?;
+    let text = serde_json::to_string(&doc)
+        .map_err(|e| Error::InvalidDocument(format!("cannot serialize document: {e}")))?;
+    let inserted = conn
+        .prepare_cached(&format!(
+            "INSERT INTO {} (id, doc) VALUES (?1, ?2)",
+            collection_table(collection)
+        ))?
+        .execute(params![id, text]);
+    match inserted {
+        Ok(_) => {}
+        Err(e) if is_unique_violation(&e) => {
+            return Err(Error::DuplicateId {
+                collection: collection.to_string(),
+                id,
+            });
+        }
+        Err(e) => return Err(e.into()),
+    }
+    update_rows(conn, collection, paths, &id, None, Some(&doc))?;
+    Ok(id)
+}
+
+/// The matching documents of `selector` with their ids, in `_id` order; at most one unless `multi`.
+fn matching(
+    conn: &Connection,
+    collection: &str,
+    selector: &Selector,
+    multi: bool,
+) -> Result<Vec<(String, Document)>> {
+    let plan = plan(conn, collection, selector)?;
+    let mut found = Vec::new();
+    for_each_candidate(conn, collection, &plan, |id, doc| {
+        if selector.matches(&doc) {
+            found.push((id, doc));
+            if !multi {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    })?;
+    Ok(found)
+}
+
+/// Updates (or upserts); see [`crate::Store::update`].
+pub(crate) fn update(
+    conn: &mut Connection,
+    collection: &str,
+    selector: &Selector,
+    update: &Update,
+    options: UpdateOptions,
+) -> Result<UpdateResult> {
+    let tx = begin(conn)?;
+    let mut result = UpdateResult::default();
+    if collection_exists(&tx, collection)? {
+        let paths = indexed_paths(&tx, collection)?;
+        let found = matching(&tx, collection, selector, options.multi)?;
+        result.matched = found.len() as u64;
+        let mut write = tx.prepare_cached(&format!(
+            "UPDATE {} SET doc = ?2 WHERE id = ?1",
+            collection_table(collection)
+        ))?;
+        for (id, old) in found {
+            let mut new = old.clone();
+            // An error returns here; the transaction is dropped and rolls back earlier documents.
+            update.apply(&mut new)?;
+            if document_id(&new) != Some(id.as_str()) {
+                return Err(Error::InvalidModifier(format!(
+                    "the update would change _id of document {id:?}"
+                )));
+            }
+            if new == old {
+                continue;
+            }
+            let text = serde_json::to_string(&new)
+                .map_err(|e| Error::InvalidModifier(format!("cannot serialize document: {e}")))?;
+            write.execute(params![id, text])?;
+            update_rows(&tx, collection, &paths, &id, Some(&old), Some(&new))?;
+            result.modified += 1;
+        }
+        drop(write);
+    }
+    if result.matched == 0 && options.upsert {
+        let doc = update.upsert_document(selector)?;
+        schema::ensure_collection(&tx, collection)?;
+        let paths = indexed_paths(&tx, collection)?;
+        result.upserted_id = Some(insert_in(&tx, collection, &paths, doc)?);
+    }
+    tx.commit()?;
+    Ok(result)
+}
+
+/// Removes the matching documents and their index rows; see [`crate::Store::remove`].
+pub(crate) fn remove(conn: &mut Connection, collection: &str, selector: &Selector) -> Result<u64> {
+    let tx = begin(conn)?;
+    if !collection_exists(&tx, collection)? {
+        return Ok(0);
+    }
+    let paths = indexed_paths(&tx, collection)?;
+    let table = collection_table(collection);
+    let removed = if *selector == Selector::all() {
+        for path in &paths {
+            tx.execute_batch(&format!("DELETE FROM {}", index_table(collection, path)))?;
+        }
+        tx.execute(&format!("DELETE FROM {table}"), [])? as u64
+    } else {
+        let found = matching(&tx, collection, selector, true)?;
+        let mut delete = tx.prepare_cached(&format!("DELETE FROM {table} WHERE id = ?1"))?;
+        for (id, doc) in &found {
+            delete.execute(params![id])?;
+            update_rows(&tx, collection, &paths, id, Some(doc), None)?;
+        }
+        found.len() as u64
+    };
+    tx.commit()?;
+    Ok(removed)
+}
+
+/// Creates the index on `path` and fills it from the stored documents; see
+/// [`crate::Store::ensure_index`].
+pub(crate) fn ensure_index(conn: &mut Connection, collection: &str, path: &str) -> Result<()> {
+    index::validate_path(path)?;
+    let tx = begin(conn)?;
+    schema::ensure_collection(&tx, collection)?;
+    // `_id` is the primary key already.
+    if path == "_id" || indexed_paths(&tx, collection)?.iter().any(|p| p == path) {
+        tx.commit()?;
+        return Ok(());
+    }
+    schema::create_index_table(&tx, collection, path)?;
+    let only = [path.to_string()];
+    {
+        let mut stmt = tx.prepare(&format!(
+            "SELECT id, doc FROM {}",
+            collection_table(collection)
+        ))?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let id: String = row.get(0)?;
+            let doc = parse_doc(collection, &id, row.get_ref(1)?)?;
+            update_rows(&tx, collection, &only, &id, None, Some(&doc))?;
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Drops a collection with its indexes; see [`crate::Store::drop_collection`].
+pub(crate) fn drop_collection(conn: &mut Connection, collection: &str) -> Result<()> {
+    let tx = begin(conn)?;
+    schema::drop_collection(&tx, collection)?;
+    tx.commit()?;
+    Ok(())
+}
