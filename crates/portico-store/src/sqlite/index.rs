@@ -18,29 +18,18 @@ use rusqlite::{Connection, params};
 use serde_json::Value;
 
 use super::schema::index_table;
+use crate::value::split_path;
 use crate::{Document, Error, Result, lookup_path};
 
-/// Checks that `path` can be indexed: non-empty dotted parts, none starting with `$`.
+/// Checks that `path` can be indexed: non-empty dotted parts, none starting with `$` (the rule
+/// selectors apply to their paths).
 ///
 /// # Errors
 /// [`Error::InvalidName`] naming the problem.
 pub(crate) fn validate_path(path: &str) -> Result<()> {
-    if path.is_empty() {
-        return Err(Error::InvalidName("an index path must not be empty".into()));
-    }
-    for part in path.split('.') {
-        if part.is_empty() {
-            return Err(Error::InvalidName(format!(
-                "index path {path:?} has an empty part"
-            )));
-        }
-        if part.starts_with('$') {
-            return Err(Error::InvalidName(format!(
-                "index path {path:?} has a part starting with '$'"
-            )));
-        }
-    }
-    Ok(())
+    split_path(path)
+        .map(drop)
+        .map_err(|e| Error::InvalidName(format!("index path: {e}")))
 }
 
 /// The index key of a scalar value; `None` for objects and arrays (which are not indexed).

@@ -128,7 +128,7 @@ fn first_matches(
     skip: u64,
     limit: Option<u64>,
 ) -> Result<Vec<Document>> {
-    if *selector == Selector::all() {
+    if selector.is_all() {
         // Every row matches: let SQLite skip and stop, without decoding the skipped documents.
         let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
         let offset = i64::try_from(skip).unwrap_or(i64::MAX);
@@ -248,7 +248,7 @@ pub(crate) fn count(conn: &Connection, collection: &str, selector: &Selector) ->
     if !collection_exists(conn, collection)? {
         return Ok(0);
     }
-    if *selector == Selector::all() {
+    if selector.is_all() {
         let n: i64 = conn
             .prepare_cached(&format!(
                 "SELECT COUNT(*) FROM {}",

@@ -1,1 +1,650 @@
-//! Tests of the SQLite backend.
+//! Tests of what is particular to the SQLite backend: opening files, table names, index tables,
+//! transactions. The behaviour every backend shares is checked by the conformance suite.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use super::index::keys;
+use super::query::{Plan, plan};
+use super::schema::{collection_table, index_table};
+use super::*;
+use crate::{Query, Sort, document_id};
+
+fn doc(v: Value) -> Document {
+    match v {
+        Value::Object(m) => m,
+        other => panic!("test documents are objects, not {other}"),
+    }
+}
+
+fn sel(v: Value) -> Selector {
+    match Selector::parse(&v) {
+        Ok(s) => s,
+        Err(e) => panic!("bad test selector {v}: {e}"),
+    }
+}
+
+fn upd(v: Value) -> Update {
+    match Update::parse(&v) {
+        Ok(u) => u,
+        Err(e) => panic!("bad test update {v}: {e}"),
+    }
+}
+
+async fn open_temp() -> (TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(dir.path().join("store.db"))
+        .await
+        .expect("open store");
+    (dir, store)
+}
+
+/// A second, plain connection on the store's file, to look at the tables as SQLite sees them.
+fn raw(store: &SqliteStore) -> rusqlite::Connection {
+    rusqlite::Connection::open(store.path()).expect("raw connection")
+}
+
+fn table_names(store: &SqliteStore) -> BTreeSet<String> {
+    let conn = raw(store);
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .expect("prepare");
+    stmt.query_map([], |row| row.get(0))
+        .expect("query")
+        .collect::<rusqlite::Result<_>>()
+        .expect("rows")
+}
+
+/// Checks that the index table of `path` holds exactly the keys recomputed from the documents.
+async fn assert_index_consistent(store: &SqliteStore, collection: &str, path: &str) {
+    let docs = store
+        .find(collection, &Query::default())
+        .await
+        .expect("find all");
+    let mut expected = BTreeSet::new();
+    for d in &docs {
+        let id = document_id(d)
+            .expect("stored documents have an id")
+            .to_string();
+        for key in keys(d, path) {
+            expected.insert((key, id.clone()));
+        }
+    }
+    let conn = raw(store);
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT value, id FROM {}",
+            index_table(collection, path)
+        ))
+        .expect("index table exists");
+    let actual: BTreeSet<(String, String)> = stmt
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .expect("query")
+        .collect::<rusqlite::Result<_>>()
+        .expect("rows");
+    assert_eq!(actual, expected, "index on {path:?} of {collection:?}");
+}
+
+fn ids(docs: &[Document]) -> Vec<&str> {
+    docs.iter().filter_map(document_id).collect()
+}
+
+#[tokio::test]
+async fn a_missing_file_is_created_and_data_survives_reopening() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("new.db");
+    assert!(!path.exists());
+    let store = SqliteStore::open(&path).await.expect("open");
+    let id = store
+        .insert("things", doc(json!({"a": 1})))
+        .await
+        .expect("insert");
+    drop(store);
+    assert!(path.exists());
+
+    let store = SqliteStore::open(&path).await.expect("reopen");
+    let found = store.get("things", &id).await.expect("get");
+    assert_eq!(found, Some(doc(json!({"_id": id, "a": 1}))));
+    let mode: String = raw(&store)
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .expect("journal mode");
+    assert_eq!(mode, "wal");
+}
+
+#[tokio::test]
+async fn a_path_in_a_missing_directory_is_an_open_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("no-such-dir").join("store.db");
+    match SqliteStore::open(&path).await {
+        Err(Error::Open(message)) => {
+            assert!(message.contains("no-such-dir"), "{message}");
+            assert!(message.contains("cannot be opened"), "{message}");
+        }
+        other => panic!("expected Error::Open, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_directory_is_an_open_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    assert!(matches!(
+        SqliteStore::open(dir.path()).await,
+        Err(Error::Open(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_a_database_is_an_open_error_and_is_left_alone() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("notes.txt");
+    let text = "These are my notes, not a database. ".repeat(50);
+    std::fs::write(&path, &text).expect("write file");
+    match SqliteStore::open(&path).await {
+        Err(Error::Open(message)) => {
+            assert!(message.contains("not a SQLite database"), "{message}");
+            assert!(message.contains("notes.txt"), "{message}");
+        }
+        other => panic!("expected Error::Open, got {other:?}"),
+    }
+    assert_eq!(std::fs::read_to_string(&path).expect("read file"), text);
+}
+
+#[tokio::test]
+async fn hostile_collection_names_are_plain_names() {
+    let (_dir, store) = open_temp().await;
+    store
+        .insert("y", doc(json!({"_id": "keep", "v": 1})))
+        .await
+        .expect("insert y");
+    let names = [
+        "x\"; DROP TABLE y; --",
+        "y\"",
+        "portico_collections",
+        "c_79",
+        "",
+        "ünïcödé 集合",
+        "a.b$c",
+    ];
+    for name in names {
+        store
+            .insert(name, doc(json!({"_id": "1", "name": name})))
+            .await
+            .unwrap_or_else(|e| panic!("insert into {name:?}: {e}"));
+        store
+            .ensure_index(name, "name")
+            .await
+            .unwrap_or_else(|e| panic!("index {name:?}: {e}"));
+        let found = store
+            .find(name, &Query::new(sel(json!({"name": name}))))
+            .await
+            .expect("find");
+        assert_eq!(ids(&found), ["1"], "{name:?}");
+    }
+    assert_eq!(
+        store.get("y", "keep").await.expect("get"),
+        Some(doc(json!({"_id": "keep", "v": 1})))
+    );
+    let mut expected: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    expected.push("y".to_string());
+    expected.sort();
+    assert_eq!(store.list_collections().await.expect("list"), expected);
+
+    store
+        .drop_collection("x\"; DROP TABLE y; --")
+        .await
+        .expect("drop");
+    assert_eq!(store.count("y", &Selector::all()).await.expect("count"), 1);
+    assert_eq!(
+        store
+            .count("x\"; DROP TABLE y; --", &Selector::all())
+            .await
+            .expect("count"),
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_missing_collection_reads_as_empty_and_is_not_created_by_reads() {
+    let (_dir, store) = open_temp().await;
+    assert!(
+        store
+            .find("nothing", &Query::default())
+            .await
+            .expect("find")
+            .is_empty()
+    );
+    assert_eq!(store.get("nothing", "x").await.expect("get"), None);
+    assert_eq!(
+        store
+            .count("nothing", &Selector::all())
+            .await
+            .expect("count"),
+        0
+    );
+    assert_eq!(
+        store
+            .remove("nothing", &Selector::all())
+            .await
+            .expect("remove"),
+        0
+    );
+    let result = store
+        .update(
+            "nothing",
+            &Selector::all(),
+            &upd(json!({"$set": {"a": 1}})),
+            UpdateOptions::default(),
+        )
+        .await
+        .expect("update");
+    assert_eq!(result, UpdateResult::default());
+    store.drop_collection("nothing").await.expect("drop");
+    assert!(store.list_collections().await.expect("list").is_empty());
+}
+
+#[tokio::test]
+async fn duplicate_ids_are_refused_and_nothing_is_overwritten() {
+    let (_dir, store) = open_temp().await;
+    store
+        .insert("c", doc(json!({"_id": "a", "v": 1})))
+        .await
+        .expect("insert");
+    match store.insert("c", doc(json!({"_id": "a", "v": 2}))).await {
+        Err(Error::DuplicateId { collection, id }) => {
+            assert_eq!((collection.as_str(), id.as_str()), ("c", "a"));
+        }
+        other => panic!("expected DuplicateId, got {other:?}"),
+    }
+    let many = store
+        .insert_many(
+            "c",
+            vec![doc(json!({"_id": "b"})), doc(json!({"_id": "a", "v": 3}))],
+        )
+        .await;
+    assert!(matches!(many, Err(Error::DuplicateId { .. })), "{many:?}");
+    // All or nothing: "b" was rolled back with the failing "a".
+    assert_eq!(store.get("c", "b").await.expect("get"), None);
+    assert_eq!(
+        store.get("c", "a").await.expect("get"),
+        Some(doc(json!({"_id": "a", "v": 1})))
+    );
+}
+
+#[tokio::test]
+async fn index_tables_follow_inserts_updates_and_removes() {
+    let (_dir, store) = open_temp().await;
+    let c = "users";
+    store
+        .insert(
+            "users",
+            doc(json!({"_id": "u1", "emails": [{"address": "a@x"}], "tags": [1, 2]})),
+        )
+        .await
+        .expect("insert");
+    // Built from existing documents, then kept up to date.
+    store
+        .ensure_index(c, "emails.address")
+        .await
+        .expect("index");
+    store.ensure_index(c, "tags").await.expect("index");
+    store
+        .ensure_index(c, "tags")
+        .await
+        .expect("index again is a no-op");
+    store
+        .insert_many(
+            c,
+            vec![
+                doc(json!({"_id": "u2", "emails": [{"address": "b@x"}, {"address": "c@x"}], "tags": 3})),
+                doc(json!({"_id": "u3", "tags": [[4], "five", true, null, 1.5, {"o": 1}]})),
+            ],
+        )
+        .await
+        .expect("insert many");
+    let check = || async {
+        assert_index_consistent(&store, c, "emails.address").await;
+        assert_index_consistent(&store, c, "tags").await;
+    };
+    check().await;
+
+    let steps = [
+        (
+            json!({"_id": "u1"}),
+            json!({"$push": {"emails": {"address": "d@x"}}}),
+        ),
+        (
+            json!({"_id": "u2"}),
+            json!({"$pull": {"emails": {"address": "b@x"}}}),
+        ),
+        (json!({"tags": 3}), json!({"$set": {"tags": [3, 30]}})),
+        (json!({}), json!({"$addToSet": {"tags": 99}})),
+        (json!({"_id": "u3"}), json!({"only": "replacement"})),
+    ];
+    for (s, u) in steps {
+        let result = store
+            .update(
+                c,
+                &sel(s.clone()),
+                &upd(u.clone()),
+                UpdateOptions {
+                    multi: true,
+                    upsert: false,
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("update {s} {u}: {e}"));
+        assert!(result.modified > 0, "{s} {u}");
+        check().await;
+    }
+    let found = store
+        .find(c, &Query::new(sel(json!({"emails.address": "d@x"}))))
+        .await
+        .expect("find");
+    assert_eq!(ids(&found), ["u1"]);
+    let found = store
+        .find(c, &Query::new(sel(json!({"tags": 99}))))
+        .await
+        .expect("find");
+    assert_eq!(ids(&found), ["u1", "u2"]);
+
+    assert_eq!(
+        store
+            .remove(c, &sel(json!({"tags": 30})))
+            .await
+            .expect("remove"),
+        1
+    );
+    check().await;
+    store
+        .update(
+            c,
+            &sel(json!({"emails.address": "new@x"})),
+            &upd(json!({"$set": {"tags": [7]}})),
+            UpdateOptions {
+                multi: false,
+                upsert: true,
+            },
+        )
+        .await
+        .expect("upsert");
+    check().await;
+    assert_eq!(
+        store
+            .count(c, &sel(json!({"emails.address": "new@x", "tags": 7})))
+            .await
+            .expect("count"),
+        1
+    );
+    assert_eq!(
+        store.remove(c, &Selector::all()).await.expect("remove all"),
+        3
+    );
+    check().await;
+}
+
+#[tokio::test]
+async fn indexed_equalities_narrow_through_the_index_table() {
+    let (_dir, store) = open_temp().await;
+    store.ensure_index("c", "a.b").await.expect("index");
+    let read = |s: Selector| {
+        let store = store.clone();
+        async move {
+            store
+                .with_reader(move |conn| plan(conn, "c", &s))
+                .await
+                .expect("plan")
+        }
+    };
+    assert_eq!(
+        read(sel(json!({"a.b": 1.0, "x": 2}))).await,
+        Plan::Index {
+            path: "a.b".into(),
+            key: super::index::value_key(&json!(1)).expect("scalar key"),
+        }
+    );
+    assert_eq!(
+        read(sel(json!({"_id": "k", "a.b": 1}))).await,
+        Plan::Id("k".into())
+    );
+    assert_eq!(
+        read(sel(json!({"x": 2}))).await,
+        Plan::Scan { window: None }
+    );
+    // `null` also matches a missing field, which the index cannot list.
+    assert_eq!(
+        read(sel(json!({"a.b": null}))).await,
+        Plan::Scan { window: None }
+    );
+
+    // Numbers equal by value find each other through the index; the matcher has the last word.
+    store
+        .insert_many(
+            "c",
+            vec![
+                doc(json!({"_id": "1", "a": {"b": 1}})),
+                doc(json!({"_id": "2", "a": [{"b": 1.0}, {"b": 2}]})),
+                doc(json!({"_id": "3", "a": {"b": [5, 1]}})),
+                doc(json!({"_id": "4", "a": {"b": "1"}})),
+                doc(json!({"_id": "5"})),
+            ],
+        )
+        .await
+        .expect("insert");
+    let found = store
+        .find("c", &Query::new(sel(json!({"a.b": 1}))))
+        .await
+        .expect("find");
+    assert_eq!(ids(&found), ["1", "2", "3"]);
+    let found = store
+        .find(
+            "c",
+            &Query::new(sel(json!({"a.b": 1, "_id": {"$gt": "1"}}))),
+        )
+        .await
+        .expect("find");
+    assert_eq!(ids(&found), ["2", "3"]);
+    let found = store
+        .find("c", &Query::new(sel(json!({"a.b": null}))))
+        .await
+        .expect("find");
+    assert_eq!(ids(&found), ["5"]);
+}
+
+#[tokio::test]
+async fn a_failing_multi_update_rolls_back_every_document() {
+    let (_dir, store) = open_temp().await;
+    store.ensure_index("c", "n").await.expect("index");
+    let before = vec![
+        doc(json!({"_id": "a", "n": 1})),
+        doc(json!({"_id": "b", "n": 2})),
+        doc(json!({"_id": "c", "n": "three"})),
+        doc(json!({"_id": "d", "n": 4})),
+    ];
+    store
+        .insert_many("c", before.clone())
+        .await
+        .expect("insert");
+    let result = store
+        .update(
+            "c",
+            &Selector::all(),
+            &upd(json!({"$inc": {"n": 10}})),
+            UpdateOptions {
+                multi: true,
+                upsert: false,
+            },
+        )
+        .await;
+    assert!(
+        matches!(result, Err(Error::InvalidModifier(_))),
+        "{result:?}"
+    );
+    assert_eq!(
+        store.find("c", &Query::default()).await.expect("find"),
+        before
+    );
+    assert_index_consistent(&store, "c", "n").await;
+    assert_eq!(
+        store
+            .count("c", &sel(json!({"n": 11})))
+            .await
+            .expect("count"),
+        0
+    );
+
+    // A failing upsert inserts nothing either.
+    let result = store
+        .update(
+            "c",
+            &sel(json!({"n": "hundred"})),
+            &upd(json!({"$inc": {"n": 1}})),
+            UpdateOptions {
+                multi: false,
+                upsert: true,
+            },
+        )
+        .await;
+    assert!(result.is_err(), "{result:?}");
+    assert_eq!(store.count("c", &Selector::all()).await.expect("count"), 4);
+}
+
+#[tokio::test]
+async fn sorted_pages_keep_only_what_they_return_and_break_ties_by_id() {
+    let (_dir, store) = open_temp().await;
+    let docs: Vec<Document> = (0..200)
+        .map(|i| doc(json!({"_id": format!("{i:03}"), "k": (i * 7) % 13, "odd": i % 2 == 1})))
+        .collect();
+    store.insert_many("c", docs.clone()).await.expect("insert");
+    let sort = Sort::parse(&json!({"k": -1})).expect("sort");
+    let selector = sel(json!({"odd": true}));
+    let mut expected: Vec<Document> = docs
+        .iter()
+        .filter(|d| selector.matches(d))
+        .cloned()
+        .collect();
+    expected.sort_by(|a, b| sort.compare(a, b));
+    for (skip, limit) in [
+        (0, Some(1)),
+        (0, Some(20)),
+        (15, Some(20)),
+        (90, Some(20)),
+        (7, None),
+    ] {
+        let query = Query {
+            selector: selector.clone(),
+            sort: Some(sort.clone()),
+            skip,
+            limit,
+            projection: None,
+        };
+        let found = store.find("c", &query).await.expect("find");
+        let want: Vec<Document> = expected
+            .iter()
+            .skip(skip as usize)
+            .take(limit.map_or(usize::MAX, |l| l as usize))
+            .cloned()
+            .collect();
+        assert_eq!(ids(&found), ids(&want), "skip {skip} limit {limit:?}");
+    }
+    // Without a selector, SQLite does the skipping and limiting.
+    let query = Query {
+        skip: 195,
+        limit: Some(10),
+        ..Query::default()
+    };
+    let found = store.find("c", &query).await.expect("find");
+    assert_eq!(ids(&found), ["195", "196", "197", "198", "199"]);
+}
+
+#[tokio::test]
+async fn dropping_a_collection_drops_its_tables() {
+    let (_dir, store) = open_temp().await;
+    store
+        .insert("gone", doc(json!({"a": [1, 2]})))
+        .await
+        .expect("insert");
+    store.ensure_index("gone", "a").await.expect("index");
+    store
+        .insert("kept", doc(json!({"a": 1})))
+        .await
+        .expect("insert");
+    let tables = table_names(&store);
+    let gone_table = collection_table("gone").trim_matches('"').to_string();
+    let gone_index = index_table("gone", "a").trim_matches('"').to_string();
+    assert!(
+        tables.contains(&gone_table) && tables.contains(&gone_index),
+        "{tables:?}"
+    );
+
+    store.drop_collection("gone").await.expect("drop");
+    let tables = table_names(&store);
+    assert!(
+        !tables.contains(&gone_table) && !tables.contains(&gone_index),
+        "{tables:?}"
+    );
+    assert_eq!(store.list_collections().await.expect("list"), ["kept"]);
+
+    // A new collection of the same name starts empty, without the old index.
+    store
+        .insert("gone", doc(json!({"_id": "n", "a": 1})))
+        .await
+        .expect("insert");
+    assert_eq!(
+        store.count("gone", &Selector::all()).await.expect("count"),
+        1
+    );
+    assert!(!table_names(&store).contains(&gone_index));
+}
+
+#[tokio::test]
+async fn bad_index_paths_are_invalid_names() {
+    let (_dir, store) = open_temp().await;
+    for path in ["", "a..b", "$where", "a.$"] {
+        assert!(
+            matches!(
+                store.ensure_index("c", path).await,
+                Err(Error::InvalidName(_))
+            ),
+            "{path:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_on_one_file_lose_no_increment() {
+    // Two stores are two writer connections, as two processes would have: SQLite's write lock
+    // (BEGIN IMMEDIATE) serialises their read-modify-writes, not our mutex.
+    let (_dir, first) = open_temp().await;
+    let second = SqliteStore::open(first.path()).await.expect("second store");
+    first
+        .insert("c", doc(json!({"_id": "x", "n": 0})))
+        .await
+        .expect("insert");
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let store = if i % 2 == 0 {
+            first.clone()
+        } else {
+            second.clone()
+        };
+        tasks.push(tokio::spawn(async move {
+            store
+                .update(
+                    "c",
+                    &Selector::by_id("x"),
+                    &upd(json!({"$inc": {"n": 1}, "$set": {format!("f{i}"): i}})),
+                    UpdateOptions::default(),
+                )
+                .await
+        }));
+    }
+    for task in tasks {
+        let result = task.await.expect("task").expect("update");
+        assert_eq!(result.modified, 1);
+    }
+    let stored = second.get("c", "x").await.expect("get").expect("present");
+    assert_eq!(stored.get("n"), Some(&json!(40)));
+    assert_eq!(stored.len(), 42);
+}

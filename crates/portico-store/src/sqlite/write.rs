@@ -156,7 +156,7 @@ pub(crate) fn remove(conn: &mut Connection, collection: &str, selector: &Selecto
     }
     let paths = indexed_paths(&tx, collection)?;
     let table = collection_table(collection);
-    let removed = if *selector == Selector::all() {
+    let removed = if selector.is_all() {
         for path in &paths {
             tx.execute_batch(&format!("DELETE FROM {}", index_table(collection, path)))?;
         }

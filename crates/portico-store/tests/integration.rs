@@ -1,0 +1,4 @@
+//! Integration tests of portico-store, compiled as one binary.
+
+#[path = "integration/durability.rs"]
+mod durability;

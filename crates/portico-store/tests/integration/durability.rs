@@ -1,0 +1,198 @@
+//! Durability: a process writing to a SQLite store is killed with SIGKILL mid-stream; every write
+//! it acknowledged before dying is in the file when it is opened again.
+//!
+//! The writer is this same test binary, run again with [`CHILD_ENV`] set and a filter selecting
+//! only [`writer_child`], so no extra binary has to be built or located.
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use portico_store::sqlite::SqliteStore;
+use portico_store::{Document, Selector, Store, Update, UpdateOptions};
+use serde_json::json;
+
+/// Set in the child's environment to the database path; without it `writer_child` does nothing.
+const CHILD_ENV: &str = "PORTICO_DURABILITY_CHILD_DB";
+
+/// Acknowledged inserts seen before the parent kills the child.
+const KILL_AFTER: usize = 400;
+
+/// Concurrent inserting tasks in the child, so the kill lands while several writes are in flight.
+const WRITERS: usize = 4;
+
+/// The child stops by itself after this long, should the parent fail to kill it.
+const CHILD_LIFETIME: Duration = Duration::from_secs(20);
+
+/// Kills the child when the test ends early, so a failing test leaves no writer behind.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// The name libtest knows `writer_child` by: its module path without the crate name.
+fn child_test_name() -> String {
+    let module = module_path!();
+    let module = module.split_once("::").map_or(module, |(_, rest)| rest);
+    format!("{module}::writer_child")
+}
+
+#[test]
+fn acknowledged_writes_survive_sigkill() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("durable.db");
+    let exe = std::env::current_exe().expect("test binary path");
+    let child = Command::new(exe)
+        .args([
+            child_test_name().as_str(),
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, &db)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn writer");
+    let mut child = KillOnDrop(child);
+    let mut out = BufReader::new(child.0.stdout.take().expect("child stdout"));
+
+    let mut inserted: Vec<(String, u64)> = Vec::new();
+    let mut increments = 0u64;
+    let mut killed = false;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = out.read_line(&mut line).expect("read child output");
+        if n == 0 {
+            break;
+        }
+        // A line cut short by the kill was never fully printed, so it was not acknowledged.
+        let Some(text) = line.strip_suffix('\n') else {
+            break;
+        };
+        let mut words = text.split(' ');
+        match (words.next(), words.next(), words.next()) {
+            (Some("INSERTED"), Some(id), Some(seq)) => {
+                inserted.push((id.to_string(), seq.parse().expect("sequence number")));
+            }
+            (Some("INCREMENTED"), None, None) => increments += 1,
+            _ => {} // libtest's own lines
+        }
+        if !killed && inserted.len() >= KILL_AFTER {
+            // SIGKILL: no destructor, no flush, no checkpoint runs in the child.
+            child.0.kill().expect("kill writer");
+            killed = true;
+        }
+    }
+    let status = child.0.wait().expect("wait for writer");
+    assert!(killed, "the writer stopped before being killed: {status}");
+    assert_eq!(status.signal(), Some(9), "the writer died of SIGKILL");
+    assert!(inserted.len() >= KILL_AFTER);
+
+    runtime().block_on(async {
+        let store = SqliteStore::open(&db).await.expect("reopen after kill");
+        for (id, seq) in &inserted {
+            let doc = store
+                .get("log", id)
+                .await
+                .expect("get")
+                .unwrap_or_else(|| panic!("acknowledged insert {id} is missing"));
+            assert_eq!(doc.get("seq"), Some(&json!(seq)), "{id}");
+        }
+        let total = store.count("log", &Selector::all()).await.expect("count");
+        assert!(
+            total >= inserted.len() as u64,
+            "{total} < {}",
+            inserted.len()
+        );
+        let counter = store
+            .get("counters", "c")
+            .await
+            .expect("get counter")
+            .expect("counter exists");
+        let value = counter.get("n").and_then(|n| n.as_u64()).expect("n");
+        assert!(
+            value >= increments,
+            "{value} < {increments} acknowledged increments"
+        );
+    });
+}
+
+/// The writer process: inserts from several tasks and increments a counter until killed,
+/// printing a line after each acknowledged write.
+#[test]
+#[ignore = "the writer process of acknowledged_writes_survive_sigkill"]
+fn writer_child() {
+    let Some(db) = std::env::var_os(CHILD_ENV) else {
+        return;
+    };
+    runtime().block_on(write_until_killed(Path::new(&db)));
+}
+
+async fn write_until_killed(db: &Path) {
+    let store = SqliteStore::open(db).await.expect("open store in child");
+    let deadline = Instant::now() + CHILD_LIFETIME;
+    store
+        .insert("counters", doc(json!({"_id": "c", "n": 0})))
+        .await
+        .expect("create counter");
+    let mut tasks = Vec::new();
+    for writer in 0..WRITERS {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let increment = Update::parse(&json!({"$inc": {"n": 1}})).expect("modifier");
+            let mut seq = 0u64;
+            while Instant::now() < deadline {
+                let body = doc(json!({"writer": writer, "seq": seq, "pad": "x".repeat(200)}));
+                let id = store.insert("log", body).await.expect("insert");
+                ack(&format!("INSERTED {id} {seq}"));
+                if writer == 0 {
+                    let result = store
+                        .update(
+                            "counters",
+                            &Selector::by_id("c"),
+                            &increment,
+                            UpdateOptions::default(),
+                        )
+                        .await
+                        .expect("increment");
+                    assert_eq!(result.modified, 1);
+                    ack("INCREMENTED");
+                }
+                seq += 1;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("writer task");
+    }
+}
+
+/// Prints one acknowledgement line and pushes it to the pipe at once.
+fn ack(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{line}").expect("print ack");
+    stdout.flush().expect("flush ack");
+}
+
+fn doc(value: serde_json::Value) -> Document {
+    value.as_object().cloned().expect("an object")
+}
