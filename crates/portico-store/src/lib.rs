@@ -1,4 +1,60 @@
-//! Portico's document store. SKELETON: crate docs to be written by the store work.
+//! Portico's document store: schemaless JSON documents in named collections, queried with
+//! Mongo-style selectors and changed with Mongo-style modifiers, on a memory or SQLite backend.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> portico_store::Result<()> {
+//! use portico_store::{Query, Selector, Sort, Store, Update, UpdateOptions};
+//! use serde_json::json;
+//!
+//! let store = portico_store::open("memory:").await?;
+//! for (title, year) in [("Dune", 1965), ("Neuromancer", 1984), ("Hyperion", 1989)] {
+//!     let doc = json!({"title": title, "year": year, "tags": ["sf"]});
+//!     store.insert("books", doc.as_object().cloned().unwrap_or_default()).await?;
+//! }
+//!
+//! let query = Query {
+//!     sort: Some(Sort::parse_list("-year")?),
+//!     ..Query::new(Selector::parse(&json!({"year": {"$gt": 1970}, "tags": "sf"}))?)
+//! };
+//! let found = store.find("books", &query).await?;
+//! let titles: Vec<_> = found.iter().map(|d| d["title"].clone()).collect();
+//! assert_eq!(titles, [json!("Hyperion"), json!("Neuromancer")]);
+//!
+//! let inc = Update::parse(&json!({"$inc": {"reads": 1}}))?;
+//! let by_title = Selector::parse(&json!({"title": "Dune"}))?;
+//! store.update("books", &by_title, &inc, UpdateOptions::default()).await?;
+//! assert_eq!(store.count("books", &Selector::parse(&json!({"reads": 1}))?).await?, 1);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What it offers
+//!
+//! | part | what |
+//! |---|---|
+//! | [`Document`] | a JSON object keeping its field order, with a string `_id` ([`new_id`], [`new_object_id`]) |
+//! | [`Selector`] | equality on dotted paths (array elements included), `$eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not $all $size $elemMatch $regex` (+ `$options`) |
+//! | [`Update`] | `$set $unset $inc $push $pull $addToSet` (with `$each`), or a whole-document replacement keeping `_id` |
+//! | [`Sort`], [`Projection`], [`Query`] | sort on dotted paths, skip, limit, inclusion or exclusion of fields |
+//! | [`Store`] | the async, object-safe backend trait; [`open`] picks a backend from a URL |
+//!
+//! | cargo feature | backend | URL |
+//! |---|---|---|
+//! | `memory` (default) | [`memory::MemoryStore`]: in memory, for tests and ephemeral data | `memory:` |
+//! | `sqlite` (default) | `sqlite::SqliteStore`: one SQLite file, WAL, the embedded default | `sqlite:PATH` |
+//!
+//! # One meaning for every backend
+//!
+//! [`Selector::matches`] is the definition of what a selector means. A database backend may use
+//! its indexes to narrow the candidates ([`Selector::id_equality`], [`Selector::equalities`]),
+//! but the reference matcher decides every document it returns, and [`Update::apply`] computes
+//! every changed document; so backends agree by construction.
+//!
+//! Comparisons are type-bracketed: `null < numbers < strings < objects < arrays < booleans`
+//! ([`compare_values`]), and `$gt`/`$lt` only compare values of one bracket, so a number never
+//! compares greater than a string. Client mistakes (an unknown operator, `$inc` on a string, a
+//! change of `_id`) are errors naming the problem ([`Error::is_client_error`]), never panics.
 
 mod document;
 mod error;
@@ -16,7 +72,7 @@ pub mod memory;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
-pub use document::{Document, document_id};
+pub use document::{Document, document_id, prepare_insert};
 pub use error::{Error, Result};
 pub use id::{IdKind, new_id, new_object_id};
 pub use modifier::Update;

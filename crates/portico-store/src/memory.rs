@@ -1,1 +1,461 @@
-//! The in-memory backend. SKELETON
+//! The in-memory backend: for tests and ephemeral data.
+//!
+//! All collections live in one map behind a [`RwLock`]: reads share it, each write holds it for
+//! the whole operation, which makes every operation atomic (an update's read-modify-write cannot
+//! interleave with another write). No operation awaits while holding the lock, so a plain
+//! `std::sync::RwLock` is right; its critical sections are short and CPU-bound.
+//!
+//! `ensure_index` keeps a real equality index (value -> ids) per indexed path, maintained on
+//! every write. The memory store backs tests that create many documents (login tokens are looked
+//! up by an indexed path on every authenticated request), and an index keeps those lookups from
+//! scanning the whole collection. As in every backend, the index only narrows the candidates:
+//! [`Selector::matches`] decides each result.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::document::prepare_insert;
+use crate::value::split_path;
+use crate::{
+    Document, Error, Query, Result, Selector, Sort, Store, Update, UpdateOptions, UpdateResult,
+    lookup_path,
+};
+
+/// A [`Store`] that keeps everything in memory; its data is gone when it is dropped.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> portico_store::Result<()> {
+/// use portico_store::memory::MemoryStore;
+/// use portico_store::{Selector, Store};
+///
+/// let store = MemoryStore::new();
+/// let mut doc = portico_store::Document::new();
+/// doc.insert("name".into(), "Ada".into());
+/// let id = store.insert("people", doc).await?;
+/// assert!(store.get("people", &id).await?.is_some());
+/// assert_eq!(store.count("people", &Selector::all()).await?, 1);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    collections: RwLock<HashMap<String, Collection>>,
+}
+
+#[derive(Debug, Default)]
+struct Collection {
+    /// Documents by `_id`; the `BTreeMap` gives the natural order (by `_id`), as in SQLite.
+    docs: BTreeMap<String, Document>,
+    /// Equality indexes by dotted path.
+    indexes: BTreeMap<String, Index>,
+}
+
+/// An equality index on one path: index key -> ids of the documents holding that value there.
+#[derive(Debug, Default)]
+struct Index {
+    entries: HashMap<String, BTreeSet<String>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, HashMap<String, Collection>> {
+        // A panic elsewhere while holding the lock cannot leave a half-written document: every
+        // write builds its new documents before touching the map. So a poisoned lock is usable.
+        self.collections
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, HashMap<String, Collection>> {
+        self.collections
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn check_name(collection: &str) -> Result<()> {
+    if collection.is_empty() {
+        return Err(Error::InvalidName(
+            "a collection name must not be empty".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The index key of a scalar: numbers by their `f64` value so that equal numbers share a key;
+/// objects and arrays are not indexed.
+fn index_key(value: &Value) -> Option<String> {
+    match value {
+        Value::Null => Some("n".to_string()),
+        Value::Bool(b) => Some(if *b { "b1" } else { "b0" }.to_string()),
+        Value::Number(n) => {
+            let f = n.as_f64()?;
+            let f = if f == 0.0 { 0.0 } else { f };
+            Some(format!("d{:016x}", f.to_bits()))
+        }
+        Value::String(s) => Some(format!("s{s}")),
+        Value::Array(_) | Value::Object(_) => None,
+    }
+}
+
+/// The index keys of `doc` on `path`: every scalar the path reaches, inside arrays too.
+fn index_keys(doc: &Document, path: &str) -> BTreeSet<String> {
+    fn collect(value: &Value, out: &mut BTreeSet<String>) {
+        match value {
+            Value::Array(items) => items.iter().for_each(|item| collect(item, out)),
+            other => {
+                if let Some(key) = index_key(other) {
+                    out.insert(key);
+                }
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    for value in lookup_path(doc, path) {
+        collect(value, &mut out);
+    }
+    out
+}
+
+impl Index {
+    fn add(&mut self, path: &str, id: &str, doc: &Document) {
+        for key in index_keys(doc, path) {
+            self.entries.entry(key).or_default().insert(id.to_string());
+        }
+    }
+
+    fn remove(&mut self, path: &str, id: &str, doc: &Document) {
+        for key in index_keys(doc, path) {
+            if let Some(ids) = self.entries.get_mut(&key) {
+                ids.remove(id);
+                if ids.is_empty() {
+                    self.entries.remove(&key);
+                }
+            }
+        }
+    }
+}
+
+impl Collection {
+    fn index_add(&mut self, id: &str, doc: &Document) {
+        for (path, index) in &mut self.indexes {
+            index.add(path, id, doc);
+        }
+    }
+
+    fn index_remove(&mut self, id: &str, doc: &Document) {
+        for (path, index) in &mut self.indexes {
+            index.remove(path, id, doc);
+        }
+    }
+
+    /// The documents that may match `selector`, in `_id` order: one document when the selector
+    /// pins `_id`, the smallest index bucket among its indexed equalities, or all documents.
+    fn candidates<'a>(
+        &'a self,
+        selector: &Selector,
+    ) -> Box<dyn Iterator<Item = (&'a String, &'a Document)> + 'a> {
+        if let Some(id) = selector.id_equality() {
+            return Box::new(self.docs.get_key_value(id).into_iter());
+        }
+        let mut best: Option<&'a BTreeSet<String>> = None;
+        for (path, value) in selector.equalities() {
+            let Some(index) = self.indexes.get(path) else {
+                continue;
+            };
+            let Some(key) = index_key(value) else {
+                continue;
+            };
+            let Some(ids) = index.entries.get(&key) else {
+                return Box::new(std::iter::empty());
+            };
+            if best.is_none_or(|b| ids.len() < b.len()) {
+                best = Some(ids);
+            }
+        }
+        match best {
+            Some(ids) => Box::new(ids.iter().filter_map(|id| self.docs.get_key_value(id))),
+            None => Box::new(self.docs.iter()),
+        }
+    }
+
+    fn matching<'a>(
+        &'a self,
+        selector: &'a Selector,
+    ) -> impl Iterator<Item = (&'a String, &'a Document)> + 'a {
+        self.candidates(selector)
+            .filter(move |(_, doc)| selector.matches(doc))
+    }
+
+    fn insert(&mut self, collection: &str, id: String, doc: Document) -> Result<String> {
+        if self.docs.contains_key(&id) {
+            return Err(Error::DuplicateId {
+                collection: collection.to_string(),
+                id,
+            });
+        }
+        self.index_add(&id, &doc);
+        self.docs.insert(id.clone(), doc);
+        Ok(id)
+    }
+}
+
+fn to_usize(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+/// A document ranked by a sort, ties broken by the order it was found in (so the result is the
+/// stable sort of the matches).
+struct Ranked<'a> {
+    doc: &'a Document,
+    seq: usize,
+    sort: &'a Sort,
+}
+
+impl Ord for Ranked<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.sort
+            .compare(self.doc, other.doc)
+            .then(self.seq.cmp(&other.seq))
+    }
+}
+
+impl PartialOrd for Ranked<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Ranked<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ranked<'_> {}
+
+/// The first `skip + limit` documents of `docs` in `sort` order, keeping only that many at a
+/// time (a max-heap whose top is the worst kept so far), then the last `limit` of them.
+fn top_sorted<'a>(
+    docs: impl Iterator<Item = &'a Document>,
+    sort: &'a Sort,
+    skip: usize,
+    limit: usize,
+) -> Vec<&'a Document> {
+    let keep = skip.saturating_add(limit);
+    if keep == 0 {
+        return Vec::new();
+    }
+    let mut heap = BinaryHeap::new();
+    for (seq, doc) in docs.enumerate() {
+        let ranked = Ranked { doc, seq, sort };
+        if heap.len() < keep {
+            heap.push(ranked);
+        } else if heap.peek().is_some_and(|worst| ranked < *worst) {
+            heap.pop();
+            heap.push(ranked);
+        }
+    }
+    heap.into_sorted_vec()
+        .into_iter()
+        .skip(skip)
+        .map(|r| r.doc)
+        .collect()
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn insert(&self, collection: &str, doc: Document) -> Result<String> {
+        check_name(collection)?;
+        let (id, doc) = prepare_insert(doc)?;
+        let mut all = self.write();
+        all.entry(collection.to_string())
+            .or_default()
+            .insert(collection, id, doc)
+    }
+
+    async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>> {
+        let all = self.read();
+        let Some(coll) = all.get(collection) else {
+            return Ok(Vec::new());
+        };
+        let skip = to_usize(query.skip);
+        let limit = query.limit.map_or(usize::MAX, to_usize);
+        let matches = coll.matching(&query.selector).map(|(_, doc)| doc);
+        let docs: Vec<&Document> = match &query.sort {
+            None => matches.skip(skip).take(limit).collect(),
+            Some(sort) if query.limit.is_some() => top_sorted(matches, sort, skip, limit),
+            Some(sort) => {
+                let mut docs: Vec<&Document> = matches.collect();
+                // `sort_by` is stable: ties keep `_id` order, as in `top_sorted`.
+                docs.sort_by(|a, b| sort.compare(a, b));
+                docs.into_iter().skip(skip).collect()
+            }
+        };
+        Ok(match &query.projection {
+            Some(p) => docs.into_iter().map(|d| p.apply(d)).collect(),
+            None => docs.into_iter().cloned().collect(),
+        })
+    }
+
+    async fn find_one(&self, collection: &str, selector: &Selector) -> Result<Option<Document>> {
+        let all = self.read();
+        Ok(all
+            .get(collection)
+            .and_then(|coll| coll.matching(selector).next())
+            .map(|(_, doc)| doc.clone()))
+    }
+
+    async fn get(&self, collection: &str, id: &str) -> Result<Option<Document>> {
+        let all = self.read();
+        Ok(all
+            .get(collection)
+            .and_then(|coll| coll.docs.get(id))
+            .cloned())
+    }
+
+    async fn count(&self, collection: &str, selector: &Selector) -> Result<u64> {
+        let all = self.read();
+        Ok(all
+            .get(collection)
+            .map_or(0, |coll| coll.matching(selector).count() as u64))
+    }
+
+    async fn update(
+        &self,
+        collection: &str,
+        selector: &Selector,
+        update: &Update,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult> {
+        check_name(collection)?;
+        let mut all = self.write();
+        // Build every new document first: when the update fails on any of them, nothing changes.
+        let mut changes: Vec<(String, Document)> = Vec::new();
+        let mut result = UpdateResult::default();
+        if let Some(coll) = all.get(collection) {
+            let take = if options.multi { usize::MAX } else { 1 };
+            for (id, doc) in coll.matching(selector).take(take) {
+                result.matched += 1;
+                let mut new = doc.clone();
+                update.apply(&mut new)?;
+                if crate::document_id(&new) != Some(id.as_str()) {
+                    return Err(Error::InvalidModifier(format!(
+                        "the update would change the _id of document {id:?}"
+                    )));
+                }
+                if new != *doc {
+                    changes.push((id.clone(), new));
+                }
+            }
+        }
+        if result.matched == 0 && options.upsert {
+            let (id, doc) = prepare_insert(update.upsert_document(selector)?)?;
+            let coll = all.entry(collection.to_string()).or_default();
+            result.upserted_id = Some(coll.insert(collection, id, doc)?);
+            return Ok(result);
+        }
+        if let Some(coll) = all.get_mut(collection) {
+            result.modified = changes.len() as u64;
+            for (id, new) in changes {
+                // Old keys out before new keys in: a key both versions hold must stay.
+                if let Some(old) = coll.docs.remove(&id) {
+                    coll.index_remove(&id, &old);
+                }
+                coll.index_add(&id, &new);
+                coll.docs.insert(id, new);
+            }
+        }
+        Ok(result)
+    }
+
+    async fn remove(&self, collection: &str, selector: &Selector) -> Result<u64> {
+        let mut all = self.write();
+        let Some(coll) = all.get_mut(collection) else {
+            return Ok(0);
+        };
+        let ids: Vec<String> = coll.matching(selector).map(|(id, _)| id.clone()).collect();
+        for id in &ids {
+            if let Some(old) = coll.docs.remove(id) {
+                coll.index_remove(id, &old);
+            }
+        }
+        Ok(ids.len() as u64)
+    }
+
+    async fn ensure_index(&self, collection: &str, path: &str) -> Result<()> {
+        check_name(collection)?;
+        split_path(path).map_err(|e| Error::InvalidName(format!("index path: {e}")))?;
+        let mut all = self.write();
+        let coll = all.entry(collection.to_string()).or_default();
+        // `_id` is the map's key already.
+        if path == "_id" || coll.indexes.contains_key(path) {
+            return Ok(());
+        }
+        let mut index = Index::default();
+        for (id, doc) in &coll.docs {
+            index.add(path, id, doc);
+        }
+        coll.indexes.insert(path.to_string(), index);
+        Ok(())
+    }
+
+    async fn drop_collection(&self, collection: &str) -> Result<()> {
+        self.write().remove(collection);
+        Ok(())
+    }
+
+    async fn list_collections(&self) -> Result<Vec<String>> {
+        let mut names: Vec<String> = self.read().keys().cloned().collect();
+        names.sort();
+        Ok(names)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn doc(v: Value) -> Document {
+        match v {
+            Value::Object(m) => m,
+            _ => Document::new(),
+        }
+    }
+
+    #[test]
+    fn top_sorted_keeps_a_stable_window() {
+        let docs: Vec<Document> = (0..20)
+            .map(|i| doc(json!({"_id": format!("{i:02}"), "k": i % 4})))
+            .collect();
+        let sort = Sort::parse_list("-k").unwrap_or_default();
+        let mut expected: Vec<&Document> = docs.iter().collect();
+        expected.sort_by(|a, b| sort.compare(a, b));
+        for (skip, limit) in [(0, 3), (2, 5), (18, 5), (0, 0), (25, 1), (0, 20)] {
+            let got = top_sorted(docs.iter(), &sort, skip, limit);
+            let want: Vec<&Document> = expected.iter().copied().skip(skip).take(limit).collect();
+            assert_eq!(got, want, "skip {skip} limit {limit}");
+        }
+    }
+
+    #[test]
+    fn index_keys_cover_arrays_and_equal_numbers() {
+        let d = doc(json!({"a": [{"b": 1}, {"b": [2.0, "x"]}], "c": {"d": true}}));
+        let keys = index_keys(&d, "a.b");
+        assert!(keys.contains(&index_key(&json!(1.0)).unwrap_or_default()));
+        assert!(keys.contains(&index_key(&json!(2)).unwrap_or_default()));
+        assert!(keys.contains("sx"));
+        assert_eq!(index_keys(&d, "c.d").len(), 1);
+    }
+}

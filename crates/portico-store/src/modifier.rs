@@ -1,14 +1,51 @@
 //! Modifiers (`$set`, `$inc`, ...) and whole-document replacement.
+//!
+//! An [`Update`] is parsed and validated once; applying it to a document can still fail on what
+//! the document holds (`$inc` on a string, `$push` on a number), and then leaves it untouched.
 
-use serde_json::Value;
+use serde_json::{Map, Number, Value};
 
-use crate::{Document, Result, Selector};
+use crate::selector::ElemCond;
+use crate::value::{numeric_index, split_path, values_equal};
+use crate::{Document, Error, Result, Selector, new_id};
+
+/// How far `$set` of `a.N` may grow an array past its end (filling with `null`), so one small
+/// request cannot allocate without bound.
+const MAX_ARRAY_PADDING: usize = 10_000;
 
 /// A parsed update: either a modifier or a replacement document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Update {
-    // SKELETON: the store work chooses the representation.
-    _private: (),
+    kind: Kind,
+    source: Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Kind {
+    Replace(Document),
+    Modify(Vec<FieldOp>),
+}
+
+/// One field's change inside a modifier.
+#[derive(Debug, Clone, PartialEq)]
+struct FieldOp {
+    path: String,
+    parts: Vec<String>,
+    action: Action,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Action {
+    Set(Value),
+    Unset,
+    Inc(Number),
+    Push(Vec<Value>),
+    AddToSet(Vec<Value>),
+    Pull(ElemCond),
+}
+
+fn err(msg: impl Into<String>) -> Error {
+    Error::InvalidModifier(msg.into())
 }
 
 impl Update {
@@ -18,7 +55,46 @@ impl Update {
     /// # Errors
     /// [`crate::Error::InvalidModifier`] naming the problem.
     pub fn parse(value: &Value) -> Result<Update> {
-        todo!("store: Update::parse {value}")
+        let Value::Object(m) = value else {
+            return Err(err(format!("an update must be an object, not {value}")));
+        };
+        let dollar = m.keys().filter(|k| k.starts_with('$')).count();
+        if dollar == 0 {
+            return Update::replace(m.clone());
+        }
+        if dollar != m.len() {
+            return Err(err(
+                "an update mixes operators ($set, ...) and plain fields; use one or the other",
+            ));
+        }
+        let mut ops = Vec::new();
+        for (op, operand) in m {
+            let Value::Object(fields) = operand else {
+                return Err(err(format!(
+                    "{op} needs an object of fields, not {operand}"
+                )));
+            };
+            if fields.is_empty() {
+                return Err(err(format!("{op} is empty")));
+            }
+            for (path, arg) in fields {
+                let parts = split_path(path).map_err(|e| err(format!("{op}: {e}")))?;
+                let action = parse_action(op, path, arg)?;
+                if parts[0] == "_id" && !(parts.len() == 1 && matches!(action, Action::Set(_))) {
+                    return Err(err(format!("{op} cannot change _id ({path:?})")));
+                }
+                ops.push(FieldOp {
+                    path: path.clone(),
+                    parts,
+                    action,
+                });
+            }
+        }
+        check_conflicts(&ops)?;
+        Ok(Update {
+            kind: Kind::Modify(ops),
+            source: value.clone(),
+        })
     }
 
     /// The modifier `{"$set": fields}`, where dotted keys are nested paths.
@@ -26,7 +102,28 @@ impl Update {
     /// # Errors
     /// [`crate::Error::InvalidModifier`] when a field name is not usable (empty, `$`-prefixed, `_id`).
     pub fn set(fields: Document) -> Result<Update> {
-        todo!("store: Update::set {fields:?}")
+        if fields.is_empty() {
+            return Err(err("$set is empty"));
+        }
+        let mut ops = Vec::with_capacity(fields.len());
+        for (path, value) in &fields {
+            let parts = split_path(path).map_err(|e| err(format!("$set: {e}")))?;
+            if parts[0] == "_id" {
+                return Err(err(format!("$set cannot change _id ({path:?})")));
+            }
+            ops.push(FieldOp {
+                path: path.clone(),
+                parts,
+                action: Action::Set(value.clone()),
+            });
+        }
+        check_conflicts(&ops)?;
+        let mut source = Map::new();
+        source.insert("$set".to_string(), Value::Object(fields));
+        Ok(Update {
+            kind: Kind::Modify(ops),
+            source: Value::Object(source),
+        })
     }
 
     /// A whole-document replacement (the stored `_id` is kept).
@@ -34,17 +131,45 @@ impl Update {
     /// # Errors
     /// [`crate::Error::InvalidModifier`] when a key starts with `$` or `_id` differs from the stored one.
     pub fn replace(doc: Document) -> Result<Update> {
-        todo!("store: Update::replace {doc:?}")
+        if let Some(key) = doc.keys().find(|k| k.starts_with('$') || k.is_empty()) {
+            return Err(err(format!(
+                "a replacement document cannot hold the field {key:?}"
+            )));
+        }
+        if let Some(id) = doc.get("_id") {
+            if !id.is_string() {
+                return Err(err(format!("_id must be a string, not {id}")));
+            }
+        }
+        Ok(Update {
+            source: Value::Object(doc.clone()),
+            kind: Kind::Replace(doc),
+        })
     }
 
     /// True for a replacement, false for a modifier.
     pub fn is_replacement(&self) -> bool {
-        todo!("store: Update::is_replacement")
+        matches!(self.kind, Kind::Replace(_))
+    }
+
+    /// The update as JSON, as it was parsed or built (for allow/deny rules and logs).
+    pub fn to_value(&self) -> &Value {
+        &self.source
     }
 
     /// The top-level field names the update may change (for allow/deny rules), sorted, no duplicates.
+    ///
+    /// For a replacement these are the fields it holds, apart from `_id`; a replacement also
+    /// removes the fields of the stored document it does not hold, which the caller, who can
+    /// see that document, must consider.
     pub fn field_names(&self) -> Vec<String> {
-        todo!("store: Update::field_names")
+        let mut names: Vec<String> = match &self.kind {
+            Kind::Replace(doc) => doc.keys().filter(|k| *k != "_id").cloned().collect(),
+            Kind::Modify(ops) => ops.iter().map(|op| op.parts[0].clone()).collect(),
+        };
+        names.sort();
+        names.dedup();
+        names
     }
 
     /// Applies the update to `doc` in place. On error, `doc` is unchanged.
@@ -52,15 +177,548 @@ impl Update {
     /// # Errors
     /// [`crate::Error::InvalidModifier`]: `$inc` on a non-number, `$push` on a non-array, changing `_id`...
     pub fn apply(&self, doc: &mut Document) -> Result<()> {
-        todo!("store: Update::apply {doc:?}")
+        match &self.kind {
+            Kind::Replace(replacement) => {
+                let id = doc.get("_id").cloned();
+                if let (Some(old), Some(new)) = (&id, replacement.get("_id")) {
+                    if !values_equal(old, new) {
+                        return Err(err(format!(
+                            "a replacement cannot change _id from {old} to {new}"
+                        )));
+                    }
+                }
+                let mut out = Document::new();
+                if let Some(id) = id.or_else(|| replacement.get("_id").cloned()) {
+                    out.insert("_id".to_string(), id);
+                }
+                for (k, v) in replacement {
+                    if k != "_id" {
+                        out.insert(k.clone(), v.clone());
+                    }
+                }
+                *doc = out;
+                Ok(())
+            }
+            Kind::Modify(ops) => {
+                // Work on a copy so a failure half way leaves `doc` as it was.
+                let mut work = doc.clone();
+                for op in ops {
+                    apply_op(&mut work, op)?;
+                }
+                *doc = work;
+                Ok(())
+            }
+        }
     }
 
     /// The document an upsert inserts when nothing matches `selector`: the selector's equalities,
     /// then the update applied, with a new `_id` unless one is given.
     ///
+    /// The `_id` comes from the selector's `_id` equality, else from the update (a replacement's
+    /// `_id`, or `$set` of `_id`), else it is a new random id.
+    ///
     /// # Errors
-    /// As [`Update::apply`].
+    /// As [`Update::apply`]; also when the selector's equalities cannot form a document
+    /// (such as `{"a": 1, "a.b": 2}`).
     pub fn upsert_document(&self, selector: &Selector) -> Result<Document> {
-        todo!("store: Update::upsert_document {selector:?}")
+        let id = selector
+            .id_equality()
+            .map(str::to_string)
+            .or_else(|| self.given_id())
+            .unwrap_or_else(new_id);
+        let mut doc = Document::new();
+        doc.insert("_id".to_string(), Value::String(id));
+        if let Kind::Replace(_) = self.kind {
+            self.apply(&mut doc)?;
+            return Ok(doc);
+        }
+        for (parts, value) in selector.upsert_fields() {
+            if parts[0] == "_id" {
+                continue;
+            }
+            let target = walk(&mut doc, parts, true).map_err(|e| {
+                err(format!(
+                    "cannot build the upsert document from the selector: {e}"
+                ))
+            })?;
+            if let Some(mut target) = target {
+                target
+                    .set(&parts[parts.len() - 1], value.clone())
+                    .map_err(|e| {
+                        err(format!(
+                            "cannot build the upsert document from the selector: {e}"
+                        ))
+                    })?;
+            }
+        }
+        self.apply(&mut doc)?;
+        Ok(doc)
+    }
+
+    /// An `_id` the update itself names, for upserts.
+    fn given_id(&self) -> Option<String> {
+        match &self.kind {
+            Kind::Replace(doc) => doc.get("_id").and_then(Value::as_str).map(str::to_string),
+            Kind::Modify(ops) => ops.iter().find_map(|op| match &op.action {
+                Action::Set(Value::String(id)) if op.path == "_id" => Some(id.clone()),
+                _ => None,
+            }),
+        }
+    }
+}
+
+fn parse_action(op: &str, path: &str, arg: &Value) -> Result<Action> {
+    Ok(match op {
+        "$set" => Action::Set(arg.clone()),
+        "$unset" => Action::Unset,
+        "$inc" => match arg {
+            Value::Number(n) => Action::Inc(n.clone()),
+            other => {
+                return Err(err(format!("$inc of {path:?} needs a number, not {other}")));
+            }
+        },
+        "$push" => Action::Push(each_values(op, path, arg)?),
+        "$addToSet" => Action::AddToSet(each_values(op, path, arg)?),
+        "$pull" => Action::Pull(
+            ElemCond::parse_pull(arg).map_err(|e| err(format!("$pull of {path:?}: {e}")))?,
+        ),
+        other => {
+            return Err(err(format!(
+                "unknown update operator {other} (supported: $set, $unset, $inc, $push, $pull, $addToSet)"
+            )));
+        }
+    })
+}
+
+/// The values `$push`/`$addToSet` add: the argument, or the items of `{"$each": [...]}`.
+fn each_values(op: &str, path: &str, arg: &Value) -> Result<Vec<Value>> {
+    match arg {
+        Value::Object(m) if m.keys().any(|k| k.starts_with('$')) => {
+            if let Some(other) = m.keys().find(|k| *k != "$each") {
+                return Err(err(format!(
+                    "{op} of {path:?}: {other} is not supported (only $each)"
+                )));
+            }
+            match m.get("$each") {
+                Some(Value::Array(items)) => Ok(items.clone()),
+                _ => Err(err(format!("{op} of {path:?}: $each needs an array"))),
+            }
+        }
+        other => Ok(vec![other.clone()]),
+    }
+}
+
+/// Refuses two changes to one path, or to a path and a path inside it (`a` and `a.b`).
+fn check_conflicts(ops: &[FieldOp]) -> Result<()> {
+    for (i, a) in ops.iter().enumerate() {
+        for b in &ops[i + 1..] {
+            let n = a.parts.len().min(b.parts.len());
+            if a.parts[..n] == b.parts[..n] {
+                return Err(err(format!(
+                    "conflicting changes to {:?} and {:?} in one update",
+                    a.path, b.path
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The object or array that holds a path's last part.
+enum Target<'a> {
+    Object(&'a mut Map<String, Value>),
+    Array(&'a mut Vec<Value>),
+}
+
+impl Target<'_> {
+    fn get(&mut self, key: &str) -> Option<&mut Value> {
+        match self {
+            Target::Object(m) => m.get_mut(key),
+            Target::Array(a) => numeric_index(key).and_then(|i| a.get_mut(i)),
+        }
+    }
+
+    fn set(&mut self, key: &str, value: Value) -> std::result::Result<(), String> {
+        match self {
+            Target::Object(m) => {
+                m.insert(key.to_string(), value);
+                Ok(())
+            }
+            Target::Array(a) => {
+                let i = array_index(a, key)?;
+                if i >= a.len() {
+                    a.resize(i + 1, Value::Null);
+                }
+                a[i] = value;
+                Ok(())
+            }
+        }
+    }
+
+    fn unset(&mut self, key: &str) {
+        match self {
+            Target::Object(m) => {
+                m.shift_remove(key);
+            }
+            // Removing an element would shift the others; like the reference platform, leave a null.
+            Target::Array(a) => {
+                if let Some(v) = numeric_index(key).and_then(|i| a.get_mut(i)) {
+                    *v = Value::Null;
+                }
+            }
+        }
+    }
+}
+
+fn array_index(a: &[Value], key: &str) -> std::result::Result<usize, String> {
+    let i = numeric_index(key)
+        .ok_or_else(|| format!("cannot use the field name {key:?} in an array"))?;
+    if i > a.len() + MAX_ARRAY_PADDING {
+        return Err(format!(
+            "index {i} is too far past the end of an array of {} elements",
+            a.len()
+        ));
+    }
+    Ok(i)
+}
+
+/// Walks to the container of `parts`' last part. With `create`, missing objects on the way are
+/// made (and arrays padded); without, a missing step returns `Ok(None)`. A step into a scalar is
+/// an error with `create`, and `Ok(None)` without.
+fn walk<'a>(
+    doc: &'a mut Document,
+    parts: &[String],
+    create: bool,
+) -> std::result::Result<Option<Target<'a>>, String> {
+    let mut cur = Target::Object(doc);
+    let Some((_, inner)) = parts.split_last() else {
+        return Ok(None);
+    };
+    for part in inner {
+        let next: &mut Value = match cur {
+            Target::Object(m) => {
+                if create {
+                    m.entry(part.clone())
+                        .or_insert_with(|| Value::Object(Map::new()))
+                } else {
+                    match m.get_mut(part.as_str()) {
+                        Some(v) => v,
+                        None => return Ok(None),
+                    }
+                }
+            }
+            Target::Array(a) => {
+                let i = array_index(a, part)?;
+                if i >= a.len() {
+                    if !create {
+                        return Ok(None);
+                    }
+                    a.resize(i + 1, Value::Null);
+                    a[i] = Value::Object(Map::new());
+                }
+                &mut a[i]
+            }
+        };
+        cur = match next {
+            Value::Object(m) => Target::Object(m),
+            Value::Array(a) => Target::Array(a),
+            other if create => {
+                return Err(format!(
+                    "cannot create the field {part:?}.. inside the value {other}"
+                ));
+            }
+            _ => return Ok(None),
+        };
+    }
+    Ok(Some(cur))
+}
+
+fn apply_op(doc: &mut Document, op: &FieldOp) -> Result<()> {
+    let path = &op.path;
+    let last = &op.parts[op.parts.len() - 1];
+    if path == "_id" {
+        // Only `$set` reaches here (parse refuses the others): allowed when it changes nothing.
+        if let Action::Set(v) = &op.action {
+            return match doc.get("_id") {
+                Some(old) if values_equal(old, v) => Ok(()),
+                Some(old) => Err(err(format!("cannot change _id from {old} to {v}"))),
+                None if v.is_string() => {
+                    doc.insert("_id".to_string(), v.clone());
+                    Ok(())
+                }
+                None => Err(err(format!("_id must be a string, not {v}"))),
+            };
+        }
+    }
+    let create = !matches!(op.action, Action::Unset | Action::Pull(_));
+    let target = walk(doc, &op.parts, create).map_err(|e| err(format!("{path:?}: {e}")))?;
+    let Some(mut target) = target else {
+        return Ok(());
+    };
+    match &op.action {
+        Action::Set(v) => target
+            .set(last, v.clone())
+            .map_err(|e| err(format!("$set of {path:?}: {e}")))?,
+        Action::Unset => target.unset(last),
+        Action::Inc(by) => {
+            let new = match target.get(last) {
+                None => Value::Number(by.clone()),
+                Some(Value::Number(n)) => Value::Number(
+                    add_numbers(n, by)
+                        .ok_or_else(|| err(format!("$inc of {path:?} overflows ({n} + {by})")))?,
+                ),
+                Some(other) => {
+                    return Err(err(format!(
+                        "$inc of {path:?} needs a number there, found {other}"
+                    )));
+                }
+            };
+            target
+                .set(last, new)
+                .map_err(|e| err(format!("$inc of {path:?}: {e}")))?;
+        }
+        Action::Push(items) | Action::AddToSet(items) => {
+            let add_to_set = matches!(op.action, Action::AddToSet(_));
+            let name = if add_to_set { "$addToSet" } else { "$push" };
+            match target.get(last) {
+                Some(Value::Array(a)) => push_items(a, items, add_to_set),
+                Some(other) => {
+                    return Err(err(format!(
+                        "{name} of {path:?} needs an array there, found {other}"
+                    )));
+                }
+                None => {
+                    let mut a = Vec::new();
+                    push_items(&mut a, items, add_to_set);
+                    target
+                        .set(last, Value::Array(a))
+                        .map_err(|e| err(format!("{name} of {path:?}: {e}")))?;
+                }
+            }
+        }
+        Action::Pull(cond) => match target.get(last) {
+            Some(Value::Array(a)) => a.retain(|e| !cond.matches_element(e)),
+            Some(other) => {
+                return Err(err(format!(
+                    "$pull of {path:?} needs an array there, found {other}"
+                )));
+            }
+            None => {}
+        },
+    }
+    Ok(())
+}
+
+fn push_items(a: &mut Vec<Value>, items: &[Value], add_to_set: bool) {
+    for item in items {
+        if !add_to_set || !a.iter().any(|e| values_equal(e, item)) {
+            a.push(item.clone());
+        }
+    }
+}
+
+/// `a + b`, exact for integers (while the sum fits in an `i64` or `u64`), else as `f64`;
+/// `None` when the sum is not a finite number.
+fn add_numbers(a: &Number, b: &Number) -> Option<Number> {
+    let int = |n: &Number| {
+        n.as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+    };
+    if let (Some(x), Some(y)) = (int(a), int(b)) {
+        let sum = x + y;
+        if let Ok(v) = i64::try_from(sum) {
+            return Some(Number::from(v));
+        }
+        if let Ok(v) = u64::try_from(sum) {
+            return Some(Number::from(v));
+        }
+    }
+    Number::from_f64(a.as_f64()? + b.as_f64()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn doc(v: Value) -> Document {
+        match v {
+            Value::Object(m) => m,
+            _ => Document::new(),
+        }
+    }
+
+    fn upd(v: Value) -> Update {
+        match Update::parse(&v) {
+            Ok(u) => u,
+            Err(e) => panic!("update {v} should parse: {e}"),
+        }
+    }
+
+    fn applied(u: Value, d: Value) -> Result<Value> {
+        let mut d = doc(d);
+        upd(u).apply(&mut d)?;
+        Ok(Value::Object(d))
+    }
+
+    #[test]
+    fn set_unset_inc() {
+        assert_eq!(
+            applied(
+                json!({"$set": {"a.b.c": 1, "x": 2}}),
+                json!({"_id": "i", "x": 1})
+            )
+            .ok(),
+            Some(json!({"_id": "i", "x": 2, "a": {"b": {"c": 1}}}))
+        );
+        assert_eq!(
+            applied(
+                json!({"$unset": {"a": "", "z.q": 1}}),
+                json!({"_id": "i", "a": 1, "b": 2})
+            )
+            .ok(),
+            Some(json!({"_id": "i", "b": 2}))
+        );
+        assert_eq!(
+            applied(
+                json!({"$inc": {"n": 2, "m": 1.5, "k": -1}}),
+                json!({"n": 1, "m": 1})
+            )
+            .ok(),
+            Some(json!({"n": 3, "m": 2.5, "k": -1}))
+        );
+        assert_eq!(
+            applied(json!({"$set": {"a.1": 9}}), json!({"a": [1, 2, 3]})).ok(),
+            Some(json!({"a": [1, 9, 3]}))
+        );
+        assert_eq!(
+            applied(json!({"$set": {"a.3": 9}}), json!({"a": [1]})).ok(),
+            Some(json!({"a": [1, null, null, 9]}))
+        );
+        assert_eq!(
+            applied(json!({"$unset": {"a.0": 1}}), json!({"a": [1, 2]})).ok(),
+            Some(json!({"a": [null, 2]}))
+        );
+    }
+
+    #[test]
+    fn arrays() {
+        assert_eq!(
+            applied(
+                json!({"$push": {"a": 3, "b": {"$each": [1, 2]}}}),
+                json!({"a": [1]})
+            )
+            .ok(),
+            Some(json!({"a": [1, 3], "b": [1, 2]}))
+        );
+        assert_eq!(
+            applied(
+                json!({"$addToSet": {"a": {"$each": [1, 2, 2.0]}}}),
+                json!({"a": [1]})
+            )
+            .ok(),
+            Some(json!({"a": [1, 2]}))
+        );
+        assert_eq!(
+            applied(
+                json!({"$pull": {"a": 1, "b": {"$gt": 2}, "c": {"x": 1}}}),
+                json!({"a": [1, 2, 1], "b": [1, 5, 3], "c": [{"x": 1, "y": 2}, {"x": 2}, 7]})
+            )
+            .ok(),
+            Some(json!({"a": [2], "b": [1], "c": [{"x": 2}, 7]}))
+        );
+    }
+
+    #[test]
+    fn replacement_keeps_id() {
+        assert_eq!(
+            applied(json!({"b": 2}), json!({"_id": "i", "a": 1})).ok(),
+            Some(json!({"_id": "i", "b": 2}))
+        );
+        assert!(applied(json!({"_id": "j", "b": 2}), json!({"_id": "i"})).is_err());
+        assert!(upd(json!({"b": 1})).is_replacement());
+    }
+
+    #[test]
+    fn errors_leave_the_document_alone() {
+        let original = json!({"_id": "i", "s": "x", "n": 1, "a": 5});
+        for u in [
+            json!({"$set": {"n": 2}, "$inc": {"s": 1}}),
+            json!({"$set": {"n": 2}, "$push": {"s": 1}}),
+            json!({"$set": {"n": 2}, "$addToSet": {"a": 1}}),
+            json!({"$set": {"n": 2}, "$pull": {"a": 1}}),
+            json!({"$set": {"_id": "j"}}),
+            json!({"$set": {"a.b": 1}}),
+        ] {
+            let mut d = doc(original.clone());
+            assert!(
+                matches!(upd(u.clone()).apply(&mut d), Err(Error::InvalidModifier(_))),
+                "{u}"
+            );
+            assert_eq!(Value::Object(d), original, "{u}");
+        }
+        assert!(applied(json!({"$set": {"_id": "i"}}), original.clone()).is_ok());
+    }
+
+    #[test]
+    fn invalid_modifiers() {
+        for bad in [
+            json!({"$foo": {"a": 1}}),
+            json!({"$set": {"a": 1}, "b": 2}),
+            json!({"$set": 5}),
+            json!({"$set": {}}),
+            json!({"$set": {"": 1}}),
+            json!({"$set": {"a.$": 1}}),
+            json!({"$inc": {"a": "1"}}),
+            json!({"$unset": {"_id": 1}}),
+            json!({"$set": {"a": 1}, "$inc": {"a": 1}}),
+            json!({"$set": {"a": 1, "a.b": 1}}),
+            json!({"$push": {"a": {"$each": 1}}}),
+            json!({"$push": {"a": {"$slice": 1}}}),
+            json!({"$pull": {"a": {"$bad": 1}}}),
+            json!({"$set_": 1}),
+            json!([1]),
+        ] {
+            assert!(
+                matches!(Update::parse(&bad), Err(Error::InvalidModifier(_))),
+                "{bad}"
+            );
+        }
+        assert!(Update::replace(doc(json!({"$x": 1}))).is_err());
+        assert!(Update::set(doc(json!({"_id": "x"}))).is_err());
+    }
+
+    #[test]
+    fn field_names_and_upsert() {
+        let u = upd(json!({"$set": {"b.c": 1, "a": 1}, "$inc": {"b.d": 1}}));
+        assert_eq!(u.field_names(), ["a", "b"]);
+        let s = Selector::parse(&json!({"k": "v", "p.q": 1, "n": {"$gt": 1}})).unwrap_or_default();
+        let d = upd(json!({"$inc": {"c": 1}}))
+            .upsert_document(&s)
+            .unwrap_or_default();
+        assert_eq!(d.get("k"), Some(&json!("v")));
+        assert_eq!(d.get("p"), Some(&json!({"q": 1})));
+        assert_eq!(d.get("c"), Some(&json!(1)));
+        assert!(d.get("n").is_none());
+        let s = Selector::by_id("given");
+        let d = upd(json!({"x": 1})).upsert_document(&s).unwrap_or_default();
+        assert_eq!(Value::Object(d), json!({"_id": "given", "x": 1}));
+        let d = upd(json!({"$set": {"_id": "mine", "x": 1}}))
+            .upsert_document(&Selector::all())
+            .unwrap_or_default();
+        assert_eq!(d.get("_id"), Some(&json!("mine")));
+        let set = Update::set(doc(json!({"a.b": 1}))).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(set.to_value(), &json!({"$set": {"a.b": 1}}));
+    }
+
+    #[test]
+    fn inc_overflow_falls_back_or_fails() {
+        assert_eq!(
+            applied(json!({"$inc": {"n": 1}}), json!({"n": i64::MAX})).ok(),
+            Some(json!({"n": (i64::MAX as u64) + 1}))
+        );
+        assert!(applied(json!({"$inc": {"n": 1e308}}), json!({"n": 1e308})).is_err());
     }
 }
