@@ -1,1 +1,3 @@
+//! The `portico` binary (arguments are wired in the next commit).
+
 fn main() {}

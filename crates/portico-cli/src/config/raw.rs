@@ -1,0 +1,179 @@
+//! The config file exactly as written: serde structs that mirror the TOML keys one to one.
+//!
+//! Every struct refuses unknown keys, so a misspelt key is a mistake reported with its line, never
+//! silently ignored. Fields whose meaning is checked after parsing (paths, rule strings, ...) keep
+//! their place in the file with [`Spanned`], so those mistakes name their line too.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use toml::Spanned;
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConfig {
+    pub(crate) listen: Option<Spanned<String>>,
+    pub(crate) database: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(crate) api: Vec<RawApi>,
+    pub(crate) auto: Option<RawAuto>,
+}
+
+/// One `[[api]]` table: a route API object.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawApi {
+    pub(crate) api_path: Option<Spanned<String>>,
+    pub(crate) version: Option<Spanned<String>>,
+    pub(crate) use_default_auth: Option<bool>,
+    pub(crate) pretty_json: Option<bool>,
+    pub(crate) enable_cors: Option<bool>,
+    pub(crate) default_headers: Option<Spanned<BTreeMap<String, String>>>,
+    pub(crate) auth_failure_delay_ms: Option<u64>,
+    pub(crate) login_rate_limit: Option<Spanned<RawRateLimit>>,
+    pub(crate) cors_origins: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    pub(crate) collection: Vec<RawCollection>,
+}
+
+/// `login_rate_limit = { attempts = 5, per_seconds = 10 }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRateLimit {
+    pub(crate) attempts: u32,
+    pub(crate) per_seconds: u64,
+}
+
+/// One `[[api.collection]]` table: a generated collection.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCollection {
+    pub(crate) name: Spanned<String>,
+    pub(crate) path: Option<Spanned<String>>,
+    pub(crate) auth_required: Option<bool>,
+    pub(crate) role_required: Option<OneOrMany>,
+    pub(crate) excluded_endpoints: Option<Spanned<OneOrMany>>,
+    pub(crate) endpoints: Option<RawEndpoints>,
+    pub(crate) owner_field: Option<Spanned<String>>,
+    pub(crate) max_page_size: Option<Spanned<u64>>,
+}
+
+/// `endpoints = { getAll = {...}, put = false }`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawEndpoints {
+    #[serde(rename = "getAll")]
+    pub(crate) get_all: Option<RawEndpoint>,
+    pub(crate) post: Option<RawEndpoint>,
+    pub(crate) get: Option<RawEndpoint>,
+    pub(crate) put: Option<RawEndpoint>,
+    pub(crate) patch: Option<RawEndpoint>,
+    pub(crate) delete: Option<RawEndpoint>,
+}
+
+/// One endpoint's setting: `false` (not generated), `true` (generated as usual) or its options.
+#[derive(Debug)]
+pub(crate) enum RawEndpoint {
+    /// `true` or `false`.
+    Enabled(bool),
+    /// `{ auth_required = ..., role_required = ... }`.
+    Options(RawEndpointOptions),
+}
+
+/// The options of one generated endpoint.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawEndpointOptions {
+    pub(crate) auth_required: Option<bool>,
+    pub(crate) role_required: Option<OneOrMany>,
+}
+
+impl<'de> Deserialize<'de> for RawEndpoint {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Written by hand instead of `#[serde(untagged)]`: an untagged enum replaces the inner
+        // error ("unknown field `auth_requried`") with "did not match any variant".
+        struct EndpointVisitor;
+        impl<'de> Visitor<'de> for EndpointVisitor {
+            type Value = RawEndpoint;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("`false`, `true` or a table of endpoint options")
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<RawEndpoint, E> {
+                Ok(RawEndpoint::Enabled(v))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawEndpoint, A::Error> {
+                RawEndpointOptions::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(RawEndpoint::Options)
+            }
+        }
+        deserializer.deserialize_any(EndpointVisitor)
+    }
+}
+
+/// A string or an array of strings (`role_required = "editor"` or `["editor", "admin"]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct OneOrMany(pub(crate) Vec<String>);
+
+impl<'de> Deserialize<'de> for OneOrMany {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct OneOrManyVisitor;
+        impl<'de> Visitor<'de> for OneOrManyVisitor {
+            type Value = OneOrMany;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an array of strings")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<OneOrMany, E> {
+                Ok(OneOrMany(vec![v.to_owned()]))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<OneOrMany, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element::<String>()? {
+                    items.push(item);
+                }
+                Ok(OneOrMany(items))
+            }
+        }
+        deserializer.deserialize_any(OneOrManyVisitor)
+    }
+}
+
+/// The `[auto]` table: the auto API.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAuto {
+    pub(crate) collections: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    pub(crate) object_id_collections: Vec<Spanned<String>>,
+    pub(crate) response_headers: Option<Spanned<BTreeMap<String, String>>>,
+    pub(crate) allow_register: Option<bool>,
+    #[serde(default)]
+    pub(crate) rules: BTreeMap<String, Spanned<RawRules>>,
+    #[serde(default)]
+    pub(crate) publication: Vec<RawPublication>,
+}
+
+/// `[auto.rules.<collection>]`: the allow rules of one collection.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRules {
+    pub(crate) insert: Option<Spanned<OneOrMany>>,
+    pub(crate) update: Option<Spanned<OneOrMany>>,
+    pub(crate) remove: Option<Spanned<OneOrMany>>,
+}
+
+/// One `[[auto.publication]]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPublication {
+    pub(crate) name: Spanned<String>,
+    pub(crate) collection: Spanned<String>,
+    pub(crate) selector: Option<Spanned<toml::Table>>,
+    pub(crate) sort: Option<Spanned<toml::Table>>,
+    pub(crate) fields: Option<Spanned<toml::Table>>,
+    pub(crate) url: Option<Spanned<String>>,
+    pub(crate) http_method: Option<Spanned<String>>,
+    pub(crate) auth_required: Option<bool>,
+}

@@ -1,0 +1,258 @@
+//! Tests of config parsing: every key, and every kind of mistake with its line and key.
+
+use super::*;
+
+const FULL: &str = r#"listen = "127.0.0.1:3000"
+database = "sqlite:./portico.db"
+
+[[api]]
+api_path = "api/"
+version = "v1"
+use_default_auth = true
+pretty_json = false
+enable_cors = true
+default_headers = { "X-Example" = "1" }
+auth_failure_delay_ms = 0
+login_rate_limit = { attempts = 5, per_seconds = 10 }
+cors_origins = ["https://app.example.com"]
+
+[[api.collection]]
+name = "articles"
+path = "articles"
+auth_required = false
+role_required = ["editor"]
+excluded_endpoints = ["delete"]
+endpoints = { getAll = { auth_required = false }, put = false }
+owner_field = "ownerId"
+max_page_size = 1000
+
+[auto]
+collections = ["widgets"]
+object_id_collections = []
+response_headers = { "Access-Control-Allow-Origin" = "*" }
+allow_register = false
+
+[auto.rules.widgets]
+insert = "authenticated"
+update = "owner:ownerId"
+remove = "role:admin"
+"#;
+
+fn errors(text: &str) -> Vec<ConfigError> {
+    match Config::parse(text) {
+        Ok(_) => Vec::new(),
+        Err(errors) => errors,
+    }
+}
+
+#[test]
+fn the_issue_example_parses_with_every_key() {
+    let config = match Config::parse(FULL) {
+        Ok(c) => c,
+        Err(e) => panic!("{e:?}"),
+    };
+    assert_eq!(
+        config.listen.map(|a| a.to_string()).as_deref(),
+        Some("127.0.0.1:3000")
+    );
+    assert_eq!(config.database.as_deref(), Some("sqlite:./portico.db"));
+    let api = &config.apis[0];
+    assert_eq!(api.base_path(), "/api/v1/");
+    assert!(api.use_default_auth && api.enable_cors && !api.pretty_json);
+    assert_eq!(
+        api.default_headers,
+        vec![("X-Example".to_owned(), "1".to_owned())]
+    );
+    assert_eq!(api.auth_failure_delay, Some(Duration::ZERO));
+    assert_eq!(
+        api.login_rate_limit,
+        Some(RateLimit {
+            attempts: 5,
+            per: Duration::from_secs(10)
+        })
+    );
+    assert_eq!(
+        api.cors_origins,
+        Some(vec!["https://app.example.com".to_owned()])
+    );
+    let c = &api.collections[0];
+    assert_eq!((c.name.as_str(), c.path.as_str()), ("articles", "articles"));
+    assert_eq!(c.role_required, vec!["editor".to_owned()]);
+    let names: Vec<_> = c.endpoints.iter().map(|(e, _)| *e).collect();
+    assert_eq!(
+        names,
+        vec![
+            EndpointName::GetAll,
+            EndpointName::Post,
+            EndpointName::Get,
+            EndpointName::Patch
+        ]
+    );
+    assert_eq!(
+        c.endpoint(EndpointName::GetAll)
+            .and_then(|o| o.auth_required),
+        Some(false)
+    );
+    assert_eq!(c.excluded(), vec![EndpointName::Put, EndpointName::Delete]);
+    assert_eq!(c.owner_field.as_deref(), Some("ownerId"));
+    assert_eq!(c.max_page_size, Some(1000));
+    assert_eq!(c.line, 16);
+    let auto = config.auto.clone().unwrap_or_default();
+    assert_eq!(auto.collections, Some(vec!["widgets".to_owned()]));
+    assert!(!auto.allow_register);
+    assert_eq!(auto.response_headers.len(), 1);
+    assert_eq!(
+        auto.rules,
+        vec![CollectionRules {
+            collection: "widgets".into(),
+            insert: vec![Rule::Authenticated],
+            update: vec![Rule::Owner("ownerId".into())],
+            remove: vec![Rule::Role("admin".into())],
+        }]
+    );
+    assert_eq!(auto.line, 25);
+}
+
+#[test]
+fn an_empty_file_is_a_valid_config() {
+    let config = Config::parse("").map_err(|e| format!("{e:?}"));
+    assert!(config.is_ok_and(|c| c.apis.is_empty() && c.auto.is_none()));
+}
+
+#[test]
+fn unknown_keys_are_named_with_their_line() {
+    let errs = errors("[[api]]\napi_path = \"api/\"\nuse_defualt_auth = true\n");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].line, 3);
+    assert_eq!(errs[0].key, "api.use_defualt_auth");
+    assert!(
+        errs[0].message.contains("unknown field"),
+        "{}",
+        errs[0].message
+    );
+}
+
+#[test]
+fn wrong_types_are_named_with_their_line() {
+    let errs = errors("[[api]]\n[[api.collection]]\nname = \"a\"\nauth_required = \"yes\"\n");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(
+        (errs[0].line, errs[0].key.as_str()),
+        (4, "api.collection.auth_required")
+    );
+}
+
+#[test]
+fn every_parse_mistake_is_listed_at_once() {
+    let errs = errors(
+        "listen = 3000\n[[api]]\npretty = true\n[[api.collection]]\nname = \"a\"\nendpoints = { getAll = { auth_requried = true } }\nmax_page_size = \"big\"\n",
+    );
+    let found: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.key.as_str())).collect();
+    assert_eq!(
+        found,
+        vec![
+            (1, "listen"),
+            (3, "api.pretty"),
+            (6, "api.collection.endpoints.getAll.auth_requried"),
+            (7, "api.collection.max_page_size"),
+        ],
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn syntax_errors_have_a_line() {
+    let errs = errors("[[api]]\napi_path = \"api/\n");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].line, 2);
+}
+
+#[test]
+fn missing_required_keys_are_named() {
+    let errs = errors("[[api]]\n[[api.collection]]\npath = \"x\"\n");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].key.ends_with("name"), "{errs:?}");
+    assert!(errs[0].line >= 2, "{errs:?}");
+}
+
+#[test]
+fn bad_rules_are_named_with_their_line() {
+    let errs = errors(
+        "[auto]\ncollections = [\"w\"]\n[auto.rules.w]\ninsert = \"authenticated\"\nupdate = \"owner\"\nremove = \"admins\"\n",
+    );
+    let found: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.key.as_str())).collect();
+    assert_eq!(
+        found,
+        vec![(5, "auto.rules.w.update"), (6, "auto.rules.w.remove")],
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn rules_for_a_collection_without_write_endpoints_are_refused() {
+    let errs = errors("[auto]\ncollections = [\"a\"]\n[auto.rules.b]\ninsert = \"anyone\"\n");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].key, "auto.rules.b");
+}
+
+#[test]
+fn semantic_mistakes_are_all_listed() {
+    let errs = errors(
+        "listen = \"localhost\"\ndatabase = \"mysql://x\"\n[[api]]\napi_path = \"a pi\"\ncors_origins = [\"nope\"]\ndefault_headers = { \"Bad Header\" = \"1\" }\n[[api.collection]]\nname = \"$x\"\nexcluded_endpoints = \"remove\"\nowner_field = \"_id\"\nmax_page_size = 0\n",
+    );
+    let keys: Vec<&str> = errs.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        vec![
+            "listen",
+            "database",
+            "api.api_path",
+            "api.cors_origins",
+            "api.default_headers",
+            "api.collection.name",
+            "api.collection.excluded_endpoints",
+            "api.collection.owner_field",
+            "api.collection.max_page_size",
+        ],
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn endpoints_accept_true_false_and_options() {
+    let config = Config::parse(
+        "[[api]]\n[[api.collection]]\nname = \"a\"\nrole_required = \"r1\"\nendpoints = { get = true, post = false, delete = { role_required = \"r2\", auth_required = true } }\n",
+    )
+    .map_err(|e| format!("{e:?}"));
+    let c = config.map(|c| c.apis[0].collections[0].clone());
+    let c = match c {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    assert!(c.endpoint(EndpointName::Post).is_none());
+    assert_eq!(c.role_required, vec!["r1".to_owned()]);
+    assert_eq!(
+        c.endpoint(EndpointName::Delete),
+        Some(&EndpointOptions {
+            auth_required: Some(true),
+            role_required: vec!["r2".into()]
+        })
+    );
+}
+
+#[test]
+fn display_names_file_line_and_key() {
+    let errors = ConfigErrors {
+        file: "p.toml".into(),
+        errors: vec![ConfigError {
+            line: 3,
+            column: 1,
+            key: "api.x".into(),
+            message: "unknown field `x`".into(),
+        }],
+    };
+    assert_eq!(
+        errors.to_string(),
+        "p.toml: 1 mistake\n  p.toml: line 3, column 1, key `api.x`: unknown field `x`"
+    );
+}

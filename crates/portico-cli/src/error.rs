@@ -1,0 +1,59 @@
+//! The crate's error type: everything a `portico` command can fail with.
+
+use std::path::PathBuf;
+
+use crate::config::ConfigErrors;
+
+/// Why a `portico` command failed. Its `Display` is the message printed to the user.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The config file could not be read.
+    #[error("cannot read config file {}: {source}", path.display())]
+    ReadConfig {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The config file has mistakes.
+    #[error("{0}")]
+    Config(ConfigErrors),
+    /// The database could not be opened.
+    #[error("cannot open database {url}: {message}")]
+    Database {
+        /// The store URL.
+        url: String,
+        /// Why, as the store says it.
+        message: String,
+    },
+    // PLATFORM_PLACEHOLDER
+    /// The front doors could not be set up from the config.
+    #[error("cannot set up the API: {0}")]
+    Setup(String),
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A command argument is wrong (an unknown user, a bad address...).
+    #[error("{0}")]
+    Usage(String),
+    /// An import file could not be read or has bad documents.
+    #[error("import of {}: {message}", path.display())]
+    Import {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Serving failed after start.
+    #[error("server error: {0}")]
+    Serve(std::io::Error),
+}
+
+/// `Result` with the crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

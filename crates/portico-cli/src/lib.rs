@@ -1,0 +1,39 @@
+//! The `portico` server: a zero-code REST server from a TOML file, on embedded SQLite.
+//!
+//! The `portico` binary is glue: it parses its arguments and calls the functions of this crate,
+//! which read and check the config ([`config`]), serve it ([`serve`]), manage users ([`users`]),
+//! import JSON exports ([`import`]) and list routes ([`routes`]).
+//!
+//! ```
+//! use portico_cli::config::Config;
+//!
+//! let config = Config::parse(r#"
+//! [[api]]
+//! use_default_auth = true
+//! [[api.collection]]
+//! name = "articles"
+//! role_required = ["editor"]
+//! "#).map_err(|errors| format!("{errors:?}"))?;
+//! let routes = portico_cli::routes::route_table(&config);
+//! assert!(routes.iter().any(|r| r.method == "POST" && r.path == "/api/login"));
+//! # Ok::<(), String>(())
+//! ```
+//!
+//! | command | does |
+//! |---|---|
+//! | `portico serve [--config FILE] [--listen ADDR] [--database URL]` | serves the config |
+//! | `portico users add\|list\|remove\|roles add\|roles remove` | manages accounts |
+//! | `portico import --collection NAME FILE` | imports a JSON array export |
+//! | `portico routes [--config FILE]` | prints every route |
+//! | `portico check [--config FILE]` | validates the config |
+
+pub mod check;
+pub mod config;
+// pub mod database;
+mod error;
+// pub mod import;
+pub mod routes;
+// pub mod serve;
+// pub mod users;
+
+pub use error::{Error, Result};
