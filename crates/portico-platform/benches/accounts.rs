@@ -1,1 +1,2 @@
+//! Login and token-resolution costs (filled in below).
 fn main() {}

@@ -1,1 +1,89 @@
-//! placeholder
+//! Portico's host-program model: the platform both HTTP front doors stand on.
+//!
+//! A [`Platform`] holds a document store, named [`Collection`]s with allow/deny [`Rules`] for
+//! client writes, the [`Accounts`] service (users, passwords, login tokens, roles) and the
+//! registries of methods (named async server functions) and publications (named queries).
+//! A Rust program can use it directly:
+//!
+//! ```
+//! use portico_platform::{MethodError, NewUser, Password, Platform, Rules, UserSelector};
+//! use serde_json::{json, Value};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let platform = Platform::open("memory:").await?;
+//!
+//! // Accounts.
+//! let accounts = platform.accounts();
+//! let ada = accounts
+//!     .create_user(NewUser {
+//!         username: Some("ada".into()),
+//!         password: Some(Password::Plain("correct horse".into())),
+//!         ..NewUser::default()
+//!     })
+//!     .await?;
+//! let login = accounts
+//!     .login(&UserSelector::Username("ADA".into()), &Password::Plain("correct horse".into()))
+//!     .await?;
+//! assert_eq!(login.user_id, ada);
+//!
+//! // A collection whose client writes are checked by rules.
+//! let notes = platform.collection("notes");
+//! notes.allow(Rules::new().insert(|user_id, doc| async move {
+//!     user_id.is_some() && doc.get("owner").and_then(Value::as_str) == user_id.as_deref()
+//! }));
+//! let doc = json!({"owner": ada, "text": "hello"});
+//! let Value::Object(doc) = doc else { unreachable!() };
+//! notes.client_insert(Some(&ada), doc.clone()).await?;
+//! assert!(notes.client_insert(None, doc).await.is_err());
+//!
+//! // A method.
+//! platform.method("whoami", |inv, _args| async move {
+//!     Ok::<Value, MethodError>(json!(inv.user_id()))
+//! })?;
+//! let reply = platform.call("whoami", Some(ada.clone()), vec![]).await?;
+//! assert_eq!(reply.value, json!(ada));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! | Part | What it gives |
+//! |---|---|
+//! | [`Platform`] | store URL (`memory:`, `sqlite:PATH`), collections, registries |
+//! | [`Collection`] | server writes (no rules, schema checked), `client_*` writes (rules applied) |
+//! | [`Accounts`] | users in the layout existing apps use, argon2id/bcrypt, hashed login tokens |
+//! | [`Platform::method`], [`Platform::call`] | named async server functions, [`MethodError`] |
+//! | [`Platform::publish`], [`Platform::subscribe`] | named queries returning [`Cursor`]s |
+//! | [`RateLimiter`] | in-memory failure limits for login routes |
+
+mod accounts;
+mod args;
+mod collection;
+mod cursor;
+mod error;
+mod method;
+mod method_error;
+mod platform;
+mod publication;
+mod rate_limit;
+mod rules;
+mod schema;
+mod time;
+
+pub use accounts::{
+    Accounts, AccountsConfig, LoginToken, NewUser, Password, TOKEN_PATH, USERS, UserSelector,
+    hash_token, import_value, password_digest, public_user, user_has_any_role,
+};
+pub use args::{ArgsExtractor, ArgsRequest};
+pub use collection::{Collection, CollectionOptions};
+pub use cursor::Cursor;
+pub use error::{Error, Result};
+pub use method::{Invocation, MethodInfo, MethodOptions, MethodReply};
+pub use method_error::{MethodError, arg};
+pub use platform::{Platform, PlatformConfig};
+pub use publication::{PublicationInfo, PublicationOptions, Subscription};
+pub use rate_limit::RateLimiter;
+pub use rules::{InsertRule, RemoveRule, Rules, UpdateRule};
+pub use time::now_iso;
+
+pub use portico_store::{Document, IdKind, Query, Selector, Update, UpdateOptions, UpdateResult};

@@ -1,0 +1,2 @@
+//! A program using the platform directly (filled in below).
+fn main() {}

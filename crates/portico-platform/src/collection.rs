@@ -1,0 +1,381 @@
+//! [`Collection`]: a named collection of documents, with server writes and rule-checked client writes.
+
+use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use portico_store::{
+    Document, IdKind, Query, Selector, Store, Update, UpdateOptions, UpdateResult,
+};
+use serde_json::Value;
+
+use crate::rules::{RuleSet, Write};
+use crate::schema::Schema;
+use crate::{Cursor, Error, Result, Rules};
+
+/// How a collection is declared.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CollectionOptions {
+    /// How new `_id`s are made (random 17-character ids, or 24-hex object ids).
+    pub id_kind: IdKind,
+    /// A JSON Schema every inserted document, and every document an update produces, must satisfy
+    /// (validated without `_id`).
+    pub schema: Option<Value>,
+}
+
+struct Inner {
+    name: String,
+    options: CollectionOptions,
+    schema: Option<Schema>,
+    store: Arc<dyn Store>,
+    rules: RwLock<RuleSet>,
+}
+
+/// A collection handle. Cheap to clone; clones share the rules.
+///
+/// Server-side methods (`insert`, `update`, ...) apply no rules (the schema is still validated);
+/// the `client_*` methods apply the allow/deny rules first.
+#[derive(Clone)]
+pub struct Collection {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Collection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Collection")
+            .field("name", &self.inner.name)
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Collection {
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        name: &str,
+        options: CollectionOptions,
+    ) -> Result<Collection> {
+        if name.is_empty() || name.starts_with('$') || name.contains('\0') {
+            return Err(Error::InvalidArgument(format!(
+                "invalid collection name {name:?}"
+            )));
+        }
+        let schema = options.schema.as_ref().map(Schema::compile).transpose()?;
+        Ok(Collection {
+            inner: Arc::new(Inner {
+                name: name.to_string(),
+                options,
+                schema,
+                store,
+                rules: RwLock::new(RuleSet::default()),
+            }),
+        })
+    }
+
+    /// A collection with default options and no name check (the store refuses unusable names on use).
+    pub(crate) fn unchecked(store: Arc<dyn Store>, name: &str) -> Collection {
+        Collection {
+            inner: Arc::new(Inner {
+                name: name.to_string(),
+                options: CollectionOptions::default(),
+                schema: None,
+                store,
+                rules: RwLock::new(RuleSet::default()),
+            }),
+        }
+    }
+
+    /// The collection's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// How new ids are made.
+    pub fn id_kind(&self) -> IdKind {
+        self.inner.options.id_kind
+    }
+
+    /// The options it was declared with.
+    pub fn options(&self) -> &CollectionOptions {
+        &self.inner.options
+    }
+
+    fn store(&self) -> &dyn Store {
+        self.inner.store.as_ref()
+    }
+
+    fn validate(&self, doc: &Document) -> Result<()> {
+        match &self.inner.schema {
+            Some(schema) => schema.validate(doc),
+            None => Ok(()),
+        }
+    }
+
+    /// Gives `doc` a new `_id` of this collection's kind when it has none.
+    fn ensure_id(&self, doc: &mut Document) -> Result<String> {
+        match doc.get("_id") {
+            None | Some(Value::Null) => {
+                let id = self.id_kind().generate();
+                // `_id` first, as stored documents show it.
+                let mut with_id = Document::new();
+                with_id.insert("_id".into(), Value::String(id.clone()));
+                with_id.extend(std::mem::take(doc));
+                *doc = with_id;
+                Ok(id)
+            }
+            Some(Value::String(id)) if !id.is_empty() => Ok(id.clone()),
+            Some(_) => Err(Error::InvalidArgument(
+                "_id must be a non-empty string".into(),
+            )),
+        }
+    }
+
+    // ----- server side: no rules -----
+
+    /// Inserts `doc` (a new `_id` of the collection's kind when it has none) and returns its `_id`.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] when the schema refuses it; a store error for a duplicate `_id`.
+    pub async fn insert(&self, mut doc: Document) -> Result<String> {
+        self.ensure_id(&mut doc)?;
+        self.validate(&doc)?;
+        Ok(self.store().insert(self.name(), doc).await?)
+    }
+
+    /// The documents matching `query`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn find(&self, query: &Query) -> Result<Vec<Document>> {
+        Ok(self.store().find(self.name(), query).await?)
+    }
+
+    /// The first document matching `selector`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn find_one(&self, selector: &Selector) -> Result<Option<Document>> {
+        Ok(self.store().find_one(self.name(), selector).await?)
+    }
+
+    /// The document with `_id == id`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn get(&self, id: &str) -> Result<Option<Document>> {
+        Ok(self.store().get(self.name(), id).await?)
+    }
+
+    /// How many documents match `selector`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn count(&self, selector: &Selector) -> Result<u64> {
+        Ok(self.store().count(self.name(), selector).await?)
+    }
+
+    /// Applies `update` to the first (or with `multi` every) matching document; with `upsert`,
+    /// inserts when nothing matches.
+    ///
+    /// With a schema, the documents the update would produce are validated first and nothing is
+    /// written when one fails. (The check reads, then the store writes atomically; a concurrent
+    /// writer between the two can still produce a document the schema was not shown.)
+    ///
+    /// # Errors
+    /// [`Error::Validation`], store errors (a modifier that cannot be applied).
+    pub async fn update(
+        &self,
+        selector: &Selector,
+        update: &Update,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult> {
+        if self.inner.schema.is_some() {
+            let mut query = Query::new(selector.clone());
+            if !options.multi {
+                query.limit = Some(1);
+            }
+            let docs = self.find(&query).await?;
+            if docs.is_empty() && options.upsert {
+                let mut doc = update.upsert_document(selector)?;
+                self.ensure_id(&mut doc)?;
+                self.validate(&doc)?;
+                // Insert the validated document itself so its `_id` is of this collection's kind.
+                let id = self.store().insert(self.name(), doc).await?;
+                return Ok(UpdateResult {
+                    matched: 0,
+                    modified: 0,
+                    upserted_id: Some(id),
+                });
+            }
+            for mut doc in docs {
+                update.apply(&mut doc)?;
+                self.validate(&doc)?;
+            }
+        } else if options.upsert
+            && self.id_kind() == IdKind::ObjectId
+            && self.count(selector).await? == 0
+        {
+            // The store would give the upsert a random id; this collection wants an object id.
+            let mut doc = update.upsert_document(selector)?;
+            self.ensure_id(&mut doc)?;
+            let id = self.store().insert(self.name(), doc).await?;
+            return Ok(UpdateResult {
+                matched: 0,
+                modified: 0,
+                upserted_id: Some(id),
+            });
+        }
+        Ok(self
+            .store()
+            .update(self.name(), selector, update, options)
+            .await?)
+    }
+
+    /// Applies `update` to the document `id` and returns the document after the change, `None`
+    /// when there is no such document.
+    ///
+    /// # Errors
+    /// As [`Collection::update`].
+    pub async fn update_by_id(&self, id: &str, update: &Update) -> Result<Option<Document>> {
+        let result = self
+            .update(&Selector::by_id(id), update, UpdateOptions::default())
+            .await?;
+        if result.matched == 0 {
+            return Ok(None);
+        }
+        self.get(id).await
+    }
+
+    /// Removes every document matching `selector`; returns how many.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn remove(&self, selector: &Selector) -> Result<u64> {
+        Ok(self.store().remove(self.name(), selector).await?)
+    }
+
+    /// Removes the document `id`; true when it existed.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn remove_by_id(&self, id: &str) -> Result<bool> {
+        Ok(self.remove(&Selector::by_id(id)).await? > 0)
+    }
+
+    /// A cursor over this collection, for a publication to return.
+    pub fn cursor(&self, query: Query) -> Cursor {
+        Cursor::new(self.name(), query)
+    }
+
+    // ----- rules -----
+
+    /// Adds allow rules for client writes.
+    pub fn allow(&self, rules: Rules) {
+        self.inner
+            .rules
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .allow
+            .push(rules);
+    }
+
+    /// Adds deny rules for client writes; a deny returning true overrides every allow.
+    pub fn deny(&self, rules: Rules) {
+        self.inner
+            .rules
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .deny
+            .push(rules);
+    }
+
+    async fn check(&self, user_id: Option<&str>, write: Write<'_>) -> Result<()> {
+        let rules = self
+            .inner
+            .rules
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if rules.permits(user_id, &write).await {
+            Ok(())
+        } else {
+            Err(Error::AccessDenied)
+        }
+    }
+
+    // ----- client side: rules applied -----
+
+    /// Inserts a client's document when the rules allow it; returns its `_id`.
+    ///
+    /// A missing `_id` is generated before the rules run, so they see it. A client-chosen `_id`
+    /// must be a non-empty string (24 hex digits in an object-id collection).
+    ///
+    /// # Errors
+    /// [`Error::AccessDenied`], [`Error::InvalidArgument`] for a bad `_id`, [`Error::Validation`],
+    /// a store error for a duplicate `_id`.
+    pub async fn client_insert(&self, user_id: Option<&str>, mut doc: Document) -> Result<String> {
+        let id = self.ensure_id(&mut doc)?;
+        if !self.id_kind().is_valid(&id) {
+            return Err(Error::InvalidArgument(format!("invalid _id {id:?}")));
+        }
+        self.check(user_id, Write::Insert(&doc)).await?;
+        self.validate(&doc)?;
+        Ok(self.store().insert(self.name(), doc).await?)
+    }
+
+    /// Applies a client's modifier (such as `{"$set": {...}}`) to the document `id` when the rules
+    /// allow it; returns how many documents were updated (0 when there is no such document).
+    ///
+    /// The update rules see the document before the change, the changed top-level field names
+    /// and `modifier` as given. Whole-document replacement is not accepted from clients.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a replacement, a store error for a malformed modifier,
+    /// [`Error::AccessDenied`], [`Error::Validation`].
+    pub async fn client_update(
+        &self,
+        user_id: Option<&str>,
+        id: &str,
+        modifier: &Value,
+    ) -> Result<u64> {
+        let update = Update::parse(modifier)?;
+        if update.is_replacement() {
+            return Err(Error::InvalidArgument(
+                "a client update must use modifiers such as $set, not replace the document".into(),
+            ));
+        }
+        let Some(doc) = self.get(id).await? else {
+            return Ok(0);
+        };
+        let fields = update.field_names();
+        self.check(user_id, Write::Update(&doc, &fields, modifier))
+            .await?;
+        if self.inner.schema.is_some() {
+            let mut changed = doc.clone();
+            update.apply(&mut changed)?;
+            self.validate(&changed)?;
+        }
+        let result = self
+            .store()
+            .update(
+                self.name(),
+                &Selector::by_id(id),
+                &update,
+                UpdateOptions::default(),
+            )
+            .await?;
+        Ok(result.matched)
+    }
+
+    /// Removes the document `id` for a client when the rules allow it; returns how many were
+    /// removed (0 when there is no such document).
+    ///
+    /// # Errors
+    /// [`Error::AccessDenied`], store failures.
+    pub async fn client_remove(&self, user_id: Option<&str>, id: &str) -> Result<u64> {
+        let Some(doc) = self.get(id).await? else {
+            return Ok(0);
+        };
+        self.check(user_id, Write::Remove(&doc)).await?;
+        self.remove(&Selector::by_id(id)).await
+    }
+}

@@ -1,0 +1,102 @@
+//! The platform's error type.
+
+/// Everything that can go wrong in the platform.
+///
+/// Client errors ([`Error::is_client_error`]) carry a message that may be shown to the client that
+/// caused them; the others are internal and should be logged, not sent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The store failed, or refused the input (see [`portico_store::Error::is_client_error`]).
+    #[error(transparent)]
+    Store(#[from] portico_store::Error),
+    /// A client write was refused by the collection's allow/deny rules.
+    #[error("Access denied")]
+    AccessDenied,
+    /// A document does not satisfy the collection's JSON Schema; one message per failure.
+    #[error("Validation failed: {}", .0.join("; "))]
+    Validation(Vec<String>),
+    /// A new user or a password is not acceptable (empty password, malformed email, ...).
+    #[error("{0}")]
+    InvalidUser(String),
+    /// The username or email is taken (also when it differs only in case).
+    #[error("{0}")]
+    UserExists(String),
+    /// A login failed. Every cause (unknown user, wrong password, no password) gives this same error.
+    #[error("Incorrect credentials")]
+    LoginFailed,
+    /// No user has the given id.
+    #[error("User not found")]
+    UserNotFound,
+    /// A method or publication of this name is defined already (a setup error).
+    #[error("duplicate definition: {0}")]
+    Duplicate(String),
+    /// Method or publication options set after definition, or twice (a setup error).
+    #[error("method options: {0}")]
+    MethodOptions(String),
+    /// An argument is not acceptable (a bad `$date`, a malformed schema, a bad collection name...).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// Something failed inside the platform (a panicked hashing task, ...).
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// True when the error was caused by the caller's input and its message may be shown to a client.
+    pub fn is_client_error(&self) -> bool {
+        match self {
+            Error::Store(e) => e.is_client_error(),
+            Error::AccessDenied
+            | Error::Validation(_)
+            | Error::InvalidUser(_)
+            | Error::UserExists(_)
+            | Error::LoginFailed
+            | Error::UserNotFound
+            | Error::InvalidArgument(_) => true,
+            Error::Duplicate(_) | Error::MethodOptions(_) | Error::Internal(_) => false,
+        }
+    }
+
+    /// The HTTP status a front door should answer with: 400 for bad input, 401 for a failed
+    /// login, 403 for access denied, 404 for an unknown user, 500 for everything internal.
+    pub fn status_code(&self) -> u16 {
+        match self {
+            Error::AccessDenied => 403,
+            Error::LoginFailed => 401,
+            Error::UserNotFound => 404,
+            e if e.is_client_error() => 400,
+            _ => 500,
+        }
+    }
+}
+
+/// `Result` with the platform's [`Error`] as the default error type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_codes_follow_the_kind_of_error() {
+        assert_eq!(Error::AccessDenied.status_code(), 403);
+        assert_eq!(Error::LoginFailed.status_code(), 401);
+        assert_eq!(Error::UserNotFound.status_code(), 404);
+        assert_eq!(Error::Validation(vec!["x".into()]).status_code(), 400);
+        assert_eq!(Error::UserExists("taken".into()).status_code(), 400);
+        assert_eq!(Error::Internal("boom".into()).status_code(), 500);
+        assert!(!Error::Internal("boom".into()).is_client_error());
+        let store = Error::from(portico_store::Error::InvalidSelector("bad".into()));
+        assert!(store.is_client_error());
+        assert_eq!(store.status_code(), 400);
+        let backend = Error::from(portico_store::Error::Backend("disk".into()));
+        assert_eq!(backend.status_code(), 500);
+    }
+
+    #[test]
+    fn validation_message_lists_every_failure() {
+        let e = Error::Validation(vec!["/a: bad".into(), "/b: worse".into()]);
+        assert_eq!(e.to_string(), "Validation failed: /a: bad; /b: worse");
+    }
+}

@@ -1,0 +1,472 @@
+//! [`Platform`]: the store, the declared collections, accounts, methods and publications.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use futures::FutureExt;
+use portico_store::{Store, document_id};
+use serde_json::{Map, Value};
+
+use crate::args::check_http_method;
+use crate::method::MethodHandler;
+use crate::publication::PublicationHandler;
+use crate::{
+    Accounts, AccountsConfig, Collection, CollectionOptions, Cursor, Error, Invocation,
+    MethodError, MethodInfo, MethodOptions, MethodReply, PublicationInfo, PublicationOptions,
+    Result, Subscription,
+};
+
+/// Settings of a [`Platform`].
+#[derive(Debug, Clone, Default)]
+pub struct PlatformConfig {
+    /// Settings of the accounts service.
+    pub accounts: AccountsConfig,
+}
+
+struct MethodEntry {
+    options: MethodOptions,
+    /// True when the options were given (by `set_method_options` or at definition).
+    options_set: bool,
+    handler: Option<MethodHandler>,
+}
+
+struct PublicationEntry {
+    options: PublicationOptions,
+    handler: PublicationHandler,
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    accounts: Accounts,
+    collections: RwLock<BTreeMap<String, Collection>>,
+    methods: RwLock<BTreeMap<String, MethodEntry>>,
+    publications: RwLock<BTreeMap<String, PublicationEntry>>,
+}
+
+/// The host-program model: a store, named collections with rules, accounts, and the method and
+/// publication registries. Cheap to clone (an `Arc` inside); clones share everything.
+#[derive(Clone)]
+pub struct Platform {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Platform")
+            .field("collections", &self.collection_names())
+            .field(
+                "methods",
+                &self
+                    .methods()
+                    .iter()
+                    .map(|m| m.name.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .field(
+                "publications",
+                &self
+                    .publications()
+                    .iter()
+                    .map(|p| p.name.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Platform {
+    /// Opens the store a URL names (`memory:`, `sqlite:PATH`) with default settings.
+    ///
+    /// # Errors
+    /// The store's error for a bad URL or a file that cannot be opened.
+    pub async fn open(url: &str) -> Result<Platform> {
+        Platform::open_with(url, PlatformConfig::default()).await
+    }
+
+    /// Opens the store a URL names with `config`.
+    ///
+    /// # Errors
+    /// As [`Platform::open`].
+    pub async fn open_with(url: &str, config: PlatformConfig) -> Result<Platform> {
+        let store = portico_store::open(url).await?;
+        Platform::with_store_config(store, config).await
+    }
+
+    /// A platform over an existing store, with default settings.
+    ///
+    /// # Errors
+    /// Store failures while creating the accounts' indexes.
+    pub async fn with_store(store: Arc<dyn Store>) -> Result<Platform> {
+        Platform::with_store_config(store, PlatformConfig::default()).await
+    }
+
+    /// A platform over an existing store with `config`. Ensures the index on the login-token path
+    /// (and on `username` and `emails.address`) of the `users` collection.
+    ///
+    /// # Errors
+    /// Store failures while creating the indexes.
+    pub async fn with_store_config(
+        store: Arc<dyn Store>,
+        config: PlatformConfig,
+    ) -> Result<Platform> {
+        let accounts = Accounts::new(store.clone(), config.accounts);
+        accounts.ensure_indexes().await?;
+        Ok(Platform {
+            inner: Arc::new(Inner {
+                store,
+                accounts,
+                collections: RwLock::new(BTreeMap::new()),
+                methods: RwLock::new(BTreeMap::new()),
+                publications: RwLock::new(BTreeMap::new()),
+            }),
+        })
+    }
+
+    /// The underlying store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    /// The accounts service.
+    pub fn accounts(&self) -> &Accounts {
+        &self.inner.accounts
+    }
+
+    // ----- collections -----
+
+    /// The collection `name`, declared with default options when it was not declared yet.
+    pub fn collection(&self, name: &str) -> Collection {
+        if let Some(c) = self.get_collection(name) {
+            return c;
+        }
+        write(&self.inner.collections)
+            .entry(name.to_string())
+            .or_insert_with(|| Collection::unchecked(self.inner.store.clone(), name))
+            .clone()
+    }
+
+    /// Declares the collection `name` with `options` (an id kind, a JSON Schema). Declaring it
+    /// again with the same options returns the same collection.
+    ///
+    /// # Errors
+    /// [`Error::Duplicate`] when it is declared already with other options (also implicitly by
+    /// [`Platform::collection`]); [`Error::InvalidArgument`] for a bad name or a malformed schema.
+    pub fn define_collection(&self, name: &str, options: CollectionOptions) -> Result<Collection> {
+        let mut collections = write(&self.inner.collections);
+        if let Some(existing) = collections.get(name) {
+            if *existing.options() == options {
+                return Ok(existing.clone());
+            }
+            return Err(Error::Duplicate(format!(
+                "collection {name:?} is declared already with other options"
+            )));
+        }
+        let collection = Collection::new(self.inner.store.clone(), name, options)?;
+        collections.insert(name.to_string(), collection.clone());
+        Ok(collection)
+    }
+
+    /// The collection `name` when it was declared.
+    pub fn get_collection(&self, name: &str) -> Option<Collection> {
+        read(&self.inner.collections).get(name).cloned()
+    }
+
+    /// The names of the declared collections, sorted.
+    pub fn collection_names(&self) -> Vec<String> {
+        read(&self.inner.collections).keys().cloned().collect()
+    }
+
+    // ----- methods -----
+
+    /// Defines the method `name` (with options set earlier by [`Platform::set_method_options`], or
+    /// the defaults).
+    ///
+    /// # Errors
+    /// [`Error::Duplicate`] when a method of that name exists.
+    pub fn method<F, Fut>(&self, name: &str, handler: F) -> Result<()>
+    where
+        F: Fn(Invocation, Vec<Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<Value, MethodError>> + Send + 'static,
+    {
+        self.define_method(
+            name,
+            None,
+            Arc::new(move |inv, args| handler(inv, args).boxed()),
+        )
+    }
+
+    /// Defines the method `name` with `options`.
+    ///
+    /// # Errors
+    /// [`Error::Duplicate`] when a method of that name exists; [`Error::MethodOptions`] when
+    /// options were set already with [`Platform::set_method_options`] (options given twice), or
+    /// name an unknown HTTP method.
+    pub fn method_with_options<F, Fut>(
+        &self,
+        name: &str,
+        options: MethodOptions,
+        handler: F,
+    ) -> Result<()>
+    where
+        F: Fn(Invocation, Vec<Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<Value, MethodError>> + Send + 'static,
+    {
+        self.define_method(
+            name,
+            Some(options),
+            Arc::new(move |inv, args| handler(inv, args).boxed()),
+        )
+    }
+
+    fn define_method(
+        &self,
+        name: &str,
+        options: Option<MethodOptions>,
+        handler: MethodHandler,
+    ) -> Result<()> {
+        if let Some(o) = &options {
+            check_http_method(&format!("method {name:?}"), o.http_method.as_deref())?;
+        }
+        let mut methods = write(&self.inner.methods);
+        match methods.get_mut(name) {
+            Some(entry) if entry.handler.is_some() => Err(Error::Duplicate(format!(
+                "method {name:?} is defined already"
+            ))),
+            Some(entry) => {
+                if options.is_some() {
+                    return Err(Error::MethodOptions(format!(
+                        "options of method {name:?} were set already with set_method_options; \
+                         define it without options"
+                    )));
+                }
+                entry.handler = Some(handler);
+                Ok(())
+            }
+            None => {
+                methods.insert(
+                    name.to_string(),
+                    MethodEntry {
+                        options_set: options.is_some(),
+                        options: options.unwrap_or_default(),
+                        handler: Some(handler),
+                    },
+                );
+                Ok(())
+            }
+        }
+    }
+
+    /// Sets the options of a method that is not defined yet (the spec's `setMethodOptions`).
+    ///
+    /// # Errors
+    /// [`Error::MethodOptions`] when the method is defined already, when its options were set
+    /// already, or for an unknown HTTP method.
+    pub fn set_method_options(&self, name: &str, options: MethodOptions) -> Result<()> {
+        check_http_method(&format!("method {name:?}"), options.http_method.as_deref())?;
+        let mut methods = write(&self.inner.methods);
+        match methods.get(name) {
+            Some(entry) if entry.handler.is_some() => Err(Error::MethodOptions(format!(
+                "method {name:?} is defined already; set its options before defining it"
+            ))),
+            Some(entry) if entry.options_set => Err(Error::MethodOptions(format!(
+                "options of method {name:?} were set already"
+            ))),
+            _ => {
+                methods.insert(
+                    name.to_string(),
+                    MethodEntry {
+                        options,
+                        options_set: true,
+                        handler: None,
+                    },
+                );
+                Ok(())
+            }
+        }
+    }
+
+    /// Calls the method `name` as `user_id` (`None`: anonymous) with positional `args`.
+    ///
+    /// A handler that panics gives an internal error; the platform keeps running.
+    ///
+    /// # Errors
+    /// The method's own [`MethodError`]; `method-not-found` (status 404) for an unknown name.
+    pub async fn call(
+        &self,
+        name: &str,
+        user_id: Option<String>,
+        args: Vec<Value>,
+    ) -> std::result::Result<MethodReply, MethodError> {
+        let handler = read(&self.inner.methods)
+            .get(name)
+            .and_then(|e| e.handler.clone())
+            .ok_or_else(|| {
+                MethodError::new("method-not-found", format!("Method '{name}' not found"))
+                    .with_status(404)
+            })?;
+        let invocation = Invocation::new(self.clone(), user_id);
+        let run = {
+            let invocation = invocation.clone();
+            async move { handler(invocation, args).await }
+        };
+        let value = AssertUnwindSafe(run)
+            .catch_unwind()
+            .await
+            .map_err(|_| MethodError::internal(format!("method {name:?} panicked")))??;
+        Ok(MethodReply {
+            value,
+            status: invocation.status(),
+        })
+    }
+
+    /// The defined methods with their options, sorted by name.
+    pub fn methods(&self) -> Vec<MethodInfo> {
+        read(&self.inner.methods)
+            .iter()
+            .filter(|(_, e)| e.handler.is_some())
+            .map(|(name, e)| MethodInfo {
+                name: name.clone(),
+                options: e.options.clone(),
+            })
+            .collect()
+    }
+
+    /// The method `name` with its options, when it is defined.
+    pub fn method_info(&self, name: &str) -> Option<MethodInfo> {
+        read(&self.inner.methods)
+            .get(name)
+            .filter(|e| e.handler.is_some())
+            .map(|e| MethodInfo {
+                name: name.to_string(),
+                options: e.options.clone(),
+            })
+    }
+
+    // ----- publications -----
+
+    /// Defines the publication `name` with default options.
+    ///
+    /// # Errors
+    /// [`Error::Duplicate`] when a publication of that name exists.
+    pub fn publish<F, Fut>(&self, name: &str, handler: F) -> Result<()>
+    where
+        F: Fn(Subscription, Vec<Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<Vec<Cursor>, MethodError>> + Send + 'static,
+    {
+        self.publish_with_options(name, PublicationOptions::default(), handler)
+    }
+
+    /// Defines the publication `name` with `options`.
+    ///
+    /// # Errors
+    /// [`Error::Duplicate`] when a publication of that name exists; [`Error::MethodOptions`] for an
+    /// unknown HTTP method.
+    pub fn publish_with_options<F, Fut>(
+        &self,
+        name: &str,
+        options: PublicationOptions,
+        handler: F,
+    ) -> Result<()>
+    where
+        F: Fn(Subscription, Vec<Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<Vec<Cursor>, MethodError>> + Send + 'static,
+    {
+        check_http_method(
+            &format!("publication {name:?}"),
+            options.http_method.as_deref(),
+        )?;
+        let mut publications = write(&self.inner.publications);
+        if publications.contains_key(name) {
+            return Err(Error::Duplicate(format!(
+                "publication {name:?} is defined already"
+            )));
+        }
+        let handler: PublicationHandler = Arc::new(move |sub, args| handler(sub, args).boxed());
+        publications.insert(name.to_string(), PublicationEntry { options, handler });
+        Ok(())
+    }
+
+    /// Runs the publication `name` for `user_id` with `args` and returns
+    /// `{ "<collection>": [documents...] }`: the documents of every returned cursor and of every
+    /// `added` call, merged by `_id`. Every collection a cursor or `added` touched is present.
+    ///
+    /// # Errors
+    /// The publication's own [`MethodError`]; `publication-not-found` (status 404) for an unknown
+    /// name; an internal error when a cursor's query fails.
+    pub async fn subscribe(
+        &self,
+        name: &str,
+        user_id: Option<String>,
+        args: Vec<Value>,
+    ) -> std::result::Result<Map<String, Value>, MethodError> {
+        let handler = read(&self.inner.publications)
+            .get(name)
+            .map(|e| e.handler.clone())
+            .ok_or_else(|| {
+                MethodError::new(
+                    "publication-not-found",
+                    format!("Publication '{name}' not found"),
+                )
+                .with_status(404)
+            })?;
+        let subscription = Subscription::new(self.clone(), user_id);
+        let run = {
+            let subscription = subscription.clone();
+            async move { handler(subscription, args).await }
+        };
+        let cursors = AssertUnwindSafe(run)
+            .catch_unwind()
+            .await
+            .map_err(|_| MethodError::internal(format!("publication {name:?} panicked")))??;
+        let mut published = subscription.take();
+        for cursor in cursors {
+            published.touch(&cursor.collection);
+            let docs = self
+                .inner
+                .store
+                .find(&cursor.collection, &cursor.query)
+                .await
+                .map_err(|e| MethodError::from(Error::from(e)))?;
+            for mut doc in docs {
+                let Some(id) = document_id(&doc).map(str::to_string) else {
+                    continue;
+                };
+                doc.shift_remove("_id");
+                published.merge(&cursor.collection, &id, doc);
+            }
+        }
+        Ok(published.into_result())
+    }
+
+    /// The defined publications with their options, sorted by name.
+    pub fn publications(&self) -> Vec<PublicationInfo> {
+        read(&self.inner.publications)
+            .iter()
+            .map(|(name, e)| PublicationInfo {
+                name: name.clone(),
+                options: e.options.clone(),
+            })
+            .collect()
+    }
+
+    /// The publication `name` with its options, when it is defined.
+    pub fn publication_info(&self, name: &str) -> Option<PublicationInfo> {
+        read(&self.inner.publications)
+            .get(name)
+            .map(|e| PublicationInfo {
+                name: name.to_string(),
+                options: e.options.clone(),
+            })
+    }
+}

@@ -1,0 +1,198 @@
+//! Publications: named queries, their options and the [`Subscription`] a handler drives.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::future::BoxFuture;
+use portico_store::Document;
+use serde_json::{Map, Value};
+
+use crate::{ArgsExtractor, Cursor, MethodError, Platform};
+
+/// Options of a publication (the auto API's `url`, `httpMethod`, `getArgsFromRequest`).
+#[derive(Clone, Default)]
+pub struct PublicationOptions {
+    /// Custom URL; default `publications/<name>`. Segments `:0`, `:1`... become arguments 0, 1...
+    pub url: Option<String>,
+    /// HTTP method required to call it ("get", "post", ... any case); default "get".
+    pub http_method: Option<String>,
+    /// Custom argument extractor; default: the url's `:N` segments.
+    pub args_extractor: Option<ArgsExtractor>,
+}
+
+impl fmt::Debug for PublicationOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PublicationOptions")
+            .field("url", &self.url)
+            .field("http_method", &self.http_method)
+            .field(
+                "args_extractor",
+                &self.args_extractor.as_ref().map(|_| "<fn>"),
+            )
+            .finish()
+    }
+}
+
+/// A defined publication as the registry lists it.
+#[derive(Debug, Clone)]
+pub struct PublicationInfo {
+    /// The publication's name.
+    pub name: String,
+    /// Its options (defaults when none were given).
+    pub options: PublicationOptions,
+}
+
+/// Documents published by hand: collection -> id -> document, in the order first added.
+#[derive(Debug, Default)]
+pub(crate) struct Published {
+    pub(crate) collections: Map<String, Value>,
+    pub(crate) ready: bool,
+}
+
+impl Published {
+    /// Merges `fields` into the document `id` of `collection`, creating both when missing.
+    pub(crate) fn merge(&mut self, collection: &str, id: &str, fields: Document) {
+        let docs = self
+            .collections
+            .entry(collection.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Value::Object(docs) = docs else { return };
+        let doc = docs.entry(id.to_string()).or_insert_with(|| {
+            let mut doc = Map::new();
+            doc.insert("_id".into(), Value::String(id.to_string()));
+            Value::Object(doc)
+        });
+        if let Value::Object(doc) = doc {
+            for (k, v) in fields {
+                if k != "_id" {
+                    doc.insert(k, v);
+                }
+            }
+        }
+    }
+
+    /// Touches `collection` so that it is present in the result even when empty.
+    pub(crate) fn touch(&mut self, collection: &str) {
+        self.collections
+            .entry(collection.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+
+    /// The result `{collection: [docs]}`.
+    pub(crate) fn into_result(self) -> Map<String, Value> {
+        self.collections
+            .into_iter()
+            .map(|(name, docs)| {
+                let list = match docs {
+                    Value::Object(docs) => docs.into_iter().map(|(_, d)| d).collect(),
+                    _ => Vec::new(),
+                };
+                (name, Value::Array(list))
+            })
+            .collect()
+    }
+}
+
+/// The context of one run of a publication: who subscribes, and the by-hand
+/// `added`/`changed`/`removed`/`ready` calls.
+#[derive(Clone)]
+pub struct Subscription {
+    platform: Platform,
+    user_id: Option<String>,
+    published: Arc<Mutex<Published>>,
+}
+
+impl fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Subscription")
+            .field("user_id", &self.user_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Subscription {
+    pub(crate) fn new(platform: Platform, user_id: Option<String>) -> Subscription {
+        Subscription {
+            platform,
+            user_id,
+            published: Arc::new(Mutex::new(Published::default())),
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut Published) -> R) -> R {
+        let mut published = self
+            .published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        f(&mut published)
+    }
+
+    /// The id of the subscribing user, `None` when anonymous.
+    pub fn user_id(&self) -> Option<&str> {
+        self.user_id.as_deref()
+    }
+
+    /// The platform the publication runs on.
+    pub fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
+    /// Publishes the document `id` of `collection` with `fields` (an `_id` in `fields` is ignored).
+    /// Adding an id twice merges the fields.
+    pub fn added(&self, collection: &str, id: &str, fields: Document) {
+        self.with(|p| p.merge(collection, id, fields));
+    }
+
+    /// Changes fields of a published document; a field whose new value is `null` is removed.
+    /// A document that was not added is ignored.
+    pub fn changed(&self, collection: &str, id: &str, fields: Document) {
+        self.with(|p| {
+            let Some(Value::Object(docs)) = p.collections.get_mut(collection) else {
+                return;
+            };
+            let Some(Value::Object(doc)) = docs.get_mut(id) else {
+                return;
+            };
+            for (k, v) in fields {
+                if k == "_id" {
+                    continue;
+                }
+                if v.is_null() {
+                    doc.shift_remove(&k);
+                } else {
+                    doc.insert(k, v);
+                }
+            }
+        });
+    }
+
+    /// Withdraws a published document.
+    pub fn removed(&self, collection: &str, id: &str) {
+        self.with(|p| {
+            if let Some(Value::Object(docs)) = p.collections.get_mut(collection) {
+                docs.shift_remove(id);
+            }
+        });
+    }
+
+    /// Marks the initial set of documents as complete.
+    pub fn ready(&self) {
+        self.with(|p| p.ready = true);
+    }
+
+    /// True once [`Subscription::ready`] was called.
+    pub fn is_ready(&self) -> bool {
+        self.with(|p| p.ready)
+    }
+
+    pub(crate) fn take(&self) -> Published {
+        self.with(std::mem::take)
+    }
+}
+
+/// A stored publication handler.
+pub(crate) type PublicationHandler = Arc<
+    dyn Fn(Subscription, Vec<Value>) -> BoxFuture<'static, Result<Vec<Cursor>, MethodError>>
+        + Send
+        + Sync,
+>;
