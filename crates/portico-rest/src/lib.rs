@@ -1,1 +1,63 @@
-//! placeholder
+//! Portico routes: hand-written REST routes and generated collection routes with token
+//! authentication, roles, JSend replies, CORS and URL versioning, served as an [`axum::Router`].
+//!
+//! ```no_run
+//! use portico_rest::{Api, ApiOptions, CollectionOptions, Context, Endpoint, Endpoints, RouteOptions};
+//! use serde_json::json;
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let platform = portico_platform::Platform::open("sqlite:blog.db").await?;
+//!     let mut api = Api::new(
+//!         ApiOptions { use_default_auth: true, version: Some("v1".into()), ..ApiOptions::default() },
+//!         platform.clone(),
+//!     )?;
+//!     // GET /api/v1/articles/:id/comments, POST for editors only.
+//!     api.add_route(
+//!         "articles/:id/comments",
+//!         RouteOptions::default(),
+//!         Endpoints::new()
+//!             .get(|ctx: Context| async move { json!({"article": ctx.url_param("id")}) })
+//!             .post(Endpoint::new(|ctx: Context| async move {
+//!                 json!({"statusCode": 201, "body": {"status": "success", "data": ctx.body_params}})
+//!             }).role_required("editor")),
+//!     )?;
+//!     // GET/POST /api/v1/articles, GET/PUT/PATCH/DELETE /api/v1/articles/:id
+//!     api.add_collection(
+//!         platform.collection("articles"),
+//!         CollectionOptions::new().route_options(RouteOptions::new().auth_required(true)),
+//!     )?;
+//!     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//!     axum::serve(listener, api.router()).await?;
+//!     Ok(())
+//! }
+//! ```
+//!
+#![doc = include_str!("../GUIDE.md")]
+
+mod api;
+mod auth;
+mod body;
+mod collection;
+mod context;
+mod cors;
+mod dispatch;
+mod endpoint;
+mod error;
+mod login;
+mod options;
+mod path;
+mod reply;
+
+pub use api::Api;
+pub use auth::{AuthOutcome, AuthUserHook, LoginHook};
+pub use collection::{
+    AccessScope, AfterEvent, AfterHook, BeforeHook, CollectionEndpoint, CollectionOptions,
+    HookEvent, Op,
+};
+pub use context::Context;
+pub use endpoint::{Endpoint, Endpoints, IntoEndpoint, IntoRoles, ResolvedOptions, RouteOptions};
+pub use error::{Error, Result};
+pub use options::{ApiOptions, AuthOptions, CorsOptions, DelayRange, LoginRateLimit, RateLimit};
+pub use path::{RoutePath, normalize_api_path};
+pub use reply::{IntoReply, Reply};

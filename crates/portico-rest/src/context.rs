@@ -1,0 +1,86 @@
+//! The endpoint context: everything an action knows about its request.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use portico_platform::Platform;
+use portico_store::Document;
+use serde_json::{Map, Value};
+
+use crate::ResolvedOptions;
+
+/// What an endpoint's action receives.
+#[derive(Clone)]
+pub struct Context {
+    /// The authenticated user's record; present only when the endpoint required authentication
+    /// and it succeeded.
+    pub user: Option<Document>,
+    /// The authenticated user's id; same availability as `user`.
+    pub user_id: Option<String>,
+    /// Named path parameters (`articles/:id` gives `url_params["id"]`), percent-decoded strings.
+    pub url_params: BTreeMap<String, String>,
+    /// Query-string parameters (strings; bracketed names nest into objects and arrays).
+    pub query_params: Map<String, Value>,
+    /// The parsed body: JSON, or a form-encoded body as nested objects of strings; `{}` when
+    /// empty or of another content type.
+    pub body_params: Value,
+    /// The raw body bytes.
+    pub body: Bytes,
+    /// The request line, headers and extensions.
+    pub request: http::request::Parts,
+    /// The endpoint's resolved options (`auth_required`, `role_required`).
+    pub options: ResolvedOptions,
+    /// The platform the API serves.
+    pub platform: Platform,
+    /// The client's address, when the server was run with connect info.
+    pub client_addr: Option<SocketAddr>,
+    /// The hashed token the caller authenticated with (used by logout).
+    pub(crate) hashed_token: Option<String>,
+}
+
+impl Context {
+    /// A url parameter by name.
+    pub fn url_param(&self, name: &str) -> Option<&str> {
+        self.url_params.get(name).map(String::as_str)
+    }
+
+    /// A query parameter by name, when it is a single string.
+    pub fn query_param(&self, name: &str) -> Option<&str> {
+        self.query_params.get(name).and_then(Value::as_str)
+    }
+
+    /// A top-level body field by name.
+    pub fn body_param(&self, name: &str) -> Option<&Value> {
+        self.body_params.get(name)
+    }
+
+    /// A request header as a string.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.request.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The resolved `auth_required` option.
+    pub fn auth_required(&self) -> bool {
+        self.options.auth_required
+    }
+
+    /// The resolved `role_required` option.
+    pub fn role_required(&self) -> &[String] {
+        &self.options.role_required
+    }
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("user_id", &self.user_id)
+            .field("url_params", &self.url_params)
+            .field("query_params", &self.query_params)
+            .field("body_params", &self.body_params)
+            .field("method", &self.request.method)
+            .field("uri", &self.request.uri)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
