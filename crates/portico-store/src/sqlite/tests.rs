@@ -163,7 +163,6 @@ async fn hostile_collection_names_are_plain_names() {
         "y\"",
         "portico_collections",
         "c_79",
-        "",
         "ünïcödé 集合",
         "a.b$c",
     ];
@@ -191,6 +190,10 @@ async fn hostile_collection_names_are_plain_names() {
     expected.sort();
     assert_eq!(store.list_collections().await.expect("list"), expected);
 
+    assert!(matches!(
+        store.insert("", doc(json!({}))).await,
+        Err(Error::InvalidName(_))
+    ));
     store
         .drop_collection("x\"; DROP TABLE y; --")
         .await

@@ -22,8 +22,20 @@ fn begin(conn: &mut Connection) -> Result<Transaction<'_>> {
     Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
 }
 
+/// Refuses the empty collection name, as every backend does. Any other name is safe: see
+/// [`schema`] for how names become tables.
+fn check_name(collection: &str) -> Result<()> {
+    if collection.is_empty() {
+        return Err(Error::InvalidName(
+            "a collection name must not be empty".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Inserts one document; see [`crate::Store::insert`].
 pub(crate) fn insert(conn: &mut Connection, collection: &str, doc: Document) -> Result<String> {
+    check_name(collection)?;
     let tx = begin(conn)?;
     schema::ensure_collection(&tx, collection)?;
     let paths = indexed_paths(&tx, collection)?;
@@ -38,6 +50,7 @@ pub(crate) fn insert_many(
     collection: &str,
     docs: impl IntoIterator<Item = Document>,
 ) -> Result<Vec<String>> {
+    check_name(collection)?;
     let tx = begin(conn)?;
     schema::ensure_collection(&tx, collection)?;
     let paths = indexed_paths(&tx, collection)?;
@@ -108,6 +121,7 @@ pub(crate) fn update(
     update: &Update,
     options: UpdateOptions,
 ) -> Result<UpdateResult> {
+    check_name(collection)?;
     let tx = begin(conn)?;
     let mut result = UpdateResult::default();
     if collection_exists(&tx, collection)? {
@@ -177,6 +191,7 @@ pub(crate) fn remove(conn: &mut Connection, collection: &str, selector: &Selecto
 /// Creates the index on `path` and fills it from the stored documents; see
 /// [`crate::Store::ensure_index`].
 pub(crate) fn ensure_index(conn: &mut Connection, collection: &str, path: &str) -> Result<()> {
+    check_name(collection)?;
     index::validate_path(path)?;
     let tx = begin(conn)?;
     schema::ensure_collection(&tx, collection)?;
