@@ -1,1 +1,105 @@
-//! placeholder
+//! Portico's automatic JSON HTTP API: every method, publication and collection write of a
+//! [`Platform`](portico_platform::Platform) as an HTTP endpoint, as an [`axum::Router`].
+//!
+//! ```no_run
+//! use portico_auto::{AutoApi, AutoConfig, BearerTokenLayer, LoginOptions};
+//! use portico_platform::{MethodError, Platform, Rules, arg};
+//! use serde_json::{Value, json};
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let platform = Platform::open("sqlite:todos.db").await?;
+//! let todos = platform.collection("todos");
+//! // Signed-in users may insert, change and remove their own todos over HTTP.
+//! todos.allow(
+//!     Rules::new()
+//!         .insert(|user, doc| async move { user.is_some() && doc.get("owner") == user.map(Value::from).as_ref() })
+//!         .update(|user, doc, _fields, _modifier| async move { user.is_some() && doc.get("owner") == user.map(Value::from).as_ref() })
+//!         .remove(|user, doc| async move { user.is_some() && doc.get("owner") == user.map(Value::from).as_ref() }),
+//! );
+//! // POST /methods/add with a body of [2, 3] answers 5.
+//! platform.method("add", |_inv, args| async move {
+//!     Ok::<Value, MethodError>(json!(arg::<f64>(&args, 0)? + arg::<f64>(&args, 1)?))
+//! })?;
+//! // GET /publications/todos answers {"todos": [...]}.
+//! let all = todos.clone();
+//! platform.publish("todos", move |_sub, _args| {
+//!     let all = all.clone();
+//!     async move { Ok(vec![all.cursor(Default::default())]) }
+//! })?;
+//!
+//! let app = AutoApi::new(platform)
+//!     .configure(AutoConfig::default())
+//!     .with_login(LoginOptions::default())
+//!     .with_token_authentication(BearerTokenLayer::new())
+//!     .router()?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>()).await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! | Endpoint | Request | Reply |
+//! |---|---|---|
+//! | `GET /publications/<name>` (or the publication's `url` / `http_method`) | url `:N` segments are argument N (strings) | 200 `{"<collection>": [documents...]}` |
+//! | `POST /methods/<name>` (or the method's `url` / `http_method`) | see *Arguments* | 200, or the status set with `set_http_status_code`; the method's value |
+//! | `OPTIONS` on every method url | — | empty 200 with the global headers (CORS preflight) |
+//! | `POST /<collection>` | a JSON document | 200 with the new `_id` (a JSON string) |
+//! | `PATCH /<collection>/<_id>` | fields to `$set` (dotted names are paths) | 200 with the number of documents changed |
+//! | `DELETE /<collection>/<_id>` | — | 200 with the number of documents removed |
+//! | `GET /publications/api-routes` | — | `{"api-routes": [{"_id": path, "methods": [...], "path": path}]}` |
+//! | `POST /users/login`, `POST /users/register` ([`AutoApi::with_login`]) | credentials | `{"id", "token", "tokenExpires"}` |
+//!
+//! **Arguments.** Without an `args_extractor` option, url arguments come first; then a JSON
+//! array body gives one argument per element, one JSON object is the only argument, an empty body
+//! adds nothing, and a form-encoded body is one object of string fields. Any other body shape is
+//! a 400. An `args_extractor` receives the raw request instead.
+//!
+//! **Collection writes** go through the collection's allow/deny rules, exactly as a client write
+//! on the platform: refused, they answer 403 `{"error":"access-denied","reason":"Access denied"}`.
+//! A body is data, never a modifier: a `$`-prefixed field name or a PATCH that changes `_id` is
+//! a 400 and nothing is written. [`AutoConfig`] chooses which collections get endpoints and which
+//! use object ids.
+//!
+//! **Errors** are JSON `{"error": code, "reason": text, "details"?, "data"?}` ([`ApiError`]): a
+//! method's own error is 400 unless it carries another status; an internal error is 500 with
+//! the reason "Internal server error" (the real message is logged); unknown routes (404), other
+//! methods on a known path (405), malformed bodies (400), oversized ones (413, over 50 MB by
+//! default) and panics (500) answer in the same shape.
+//!
+//! **Authentication** is two separate tower layers ([`auth`]): [`BearerTokenLayer`] reads
+//! `Authorization: Bearer <token>` (and `?access_token=` only when allowed), [`TokenAuthLayer`]
+//! looks the token up, honouring expiry. A request without a valid token runs with no user.
+//!
+//! **Late definitions.** Methods, publications and collections defined after
+//! [`AutoApi::router`] are served too: a request that finds no route makes the router look at
+//! the platform's registries again.
+//!
+//! **Mounting.** The router answers every path (unknown ones with a JSON 404), so merge it
+//! *after* your own routes' router, or nest it under a prefix with
+//! [`axum::Router::nest`]. Its static routes (`/users/login`) and those of a merged router take
+//! precedence over its catch-all.
+
+pub mod auth;
+
+mod api;
+mod api_error;
+mod args;
+mod body;
+mod collection_write;
+mod config;
+mod dispatch;
+mod error;
+mod layers;
+mod login;
+mod route;
+mod url;
+
+pub use api::AutoApi;
+pub use api_error::ApiError;
+pub use auth::{AuthenticatedUser, BearerToken, BearerTokenLayer, TokenAuthLayer};
+pub use body::DEFAULT_BODY_LIMIT;
+pub use config::AutoConfig;
+pub use error::{Error, Result};
+pub use login::{LoginOptions, PasswordLogin};
+pub use route::API_ROUTES;

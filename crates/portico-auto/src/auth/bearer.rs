@@ -1,0 +1,195 @@
+//! The bearer-token parser (RFC 6750).
+
+use std::task::{Context, Poll};
+
+use http::Request;
+use tower::{Layer, Service};
+
+/// The query parameter RFC 6750 names for a token in the URL.
+const QUERY_PARAMETER: &str = "access_token";
+
+/// A request's bearer token, as found by [`BearerTokenLayer`] (in the request extensions).
+#[derive(Clone, PartialEq, Eq)]
+pub struct BearerToken(String);
+
+impl BearerToken {
+    /// Wraps a token, for middleware that finds tokens elsewhere.
+    pub fn new(token: impl Into<String>) -> Self {
+        BearerToken(token.into())
+    }
+
+    /// The token text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for BearerToken {
+    /// Tokens are secrets: never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(<redacted>)")
+    }
+}
+
+/// The token of an `Authorization` header value `Bearer <token>` (scheme case-insensitive),
+/// when it has the RFC 6750 `b64token` syntax.
+pub(crate) fn parse_authorization(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let token = rest.trim_start();
+    is_b64token(token).then_some(token)
+}
+
+/// `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`
+fn is_b64token(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    !body.is_empty()
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b))
+}
+
+/// The `access_token` query parameter, when present and well formed.
+fn query_token(query: &str) -> Option<String> {
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(key, _)| key == QUERY_PARAMETER)
+        .map(|(_, value)| value.into_owned())
+        .filter(|token| is_b64token(token))
+}
+
+/// Finds the bearer token of a request (see [`BearerTokenLayer`]).
+fn find_token<B>(req: &Request<B>, query_parameter: bool) -> Option<String> {
+    if let Some(value) = req.headers().get(http::header::AUTHORIZATION) {
+        if let Some(token) = value.to_str().ok().and_then(parse_authorization) {
+            return Some(token.to_owned());
+        }
+    }
+    let query = req.uri().query()?;
+    let token = query_token(query)?;
+    if query_parameter {
+        Some(token)
+    } else {
+        tracing::debug!("ignoring an access_token query parameter: not enabled");
+        None
+    }
+}
+
+/// A layer that parses bearer tokens into [`BearerToken`] request extensions.
+///
+/// By default only the `Authorization: Bearer <token>` header is read. Tokens in URLs end up in
+/// logs and browser histories, so the `access_token` query parameter is read only after
+/// [`BearerTokenLayer::allow_query_parameter`]`(true)`; otherwise it is ignored (the request runs
+/// with no user). The header wins when both are present.
+///
+/// ```
+/// use axum::{Extension, Router, routing::get};
+/// use portico_auto::{BearerToken, BearerTokenLayer};
+///
+/// let app: Router = Router::new()
+///     .route("/", get(|token: Option<Extension<BearerToken>>| async move {
+///         token.map(|Extension(t)| t.as_str().len()).unwrap_or(0).to_string()
+///     }))
+///     .layer(BearerTokenLayer::new().allow_query_parameter(true));
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BearerTokenLayer {
+    query_parameter: bool,
+}
+
+impl BearerTokenLayer {
+    /// A parser reading the `Authorization` header only.
+    pub fn new() -> Self {
+        BearerTokenLayer::default()
+    }
+
+    /// Also accept the token in the `access_token` query parameter.
+    #[must_use]
+    pub fn allow_query_parameter(mut self, allow: bool) -> Self {
+        self.query_parameter = allow;
+        self
+    }
+}
+
+impl<S> Layer<S> for BearerTokenLayer {
+    type Service = BearerTokenService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        BearerTokenService {
+            inner,
+            query_parameter: self.query_parameter,
+        }
+    }
+}
+
+/// The service [`BearerTokenLayer`] wraps around an inner service.
+#[derive(Debug, Clone)]
+pub struct BearerTokenService<S> {
+    inner: S,
+    query_parameter: bool,
+}
+
+impl<S, B> Service<Request<B>> for BearerTokenService<S>
+where
+    S: Service<Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        if let Some(token) = find_token(&req, self.query_parameter) {
+            req.extensions_mut().insert(BearerToken(token));
+        }
+        self.inner.call(req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_scheme_is_case_insensitive() {
+        assert_eq!(
+            parse_authorization("Bearer abc-_.~+/=="),
+            Some("abc-_.~+/==")
+        );
+        assert_eq!(parse_authorization("bearer  xyz"), Some("xyz"));
+        assert_eq!(parse_authorization("Basic abc"), None);
+        assert_eq!(parse_authorization("Bearer"), None);
+        assert_eq!(parse_authorization("Bearer a b"), None);
+        assert_eq!(parse_authorization("Bearer ==="), None);
+    }
+
+    fn request(uri: &str, header: Option<&str>) -> Request<()> {
+        let mut b = Request::builder().uri(uri);
+        if let Some(h) = header {
+            b = b.header(http::header::AUTHORIZATION, h);
+        }
+        b.body(()).unwrap()
+    }
+
+    #[test]
+    fn query_parameter_only_when_allowed() {
+        let req = request("/x?a=1&access_token=tok123", None);
+        assert_eq!(find_token(&req, false), None);
+        assert_eq!(find_token(&req, true).as_deref(), Some("tok123"));
+    }
+
+    #[test]
+    fn header_wins_over_query() {
+        let req = request("/x?access_token=fromquery", Some("Bearer fromheader"));
+        assert_eq!(find_token(&req, true).as_deref(), Some("fromheader"));
+    }
+
+    #[test]
+    fn debug_never_shows_the_token() {
+        assert!(!format!("{:?}", BearerToken::new("secret")).contains("secret"));
+    }
+}

@@ -1,0 +1,115 @@
+//! The token-based user authenticator.
+
+use std::task::{Context, Poll};
+
+use axum::response::{IntoResponse, Response};
+use futures::future::BoxFuture;
+use http::Request;
+use portico_platform::Platform;
+use portico_store::{Document, document_id};
+use tower::{Layer, Service};
+
+use crate::ApiError;
+use crate::auth::BearerToken;
+
+/// The user a request is authenticated as (in the request extensions). The auto API calls
+/// methods and publications with [`AuthenticatedUser::user_id`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuthenticatedUser {
+    user_id: String,
+    user: Document,
+}
+
+impl AuthenticatedUser {
+    /// An authenticated user from its stored document.
+    ///
+    /// Returns `None` when the document has no string `_id`.
+    pub fn from_document(user: Document) -> Option<Self> {
+        let user_id = document_id(&user)?.to_owned();
+        Some(AuthenticatedUser { user_id, user })
+    }
+
+    /// The user's id.
+    pub fn user_id(&self) -> &str {
+        &self.user_id
+    }
+
+    /// The user's stored document.
+    pub fn user(&self) -> &Document {
+        &self.user
+    }
+}
+
+/// A layer that turns a [`BearerToken`] into an [`AuthenticatedUser`] with
+/// `platform.accounts().user_by_token`, which honours token expiry.
+///
+/// No token, an unknown token or an expired one: the request goes on with no user. A failure of
+/// the store while looking the token up is answered with a 500 JSON error, so a broken database
+/// never silently turns callers into anonymous ones.
+#[derive(Debug, Clone)]
+pub struct TokenAuthLayer {
+    platform: Platform,
+}
+
+impl TokenAuthLayer {
+    /// An authenticator looking tokens up in `platform`'s accounts.
+    pub fn new(platform: Platform) -> Self {
+        TokenAuthLayer { platform }
+    }
+}
+
+impl<S> Layer<S> for TokenAuthLayer {
+    type Service = TokenAuthService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        TokenAuthService {
+            inner,
+            platform: self.platform.clone(),
+        }
+    }
+}
+
+/// The service [`TokenAuthLayer`] wraps around an inner service.
+#[derive(Debug, Clone)]
+pub struct TokenAuthService<S> {
+    inner: S,
+    platform: Platform,
+}
+
+impl<S, B> Service<Request<B>> for TokenAuthService<S>
+where
+    S: Service<Request<B>, Response = Response> + Clone + Send + 'static,
+    S::Future: Send,
+    B: Send + 'static,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = BoxFuture<'static, Result<Response, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        // The clone that was polled ready is the one to call; keep a fresh clone for next time.
+        let fresh = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, fresh);
+        let platform = self.platform.clone();
+        Box::pin(async move {
+            let token = req.extensions().get::<BearerToken>().cloned();
+            let already = req.extensions().get::<AuthenticatedUser>().is_some();
+            if let (Some(token), false) = (token, already) {
+                match platform.accounts().user_by_token(token.as_str()).await {
+                    Ok(Some(user)) => {
+                        if let Some(user) = AuthenticatedUser::from_document(user) {
+                            req.extensions_mut().insert(user);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(err) => return Ok(ApiError::internal(err).into_response()),
+                }
+            }
+            inner.call(req).await
+        })
+    }
+}

@@ -1,0 +1,69 @@
+//! The spec's `AutoApi.configure` options.
+
+/// Which collections get write endpoints, and which use object ids.
+///
+/// ```
+/// use portico_auto::AutoConfig;
+///
+/// // Endpoints for `todos` and `lists` only; `lists` ids are 24-hex object ids.
+/// let config = AutoConfig {
+///     collections: Some(vec!["todos".into(), "lists".into()]),
+///     object_id_collections: vec!["lists".into()],
+/// };
+/// assert!(config.is_object_id_collection("lists"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AutoConfig {
+    /// Names of the collections that get `POST /<name>`, `PATCH /<name>/:_id` and
+    /// `DELETE /<name>/:_id`. `None` (the default) means every declared collection, including
+    /// ones declared after the router was built; `Some(vec![])` means none.
+    pub collections: Option<Vec<String>>,
+    /// Names of the collections whose ids are object ids (24 hexadecimal characters): an id in
+    /// the path that is not one is refused with 400, and inserts without an `_id` get a new
+    /// object id.
+    pub object_id_collections: Vec<String>,
+}
+
+impl AutoConfig {
+    /// True when `name` is listed in [`AutoConfig::object_id_collections`].
+    pub fn is_object_id_collection(&self, name: &str) -> bool {
+        self.object_id_collections.iter().any(|n| n == name)
+    }
+
+    /// Of the `declared` collections, those that get endpoints, in declaration-list order.
+    pub(crate) fn collections_with_endpoints(&self, declared: &[String]) -> Vec<String> {
+        match &self.collections {
+            None => declared.to_vec(),
+            Some(wanted) => declared
+                .iter()
+                .filter(|name| wanted.contains(name))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collections_option_filters_declared_ones() {
+        let declared = vec!["a".to_owned(), "b".to_owned()];
+        let all = AutoConfig::default();
+        assert_eq!(all.collections_with_endpoints(&declared), declared);
+        let none = AutoConfig {
+            collections: Some(vec![]),
+            ..AutoConfig::default()
+        };
+        assert!(none.collections_with_endpoints(&declared).is_empty());
+        let some = AutoConfig {
+            collections: Some(vec!["b".into(), "zzz".into()]),
+            ..AutoConfig::default()
+        };
+        assert_eq!(
+            some.collections_with_endpoints(&declared),
+            vec!["b".to_owned()]
+        );
+    }
+}

@@ -1,0 +1,228 @@
+//! Answering a request: find its route in the current table, then run the method, publication
+//! or collection write it names.
+//!
+//! All requests go through one handler so that methods, publications and collections defined
+//! after the router was built are reachable: when the table has no route for a request, the
+//! handler checks whether the platform's registries changed since the table was built, rebuilds
+//! it if so, and looks again. A request for a route that exists costs one read lock and a scan
+//! of the table; only misses look at the registries.
+
+use std::sync::{Arc, PoisonError, RwLock};
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use http::request::Parts;
+use http::{HeaderValue, Method, StatusCode};
+use portico_platform::{ArgsRequest, Platform};
+use serde_json::Value;
+
+use crate::args::{default_args, parse_body};
+use crate::auth::AuthenticatedUser;
+use crate::body::read_body;
+use crate::collection_write::{check_id, insert_document, update_modifier};
+use crate::route::{Lookup, Route, RouteTable, Target};
+use crate::url::UrlMatch;
+use crate::{ApiError, AutoConfig};
+
+/// What every request handler shares.
+pub(crate) struct Shared {
+    pub(crate) platform: Platform,
+    pub(crate) config: AutoConfig,
+    pub(crate) body_limit: usize,
+    /// Routes served by other routers (the login add-on), listed by `api-routes`.
+    pub(crate) listed: Vec<(Method, String)>,
+    table: RwLock<Arc<RouteTable>>,
+}
+
+/// A lookup that owns what it found, so the table lock is not held across awaits.
+enum Resolved {
+    Found(Route, UrlMatch),
+    OtherMethods(Vec<Method>),
+    NotFound,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        platform: Platform,
+        config: AutoConfig,
+        body_limit: usize,
+        listed: Vec<(Method, String)>,
+        table: RouteTable,
+    ) -> Shared {
+        Shared {
+            platform,
+            config,
+            body_limit,
+            listed,
+            table: RwLock::new(Arc::new(table)),
+        }
+    }
+
+    fn table(&self) -> Arc<RouteTable> {
+        self.table
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The current table, rebuilt first when the platform's registries changed.
+    pub(crate) fn refresh(&self) -> Arc<RouteTable> {
+        let current = self.table();
+        if current.is_current(&self.platform) {
+            return current;
+        }
+        let (table, errors) = RouteTable::build(&self.platform, &self.config, &self.listed);
+        for error in errors {
+            // Setup-time errors were fatal in `AutoApi::router`; a definition made later can only
+            // be reported here.
+            tracing::error!(%error, "auto API: an endpoint defined after startup was skipped");
+        }
+        let table = Arc::new(table);
+        *self.table.write().unwrap_or_else(PoisonError::into_inner) = table.clone();
+        table
+    }
+
+    fn resolve_in(table: &RouteTable, method: &Method, path: &str) -> Resolved {
+        match table.lookup(method, path) {
+            Lookup::Found(route, found) => Resolved::Found(route.clone(), found),
+            Lookup::OtherMethods(methods) => Resolved::OtherMethods(methods),
+            Lookup::NotFound => Resolved::NotFound,
+        }
+    }
+
+    fn resolve(&self, method: &Method, path: &str) -> Resolved {
+        let resolved = Self::resolve_in(&self.table(), method, path);
+        if let Resolved::Found(..) = resolved {
+            return resolved;
+        }
+        Self::resolve_in(&self.refresh(), method, path)
+    }
+}
+
+/// The axum handler behind every auto API route.
+pub(crate) async fn dispatch(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    answer(&shared, parts, body)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+/// An empty 200: the reply to a cross-origin preflight. The global response headers (such as
+/// `Access-Control-Allow-Origin`) are added by the router's header layer.
+fn preflight(allow: &[Method]) -> Response {
+    let mut response = StatusCode::OK.into_response();
+    let list = allow
+        .iter()
+        .map(Method::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if let Ok(value) = HeaderValue::from_str(&list) {
+        response.headers_mut().insert(http::header::ALLOW, value);
+    }
+    response
+}
+
+async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, ApiError> {
+    let path = parts.uri.path().to_owned();
+    let (route, found) = match shared.resolve(&parts.method, &path) {
+        Resolved::Found(route, found) => (route, found),
+        Resolved::OtherMethods(methods) if parts.method == Method::OPTIONS => {
+            return Ok(preflight(&methods));
+        }
+        Resolved::OtherMethods(methods) => {
+            return Err(ApiError::method_not_allowed(&parts.method, &path, &methods));
+        }
+        Resolved::NotFound => return Err(ApiError::route_not_found(&parts.method, &path)),
+    };
+    let user_id = parts
+        .extensions
+        .get::<AuthenticatedUser>()
+        .map(|user| user.user_id().to_owned());
+    let platform = &shared.platform;
+
+    match &route.target {
+        Target::Preflight | Target::Listed => {
+            let table = shared.refresh();
+            Ok(preflight(&table.methods_at(&path)))
+        }
+        Target::ApiRoutes => Ok(Json(shared.refresh().listing()).into_response()),
+        Target::Method(name) => {
+            let args = request_args(shared, &route, &parts, body, &found).await?;
+            let reply = platform.call(name, user_id, args).await?;
+            let status = match reply.status {
+                None => StatusCode::OK,
+                Some(code) => StatusCode::from_u16(code).map_err(|_| {
+                    ApiError::internal(format!("method {name:?} set the invalid status {code}"))
+                })?,
+            };
+            if status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED {
+                return Ok(status.into_response());
+            }
+            Ok((status, Json(reply.value)).into_response())
+        }
+        Target::Publication(name) => {
+            let args = request_args(shared, &route, &parts, body, &found).await?;
+            let published = platform.subscribe(name, user_id, args).await?;
+            Ok(Json(Value::Object(published)).into_response())
+        }
+        Target::Insert(name) => {
+            let object_ids = shared.config.is_object_id_collection(name);
+            let bytes = read_body(&parts.headers, body, shared.body_limit).await?;
+            let doc = insert_document(parse_body(&parts.headers, &bytes)?, object_ids)?;
+            let collection = collection(platform, name)?;
+            let id = collection.client_insert(user_id.as_deref(), doc).await?;
+            Ok(Json(Value::String(id)).into_response())
+        }
+        Target::Update(name) => {
+            let id = found.param("_id").unwrap_or_default();
+            check_id(id, shared.config.is_object_id_collection(name))?;
+            let bytes = read_body(&parts.headers, body, shared.body_limit).await?;
+            let update = update_modifier(parse_body(&parts.headers, &bytes)?, id)?;
+            let collection = collection(platform, name)?;
+            let count = collection
+                .client_update(user_id.as_deref(), id, &update)
+                .await?;
+            Ok(Json(Value::from(count)).into_response())
+        }
+        Target::Remove(name) => {
+            let id = found.param("_id").unwrap_or_default();
+            check_id(id, shared.config.is_object_id_collection(name))?;
+            let collection = collection(platform, name)?;
+            let count = collection.client_remove(user_id.as_deref(), id).await?;
+            Ok(Json(Value::from(count)).into_response())
+        }
+    }
+}
+
+fn collection(platform: &Platform, name: &str) -> Result<portico_platform::Collection, ApiError> {
+    platform.get_collection(name).ok_or_else(|| {
+        ApiError::internal(format!(
+            "collection {name:?} has a route but is not declared"
+        ))
+    })
+}
+
+/// The positional arguments of a method or publication call: its `args_extractor`, or the
+/// default rule of [`crate::args`].
+async fn request_args(
+    shared: &Shared,
+    route: &Route,
+    parts: &Parts,
+    body: Body,
+    found: &UrlMatch,
+) -> Result<Vec<Value>, ApiError> {
+    let bytes = read_body(&parts.headers, body, shared.body_limit).await?;
+    if let Some(extractor) = &route.extractor {
+        let request = ArgsRequest {
+            method: &parts.method,
+            uri: &parts.uri,
+            headers: &parts.headers,
+            body: &bytes,
+            url_args: &found.url_args,
+        };
+        return extractor(&request).map_err(ApiError::from);
+    }
+    default_args(&found.url_args, parse_body(&parts.headers, &bytes)?)
+}
