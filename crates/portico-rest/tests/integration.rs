@@ -1,0 +1,20 @@
+//! Integration tests of portico-rest: the router driven as a tower service, and a few over a
+//! real socket; memory and SQLite platforms.
+
+mod integration {
+    mod common;
+
+    mod auth;
+    mod bodies;
+    mod collections;
+    mod config;
+    mod listing;
+    mod login;
+    mod replies;
+    mod routes;
+    mod scope;
+    mod server;
+    mod sqlite;
+    mod users;
+    mod versions;
+}
