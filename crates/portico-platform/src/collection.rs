@@ -129,6 +129,20 @@ impl Collection {
         }
     }
 
+    /// The document an upsert inserts, with an `_id` of this collection's kind unless the
+    /// selector or the update names one.
+    fn upsert_document(&self, selector: &Selector, update: &Update) -> Result<Document> {
+        let mut doc = update.upsert_document(selector)?;
+        if self.id_kind() != IdKind::Random {
+            // The store makes a fresh random id when none is given: two calls then disagree.
+            let again = update.upsert_document(selector)?;
+            if again.get("_id") != doc.get("_id") {
+                doc.insert("_id".into(), Value::String(self.id_kind().generate()));
+            }
+        }
+        Ok(doc)
+    }
+
     // ----- server side: no rules -----
 
     /// Inserts `doc` (a new `_id` of the collection's kind when it has none) and returns its `_id`.
@@ -195,8 +209,7 @@ impl Collection {
             }
             let docs = self.find(&query).await?;
             if docs.is_empty() && options.upsert {
-                let mut doc = update.upsert_document(selector)?;
-                self.ensure_id(&mut doc)?;
+                let doc = self.upsert_document(selector, update)?;
                 self.validate(&doc)?;
                 // Insert the validated document itself so its `_id` is of this collection's kind.
                 let id = self.store().insert(self.name(), doc).await?;
@@ -215,8 +228,7 @@ impl Collection {
             && self.count(selector).await? == 0
         {
             // The store would give the upsert a random id; this collection wants an object id.
-            let mut doc = update.upsert_document(selector)?;
-            self.ensure_id(&mut doc)?;
+            let doc = self.upsert_document(selector, update)?;
             let id = self.store().insert(self.name(), doc).await?;
             return Ok(UpdateResult {
                 matched: 0,

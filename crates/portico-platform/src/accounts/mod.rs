@@ -375,10 +375,9 @@ impl Accounts {
     /// # Errors
     /// [`Error::UserNotFound`], store failures.
     pub async fn add_roles(&self, user_id: &str, roles: &[String]) -> Result<()> {
-        self.require_user(user_id).await?;
-        for role in roles {
-            let update = Update::parse(&json!({ "$addToSet": { "roles": role } }))?;
-            self.update_user(user_id, &update).await?;
+        let update = Update::parse(&json!({ "$addToSet": { "roles": { "$each": roles } } }))?;
+        if self.update_user(user_id, &update).await? == 0 {
+            return Err(Error::UserNotFound);
         }
         Ok(())
     }
@@ -388,10 +387,9 @@ impl Accounts {
     /// # Errors
     /// [`Error::UserNotFound`], store failures.
     pub async fn remove_roles(&self, user_id: &str, roles: &[String]) -> Result<()> {
-        self.require_user(user_id).await?;
-        for role in roles {
-            let update = Update::parse(&json!({ "$pull": { "roles": role } }))?;
-            self.update_user(user_id, &update).await?;
+        let update = Update::parse(&json!({ "$pull": { "roles": { "$in": roles } } }))?;
+        if self.update_user(user_id, &update).await? == 0 {
+            return Err(Error::UserNotFound);
         }
         Ok(())
     }

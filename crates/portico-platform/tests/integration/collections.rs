@@ -1,0 +1,266 @@
+//! Collections: server writes, allow/deny rules on client writes, schemas, id kinds.
+
+use std::sync::{Arc, Mutex};
+
+use portico_platform::{
+    CollectionOptions, Error, IdKind, Platform, Query, Rules, Selector, Update, UpdateOptions,
+};
+use serde_json::{Value, json};
+
+use crate::common::{TestResult, doc};
+
+fn owner_is_user(user: &Option<String>, d: &portico_platform::Document) -> bool {
+    user.is_some() && d.get("owner").and_then(Value::as_str) == user.as_deref()
+}
+
+on_every_backend! {
+    async fn without_rules_client_writes_are_refused(p: Platform) -> TestResult {
+        let notes = p.collection("notes");
+        let id = notes.insert(doc(json!({"text": "server wrote this"}))).await?;
+        assert!(matches!(
+            notes.client_insert(Some("u1"), doc(json!({"text": "x"}))).await,
+            Err(Error::AccessDenied)
+        ));
+        assert!(matches!(
+            notes.client_update(Some("u1"), &id, &json!({"$set": {"text": "y"}})).await,
+            Err(Error::AccessDenied)
+        ));
+        assert!(matches!(notes.client_remove(Some("u1"), &id).await, Err(Error::AccessDenied)));
+        // Rules for another operation do not open this one.
+        notes.allow(Rules::new().insert(|_, _| async { true }));
+        assert!(matches!(notes.client_remove(Some("u1"), &id).await, Err(Error::AccessDenied)));
+        assert_eq!(notes.count(&Selector::all()).await?, 1);
+        assert_eq!(notes.get(&id).await?.ok_or("kept")?["text"], json!("server wrote this"));
+        Ok(())
+    }
+
+    async fn allow_rules_decide_per_user_and_document(p: Platform) -> TestResult {
+        let notes = p.collection("notes");
+        notes.allow(
+            Rules::new()
+                .insert(|user, d| async move { owner_is_user(&user, &d) })
+                .update(|user, d, _fields, _modifier| async move { owner_is_user(&user, &d) })
+                .remove(|user, d| async move { owner_is_user(&user, &d) }),
+        );
+        let id = notes.client_insert(Some("u1"), doc(json!({"owner": "u1", "text": "a"}))).await?;
+        assert_eq!(id.len(), 17);
+        assert!(matches!(
+            notes.client_insert(Some("u2"), doc(json!({"owner": "u1"}))).await,
+            Err(Error::AccessDenied)
+        ));
+        assert!(matches!(
+            notes.client_insert(None, doc(json!({"owner": "u1"}))).await,
+            Err(Error::AccessDenied)
+        ));
+        assert_eq!(notes.client_update(Some("u1"), &id, &json!({"$set": {"text": "b"}})).await?, 1);
+        assert!(matches!(
+            notes.client_update(Some("u2"), &id, &json!({"$set": {"text": "c"}})).await,
+            Err(Error::AccessDenied)
+        ));
+        assert_eq!(notes.get(&id).await?.ok_or("doc")?["text"], json!("b"));
+        // Missing documents: nothing to do, no error.
+        assert_eq!(notes.client_update(Some("u1"), "nope", &json!({"$set": {"a": 1}})).await?, 0);
+        assert_eq!(notes.client_remove(Some("u1"), "nope").await?, 0);
+        assert!(matches!(notes.client_remove(Some("u2"), &id).await, Err(Error::AccessDenied)));
+        assert_eq!(notes.client_remove(Some("u1"), &id).await?, 1);
+        assert!(notes.get(&id).await?.is_none());
+        Ok(())
+    }
+
+    async fn a_deny_overrides_every_allow(p: Platform) -> TestResult {
+        let posts = p.collection("posts");
+        posts.allow(
+            Rules::new()
+                .insert(|_, _| async { true })
+                .update(|_, _, _, _| async { true })
+                .remove(|_, _| async { true }),
+        );
+        posts.deny(
+            Rules::new()
+                .insert(|_, d| async move { d.get("locked") == Some(&json!(true)) })
+                .update(|_, _, fields, _| async move { fields.iter().any(|f| f == "owner") })
+                .remove(|_, d| async move { d.get("locked") == Some(&json!(true)) }),
+        );
+        assert!(matches!(
+            posts.client_insert(Some("u"), doc(json!({"locked": true}))).await,
+            Err(Error::AccessDenied)
+        ));
+        let id = posts.client_insert(Some("u"), doc(json!({"owner": "u", "n": 1}))).await?;
+        assert!(matches!(
+            posts.client_update(Some("u"), &id, &json!({"$set": {"owner": "v"}})).await,
+            Err(Error::AccessDenied)
+        ));
+        assert_eq!(posts.client_update(Some("u"), &id, &json!({"$inc": {"n": 1}})).await?, 1);
+        let locked = posts.insert(doc(json!({"locked": true}))).await?;
+        assert!(matches!(posts.client_remove(Some("u"), &locked).await, Err(Error::AccessDenied)));
+        assert_eq!(posts.client_remove(Some("u"), &id).await?, 1);
+        Ok(())
+    }
+
+    async fn update_rules_see_the_document_fields_and_modifier(p: Platform) -> TestResult {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let items = p.collection("items");
+        let log = seen.clone();
+        items.allow(Rules::new().update(move |user, d, fields, modifier| {
+            let log = log.clone();
+            async move {
+                if let Ok(mut log) = log.lock() {
+                    log.push((user, d.get("n").cloned(), fields, modifier));
+                }
+                true
+            }
+        }));
+        let id = items.insert(doc(json!({"n": 1}))).await?;
+        let modifier = json!({"$set": {"a.b": 2, "c": 3}, "$inc": {"n": 1}});
+        items.client_update(Some("u9"), &id, &modifier).await?;
+        let log = seen.lock().map_err(|_| "lock")?.clone();
+        assert_eq!(
+            log,
+            vec![(Some("u9".to_string()), Some(json!(1)), vec!["a".to_string(), "c".into(), "n".into()], modifier)]
+        );
+        let stored = items.get(&id).await?.ok_or("doc")?;
+        assert_eq!(stored["a"], json!({"b": 2}));
+        assert_eq!(stored["n"], json!(2));
+        // A client may not replace a document, nor send a malformed modifier.
+        assert!(matches!(
+            items.client_update(Some("u9"), &id, &json!({"whole": "doc"})).await,
+            Err(Error::InvalidArgument(_))
+        ));
+        let bad = items.client_update(Some("u9"), &id, &json!({"$rename": {"a": "b"}})).await;
+        assert!(bad.as_ref().is_err_and(Error::is_client_error), "{bad:?}");
+        Ok(())
+    }
+
+    async fn schemas_refuse_bad_documents_and_write_nothing(p: Platform) -> TestResult {
+        let schema = json!({
+            "type": "object",
+            "properties": {"title": {"type": "string", "minLength": 1}, "stars": {"type": "integer", "maximum": 5}},
+            "required": ["title"],
+            "additionalProperties": false
+        });
+        let books = p.define_collection("books", CollectionOptions { schema: Some(schema), ..Default::default() })?;
+        books.allow(Rules::new().insert(|_, _| async { true }).update(|_, _, _, _| async { true }));
+        let id = books.insert(doc(json!({"title": "Dune", "stars": 5}))).await?;
+        match books.insert(doc(json!({"stars": 9, "extra": true}))).await {
+            Err(e @ Error::Validation(_)) => {
+                assert_eq!(e.status_code(), 400);
+                let Error::Validation(failures) = &e else { unreachable!() };
+                assert_eq!(failures.len(), 3, "{failures:?}");
+                assert!(failures.iter().any(|f| f.starts_with("/stars:")), "{failures:?}");
+            }
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+        assert!(matches!(
+            books.client_insert(Some("u"), doc(json!({"title": ""}))).await,
+            Err(Error::Validation(_))
+        ));
+        // Updates are checked on the document they would produce.
+        assert!(matches!(
+            books.client_update(Some("u"), &id, &json!({"$inc": {"stars": 1}})).await,
+            Err(Error::Validation(_))
+        ));
+        assert!(matches!(
+            books.update(&Selector::by_id(&id), &Update::parse(&json!({"$unset": {"title": ""}}))?, UpdateOptions::default()).await,
+            Err(Error::Validation(_))
+        ));
+        assert!(matches!(
+            books.update(&Selector::parse(&json!({"title": "New"}))?, &Update::parse(&json!({"$set": {"stars": "x"}}))?, UpdateOptions { upsert: true, multi: false }).await,
+            Err(Error::Validation(_))
+        ));
+        assert_eq!(books.count(&Selector::all()).await?, 1);
+        assert_eq!(books.get(&id).await?.ok_or("kept")?["stars"], json!(5));
+        let after = books.update_by_id(&id, &Update::parse(&json!({"$set": {"stars": 4}}))?).await?;
+        assert_eq!(after.ok_or("updated")?["stars"], json!(4));
+        assert!(books.update_by_id("missing", &Update::parse(&json!({"$set": {"stars": 4}}))?).await?.is_none());
+        Ok(())
+    }
+
+    async fn object_id_collections_make_hex_ids(p: Platform) -> TestResult {
+        let things = p.define_collection("things", CollectionOptions { id_kind: IdKind::ObjectId, schema: None })?;
+        assert_eq!(things.id_kind(), IdKind::ObjectId);
+        things.allow(Rules::new().insert(|_, _| async { true }));
+        let id = things.insert(doc(json!({"a": 1}))).await?;
+        assert!(id.len() == 24 && id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+        let id = things.client_insert(None, doc(json!({"a": 2}))).await?;
+        assert_eq!(id.len(), 24);
+        assert!(matches!(
+            things.client_insert(None, doc(json!({"_id": "short", "a": 3}))).await,
+            Err(Error::InvalidArgument(_))
+        ));
+        let upserted = things
+            .update(&Selector::parse(&json!({"a": 9}))?, &Update::parse(&json!({"$set": {"b": 1}}))?, UpdateOptions { upsert: true, multi: false })
+            .await?
+            .upserted_id
+            .ok_or("upserted")?;
+        assert_eq!(upserted.len(), 24, "{upserted}");
+        // A duplicate id is a conflict, never an overwrite.
+        let dup = things.insert(doc(json!({"_id": id, "a": 4}))).await;
+        assert!(dup.as_ref().is_err_and(Error::is_client_error), "{dup:?}");
+        Ok(())
+    }
+
+    async fn server_side_reads_and_writes(p: Platform) -> TestResult {
+        let c = p.collection("c");
+        for n in 0..5 {
+            c.insert(doc(json!({"n": n, "even": n % 2 == 0}))).await?;
+        }
+        let even = Selector::parse(&json!({"even": true}))?;
+        assert_eq!(c.count(&even).await?, 3);
+        let found = c.find(&Query::new(even.clone())).await?;
+        assert_eq!(found.len(), 3);
+        assert!(c.find_one(&Selector::parse(&json!({"n": 4}))?).await?.is_some());
+        let result = c
+            .update(&even, &Update::parse(&json!({"$set": {"seen": true}}))?, UpdateOptions { multi: true, upsert: false })
+            .await?;
+        assert_eq!(result.matched, 3);
+        assert_eq!(c.remove(&even).await?, 3);
+        let first = c.find_one(&Selector::all()).await?.ok_or("one left")?;
+        let id = first["_id"].as_str().ok_or("id")?.to_string();
+        assert!(c.remove_by_id(&id).await?);
+        assert!(!c.remove_by_id(&id).await?);
+        assert_eq!(c.count(&Selector::all()).await?, 1);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn collections_are_declared_once() -> TestResult {
+    let p = Platform::open("memory:").await?;
+    let a = p.collection("a");
+    let a_again = p.collection("a");
+    // Clones share rules.
+    a.allow(Rules::new().insert(|_, _| async { true }));
+    a_again.client_insert(None, doc(json!({"x": 1}))).await?;
+    assert!(
+        p.define_collection("a", CollectionOptions::default())
+            .is_ok()
+    );
+    assert!(matches!(
+        p.define_collection(
+            "a",
+            CollectionOptions {
+                id_kind: IdKind::ObjectId,
+                schema: None
+            }
+        ),
+        Err(Error::Duplicate(_))
+    ));
+    assert!(matches!(
+        p.define_collection(
+            "b",
+            CollectionOptions {
+                schema: Some(json!({"type": 5})),
+                ..Default::default()
+            }
+        ),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        p.define_collection("", CollectionOptions::default()),
+        Err(Error::InvalidArgument(_))
+    ));
+    p.collection("z");
+    assert_eq!(p.collection_names(), ["a", "z"]);
+    assert!(p.get_collection("b").is_none());
+    Ok(())
+}
