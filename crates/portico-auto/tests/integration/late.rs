@@ -1,0 +1,94 @@
+//! Methods, publications and collections defined after the router was built are reachable.
+
+use portico_auto::AutoApi;
+use portico_platform::{MethodError, MethodOptions, Query, Rules};
+use serde_json::{Value, json};
+
+use crate::common::{platform, serve};
+
+#[tokio::test]
+async fn late_definitions_are_served_and_listed() {
+    let p = platform().await;
+    let s = serve(AutoApi::new(p.clone()).router().unwrap()).await;
+
+    assert_eq!(s.post_empty("/methods/late").await.status, 404);
+
+    p.method("late", |_inv, _args| async move {
+        Ok::<Value, MethodError>(json!("here"))
+    })
+    .unwrap();
+    let r = s.post_empty("/methods/late").await;
+    assert_eq!((r.status, r.json), (200, json!("here")));
+    assert_eq!(s.options("/methods/late").await.status, 200);
+
+    p.method_with_options(
+        "late-get",
+        MethodOptions {
+            url: Some("methods/late".into()),
+            http_method: Some("get".into()),
+            ..MethodOptions::default()
+        },
+        |_inv, _args| async move { Ok::<Value, MethodError>(json!("got")) },
+    )
+    .unwrap();
+    // A path that existed with POST only now answers GET too.
+    let r = s.get("/methods/late").await;
+    assert_eq!((r.status, r.json), (200, json!("got")));
+
+    let items = p.collection("items");
+    items.allow(Rules::new().insert(|_u, _d| async { true }));
+    items
+        .insert(portico_platform::Document::from_iter([(
+            "_id".into(),
+            json!("i1"),
+        )]))
+        .await
+        .unwrap();
+    p.publish("items", |sub, _args| async move {
+        Ok(vec![
+            sub.platform().collection("items").cursor(Query::default()),
+        ])
+    })
+    .unwrap();
+    let r = s.get("/publications/items").await;
+    assert_eq!((r.status, r.json), (200, json!({"items": [{"_id": "i1"}]})));
+    let r = s.post("/items", json!({"n": 1})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    let r = s.get("/publications/api-routes").await;
+    let paths: Vec<&str> = r.json["api-routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["path"].as_str())
+        .collect();
+    for path in [
+        "/methods/late",
+        "/publications/items",
+        "/items",
+        "/items/:_id",
+    ] {
+        assert!(paths.contains(&path), "{path} missing from {paths:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_late_method_with_a_bad_url_is_skipped_not_fatal() {
+    let p = platform().await;
+    let s = serve(AutoApi::new(p.clone()).router().unwrap()).await;
+    p.method_with_options(
+        "bad",
+        MethodOptions {
+            url: Some("a//b".into()),
+            ..MethodOptions::default()
+        },
+        |_inv, _args| async move { Ok::<Value, MethodError>(Value::Null) },
+    )
+    .unwrap();
+    p.method("good", |_inv, _args| async move {
+        Ok::<Value, MethodError>(json!(1))
+    })
+    .unwrap();
+    assert_eq!(s.post_empty("/methods/good").await.status, 200);
+    assert_eq!(s.post_empty("/a//b").await.status, 404);
+}

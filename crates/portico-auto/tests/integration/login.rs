@@ -1,0 +1,264 @@
+//! The password login add-on: login, register, identical failures, rate limits.
+
+use std::time::Duration;
+
+use portico_auto::{AutoApi, BearerTokenLayer, LoginOptions};
+use portico_platform::{
+    AccountsConfig, MethodError, NewUser, Password, Platform, PlatformConfig, password_digest,
+};
+use serde_json::{Value, json};
+
+use crate::common::{Server, platform, serve};
+
+async fn app(p: &Platform, options: LoginOptions) -> Server {
+    p.method("whoami", |inv, _args| async move {
+        Ok::<Value, MethodError>(json!(inv.user_id()))
+    })
+    .unwrap();
+    serve(
+        AutoApi::new(p.clone())
+            .with_login(options)
+            .with_token_authentication(BearerTokenLayer::new())
+            .router()
+            .unwrap(),
+    )
+    .await
+}
+
+async fn ada(p: &Platform) -> String {
+    p.accounts()
+        .create_user(NewUser {
+            username: Some("ada".into()),
+            email: Some("ada@example.com".into()),
+            password: Some(Password::Plain("correct horse".into())),
+            ..NewUser::default()
+        })
+        .await
+        .unwrap()
+}
+
+fn assert_token_reply(reply: &Value, user_id: &str) {
+    assert_eq!(reply["id"], user_id);
+    assert_eq!(reply["token"].as_str().map(str::len), Some(43));
+    let expires = reply["tokenExpires"].as_str().expect("tokenExpires");
+    let expires = chrono::DateTime::parse_from_rfc3339(expires).expect("ISO-8601");
+    let days = (expires.with_timezone(&chrono::Utc) - chrono::Utc::now()).num_days();
+    assert!((89..=90).contains(&days), "expires in {days} days");
+}
+
+#[tokio::test]
+async fn login_by_username_email_and_digest() {
+    let p = platform().await;
+    let id = ada(&p).await;
+    let s = app(&p, LoginOptions::default()).await;
+    for body in [
+        json!({"username": "ada", "password": "correct horse"}),
+        json!({"email": "ADA@example.com", "password": "correct horse"}),
+        json!({"user": "ada@example.com", "password": "correct horse"}),
+        json!({"username": "ada", "password": password_digest("correct horse"), "hashed": true}),
+        json!({"username": "ada", "password": {"digest": password_digest("correct horse"), "algorithm": "sha-256"}}),
+    ] {
+        let r = s.post("/users/login", body.clone()).await;
+        assert_eq!(r.status, 200, "{body}: {}", r.text);
+        assert_token_reply(&r.json, &id);
+        // The token works as a bearer token.
+        let token = r.json["token"].as_str().unwrap();
+        let me = s.post_as("/methods/whoami", json!([]), token).await;
+        assert_eq!(me.json, json!(id));
+    }
+}
+
+#[tokio::test]
+async fn every_login_failure_is_the_same_401() {
+    let p = platform().await;
+    ada(&p).await;
+    // A user without a password.
+    p.accounts()
+        .create_user(NewUser {
+            username: Some("nopass".into()),
+            ..NewUser::default()
+        })
+        .await
+        .unwrap();
+    let s = app(&p, LoginOptions::default()).await;
+    let expected = json!({"error": "unauthorized", "reason": "Incorrect credentials"});
+    for body in [
+        json!({"username": "ada", "password": "wrong"}),
+        json!({"username": "nobody", "password": "correct horse"}),
+        json!({"username": "nopass", "password": "x"}),
+        json!({"username": "ada"}),
+        json!({"password": "correct horse"}),
+        json!({"username": "ada", "password": "abc", "hashed": true}),
+    ] {
+        let r = s.post("/users/login", body.clone()).await;
+        assert_eq!((r.status, &r.json), (401, &expected), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn register_then_use_the_token() {
+    let p = platform().await;
+    let s = app(&p, LoginOptions::default()).await;
+    let r = s
+        .post(
+            "/users/register",
+            json!({"username": "grace", "email": "grace@example.com", "password": "cobol", "profile": {"name": "Grace"}}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let id = r.json["id"].as_str().unwrap().to_owned();
+    assert_token_reply(&r.json, &id);
+    let user = p.accounts().find_user_by_id(&id).await.unwrap().unwrap();
+    assert_eq!(user["profile"], json!({"name": "Grace"}));
+    let me = s
+        .post_as(
+            "/methods/whoami",
+            json!([]),
+            r.json["token"].as_str().unwrap(),
+        )
+        .await;
+    assert_eq!(me.json, json!(id));
+    // And log in with the new password.
+    let r = s
+        .post(
+            "/users/login",
+            json!({"username": "grace", "password": "cobol"}),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    // Taken names, also in another case, and missing passwords are refused.
+    let r = s
+        .post(
+            "/users/register",
+            json!({"username": "GRACE", "password": "x"}),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(r.json["error"], "user-exists");
+    let r = s
+        .post("/users/register", json!({"username": "newbie"}))
+        .await;
+    assert_eq!(r.status, 400);
+}
+
+#[tokio::test]
+async fn register_forbidden_is_403() {
+    let p = platform().await;
+    let s = app(
+        &p,
+        LoginOptions {
+            allow_register: false,
+            ..LoginOptions::default()
+        },
+    )
+    .await;
+    let r = s
+        .post("/users/register", json!({"username": "x", "password": "y"}))
+        .await;
+    assert_eq!(r.status, 403);
+    assert_eq!(
+        r.json,
+        json!({"error": "forbidden", "reason": "Signups forbidden"})
+    );
+
+    let config = PlatformConfig {
+        accounts: AccountsConfig {
+            forbid_client_account_creation: true,
+            ..AccountsConfig::default()
+        },
+    };
+    let p = Platform::open_with("memory:", config).await.unwrap();
+    let s = app(&p, LoginOptions::default()).await;
+    let r = s
+        .post("/users/register", json!({"username": "x", "password": "y"}))
+        .await;
+    assert_eq!(r.status, 403);
+    assert!(p.accounts().list_users().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn failed_logins_are_rate_limited_with_retry_after() {
+    let p = platform().await;
+    ada(&p).await;
+    let options = LoginOptions {
+        attempts_per_identity: 2,
+        attempts_per_address: 100,
+        window: Duration::from_secs(30),
+        ..LoginOptions::default()
+    };
+    let s = app(&p, options).await;
+    for _ in 0..2 {
+        let r = s
+            .post(
+                "/users/login",
+                json!({"username": "ada", "password": "bad"}),
+            )
+            .await;
+        assert_eq!(r.status, 401);
+    }
+    // Even the right password waits now.
+    let r = s
+        .post(
+            "/users/login",
+            json!({"username": "ADA", "password": "correct horse"}),
+        )
+        .await;
+    assert_eq!(r.status, 429);
+    assert_eq!(r.json["error"], "too-many-requests");
+    let retry: u64 = r.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=30).contains(&retry));
+    // Another identity is not affected.
+    let r = s
+        .post("/users/login", json!({"username": "eve", "password": "x"}))
+        .await;
+    assert_eq!(r.status, 401);
+}
+
+#[tokio::test]
+async fn failed_logins_are_limited_per_address() {
+    let p = platform().await;
+    ada(&p).await;
+    let options = LoginOptions {
+        attempts_per_identity: 100,
+        attempts_per_address: 3,
+        window: Duration::from_secs(30),
+        ..LoginOptions::default()
+    };
+    let s = app(&p, options).await;
+    for name in ["u1", "u2", "u3"] {
+        let r = s
+            .post("/users/login", json!({"username": name, "password": "x"}))
+            .await;
+        assert_eq!(r.status, 401);
+    }
+    let r = s
+        .post(
+            "/users/login",
+            json!({"username": "ada", "password": "correct horse"}),
+        )
+        .await;
+    assert_eq!(r.status, 429);
+    assert!(r.header("retry-after").is_some());
+}
+
+#[tokio::test]
+async fn login_routes_are_listed_and_answer_preflights() {
+    let p = platform().await;
+    let s = app(&p, LoginOptions::default()).await;
+    let r = s.get("/publications/api-routes").await;
+    let paths: Vec<&str> = r.json["api-routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["path"].as_str())
+        .collect();
+    assert!(paths.contains(&"/users/login") && paths.contains(&"/users/register"));
+    let r = s.options("/users/login").await;
+    assert_eq!(r.status, 200);
+    let r = s.get("/users/login").await;
+    assert_eq!(r.status, 405);
+    assert_eq!(r.json["error"], "method-not-allowed");
+    // Malformed JSON is a bad request, not a login attempt.
+    let r = s.post_raw("/users/login", "application/json", "{").await;
+    assert_eq!(r.status, 400);
+}

@@ -1,0 +1,95 @@
+//! The `api-routes` listing, and setup errors for routes that cannot be built.
+
+use portico_auto::{AutoApi, AutoConfig, Error};
+use portico_platform::{MethodError, MethodOptions, PublicationOptions, Query};
+use serde_json::{Value, json};
+
+use crate::common::{platform, serve};
+
+#[tokio::test]
+async fn listing_has_the_1x_shape() {
+    let p = platform().await;
+    p.method("add", |_inv, _args| async move {
+        Ok::<Value, MethodError>(json!(0))
+    })
+    .unwrap();
+    p.publish_with_options(
+        "list-todos",
+        PublicationOptions {
+            url: Some("lists/:0/todos".into()),
+            ..PublicationOptions::default()
+        },
+        |_sub, _args| async move { Ok(vec![]) },
+    )
+    .unwrap();
+    p.collection("todos");
+    let api = AutoApi::new(p.clone()).configure(AutoConfig::default());
+    let s = serve(api.router().unwrap()).await;
+    let r = s.get("/publications/api-routes").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.json,
+        json!({"api-routes": [
+            {"_id": "/methods/add", "methods": ["options", "post"], "path": "/methods/add"},
+            {"_id": "/lists/:0/todos", "methods": ["get"], "path": "/lists/:0/todos"},
+            {"_id": "/publications/api-routes", "methods": ["get"], "path": "/publications/api-routes"},
+            {"_id": "/todos", "methods": ["options", "post"], "path": "/todos"},
+            {"_id": "/todos/:_id", "methods": ["options", "patch", "options", "delete"], "path": "/todos/:_id"},
+        ]})
+    );
+    // The same listing is available without HTTP (for tools).
+    assert_eq!(api.route_listing().unwrap(), r.json);
+}
+
+#[tokio::test]
+async fn a_host_publication_named_api_routes_wins() {
+    let p = platform().await;
+    p.publish("api-routes", |sub, _args| async move {
+        Ok(vec![
+            sub.platform().collection("mine").cursor(Query::default()),
+        ])
+    })
+    .unwrap();
+    let s = serve(AutoApi::new(p).router().unwrap()).await;
+    let r = s.get("/publications/api-routes").await;
+    assert_eq!(r.json, json!({"mine": []}));
+}
+
+#[tokio::test]
+async fn bad_options_and_clashing_routes_are_setup_errors() {
+    let p = platform().await;
+    p.method_with_options(
+        "gap",
+        MethodOptions {
+            url: Some("x/:1".into()),
+            ..MethodOptions::default()
+        },
+        |_inv, _args| async move { Ok::<Value, MethodError>(Value::Null) },
+    )
+    .unwrap();
+    let err = AutoApi::new(p).router().unwrap_err();
+    assert!(matches!(err, Error::InvalidUrl { .. }), "{err}");
+
+    let p = platform().await;
+    p.collection("todos");
+    p.method_with_options(
+        "shadow",
+        MethodOptions {
+            url: Some("todos".into()),
+            ..MethodOptions::default()
+        },
+        |_inv, _args| async move { Ok::<Value, MethodError>(Value::Null) },
+    )
+    .unwrap();
+    let err = AutoApi::new(p.clone()).router().unwrap_err();
+    assert!(matches!(err, Error::DuplicateRoute { .. }), "{err}");
+    assert!(err.to_string().contains("/todos"), "{err}");
+    // Without endpoints for the collection there is no clash.
+    let ok = AutoApi::new(p)
+        .configure(AutoConfig {
+            collections: Some(vec![]),
+            ..AutoConfig::default()
+        })
+        .router();
+    assert!(ok.is_ok());
+}
