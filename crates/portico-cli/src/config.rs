@@ -65,7 +65,7 @@ pub struct ApiConfig {
     pub cors_origins: Option<Vec<String>>,
     /// One per `[[api.collection]]`, in file order.
     pub collections: Vec<CollectionConfig>,
-    /// The line of this `[[api]]`'s first key, for messages.
+    /// The line of this `[[api]]` header, for messages.
     pub line: usize,
 }
 
@@ -384,7 +384,13 @@ impl<'a> Checker<'a> {
                     None
                 }
             });
-        let apis = raw.api.into_iter().map(|api| self.api(api)).collect();
+        let api_lines = self.source.header_lines("api");
+        let apis = raw
+            .api
+            .into_iter()
+            .enumerate()
+            .map(|(index, api)| self.api(api, api_lines.get(index).copied().unwrap_or(1)))
+            .collect();
         let auto = raw.auto.map(|auto| self.auto(auto));
         Config {
             listen,
@@ -428,15 +434,7 @@ impl<'a> Checker<'a> {
         headers.into_inner().into_iter().collect()
     }
 
-    fn api(&mut self, raw: RawApi) -> ApiConfig {
-        let line = [
-            raw.api_path.as_ref().map(|s| self.line(s)),
-            raw.collection.first().map(|c| self.line(&c.name)),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-        .unwrap_or(0);
+    fn api(&mut self, raw: RawApi, line: usize) -> ApiConfig {
         let api_path = match &raw.api_path {
             Some(path) => {
                 self.path_part(path, "api.api_path", false);

@@ -46,8 +46,10 @@ pub async fn open(url: &str) -> crate::Result<Platform> {
         url: url.to_owned(),
         message,
     })?;
-    Platform::open(url).await.map_err(|err| crate::Error::Database {
-        url: url.to_owned(),
-        message: err.to_string(),
-    })
+    Platform::open(url)
+        .await
+        .map_err(|err| crate::Error::Database {
+            url: url.to_owned(),
+            message: err.to_string(),
+        })
 }

@@ -27,7 +27,9 @@ pub enum Error {
         /// Why, as the store says it.
         message: String,
     },
-    // PLATFORM_PLACEHOLDER
+    /// The platform refused an operation (a user that exists, an unknown user, ...).
+    #[error("{0}")]
+    Platform(#[from] portico_platform::Error),
     /// The front doors could not be set up from the config.
     #[error("cannot set up the API: {0}")]
     Setup(String),

@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use portico_platform::{Platform, import_value, now_iso};
+use portico_platform::{Platform, import_value};
 use portico_store::Document;
 use serde_json::Value;
 
@@ -24,13 +24,18 @@ const LISTED: usize = 5;
 /// [`crate::Error::Import`] when the file cannot be read, is not a JSON array of objects, holds a
 /// value that does not convert, repeats an `_id`, or holds an `_id` the collection already has
 /// (nothing is written then); [`crate::Error::Platform`] when the store fails while writing.
-pub async fn import_file(platform: &Platform, collection: &str, file: &Path) -> crate::Result<usize> {
+pub async fn import_file(
+    platform: &Platform,
+    collection: &str,
+    file: &Path,
+) -> crate::Result<usize> {
     let fail = |message: String| crate::Error::Import {
         path: file.to_owned(),
         message,
     };
     let text = std::fs::read_to_string(file).map_err(|e| fail(format!("cannot read it: {e}")))?;
-    let docs = parse_export(&text, collection == "users").map_err(fail)?;
+    let users = collection == portico_platform::USERS;
+    let docs = parse_export(&text).map_err(fail)?;
     let target = platform.collection(collection);
     let mut existing = Vec::new();
     for doc in &docs {
@@ -51,68 +56,59 @@ pub async fn import_file(platform: &Platform, collection: &str, file: &Path) -> 
     }
     let count = docs.len();
     for doc in docs {
-        target.insert(doc).await?;
+        if users {
+            // The accounts' own import: stamps tokens without `when`, hashes legacy plain tokens.
+            platform.accounts().import_user(doc).await?;
+        } else {
+            target.insert(doc).await?;
+        }
     }
     Ok(count)
 }
 
 /// Parses and converts an export: a JSON array of objects with unique string `_id`s (when
-/// present). With `users`, login tokens without `when` are stamped with the import time, so they
-/// keep working and then expire on schedule.
+/// present).
 ///
 /// # Errors
 /// A message naming the element (0-based) that is wrong.
-pub fn parse_export(text: &str, users: bool) -> Result<Vec<Document>, String> {
+pub fn parse_export(text: &str) -> Result<Vec<Document>, String> {
     let value: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
     let Value::Array(items) = value else {
         return Err("expected a JSON array of documents (one per element)".to_owned());
     };
     let mut ids = BTreeSet::new();
     let mut docs = Vec::with_capacity(items.len());
-    let now = now_iso();
     for (index, item) in items.into_iter().enumerate() {
         let converted = import_value(item).map_err(|e| format!("element {index}: {e}"))?;
-        let Value::Object(mut doc) = converted else {
+        let Value::Object(doc) = converted else {
             return Err(format!("element {index} is not a JSON object"));
         };
         match doc.get("_id") {
             None => {}
-            Some(Value::String(id)) => {
-                if !ids.insert(id.clone()) {
-                    return Err(format!("element {index}: `_id` \"{id}\" appears twice in the file"));
-                }
+            Some(Value::String(id)) if !ids.insert(id.clone()) => {
+                return Err(format!(
+                    "element {index}: `_id` \"{id}\" appears twice in the file"
+                ));
             }
+            Some(Value::String(_)) => {}
             Some(other) => {
                 return Err(format!(
                     "element {index}: `_id` must be a string or {{\"$oid\": ...}}, not {other}"
                 ));
             }
         }
-        if users {
-            stamp_tokens(&mut doc, &now);
-        }
         docs.push(doc);
     }
     Ok(docs)
 }
 
-fn stamp_tokens(user: &mut Document, now: &str) {
-    let tokens = user
-        .get_mut("services")
-        .and_then(|s| s.get_mut("resume"))
-        .and_then(|r| r.get_mut("loginTokens"))
-        .and_then(Value::as_array_mut);
-    for token in tokens.into_iter().flatten() {
-        if let Some(token) = token.as_object_mut() {
-            if !token.contains_key("when") {
-                token.insert("when".to_owned(), Value::String(now.to_owned()));
-            }
-        }
-    }
-}
-
 fn listed(ids: &[String]) -> String {
-    let mut text = ids.iter().take(LISTED).cloned().collect::<Vec<_>>().join(", ");
+    let mut text = ids
+        .iter()
+        .take(LISTED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
     if ids.len() > LISTED {
         text.push_str(&format!(" and {} more", ids.len() - LISTED));
     }
@@ -127,39 +123,32 @@ mod tests {
     fn converts_dates_and_object_ids() {
         let docs = parse_export(
             r#"[{"_id": {"$oid": "5F1D7A3E9B1E8A3F4C2D1E0F"}, "at": {"$date": 0}}, {"n": 1}]"#,
-            false,
         )
         .unwrap_or_default();
         assert_eq!(docs.len(), 2);
-        assert_eq!(docs[0].get("_id"), Some(&Value::from("5f1d7a3e9b1e8a3f4c2d1e0f")));
-        assert_eq!(docs[0].get("at"), Some(&Value::from("1970-01-01T00:00:00.000Z")));
+        assert_eq!(
+            docs[0].get("_id"),
+            Some(&Value::from("5f1d7a3e9b1e8a3f4c2d1e0f"))
+        );
+        assert_eq!(
+            docs[0].get("at"),
+            Some(&Value::from("1970-01-01T00:00:00.000Z"))
+        );
     }
 
     #[test]
     fn refuses_what_is_not_an_array_of_objects() {
-        assert!(parse_export("{}", false).is_err());
-        assert!(parse_export("[1]", false).unwrap_err().contains("element 0"));
-        assert!(parse_export("not json", false).is_err());
+        assert!(parse_export("{}").is_err());
+        assert!(parse_export("[1]").unwrap_err().contains("element 0"));
+        assert!(parse_export("not json").is_err());
     }
 
     #[test]
     fn refuses_repeated_ids_and_bad_values() {
-        let err = parse_export(r#"[{"_id": "a"}, {"_id": "a"}]"#, false).unwrap_err();
+        let err = parse_export(r#"[{"_id": "a"}, {"_id": "a"}]"#).unwrap_err();
         assert!(err.contains("element 1"), "{err}");
-        let err = parse_export(r#"[{"_id": "a"}, {"at": {"$date": "yesterday"}}]"#, false).unwrap_err();
+        let err = parse_export(r#"[{"_id": "a"}, {"at": {"$date": "yesterday"}}]"#).unwrap_err();
         assert!(err.contains("element 1"), "{err}");
-        assert!(parse_export(r#"[{"_id": 7}]"#, false).is_err());
-    }
-
-    #[test]
-    fn stamps_user_tokens_without_when() {
-        let docs = parse_export(
-            r#"[{"_id": "u", "services": {"resume": {"loginTokens": [{"hashedToken": "h"}, {"hashedToken": "k", "when": {"$date": 0}}]}}}]"#,
-            true,
-        )
-        .unwrap_or_default();
-        let tokens = docs[0]["services"]["resume"]["loginTokens"].as_array().cloned().unwrap_or_default();
-        assert!(tokens[0]["when"].as_str().is_some_and(|w| w.ends_with('Z') && w > "2020"));
-        assert_eq!(tokens[1]["when"], Value::from("1970-01-01T00:00:00.000Z"));
+        assert!(parse_export(r#"[{"_id": 7}]"#).is_err());
     }
 }

@@ -29,11 +29,11 @@
 
 pub mod check;
 pub mod config;
-// pub mod database;
+pub mod database;
 mod error;
-// pub mod import;
+pub mod import;
 pub mod routes;
-// pub mod serve;
-// pub mod users;
+pub mod serve;
+pub mod users;
 
 pub use error::{Error, Result};

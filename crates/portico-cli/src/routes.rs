@@ -96,7 +96,10 @@ fn api_routes(index: usize, api: &ApiConfig, routes: &mut Vec<RouteInfo>) {
                     roles.push(role.clone());
                 }
             }
-            let auth = options.auth_required.unwrap_or(collection.auth_required);
+            // An owner scope needs a caller, so it makes the route require one (an endpoint may still
+            // override it, as with `auth_required`).
+            let route_auth = collection.auth_required || collection.owner_field.is_some();
+            let auth = options.auth_required.unwrap_or(route_auth);
             let access = if !roles.is_empty() {
                 Access::Roles(roles)
             } else if auth {
@@ -253,8 +256,37 @@ fn normalized(path: &str) -> String {
 /// the login route, a route API and the auto API...) may not share a path; within the auto API,
 /// two routes may not share a method and a path.
 pub(crate) fn conflicts(config: &Config) -> Vec<ConfigError> {
-    let mut seen: BTreeMap<String, Vec<RouteInfo>> = BTreeMap::new();
     let mut errors = Vec::new();
+    // Each routes API answers everything under its base path, so two of them cannot share one,
+    // and one at the root would swallow the auto API.
+    for (index, api) in config.apis.iter().enumerate() {
+        let base = api.base_path();
+        if let Some(first) = config.apis[..index].iter().find(|a| a.base_path() == base) {
+            errors.push(ConfigError {
+                line: api.line,
+                column: 1,
+                key: "api.api_path".to_owned(),
+                message: format!(
+                    "two [[api]] tables on one base path {base} (the other is at line {}); give one a `version` or another `api_path`, or put their collections in one [[api]]",
+                    first.line
+                ),
+            });
+        }
+        if base == "/" {
+            if let Some(auto) = &config.auto {
+                errors.push(ConfigError {
+                    line: api.line,
+                    column: 1,
+                    key: "api.api_path".to_owned(),
+                    message: format!(
+                        "an [[api]] at the root path / would answer every path of the auto API ([auto] at line {}); give it an `api_path`",
+                        auto.line
+                    ),
+                });
+            }
+        }
+    }
+    let mut seen: BTreeMap<String, Vec<RouteInfo>> = BTreeMap::new();
     let mut reported: Vec<(usize, usize)> = Vec::new();
     for route in route_table(config) {
         let key = normalized(&route.path);

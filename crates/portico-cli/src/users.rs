@@ -75,8 +75,16 @@ pub fn summary(user: &Document) -> String {
         "{}  username={}  emails={}  roles={}  tokens={tokens}",
         text(user.get("_id")),
         text(user.get("username")),
-        if emails.is_empty() { "-".to_owned() } else { emails.join(",") },
-        if roles.is_empty() { "-".to_owned() } else { roles.join(",") },
+        if emails.is_empty() {
+            "-".to_owned()
+        } else {
+            emails.join(",")
+        },
+        if roles.is_empty() {
+            "-".to_owned()
+        } else {
+            roles.join(",")
+        },
     );
     line
 }
@@ -124,7 +132,11 @@ pub async fn add_roles(platform: &Platform, who: &str, roles: &[String]) -> crat
 ///
 /// # Errors
 /// As [`find`], and store failures.
-pub async fn remove_roles(platform: &Platform, who: &str, roles: &[String]) -> crate::Result<String> {
+pub async fn remove_roles(
+    platform: &Platform,
+    who: &str,
+    roles: &[String],
+) -> crate::Result<String> {
     let id = id_of(&find(platform, who).await?)?;
     platform.accounts().remove_roles(&id, roles).await?;
     Ok(id)
@@ -155,7 +167,10 @@ mod tests {
             "services": {"password": {"argon2": "secret-hash"}, "resume": {"loginTokens": [{"when": "x", "hashedToken": "y"}]}}
         });
         let line = summary(user.as_object().unwrap_or(&Document::new()));
-        assert_eq!(line, "abc  username=ann  emails=ann@example.com  roles=admin,editor  tokens=1");
+        assert_eq!(
+            line,
+            "abc  username=ann  emails=ann@example.com  roles=admin,editor  tokens=1"
+        );
         assert!(!line.contains("secret-hash"));
     }
 }

@@ -124,13 +124,20 @@ impl<'a> Source<'a> {
 
     /// The 1-based line of the table header `[name]`, if the file has one.
     pub(crate) fn header_line(&self, name: &str) -> Option<usize> {
+        self.header_lines(name).first().copied()
+    }
+
+    /// The 1-based lines of every header `[name]` or `[[name]]`, in file order.
+    pub(crate) fn header_lines(&self, name: &str) -> Vec<usize> {
         self.text
             .lines()
-            .position(|line| {
+            .enumerate()
+            .filter(|(_, line)| {
                 let line = strip_comment(line).trim();
                 line.starts_with('[') && line.trim_matches(|c| c == '[' || c == ']').trim() == name
             })
-            .map(|i| i + 1)
+            .map(|(i, _)| i + 1)
+            .collect()
     }
 
     fn is_header_line(&self, offset: usize) -> bool {

@@ -1,0 +1,190 @@
+//! `portico serve`: build the platform and the front doors the config declares, and serve them
+//! until SIGINT or SIGTERM.
+
+mod auto;
+mod rest;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::StatusCode;
+use portico_platform::Platform;
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tracing::{Level, info};
+
+use crate::config::{Config, DEFAULT_LISTEN};
+use crate::database;
+
+/// The arguments of `portico serve`.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// `--config`: the config file (default `portico.toml` when it exists).
+    pub config: Option<PathBuf>,
+    /// `--listen`: overrides the config's `listen`.
+    pub listen: Option<String>,
+    /// `--database`: overrides the config's `database`.
+    pub database: Option<String>,
+}
+
+/// The line `serve` prints on standard output once it listens, followed by the address
+/// (`listening on http://127.0.0.1:3000`); scripts wait for it and read the port from it.
+pub const LISTENING: &str = "listening on http://";
+
+/// Logs to standard error at `info` (one line per request), or as `RUST_LOG` says.
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // A second call (tests) finds a subscriber set already; that one is kept.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .try_init();
+}
+
+/// Builds the whole application the config declares on `platform`: one router per `[[api]]`,
+/// then the auto API when `[auto]` is present (it answers every other path).
+///
+/// # Errors
+/// [`crate::Error::Setup`] when a front door refuses the config (a duplicate path, a bad
+/// header...), [`crate::Error::Platform`] when a collection cannot be declared.
+pub fn build_app(config: &Config, platform: &Platform) -> crate::Result<Router> {
+    // Object-id collections are declared first: declaring them after a plain `collection(name)`
+    // would be refused by the platform.
+    if let Some(auto) = &config.auto {
+        auto::declare_object_id_collections(auto, platform)?;
+    }
+    let mut routers = Vec::new();
+    for api in &config.apis {
+        routers.push(rest::router(api, platform)?);
+    }
+    let auto_router = match &config.auto {
+        Some(auto) => Some(auto::router(config, auto, platform)?),
+        None => None,
+    };
+    // A merge of two routers claiming one path panics inside axum; the config check refuses
+    // such configs, and this turns any case it missed into a setup error instead of a crash.
+    let merged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let mut app = Router::new();
+        for router in routers {
+            app = app.merge(router);
+        }
+        match auto_router {
+            Some(auto) => app.merge(auto),
+            None => app.fallback(not_found),
+        }
+    }));
+    merged.map_err(|panic| {
+        let reason = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_else(|| "two routes overlap".to_owned());
+        crate::Error::Setup(reason)
+    })
+}
+
+async fn not_found() -> (StatusCode, axum::Json<serde_json::Value>) {
+    (
+        StatusCode::NOT_FOUND,
+        axum::Json(
+            serde_json::json!({"status": "error", "message": "API endpoint does not exist"}),
+        ),
+    )
+}
+
+/// Wraps the application in the request log: one `info` line per request, written when its
+/// response is ready (method, path, status, latency).
+pub fn with_request_log(app: Router) -> Router {
+    app.layer(
+        TraceLayer::new_for_http()
+            .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
+            .on_request(())
+            .on_response(DefaultOnResponse::new().level(Level::INFO)),
+    )
+}
+
+/// Resolves the listen address: `--listen`, then the config's `listen`, then `127.0.0.1:3000`.
+///
+/// # Errors
+/// [`crate::Error::Usage`] when `--listen` is not an address.
+pub fn listen_addr(flag: Option<&str>, config: &Config) -> crate::Result<SocketAddr> {
+    match flag {
+        Some(text) => text.parse().map_err(|_| {
+            crate::Error::Usage(format!(
+                "--listen `{text}` is not an address; write an IP and a port, as in 127.0.0.1:3000"
+            ))
+        }),
+        None => Ok(config.listen.unwrap_or_else(|| {
+            DEFAULT_LISTEN
+                .parse()
+                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 3000)))
+        })),
+    }
+}
+
+/// Serves until SIGINT or SIGTERM, then lets in-flight requests finish and closes the store.
+///
+/// # Errors
+/// A bad config, an unreachable database, a port in use: nothing is served then, and the error
+/// says exactly what is wrong.
+pub async fn run(options: ServeOptions) -> crate::Result<()> {
+    let (path, config) = database::load_config(options.config.as_deref())?;
+    let addr = listen_addr(options.listen.as_deref(), &config)?;
+    let url = database::database_url(options.database.as_deref(), &config);
+    let platform = database::open(&url).await?;
+    let app = with_request_log(build_app(&config, &platform)?);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| crate::Error::Listen {
+            addr: addr.to_string(),
+            source,
+        })?;
+    let bound = listener.local_addr().map_err(crate::Error::Serve)?;
+    match &path {
+        Some(path) => info!(config = %path.display(), database = %url, "serving"),
+        None => info!(database = %url, "serving without a config file"),
+    }
+    println!("{LISTENING}{bound}");
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await
+    .map_err(crate::Error::Serve)?;
+    // Every connection has finished; the routers are gone. Dropping the last handle closes the
+    // store (SQLite checkpoints and closes its connections).
+    drop(platform);
+    // Give the store's background closing a moment on slow disks before the process exits.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    info!("stopped");
+    Ok(())
+}
+
+/// Resolves on the first SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => info!("SIGINT received, finishing in-flight requests"),
+        () = terminate => info!("SIGTERM received, finishing in-flight requests"),
+    }
+}

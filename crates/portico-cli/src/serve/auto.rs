@@ -1,0 +1,244 @@
+//! The auto API (`portico_auto::AutoApi`) from `[auto]`: collection rules become platform allow
+//! rules, publications become platform publications.
+
+use axum::Router;
+use portico_auto::{AutoApi, BearerTokenLayer, LoginOptions};
+use portico_platform::{
+    Collection, CollectionOptions, Cursor, Document, IdKind, MethodError, Platform,
+    PublicationOptions, Query, Rules, Selector, user_has_any_role,
+};
+use portico_store::{Projection, Sort};
+use serde_json::Value;
+
+use crate::config::{AutoConfig, Config, PublicationConfig, Rule};
+use crate::routes::auto_write_collections;
+
+/// Declares the object-id collections with their id kind.
+///
+/// # Errors
+/// [`crate::Error::Platform`] when one is declared already with other options.
+pub(crate) fn declare_object_id_collections(
+    auto: &AutoConfig,
+    platform: &Platform,
+) -> crate::Result<()> {
+    for name in &auto.object_id_collections {
+        platform.define_collection(
+            name,
+            CollectionOptions {
+                id_kind: IdKind::ObjectId,
+                schema: None,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// The headers every auto API response carries: the front door's defaults
+/// (`Cache-Control: no-store`, `Pragma: no-cache`), overridden and extended by
+/// `response_headers` (names compared case-insensitively).
+fn response_headers(auto: &AutoConfig) -> Vec<(String, String)> {
+    let mut headers: Vec<(String, String)> = vec![
+        ("Cache-Control".into(), "no-store".into()),
+        ("Pragma".into(), "no-cache".into()),
+    ];
+    for (name, value) in &auto.response_headers {
+        headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        headers.push((name.clone(), value.clone()));
+    }
+    headers
+}
+
+/// The auto API router: write endpoints, publications, the route listing, the login add-on
+/// and bearer-token authentication.
+///
+/// # Errors
+/// [`crate::Error::Setup`] when the front door refuses a route or a header;
+/// [`crate::Error::Platform`] when a publication cannot be registered.
+pub(crate) fn router(
+    config: &Config,
+    auto: &AutoConfig,
+    platform: &Platform,
+) -> crate::Result<Router> {
+    let writable = auto_write_collections(config, auto);
+    for name in &writable {
+        platform.collection(name);
+    }
+    for rules in &auto.rules {
+        let collection = platform.collection(&rules.collection);
+        collection.allow(allow_rules(
+            platform,
+            &rules.insert,
+            &rules.update,
+            &rules.remove,
+        ));
+    }
+    for publication in &auto.publications {
+        publish(platform, publication)?;
+    }
+    let api = AutoApi::new(platform.clone())
+        .configure(portico_auto::AutoConfig {
+            collections: Some(writable),
+            object_id_collections: auto.object_id_collections.clone(),
+        })
+        .response_headers(response_headers(auto))
+        .with_login(LoginOptions {
+            allow_register: auto.allow_register,
+            ..LoginOptions::default()
+        })
+        .with_token_authentication(BearerTokenLayer::new());
+    api.router()
+        .map_err(|err| crate::Error::Setup(format!("[auto] (line {}): {err}", auto.line)))
+}
+
+/// Whether `user_id` holds any of `role` — looked up at call time, so role changes made with
+/// `portico users roles` apply at once.
+async fn has_role(platform: &Platform, user_id: Option<&str>, role: &str) -> bool {
+    let Some(id) = user_id else {
+        return false;
+    };
+    match platform.accounts().find_user_by_id(id).await {
+        Ok(Some(user)) => user_has_any_role(&user, &[role.to_owned()]),
+        Ok(None) => false,
+        Err(err) => {
+            tracing::warn!("role lookup failed: {err}");
+            false
+        }
+    }
+}
+
+fn owns(doc: &Document, field: &str, user_id: Option<&str>) -> bool {
+    match user_id {
+        Some(id) => portico_store::lookup_path(doc, field)
+            .iter()
+            .any(|v| v.as_str() == Some(id)),
+        None => false,
+    }
+}
+
+/// Whether one rule lets `user_id` write `doc`. For updates, `changed` lists the top-level
+/// fields the update touches: an owner may not change the owner field itself.
+async fn allows(
+    platform: &Platform,
+    rule: &Rule,
+    user_id: Option<&str>,
+    doc: &Document,
+    changed: Option<&[String]>,
+) -> bool {
+    match rule {
+        Rule::Anyone => true,
+        Rule::Nobody => false,
+        Rule::Authenticated => user_id.is_some(),
+        Rule::Role(role) => has_role(platform, user_id, role).await,
+        Rule::Owner(field) => {
+            let root = field.split('.').next().unwrap_or(field);
+            let changes_owner = changed.is_some_and(|c| c.iter().any(|f| f == root || f == field));
+            owns(doc, field, user_id) && !changes_owner
+        }
+    }
+}
+
+async fn any_allows(
+    platform: &Platform,
+    rules: &[Rule],
+    user_id: Option<&str>,
+    doc: &Document,
+    changed: Option<&[String]>,
+) -> bool {
+    for rule in rules {
+        if allows(platform, rule, user_id, doc, changed).await {
+            return true;
+        }
+    }
+    false
+}
+
+/// The platform allow rules for one collection. An operation with no rule gets no allow rule,
+/// so the platform refuses it.
+fn allow_rules(platform: &Platform, insert: &[Rule], update: &[Rule], remove: &[Rule]) -> Rules {
+    let mut rules = Rules::new();
+    if !insert.is_empty() {
+        let (platform, insert) = (platform.clone(), insert.to_vec());
+        rules = rules.insert(move |user_id: Option<String>, doc: Document| {
+            let (platform, insert) = (platform.clone(), insert.clone());
+            async move { any_allows(&platform, &insert, user_id.as_deref(), &doc, None).await }
+        });
+    }
+    if !update.is_empty() {
+        let (platform, update) = (platform.clone(), update.to_vec());
+        rules = rules.update(
+            move |user_id: Option<String>, doc: Document, fields: Vec<String>, _modifier: Value| {
+                let (platform, update) = (platform.clone(), update.clone());
+                async move {
+                    any_allows(&platform, &update, user_id.as_deref(), &doc, Some(&fields)).await
+                }
+            },
+        );
+    }
+    if !remove.is_empty() {
+        let (platform, remove) = (platform.clone(), remove.to_vec());
+        rules = rules.remove(move |user_id: Option<String>, doc: Document| {
+            let (platform, remove) = (platform.clone(), remove.clone());
+            async move { any_allows(&platform, &remove, user_id.as_deref(), &doc, None).await }
+        });
+    }
+    rules
+}
+
+/// The query a publication runs (its selector, sort and projection were checked with the config).
+fn publication_query(publication: &PublicationConfig) -> Result<Query, String> {
+    let selector = Selector::parse(&publication.selector).map_err(|e| e.to_string())?;
+    let sort = publication
+        .sort
+        .as_ref()
+        .map(Sort::parse)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let projection = publication
+        .fields
+        .as_ref()
+        .map(Projection::parse)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    Ok(Query {
+        selector,
+        sort,
+        projection,
+        ..Query::default()
+    })
+}
+
+/// A query of `collection` that matches nothing (what anonymous callers get from an
+/// `auth_required` publication: `{"<collection>": []}`).
+fn nothing(collection: &Collection) -> Result<Cursor, MethodError> {
+    let selector = Selector::parse(&serde_json::json!({"_id": {"$in": []}}))
+        .map_err(|e| MethodError::internal(e.to_string()))?;
+    Ok(collection.cursor(Query::new(selector)))
+}
+
+fn publish(platform: &Platform, publication: &PublicationConfig) -> crate::Result<()> {
+    let query = publication_query(publication).map_err(|message| {
+        crate::Error::Setup(format!(
+            "publication `{}` (line {}): {message}",
+            publication.name, publication.line
+        ))
+    })?;
+    let collection = platform.collection(&publication.collection);
+    let auth_required = publication.auth_required;
+    platform.publish_with_options(
+        &publication.name,
+        PublicationOptions {
+            url: publication.url.clone(),
+            http_method: publication.http_method.clone(),
+            args_extractor: None,
+        },
+        move |subscription, _args| {
+            let cursor = if auth_required && subscription.user_id().is_none() {
+                nothing(&collection)
+            } else {
+                Ok(collection.cursor(query.clone()))
+            };
+            async move { Ok(vec![cursor?]) }
+        },
+    )?;
+    Ok(())
+}

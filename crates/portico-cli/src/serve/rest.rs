@@ -1,0 +1,108 @@
+//! One routes API (`portico_rest::Api`) per `[[api]]`.
+
+use axum::Router;
+use portico_platform::Platform;
+use portico_rest::{
+    AccessScope, Api, ApiOptions, CollectionOptions, CorsOptions, DelayRange, Endpoint,
+    LoginRateLimit, Op, RateLimit, RouteOptions,
+};
+
+use crate::config::{ApiConfig, CollectionConfig, EndpointName};
+
+/// The front door's options for one `[[api]]`.
+pub(crate) fn api_options(api: &ApiConfig) -> ApiOptions {
+    let defaults = ApiOptions::default();
+    ApiOptions {
+        api_path: api.api_path.clone(),
+        version: api.version.clone(),
+        pretty_json: api.pretty_json,
+        default_headers: api.default_headers.clone(),
+        enable_cors: api.enable_cors,
+        cors: CorsOptions {
+            allow_origins: api.cors_origins.clone(),
+            ..CorsOptions::default()
+        },
+        use_default_auth: api.use_default_auth,
+        auth_failure_delay: api
+            .auth_failure_delay
+            .map_or(defaults.auth_failure_delay, |d| DelayRange {
+                min: d,
+                max: d,
+            }),
+        login_rate_limit: api.login_rate_limit.map_or(defaults.login_rate_limit, |l| {
+            LoginRateLimit {
+                per_identity: Some(RateLimit {
+                    attempts: l.attempts,
+                    per: l.per,
+                }),
+                ..LoginRateLimit::default()
+            }
+        }),
+        ..defaults
+    }
+}
+
+fn op(endpoint: EndpointName) -> Op {
+    match endpoint {
+        EndpointName::GetAll => Op::GetAll,
+        EndpointName::Post => Op::Post,
+        EndpointName::Get => Op::Get,
+        EndpointName::Put => Op::Put,
+        EndpointName::Patch => Op::Patch,
+        EndpointName::Delete => Op::Delete,
+    }
+}
+
+/// The front door's options for one `[[api.collection]]`.
+pub(crate) fn collection_options(collection: &CollectionConfig) -> CollectionOptions {
+    let mut options = CollectionOptions::new()
+        .path(collection.path.clone())
+        .route_options(
+            RouteOptions::new()
+                .auth_required(collection.auth_required)
+                .role_required(collection.role_required.clone()),
+        );
+    for endpoint in collection.excluded() {
+        options = options.exclude(op(endpoint));
+    }
+    for (endpoint, settings) in &collection.endpoints {
+        let mut configured = Endpoint::options();
+        if let Some(auth) = settings.auth_required {
+            configured = configured.auth_required(auth);
+        }
+        if !settings.role_required.is_empty() {
+            configured = configured.role_required(settings.role_required.clone());
+        }
+        options = options.endpoint(op(*endpoint), configured);
+    }
+    if let Some(field) = &collection.owner_field {
+        options = options.scope(AccessScope::owner_field(field.clone()));
+    }
+    if let Some(size) = collection.max_page_size {
+        options = options.max_page_size(size);
+    }
+    options
+}
+
+/// The router of one `[[api]]` with all its collections.
+///
+/// # Errors
+/// [`crate::Error::Setup`] naming the API and what the front door refused.
+pub(crate) fn router(api: &ApiConfig, platform: &Platform) -> crate::Result<Router> {
+    let setup = |err: portico_rest::Error| {
+        crate::Error::Setup(format!(
+            "[[api]] {} (line {}): {err}",
+            api.base_path(),
+            api.line
+        ))
+    };
+    let mut rest = Api::new(api_options(api), platform.clone()).map_err(setup)?;
+    for collection in &api.collections {
+        rest.add_collection(
+            platform.collection(&collection.name),
+            collection_options(collection),
+        )
+        .map_err(setup)?;
+    }
+    Ok(rest.router())
+}
