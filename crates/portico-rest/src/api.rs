@@ -11,7 +11,7 @@ use portico_platform::{Platform, RateLimiter};
 use crate::cors::BaseHeaders;
 use crate::path::{Matcher, normalize_api_path};
 use crate::reply::Renderer;
-use crate::{ApiOptions, Endpoints, Error, Result, RoutePath, RouteOptions};
+use crate::{ApiOptions, Endpoints, Error, Result, RouteOptions, RoutePath};
 
 /// One route: a compiled path, its options and endpoints.
 #[derive(Clone)]
@@ -61,7 +61,11 @@ impl std::fmt::Debug for Api {
             .field("prefix", &self.prefix)
             .field(
                 "routes",
-                &self.routes.iter().map(|r| r.matcher.display()).collect::<Vec<_>>(),
+                &self
+                    .routes
+                    .iter()
+                    .map(|r| r.matcher.display())
+                    .collect::<Vec<_>>(),
             )
             .finish_non_exhaustive()
     }
@@ -81,8 +85,12 @@ impl Api {
         );
         let limit = options.login_rate_limit;
         let limiters = Arc::new(LoginLimiters {
-            identity: limit.per_identity.map(|l| RateLimiter::new(l.attempts, l.per)),
-            address: limit.per_address.map(|l| RateLimiter::new(l.attempts, l.per)),
+            identity: limit
+                .per_identity
+                .map(|l| RateLimiter::new(l.attempts, l.per)),
+            address: limit
+                .per_address
+                .map(|l| RateLimiter::new(l.attempts, l.per)),
         });
         let mut api = Api {
             options,

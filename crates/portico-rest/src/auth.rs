@@ -10,6 +10,9 @@ use serde_json::Value;
 
 use crate::{AuthOptions, Context, Reply};
 
+/// A shared async function of the context.
+type HookFn<T> = Arc<dyn Fn(&Context) -> BoxFuture<'static, T> + Send + Sync>;
+
 /// What the `auth.user` hook says about a caller.
 #[derive(Debug)]
 pub enum AuthOutcome {
@@ -31,7 +34,7 @@ pub enum AuthOutcome {
 
 /// The `auth.user` hook: called with the endpoint context (without user) to identify the caller.
 #[derive(Clone)]
-pub struct AuthUserHook(Arc<dyn Fn(&Context) -> BoxFuture<'static, AuthOutcome> + Send + Sync>);
+pub struct AuthUserHook(HookFn<AuthOutcome>);
 
 impl AuthUserHook {
     /// Wraps a function. Read what you need from the context before the `async` block:
@@ -65,7 +68,7 @@ impl AuthUserHook {
 /// An on-logged-in / on-logged-out hook: called with the context (user set); the value it
 /// returns, when any, is added to the reply as `data.extra`.
 #[derive(Clone)]
-pub struct LoginHook(Arc<dyn Fn(&Context) -> BoxFuture<'static, Option<Value>> + Send + Sync>);
+pub struct LoginHook(HookFn<Option<Value>>);
 
 impl LoginHook {
     /// Wraps a function.
@@ -130,7 +133,9 @@ pub(crate) async fn authenticate(ctx: &Context, options: &AuthOptions) -> Result
                 user,
                 hashed_token: None,
             }),
-            None => Err(Reply::internal("auth.user returned a user without a string _id")),
+            None => Err(Reply::internal(
+                "auth.user returned a user without a string _id",
+            )),
         },
         AuthOutcome::Token {
             hashed_token,
@@ -143,7 +148,9 @@ pub(crate) async fn authenticate(ctx: &Context, options: &AuthOptions) -> Result
                 .await;
             match found {
                 Ok(Some(user)) => {
-                    let id = portico_store::document_id(&user).unwrap_or_default().to_owned();
+                    let id = portico_store::document_id(&user)
+                        .unwrap_or_default()
+                        .to_owned();
                     if user_id.as_deref().is_some_and(|want| want != id) {
                         return Err(unauthorized());
                     }

@@ -25,8 +25,7 @@ pub(crate) fn parse_body(headers: &HeaderMap, bytes: &[u8]) -> Result<Value, Bod
         return Ok(Value::Object(Map::new()));
     }
     if mime == "application/json" || mime.ends_with("+json") {
-        serde_json::from_slice(bytes)
-            .map_err(|e| BodyError(format!("Malformed JSON body: {e}")))
+        serde_json::from_slice(bytes).map_err(|e| BodyError(format!("Malformed JSON body: {e}")))
     } else if mime == "application/x-www-form-urlencoded" {
         parse_form(bytes).map(Value::Object)
     } else {
@@ -73,7 +72,9 @@ fn split_name(name: &str) -> Vec<String> {
 }
 
 fn conflict(name: &str) -> BodyError {
-    BodyError(format!("Malformed form body: field {name:?} conflicts with another field"))
+    BodyError(format!(
+        "Malformed form body: field {name:?} conflicts with another field"
+    ))
 }
 
 fn insert(target: &mut Value, keys: &[String], value: Value, name: &str) -> Result<(), BodyError> {
@@ -97,8 +98,8 @@ fn insert(target: &mut Value, keys: &[String], value: Value, name: &str) -> Resu
                 }
                 return Ok(());
             }
-            let next_is_array = rest[0].is_empty()
-                || rest[0].parse::<usize>().is_ok_and(|i| i <= MAX_FORM_INDEX);
+            let next_is_array =
+                rest[0].is_empty() || rest[0].parse::<usize>().is_ok_and(|i| i <= MAX_FORM_INDEX);
             let child = map.entry(key.clone()).or_insert_with(|| {
                 if next_is_array {
                     Value::Array(Vec::new())
@@ -200,11 +201,22 @@ mod tests {
     #[test]
     fn bodies_by_content_type() {
         let mut h = HeaderMap::new();
-        h.insert("content-type", "application/json; charset=utf-8".parse().unwrap());
+        h.insert(
+            "content-type",
+            "application/json; charset=utf-8".parse().unwrap(),
+        );
         assert_eq!(parse_body(&h, br#"{"a":1}"#).unwrap(), json!({"a": 1}));
-        assert!(parse_body(&h, b"{oops").unwrap_err().0.contains("Malformed JSON"));
+        assert!(
+            parse_body(&h, b"{oops")
+                .unwrap_err()
+                .0
+                .contains("Malformed JSON")
+        );
         assert_eq!(parse_body(&h, b"").unwrap(), json!({}));
-        h.insert("content-type", "application/x-www-form-urlencoded".parse().unwrap());
+        h.insert(
+            "content-type",
+            "application/x-www-form-urlencoded".parse().unwrap(),
+        );
         assert_eq!(parse_body(&h, b"a[b]=c").unwrap(), json!({"a": {"b": "c"}}));
         h.insert("content-type", "text/plain".parse().unwrap());
         assert_eq!(parse_body(&h, b"hello").unwrap(), json!({}));

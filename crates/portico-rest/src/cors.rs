@@ -50,7 +50,10 @@ impl BaseHeaders {
             if !options.cors.expose_headers.is_empty() {
                 common.insert(
                     ACCESS_CONTROL_EXPOSE_HEADERS,
-                    header_value(&options.cors.expose_headers.join(", "), "cors.expose_headers")?,
+                    header_value(
+                        &options.cors.expose_headers.join(", "),
+                        "cors.expose_headers",
+                    )?,
                 );
             }
             if options.cors.allow_origins.is_some() {
@@ -113,7 +116,12 @@ mod tests {
         .unwrap();
         let h = b.for_origin(None);
         assert_eq!(h["access-control-allow-origin"], "*");
-        assert!(h["access-control-allow-headers"].to_str().unwrap().contains("X-Auth-Token"));
+        assert!(
+            h["access-control-allow-headers"]
+                .to_str()
+                .unwrap()
+                .contains("X-Auth-Token")
+        );
         assert_eq!(h["content-type"], "application/json");
     }
 
@@ -134,8 +142,15 @@ mod tests {
         let b = BaseHeaders::new(&o).unwrap();
         let good = HeaderValue::from_static("https://a.example");
         let bad = HeaderValue::from_static("https://evil.example");
-        assert_eq!(b.for_origin(Some(&good))["access-control-allow-origin"], "https://a.example");
-        assert!(b.for_origin(Some(&bad)).get("access-control-allow-origin").is_none());
+        assert_eq!(
+            b.for_origin(Some(&good))["access-control-allow-origin"],
+            "https://a.example"
+        );
+        assert!(
+            b.for_origin(Some(&bad))
+                .get("access-control-allow-origin")
+                .is_none()
+        );
     }
 
     #[test]
@@ -145,7 +160,11 @@ mod tests {
             ..ApiOptions::default()
         })
         .unwrap();
-        assert!(b.for_origin(None).get("access-control-allow-origin").is_none());
+        assert!(
+            b.for_origin(None)
+                .get("access-control-allow-origin")
+                .is_none()
+        );
     }
 
     #[test]

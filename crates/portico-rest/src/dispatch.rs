@@ -47,8 +47,10 @@ impl ApiInner {
             Ok(response) => response,
             Err(_) => {
                 tracing::error!("request handler panicked");
-                self.renderer
-                    .render(Reply::error(500, "Internal server error"), self.base_headers.for_origin(None))
+                self.renderer.render(
+                    Reply::error(500, "Internal server error"),
+                    self.base_headers.for_origin(None),
+                )
             }
         }
     }
@@ -141,7 +143,10 @@ impl ApiInner {
             match authenticate(&ctx, &self.auth).await {
                 Ok(caller) => {
                     if !ctx.options.role_required.is_empty()
-                        && !portico_platform::user_has_any_role(&caller.user, &ctx.options.role_required)
+                        && !portico_platform::user_has_any_role(
+                            &caller.user,
+                            &ctx.options.role_required,
+                        )
                     {
                         return self.finish(forbidden(), base).await;
                     }
@@ -179,7 +184,11 @@ impl ApiInner {
         response
     }
 
-    fn client_addr(&self, headers: &HeaderMap, extensions: &http::Extensions) -> Option<SocketAddr> {
+    fn client_addr(
+        &self,
+        headers: &HeaderMap,
+        extensions: &http::Extensions,
+    ) -> Option<SocketAddr> {
         if self.trust_forwarded_for {
             let forwarded = headers
                 .get("x-forwarded-for")
@@ -209,4 +218,3 @@ fn preflight(mut headers: HeaderMap, allow: &HeaderValue) -> Response {
     *response.headers_mut() = headers;
     response
 }
-

@@ -162,8 +162,7 @@ impl Endpoint {
         }
         // An endpoint's authRequired overrides the route's; roles always need a user, so any
         // role (the route's or the endpoint's) implies authentication.
-        let auth_required =
-            self.auth_required.unwrap_or(route.auth_required) || !roles.is_empty();
+        let auth_required = self.auth_required.unwrap_or(route.auth_required) || !roles.is_empty();
         ResolvedOptions {
             auth_required,
             role_required: roles,
@@ -291,10 +290,20 @@ mod tests {
     #[test]
     fn endpoint_auth_overrides_route() {
         let route = RouteOptions::new().auth_required(true);
-        assert!(!Endpoint::options().auth_required(false).resolve(&route).auth_required);
+        assert!(
+            !Endpoint::options()
+                .auth_required(false)
+                .resolve(&route)
+                .auth_required
+        );
         assert!(Endpoint::options().resolve(&route).auth_required);
         let open = RouteOptions::new();
-        assert!(Endpoint::options().auth_required(true).resolve(&open).auth_required);
+        assert!(
+            Endpoint::options()
+                .auth_required(true)
+                .resolve(&open)
+                .auth_required
+        );
     }
 
     #[test]
@@ -304,6 +313,11 @@ mod tests {
         assert_eq!(r.role_required, vec!["admin", "editor", "author"]);
         assert!(r.auth_required);
         // Roles on the route still need a user even when the endpoint says no auth.
-        assert!(Endpoint::options().auth_required(false).resolve(&route).auth_required);
+        assert!(
+            Endpoint::options()
+                .auth_required(false)
+                .resolve(&route)
+                .auth_required
+        );
     }
 }

@@ -8,7 +8,9 @@
 #[non_exhaustive]
 pub enum Error {
     /// A route already exists at this path on this API (hand-made, generated, login or logout).
-    #[error("a route already exists at path {0:?} on this API; use another path or another version")]
+    #[error(
+        "a route already exists at path {0:?} on this API; use another path or another version"
+    )]
     DuplicatePath(String),
     /// A route path that cannot be used (an empty parameter name, a bad regular expression...).
     #[error("invalid route path {path:?}: {reason}")]
@@ -19,7 +21,9 @@ pub enum Error {
         reason: String,
     },
     /// `add_route` was called without any endpoint.
-    #[error("route {0:?} has no endpoint: give at least one of get, post, put, patch, delete, options")]
+    #[error(
+        "route {0:?} has no endpoint: give at least one of get, post, put, patch, delete, options"
+    )]
     NoEndpoints(String),
     /// An endpoint object on a hand-made route has no action.
     #[error("the {method} endpoint of route {path:?} has no action: hand-made routes need one")]

@@ -83,7 +83,10 @@ fn password(body: &Value) -> Option<Password> {
         Value::String(p) => Some(Password::Plain(p.clone())),
         Value::Object(o) => {
             let digest = o.get("digest")?.as_str()?;
-            let algorithm = o.get("algorithm").and_then(Value::as_str).unwrap_or("sha-256");
+            let algorithm = o
+                .get("algorithm")
+                .and_then(Value::as_str)
+                .unwrap_or("sha-256");
             (algorithm == "sha-256").then(|| Password::Digest(digest.to_lowercase()))
         }
         _ => None,
@@ -232,15 +235,25 @@ mod tests {
         let (s, k) = identity(&json!({"email": "A@x.io", "username": "bob"})).unwrap();
         assert!(matches!(s, UserSelector::Email(e) if e == "A@x.io"));
         assert_eq!(k, "a@x.io");
-        assert!(matches!(identity(&json!({"username": "bob"})).unwrap().0, UserSelector::Username(_)));
-        assert!(matches!(identity(&json!({"user": "bob"})).unwrap().0, UserSelector::Either(_)));
+        assert!(matches!(
+            identity(&json!({"username": "bob"})).unwrap().0,
+            UserSelector::Username(_)
+        ));
+        assert!(matches!(
+            identity(&json!({"user": "bob"})).unwrap().0,
+            UserSelector::Either(_)
+        ));
         assert!(identity(&json!({"password": "x"})).is_none());
     }
 
     #[test]
     fn password_forms() {
-        assert!(matches!(password(&json!({"password": "pw"})), Some(Password::Plain(p)) if p == "pw"));
-        assert!(matches!(password(&json!({"password": "AB", "hashed": true})), Some(Password::Digest(p)) if p == "ab"));
+        assert!(
+            matches!(password(&json!({"password": "pw"})), Some(Password::Plain(p)) if p == "pw")
+        );
+        assert!(
+            matches!(password(&json!({"password": "AB", "hashed": true})), Some(Password::Digest(p)) if p == "ab")
+        );
         assert!(matches!(
             password(&json!({"password": {"digest": "ff", "algorithm": "sha-256"}})),
             Some(Password::Digest(_))
@@ -253,6 +266,10 @@ mod tests {
     fn retry_after_rounds_up() {
         let r = too_many(Duration::from_millis(1500));
         assert_eq!(r.status(), 429);
-        assert!(r.headers.iter().any(|(n, v)| n == "retry-after" && v == "2"));
+        assert!(
+            r.headers
+                .iter()
+                .any(|(n, v)| n == "retry-after" && v == "2")
+        );
     }
 }

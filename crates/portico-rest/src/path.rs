@@ -252,7 +252,10 @@ mod tests {
             m.matches(&p).unwrap(),
             vec![("id".into(), "a b".into()), ("cid".into(), "7".into())]
         );
-        assert!(m.matches(&RequestPath::new("articles/1/comments")).is_none());
+        assert!(
+            m.matches(&RequestPath::new("articles/1/comments"))
+                .is_none()
+        );
         assert_eq!(m.key(), "/articles/:/comments/:");
     }
 
@@ -271,8 +274,8 @@ mod tests {
 
     #[test]
     fn regex_paths_match_whole_path() {
-        let m = Matcher::compile(&Regex::new(r"files/(?P<name>\w+)\.(\w+)").unwrap().into())
-            .unwrap();
+        let m =
+            Matcher::compile(&Regex::new(r"files/(?P<name>\w+)\.(\w+)").unwrap().into()).unwrap();
         let params = m.matches(&RequestPath::new("files/report.pdf")).unwrap();
         assert_eq!(
             params,

@@ -28,7 +28,7 @@ pub(crate) enum ReplyBody {
     /// Bytes sent as they are.
     Bytes(Bytes),
     /// A response the handler built itself.
-    Raw(axum::response::Response),
+    Raw(Box<axum::response::Response>),
     /// The endpoint returned nothing.
     Nothing,
     /// The endpoint failed; the message is logged, never sent.
@@ -58,7 +58,8 @@ impl Reply {
 
     /// A 200 `text/plain` reply sent as is.
     pub fn text(body: impl Into<String>) -> Reply {
-        Reply::new(Value::String(body.into())).with_header("content-type", "text/plain; charset=utf-8")
+        Reply::new(Value::String(body.into()))
+            .with_header("content-type", "text/plain; charset=utf-8")
     }
 
     /// A response the handler built itself: sent untouched (no default headers, no encoding).
@@ -66,7 +67,7 @@ impl Reply {
         Reply {
             status: response.status(),
             headers: Vec::new(),
-            body: ReplyBody::Raw(response),
+            body: ReplyBody::Raw(Box::new(response)),
         }
     }
 
@@ -253,11 +254,13 @@ impl Renderer {
             body,
         } = reply;
         let body = match body {
-            ReplyBody::Raw(response) => return response,
+            ReplyBody::Raw(response) => return *response,
             ReplyBody::Nothing => {
                 tracing::error!("endpoint returned nothing");
                 status = StatusCode::INTERNAL_SERVER_ERROR;
-                ReplyBody::Value(json!({"status": "error", "message": "Endpoint returned no response"}))
+                ReplyBody::Value(
+                    json!({"status": "error", "message": "Endpoint returned no response"}),
+                )
             }
             ReplyBody::Failed(message) => {
                 tracing::error!(error = %message, "endpoint failed");
@@ -277,7 +280,8 @@ impl Renderer {
                 }
                 _ => {
                     tracing::error!(header = %name, "endpoint returned an invalid header");
-                    return self.render(Reply::error(500, "Internal server error"), HeaderMap::new());
+                    return self
+                        .render(Reply::error(500, "Internal server error"), HeaderMap::new());
                 }
             }
         }

@@ -25,7 +25,9 @@ fn check_nested(value: &Value, path: &str) -> Result<(), Reply> {
         Value::Object(map) => {
             for (k, v) in map {
                 if k.starts_with('$') {
-                    return Err(bad(format!("Field names may not start with '$' ({path}.{k})")));
+                    return Err(bad(format!(
+                        "Field names may not start with '$' ({path}.{k})"
+                    )));
                 }
                 if k.contains('.') {
                     return Err(bad(format!("Field names may not contain '.' ({path}.{k})")));
@@ -104,7 +106,14 @@ mod tests {
         assert!(check(&mut doc(json!({"a.b": 1})), BodyUse::Create, None).is_err());
         assert!(check(&mut doc(json!({"a.b": 1})), BodyUse::Replace, Some("x")).is_err());
         assert!(check(&mut doc(json!({"a.b": 1})), BodyUse::Change, Some("x")).is_ok());
-        assert!(check(&mut doc(json!({"a": {"b.c": 1}})), BodyUse::Change, Some("x")).is_err());
+        assert!(
+            check(
+                &mut doc(json!({"a": {"b.c": 1}})),
+                BodyUse::Change,
+                Some("x")
+            )
+            .is_err()
+        );
     }
 
     #[test]

@@ -98,7 +98,11 @@ pub(crate) async fn run(state: &CollectionState, op: Op, ctx: Context) -> Reply 
 }
 
 /// `base` narrowed to the caller's scope.
-pub(crate) fn scoped(state: &CollectionState, ctx: &Context, base: Option<Value>) -> Result<Selector, Reply> {
+pub(crate) fn scoped(
+    state: &CollectionState,
+    ctx: &Context,
+    base: Option<Value>,
+) -> Result<Selector, Reply> {
     let scope = state.scope.as_ref().map(|s| s.selector(ctx));
     let value = match (base, scope) {
         (Some(b), Some(s)) => json!({"$and": [b, s]}),
@@ -137,7 +141,11 @@ pub(crate) async fn list(
         limit: Some(params.limit),
         projection,
     };
-    let docs = state.collection.find(&query).await.map_err(platform_error)?;
+    let docs = state
+        .collection
+        .find(&query)
+        .await
+        .map_err(platform_error)?;
     let mut headers = vec![("X-Total-Count".to_owned(), total.to_string())];
     if let Some(link) = link_header(
         ctx.request.uri.path(),
@@ -165,7 +173,11 @@ async fn run_plain(
     let collection = &state.collection;
     match op {
         Op::GetAll => {
-            let params = ListParams::parse(&ctx.query_params, state.default_page_size, state.max_page_size)?;
+            let params = ListParams::parse(
+                &ctx.query_params,
+                state.default_page_size,
+                state.max_page_size,
+            )?;
             let projection = match &params.fields {
                 Some(fields) => Some(
                     Projection::parse_list(&fields.join(","))
@@ -178,7 +190,11 @@ async fn run_plain(
         Op::Get => {
             let id = require_id(id)?;
             let selector = scoped(state, ctx, Some(by_id(id)))?;
-            match collection.find_one(&selector).await.map_err(platform_error)? {
+            match collection
+                .find_one(&selector)
+                .await
+                .map_err(platform_error)?
+            {
                 Some(doc) => Ok(Outcome::data(Value::Object(doc))),
                 None => Err(not_found()),
             }
@@ -206,7 +222,11 @@ async fn run_plain(
                 BodyUse::Change
             };
             check(&mut doc, how, Some(id))?;
-            let stamp = state.scope.as_ref().map(|s| s.stamp(ctx)).unwrap_or_default();
+            let stamp = state
+                .scope
+                .as_ref()
+                .map(|s| s.stamp(ctx))
+                .unwrap_or_default();
             let update = if op == Op::Put {
                 doc.extend(stamp);
                 Update::replace(doc)
@@ -214,7 +234,10 @@ async fn run_plain(
                 for key in doc.keys() {
                     let top = key.split('.').next().unwrap_or(key);
                     if stamp.get(top).is_some_and(|v| doc.get(key) != Some(v)) {
-                        return Err(Reply::error(400, format!("The field {top} cannot be changed")));
+                        return Err(Reply::error(
+                            400,
+                            format!("The field {top} cannot be changed"),
+                        ));
                     }
                 }
                 if doc.is_empty() {
@@ -234,7 +257,11 @@ async fn run_plain(
                 }
                 get_scoped(state, ctx, id).await
             } else {
-                match collection.update_by_id(id, &update).await.map_err(platform_error)? {
+                match collection
+                    .update_by_id(id, &update)
+                    .await
+                    .map_err(platform_error)?
+                {
                     Some(doc) => Ok(Outcome::data(Value::Object(doc))),
                     None => Err(not_found()),
                 }
@@ -259,7 +286,12 @@ async fn run_plain(
 
 async fn get_scoped(state: &CollectionState, ctx: &Context, id: &str) -> Result<Outcome, Reply> {
     let selector = scoped(state, ctx, Some(by_id(id)))?;
-    match state.collection.find_one(&selector).await.map_err(platform_error)? {
+    match state
+        .collection
+        .find_one(&selector)
+        .await
+        .map_err(platform_error)?
+    {
         Some(doc) => Ok(Outcome::data(Value::Object(doc))),
         None => Err(not_found()),
     }

@@ -37,7 +37,8 @@ pub struct AfterEvent {
     pub data: Value,
 }
 
-type BeforeFn = Arc<dyn Fn(HookEvent) -> BoxFuture<'static, Result<HookEvent, crate::Reply>> + Send + Sync>;
+type BeforeFn =
+    Arc<dyn Fn(HookEvent) -> BoxFuture<'static, Result<HookEvent, crate::Reply>> + Send + Sync>;
 type AfterFn = Arc<dyn Fn(AfterEvent) -> BoxFuture<'static, Value> + Send + Sync>;
 
 /// Runs before a default action: returns the (possibly changed) event, or a reply that is sent

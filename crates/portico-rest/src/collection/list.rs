@@ -24,17 +24,20 @@ fn single<'a>(query: &'a Map<String, Value>, name: &str) -> Result<Option<&'a st
     match query.get(name) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.as_str())),
-        Some(_) => Err(bad(format!("Invalid {name}: give it once, as a single value"))),
+        Some(_) => Err(bad(format!(
+            "Invalid {name}: give it once, as a single value"
+        ))),
     }
 }
 
 fn number(query: &Map<String, Value>, name: &str) -> Result<Option<u64>, Reply> {
     match single(query, name)? {
         None | Some("") => Ok(None),
-        Some(s) => s
-            .parse::<u64>()
-            .map(Some)
-            .map_err(|_| bad(format!("Invalid {name}: {s:?} is not a non-negative integer"))),
+        Some(s) => s.parse::<u64>().map(Some).map_err(|_| {
+            bad(format!(
+                "Invalid {name}: {s:?} is not a non-negative integer"
+            ))
+        }),
     }
 }
 
@@ -98,7 +101,9 @@ impl ListParams {
                 Some(text.split(',').map(|s| s.trim().to_owned()).collect())
             }
         };
-        let limit = number(query, "limit")?.unwrap_or(default_page).min(max_page);
+        let limit = number(query, "limit")?
+            .unwrap_or(default_page)
+            .min(max_page);
         let skip = number(query, "skip")?.unwrap_or(0);
         Ok(ListParams {
             filter,
@@ -124,7 +129,13 @@ impl ListParams {
 }
 
 /// The `Link` header value for the next and previous pages of `path?query`.
-pub(crate) fn link_header(path: &str, query: Option<&str>, skip: u64, limit: u64, total: u64) -> Option<String> {
+pub(crate) fn link_header(
+    path: &str,
+    query: Option<&str>,
+    skip: u64,
+    limit: u64,
+    total: u64,
+) -> Option<String> {
     let page = |skip: u64| {
         let mut ser = form_urlencoded::Serializer::new(String::new());
         if let Some(q) = query {
@@ -143,7 +154,10 @@ pub(crate) fn link_header(path: &str, query: Option<&str>, skip: u64, limit: u64
         links.push(format!("{}; rel=\"next\"", page(skip + limit)));
     }
     if skip > 0 && limit > 0 {
-        links.push(format!("{}; rel=\"prev\"", page(skip.saturating_sub(limit))));
+        links.push(format!(
+            "{}; rel=\"prev\"",
+            page(skip.saturating_sub(limit))
+        ));
     }
     (!links.is_empty()).then(|| links.join(", "))
 }
@@ -156,8 +170,18 @@ mod tests {
 
     #[test]
     fn links_for_middle_page() {
-        let l = link_header("/api/items", Some("where=%7B%7D&skip=10&limit=10"), 10, 10, 35).unwrap();
-        assert!(l.contains("</api/items?where=%7B%7D&skip=20&limit=10>; rel=\"next\""), "{l}");
+        let l = link_header(
+            "/api/items",
+            Some("where=%7B%7D&skip=10&limit=10"),
+            10,
+            10,
+            35,
+        )
+        .unwrap();
+        assert!(
+            l.contains("</api/items?where=%7B%7D&skip=20&limit=10>; rel=\"next\""),
+            "{l}"
+        );
         assert!(l.contains("skip=0&limit=10>; rel=\"prev\""), "{l}");
         assert!(link_header("/x", None, 0, 100, 5).is_none());
     }
@@ -165,7 +189,11 @@ mod tests {
     #[test]
     fn selector_paths_walk_logical_operators() {
         let mut out = Vec::new();
-        selector_paths(&json!({"a": 1, "$or": [{"b.c": {"$gt": 1}}, {"d": 2}]}), &mut out).unwrap();
+        selector_paths(
+            &json!({"a": 1, "$or": [{"b.c": {"$gt": 1}}, {"d": 2}]}),
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(out, vec!["a", "b.c", "d"]);
         assert!(selector_paths(&json!({"$where": "x"}), &mut Vec::new()).is_err());
     }
@@ -180,6 +208,11 @@ mod tests {
         assert_eq!((p.limit, p.skip), (1000, 3));
         let p = ListParams::parse(&q(json!({})), 100, 1000).unwrap();
         assert_eq!(p.limit, 100);
-        assert_eq!(ListParams::parse(&q(json!({"limit": "-1"})), 100, 1000).unwrap_err().status(), 400);
+        assert_eq!(
+            ListParams::parse(&q(json!({"limit": "-1"})), 100, 1000)
+                .unwrap_err()
+                .status(),
+            400
+        );
     }
 }

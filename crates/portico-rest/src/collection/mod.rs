@@ -39,7 +39,14 @@ pub enum Op {
 
 impl Op {
     /// Every generated endpoint.
-    pub const ALL: [Op; 6] = [Op::GetAll, Op::Post, Op::Get, Op::Put, Op::Patch, Op::Delete];
+    pub const ALL: [Op; 6] = [
+        Op::GetAll,
+        Op::Post,
+        Op::Get,
+        Op::Put,
+        Op::Patch,
+        Op::Delete,
+    ];
 
     /// The spec's name: `getAll`, `post`, `get`, `put`, `patch`, `delete`.
     pub fn name(self) -> &'static str {
@@ -143,7 +150,10 @@ impl CollectionOptions {
     ///
     /// # Errors
     /// [`Error::InvalidOption`] for an unknown name.
-    pub fn excluded_endpoints<'a>(mut self, names: impl IntoIterator<Item = &'a str>) -> Result<Self> {
+    pub fn excluded_endpoints<'a>(
+        mut self,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Self> {
         for name in names {
             self.excluded.push(name.parse()?);
         }
@@ -207,14 +217,22 @@ impl Api {
     /// # Errors
     /// [`Error::DuplicatePath`] when a route exists at either path, [`Error::InvalidPath`] for a
     /// bad path.
-    pub fn add_collection(&mut self, collection: Collection, options: CollectionOptions) -> Result<()> {
+    pub fn add_collection(
+        &mut self,
+        collection: Collection,
+        options: CollectionOptions,
+    ) -> Result<()> {
         let base = options
             .path
             .clone()
             .unwrap_or_else(|| collection.name().to_owned());
         let base = base.trim_matches('/').to_owned();
         let mut route_options = options.route_options.clone();
-        if options.scope.as_ref().is_some_and(AccessScope::requires_user) {
+        if options
+            .scope
+            .as_ref()
+            .is_some_and(AccessScope::requires_user)
+        {
             route_options.auth_required = true;
         }
         let state = Arc::new(CollectionState {
@@ -293,7 +311,15 @@ mod tests {
 
     #[test]
     fn excluded_names_are_checked() {
-        assert!(CollectionOptions::new().excluded_endpoints(["delete", "put"]).is_ok());
-        assert!(CollectionOptions::new().excluded_endpoints(["remove"]).is_err());
+        assert!(
+            CollectionOptions::new()
+                .excluded_endpoints(["delete", "put"])
+                .is_ok()
+        );
+        assert!(
+            CollectionOptions::new()
+                .excluded_endpoints(["remove"])
+                .is_err()
+        );
     }
 }

@@ -56,10 +56,17 @@ pub(crate) async fn run(
     let accounts = ctx.platform.accounts();
     match op {
         Op::GetAll => {
-            let params = ListParams::parse(&ctx.query_params, state.default_page_size, state.max_page_size)?;
+            let params = ListParams::parse(
+                &ctx.query_params,
+                state.default_page_size,
+                state.max_page_size,
+            )?;
             // Filtering or sorting on a hidden field would leak it one question at a time.
             if let Some(path) = params.paths().into_iter().find(|p| !exposed(p)) {
-                return Err(Reply::error(400, format!("Invalid where/sort: field {path:?} is not exposed")));
+                return Err(Reply::error(
+                    400,
+                    format!("Invalid where/sort: field {path:?} is not exposed"),
+                ));
             }
             let fields: Vec<String> = match &params.fields {
                 Some(f) => f.iter().filter(|p| exposed(p)).cloned().collect(),
@@ -102,7 +109,10 @@ pub(crate) async fn run(
                 profile,
                 roles: Vec::new(),
             };
-            let new_id = accounts.create_user(new_user).await.map_err(platform_error)?;
+            let new_id = accounts
+                .create_user(new_user)
+                .await
+                .map_err(platform_error)?;
             let user = accounts
                 .find_user_by_id(&new_id)
                 .await
@@ -136,7 +146,10 @@ pub(crate) async fn run(
                 }
                 Value::Object(profile)
             };
-            accounts.set_profile(id, profile).await.map_err(platform_error)?;
+            accounts
+                .set_profile(id, profile)
+                .await
+                .map_err(platform_error)?;
             let user = find(state, ctx, id).await?;
             Ok(Outcome::data(public(&user)))
         }

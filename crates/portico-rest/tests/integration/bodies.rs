@@ -23,7 +23,14 @@ async fn echo_api(options: ApiOptions) -> axum::Router {
 #[tokio::test]
 async fn json_bodies_are_parsed_and_nested_fields_reachable() {
     let r = echo_api(opts()).await;
-    let resp = call_json(&r, "POST", "/api/echo", None, &json!({"title": "t", "author": {"name": "Ann"}})).await;
+    let resp = call_json(
+        &r,
+        "POST",
+        "/api/echo",
+        None,
+        &json!({"title": "t", "author": {"name": "Ann"}}),
+    )
+    .await;
     assert_eq!(resp.json()["nested"], "Ann");
 }
 
@@ -34,7 +41,9 @@ async fn form_bodies_nest_bracketed_names() {
         &r,
         req("POST", "/api/echo", None)
             .header("content-type", "application/x-www-form-urlencoded")
-            .body(Body::from("title=Hello+there&author[name]=Ann&tags[]=a&tags[]=b"))
+            .body(Body::from(
+                "title=Hello+there&author[name]=Ann&tags[]=a&tags[]=b",
+            ))
             .unwrap(),
     )
     .await;
@@ -58,7 +67,12 @@ async fn malformed_bodies_are_400_jsend() {
     .await;
     assert_eq!(resp.status, 400);
     assert_eq!(resp.json()["status"], "error");
-    assert!(resp.json()["message"].as_str().unwrap().contains("Malformed JSON"));
+    assert!(
+        resp.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("Malformed JSON")
+    );
     let conflict = send(
         &r,
         req("POST", "/api/echo", None)
@@ -83,14 +97,24 @@ async fn bodies_over_50_mb_are_413() {
     )
     .await;
     assert_eq!(resp.status, 413);
-    assert_eq!(resp.json(), json!({"status": "error", "message": "Request body too large"}));
+    assert_eq!(
+        resp.json(),
+        json!({"status": "error", "message": "Request body too large"})
+    );
 }
 
 #[tokio::test]
 async fn streamed_bodies_over_the_limit_are_413_and_at_the_limit_accepted() {
-    let r = echo_api(ApiOptions { body_limit: 64, ..opts() }).await;
+    let r = echo_api(ApiOptions {
+        body_limit: 64,
+        ..opts()
+    })
+    .await;
     // No content-length: the limit is enforced while reading.
-    let chunks: Vec<Result<Bytes, std::io::Error>> = vec![Ok(Bytes::from(vec![b' '; 40])), Ok(Bytes::from(vec![b' '; 40]))];
+    let chunks: Vec<Result<Bytes, std::io::Error>> = vec![
+        Ok(Bytes::from(vec![b' '; 40])),
+        Ok(Bytes::from(vec![b' '; 40])),
+    ];
     let resp = send(
         &r,
         req("POST", "/api/echo", None)
@@ -104,7 +128,10 @@ async fn streamed_bodies_over_the_limit_are_413_and_at_the_limit_accepted() {
     assert_eq!(exact.len(), 64);
     let resp = send(
         &r,
-        req("POST", "/api/echo", None).header("content-type", "application/json").body(Body::from(exact)).unwrap(),
+        req("POST", "/api/echo", None)
+            .header("content-type", "application/json")
+            .body(Body::from(exact))
+            .unwrap(),
     )
     .await;
     assert_eq!(resp.status, 200);

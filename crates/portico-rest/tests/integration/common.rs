@@ -68,11 +68,23 @@ pub(crate) fn req(method: &str, uri: &str, token: Option<&str>) -> http::request
 
 /// Sends a request without body.
 pub(crate) async fn call(router: &Router, method: &str, uri: &str, token: Option<&str>) -> Resp {
-    send(router, req(method, uri, token).body(Body::empty()).expect("request")).await
+    send(
+        router,
+        req(method, uri, token)
+            .body(Body::empty())
+            .expect("request"),
+    )
+    .await
 }
 
 /// Sends a JSON body.
-pub(crate) async fn call_json(router: &Router, method: &str, uri: &str, token: Option<&str>, body: &Value) -> Resp {
+pub(crate) async fn call_json(
+    router: &Router,
+    method: &str,
+    uri: &str,
+    token: Option<&str>,
+    body: &Value,
+) -> Resp {
     send(
         router,
         req(method, uri, token)
@@ -84,7 +96,12 @@ pub(crate) async fn call_json(router: &Router, method: &str, uri: &str, token: O
 }
 
 /// Creates a user with a password and roles; returns its id.
-pub(crate) async fn user(platform: &Platform, username: &str, password: &str, roles: &[&str]) -> String {
+pub(crate) async fn user(
+    platform: &Platform,
+    username: &str,
+    password: &str,
+    roles: &[&str],
+) -> String {
     platform
         .accounts()
         .create_user(NewUser {

@@ -1,7 +1,9 @@
 //! API configuration options: apiPath, version, prettyJson, defaultHeaders, CORS,
 //! useDefaultAuth, defaultOptionsEndpoint.
 
-use portico_rest::{Api, ApiOptions, Context, CorsOptions, Endpoint, Endpoints, Error, Reply, RouteOptions};
+use portico_rest::{
+    Api, ApiOptions, Context, CorsOptions, Endpoint, Endpoints, Error, Reply, RouteOptions,
+};
 use serde_json::json;
 
 use super::common::{call, memory, opts, req, send};
@@ -13,10 +15,14 @@ fn hello() -> Endpoints {
 #[tokio::test]
 async fn default_api_path_with_and_without_trailing_slash() {
     let mut api = Api::new(opts(), memory().await).unwrap();
-    api.add_route("users", RouteOptions::default(), hello()).unwrap();
+    api.add_route("users", RouteOptions::default(), hello())
+        .unwrap();
     assert_eq!(api.base_path(), "/api/");
     let r = api.router();
-    assert_eq!(call(&r, "GET", "/api/users/", None).await.json(), json!({"hello": "world"}));
+    assert_eq!(
+        call(&r, "GET", "/api/users/", None).await.json(),
+        json!({"hello": "world"})
+    );
     assert_eq!(call(&r, "GET", "/api/users", None).await.status, 200);
     assert_eq!(call(&r, "GET", "/users", None).await.status, 404);
 }
@@ -32,7 +38,8 @@ async fn api_path_is_normalised_and_version_appended() {
         memory().await,
     )
     .unwrap();
-    api.add_route("/things/", RouteOptions::default(), hello()).unwrap();
+    api.add_route("/things/", RouteOptions::default(), hello())
+        .unwrap();
     assert_eq!(api.base_path(), "/my-api/v1/");
     let r = api.router();
     assert_eq!(call(&r, "GET", "/my-api/v1/things", None).await.status, 200);
@@ -41,13 +48,26 @@ async fn api_path_is_normalised_and_version_appended() {
 
 #[tokio::test]
 async fn pretty_json_indents_replies() {
-    let mut api = Api::new(ApiOptions { pretty_json: true, ..opts() }, memory().await).unwrap();
-    api.add_route("x", RouteOptions::default(), hello()).unwrap();
+    let mut api = Api::new(
+        ApiOptions {
+            pretty_json: true,
+            ..opts()
+        },
+        memory().await,
+    )
+    .unwrap();
+    api.add_route("x", RouteOptions::default(), hello())
+        .unwrap();
     let resp = call(&api.router(), "GET", "/api/x", None).await;
     assert_eq!(resp.text, "{\n  \"hello\": \"world\"\n}");
     let mut plain = Api::new(opts(), memory().await).unwrap();
-    plain.add_route("x", RouteOptions::default(), hello()).unwrap();
-    assert_eq!(call(&plain.router(), "GET", "/api/x", None).await.text, r#"{"hello":"world"}"#);
+    plain
+        .add_route("x", RouteOptions::default(), hello())
+        .unwrap();
+    assert_eq!(
+        call(&plain.router(), "GET", "/api/x", None).await.text,
+        r#"{"hello":"world"}"#
+    );
 }
 
 #[tokio::test]
@@ -73,7 +93,9 @@ async fn default_headers_precedence_is_builtin_then_defaults_then_endpoint() {
         "json",
         RouteOptions::default(),
         Endpoints::new().get(|_c: Context| async move {
-            Reply::new(json!({"a": 1})).with_header("content-TYPE", "application/json").with_header("x-powered-by", "me")
+            Reply::new(json!({"a": 1}))
+                .with_header("content-TYPE", "application/json")
+                .with_header("x-powered-by", "me")
         }),
     )
     .unwrap();
@@ -91,24 +113,54 @@ async fn default_headers_precedence_is_builtin_then_defaults_then_endpoint() {
 
 #[tokio::test]
 async fn cors_on_by_default_with_auth_headers_when_default_auth() {
-    let mut api = Api::new(ApiOptions { use_default_auth: true, ..opts() }, memory().await).unwrap();
-    api.add_route("x", RouteOptions::default(), hello()).unwrap();
+    let mut api = Api::new(
+        ApiOptions {
+            use_default_auth: true,
+            ..opts()
+        },
+        memory().await,
+    )
+    .unwrap();
+    api.add_route("x", RouteOptions::default(), hello())
+        .unwrap();
     let resp = call(&api.router(), "GET", "/api/x", None).await;
     assert_eq!(resp.header("access-control-allow-origin"), Some("*"));
     let allow = resp.header("access-control-allow-headers").unwrap();
-    for h in ["Origin", "X-Requested-With", "Content-Type", "Accept", "X-User-Id", "X-Auth-Token"] {
+    for h in [
+        "Origin",
+        "X-Requested-With",
+        "Content-Type",
+        "Accept",
+        "X-User-Id",
+        "X-Auth-Token",
+    ] {
         assert!(allow.contains(h), "{allow}");
     }
     let mut no_auth = Api::new(opts(), memory().await).unwrap();
-    no_auth.add_route("x", RouteOptions::default(), hello()).unwrap();
+    no_auth
+        .add_route("x", RouteOptions::default(), hello())
+        .unwrap();
     let resp = call(&no_auth.router(), "GET", "/api/x", None).await;
-    assert!(!resp.header("access-control-allow-headers").unwrap().contains("X-Auth-Token"));
+    assert!(
+        !resp
+            .header("access-control-allow-headers")
+            .unwrap()
+            .contains("X-Auth-Token")
+    );
 }
 
 #[tokio::test]
 async fn cors_off_sends_no_allow_origin() {
-    let mut api = Api::new(ApiOptions { enable_cors: false, ..opts() }, memory().await).unwrap();
-    api.add_route("x", RouteOptions::default(), hello()).unwrap();
+    let mut api = Api::new(
+        ApiOptions {
+            enable_cors: false,
+            ..opts()
+        },
+        memory().await,
+    )
+    .unwrap();
+    api.add_route("x", RouteOptions::default(), hello())
+        .unwrap();
     let r = api.router();
     let resp = call(&r, "GET", "/api/x", None).await;
     assert_eq!(resp.status, 200);
@@ -132,13 +184,34 @@ async fn cors_allow_list_and_custom_allow_headers() {
         memory().await,
     )
     .unwrap();
-    api.add_route("x", RouteOptions::default(), hello()).unwrap();
+    api.add_route("x", RouteOptions::default(), hello())
+        .unwrap();
     let r = api.router();
-    let ok = send(&r, req("GET", "/api/x", None).header("origin", "https://app.example").body(Default::default()).unwrap()).await;
-    assert_eq!(ok.header("access-control-allow-origin"), Some("https://app.example"));
+    let ok = send(
+        &r,
+        req("GET", "/api/x", None)
+            .header("origin", "https://app.example")
+            .body(Default::default())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        ok.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
     assert_eq!(ok.header("vary"), Some("Origin"));
-    assert_eq!(ok.header("access-control-allow-headers"), Some("Content-Type, X-Api-Key"));
-    let other = send(&r, req("GET", "/api/x", None).header("origin", "https://evil.example").body(Default::default()).unwrap()).await;
+    assert_eq!(
+        ok.header("access-control-allow-headers"),
+        Some("Content-Type, X-Api-Key")
+    );
+    let other = send(
+        &r,
+        req("GET", "/api/x", None)
+            .header("origin", "https://evil.example")
+            .body(Default::default())
+            .unwrap(),
+    )
+    .await;
     assert!(other.header("access-control-allow-origin").is_none());
 }
 
@@ -148,14 +221,19 @@ async fn built_in_preflight_when_cors_is_on() {
     api.add_route(
         "x",
         RouteOptions::default(),
-        Endpoints::new().get(|_c: Context| async move { "g" }).put(|_c: Context| async move { "p" }),
+        Endpoints::new()
+            .get(|_c: Context| async move { "g" })
+            .put(|_c: Context| async move { "p" }),
     )
     .unwrap();
     let resp = call(&api.router(), "OPTIONS", "/api/x", None).await;
     assert_eq!(resp.status, 200);
     assert_eq!(resp.header("access-control-allow-origin"), Some("*"));
     let methods = resp.header("access-control-allow-methods").unwrap();
-    assert!(methods.contains("PUT") && methods.contains("GET"), "{methods}");
+    assert!(
+        methods.contains("PUT") && methods.contains("GET"),
+        "{methods}"
+    );
 }
 
 #[tokio::test]
@@ -170,7 +248,8 @@ async fn default_options_endpoint_serves_routes_without_their_own() {
         memory().await,
     )
     .unwrap();
-    api.add_route("a", RouteOptions::default(), hello()).unwrap();
+    api.add_route("a", RouteOptions::default(), hello())
+        .unwrap();
     api.add_route(
         "b",
         RouteOptions::default(),
@@ -181,7 +260,10 @@ async fn default_options_endpoint_serves_routes_without_their_own() {
     let a = call(&r, "OPTIONS", "/api/a", None).await;
     assert_eq!(a.json(), json!({"options": "default"}));
     assert_eq!(a.header("x-opt"), Some("1"));
-    assert_eq!(call(&r, "OPTIONS", "/api/b", None).await.json(), json!({"options": "own"}));
+    assert_eq!(
+        call(&r, "OPTIONS", "/api/b", None).await.json(),
+        json!({"options": "own"})
+    );
 }
 
 #[tokio::test]
@@ -189,7 +271,15 @@ async fn use_default_auth_adds_login_and_logout_only_when_on() {
     let off = Api::new(opts(), memory().await).unwrap().router();
     assert_eq!(call(&off, "POST", "/api/login", None).await.status, 404);
     assert_eq!(call(&off, "POST", "/api/logout", None).await.status, 404);
-    let on = Api::new(ApiOptions { use_default_auth: true, ..opts() }, memory().await).unwrap().router();
+    let on = Api::new(
+        ApiOptions {
+            use_default_auth: true,
+            ..opts()
+        },
+        memory().await,
+    )
+    .unwrap()
+    .router();
     assert_eq!(call(&on, "POST", "/api/login", None).await.status, 401);
     assert_eq!(call(&on, "POST", "/api/logout", None).await.status, 401);
 }

@@ -10,7 +10,9 @@ async fn seeded(n: usize, options: ApiOptions, coll: CollectionOptions) -> axum:
     let books = platform.collection("books");
     for i in 0..n {
         let doc = json!({"title": format!("t{:03}", i), "year": 2000 + (i % 7) as i64, "n": i, "secret": "s"});
-        let Value::Object(doc) = doc else { unreachable!() };
+        let Value::Object(doc) = doc else {
+            unreachable!()
+        };
         books.insert(doc).await.unwrap();
     }
     let mut api = Api::new(options, platform.clone()).unwrap();
@@ -29,33 +31,56 @@ async fn default_page_is_100_with_total_and_next_link() {
     assert_eq!(resp.json()["data"].as_array().unwrap().len(), 100);
     assert_eq!(resp.header("x-total-count"), Some("120"));
     let link = resp.header("link").unwrap();
-    assert!(link.contains("</api/books?skip=100&limit=100>; rel=\"next\""), "{link}");
+    assert!(
+        link.contains("</api/books?skip=100&limit=100>; rel=\"next\""),
+        "{link}"
+    );
     assert!(!link.contains("prev"));
     let last = call(&r, "GET", "/api/books?skip=100", None).await;
     assert_eq!(last.json()["data"].as_array().unwrap().len(), 20);
     let link = last.header("link").unwrap();
-    assert!(link.contains("rel=\"prev\"") && !link.contains("next"), "{link}");
+    assert!(
+        link.contains("rel=\"prev\"") && !link.contains("next"),
+        "{link}"
+    );
 }
 
 #[tokio::test]
 async fn where_sort_limit_skip_fields() {
     let r = seeded(30, opts(), CollectionOptions::new()).await;
     let filter = enc(r#"{"year": {"$gte": 2005}}"#);
-    let uri = format!("/api/books?where={filter}&sort=-year,title&limit=3&skip=1&fields=title,year");
+    let uri =
+        format!("/api/books?where={filter}&sort=-year,title&limit=3&skip=1&fields=title,year");
     let resp = call(&r, "GET", &uri, None).await;
     assert_eq!(resp.status, 200, "{}", resp.text);
     // year 2005: n = 5,12,19,26; year 2006: n = 6,13,20,27. Sorted -year,title: t006,t013,t020,t027,t005...
     let data = resp.json()["data"].clone();
-    let titles: Vec<&str> = data.as_array().unwrap().iter().map(|d| d["title"].as_str().unwrap()).collect();
+    let titles: Vec<&str> = data
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["title"].as_str().unwrap())
+        .collect();
     assert_eq!(titles, vec!["t013", "t020", "t027"]);
     for d in data.as_array().unwrap() {
         let keys: Vec<&String> = d.as_object().unwrap().keys().collect();
-        assert!(keys.iter().all(|k| ["_id", "title", "year"].contains(&k.as_str())), "{keys:?}");
+        assert!(
+            keys.iter()
+                .all(|k| ["_id", "title", "year"].contains(&k.as_str())),
+            "{keys:?}"
+        );
     }
     assert_eq!(resp.header("x-total-count"), Some("8"));
     let link = resp.header("link").unwrap();
-    assert!(link.contains("skip=4&limit=3>; rel=\"next\"") && link.contains("skip=0&limit=3>; rel=\"prev\""), "{link}");
-    assert!(link.contains("where="), "the filter is kept in links: {link}");
+    assert!(
+        link.contains("skip=4&limit=3>; rel=\"next\"")
+            && link.contains("skip=0&limit=3>; rel=\"prev\""),
+        "{link}"
+    );
+    assert!(
+        link.contains("where="),
+        "the filter is kept in links: {link}"
+    );
 }
 
 #[tokio::test]
@@ -63,7 +88,10 @@ async fn bad_where_and_sort_are_400_naming_the_problem() {
     let r = seeded(3, opts(), CollectionOptions::new()).await;
     for (query, word) in [
         ("where=not-json", "where"),
-        (&*format!("where={}", enc(r#"{"a": {"$bogus": 1}}"#)), "where"),
+        (
+            &*format!("where={}", enc(r#"{"a": {"$bogus": 1}}"#)),
+            "where",
+        ),
         (&*format!("where={}", enc("[1]")), "where"),
         ("sort=a,,b", "sort"),
         ("limit=ten", "limit"),
@@ -78,10 +106,37 @@ async fn bad_where_and_sort_are_400_naming_the_problem() {
 
 #[tokio::test]
 async fn limits_are_clamped_to_the_configured_maximum() {
-    let r = seeded(30, ApiOptions { max_page_size: 10, ..opts() }, CollectionOptions::new()).await;
+    let r = seeded(
+        30,
+        ApiOptions {
+            max_page_size: 10,
+            ..opts()
+        },
+        CollectionOptions::new(),
+    )
+    .await;
     let resp = call(&r, "GET", "/api/books?limit=1000", None).await;
     assert_eq!(resp.json()["data"].as_array().unwrap().len(), 10);
-    let r = seeded(30, opts(), CollectionOptions::new().max_page_size(5).default_page_size(4)).await;
-    assert_eq!(call(&r, "GET", "/api/books", None).await.json()["data"].as_array().unwrap().len(), 4);
-    assert_eq!(call(&r, "GET", "/api/books?limit=50", None).await.json()["data"].as_array().unwrap().len(), 5);
+    let r = seeded(
+        30,
+        opts(),
+        CollectionOptions::new()
+            .max_page_size(5)
+            .default_page_size(4),
+    )
+    .await;
+    assert_eq!(
+        call(&r, "GET", "/api/books", None).await.json()["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+    assert_eq!(
+        call(&r, "GET", "/api/books?limit=50", None).await.json()["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        5
+    );
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use portico_platform::password_digest;
-use portico_rest::{Api, ApiOptions, Context, LoginHook, LoginRateLimit, RateLimit, RouteOptions, Endpoints};
+use portico_rest::{
+    Api, ApiOptions, Context, Endpoints, LoginHook, LoginRateLimit, RateLimit, RouteOptions,
+};
 use serde_json::{Value, json};
 
 use super::common::{call, call_json, memory, opts, req, send, user};
@@ -15,7 +17,14 @@ use super::common::{call, call_json, memory, opts, req, send, user};
 async fn auth_api(options: ApiOptions) -> (axum::Router, String, portico_platform::Platform) {
     let platform = memory().await;
     let id = user(&platform, "ann", "secret-pass", &[]).await;
-    let mut api = Api::new(ApiOptions { use_default_auth: true, ..options }, platform.clone()).unwrap();
+    let mut api = Api::new(
+        ApiOptions {
+            use_default_auth: true,
+            ..options
+        },
+        platform.clone(),
+    )
+    .unwrap();
     api.add_route(
         "me",
         RouteOptions::new().auth_required(true),
@@ -28,7 +37,14 @@ async fn auth_api(options: ApiOptions) -> (axum::Router, String, portico_platfor
 #[tokio::test]
 async fn login_use_logout_then_token_rejected() {
     let (r, id, _p) = auth_api(opts()).await;
-    let resp = call_json(&r, "POST", "/api/login", None, &json!({"username": "ann", "password": "secret-pass"})).await;
+    let resp = call_json(
+        &r,
+        "POST",
+        "/api/login",
+        None,
+        &json!({"username": "ann", "password": "secret-pass"}),
+    )
+    .await;
     assert_eq!(resp.status, 200);
     let body = resp.json();
     assert_eq!(body["status"], "success");
@@ -38,12 +54,21 @@ async fn login_use_logout_then_token_rejected() {
     let when = body["data"]["when"].as_str().unwrap();
     assert!(chrono::DateTime::parse_from_rfc3339(when).is_ok(), "{when}");
 
-    assert_eq!(call(&r, "GET", "/api/me", Some(&token)).await.json(), json!({"userId": id}));
+    assert_eq!(
+        call(&r, "GET", "/api/me", Some(&token)).await.json(),
+        json!({"userId": id})
+    );
     let out = call(&r, "POST", "/api/logout", Some(&token)).await;
     assert_eq!(out.status, 200);
-    assert_eq!(out.json(), json!({"status": "success", "data": {"message": "You've been logged out!"}}));
+    assert_eq!(
+        out.json(),
+        json!({"status": "success", "data": {"message": "You've been logged out!"}})
+    );
     assert_eq!(call(&r, "GET", "/api/me", Some(&token)).await.status, 401);
-    assert_eq!(call(&r, "POST", "/api/logout", Some(&token)).await.status, 401);
+    assert_eq!(
+        call(&r, "POST", "/api/logout", Some(&token)).await.status,
+        401
+    );
 }
 
 #[tokio::test]
@@ -51,8 +76,14 @@ async fn logout_by_get_and_only_the_presented_token() {
     let (r, _id, _p) = auth_api(opts()).await;
     let creds = json!({"email": "ann@example.com", "password": "secret-pass"});
     let login = || call_json(&r, "POST", "/api/login", None, &creds);
-    let t1 = login().await.json()["data"]["authToken"].as_str().unwrap().to_owned();
-    let t2 = login().await.json()["data"]["authToken"].as_str().unwrap().to_owned();
+    let t1 = login().await.json()["data"]["authToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let t2 = login().await.json()["data"]["authToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(call(&r, "GET", "/api/logout", Some(&t1)).await.status, 200);
     assert_eq!(call(&r, "GET", "/api/me", Some(&t1)).await.status, 401);
     assert_eq!(call(&r, "GET", "/api/me", Some(&t2)).await.status, 200);
@@ -96,7 +127,11 @@ async fn every_login_failure_gets_the_same_401() {
         json!({"username": "ann", "password": "secret-pass", "hashed": true}),
     ] {
         let resp = call_json(&r, "POST", "/api/login", None, &body).await;
-        assert_eq!((resp.status, resp.json()), (401, expected.clone()), "{body}");
+        assert_eq!(
+            (resp.status, resp.json()),
+            (401, expected.clone()),
+            "{body}"
+        );
     }
 }
 
@@ -114,9 +149,19 @@ async fn logged_in_and_out_hooks_add_extra() {
         ..opts()
     })
     .await;
-    let login = call_json(&r, "POST", "/api/login", None, &json!({"username": "ann", "password": "secret-pass"})).await;
+    let login = call_json(
+        &r,
+        "POST",
+        "/api/login",
+        None,
+        &json!({"username": "ann", "password": "secret-pass"}),
+    )
+    .await;
     assert_eq!(login.json()["data"]["extra"], json!({"welcome": "ann"}));
-    let token = login.json()["data"]["authToken"].as_str().unwrap().to_owned();
+    let token = login.json()["data"]["authToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let out = call(&r, "POST", "/api/logout", Some(&token)).await;
     assert_eq!(out.json()["data"]["extra"], json!({"bye": id}));
     assert_eq!(out.json()["data"]["message"], "You've been logged out!");
@@ -125,13 +170,23 @@ async fn logged_in_and_out_hooks_add_extra() {
 #[tokio::test]
 async fn failed_logins_are_limited_per_identity_with_retry_after() {
     let limit = LoginRateLimit {
-        per_identity: Some(RateLimit { attempts: 3, per: Duration::from_secs(60) }),
+        per_identity: Some(RateLimit {
+            attempts: 3,
+            per: Duration::from_secs(60),
+        }),
         per_address: None,
     };
-    let (r, _id, _p) = auth_api(ApiOptions { login_rate_limit: limit, ..opts() }).await;
+    let (r, _id, _p) = auth_api(ApiOptions {
+        login_rate_limit: limit,
+        ..opts()
+    })
+    .await;
     let bad = json!({"username": "ann", "password": "wrong"});
     for _ in 0..3 {
-        assert_eq!(call_json(&r, "POST", "/api/login", None, &bad).await.status, 401);
+        assert_eq!(
+            call_json(&r, "POST", "/api/login", None, &bad).await.status,
+            401
+        );
     }
     let limited = call_json(&r, "POST", "/api/login", None, &bad).await;
     assert_eq!(limited.status, 429);
@@ -140,9 +195,19 @@ async fn failed_logins_are_limited_per_identity_with_retry_after() {
     assert!((1..=60).contains(&retry), "{retry}");
     // Even the right password waits now; another identity does not.
     let good = json!({"username": "ANN", "password": "secret-pass"});
-    assert_eq!(call_json(&r, "POST", "/api/login", None, &good).await.status, 429);
+    assert_eq!(
+        call_json(&r, "POST", "/api/login", None, &good)
+            .await
+            .status,
+        429
+    );
     let other = json!({"username": "bob", "password": "x"});
-    assert_eq!(call_json(&r, "POST", "/api/login", None, &other).await.status, 401);
+    assert_eq!(
+        call_json(&r, "POST", "/api/login", None, &other)
+            .await
+            .status,
+        401
+    );
 }
 
 fn from_addr(addr: &str, body: &Value) -> http::Request<Body> {
@@ -159,17 +224,39 @@ fn from_addr(addr: &str, body: &Value) -> http::Request<Body> {
 async fn failed_logins_are_limited_per_client_address() {
     let limit = LoginRateLimit {
         per_identity: None,
-        per_address: Some(RateLimit { attempts: 2, per: Duration::from_secs(60) }),
+        per_address: Some(RateLimit {
+            attempts: 2,
+            per: Duration::from_secs(60),
+        }),
     };
-    let (r, _id, _p) = auth_api(ApiOptions { login_rate_limit: limit, ..opts() }).await;
+    let (r, _id, _p) = auth_api(ApiOptions {
+        login_rate_limit: limit,
+        ..opts()
+    })
+    .await;
     for name in ["a", "b"] {
-        let resp = send(&r, from_addr("10.0.0.1:5000", &json!({"username": name, "password": "x"}))).await;
+        let resp = send(
+            &r,
+            from_addr("10.0.0.1:5000", &json!({"username": name, "password": "x"})),
+        )
+        .await;
         assert_eq!(resp.status, 401);
     }
-    let resp = send(&r, from_addr("10.0.0.1:5001", &json!({"username": "c", "password": "x"}))).await;
+    let resp = send(
+        &r,
+        from_addr("10.0.0.1:5001", &json!({"username": "c", "password": "x"})),
+    )
+    .await;
     assert_eq!(resp.status, 429);
     assert!(resp.header("retry-after").is_some());
-    let other = send(&r, from_addr("10.0.0.2:5000", &json!({"username": "ann", "password": "secret-pass"}))).await;
+    let other = send(
+        &r,
+        from_addr(
+            "10.0.0.2:5000",
+            &json!({"username": "ann", "password": "secret-pass"}),
+        ),
+    )
+    .await;
     assert_eq!(other.status, 200);
 }
 
@@ -178,7 +265,13 @@ async fn default_limits_allow_five_failures_per_identity() {
     let (r, _id, _p) = auth_api(opts()).await;
     let bad = json!({"username": "ann", "password": "wrong"});
     for _ in 0..5 {
-        assert_eq!(call_json(&r, "POST", "/api/login", None, &bad).await.status, 401);
+        assert_eq!(
+            call_json(&r, "POST", "/api/login", None, &bad).await.status,
+            401
+        );
     }
-    assert_eq!(call_json(&r, "POST", "/api/login", None, &bad).await.status, 429);
+    assert_eq!(
+        call_json(&r, "POST", "/api/login", None, &bad).await.status,
+        429
+    );
 }

@@ -17,55 +17,116 @@ fn echo_params() -> Endpoints {
 #[tokio::test]
 async fn named_params_several_per_path() {
     let mut api = Api::new(opts(), memory().await).unwrap();
-    api.add_route("articles/:id/comments/:commentId", RouteOptions::default(), echo_params())
-        .unwrap();
+    api.add_route(
+        "articles/:id/comments/:commentId",
+        RouteOptions::default(),
+        echo_params(),
+    )
+    .unwrap();
     let r = api.router();
-    let resp = call(&r, "GET", "/api/articles/a%20b/comments/7?x=1&f[a]=2&t[]=p&t[]=q", None).await;
+    let resp = call(
+        &r,
+        "GET",
+        "/api/articles/a%20b/comments/7?x=1&f[a]=2&t[]=p&t[]=q",
+        None,
+    )
+    .await;
     assert_eq!(resp.status, 200);
     assert_eq!(
         resp.json(),
         json!({"url": {"commentId": "7", "id": "a b"}, "query": {"x": "1", "f": {"a": "2"}, "t": ["p", "q"]}})
     );
-    assert_eq!(call(&r, "GET", "/api/articles/1/comments", None).await.status, 404);
+    assert_eq!(
+        call(&r, "GET", "/api/articles/1/comments", None)
+            .await
+            .status,
+        404
+    );
 }
 
 #[tokio::test]
 async fn regex_paths_give_named_and_positional_params() {
     let mut api = Api::new(opts(), memory().await).unwrap();
-    api.add_route(Regex::new(r"files/(?P<name>[a-z]+)\.(json|txt)").unwrap(), RouteOptions::default(), echo_params())
-        .unwrap();
+    api.add_route(
+        Regex::new(r"files/(?P<name>[a-z]+)\.(json|txt)").unwrap(),
+        RouteOptions::default(),
+        echo_params(),
+    )
+    .unwrap();
     let r = api.router();
     let resp = call(&r, "GET", "/api/files/report.txt", None).await;
     assert_eq!(resp.json()["url"], json!({"name": "report", "0": "txt"}));
-    assert_eq!(call(&r, "GET", "/api/files/report.pdf", None).await.status, 404);
-    assert_eq!(call(&r, "GET", "/api/x/files/report.txt", None).await.status, 404);
+    assert_eq!(
+        call(&r, "GET", "/api/files/report.pdf", None).await.status,
+        404
+    );
+    assert_eq!(
+        call(&r, "GET", "/api/x/files/report.txt", None)
+            .await
+            .status,
+        404
+    );
 }
 
 #[tokio::test]
 async fn static_segments_win_over_params_whatever_the_order() {
     let mut api = Api::new(opts(), memory().await).unwrap();
-    api.add_route("items/:id", RouteOptions::default(), Endpoints::new().get(|_c: Context| async move { "param" }))
-        .unwrap();
-    api.add_route("items/new", RouteOptions::default(), Endpoints::new().get(|_c: Context| async move { "static" }))
-        .unwrap();
+    api.add_route(
+        "items/:id",
+        RouteOptions::default(),
+        Endpoints::new().get(|_c: Context| async move { "param" }),
+    )
+    .unwrap();
+    api.add_route(
+        "items/new",
+        RouteOptions::default(),
+        Endpoints::new().get(|_c: Context| async move { "static" }),
+    )
+    .unwrap();
     let r = api.router();
-    assert_eq!(call(&r, "GET", "/api/items/new", None).await.json(), json!("static"));
-    assert_eq!(call(&r, "GET", "/api/items/42", None).await.json(), json!("param"));
+    assert_eq!(
+        call(&r, "GET", "/api/items/new", None).await.json(),
+        json!("static")
+    );
+    assert_eq!(
+        call(&r, "GET", "/api/items/42", None).await.json(),
+        json!("param")
+    );
 }
 
 #[tokio::test]
 async fn every_method_has_its_endpoint_and_others_get_405_with_allow() {
     let mut api = Api::new(opts(), memory().await).unwrap();
-    let m = |name: &'static str| move |ctx: Context| async move { json!({"method": name, "seen": ctx.request.method.as_str()}) };
+    let m = |name: &'static str| {
+        move |ctx: Context| async move { json!({"method": name, "seen": ctx.request.method.as_str()}) }
+    };
     api.add_route(
         "all",
         RouteOptions::default(),
-        Endpoints::new().get(m("get")).post(m("post")).put(m("put")).patch(m("patch")).delete(m("delete")).options(m("options")),
+        Endpoints::new()
+            .get(m("get"))
+            .post(m("post"))
+            .put(m("put"))
+            .patch(m("patch"))
+            .delete(m("delete"))
+            .options(m("options")),
     )
     .unwrap();
-    api.add_route("only-get", RouteOptions::default(), Endpoints::new().get(m("get"))).unwrap();
+    api.add_route(
+        "only-get",
+        RouteOptions::default(),
+        Endpoints::new().get(m("get")),
+    )
+    .unwrap();
     let r = api.router();
-    for (method, name) in [("GET", "get"), ("POST", "post"), ("PUT", "put"), ("PATCH", "patch"), ("DELETE", "delete"), ("OPTIONS", "options")] {
+    for (method, name) in [
+        ("GET", "get"),
+        ("POST", "post"),
+        ("PUT", "put"),
+        ("PATCH", "patch"),
+        ("DELETE", "delete"),
+        ("OPTIONS", "options"),
+    ] {
         let resp = call(&r, method, "/api/all", None).await;
         assert_eq!(resp.status, 200, "{method}");
         assert_eq!(resp.json(), json!({"method": name, "seen": method}));
@@ -74,9 +135,15 @@ async fn every_method_has_its_endpoint_and_others_get_405_with_allow() {
     assert_eq!(head.status, 200);
     let resp = call(&r, "DELETE", "/api/only-get", None).await;
     assert_eq!(resp.status, 405);
-    assert_eq!(resp.json(), json!({"status": "error", "message": "API endpoint does not exist"}));
+    assert_eq!(
+        resp.json(),
+        json!({"status": "error", "message": "API endpoint does not exist"})
+    );
     let allow = resp.header("allow").unwrap();
-    assert!(allow.contains("GET") && allow.contains("HEAD") && !allow.contains("DELETE"), "{allow}");
+    assert!(
+        allow.contains("GET") && allow.contains("HEAD") && !allow.contains("DELETE"),
+        "{allow}"
+    );
 }
 
 #[tokio::test]
@@ -89,24 +156,54 @@ async fn unknown_paths_are_404_jsend() {
 
 #[tokio::test]
 async fn duplicate_paths_are_setup_errors() {
-    let mut api = Api::new(portico_rest::ApiOptions { use_default_auth: true, ..opts() }, memory().await).unwrap();
-    api.add_route("a/:id", RouteOptions::default(), echo_params()).unwrap();
-    let err = api.add_route("/a/:other/", RouteOptions::default(), echo_params()).unwrap_err();
-    assert!(matches!(&err, Error::DuplicatePath(p) if p == "a/:other"), "{err}");
+    let mut api = Api::new(
+        portico_rest::ApiOptions {
+            use_default_auth: true,
+            ..opts()
+        },
+        memory().await,
+    )
+    .unwrap();
+    api.add_route("a/:id", RouteOptions::default(), echo_params())
+        .unwrap();
+    let err = api
+        .add_route("/a/:other/", RouteOptions::default(), echo_params())
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::DuplicatePath(p) if p == "a/:other"),
+        "{err}"
+    );
     assert!(err.to_string().contains("a/:other"));
-    assert!(matches!(api.add_route("login", RouteOptions::default(), echo_params()), Err(Error::DuplicatePath(_))));
+    assert!(matches!(
+        api.add_route("login", RouteOptions::default(), echo_params()),
+        Err(Error::DuplicatePath(_))
+    ));
     let re = || Regex::new("r/.*").unwrap();
-    api.add_route(re(), RouteOptions::default(), echo_params()).unwrap();
-    assert!(matches!(api.add_route(re(), RouteOptions::default(), echo_params()), Err(Error::DuplicatePath(_))));
+    api.add_route(re(), RouteOptions::default(), echo_params())
+        .unwrap();
+    assert!(matches!(
+        api.add_route(re(), RouteOptions::default(), echo_params()),
+        Err(Error::DuplicatePath(_))
+    ));
 }
 
 #[tokio::test]
 async fn routes_need_endpoints_and_endpoint_objects_need_actions() {
     let mut api = Api::new(opts(), memory().await).unwrap();
-    assert!(matches!(api.add_route("x", RouteOptions::default(), Endpoints::new()), Err(Error::NoEndpoints(_))));
-    let r = api.add_route("x", RouteOptions::default(), Endpoints::new().post(Endpoint::options().auth_required(true)));
+    assert!(matches!(
+        api.add_route("x", RouteOptions::default(), Endpoints::new()),
+        Err(Error::NoEndpoints(_))
+    ));
+    let r = api.add_route(
+        "x",
+        RouteOptions::default(),
+        Endpoints::new().post(Endpoint::options().auth_required(true)),
+    );
     assert!(matches!(r, Err(Error::MissingAction { method, .. }) if method == "POST"));
-    assert!(matches!(api.add_route("a/:", RouteOptions::default(), echo_params()), Err(Error::InvalidPath { .. })));
+    assert!(matches!(
+        api.add_route("a/:", RouteOptions::default(), echo_params()),
+        Err(Error::InvalidPath { .. })
+    ));
 }
 
 #[tokio::test]
@@ -135,12 +232,21 @@ async fn endpoint_objects_and_resolved_options_on_the_context() {
     .unwrap();
     let r = api.router();
     let get = call(&r, "GET", "/api/opts", Some(&token)).await;
-    assert_eq!(get.json(), json!({"auth": true, "roles": ["editor"], "user": id}));
+    assert_eq!(
+        get.json(),
+        json!({"auth": true, "roles": ["editor"], "user": id})
+    );
     let post = call(&r, "POST", "/api/opts", Some(&token)).await;
-    assert_eq!(post.json(), json!({"auth": true, "roles": ["editor", "author"], "user": id}));
+    assert_eq!(
+        post.json(),
+        json!({"auth": true, "roles": ["editor", "author"], "user": id})
+    );
     // The endpoint's authRequired overrides the route's: no user needed, and none attached.
     let open = call(&r, "GET", "/api/open", Some(&token)).await;
-    assert_eq!(open.json(), json!({"auth": false, "roles": [], "user": Value::Null}));
+    assert_eq!(
+        open.json(),
+        json!({"auth": false, "roles": [], "user": Value::Null})
+    );
 }
 
 #[tokio::test]
@@ -156,8 +262,14 @@ async fn context_exposes_the_request() {
     .unwrap();
     let resp = send(
         &api.router(),
-        req("POST", "/api/req", None).header("x-custom", "yes").body(Body::from("raw text")).unwrap(),
+        req("POST", "/api/req", None)
+            .header("x-custom", "yes")
+            .body(Body::from("raw text"))
+            .unwrap(),
     )
     .await;
-    assert_eq!(resp.json(), json!({"path": "/api/req", "h": "yes", "raw": "raw text"}));
+    assert_eq!(
+        resp.json(),
+        json!({"path": "/api/req", "h": "yes", "raw": "raw text"})
+    );
 }

@@ -1,1 +1,140 @@
-//! todo
+//! The same flows on a real SQLite file.
+
+use portico_platform::Platform;
+use portico_rest::{
+    AccessScope, Api, ApiOptions, CollectionOptions, Context, Endpoints, RouteOptions,
+};
+use serde_json::json;
+
+use super::common::{call, call_json, opts, user};
+
+async fn sqlite_platform(dir: &tempfile::TempDir) -> Platform {
+    let path = dir.path().join("portico.db");
+    Platform::open(&format!("sqlite:{}", path.display()))
+        .await
+        .expect("sqlite platform")
+}
+
+#[tokio::test]
+async fn login_collection_logout_cycle_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let platform = sqlite_platform(&dir).await;
+    let ann = user(&platform, "ann", "pw-123456", &["author"]).await;
+    let mut api = Api::new(
+        ApiOptions {
+            use_default_auth: true,
+            version: Some("v1".into()),
+            ..opts()
+        },
+        platform.clone(),
+    )
+    .unwrap();
+    api.add_collection(
+        platform.collection("posts"),
+        CollectionOptions::new()
+            .scope(AccessScope::owner_field("ownerId"))
+            .route_options(RouteOptions::new().role_required("author")),
+    )
+    .unwrap();
+    api.add_route(
+        "whoami",
+        RouteOptions::new().auth_required(true),
+        Endpoints::new().get(|ctx: Context| async move { json!({"id": ctx.user_id}) }),
+    )
+    .unwrap();
+    let r = api.router();
+
+    let login = call_json(
+        &r,
+        "POST",
+        "/api/v1/login",
+        None,
+        &json!({"email": "ann@example.com", "password": "pw-123456"}),
+    )
+    .await;
+    assert_eq!(login.status, 200);
+    let token = login.json()["data"]["authToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        call(&r, "GET", "/api/v1/whoami", Some(&token)).await.json(),
+        json!({"id": ann})
+    );
+
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let resp = call_json(
+            &r,
+            "POST",
+            "/api/v1/posts",
+            Some(&token),
+            &json!({"title": format!("p{i}"), "rank": i}),
+        )
+        .await;
+        assert_eq!(resp.status, 201);
+        ids.push(resp.json()["data"]["_id"].as_str().unwrap().to_owned());
+    }
+    let page = call(&r, "GET", "/api/v1/posts?sort=-rank&limit=2", Some(&token)).await;
+    assert_eq!(page.header("x-total-count"), Some("5"));
+    let titles: Vec<_> = page.json()["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["title"].clone())
+        .collect();
+    assert_eq!(titles, vec![json!("p4"), json!("p3")]);
+    let patched = call_json(
+        &r,
+        "PATCH",
+        &format!("/api/v1/posts/{}", ids[0]),
+        Some(&token),
+        &json!({"meta.views": 3}),
+    )
+    .await;
+    assert_eq!(patched.json()["data"]["meta"], json!({"views": 3}));
+    assert_eq!(
+        call(
+            &r,
+            "DELETE",
+            &format!("/api/v1/posts/{}", ids[1]),
+            Some(&token)
+        )
+        .await
+        .status,
+        200
+    );
+    assert_eq!(
+        call(
+            &r,
+            "GET",
+            &format!("/api/v1/posts/{}", ids[1]),
+            Some(&token)
+        )
+        .await
+        .status,
+        404
+    );
+
+    assert_eq!(
+        call(&r, "POST", "/api/v1/logout", Some(&token))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        call(&r, "GET", "/api/v1/whoami", Some(&token)).await.status,
+        401
+    );
+
+    // The data is in the file: a second platform on it sees the posts.
+    drop(r);
+    drop(api);
+    let reopened = sqlite_platform(&dir).await;
+    let count = reopened
+        .collection("posts")
+        .count(&portico_store::Selector::all())
+        .await
+        .unwrap();
+    assert_eq!(count, 4);
+}

@@ -10,8 +10,16 @@ async fn users_collection_exposes_only_id_and_profile_and_creates_accounts() {
     let platform = memory().await;
     let admin = user(&platform, "admin", "pw-123456", &["admin"]).await;
     let ta = token_for(&platform, &admin).await;
-    let mut api = Api::new(ApiOptions { use_default_auth: true, ..opts() }, platform.clone()).unwrap();
-    api.add_collection(platform.collection("users"), CollectionOptions::new()).unwrap();
+    let mut api = Api::new(
+        ApiOptions {
+            use_default_auth: true,
+            ..opts()
+        },
+        platform.clone(),
+    )
+    .unwrap();
+    api.add_collection(platform.collection("users"), CollectionOptions::new())
+        .unwrap();
     let r = api.router();
 
     let created = call_json(
@@ -24,42 +32,124 @@ async fn users_collection_exposes_only_id_and_profile_and_creates_accounts() {
     .await;
     assert_eq!(created.status, 201, "{}", created.text);
     let id = created.json()["data"]["_id"].as_str().unwrap().to_owned();
-    assert_eq!(created.json()["data"], json!({"_id": id, "profile": {"name": "Zoe"}}));
+    assert_eq!(
+        created.json()["data"],
+        json!({"_id": id, "profile": {"name": "Zoe"}})
+    );
     // The password is stored hashed and works for login; client-sent roles are ignored.
-    let stored = platform.accounts().find_user_by_id(&id).await.unwrap().unwrap();
+    let stored = platform
+        .accounts()
+        .find_user_by_id(&id)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(!stored.to_string_lossy().contains("zoe-pass-1"));
     assert_eq!(stored.get("roles").cloned().unwrap_or(json!([])), json!([]));
-    let login = call_json(&r, "POST", "/api/login", None, &json!({"username": "zoe", "password": "zoe-pass-1"})).await;
+    let login = call_json(
+        &r,
+        "POST",
+        "/api/login",
+        None,
+        &json!({"username": "zoe", "password": "zoe-pass-1"}),
+    )
+    .await;
     assert_eq!(login.status, 200);
 
     let got = call(&r, "GET", &format!("/api/users/{id}"), None).await;
-    assert_eq!(got.json()["data"], json!({"_id": id, "profile": {"name": "Zoe"}}));
+    assert_eq!(
+        got.json()["data"],
+        json!({"_id": id, "profile": {"name": "Zoe"}})
+    );
     let all = call(&r, "GET", "/api/users", Some(&ta)).await;
     for u in all.json()["data"].as_array().unwrap() {
-        assert!(u.as_object().unwrap().keys().all(|k| k == "_id" || k == "profile"), "{u}");
+        assert!(
+            u.as_object()
+                .unwrap()
+                .keys()
+                .all(|k| k == "_id" || k == "profile"),
+            "{u}"
+        );
     }
     assert_eq!(all.header("x-total-count"), Some("2"));
 
-    let put = call_json(&r, "PUT", &format!("/api/users/{id}"), None, &json!({"name": "Zoë", "city": "Oslo"})).await;
-    assert_eq!(put.json()["data"], json!({"_id": id, "profile": {"name": "Zoë", "city": "Oslo"}}));
-    let patch = call_json(&r, "PATCH", &format!("/api/users/{id}"), None, &json!({"city": "Bergen"})).await;
-    assert_eq!(patch.json()["data"]["profile"], json!({"name": "Zoë", "city": "Bergen"}));
+    let put = call_json(
+        &r,
+        "PUT",
+        &format!("/api/users/{id}"),
+        None,
+        &json!({"name": "Zoë", "city": "Oslo"}),
+    )
+    .await;
     assert_eq!(
-        platform.accounts().find_user_by_id(&id).await.unwrap().unwrap()["username"],
+        put.json()["data"],
+        json!({"_id": id, "profile": {"name": "Zoë", "city": "Oslo"}})
+    );
+    let patch = call_json(
+        &r,
+        "PATCH",
+        &format!("/api/users/{id}"),
+        None,
+        &json!({"city": "Bergen"}),
+    )
+    .await;
+    assert_eq!(
+        patch.json()["data"]["profile"],
+        json!({"name": "Zoë", "city": "Bergen"})
+    );
+    assert_eq!(
+        platform
+            .accounts()
+            .find_user_by_id(&id)
+            .await
+            .unwrap()
+            .unwrap()["username"],
         "zoe",
         "put only sets the profile"
     );
 
     // Hidden fields cannot be probed through where or sort.
-    for q in ["where=%7B%22services.password%22%3A%7B%22%24exists%22%3Atrue%7D%7D", "sort=username"] {
-        assert_eq!(call(&r, "GET", &format!("/api/users?{q}"), None).await.status, 400, "{q}");
+    for q in [
+        "where=%7B%22services.password%22%3A%7B%22%24exists%22%3Atrue%7D%7D",
+        "sort=username",
+    ] {
+        assert_eq!(
+            call(&r, "GET", &format!("/api/users?{q}"), None)
+                .await
+                .status,
+            400,
+            "{q}"
+        );
     }
-    let dup = call_json(&r, "POST", "/api/users", None, &json!({"username": "ZOE", "password": "x"})).await;
+    let dup = call_json(
+        &r,
+        "POST",
+        "/api/users",
+        None,
+        &json!({"username": "ZOE", "password": "x"}),
+    )
+    .await;
     assert_eq!(dup.status, 400);
 
-    assert_eq!(call(&r, "DELETE", &format!("/api/users/{id}"), None).await.status, 200);
-    assert_eq!(call(&r, "GET", &format!("/api/users/{id}"), None).await.status, 404);
-    assert!(platform.accounts().find_user_by_id(&id).await.unwrap().is_none());
+    assert_eq!(
+        call(&r, "DELETE", &format!("/api/users/{id}"), None)
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        call(&r, "GET", &format!("/api/users/{id}"), None)
+            .await
+            .status,
+        404
+    );
+    assert!(
+        platform
+            .accounts()
+            .find_user_by_id(&id)
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 trait Lossy {
