@@ -1,4 +1,17 @@
 //! Integration tests of portico-store, compiled as one binary.
+//!
+//! | module | what |
+//! |---|---|
+//! | `common` | backends to run against (memory, SQLite in a temp dir) and small helpers |
+//! | `conformance` | one suite, written once as a macro, run against every backend |
+//! | `differential` | random documents and operations: every backend answers as memory does |
+//! | `durability` | a SQLite writer killed with SIGKILL keeps every acknowledged write |
 
+#[path = "integration/common.rs"]
+mod common;
+#[path = "integration/conformance.rs"]
+mod conformance;
+#[path = "integration/differential.rs"]
+mod differential;
 #[path = "integration/durability.rs"]
 mod durability;

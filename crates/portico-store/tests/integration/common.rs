@@ -1,0 +1,61 @@
+//! What every test module shares: the backends under test and helpers to build and read documents.
+
+use std::sync::Arc;
+
+use portico_store::{Document, Query, Selector, Sort, Store, document_id};
+use serde_json::Value;
+
+/// A store under test, with whatever must outlive it (the temp dir of a SQLite file).
+pub(crate) struct Fixture {
+    pub(crate) store: Arc<dyn Store>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// A fresh, empty memory store.
+pub(crate) async fn memory() -> Fixture {
+    Fixture {
+        store: Arc::new(portico_store::memory::MemoryStore::new()),
+        _dir: None,
+    }
+}
+
+/// A fresh SQLite store in a new temp dir.
+pub(crate) async fn sqlite() -> Fixture {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = portico_store::sqlite::SqliteStore::open(dir.path().join("store.db"))
+        .await
+        .expect("open sqlite store");
+    Fixture {
+        store: Arc::new(store),
+        _dir: Some(dir),
+    }
+}
+
+/// The object `v` as a document (tests only build objects).
+pub(crate) fn doc(v: Value) -> Document {
+    match v {
+        Value::Object(m) => m,
+        other => panic!("test documents are objects, not {other}"),
+    }
+}
+
+/// The parsed selector `v`.
+pub(crate) fn sel(v: Value) -> Selector {
+    Selector::parse(&v).unwrap_or_else(|e| panic!("selector {v}: {e}"))
+}
+
+/// The `_id`s of `docs`, in order.
+pub(crate) fn ids(docs: &[Document]) -> Vec<String> {
+    docs.iter()
+        .map(|d| document_id(d).unwrap_or("<no _id>").to_string())
+        .collect()
+}
+
+/// Every document of `collection`, in `_id` order.
+pub(crate) async fn all_docs(store: &dyn Store, collection: &str) -> Vec<Document> {
+    let query = Query {
+        sort: Some(Sort::parse_list("_id").expect("sort")),
+        ..Query::default()
+    };
+    store.find(collection, &query).await.expect("find all")
+}

@@ -1,0 +1,932 @@
+//! The conformance suite: every case below runs against every backend, through the [`Store`]
+//! trait only. `conformance_suite!` turns the list of cases into one `#[tokio::test]` per case
+//! and backend.
+
+use std::sync::Arc;
+
+use portico_store::{
+    Error, Projection, Query, Selector, Sort, Store, Update, UpdateOptions, UpdateResult,
+    document_id,
+};
+use serde_json::{Value, json};
+
+use crate::common::{all_docs, doc, ids, sel};
+
+/// Runs every case against the backend made by `$open` (an async expression giving a
+/// [`crate::common::Fixture`]), in a module named `$backend`.
+macro_rules! conformance_suite {
+    ($backend:ident, $open:expr) => {
+        conformance_suite!(@cases $backend, $open, [
+            insert_generates_ids_and_get_finds_them,
+            duplicate_ids_are_refused_and_nothing_is_overwritten,
+            invalid_documents_are_refused,
+            selector_operators,
+            selector_operators_through_indexes,
+            invalid_selectors_name_the_problem,
+            find_sorts_skips_limits_and_projects,
+            find_one_and_count,
+            modifiers,
+            update_one_or_many,
+            upsert_inserts_from_selector_and_update,
+            replacement_keeps_the_id,
+            a_failing_modifier_changes_no_document,
+            invalid_modifiers_name_the_problem,
+            remove_removes_only_matches,
+            index_lookups_through_arrays_follow_writes,
+            collections_are_listed_and_dropped,
+            missing_collections_find_nothing,
+            concurrent_updates_lose_nothing,
+        ]);
+    };
+    (@cases $backend:ident, $open:expr, [$($case:ident),* $(,)?]) => {
+        mod $backend {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    let fixture = $open.await;
+                    super::$case(fixture.store.clone()).await;
+                }
+            )*
+        }
+    };
+}
+
+conformance_suite!(memory, crate::common::memory());
+conformance_suite!(sqlite, crate::common::sqlite());
+
+type S = Arc<dyn Store>;
+
+async fn insert(store: &S, collection: &str, v: Value) -> String {
+    store
+        .insert(collection, doc(v))
+        .await
+        .expect("insert succeeds")
+}
+
+async fn find_ids(store: &S, collection: &str, selector: Value) -> Vec<String> {
+    let found = store
+        .find(collection, &Query::new(sel(selector.clone())))
+        .await
+        .unwrap_or_else(|e| panic!("find {selector}: {e}"));
+    ids(&found)
+}
+
+fn upd(v: Value) -> Update {
+    Update::parse(&v).unwrap_or_else(|e| panic!("update {v}: {e}"))
+}
+
+const MULTI: UpdateOptions = UpdateOptions {
+    multi: true,
+    upsert: false,
+};
+const ONE: UpdateOptions = UpdateOptions {
+    multi: false,
+    upsert: false,
+};
+const UPSERT: UpdateOptions = UpdateOptions {
+    multi: false,
+    upsert: true,
+};
+
+async fn insert_generates_ids_and_get_finds_them(store: S) {
+    let id = insert(&store, "c", json!({"a": 1, "b": {"c": [1, 2]}})).await;
+    assert_eq!(id.len(), 17);
+    assert!(portico_store::IdKind::Random.is_valid(&id));
+    let got = store.get("c", &id).await.expect("get").expect("found");
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        ["_id", "a", "b"],
+        "_id comes first"
+    );
+    assert_eq!(
+        serde_json::Value::Object(got),
+        json!({"_id": id, "a": 1, "b": {"c": [1, 2]}})
+    );
+    let other = insert(&store, "c", json!({"a": 2})).await;
+    assert_ne!(id, other);
+    let mine = insert(&store, "c", json!({"x": 1, "_id": "my-own-id"})).await;
+    assert_eq!(mine, "my-own-id");
+    assert!(store.get("c", "my-own-id").await.expect("get").is_some());
+    assert!(store.get("c", "nope").await.expect("get").is_none());
+    assert!(store.get("other", &id).await.expect("get").is_none());
+}
+
+async fn duplicate_ids_are_refused_and_nothing_is_overwritten(store: S) {
+    insert(&store, "c", json!({"_id": "x", "v": 1})).await;
+    let second = store.insert("c", doc(json!({"_id": "x", "v": 2}))).await;
+    match second {
+        Err(Error::DuplicateId { collection, id }) => {
+            assert_eq!((collection.as_str(), id.as_str()), ("c", "x"));
+        }
+        other => panic!("expected DuplicateId, got {other:?}"),
+    }
+    let kept = store.get("c", "x").await.expect("get").expect("found");
+    assert_eq!(kept.get("v"), Some(&json!(1)));
+    assert_eq!(store.count("c", &Selector::all()).await.expect("count"), 1);
+}
+
+async fn invalid_documents_are_refused(store: S) {
+    for bad in [
+        json!({"_id": 5}),
+        json!({"_id": ""}),
+        json!({"$set": {"a": 1}}),
+    ] {
+        match store.insert("c", doc(bad.clone())).await {
+            Err(e @ Error::InvalidDocument(_)) => assert!(e.is_client_error()),
+            other => panic!("{bad} should be an invalid document, got {other:?}"),
+        }
+    }
+    assert_eq!(store.count("c", &Selector::all()).await.expect("count"), 0);
+}
+
+/// Documents for the selector table: ids say what they hold.
+async fn operator_fixture(store: &S) {
+    for d in [
+        json!({"_id": "n1", "n": 1, "s": "apple", "t": ["x", "y"], "o": {"p": 1, "q": "a"}}),
+        json!({"_id": "n2", "n": 2.0, "s": "Banana", "t": ["y"], "o": {"p": 2}}),
+        json!({"_id": "n3", "n": 3, "s": "cherry", "t": [], "o": {"q": "b"}}),
+        json!({"_id": "ns", "n": "10", "s": null}),
+        json!({"_id": "na", "n": [1, 5], "t": ["x", "z", "x"]}),
+        json!({"_id": "ob", "arr": [{"k": 1, "v": "a"}, {"k": 2, "v": "b"}], "o": {"p": [7, 8]}}),
+        json!({"_id": "nested", "arr": [[1, 2], [3]], "deep": {"a": {"b": {"c": true}}}}),
+        json!({"_id": "empty"}),
+    ] {
+        insert(store, "ops", d).await;
+    }
+}
+
+/// (selector, ids it must find in `_id` order).
+fn operator_table() -> Vec<(Value, Vec<&'static str>)> {
+    vec![
+        (
+            json!({}),
+            vec!["empty", "n1", "n2", "n3", "na", "nested", "ns", "ob"],
+        ),
+        (json!("n2"), vec!["n2"]),
+        (json!({"_id": "n3"}), vec!["n3"]),
+        // Equality: numbers by value, arrays by element and as a whole, missing as null.
+        (json!({"n": 1}), vec!["n1", "na"]),
+        (json!({"n": 2}), vec!["n2"]),
+        (json!({"n": "10"}), vec!["ns"]),
+        (json!({"t": "x"}), vec!["n1", "na"]),
+        (json!({"t": ["x", "y"]}), vec!["n1"]),
+        (json!({"t": ["y", "x"]}), vec![]),
+        (json!({"t": []}), vec!["n3"]),
+        (
+            json!({"s": null}),
+            vec!["empty", "na", "nested", "ns", "ob"],
+        ),
+        (json!({"o": {"p": 1, "q": "a"}}), vec!["n1"]),
+        (json!({"o": {"q": "a", "p": 1}}), vec![]),
+        (json!({"o.p": 2}), vec!["n2"]),
+        (json!({"o.p": 8}), vec!["ob"]),
+        (json!({"o.p.1": 8}), vec!["ob"]),
+        (json!({"arr.k": 2}), vec!["ob"]),
+        (json!({"arr.1.v": "b"}), vec!["ob"]),
+        (json!({"arr": [3]}), vec!["nested"]),
+        (json!({"arr.0": [1, 2]}), vec!["nested"]),
+        (json!({"deep.a.b.c": true}), vec!["nested"]),
+        // $eq and $ne.
+        (json!({"n": {"$eq": 3}}), vec!["n3"]),
+        (
+            json!({"n": {"$ne": 1}}),
+            vec!["empty", "n2", "n3", "nested", "ns", "ob"],
+        ),
+        (json!({"s": {"$ne": null}}), vec!["n1", "n2", "n3"]),
+        // Comparisons stay within a type: "10" is not > 2, numbers are not > "a".
+        (json!({"n": {"$gt": 2}}), vec!["n3", "na"]),
+        (json!({"n": {"$gte": 2}}), vec!["n2", "n3", "na"]),
+        (json!({"n": {"$lt": 2}}), vec!["n1", "na"]),
+        (json!({"n": {"$lte": 1.0}}), vec!["n1", "na"]),
+        (json!({"n": {"$gt": 1, "$lt": 3}}), vec!["n2", "na"]),
+        (json!({"n": {"$gt": "1"}}), vec!["ns"]),
+        (json!({"s": {"$gte": "a"}}), vec!["n1", "n3"]),
+        (json!({"s": {"$lt": "a"}}), vec!["n2"]),
+        // $in, $nin.
+        (json!({"n": {"$in": [3, "10"]}}), vec!["n3", "ns"]),
+        (json!({"t": {"$in": ["z", "q"]}}), vec!["na"]),
+        (
+            json!({"s": {"$in": [null]}}),
+            vec!["empty", "na", "nested", "ns", "ob"],
+        ),
+        (
+            json!({"n": {"$nin": [1, 2, 3]}}),
+            vec!["empty", "nested", "ns", "ob"],
+        ),
+        // $exists.
+        (
+            json!({"t": {"$exists": true}}),
+            vec!["n1", "n2", "n3", "na"],
+        ),
+        (
+            json!({"s": {"$exists": true}}),
+            vec!["n1", "n2", "n3", "ns"],
+        ),
+        (
+            json!({"o.q": {"$exists": false}}),
+            vec!["empty", "n2", "na", "nested", "ns", "ob"],
+        ),
+        (json!({"arr.v": {"$exists": true}}), vec!["ob"]),
+        // $and, $or, $nor.
+        (json!({"$and": [{"t": "y"}, {"n": {"$gt": 1}}]}), vec!["n2"]),
+        (json!({"$or": [{"n": 3}, {"t": "z"}]}), vec!["n3", "na"]),
+        (
+            json!({"$nor": [{"n": {"$exists": true}}, {"arr": {"$exists": true}}]}),
+            vec!["empty"],
+        ),
+        (json!({"$or": [{"n": 1}], "t": "y"}), vec!["n1"]),
+        // $not.
+        (
+            json!({"n": {"$not": {"$gt": 1}}}),
+            vec!["empty", "n1", "nested", "ns", "ob"],
+        ),
+        (
+            json!({"s": {"$not": {"$regex": "an"}}}),
+            vec!["empty", "n1", "n3", "na", "nested", "ns", "ob"],
+        ),
+        // $all.
+        (json!({"t": {"$all": ["x", "y"]}}), vec!["n1"]),
+        (json!({"t": {"$all": ["x"]}}), vec!["n1", "na"]),
+        (json!({"t": {"$all": []}}), vec![]),
+        (
+            json!({"arr": {"$all": [{"$elemMatch": {"k": 2}}]}}),
+            vec!["ob"],
+        ),
+        // $size.
+        (json!({"t": {"$size": 0}}), vec!["n3"]),
+        (json!({"t": {"$size": 2}}), vec!["n1"]),
+        (json!({"n": {"$size": 2}}), vec!["na"]),
+        // $elemMatch: on objects, and on values.
+        (
+            json!({"arr": {"$elemMatch": {"k": 1, "v": "a"}}}),
+            vec!["ob"],
+        ),
+        (json!({"arr": {"$elemMatch": {"k": 1, "v": "b"}}}), vec![]),
+        (json!({"n": {"$elemMatch": {"$gt": 4}}}), vec!["na"]),
+        (json!({"n": {"$elemMatch": {"$gt": 1, "$lt": 5}}}), vec![]),
+        (json!({"arr": {"$elemMatch": {"$size": 1}}}), vec!["nested"]),
+        // $regex with $options.
+        (json!({"s": {"$regex": "^b"}}), vec![]),
+        (json!({"s": {"$regex": "^b", "$options": "i"}}), vec!["n2"]),
+        (json!({"s": {"$regex": "an+a"}}), vec!["n2"]),
+        (json!({"t": {"$regex": "z"}}), vec!["na"]),
+        (json!({"n": {"$regex": "1"}}), vec!["ns"]),
+    ]
+}
+
+async fn check_operator_table(store: &S) {
+    for (selector, expected) in operator_table() {
+        let found = find_ids(store, "ops", selector.clone()).await;
+        assert_eq!(found, expected, "selector {selector}");
+        let count = store
+            .count("ops", &sel(selector.clone()))
+            .await
+            .expect("count");
+        assert_eq!(count, expected.len() as u64, "count of {selector}");
+    }
+}
+
+async fn selector_operators(store: S) {
+    operator_fixture(&store).await;
+    check_operator_table(&store).await;
+}
+
+async fn selector_operators_through_indexes(store: S) {
+    operator_fixture(&store).await;
+    for path in [
+        "n",
+        "t",
+        "s",
+        "o.p",
+        "arr.k",
+        "arr.1.v",
+        "deep.a.b.c",
+        "_id",
+    ] {
+        store.ensure_index("ops", path).await.expect("ensure_index");
+    }
+    check_operator_table(&store).await;
+}
+
+async fn invalid_selectors_name_the_problem(_store: S) {
+    for (bad, named) in [
+        (json!({"a": {"$foo": 1}}), "$foo"),
+        (json!({"$bar": [{"a": 1}]}), "$bar"),
+        (json!({"a": {"$in": 5}}), "$in"),
+        (json!({"a": {"$nin": "x"}}), "$nin"),
+        (json!({"a": {"$all": 1}}), "$all"),
+        (json!({"a": {"$size": 1.5}}), "$size"),
+        (json!({"a": {"$exists": "yes"}}), "$exists"),
+        (json!({"a": {"$elemMatch": 3}}), "$elemMatch"),
+        (json!({"a": {"$not": 3}}), "$not"),
+        (json!({"a": {"$regex": "(unclosed"}}), "$regex"),
+        (json!({"a": {"$regex": 5}}), "$regex"),
+        (json!({"a": {"$regex": "x", "$options": "z"}}), "option"),
+        (json!({"a": {"$options": "i"}}), "$options"),
+        (json!({"$or": []}), "$or"),
+        (json!({"$and": [1]}), "$and"),
+        (json!({"$nor": {}}), "$nor"),
+        (json!({"a": {"$gt": 1, "b": 1}}), "\"b\""),
+        (json!({"a..b": 1}), "a..b"),
+        (json!({"$where": "this.a"}), "$where"),
+    ] {
+        match Selector::parse(&bad) {
+            Err(e @ Error::InvalidSelector(_)) => {
+                assert!(e.is_client_error());
+                assert!(
+                    e.to_string().contains(named),
+                    "{bad}: {e} should name {named}"
+                );
+            }
+            other => panic!("{bad} should be an invalid selector, got {other:?}"),
+        }
+    }
+}
+
+async fn find_sorts_skips_limits_and_projects(store: S) {
+    for (id, n, title) in [
+        ("a", 2, "x"),
+        ("b", 1, "z"),
+        ("c", 2, "y"),
+        ("d", 3, "w"),
+        ("e", 1, "v"),
+    ] {
+        let d = json!({"_id": id, "n": n, "title": title, "meta": {"secret": id, "public": n}});
+        insert(&store, "s", d).await;
+    }
+    let q = |sort: &str, skip: u64, limit: Option<u64>| Query {
+        sort: Some(Sort::parse_list(sort).expect("sort")),
+        skip,
+        limit,
+        ..Query::default()
+    };
+    let run = |query: Query| {
+        let store = store.clone();
+        async move { ids(&store.find("s", &query).await.expect("find")) }
+    };
+    assert_eq!(run(q("n,title", 0, None)).await, ["e", "b", "a", "c", "d"]);
+    assert_eq!(run(q("-n,title", 0, None)).await, ["d", "a", "c", "e", "b"]);
+    // Ties keep the natural order (by `_id`).
+    assert_eq!(run(q("-n", 0, None)).await, ["d", "a", "c", "b", "e"]);
+    assert_eq!(run(q("-n", 1, Some(2))).await, ["a", "c"]);
+    assert_eq!(run(q("-n", 4, Some(10))).await, ["e"]);
+    assert_eq!(run(q("-n", 5, Some(1))).await, Vec::<String>::new());
+    assert_eq!(run(q("n", 0, Some(0))).await, Vec::<String>::new());
+    assert_eq!(run(q("title", 0, Some(2))).await, ["e", "d"]);
+    // No sort: natural order, skip and limit still apply.
+    let unsorted = Query {
+        skip: 1,
+        limit: Some(2),
+        ..Query::new(sel(json!({"n": {"$gte": 1}})))
+    };
+    assert_eq!(run(unsorted).await, ["b", "c"]);
+    // Projections.
+    let projected = |p: Value| {
+        let store = store.clone();
+        async move {
+            let query = Query {
+                projection: Some(Projection::parse(&p).expect("projection")),
+                ..Query::new(Selector::by_id("d"))
+            };
+            let found = store.find("s", &query).await.expect("find");
+            Value::Object(found.into_iter().next().expect("one document"))
+        }
+    };
+    assert_eq!(
+        projected(json!({"title": 1})).await,
+        json!({"_id": "d", "title": "w"})
+    );
+    assert_eq!(
+        projected(json!({"meta.public": 1, "_id": 0})).await,
+        json!({"meta": {"public": 3}})
+    );
+    assert_eq!(
+        projected(json!({"meta.secret": 0, "n": 0})).await,
+        json!({"_id": "d", "title": "w", "meta": {"public": 3}})
+    );
+    let listed = Query {
+        projection: Some(Projection::parse_list("title,n").expect("projection")),
+        sort: Some(Sort::parse(&json!({"n": -1, "_id": 1})).expect("sort")),
+        limit: Some(1),
+        ..Query::default()
+    };
+    let found = store.find("s", &listed).await.expect("find");
+    assert_eq!(
+        found.into_iter().map(Value::Object).collect::<Vec<_>>(),
+        [json!({"_id": "d", "n": 3, "title": "w"})]
+    );
+}
+
+async fn find_one_and_count(store: S) {
+    for i in 0..6 {
+        insert(
+            &store,
+            "f",
+            json!({"_id": format!("d{i}"), "even": i % 2 == 0, "i": i}),
+        )
+        .await;
+    }
+    let one = store
+        .find_one("f", &sel(json!({"even": false})))
+        .await
+        .expect("find_one")
+        .expect("some");
+    assert_eq!(
+        document_id(&one),
+        Some("d1"),
+        "the first match in natural order"
+    );
+    assert!(
+        store
+            .find_one("f", &sel(json!({"i": 99})))
+            .await
+            .expect("find_one")
+            .is_none()
+    );
+    assert_eq!(
+        store
+            .count("f", &sel(json!({"even": true})))
+            .await
+            .expect("count"),
+        3
+    );
+    assert_eq!(store.count("f", &Selector::all()).await.expect("count"), 6);
+    assert_eq!(
+        store
+            .count("f", &sel(json!({"i": {"$gte": 4}})))
+            .await
+            .expect("count"),
+        2
+    );
+}
+
+async fn modifiers(store: S) {
+    insert(
+        &store,
+        "m",
+        json!({"_id": "m", "n": 1, "f": 1.5, "s": "x", "list": [1, 2, 3, 2], "set": ["a"], "o": {"k": 1}}),
+    )
+    .await;
+    let cases = [
+        (
+            json!({"$set": {"s": "y", "o.k": 2, "new.deep.field": true}}),
+            json!({"_id": "m", "n": 1, "f": 1.5, "s": "y", "list": [1, 2, 3, 2], "set": ["a"], "o": {"k": 2}, "new": {"deep": {"field": true}}}),
+        ),
+        (
+            json!({"$unset": {"new": "", "o.k": 1, "missing.path": 1}}),
+            json!({"_id": "m", "n": 1, "f": 1.5, "s": "y", "list": [1, 2, 3, 2], "set": ["a"], "o": {}}),
+        ),
+        (
+            json!({"$inc": {"n": 2, "f": -0.5, "fresh": 5}}),
+            json!({"_id": "m", "n": 3, "f": 1.0, "s": "y", "list": [1, 2, 3, 2], "set": ["a"], "o": {}, "fresh": 5}),
+        ),
+        (
+            json!({"$push": {"list": 4, "pushed": {"$each": [1, 1]}}}),
+            json!({"_id": "m", "n": 3, "f": 1.0, "s": "y", "list": [1, 2, 3, 2, 4], "set": ["a"], "o": {}, "fresh": 5, "pushed": [1, 1]}),
+        ),
+        (
+            json!({"$pull": {"list": 2, "pushed": {"$gte": 1}}}),
+            json!({"_id": "m", "n": 3, "f": 1.0, "s": "y", "list": [1, 3, 4], "set": ["a"], "o": {}, "fresh": 5, "pushed": []}),
+        ),
+        (
+            json!({"$addToSet": {"set": {"$each": ["a", "b", "b"]}, "set2": "z"}}),
+            json!({"_id": "m", "n": 3, "f": 1.0, "s": "y", "list": [1, 3, 4], "set": ["a", "b"], "o": {}, "fresh": 5, "pushed": [], "set2": ["z"]}),
+        ),
+        (
+            json!({"$set": {"list.0": 10, "_id": "m"}}),
+            json!({"_id": "m", "n": 3, "f": 1.0, "s": "y", "list": [10, 3, 4], "set": ["a", "b"], "o": {}, "fresh": 5, "pushed": [], "set2": ["z"]}),
+        ),
+    ];
+    for (modifier, expected) in cases {
+        let r = store
+            .update("m", &Selector::by_id("m"), &upd(modifier.clone()), ONE)
+            .await
+            .unwrap_or_else(|e| panic!("{modifier}: {e}"));
+        assert_eq!(r.matched, 1, "{modifier}");
+        assert_eq!(r.modified, 1, "{modifier}");
+        let now = store.get("m", "m").await.expect("get").expect("found");
+        assert_eq!(Value::Object(now), expected, "after {modifier}");
+    }
+    // A modifier that changes nothing matches but modifies nothing.
+    let same = store
+        .update(
+            "m",
+            &Selector::by_id("m"),
+            &upd(json!({"$set": {"s": "y"}})),
+            ONE,
+        )
+        .await
+        .expect("update");
+    assert_eq!((same.matched, same.modified), (1, 0));
+    // $pull with a selector on object elements.
+    insert(
+        &store,
+        "m",
+        json!({"_id": "p", "items": [{"k": 1, "x": 1}, {"k": 2}, {"k": 1}]}),
+    )
+    .await;
+    store
+        .update(
+            "m",
+            &Selector::by_id("p"),
+            &upd(json!({"$pull": {"items": {"k": 1}}})),
+            ONE,
+        )
+        .await
+        .expect("pull");
+    let p = store.get("m", "p").await.expect("get").expect("found");
+    assert_eq!(p.get("items"), Some(&json!([{"k": 2}])));
+}
+
+async fn update_one_or_many(store: S) {
+    for i in 0..4 {
+        insert(
+            &store,
+            "u",
+            json!({"_id": format!("u{i}"), "g": i < 3, "v": 0}),
+        )
+        .await;
+    }
+    let inc = upd(json!({"$inc": {"v": 1}}));
+    let one = store
+        .update("u", &sel(json!({"g": true})), &inc, ONE)
+        .await
+        .expect("update");
+    assert_eq!(
+        one,
+        UpdateResult {
+            matched: 1,
+            modified: 1,
+            upserted_id: None
+        }
+    );
+    let many = store
+        .update("u", &sel(json!({"g": true})), &inc, MULTI)
+        .await
+        .expect("update");
+    assert_eq!(
+        many,
+        UpdateResult {
+            matched: 3,
+            modified: 3,
+            upserted_id: None
+        }
+    );
+    let docs = all_docs(store.as_ref(), "u").await;
+    let vs: Vec<&Value> = docs.iter().filter_map(|d| d.get("v")).collect();
+    assert_eq!(vs, [&json!(2), &json!(1), &json!(1), &json!(0)]);
+    let none = store
+        .update("u", &sel(json!({"g": "no"})), &inc, MULTI)
+        .await
+        .expect("update");
+    assert_eq!(none, UpdateResult::default());
+}
+
+async fn upsert_inserts_from_selector_and_update(store: S) {
+    let selector = sel(json!({"name": "ada", "profile.lang": "en", "age": {"$gt": 3}}));
+    let inc = upd(json!({"$inc": {"visits": 1}}));
+    let first = store
+        .update("up", &selector, &inc, UPSERT)
+        .await
+        .expect("upsert");
+    assert_eq!((first.matched, first.modified), (0, 0));
+    let id = first.upserted_id.expect("an id for the inserted document");
+    let created = store.get("up", &id).await.expect("get").expect("found");
+    assert_eq!(
+        Value::Object(created),
+        json!({"_id": id, "name": "ada", "profile": {"lang": "en"}, "visits": 1})
+    );
+    // Now nothing matches the `$gt` (no age): a second upsert inserts again.
+    let second = store
+        .update("up", &selector, &inc, UPSERT)
+        .await
+        .expect("upsert");
+    assert!(second.upserted_id.is_some());
+    // With a matching document, an upsert is an update.
+    let by_name = sel(json!({"name": "ada"}));
+    let third = store
+        .update("up", &by_name, &inc, UPSERT)
+        .await
+        .expect("upsert");
+    assert_eq!(
+        (third.matched, third.modified, third.upserted_id),
+        (1, 1, None)
+    );
+    // The selector's `_id` becomes the new document's id; a replacement upsert uses its fields.
+    let r = store
+        .update(
+            "up",
+            &Selector::by_id("fixed"),
+            &upd(json!({"k": "v"})),
+            UPSERT,
+        )
+        .await
+        .expect("upsert");
+    assert_eq!(r.upserted_id.as_deref(), Some("fixed"));
+    let fixed = store.get("up", "fixed").await.expect("get").expect("found");
+    assert_eq!(Value::Object(fixed), json!({"_id": "fixed", "k": "v"}));
+    assert_eq!(store.count("up", &Selector::all()).await.expect("count"), 3);
+}
+
+async fn replacement_keeps_the_id(store: S) {
+    insert(&store, "r", json!({"_id": "r1", "a": 1, "b": 2})).await;
+    let replace = Update::replace(doc(json!({"c": 3}))).expect("replacement");
+    assert!(replace.is_replacement());
+    let r = store
+        .update("r", &Selector::by_id("r1"), &replace, ONE)
+        .await
+        .expect("replace");
+    assert_eq!((r.matched, r.modified), (1, 1));
+    let now = store.get("r", "r1").await.expect("get").expect("found");
+    assert_eq!(Value::Object(now), json!({"_id": "r1", "c": 3}));
+    // The same `_id` may be repeated; another one is refused and changes nothing.
+    let same = upd(json!({"_id": "r1", "d": 4}));
+    store
+        .update("r", &Selector::by_id("r1"), &same, ONE)
+        .await
+        .expect("same id");
+    let other = upd(json!({"_id": "r2", "e": 5}));
+    let refused = store.update("r", &Selector::by_id("r1"), &other, ONE).await;
+    assert!(
+        matches!(refused, Err(Error::InvalidModifier(_))),
+        "{refused:?}"
+    );
+    let now = store.get("r", "r1").await.expect("get").expect("found");
+    assert_eq!(Value::Object(now), json!({"_id": "r1", "d": 4}));
+    assert!(store.get("r", "r2").await.expect("get").is_none());
+}
+
+async fn a_failing_modifier_changes_no_document(store: S) {
+    for (id, v) in [
+        ("a", json!(1)),
+        ("b", json!(2)),
+        ("c", json!("three")),
+        ("d", json!(4)),
+    ] {
+        insert(&store, "t", json!({"_id": id, "v": v, "w": 0})).await;
+    }
+    let before = all_docs(store.as_ref(), "t").await;
+    for bad in [
+        json!({"$set": {"w": 1}, "$inc": {"v": 1}}),
+        json!({"$set": {"w": 1}, "$push": {"v": 1}}),
+        json!({"$set": {"w": 1}, "$addToSet": {"v": 1}}),
+        json!({"$set": {"w": 1}, "$pull": {"v": 1}}),
+        json!({"$set": {"w": 1, "v.x": 1}}),
+        json!({"$set": {"w": 1, "_id": "z"}}),
+    ] {
+        let result = store
+            .update("t", &Selector::all(), &upd(bad.clone()), MULTI)
+            .await;
+        match result {
+            Err(e @ Error::InvalidModifier(_)) => assert!(e.is_client_error(), "{e}"),
+            other => panic!("{bad} should fail as an invalid modifier, got {other:?}"),
+        }
+        assert_eq!(
+            all_docs(store.as_ref(), "t").await,
+            before,
+            "{bad} changed documents"
+        );
+    }
+}
+
+async fn invalid_modifiers_name_the_problem(_store: S) {
+    for (bad, named) in [
+        (json!({"$foo": {"a": 1}}), "$foo"),
+        (json!({"$set": {"a": 1}, "b": 2}), "mixes"),
+        (json!({"$set": [1]}), "$set"),
+        (json!({"$set": {}}), "$set"),
+        (json!({"$inc": {"a": "1"}}), "$inc"),
+        (json!({"$unset": {"_id": 1}}), "_id"),
+        (json!({"$inc": {"_id": 1}}), "_id"),
+        (json!({"$set": {"": 1}}), "empty"),
+        (json!({"$set": {"a.$": 1}}), "$"),
+        (json!({"$set": {"$a": 1}}), "$a"),
+        (json!({"$set": {"a": 1}, "$unset": {"a": 1}}), "conflicting"),
+        (json!({"$set": {"a.b": 1}, "$inc": {"a": 1}}), "conflicting"),
+        (json!({"$push": {"a": {"$each": 1}}}), "$each"),
+        (json!({"$push": {"a": {"$slice": 2}}}), "$slice"),
+        (json!({"$pull": {"a": {"$nope": 1}}}), "$nope"),
+        (json!({"$x": 1}), "$x"),
+        (json!({"a": 1, "$set": {"b": 1}}), "mixes"),
+        (json!("text"), "object"),
+    ] {
+        match Update::parse(&bad) {
+            Err(e @ Error::InvalidModifier(_)) => {
+                assert!(
+                    e.to_string().contains(named),
+                    "{bad}: {e} should name {named}"
+                );
+            }
+            other => panic!("{bad} should be an invalid modifier, got {other:?}"),
+        }
+    }
+    assert!(matches!(
+        Update::set(doc(json!({"_id": "x"}))),
+        Err(Error::InvalidModifier(_))
+    ));
+    assert!(matches!(
+        Update::replace(doc(json!({"$set": 1}))),
+        Err(Error::InvalidModifier(_))
+    ));
+}
+
+async fn remove_removes_only_matches(store: S) {
+    for i in 0..5 {
+        insert(&store, "rm", json!({"_id": format!("r{i}"), "i": i})).await;
+    }
+    assert_eq!(
+        store
+            .remove("rm", &sel(json!({"i": {"$gte": 3}})))
+            .await
+            .expect("remove"),
+        2
+    );
+    assert_eq!(
+        store
+            .remove("rm", &sel(json!({"i": 99})))
+            .await
+            .expect("remove"),
+        0
+    );
+    assert_eq!(
+        store
+            .remove("rm", &Selector::by_id("r0"))
+            .await
+            .expect("remove"),
+        1
+    );
+    assert_eq!(ids(&all_docs(store.as_ref(), "rm").await), ["r1", "r2"]);
+    assert_eq!(
+        store.remove("rm", &Selector::all()).await.expect("remove"),
+        2
+    );
+    assert_eq!(store.count("rm", &Selector::all()).await.expect("count"), 0);
+}
+
+async fn index_lookups_through_arrays_follow_writes(store: S) {
+    let path = "services.resume.loginTokens.hashedToken";
+    store
+        .ensure_index("users", path)
+        .await
+        .expect("ensure_index");
+    store
+        .ensure_index("users", path)
+        .await
+        .expect("ensure_index again is a no-op");
+    store
+        .ensure_index("users", "n")
+        .await
+        .expect("ensure_index");
+    let token = |t: &str| json!({"when": "2026-01-01", "hashedToken": t});
+    insert(&store, "users", json!({"_id": "u1", "n": 1, "services": {"resume": {"loginTokens": [token("t1"), token("t2")]}}})).await;
+    insert(
+        &store,
+        "users",
+        json!({"_id": "u2", "n": 2.0, "services": {"resume": {"loginTokens": [token("t3")]}}}),
+    )
+    .await;
+    insert(&store, "users", json!({"_id": "u3", "n": [2, 3]})).await;
+    let by_token = |t: &str| json!({ path: t });
+    assert_eq!(find_ids(&store, "users", by_token("t2")).await, ["u1"]);
+    assert_eq!(find_ids(&store, "users", by_token("t3")).await, ["u2"]);
+    assert_eq!(
+        find_ids(&store, "users", by_token("t9")).await,
+        Vec::<String>::new()
+    );
+    // Numbers are equal by value; array elements are found too.
+    assert_eq!(
+        find_ids(&store, "users", json!({"n": 2})).await,
+        ["u2", "u3"]
+    );
+    assert_eq!(find_ids(&store, "users", json!({"n": 3.0})).await, ["u3"]);
+    // The index follows updates and removals.
+    let push = upd(json!({"$push": {"services.resume.loginTokens": token("t9")}}));
+    store
+        .update("users", &Selector::by_id("u2"), &push, ONE)
+        .await
+        .expect("push");
+    assert_eq!(find_ids(&store, "users", by_token("t9")).await, ["u2"]);
+    let pull = upd(json!({"$pull": {"services.resume.loginTokens": {"hashedToken": "t1"}}}));
+    store
+        .update("users", &Selector::by_id("u1"), &pull, ONE)
+        .await
+        .expect("pull");
+    assert_eq!(
+        find_ids(&store, "users", by_token("t1")).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(find_ids(&store, "users", by_token("t2")).await, ["u1"]);
+    store
+        .remove("users", &Selector::by_id("u2"))
+        .await
+        .expect("remove");
+    assert_eq!(
+        find_ids(&store, "users", by_token("t9")).await,
+        Vec::<String>::new()
+    );
+    // An index made after the documents covers them too.
+    store
+        .ensure_index("users", "services.resume.loginTokens.when")
+        .await
+        .expect("late index");
+    let by_when = json!({"services.resume.loginTokens.when": "2026-01-01"});
+    assert_eq!(find_ids(&store, "users", by_when).await, ["u1"]);
+    for bad in ["", "a..b", "a.$", "$x"] {
+        let r = store.ensure_index("users", bad).await;
+        assert!(matches!(r, Err(Error::InvalidName(_))), "{bad:?}: {r:?}");
+    }
+}
+
+async fn collections_are_listed_and_dropped(store: S) {
+    assert_eq!(
+        store.list_collections().await.expect("list"),
+        Vec::<String>::new()
+    );
+    insert(&store, "zeta", json!({"a": 1})).await;
+    insert(&store, "alpha", json!({"a": 1})).await;
+    store.ensure_index("alpha", "a").await.expect("index");
+    assert_eq!(
+        store.list_collections().await.expect("list"),
+        ["alpha", "zeta"]
+    );
+    store.drop_collection("alpha").await.expect("drop");
+    store
+        .drop_collection("never-existed")
+        .await
+        .expect("dropping a missing one is fine");
+    assert_eq!(store.list_collections().await.expect("list"), ["zeta"]);
+    assert_eq!(
+        store.count("alpha", &Selector::all()).await.expect("count"),
+        0
+    );
+    // A dropped collection can be made again, without its old index getting in the way.
+    insert(&store, "alpha", json!({"_id": "again", "a": 2})).await;
+    assert_eq!(find_ids(&store, "alpha", json!({"a": 2})).await, ["again"]);
+}
+
+async fn missing_collections_find_nothing(store: S) {
+    let all = Selector::all();
+    assert!(
+        store
+            .find("ghost", &Query::default())
+            .await
+            .expect("find")
+            .is_empty()
+    );
+    assert!(
+        store
+            .find_one("ghost", &all)
+            .await
+            .expect("find_one")
+            .is_none()
+    );
+    assert!(store.get("ghost", "x").await.expect("get").is_none());
+    assert_eq!(store.count("ghost", &all).await.expect("count"), 0);
+    assert_eq!(store.remove("ghost", &all).await.expect("remove"), 0);
+    let set = upd(json!({"$set": {"a": 1}}));
+    let r = store
+        .update("ghost", &all, &set, MULTI)
+        .await
+        .expect("update");
+    assert_eq!(r, UpdateResult::default());
+    assert_eq!(
+        store.list_collections().await.expect("list"),
+        Vec::<String>::new()
+    );
+}
+
+async fn concurrent_updates_lose_nothing(store: S) {
+    const INCS: usize = 40;
+    const FIELDS: usize = 20;
+    insert(&store, "hot", json!({"_id": "doc", "count": 0})).await;
+    let mut tasks = Vec::new();
+    for i in 0..INCS.max(FIELDS) {
+        if i < INCS {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                let inc = upd(json!({"$inc": {"count": 1}}));
+                store
+                    .update("hot", &Selector::by_id("doc"), &inc, ONE)
+                    .await
+            }));
+        }
+        if i < FIELDS {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                let set = upd(json!({"$set": {format!("field{i}"): i}}));
+                store
+                    .update("hot", &Selector::by_id("doc"), &set, ONE)
+                    .await
+            }));
+        }
+    }
+    for task in tasks {
+        let r = task.await.expect("task").expect("update");
+        assert_eq!((r.matched, r.modified), (1, 1));
+    }
+    let d = store.get("hot", "doc").await.expect("get").expect("found");
+    assert_eq!(d.get("count"), Some(&json!(INCS)));
+    for i in 0..FIELDS {
+        assert_eq!(d.get(&format!("field{i}")), Some(&json!(i)), "field{i}");
+    }
+}
