@@ -154,7 +154,7 @@ impl AutoApi {
 
     fn build_table(&self) -> Result<RouteTable> {
         let (table, mut errors) =
-            RouteTable::build(&self.platform, &self.config, &self.listed_routes());
+            RouteTable::build(&self.platform, &self.config, &self.listed_routes(), None);
         match errors.is_empty() {
             true => Ok(table),
             false => Err(errors.swap_remove(0)),
@@ -215,13 +215,14 @@ impl AutoApi {
             router =
                 router.merge(PasswordLogin::new(self.platform.clone(), options.clone()).router());
         }
-        router = router.layer(axum::middleware::from_fn(catch_panic));
         if let Some(parser) = self.token_auth {
             router = router
                 .layer(TokenAuthLayer::new(self.platform.clone()))
-                .layer(parser)
-                .layer(axum::middleware::from_fn(catch_panic));
+                .layer(parser);
         }
+        // Outside the authentication layers, so a panic anywhere below is a JSON 500; inside
+        // the header layer, so that reply still carries the global headers.
+        router = router.layer(axum::middleware::from_fn(catch_panic));
         Ok(router.layer(axum::middleware::map_response_with_state(
             headers,
             add_response_headers,

@@ -73,7 +73,12 @@ impl Shared {
         if current.is_current(&self.platform) {
             return current;
         }
-        let (table, errors) = RouteTable::build(&self.platform, &self.config, &self.listed);
+        let (table, errors) = RouteTable::build(
+            &self.platform,
+            &self.config,
+            &self.listed,
+            Some(current.registry()),
+        );
         for error in errors {
             // Setup-time errors were fatal in `AutoApi::router`; a definition made later can only
             // be reported here.

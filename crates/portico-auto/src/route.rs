@@ -5,7 +5,7 @@
 //! registries have changed since (see [`Registry`]).
 
 use http::Method;
-use portico_platform::{ArgsExtractor, Platform};
+use portico_platform::{ArgsExtractor, MethodInfo, Platform, PublicationInfo};
 use serde_json::{Map, Value, json};
 
 use crate::url::{UrlMatch, UrlPattern};
@@ -185,9 +185,82 @@ impl Builder {
     }
 }
 
+impl Builder {
+    fn method(&mut self, info: &MethodInfo) {
+        let owner = format!("method {:?}", info.name);
+        let url = info
+            .options
+            .url
+            .clone()
+            .unwrap_or_else(|| format!("methods/{}", info.name));
+        match (
+            parse_url(&owner, &url),
+            parse_http_method(&owner, info.options.http_method.as_deref(), Method::POST),
+        ) {
+            (Ok(pattern), Ok(method)) => self.add_with_preflight(
+                method,
+                pattern,
+                Target::Method(info.name.clone()),
+                info.options.args_extractor.clone(),
+            ),
+            (Err(e), _) | (_, Err(e)) => self.errors.push(e),
+        }
+    }
+
+    fn publication(&mut self, info: &PublicationInfo) {
+        let owner = format!("publication {:?}", info.name);
+        let url = info
+            .options
+            .url
+            .clone()
+            .unwrap_or_else(|| format!("publications/{}", info.name));
+        match (
+            parse_url(&owner, &url),
+            parse_http_method(&owner, info.options.http_method.as_deref(), Method::GET),
+        ) {
+            (Ok(pattern), Ok(method)) => self.add(
+                method,
+                pattern,
+                Target::Publication(info.name.clone()),
+                info.options.args_extractor.clone(),
+            ),
+            (Err(e), _) | (_, Err(e)) => self.errors.push(e),
+        }
+    }
+
+    fn collection(&mut self, name: &str) {
+        let owner = format!("collection {name:?}");
+        // Collection names are arbitrary strings; keep each one a single literal path segment.
+        let segment: String = percent_encoding::utf8_percent_encode(name, SEGMENT).to_string();
+        let (Ok(base), Ok(item)) = (
+            parse_url(&owner, &segment),
+            parse_url(&owner, &format!("{segment}/:_id")),
+        ) else {
+            self.errors.push(Error::InvalidUrl {
+                owner,
+                url: name.to_owned(),
+                reason: "not usable as a path segment".into(),
+            });
+            return;
+        };
+        self.add_with_preflight(Method::POST, base, Target::Insert(name.to_owned()), None);
+        self.add_with_preflight(
+            Method::PATCH,
+            item.clone(),
+            Target::Update(name.to_owned()),
+            None,
+        );
+        self.add_with_preflight(Method::DELETE, item, Target::Remove(name.to_owned()), None);
+    }
+}
+
 impl RouteTable {
     /// Builds the table from the platform's registries and the configuration. `listed` are
     /// routes served elsewhere (the login add-on) that the listing shows.
+    ///
+    /// `previous` is the registry of the table being replaced (`None` at setup). Endpoints it
+    /// already had are added first, so a definition made later can never take a route away
+    /// from one that was being served: on a clash the newcomer is the one refused.
     ///
     /// Returns the table with every route that could be built, and the errors of those that could
     /// not (bad url or http method options, duplicate routes); the caller decides whether errors
@@ -196,91 +269,48 @@ impl RouteTable {
         platform: &Platform,
         config: &AutoConfig,
         listed: &[(Method, String)],
+        previous: Option<&Registry>,
     ) -> (RouteTable, Vec<Error>) {
+        // At setup every endpoint counts as known, so the table keeps the natural order.
+        let known_method = |name: &String| previous.is_none_or(|r| r.methods.contains(name));
+        let known_publication =
+            |name: &String| previous.is_none_or(|r| r.publications.contains(name));
+        let known_collection =
+            |name: &String| previous.is_none_or(|r| r.collections.contains(name));
         let registry = Registry::current(platform);
         let mut b = Builder {
             routes: Vec::new(),
             errors: Vec::new(),
         };
+        let methods = platform.methods();
+        let publications = platform.publications();
+        let collections = config.collections_with_endpoints(&registry.collections);
 
-        for info in platform.methods() {
-            let owner = format!("method {:?}", info.name);
-            let url = info
-                .options
-                .url
-                .clone()
-                .unwrap_or_else(|| format!("methods/{}", info.name));
-            match (
-                parse_url(&owner, &url),
-                parse_http_method(&owner, info.options.http_method.as_deref(), Method::POST),
-            ) {
-                (Ok(pattern), Ok(method)) => b.add_with_preflight(
-                    method,
-                    pattern,
-                    Target::Method(info.name.clone()),
-                    info.options.args_extractor.clone(),
-                ),
-                (Err(e), _) | (_, Err(e)) => b.errors.push(e),
+        for known in [true, false] {
+            for info in methods.iter().filter(|m| known_method(&m.name) == known) {
+                b.method(info);
             }
-        }
-
-        let mut has_api_routes = false;
-        for info in platform.publications() {
-            has_api_routes |= info.name == API_ROUTES;
-            let owner = format!("publication {:?}", info.name);
-            let url = info
-                .options
-                .url
-                .clone()
-                .unwrap_or_else(|| format!("publications/{}", info.name));
-            match (
-                parse_url(&owner, &url),
-                parse_http_method(&owner, info.options.http_method.as_deref(), Method::GET),
-            ) {
-                (Ok(pattern), Ok(method)) => b.add(
-                    method,
-                    pattern,
-                    Target::Publication(info.name.clone()),
-                    info.options.args_extractor.clone(),
-                ),
-                (Err(e), _) | (_, Err(e)) => b.errors.push(e),
+            for info in publications
+                .iter()
+                .filter(|p| known_publication(&p.name) == known)
+            {
+                b.publication(info);
             }
-        }
-        // A publication the host named `api-routes` itself takes precedence over the built-in one.
-        if !has_api_routes {
-            if let Ok(pattern) = UrlPattern::parse(&format!("publications/{API_ROUTES}")) {
-                b.add(Method::GET, pattern, Target::ApiRoutes, None);
+            if known {
+                // A publication the host named `api-routes` takes precedence over the built-in.
+                if !publications.iter().any(|p| p.name == API_ROUTES) {
+                    if let Ok(pattern) = UrlPattern::parse(&format!("publications/{API_ROUTES}")) {
+                        b.add(Method::GET, pattern, Target::ApiRoutes, None);
+                    }
+                }
+                for (method, path) in listed {
+                    if let Ok(pattern) = UrlPattern::parse(path) {
+                        b.add_with_preflight(method.clone(), pattern, Target::Listed, None);
+                    }
+                }
             }
-        }
-
-        for name in config.collections_with_endpoints(&registry.collections) {
-            let owner = format!("collection {name:?}");
-            // Collection names are arbitrary strings; keep them one literal path segment.
-            let segment: String = percent_encoding::utf8_percent_encode(&name, SEGMENT).to_string();
-            let (Ok(base), Ok(item)) = (
-                parse_url(&owner, &segment),
-                parse_url(&owner, &format!("{segment}/:_id")),
-            ) else {
-                b.errors.push(Error::InvalidUrl {
-                    owner,
-                    url: name.clone(),
-                    reason: "not usable as a path segment".into(),
-                });
-                continue;
-            };
-            b.add_with_preflight(Method::POST, base, Target::Insert(name.clone()), None);
-            b.add_with_preflight(
-                Method::PATCH,
-                item.clone(),
-                Target::Update(name.clone()),
-                None,
-            );
-            b.add_with_preflight(Method::DELETE, item, Target::Remove(name.clone()), None);
-        }
-
-        for (method, path) in listed {
-            if let Ok(pattern) = UrlPattern::parse(path) {
-                b.add_with_preflight(method.clone(), pattern, Target::Listed, None);
+            for name in collections.iter().filter(|c| known_collection(c) == known) {
+                b.collection(name);
             }
         }
 
@@ -291,6 +321,11 @@ impl RouteTable {
             },
             b.errors,
         )
+    }
+
+    /// The registries this table was built from.
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
     }
 
     /// True when the platform's registries still hold what this table was built from.

@@ -80,6 +80,24 @@ async fn insert_allowed_and_denied() {
         .post_as("/notes", json!({"_id": "mine", "owner": ada}), &token)
         .await;
     assert_eq!((r.status, r.json), (200, json!("mine")));
+    // Taking an id that exists is a client error, and overwrites nothing.
+    let r = s
+        .post_as(
+            "/notes",
+            json!({"_id": "mine", "owner": ada, "text": "other"}),
+            &token,
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(
+        p.collection("notes")
+            .get("mine")
+            .await
+            .unwrap()
+            .unwrap()
+            .get("text")
+            .is_none()
+    );
 }
 
 #[tokio::test]

@@ -92,3 +92,39 @@ async fn a_late_method_with_a_bad_url_is_skipped_not_fatal() {
     assert_eq!(s.post_empty("/methods/good").await.status, 200);
     assert_eq!(s.post_empty("/a//b").await.status, 404);
 }
+
+#[tokio::test]
+async fn a_late_definition_never_takes_a_route_that_is_served() {
+    let p = platform().await;
+    p.method("zeta", |_inv, _args| async move {
+        Ok::<Value, MethodError>(json!("zeta"))
+    })
+    .unwrap();
+    p.collection("todos")
+        .allow(Rules::new().insert(|_u, _d| async { true }));
+    let s = serve(AutoApi::new(p.clone()).router().unwrap()).await;
+    assert_eq!(s.post_empty("/methods/zeta").await.json, json!("zeta"));
+
+    // Sorted by name, "alpha" would come first; it still may not take zeta's or a collection's route.
+    for (name, url) in [("alpha", "methods/zeta"), ("beta", "todos")] {
+        p.method_with_options(
+            name,
+            MethodOptions {
+                url: Some(url.into()),
+                ..MethodOptions::default()
+            },
+            |_inv, _args| async move { Ok::<Value, MethodError>(json!("thief")) },
+        )
+        .unwrap();
+    }
+    // Something new makes the router rebuild its table.
+    p.method("new", |_inv, _args| async move {
+        Ok::<Value, MethodError>(json!("new"))
+    })
+    .unwrap();
+    assert_eq!(s.post_empty("/methods/new").await.json, json!("new"));
+    assert_eq!(s.post_empty("/methods/zeta").await.json, json!("zeta"));
+    let r = s.post("/todos", json!({"x": 1})).await;
+    assert_eq!(r.status, 200);
+    assert_ne!(r.json, json!("thief"));
+}

@@ -183,3 +183,47 @@ async fn publication_errors_follow_the_status_rules() {
     );
     assert!(!r.text.contains("disk"));
 }
+
+#[tokio::test]
+async fn publication_args_extractor_reads_the_query_string() {
+    let p = seeded().await;
+    p.publish_with_options(
+        "todos-by-title",
+        PublicationOptions {
+            args_extractor: Some(std::sync::Arc::new(|req| {
+                let title = req
+                    .uri
+                    .query()
+                    .and_then(|q| {
+                        form_urlencoded::parse(q.as_bytes())
+                            .find(|(k, _)| k == "title")
+                            .map(|(_, v)| v.into_owned())
+                    })
+                    .ok_or_else(|| MethodError::invalid_arguments("?title= is required"))?;
+                Ok(vec![json!(title)])
+            })),
+            ..PublicationOptions::default()
+        },
+        |sub, args| async move {
+            let title: String = portico_platform::arg(&args, 0)?;
+            let selector = Selector::parse(&json!({"title": title}))
+                .map_err(|e| MethodError::invalid_arguments(e.to_string()))?;
+            Ok(vec![
+                sub.platform()
+                    .collection("todos")
+                    .cursor(Query::new(selector)),
+            ])
+        },
+    )
+    .unwrap();
+    let s = app(&p).await;
+    let r = s.get("/publications/todos-by-title?title=Eggs").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.json,
+        json!({"todos": [{"_id": "t2", "listId": "l1", "title": "Eggs"}]})
+    );
+    let r = s.get("/publications/todos-by-title").await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json["reason"], "?title= is required");
+}

@@ -93,3 +93,22 @@ async fn bad_options_and_clashing_routes_are_setup_errors() {
         .router();
     assert!(ok.is_ok());
 }
+
+#[tokio::test]
+async fn mounted_inside_a_host_app() {
+    let p = platform().await;
+    p.method("add", |_inv, args| async move {
+        Ok::<Value, MethodError>(json!(portico_platform::arg::<i64>(&args, 0)? + 1))
+    })
+    .unwrap();
+    let app = axum::Router::new()
+        .route("/health", axum::routing::get(|| async { "ok" }))
+        .nest("/api", AutoApi::new(p).router().unwrap());
+    let s = serve(app).await;
+    assert_eq!(s.get("/health").await.text, "ok");
+    let r = s.post("/api/methods/add", json!([41])).await;
+    assert_eq!((r.status, r.json), (200, json!(42)));
+    let r = s.post_empty("/api/methods/nope").await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.json["error"], "not-found");
+}
