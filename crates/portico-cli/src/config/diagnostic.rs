@@ -90,10 +90,13 @@ impl<'a> Source<'a> {
             path.extend(header.split('.').map(|part| unquote(part.trim())));
         }
         let line_prefix = &before[line_start..];
-        let trimmed = line_prefix.trim_start();
-        if trimmed.starts_with('[') && !line_prefix.contains('=') {
-            // The offset is inside a table header: the header names the key.
-            let header = trimmed.trim_start_matches('[').trim_end_matches(']');
+        let line_end = self.text[line_start..]
+            .find('\n')
+            .map_or(self.text.len(), |i| line_start + i);
+        let whole_line = strip_comment(&self.text[line_start..line_end]).trim();
+        if whole_line.starts_with('[') && !line_prefix.contains('=') {
+            // The offset is on a table header: the header names the key.
+            let header = whole_line.trim_start_matches('[').trim_end_matches(']');
             return header
                 .split('.')
                 .map(|part| unquote(part.trim()))
@@ -223,7 +226,12 @@ pub(crate) fn parse_all<T: DeserializeOwned>(text: &str) -> (Option<T>, Vec<Conf
 
 /// The toml crate's message without its trailing newline.
 fn clean_message(message: &str) -> String {
-    message.trim().to_owned()
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The name between backquotes after `prefix` in `message`.

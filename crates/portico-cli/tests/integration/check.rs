@@ -1,0 +1,124 @@
+//! `portico check`: every mistake named with its line and key, exit codes.
+
+use super::common::{Workspace, text};
+
+fn check(body: &str) -> (bool, String, String) {
+    let ws = Workspace::new();
+    ws.config(body);
+    let out = ws.run(&["check", "--config", "portico.toml"]);
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn the_shipped_example_is_valid() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/portico.toml");
+    let out = Workspace::new().run(&["check", "--config", example]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.starts_with("ok: "), "{stdout}");
+    assert!(stdout.contains("1 route API, 2 collections"), "{stdout}");
+}
+
+#[test]
+fn unknown_keys_are_named_with_line_and_key() {
+    // Line 1 is the `database` line the workspace writes.
+    let (ok, _, stderr) = check("[[api]]\napi_path = \"api/\"\nuse_defualt_auth = true\n");
+    assert!(!ok);
+    assert!(stderr.contains("line 4"), "{stderr}");
+    assert!(stderr.contains("key `api.use_defualt_auth`"), "{stderr}");
+    assert!(stderr.contains("unknown field"), "{stderr}");
+}
+
+#[test]
+fn wrong_types_are_named_with_line_and_key() {
+    let (ok, _, stderr) =
+        check("[[api]]\n[[api.collection]]\nname = \"a\"\nmax_page_size = \"lots\"\n");
+    assert!(!ok);
+    assert!(stderr.contains("line 5"), "{stderr}");
+    assert!(
+        stderr.contains("key `api.collection.max_page_size`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_bad_rule_is_named_with_line_and_key() {
+    let (ok, _, stderr) =
+        check("[auto]\ncollections = [\"w\"]\n[auto.rules.w]\nupdate = \"owner\"\n");
+    assert!(!ok);
+    assert!(stderr.contains("line 5"), "{stderr}");
+    assert!(stderr.contains("key `auto.rules.w.update`"), "{stderr}");
+    assert!(stderr.contains("owner:"), "{stderr}");
+}
+
+#[test]
+fn two_routes_on_one_path_are_refused() {
+    let (ok, _, stderr) = check(
+        "[[api]]\n[[api.collection]]\nname = \"a\"\npath = \"things\"\n[[api.collection]]\nname = \"b\"\npath = \"things\"\n",
+    );
+    assert!(!ok);
+    assert!(stderr.contains("line 7"), "{stderr}");
+    assert!(stderr.contains("two routes on one path"), "{stderr}");
+    assert!(stderr.contains("/api/things"), "{stderr}");
+}
+
+#[test]
+fn every_mistake_is_printed_at_once() {
+    let (ok, _, stderr) = check(
+        "listen = \"nowhere\"\n[[api]]\nprety_json = true\n[[api.collection]]\nname = \"a\"\nauth_required = \"no\"\n[auto]\n[auto.rules.a]\ninsert = \"everyone\"\n",
+    );
+    assert!(!ok);
+    // Two the parser finds (one after the other), two found once the rest parses.
+    for expected in [
+        "line 2, column 10, key `listen`",
+        "line 4, column 1, key `api.prety_json`: unknown field `prety_json`",
+        "line 7, column 17, key `api.collection.auth_required`",
+        "line 10, column 10, key `auto.rules.a.insert`",
+    ] {
+        assert!(
+            stderr.contains(expected),
+            "missing {expected:?} in {stderr}"
+        );
+    }
+    assert!(stderr.contains("4 mistakes"), "{stderr}");
+}
+
+#[test]
+fn semantic_mistakes_are_all_printed() {
+    let (ok, _, stderr) =
+        check("listen = \"nowhere\"\n[auto]\n[auto.rules.a]\ninsert = \"everyone\"\n");
+    assert!(!ok);
+    assert!(
+        stderr.contains("line 2, column 10, key `listen`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("key `auto.rules.a.insert`"), "{stderr}");
+    assert!(stderr.contains("2 mistakes"), "{stderr}");
+}
+
+#[test]
+fn a_missing_file_is_an_error() {
+    let out = Workspace::new().run(&["check", "--config", "nope.toml"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("cannot read config file nope.toml"));
+}
+
+#[test]
+fn serve_refuses_a_bad_config_with_the_same_message() {
+    let ws = Workspace::new();
+    ws.config("[[api]]\nverison = \"v1\"\n");
+    let out = ws.run(&[
+        "serve",
+        "--config",
+        "portico.toml",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("line 3") && stderr.contains("key `api.verison`"),
+        "{stderr}"
+    );
+    assert!(text(&out.stdout).is_empty(), "nothing may be served");
+}

@@ -1,0 +1,261 @@
+//! Running the binary: one-shot commands and a server on an ephemeral port.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+/// The `portico` binary under test.
+pub(crate) fn portico() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_portico"))
+}
+
+/// A temporary directory holding a config file and a SQLite database.
+pub(crate) struct Workspace {
+    pub(crate) dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    pub(crate) fn new() -> Workspace {
+        Workspace {
+            dir: tempfile::tempdir().expect("temporary directory"),
+        }
+    }
+
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The store URL of this workspace's database.
+    pub(crate) fn database(&self) -> String {
+        format!("sqlite:{}", self.path("portico.db").display())
+    }
+
+    /// Writes `portico.toml` (with this workspace's database) and returns its path.
+    pub(crate) fn config(&self, body: &str) -> PathBuf {
+        let path = self.path("portico.toml");
+        let text = format!("database = \"{}\"\n{body}", self.database());
+        std::fs::write(&path, text).expect("write config");
+        path
+    }
+
+    /// Runs `portico ARGS...` in this workspace and waits for it.
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
+        portico()
+            .args(args)
+            .current_dir(self.dir.path())
+            .output()
+            .expect("run portico")
+    }
+
+    /// Runs `portico users add` on this workspace's database; returns the new id.
+    pub(crate) fn add_user(&self, username: &str, password: &str, roles: &[&str]) -> String {
+        let db = self.database();
+        let mut args = vec![
+            "users",
+            "add",
+            "--database",
+            &db,
+            "--username",
+            username,
+            "--password",
+            password,
+        ];
+        for role in roles {
+            args.push("--role");
+            args.push(role);
+        }
+        let out = self.run(&args);
+        assert!(
+            out.status.success(),
+            "users add failed: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout).trim().to_owned()
+    }
+
+    /// Starts `portico serve --config portico.toml --listen 127.0.0.1:0`.
+    pub(crate) fn serve(&self) -> Server {
+        Server::start(
+            self.dir.path(),
+            &[
+                "serve",
+                "--config",
+                "portico.toml",
+                "--listen",
+                "127.0.0.1:0",
+            ],
+        )
+    }
+}
+
+pub(crate) fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A running `portico serve`; killed when dropped if not stopped.
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) base: String,
+    pub(crate) log: PathBuf,
+    _stdout: BufReader<ChildStdout>,
+    pub(crate) http: reqwest::Client,
+}
+
+impl Server {
+    /// Starts the server and waits for its `listening on http://ADDR` line.
+    pub(crate) fn start(dir: &Path, args: &[&str]) -> Server {
+        let log = dir.join(format!("serve-{}.log", std::process::id()));
+        let log_file = std::fs::File::create(&log).expect("log file");
+        let mut child = portico()
+            .args(args)
+            .current_dir(dir)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log_file))
+            .spawn()
+            .expect("spawn portico serve");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        let read = stdout.read_line(&mut line).unwrap_or(0);
+        let Some(addr) = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .filter(|_| read > 0)
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "server did not start: stdout {line:?}, stderr:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        };
+        Server {
+            base: format!("http://{addr}"),
+            child,
+            log,
+            _stdout: stdout,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Sends SIGTERM and waits; returns whether the process exited with success.
+    pub(crate) fn stop(mut self) -> (bool, String) {
+        let pid = self.child.id().to_string();
+        let status = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+        let exit = self.child.wait().expect("wait");
+        (
+            exit.success(),
+            std::fs::read_to_string(&self.log).unwrap_or_default(),
+        )
+    }
+
+    /// Sends a request with an optional JSON body and header; returns status, headers and body.
+    pub(crate) async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        headers: &[(&str, &str)],
+    ) -> Reply {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut request = self.http.request(method, self.url(path));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("request");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let raw = response.text().await.expect("body");
+        let body = serde_json::from_str(&raw).unwrap_or(Value::Null);
+        Reply {
+            status,
+            headers,
+            body,
+            raw,
+        }
+    }
+
+    /// Logs in through a routes API's default login; returns (token, user id).
+    pub(crate) async fn rest_login(
+        &self,
+        base: &str,
+        username: &str,
+        password: &str,
+    ) -> (String, String) {
+        let reply = self
+            .call(
+                "POST",
+                &format!("{base}login"),
+                Some(json!({"username": username, "password": password})),
+                &[],
+            )
+            .await;
+        assert_eq!(reply.status, 200, "login failed: {}", reply.raw);
+        (
+            reply.body["data"]["authToken"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            reply.body["data"]["userId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        )
+    }
+
+    /// Logs in through the auto API's login add-on; returns (token, user id).
+    pub(crate) async fn auto_login(&self, username: &str, password: &str) -> (String, String) {
+        let reply = self
+            .call(
+                "POST",
+                "/users/login",
+                Some(json!({"username": username, "password": password})),
+                &[],
+            )
+            .await;
+        assert_eq!(reply.status, 200, "login failed: {}", reply.raw);
+        (
+            reply.body["token"].as_str().unwrap_or_default().to_owned(),
+            reply.body["id"].as_str().unwrap_or_default().to_owned(),
+        )
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP reply.
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: reqwest::header::HeaderMap,
+    pub(crate) body: Value,
+    pub(crate) raw: String,
+}
+
+impl Reply {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// `X-Auth-Token: token` for routes APIs.
+pub(crate) fn x_auth(token: &str) -> [(&'static str, &str); 1] {
+    [("X-Auth-Token", token)]
+}

@@ -1,0 +1,176 @@
+//! Starting, stopping and restarting the server; `portico routes`; refusing to start.
+
+use serde_json::json;
+
+use super::common::{Server, Workspace, text, x_auth};
+
+const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n[[api.collection]]\nname = \"items\"\nauth_required = true\n[auto]\ncollections = [\"things\"]\n[auto.rules.things]\ninsert = \"anyone\"\n";
+
+#[tokio::test]
+async fn a_restart_keeps_documents_users_and_tokens() {
+    let ws = Workspace::new();
+    ws.config(CONFIG);
+    ws.add_user("ann", "ann-password", &[]);
+    let server = ws.serve();
+    let (token, _) = server.rest_login("/api/", "ann", "ann-password").await;
+    let created = server
+        .call(
+            "POST",
+            "/api/items",
+            Some(json!({"name": "kept"})),
+            &x_auth(&token),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.raw);
+    let id = created.body["data"]["_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let thing = server
+        .call("POST", "/things", Some(json!({"n": 1})), &[])
+        .await;
+    assert_eq!(thing.status, 200, "{}", thing.raw);
+    let (clean, log) = server.stop();
+    assert!(clean, "SIGTERM exits with success:\n{log}");
+
+    let server = ws.serve();
+    let got = server
+        .call("GET", &format!("/api/items/{id}"), None, &x_auth(&token))
+        .await;
+    assert_eq!(
+        got.status, 200,
+        "the token and the document survive a restart: {}",
+        got.raw
+    );
+    assert_eq!(got.body["data"]["name"], json!("kept"));
+    let (_, _) = server.rest_login("/api/", "ann", "ann-password").await;
+}
+
+#[tokio::test]
+async fn sigterm_finishes_and_logs_one_line_per_request() {
+    let ws = Workspace::new();
+    ws.config(CONFIG);
+    let server = ws.serve();
+    for _ in 0..3 {
+        assert_eq!(
+            server
+                .call("GET", "/api/nothing-here", None, &[])
+                .await
+                .status,
+            404
+        );
+    }
+    let (clean, log) = server.stop();
+    assert!(clean, "{log}");
+    let request_lines = log
+        .lines()
+        .filter(|l| l.contains("/api/nothing-here"))
+        .count();
+    assert_eq!(request_lines, 3, "{log}");
+    assert!(log.contains("SIGTERM received"), "{log}");
+    assert!(log.trim_end().ends_with("stopped"), "{log}");
+}
+
+#[test]
+fn an_unreachable_database_refuses_to_start() {
+    let ws = Workspace::new();
+    ws.config("");
+    let out = ws.run(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--database",
+        "sqlite:/no/such/dir/portico.db",
+    ]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("cannot open database sqlite:/no/such/dir/portico.db"),
+        "{stderr}"
+    );
+    let out = ws.run(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--database",
+        "postgres://db.invalid/portico",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("postgres://db.invalid/portico"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_taken_port_refuses_to_start() {
+    let ws = Workspace::new();
+    ws.config("");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr").to_string();
+    let out = ws.run(&["serve", "--listen", &addr]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains(&format!("cannot listen on {addr}")),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn defaults_read_portico_toml_in_the_working_directory() {
+    let ws = Workspace::new();
+    ws.config("[[api]]\nversion = \"v9\"\n[[api.collection]]\nname = \"items\"\n");
+    let server = Server::start(ws.dir.path(), &["serve", "--listen", "127.0.0.1:0"]);
+    assert_eq!(
+        server.call("GET", "/api/v9/items", None, &[]).await.status,
+        200
+    );
+    let routes = text(&ws.run(&["routes"]).stdout);
+    assert!(routes.contains("GET     /api/v9/items/:id"), "{routes}");
+    assert!(
+        ws.path("portico.db").exists(),
+        "the config's database is used"
+    );
+}
+
+#[test]
+fn routes_prints_method_path_access_and_roles() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/portico.toml");
+    let out = Workspace::new().run(&["routes", "--config", example]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let line = |method: &str, path: &str| {
+        stdout
+            .lines()
+            .find(|l| l.split_whitespace().take(2).eq([method, path]))
+            .map(str::to_owned)
+            .unwrap_or_default()
+    };
+    assert!(
+        line("GET", "/api/v1/articles").contains("public"),
+        "{stdout}"
+    );
+    assert!(
+        line("POST", "/api/v1/articles").contains("roles: editor"),
+        "{stdout}"
+    );
+    assert!(
+        line("DELETE", "/api/v1/articles/:id").contains("editor|admin"),
+        "{stdout}"
+    );
+    assert!(
+        line("PUT", "/api/v1/articles/:id").is_empty(),
+        "put = false: {stdout}"
+    );
+    assert!(line("GET", "/api/v1/notes").contains("auth"), "{stdout}");
+    assert!(
+        line("POST", "/widgets").contains("rules: owner:ownerId"),
+        "{stdout}"
+    );
+    assert!(
+        line("GET", "/publications/widgets").contains("public"),
+        "{stdout}"
+    );
+}

@@ -1,0 +1,287 @@
+//! Every `[[api]]` and `[[api.collection]]` key, observed over HTTP.
+
+use serde_json::json;
+
+use super::common::{Workspace, x_auth};
+
+#[tokio::test]
+async fn api_keys_shape_every_reply() {
+    let ws = Workspace::new();
+    ws.config(
+        r#"
+[[api]]
+api_path = "rest/"
+version = "v2"
+use_default_auth = true
+pretty_json = true
+enable_cors = true
+default_headers = { "X-Example" = "1" }
+auth_failure_delay_ms = 0
+login_rate_limit = { attempts = 2, per_seconds = 60 }
+cors_origins = ["https://app.example.com"]
+
+[[api.collection]]
+name = "articles"
+
+[[api]]
+api_path = "plain/"
+enable_cors = false
+auth_failure_delay_ms = 0
+
+[[api.collection]]
+name = "articles"
+"#,
+    );
+    ws.add_user("ann", "ann-password", &[]);
+    let server = ws.serve();
+
+    // api_path + version; pretty_json; default_headers.
+    let reply = server
+        .call(
+            "GET",
+            "/rest/v2/articles",
+            None,
+            &[("Origin", "https://app.example.com")],
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.raw);
+    assert!(
+        reply.raw.contains("\n  "),
+        "pretty JSON is indented: {}",
+        reply.raw
+    );
+    assert_eq!(reply.header("x-example"), Some("1"));
+    // cors_origins: a listed origin is echoed, another gets no allow-origin header.
+    assert_eq!(
+        reply.header("access-control-allow-origin"),
+        Some("https://app.example.com")
+    );
+    let other = server
+        .call(
+            "GET",
+            "/rest/v2/articles",
+            None,
+            &[("Origin", "https://evil.example.com")],
+        )
+        .await;
+    assert_eq!(other.header("access-control-allow-origin"), None);
+    // The second API: not pretty, no CORS header at all, and not under the first one's path.
+    let plain = server
+        .call(
+            "GET",
+            "/plain/articles",
+            None,
+            &[("Origin", "https://app.example.com")],
+        )
+        .await;
+    assert_eq!(plain.status, 200);
+    assert!(!plain.raw.contains('\n'), "{}", plain.raw);
+    assert_eq!(plain.header("access-control-allow-origin"), None);
+    assert_eq!(plain.header("x-example"), None);
+    let absent = server.call("GET", "/rest/articles", None, &[]).await;
+    assert_eq!(absent.status, 404);
+
+    // use_default_auth: login exists on the first API only.
+    let (token, _) = server.rest_login("/rest/v2/", "ann", "ann-password").await;
+    assert!(!token.is_empty());
+    let none = server
+        .call(
+            "POST",
+            "/plain/login",
+            Some(json!({"username": "ann", "password": "ann-password"})),
+            &[],
+        )
+        .await;
+    assert_ne!(none.status, 200);
+
+    // login_rate_limit: 2 failures per identity, then 429.
+    let bad = json!({"username": "ann", "password": "wrong"});
+    for _ in 0..2 {
+        let r = server
+            .call("POST", "/rest/v2/login", Some(bad.clone()), &[])
+            .await;
+        assert_eq!(r.status, 401);
+    }
+    let limited = server.call("POST", "/rest/v2/login", Some(bad), &[]).await;
+    assert_eq!(limited.status, 429, "{}", limited.raw);
+    assert!(limited.header("retry-after").is_some());
+}
+
+#[tokio::test]
+async fn collection_keys_decide_paths_auth_roles_and_endpoints() {
+    let ws = Workspace::new();
+    ws.config(
+        r#"
+[[api]]
+use_default_auth = true
+auth_failure_delay_ms = 0
+
+[[api.collection]]
+name = "articles"
+path = "posts"
+auth_required = false
+role_required = ["editor"]
+excluded_endpoints = ["delete"]
+endpoints = { getAll = { auth_required = false, role_required = "reader" }, put = false }
+max_page_size = 2
+
+[[api.collection]]
+name = "drafts"
+auth_required = true
+endpoints = { getAll = { auth_required = false } }
+"#,
+    );
+    ws.add_user("ed", "ed-password", &["editor"]);
+    ws.add_user("rita", "rita-password", &["reader"]);
+    let server = ws.serve();
+    let (ed, _) = server.rest_login("/api/", "ed", "ed-password").await;
+    let (rita, _) = server.rest_login("/api/", "rita", "rita-password").await;
+
+    // path: served at /api/posts, not /api/articles.
+    assert_eq!(
+        server
+            .call("GET", "/api/articles", None, &x_auth(&ed))
+            .await
+            .status,
+        404
+    );
+    // role_required: editors write, readers do not, anonymous callers get 401.
+    for i in 0..3 {
+        let r = server
+            .call("POST", "/api/posts", Some(json!({"n": i})), &x_auth(&ed))
+            .await;
+        assert_eq!(r.status, 201, "{}", r.raw);
+    }
+    assert_eq!(
+        server
+            .call("POST", "/api/posts", Some(json!({})), &x_auth(&rita))
+            .await
+            .status,
+        403
+    );
+    assert_eq!(
+        server
+            .call("POST", "/api/posts", Some(json!({})), &[])
+            .await
+            .status,
+        401
+    );
+    // endpoints.getAll.role_required adds `reader` to the route's roles.
+    let list = server.call("GET", "/api/posts", None, &x_auth(&rita)).await;
+    assert_eq!(list.status, 200, "{}", list.raw);
+    // max_page_size: a larger limit is clamped.
+    let page = server
+        .call("GET", "/api/posts?limit=50", None, &x_auth(&ed))
+        .await;
+    assert_eq!(
+        page.body["data"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        page.raw
+    );
+    let id = list.body["data"][0]["_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    // excluded_endpoints = delete, put = false: not served.
+    let del = server
+        .call("DELETE", &format!("/api/posts/{id}"), None, &x_auth(&ed))
+        .await;
+    assert!(del.status == 405 || del.status == 404, "{}", del.status);
+    let put = server
+        .call(
+            "PUT",
+            &format!("/api/posts/{id}"),
+            Some(json!({"n": 9})),
+            &x_auth(&ed),
+        )
+        .await;
+    assert!(put.status == 405 || put.status == 404, "{}", put.status);
+    let patch = server
+        .call(
+            "PATCH",
+            &format!("/api/posts/{id}"),
+            Some(json!({"n": 9})),
+            &x_auth(&ed),
+        )
+        .await;
+    assert_eq!(patch.status, 200, "{}", patch.raw);
+
+    // auth_required on the collection, overridden for getAll.
+    assert_eq!(
+        server.call("GET", "/api/drafts", None, &[]).await.status,
+        200
+    );
+    assert_eq!(
+        server
+            .call("POST", "/api/drafts", Some(json!({"t": 1})), &[])
+            .await
+            .status,
+        401
+    );
+    assert_eq!(
+        server
+            .call("POST", "/api/drafts", Some(json!({"t": 1})), &x_auth(&rita))
+            .await
+            .status,
+        201
+    );
+}
+
+#[tokio::test]
+async fn owner_field_scopes_every_endpoint_to_the_caller() {
+    let ws = Workspace::new();
+    ws.config(
+        "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n[[api.collection]]\nname = \"notes\"\nowner_field = \"ownerId\"\n",
+    );
+    ws.add_user("ann", "ann-password", &[]);
+    ws.add_user("bob", "bob-password", &[]);
+    let server = ws.serve();
+    let (ann, ann_id) = server.rest_login("/api/", "ann", "ann-password").await;
+    let (bob, _) = server.rest_login("/api/", "bob", "bob-password").await;
+
+    let created = server
+        .call(
+            "POST",
+            "/api/notes",
+            Some(json!({"text": "ann's", "ownerId": "someone-else"})),
+            &x_auth(&ann),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.raw);
+    assert_eq!(
+        created.body["data"]["ownerId"],
+        json!(ann_id),
+        "post stamps the caller's id"
+    );
+    let id = created.body["data"]["_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+
+    let bobs = server.call("GET", "/api/notes", None, &x_auth(&bob)).await;
+    assert_eq!(bobs.body["data"], json!([]), "{}", bobs.raw);
+    assert_eq!(
+        server
+            .call("GET", &format!("/api/notes/{id}"), None, &x_auth(&bob))
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        server
+            .call("DELETE", &format!("/api/notes/{id}"), None, &x_auth(&bob))
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        server.call("GET", "/api/notes", None, &[]).await.status,
+        401
+    );
+    let mine = server
+        .call("GET", &format!("/api/notes/{id}"), None, &x_auth(&ann))
+        .await;
+    assert_eq!(mine.status, 200);
+    assert_eq!(mine.body["data"]["text"], json!("ann's"));
+}
