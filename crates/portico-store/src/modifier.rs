@@ -7,7 +7,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::selector::ElemCond;
 use crate::value::{numeric_index, split_path, values_equal};
-use crate::{Document, Error, Result, Selector, new_id};
+use crate::{Document, Error, IdKind, Result, Selector};
 
 /// How far `$set` of `a.N` may grow an array past its end (filling with `null`), so one small
 /// request cannot allocate without bound.
@@ -221,11 +221,24 @@ impl Update {
     /// As [`Update::apply`]; also when the selector's equalities cannot form a document
     /// (such as `{"a": 1, "a.b": 2}`).
     pub fn upsert_document(&self, selector: &Selector) -> Result<Document> {
+        self.upsert_document_with_id_kind(selector, IdKind::Random)
+    }
+
+    /// As [`Update::upsert_document`], but a new `_id` (when neither the selector nor the update
+    /// names one) is of `kind`, for collections of object ids.
+    ///
+    /// # Errors
+    /// As [`Update::upsert_document`].
+    pub fn upsert_document_with_id_kind(
+        &self,
+        selector: &Selector,
+        kind: IdKind,
+    ) -> Result<Document> {
         let id = selector
             .id_equality()
             .map(str::to_string)
             .or_else(|| self.given_id())
-            .unwrap_or_else(new_id);
+            .unwrap_or_else(|| kind.generate());
         let mut doc = Document::new();
         doc.insert("_id".to_string(), Value::String(id));
         if let Kind::Replace(_) = self.kind {
@@ -542,6 +555,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::document_id;
 
     fn doc(v: Value) -> Document {
         match v {
@@ -705,6 +719,10 @@ mod tests {
         let s = Selector::by_id("given");
         let d = upd(json!({"x": 1})).upsert_document(&s).unwrap_or_default();
         assert_eq!(Value::Object(d), json!({"_id": "given", "x": 1}));
+        let d = upd(json!({"$inc": {"n": 1}}))
+            .upsert_document_with_id_kind(&Selector::all(), IdKind::ObjectId)
+            .unwrap_or_default();
+        assert!(IdKind::ObjectId.is_valid(document_id(&d).unwrap_or_default()));
         let d = upd(json!({"$set": {"_id": "mine", "x": 1}}))
             .upsert_document(&Selector::all())
             .unwrap_or_default();

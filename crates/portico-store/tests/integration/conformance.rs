@@ -137,6 +137,8 @@ async fn invalid_documents_are_refused(store: S) {
         }
     }
     assert_eq!(store.count("c", &Selector::all()).await.expect("count"), 0);
+    let unnamed = store.insert("", doc(json!({"a": 1}))).await;
+    assert!(matches!(unnamed, Err(Error::InvalidName(_))), "{unnamed:?}");
 }
 
 /// Documents for the selector table: ids say what they hold.
