@@ -33,6 +33,8 @@
 //! }
 //! ```
 //!
+//! To run the blog example and try it with curl, see the crate README.
+//!
 #![doc = include_str!("../GUIDE.md")]
 
 mod api;
