@@ -151,19 +151,30 @@ async fn oversized_bodies_are_413() {
     assert_eq!(r.status, 200);
 }
 
-/// Sends a chunked POST over a raw socket (no Content-Length) and returns (status, raw reply).
-async fn chunked_post(base: &str, path: &str, chunks: &[&str]) -> (u16, String) {
+#[tokio::test]
+async fn the_default_limit_is_50_mb_and_refused_before_reading() {
+    let p = platform().await;
+    methods(&p);
+    let s = serve(AutoApi::new(p.clone()).router().unwrap()).await;
+    // Announce 50 MB + 1 byte and send none of it: the reply comes from the header alone.
+    let over = portico_auto::DEFAULT_BODY_LIMIT + 1;
+    let (status, body) = raw_request(
+        &s.base,
+        &format!(
+            "POST /methods/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+             Content-Length: {over}\r\nConnection: close\r\n\r\n"
+        ),
+    )
+    .await;
+    assert_eq!(status, 413, "{body}");
+    assert!(body.contains("payload-too-large"));
+}
+
+/// Sends raw bytes and returns (status, raw reply).
+async fn raw_request(base: &str, request: &str) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let addr = base.trim_start_matches("http://");
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
-    );
-    for chunk in chunks {
-        request.push_str(&format!("{:x}\r\n{chunk}\r\n", chunk.len()));
-    }
-    request.push_str("0\r\n\r\n");
     // The server may answer and close before reading everything; a write error is fine then.
     let _ = stream.write_all(request.as_bytes()).await;
     let mut reply = Vec::new();
@@ -175,4 +186,18 @@ async fn chunked_post(base: &str, path: &str, chunks: &[&str]) -> (u16, String) 
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     (status, reply)
+}
+
+/// Sends a chunked POST over a raw socket (no Content-Length) and returns (status, raw reply).
+async fn chunked_post(base: &str, path: &str, chunks: &[&str]) -> (u16, String) {
+    let addr = base.trim_start_matches("http://");
+    let mut request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    );
+    for chunk in chunks {
+        request.push_str(&format!("{:x}\r\n{chunk}\r\n", chunk.len()));
+    }
+    request.push_str("0\r\n\r\n");
+    raw_request(base, &request).await
 }
