@@ -187,18 +187,7 @@ async fn run_plain(
             };
             list(state, ctx, params, projection).await
         }
-        Op::Get => {
-            let id = require_id(id)?;
-            let selector = scoped(state, ctx, Some(by_id(id)))?;
-            match collection
-                .find_one(&selector)
-                .await
-                .map_err(platform_error)?
-            {
-                Some(doc) => Ok(Outcome::data(Value::Object(doc))),
-                None => Err(not_found()),
-            }
-        }
+        Op::Get => get_scoped(state, ctx, require_id(id)?).await,
         Op::Post => {
             let mut doc = body.unwrap_or_default();
             check(&mut doc, BodyUse::Create, None)?;
@@ -284,14 +273,16 @@ async fn run_plain(
     }
 }
 
+/// The document with `id`, when the caller's scope allows it. Without a scope this is the
+/// store's get-by-id fast path (no selector to parse or match).
 async fn get_scoped(state: &CollectionState, ctx: &Context, id: &str) -> Result<Outcome, Reply> {
-    let selector = scoped(state, ctx, Some(by_id(id)))?;
-    match state
-        .collection
-        .find_one(&selector)
-        .await
-        .map_err(platform_error)?
-    {
+    let found = if state.scope.is_some() {
+        let selector = scoped(state, ctx, Some(by_id(id)))?;
+        state.collection.find_one(&selector).await
+    } else {
+        state.collection.get(id).await
+    };
+    match found.map_err(platform_error)? {
         Some(doc) => Ok(Outcome::data(Value::Object(doc))),
         None => Err(not_found()),
     }

@@ -275,3 +275,34 @@ async fn default_limits_allow_five_failures_per_identity() {
         429
     );
 }
+
+#[tokio::test]
+async fn forwarded_addresses_count_only_when_trusted() {
+    let limit = LoginRateLimit {
+        per_identity: None,
+        per_address: Some(RateLimit {
+            attempts: 1,
+            per: Duration::from_secs(60),
+        }),
+    };
+    let (r, _id, _p) = auth_api(ApiOptions {
+        login_rate_limit: limit,
+        trust_forwarded_for: true,
+        ..opts()
+    })
+    .await;
+    let bad = |ip: &str| {
+        let mut request = from_addr(
+            "127.0.0.1:9000",
+            &json!({"username": "zz", "password": "x"}),
+        );
+        request
+            .headers_mut()
+            .insert("x-forwarded-for", ip.parse().unwrap());
+        request
+    };
+    assert_eq!(send(&r, bad("203.0.113.5")).await.status, 401);
+    assert_eq!(send(&r, bad("203.0.113.5, 10.0.0.1")).await.status, 429);
+    // Another forwarded client behind the same proxy is not limited.
+    assert_eq!(send(&r, bad("203.0.113.6")).await.status, 401);
+}
