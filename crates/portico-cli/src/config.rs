@@ -36,6 +36,8 @@ pub struct Config {
     pub listen: Option<SocketAddr>,
     /// `database`: the store URL.
     pub database: Option<String>,
+    /// The line and column of `database`, for messages about the database itself.
+    pub database_position: Option<(usize, usize)>,
     /// One per `[[api]]`, in file order.
     pub apis: Vec<ApiConfig>,
     /// `[auto]`, when present.
@@ -375,6 +377,10 @@ impl<'a> Checker<'a> {
                     None
                 }
             });
+        let database_position = raw
+            .database
+            .as_ref()
+            .map(|db| self.source.position(db.span().start));
         let database = raw
             .database
             .and_then(|db| match check_database_url(db.get_ref()) {
@@ -395,6 +401,7 @@ impl<'a> Checker<'a> {
         Config {
             listen,
             database,
+            database_position,
             apis,
             auto,
         }

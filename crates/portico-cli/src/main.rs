@@ -191,7 +191,7 @@ async fn run(command: Command) -> portico_cli::Result<()> {
         Command::Check { config } => {
             let path = database::config_path(config.as_deref())
                 .unwrap_or_else(|| PathBuf::from(portico_cli::config::DEFAULT_CONFIG_FILE));
-            println!("{}", check::check(&path)?);
+            println!("{}", check::check(&path).await?);
             Ok(())
         }
     }

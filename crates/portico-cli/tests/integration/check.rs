@@ -122,3 +122,44 @@ fn serve_refuses_a_bad_config_with_the_same_message() {
     );
     assert!(text(&out.stdout).is_empty(), "nothing may be served");
 }
+
+#[test]
+fn an_unreachable_database_is_named_with_its_line() {
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.path("portico.toml"),
+        "# my server\ndatabase = \"sqlite:/no/such/dir/p.db\"\n",
+    )
+    .expect("config");
+    let out = ws.run(&["check", "--config", "portico.toml"]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("line 2, column 12, key `database`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("/no/such/dir"), "{stderr}");
+
+    std::fs::write(ws.path("not-a-db"), "hello").expect("file");
+    std::fs::write(ws.path("portico.toml"), "database = \"sqlite:not-a-db\"\n").expect("config");
+    let out = ws.run(&["check", "--config", "portico.toml"]);
+    assert!(
+        text(&out.stderr).contains("not a SQLite database"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!ws.path("p.db").exists());
+
+    std::fs::write(
+        ws.path("portico.toml"),
+        "database = \"postgres://db.invalid/p\"\n",
+    )
+    .expect("config");
+    let out = ws.run(&["check", "--config", "portico.toml"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("key `database`"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -159,6 +159,15 @@ impl Server {
         )
     }
 
+    /// Waits for a server that was sent a signal already.
+    pub(crate) fn stop_after_signal(mut self) -> (bool, String) {
+        let exit = self.child.wait().expect("wait");
+        (
+            exit.success(),
+            std::fs::read_to_string(&self.log).unwrap_or_default(),
+        )
+    }
+
     /// Sends a request with an optional JSON body and header; returns status, headers and body.
     pub(crate) async fn call(
         &self,

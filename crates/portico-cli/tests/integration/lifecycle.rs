@@ -72,6 +72,41 @@ async fn sigterm_finishes_and_logs_one_line_per_request() {
 }
 
 #[test]
+fn sigterm_lets_an_in_flight_request_finish() {
+    use std::io::{Read, Write};
+    let ws = Workspace::new();
+    ws.config(CONFIG);
+    ws.add_user("ann", "ann-password", &[]);
+    let server = ws.serve();
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    // A request whose body is only half sent when the signal arrives.
+    let body = json!({"username": "ann", "password": "ann-password"}).to_string();
+    let (first, rest) = body.split_at(10);
+    let mut stream = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(
+        stream,
+        "POST /api/login HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{first}",
+        body.len()
+    )
+    .expect("send head");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let pid = server.child.id().to_string();
+    let signal = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(signal.success());
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    stream.write_all(rest.as_bytes()).expect("send the rest");
+    let mut reply = String::new();
+    let _ = stream.read_to_string(&mut reply);
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(reply.contains("authToken"), "{reply}");
+    let (clean, log) = server.stop_after_signal();
+    assert!(clean, "{log}");
+}
+
+#[test]
 fn an_unreachable_database_refuses_to_start() {
     let ws = Workspace::new();
     ws.config("");
