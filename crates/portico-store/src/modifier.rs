@@ -421,6 +421,10 @@ fn walk<'a>(
                 }
             }
             Target::Array(a) => {
+                // Removing from a path that cannot exist is a no-op, as in the reference platform.
+                if !create && numeric_index(part).is_none() {
+                    return Ok(None);
+                }
                 let i = array_index(a, part)?;
                 if i >= a.len() {
                     if !create {
@@ -615,6 +619,17 @@ mod tests {
             applied(json!({"$unset": {"a.0": 1}}), json!({"a": [1, 2]})).ok(),
             Some(json!({"a": [null, 2]}))
         );
+        // Paths that cannot exist: nothing to remove.
+        assert_eq!(
+            applied(
+                json!({"$unset": {"a.b.c": 1, "s.t": 1}, "$pull": {"a.x.y": 1}}),
+                json!({"a": [{"b": {"c": 1}}], "s": 5})
+            )
+            .ok(),
+            Some(json!({"a": [{"b": {"c": 1}}], "s": 5}))
+        );
+        assert!(applied(json!({"$set": {"a.b": 1}}), json!({"a": [1]})).is_err());
+        assert!(applied(json!({"$inc": {"a.b": 1}}), json!({"a": []})).is_err());
     }
 
     #[test]

@@ -6,12 +6,17 @@
 //! | `conformance` | one suite, written once as a macro, run against every backend |
 //! | `differential` | random documents and operations: every backend answers as memory does |
 //! | `durability` | a SQLite writer killed with SIGKILL keeps every acknowledged write |
+//!
+//! With no backend feature enabled there is nothing to test.
+#![cfg(any(feature = "memory", feature = "sqlite"))]
 
 #[path = "integration/common.rs"]
 mod common;
 #[path = "integration/conformance.rs"]
 mod conformance;
+#[cfg(all(feature = "memory", feature = "sqlite"))]
 #[path = "integration/differential.rs"]
 mod differential;
+#[cfg(feature = "sqlite")]
 #[path = "integration/durability.rs"]
 mod durability;

@@ -12,6 +12,7 @@ pub(crate) struct Fixture {
 }
 
 /// A fresh, empty memory store.
+#[cfg(feature = "memory")]
 pub(crate) async fn memory() -> Fixture {
     Fixture {
         store: Arc::new(portico_store::memory::MemoryStore::new()),
@@ -20,6 +21,7 @@ pub(crate) async fn memory() -> Fixture {
 }
 
 /// A fresh SQLite store in a new temp dir.
+#[cfg(feature = "sqlite")]
 pub(crate) async fn sqlite() -> Fixture {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = portico_store::sqlite::SqliteStore::open(dir.path().join("store.db"))

@@ -51,7 +51,9 @@ macro_rules! conformance_suite {
     };
 }
 
+#[cfg(feature = "memory")]
 conformance_suite!(memory, crate::common::memory());
+#[cfg(feature = "sqlite")]
 conformance_suite!(sqlite, crate::common::sqlite());
 
 type S = Arc<dyn Store>;
