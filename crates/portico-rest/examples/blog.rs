@@ -97,7 +97,7 @@ fn v1(platform: &Platform) -> Result<Api, portico_rest::Error> {
                     ..Default::default()
                 };
                 let found = comments.find(&query).await?;
-                Ok::<_, Box<dyn std::error::Error + Send + Sync>>(Reply::success(Value::Array(
+                Ok::<_, Reply>(Reply::success(Value::Array(
                     found.into_iter().map(Value::Object).collect(),
                 )))
             })
@@ -116,9 +116,7 @@ fn v1(platform: &Platform) -> Result<Api, portico_rest::Error> {
                         return Ok(Reply::internal("comment is not an object"));
                     };
                     let id = ctx.platform.collection("comments").insert(doc).await?;
-                    Ok::<_, portico_platform::Error>(
-                        Reply::success(json!({"_id": id})).with_status(201),
-                    )
+                    Ok::<_, Reply>(Reply::success(json!({"_id": id})).with_status(201))
                 })
                 .auth_required(true),
             ),

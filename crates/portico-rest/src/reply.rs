@@ -222,6 +222,42 @@ impl<T: IntoReply> IntoReply for Option<T> {
     }
 }
 
+/// `Err(reply)` is sent as it is, so handlers can return `Result<T, Reply>` and use `?` on
+/// platform and store errors (see the `From` impls of [`Reply`]).
+impl<T: IntoReply> IntoReply for Result<T, Reply> {
+    fn into_reply(self) -> Reply {
+        match self {
+            Ok(t) => t.into_reply(),
+            Err(reply) => reply,
+        }
+    }
+}
+
+/// A client error keeps its message and status (400, 403, 404...); any other error is a 500
+/// whose text is logged, not sent.
+impl From<portico_platform::Error> for Reply {
+    fn from(e: portico_platform::Error) -> Reply {
+        if e.is_client_error() {
+            Reply::error(e.status_code(), e.to_string())
+        } else {
+            Reply::internal(e)
+        }
+    }
+}
+
+/// A client error (bad selector, modifier...) is a 400 with its message; any other error is a
+/// 500 whose text is logged, not sent.
+impl From<portico_store::Error> for Reply {
+    fn from(e: portico_store::Error) -> Reply {
+        if e.is_client_error() {
+            Reply::error(400, e.to_string())
+        } else {
+            Reply::internal(e)
+        }
+    }
+}
+
+/// Any other error is a 500 whose text is logged, not sent.
 impl<T: IntoReply, E: Display> IntoReply for Result<T, E> {
     fn into_reply(self) -> Reply {
         match self {
@@ -359,6 +395,24 @@ mod tests {
         let resp = r.render(json!({"body": 1}).into_reply(), json_base());
         assert_eq!(resp.status(), 200);
         assert_eq!(body_of(resp).await, r#"{"body":1}"#);
+    }
+
+    #[tokio::test]
+    async fn reply_errors_are_sent_as_they_are() {
+        let r = Renderer { pretty: false };
+        let res: Result<Value, Reply> = Err(Reply::fail(404, "nope"));
+        let resp = r.render(res.into_reply(), json_base());
+        assert_eq!(resp.status(), 404);
+        assert_eq!(body_of(resp).await, r#"{"status":"fail","message":"nope"}"#);
+        let denied: Reply = portico_platform::Error::AccessDenied.into();
+        assert_eq!(denied.status(), 403);
+        let internal: Reply = portico_platform::Error::Internal("disk on fire".into()).into();
+        assert_eq!(internal.status(), 500);
+        assert!(
+            !body_of(r.render(internal, json_base()))
+                .await
+                .contains("fire")
+        );
     }
 
     #[tokio::test]
