@@ -283,6 +283,14 @@ impl Selector {
 impl Clause {
     fn matches(&self, doc: &Document) -> bool {
         match self {
+            // A top-level field has exactly one branch: skip the general lookup's allocation.
+            Clause::Field { parts, conds, .. } if parts.len() == 1 => {
+                let branches = [Branch {
+                    value: doc.get(parts[0].as_str()),
+                    dont_iterate: false,
+                }];
+                conds.iter().all(|c| c.matches(&branches))
+            }
             Clause::Field { parts, conds, .. } => {
                 let branches = lookup_branches(doc, parts, false);
                 conds.iter().all(|c| c.matches(&branches))
