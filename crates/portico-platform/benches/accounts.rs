@@ -47,13 +47,21 @@ fn accounts(c: &mut Criterion) {
             })
             .await?;
         let seed = accounts.find_user_by_id(&seed).await?.unwrap_or_default();
-        let hash = seed["services"]["password"]["argon2"].as_str().unwrap_or_default().to_string();
+        let hash = seed["services"]["password"]["argon2"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         for i in 0..USERS {
             accounts.import_user(user(i, &hash)).await?;
         }
         let mut tokens = Vec::new();
         for i in (0..USERS).step_by(10) {
-            tokens.push(accounts.new_login_token(&format!("user{i:05}")).await?.token);
+            tokens.push(
+                accounts
+                    .new_login_token(&format!("user{i:05}"))
+                    .await?
+                    .token,
+            );
         }
         Ok::<_, portico_platform::Error>((platform, tokens))
     });
@@ -100,12 +108,26 @@ fn accounts(c: &mut Criterion) {
     group.bench_function("user_by_token", |b| {
         b.to_async(&rt).iter(|| async {
             let i = next.fetch_add(7919, Ordering::Relaxed) % tokens.len();
-            black_box(accounts.user_by_token(&tokens[i]).await.ok().flatten().is_some())
+            black_box(
+                accounts
+                    .user_by_token(&tokens[i])
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some(),
+            )
         })
     });
     group.bench_function("user_by_token_unknown", |b| {
         b.to_async(&rt).iter(|| async {
-            black_box(accounts.user_by_token("no-such-token").await.ok().flatten().is_none())
+            black_box(
+                accounts
+                    .user_by_token("no-such-token")
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_none(),
+            )
         })
     });
     group.bench_function("password_digest", |b| {

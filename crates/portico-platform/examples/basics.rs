@@ -39,7 +39,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     println!("ada logged in, token issued at {}", login.when);
     let who = accounts.user_by_token(&login.token).await?;
-    println!("the token belongs to {:?}", who.map(|u| u["username"].clone()));
+    println!(
+        "the token belongs to {:?}",
+        who.map(|u| u["username"].clone())
+    );
 
     // A collection: anyone logged in may add their own notes; only the owner may change or remove
     // them; nobody may change the owner.
@@ -53,7 +56,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .update(move |user, doc, _, _| async move { owns(&user, &doc) })
             .remove(move |user, doc| async move { owns(&user, &doc) }),
     );
-    notes.deny(Rules::new().update(|_, _, fields, _| async move { fields.iter().any(|f| f == "owner") }));
+    notes.deny(
+        Rules::new().update(|_, _, fields, _| async move { fields.iter().any(|f| f == "owner") }),
+    );
 
     // A method: adds a note for the caller.
     platform.method("addNote", |inv, args| async move {
@@ -65,7 +70,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let Value::Object(note) = note else {
             return Err(MethodError::internal("a note is an object"));
         };
-        let id = inv.platform().collection("notes").client_insert(Some(user), note).await?;
+        let id = inv
+            .platform()
+            .collection("notes")
+            .client_insert(Some(user), note)
+            .await?;
         inv.set_http_status_code(201);
         Ok(json!(id))
     })?;
@@ -76,23 +85,40 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Ok(vec![]);
         };
         let mine = Selector::parse(&json!({"owner": user})).map_err(Error::from)?;
-        Ok(vec![sub.platform().collection("notes").cursor(Query::new(mine))])
+        Ok(vec![
+            sub.platform().collection("notes").cursor(Query::new(mine)),
+        ])
     })?;
 
-    let reply = platform.call("addNote", Some(ada.clone()), vec![json!("buy milk")]).await?;
+    let reply = platform
+        .call("addNote", Some(ada.clone()), vec![json!("buy milk")])
+        .await?;
     println!("addNote -> {} (status {:?})", reply.value, reply.status);
-    platform.call("addNote", Some(bob.clone()), vec![json!("walk the dog")]).await?;
+    platform
+        .call("addNote", Some(bob.clone()), vec![json!("walk the dog")])
+        .await?;
 
-    let refused = platform.call("addNote", None, vec![json!("anonymous")]).await;
-    println!("anonymous addNote -> {:?}", refused.map_err(|e| e.to_body()));
+    let refused = platform
+        .call("addNote", None, vec![json!("anonymous")])
+        .await;
+    println!(
+        "anonymous addNote -> {:?}",
+        refused.map_err(|e| e.to_body())
+    );
 
     let note_id = reply.value.as_str().unwrap_or_default().to_string();
-    let stolen = notes.client_update(Some(&bob), &note_id, &json!({"$set": {"text": "mine now"}})).await;
+    let stolen = notes
+        .client_update(Some(&bob), &note_id, &json!({"$set": {"text": "mine now"}}))
+        .await;
     println!("bob edits ada's note -> {stolen:?}");
-    let renamed = notes.client_update(Some(&ada), &note_id, &json!({"$set": {"owner": bob}})).await;
+    let renamed = notes
+        .client_update(Some(&ada), &note_id, &json!({"$set": {"owner": bob}}))
+        .await;
     println!("ada gives her note away -> {renamed:?}");
 
-    let published = platform.subscribe("myNotes", Some(ada.clone()), vec![]).await?;
+    let published = platform
+        .subscribe("myNotes", Some(ada.clone()), vec![])
+        .await?;
     println!("myNotes for ada -> {}", Value::Object(published));
     Ok(())
 }

@@ -145,6 +145,15 @@ impl Collection {
 
     // ----- server side: no rules -----
 
+    /// Refuses field names a client may not write: `$`-prefixed ones (a client document is data,
+    /// never an operator) and dotted or empty ones (unreachable by path), at any depth. The
+    /// top-level `_id` is the one exception.
+    fn check_client_fields(doc: &Document) -> Result<()> {
+        doc.iter()
+            .filter(|(k, _)| *k != "_id")
+            .try_for_each(|(k, v)| check_field(k, v, ""))
+    }
+
     /// Inserts `doc` (a new `_id` of the collection's kind when it has none) and returns its `_id`.
     ///
     /// # Errors
@@ -319,13 +328,16 @@ impl Collection {
     /// Inserts a client's document when the rules allow it; returns its `_id`.
     ///
     /// A missing `_id` is generated before the rules run, so they see it. A client-chosen `_id`
-    /// must be a non-empty string (24 hex digits in an object-id collection).
+    /// must be a non-empty string (24 hex digits in an object-id collection). Field names may not
+    /// start with `$` or contain `.`.
     ///
     /// # Errors
-    /// [`Error::AccessDenied`], [`Error::InvalidArgument`] for a bad `_id`, [`Error::Validation`],
+    /// [`Error::AccessDenied`], [`Error::InvalidArgument`] for a bad `_id` or field name,
+    /// [`Error::Validation`],
     /// a store error for a duplicate `_id`.
     pub async fn client_insert(&self, user_id: Option<&str>, mut doc: Document) -> Result<String> {
         let id = self.ensure_id(&mut doc)?;
+        Collection::check_client_fields(&doc)?;
         if !self.id_kind().is_valid(&id) {
             return Err(Error::InvalidArgument(format!("invalid _id {id:?}")));
         }
@@ -338,7 +350,8 @@ impl Collection {
     /// allow it; returns how many documents were updated (0 when there is no such document).
     ///
     /// The update rules see the document before the change, the changed top-level field names
-    /// and `modifier` as given. Whole-document replacement is not accepted from clients.
+    /// and `modifier` as given. Whole-document replacement is not accepted from clients, nor a
+    /// change that would store a `$`-prefixed or dotted field name.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a replacement, a store error for a malformed modifier,
@@ -361,11 +374,10 @@ impl Collection {
         let fields = update.field_names();
         self.check(user_id, Write::Update(&doc, &fields, modifier))
             .await?;
-        if self.inner.schema.is_some() {
-            let mut changed = doc.clone();
-            update.apply(&mut changed)?;
-            self.validate(&changed)?;
-        }
+        let mut changed = doc.clone();
+        update.apply(&mut changed)?;
+        Collection::check_client_fields(&changed)?;
+        self.validate(&changed)?;
         let result = self
             .store()
             .update(
@@ -389,5 +401,33 @@ impl Collection {
         };
         self.check(user_id, Write::Remove(&doc)).await?;
         self.remove(&Selector::by_id(id)).await
+    }
+}
+
+/// Checks the field `key` (found at `at`) and everything below it; see
+/// [`Collection::check_client_fields`].
+fn check_field(key: &str, value: &Value, at: &str) -> Result<()> {
+    let path = if at.is_empty() {
+        key.to_string()
+    } else {
+        format!("{at}.{key}")
+    };
+    if key.starts_with('$') {
+        return Err(Error::InvalidArgument(format!(
+            "field names may not start with '$': {path:?}"
+        )));
+    }
+    if key.is_empty() || key.contains('.') {
+        return Err(Error::InvalidArgument(format!(
+            "field names may not be empty or contain '.': {path:?}"
+        )));
+    }
+    match value {
+        Value::Object(m) => m.iter().try_for_each(|(k, v)| check_field(k, v, &path)),
+        Value::Array(items) => items.iter().try_for_each(|v| match v {
+            Value::Object(m) => m.iter().try_for_each(|(k, v)| check_field(k, v, &path)),
+            _ => Ok(()),
+        }),
+        _ => Ok(()),
     }
 }

@@ -7,7 +7,8 @@
 //!   "_id": "…", "createdAt": "2026-11-22T03:44:59.123Z",
 //!   "services": {
 //!     "password": {"argon2": "$argon2id$…"},            // or "bcrypt": "$2b$…" (imported)
-//!     "resume": {"loginTokens": [{"when": "…", "hashedToken": "…"}]}
+//!     "resume": {"loginTokens": [{"when": "…", "hashedToken": "…"}]},
+//!     "lowercase": {"username": "ada", "emails": ["ada@example.org"]}   // indexed lookup copies
 //!   },
 //!   "username": "ada", "emails": [{"address": "ada@example.org", "verified": false}],
 //!   "profile": {}, "roles": ["admin"]
@@ -165,9 +166,15 @@ impl Accounts {
         }
     }
 
-    /// Creates the indexes on the token path, `username` and `emails.address`.
+    /// Creates the indexes on the token path, `username`, `emails.address` and their lowercase copies.
     pub(crate) async fn ensure_indexes(&self) -> Result<()> {
-        for path in [TOKEN_PATH, "username", "emails.address"] {
+        for path in [
+            TOKEN_PATH,
+            "username",
+            "emails.address",
+            lookup::LOWER_USERNAME,
+            lookup::LOWER_EMAILS,
+        ] {
             self.store().ensure_index(USERS, path).await?;
         }
         Ok(())
@@ -253,6 +260,8 @@ impl Accounts {
         doc.insert("profile".into(), profile.unwrap_or_else(|| json!({})));
         doc.insert("roles".into(), json!(user.roles));
 
+        lookup::set_lowercase_fields(&mut doc);
+
         let _guard = self.inner.signup.lock().await;
         self.check_free(username.as_deref(), email.as_deref())
             .await?;
@@ -260,26 +269,33 @@ impl Accounts {
     }
 
     async fn check_free(&self, username: Option<&str>, email: Option<&str>) -> Result<()> {
+        // The exact check also covers records written without the lowercase copies.
         if let Some(u) = username {
-            if self
-                .store()
-                .count(USERS, &lookup::case_insensitive("username", u)?)
-                .await?
-                > 0
-            {
+            if self.exists("username", lookup::LOWER_USERNAME, u).await? {
                 return Err(Error::UserExists("Username already exists.".into()));
             }
         }
         if let Some(e) = email {
-            let sel = lookup::case_insensitive("emails.address", e)?;
-            if self.store().count(USERS, &sel).await? > 0 {
+            if self
+                .exists("emails.address", lookup::LOWER_EMAILS, e)
+                .await?
+            {
                 return Err(Error::UserExists("Email already exists.".into()));
             }
         }
         Ok(())
     }
 
-    async fn find_by(&self, path: &str, value: &str) -> Result<Option<Document>> {
+    async fn exists(&self, path: &str, lower_path: &str, value: &str) -> Result<bool> {
+        let store = self.store();
+        Ok(store.count(USERS, &lookup::exact(path, value)?).await? > 0
+            || store
+                .count(USERS, &lookup::exact(lower_path, &lookup::fold(value))?)
+                .await?
+                > 0)
+    }
+
+    async fn find_by(&self, path: &str, lower_path: &str, value: &str) -> Result<Option<Document>> {
         if value.is_empty() {
             return Ok(None);
         }
@@ -290,10 +306,38 @@ impl Accounts {
         {
             return Ok(Some(user));
         }
-        let mut query = Query::new(lookup::case_insensitive(path, value)?);
+        let mut query = Query::new(lookup::exact(lower_path, &lookup::fold(value))?);
         query.limit = Some(2);
         let mut found = self.store().find(USERS, &query).await?;
         Ok(if found.len() == 1 { found.pop() } else { None })
+    }
+
+    /// Adds the indexed lowercase copies of username and emails (`services.lowercase`) to user
+    /// records written without them (for example inserted straight into the store rather than
+    /// through [`Accounts::create_user`] or [`Accounts::import_user`]); returns how many were
+    /// updated. Case-insensitive lookups find only records that have them.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn ensure_lowercase_fields(&self) -> Result<u64> {
+        let missing = Selector::parse(&json!({ "services.lowercase": { "$exists": false } }))?;
+        let users = self.store().find(USERS, &Query::new(missing)).await?;
+        let mut updated = 0;
+        for mut user in users {
+            let Some(id) = document_id(&user).map(str::to_string) else {
+                continue;
+            };
+            lookup::set_lowercase_fields(&mut user);
+            let lowercase = user
+                .get("services")
+                .and_then(|s| s.get("lowercase"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            updated += self
+                .update_user(&id, &set("services.lowercase", lowercase)?)
+                .await?;
+        }
+        Ok(updated)
     }
 
     /// The user with this `_id`.
@@ -309,7 +353,8 @@ impl Accounts {
     /// # Errors
     /// Store failures.
     pub async fn find_user_by_username(&self, username: &str) -> Result<Option<Document>> {
-        self.find_by("username", username.trim()).await
+        self.find_by("username", lookup::LOWER_USERNAME, username.trim())
+            .await
     }
 
     /// The user with this email address: an exact match, else the only case-insensitive match.
@@ -317,7 +362,8 @@ impl Accounts {
     /// # Errors
     /// Store failures.
     pub async fn find_user_by_email(&self, email: &str) -> Result<Option<Document>> {
-        self.find_by("emails.address", email.trim()).await
+        self.find_by("emails.address", lookup::LOWER_EMAILS, email.trim())
+            .await
     }
 
     /// The user a [`UserSelector`] names.
@@ -668,6 +714,7 @@ impl Accounts {
                 entry.insert("when".into(), Value::String(now.clone()));
             }
         }
+        lookup::set_lowercase_fields(&mut doc);
         Ok(self.store().insert(USERS, doc).await?)
     }
 }

@@ -84,6 +84,30 @@ on_every_backend! {
         Ok(())
     }
 
+    async fn records_written_around_accounts_get_their_lowercase_copies(p: Platform) -> TestResult {
+        let accounts = p.accounts();
+        p.store()
+            .insert(USERS, doc(json!({"_id": "raw", "username": "Raw", "emails": [{"address": "Raw@Example.org"}]})))
+            .await?;
+        assert!(accounts.find_user_by_username("Raw").await?.is_some());
+        assert!(accounts.find_user_by_username("raw").await?.is_none());
+        // Sign-up still sees the exact name.
+        assert!(matches!(
+            accounts.create_user(new_user(Some("Raw"), None, "pw")).await,
+            Err(Error::UserExists(_))
+        ));
+        assert_eq!(accounts.ensure_lowercase_fields().await?, 1);
+        assert_eq!(accounts.ensure_lowercase_fields().await?, 0);
+        let found = accounts.find_user_by_email("raw@EXAMPLE.org").await?.ok_or("found")?;
+        assert_eq!(found["_id"], json!("raw"));
+        assert!(accounts.find_user_by_username("RAW").await?.is_some());
+        assert!(matches!(
+            accounts.create_user(new_user(Some("rAW"), None, "pw")).await,
+            Err(Error::UserExists(_))
+        ));
+        Ok(())
+    }
+
     async fn bad_sign_ups_are_refused_and_write_nothing(p: Platform) -> TestResult {
         let accounts = p.accounts();
         accounts.create_user(new_user(Some("ada"), Some("ada@example.org"), "pw")).await?;

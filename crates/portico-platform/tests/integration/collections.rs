@@ -52,6 +52,9 @@ on_every_backend! {
             notes.client_insert(None, doc(json!({"owner": "u1"}))).await,
             Err(Error::AccessDenied)
         ));
+        for bad in [json!({"owner": "u1", "$set": {"a": 1}}), json!({"owner": "u1", "a": {"b.c": 1}}), json!({"owner": "u1", "l": [{"$x": 1}]})] {
+            assert!(matches!(notes.client_insert(Some("u1"), doc(bad)).await, Err(Error::InvalidArgument(_))));
+        }
         assert_eq!(notes.client_update(Some("u1"), &id, &json!({"$set": {"text": "b"}})).await?, 1);
         assert!(matches!(
             notes.client_update(Some("u2"), &id, &json!({"$set": {"text": "c"}})).await,
@@ -126,6 +129,15 @@ on_every_backend! {
             items.client_update(Some("u9"), &id, &json!({"whole": "doc"})).await,
             Err(Error::InvalidArgument(_))
         ));
+        assert!(matches!(
+            items.client_update(Some("u9"), &id, &json!({"$set": {"x": {"$where": "1"}}})).await,
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            items.client_update(Some("u9"), &id, &json!({"$push": {"list": {"a.b": 1}}})).await,
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(items.get(&id).await?.ok_or("doc")?.get("x").is_none());
         let bad = items.client_update(Some("u9"), &id, &json!({"$rename": {"a": "b"}})).await;
         assert!(bad.as_ref().is_err_and(Error::is_client_error), "{bad:?}");
         Ok(())
