@@ -16,7 +16,10 @@ pub(crate) struct Credentials {
 fn password_of(body: &Map<String, Value>) -> Option<Password> {
     match body.get("password")? {
         Value::String(text) => {
-            if body.get("hashed").and_then(Value::as_bool) == Some(true) {
+            // `true`, or `"true"` from a form-encoded body (whose fields are all strings).
+            let hashed = matches!(body.get("hashed"), Some(Value::Bool(true)))
+                || matches!(body.get("hashed"), Some(Value::String(s)) if s == "true");
+            if hashed {
                 Some(Password::Digest(text.clone()))
             } else {
                 Some(Password::Plain(text.clone()))
@@ -139,6 +142,11 @@ mod tests {
     fn hashed_passwords() {
         let c = Credentials::from_body(Some(
             &json!({"username": "a", "password": "abc", "hashed": true}),
+        ))
+        .unwrap();
+        assert_eq!(c.password, Password::Digest("abc".into()));
+        let c = Credentials::from_body(Some(
+            &json!({"username": "a", "password": "abc", "hashed": "true"}),
         ))
         .unwrap();
         assert_eq!(c.password, Password::Digest("abc".into()));

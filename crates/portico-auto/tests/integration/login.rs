@@ -69,6 +69,22 @@ async fn login_by_username_email_and_digest() {
 }
 
 #[tokio::test]
+async fn form_encoded_login() {
+    let p = platform().await;
+    let id = ada(&p).await;
+    let s = app(&p, LoginOptions::default()).await;
+    let r = s
+        .post_raw(
+            "/users/login",
+            "application/x-www-form-urlencoded",
+            "username=ada&password=correct+horse",
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_token_reply(&r.json, &id);
+}
+
+#[tokio::test]
 async fn every_login_failure_is_the_same_401() {
     let p = platform().await;
     ada(&p).await;
