@@ -131,6 +131,13 @@ enum RolesCommand {
     },
 }
 
+/// Prints a line on standard output. A closed stdout (`portico routes | head -1`) is not an error
+/// worth a panic.
+fn say(text: impl std::fmt::Display) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
@@ -177,21 +184,21 @@ async fn run(command: Command) -> portico_cli::Result<()> {
         } => {
             let platform = open(&db).await?;
             let count = import::import_file(&platform, &collection, &file).await?;
-            println!(
+            say(format_args!(
                 "imported {count} document{} into {collection}",
                 if count == 1 { "" } else { "s" }
-            );
+            ));
             Ok(())
         }
         Command::Routes { config } => {
             let (_, config) = database::load_config(config.as_deref())?;
-            print!("{}", routes::format_table(&routes::route_table(&config)));
+            say(routes::format_table(&routes::route_table(&config)).trim_end());
             Ok(())
         }
         Command::Check { config } => {
             let path = database::config_path(config.as_deref())
                 .unwrap_or_else(|| PathBuf::from(portico_cli::config::DEFAULT_CONFIG_FILE));
-            println!("{}", check::check(&path).await?);
+            say(check::check(&path).await?);
             Ok(())
         }
     }
@@ -217,30 +224,30 @@ async fn run_users(command: UsersCommand) -> portico_cli::Result<()> {
                 },
             )
             .await?;
-            println!("{id}");
+            say(format_args!("{id}"));
         }
         UsersCommand::List { db } => {
             let platform = open(&db).await?;
             for user in users::list(&platform).await? {
-                println!("{}", users::summary(&user));
+                say(format_args!("{}", users::summary(&user)));
             }
         }
         UsersCommand::Roles { command } => match command {
             RolesCommand::Add { db, user, roles } => {
                 let platform = open(&db).await?;
                 let id = users::add_roles(&platform, &user, &roles).await?;
-                println!("{id}: added {}", roles.join(", "));
+                say(format_args!("{id}: added {}", roles.join(", ")));
             }
             RolesCommand::Remove { db, user, roles } => {
                 let platform = open(&db).await?;
                 let id = users::remove_roles(&platform, &user, &roles).await?;
-                println!("{id}: removed {}", roles.join(", "));
+                say(format_args!("{id}: removed {}", roles.join(", ")));
             }
         },
         UsersCommand::Remove { db, user } => {
             let platform = open(&db).await?;
             let id = users::remove(&platform, &user).await?;
-            println!("removed {id}");
+            say(format_args!("removed {id}"));
         }
     }
     Ok(())

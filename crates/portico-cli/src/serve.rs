@@ -12,7 +12,7 @@ use axum::Router;
 use axum::http::StatusCode;
 use portico_platform::Platform;
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
-use tracing::{Level, info};
+use tracing::{Level, info, warn};
 
 use crate::config::{Config, DEFAULT_LISTEN};
 use crate::database;
@@ -31,6 +31,9 @@ pub struct ServeOptions {
 /// The line `serve` prints on standard output once it listens, followed by the address
 /// (`listening on http://127.0.0.1:3000`); scripts wait for it and read the port from it.
 pub const LISTENING: &str = "listening on http://";
+
+/// How long in-flight requests may run on after SIGINT/SIGTERM.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// Logs to standard error at `info` (one line per request), or as `RUST_LOG` says.
 pub fn init_logging() {
