@@ -120,6 +120,36 @@ impl Pool {
     }
 }
 
+impl Pool {
+    /// Runs `f` on a reader that is idle right now, never waiting: `None` when every reader is
+    /// busy. While `f` runs the reader's busy timeout is zero, so a lock held by someone else
+    /// makes `f` fail at once (with `SQLITE_BUSY`) instead of sleeping; callers retry in the
+    /// blocking pool. Meant for short point reads run on an async worker thread.
+    pub(crate) fn try_read_now<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T>,
+    ) -> Option<Result<T>> {
+        let start = self.next_reader.fetch_add(1, Ordering::Relaxed);
+        let n = self.readers.len();
+        for i in 0..n {
+            let conn = match self.readers[(start + i) % n].try_lock() {
+                Ok(conn) => conn,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => continue,
+            };
+            if conn.busy_timeout(Duration::ZERO).is_err() {
+                return None;
+            }
+            let result = f(&conn);
+            if let Err(e) = conn.busy_timeout(BUSY_TIMEOUT) {
+                return Some(Err(e.into()));
+            }
+            return Some(result);
+        }
+        None
+    }
+}
+
 /// Locks a connection mutex. A panic while a connection was held leaves no open transaction
 /// (rusqlite's `Transaction` rolls back on drop, also while unwinding), so the connection is still
 /// good and the poison flag is ignored.

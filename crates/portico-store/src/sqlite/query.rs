@@ -18,6 +18,29 @@ use super::index::value_key;
 use super::schema::{collection_exists, collection_table, index_table, indexed_paths};
 use crate::{Document, Query, Result, Selector, Sort};
 
+/// Runs the read `f` on `collection`'s table, answering as for an empty collection when the
+/// collection does not exist.
+///
+/// Reads do not look the collection up first: that would be a second statement (and read
+/// transaction) on every point read. Only when the read fails (its table is missing) is the
+/// catalog asked whether the collection exists; if it does, the failure was real.
+fn or_missing<T: Default>(
+    conn: &Connection,
+    collection: &str,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    match f() {
+        Ok(value) => Ok(value),
+        Err(e) => {
+            if collection_exists(conn, collection)? {
+                Err(e)
+            } else {
+                Ok(T::default())
+            }
+        }
+    }
+}
+
 /// Where the candidates of a selector come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Plan {
@@ -106,14 +129,14 @@ pub(crate) fn for_each_candidate(
 
 /// The documents `query` asks for, sorted, skipped, limited and projected.
 pub(crate) fn find(conn: &Connection, collection: &str, query: &Query) -> Result<Vec<Document>> {
-    if query.limit == Some(0) || !collection_exists(conn, collection)? {
+    if query.limit == Some(0) {
         return Ok(Vec::new());
     }
     let selector = &query.selector;
-    let mut docs = match &query.sort {
-        None => first_matches(conn, collection, selector, query.skip, query.limit)?,
-        Some(sort) => sorted_matches(conn, collection, selector, sort, query.skip, query.limit)?,
-    };
+    let mut docs = or_missing(conn, collection, || match &query.sort {
+        None => first_matches(conn, collection, selector, query.skip, query.limit),
+        Some(sort) => sorted_matches(conn, collection, selector, sort, query.skip, query.limit),
+    })?;
     if let Some(projection) = &query.projection {
         docs = docs.iter().map(|doc| projection.apply(doc)).collect();
     }
@@ -245,9 +268,12 @@ impl Eq for Ranked<'_> {}
 
 /// How many documents match `selector`.
 pub(crate) fn count(conn: &Connection, collection: &str, selector: &Selector) -> Result<u64> {
-    if !collection_exists(conn, collection)? {
-        return Ok(0);
-    }
+    or_missing(conn, collection, || {
+        count_existing(conn, collection, selector)
+    })
+}
+
+fn count_existing(conn: &Connection, collection: &str, selector: &Selector) -> Result<u64> {
     if selector.is_all() {
         let n: i64 = conn
             .prepare_cached(&format!(
@@ -270,9 +296,10 @@ pub(crate) fn count(conn: &Connection, collection: &str, selector: &Selector) ->
 
 /// The document with `_id == id`: one primary-key lookup.
 pub(crate) fn get(conn: &Connection, collection: &str, id: &str) -> Result<Option<Document>> {
-    if !collection_exists(conn, collection)? {
-        return Ok(None);
-    }
+    or_missing(conn, collection, || get_existing(conn, collection, id))
+}
+
+fn get_existing(conn: &Connection, collection: &str, id: &str) -> Result<Option<Document>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT doc FROM {} WHERE id = ?1",
         collection_table(collection)
