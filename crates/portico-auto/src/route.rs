@@ -334,7 +334,8 @@ impl RouteTable {
     }
 
     /// Finds the route for `method` at `path` (HEAD is answered by GET routes). The first route
-    /// that matches wins.
+    /// that matches wins, except that a generated preflight gives way to an endpoint the host
+    /// defined with `http_method: "options"` itself.
     pub(crate) fn lookup(&self, method: &Method, path: &str) -> Lookup<'_> {
         let wanted = if method == Method::HEAD {
             &Method::GET
@@ -342,6 +343,7 @@ impl RouteTable {
             method
         };
         let mut others: Vec<Method> = Vec::new();
+        let mut preflight = None;
         for route in &self.routes {
             if route.target == Target::Listed {
                 continue;
@@ -350,13 +352,19 @@ impl RouteTable {
                 continue;
             };
             if route.method == *wanted {
-                return Lookup::Found(route, found);
+                if route.target != Target::Preflight {
+                    return Lookup::Found(route, found);
+                }
+                preflight.get_or_insert((route, found));
+                continue;
             }
             if !others.contains(&route.method) {
                 others.push(route.method.clone());
             }
         }
-        if others.is_empty() {
+        if let Some((route, found)) = preflight {
+            Lookup::Found(route, found)
+        } else if others.is_empty() {
             Lookup::NotFound
         } else {
             Lookup::OtherMethods(others)
@@ -484,6 +492,23 @@ mod tests {
         assert!(matches!(
             t.lookup(&Method::GET, "/nothing"),
             Lookup::NotFound
+        ));
+    }
+
+    #[test]
+    fn a_host_options_endpoint_beats_the_generated_preflight() {
+        let t = table(&[
+            (Method::POST, "x", Target::Method("post-x".into())),
+            (Method::OPTIONS, "x", Target::Method("options-x".into())),
+        ]);
+        assert!(matches!(
+            t.lookup(&Method::OPTIONS, "/x"),
+            Lookup::Found(r, _) if r.target == Target::Method("options-x".into())
+        ));
+        let t = table(&[(Method::POST, "y", Target::Method("post-y".into()))]);
+        assert!(matches!(
+            t.lookup(&Method::OPTIONS, "/y"),
+            Lookup::Found(r, _) if r.target == Target::Preflight
         ));
     }
 
