@@ -127,8 +127,9 @@ fn bench_backend(c: &mut Criterion, rt: &Runtime, backend: &str, n: u64, store: 
     let store = store.as_ref();
 
     let mut group = c.benchmark_group("insert");
+    // Criterion calls the closure several times (warm-up, samples): the counter lives outside.
+    let next = Cell::new(n);
     group.bench_function(BenchmarkId::new(backend, n), |b| {
-        let next = Cell::new(n);
         b.to_async(rt).iter(|| {
             let i = next.get();
             next.set(i + 1);
