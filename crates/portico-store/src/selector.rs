@@ -15,6 +15,24 @@ use crate::{Document, Error, Result};
 static NULL: Value = Value::Null;
 
 /// A parsed, validated selector. The default selector matches every document.
+///
+/// # Semantics
+///
+/// - A dotted path reaches every value along it: through an array, each object element is
+///   searched (`{"a.b": 1}` matches `{"a": [{"b": 1}]}`), and a numeric part also indexes
+///   (`{"a.0.b": 1}`). A value found at the end that is an array is matched as a whole and
+///   element by element (`{"tags": "x"}` matches `{"tags": ["x", "y"]}`).
+/// - Equality is by value across number representations (`1 == 1.0`); objects are equal only
+///   with the same fields in the same order. `null` matches a missing field too.
+/// - `$gt $gte $lt $lte` compare only values of the same type bracket (see
+///   [`crate::compare_values`]): `{"n": {"$gt": 1}}` never matches a string.
+/// - Several operators on one field are each satisfied on their own: `{"$gt": 1, "$lt": 3}`
+///   matches `[0, 5]`; use `$elemMatch` to require one element to satisfy all of them.
+/// - `$size` and `$elemMatch` apply to the array found at the path, not to arrays nested in it.
+/// - `$ne`, `$nin` and `{"$exists": false}` are the negations of `$eq`, `$in` and
+///   `{"$exists": true}`: `{"a.b": {"$ne": 1}}` refuses `{"a": [{"b": 1}, {"b": 2}]}`.
+/// - `$regex` uses the `regex` crate's syntax (no look-around or back-references) with the
+///   options `i`, `m`, `s`, `x`; a pattern it cannot compile is an invalid selector.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Selector {
     clauses: Vec<Clause>,
