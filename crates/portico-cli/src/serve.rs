@@ -151,14 +151,39 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         Some(path) => info!(config = %path.display(), database = %url, "serving"),
         None => info!(database = %url, "serving without a config file"),
     }
-    println!("{LISTENING}{bound}");
-    axum::serve(
+    if config.apis.is_empty() && config.auto.is_none() {
+        warn!("the config declares no [[api]] and no [auto]: every path answers 404");
+    }
+    {
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        // Scripts (and the tests) read this line; a closed stdout must not stop the server.
+        let _ = writeln!(stdout, "{LISTENING}{bound}");
+        let _ = stdout.flush();
+    }
+    let (stopping_tx, mut stopping_rx) = tokio::sync::watch::channel(false);
+    let signal = async move {
+        shutdown_signal().await;
+        let _ = stopping_tx.send(true);
+    };
+    let server = axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
-    .with_graceful_shutdown(shutdown_signal())
-    .await
-    .map_err(crate::Error::Serve)?;
+    .with_graceful_shutdown(signal);
+    // In-flight requests get SHUTDOWN_GRACE to finish; a client that never finishes its request
+    // must not keep the process alive forever.
+    let grace = async move {
+        let _ = stopping_rx.wait_for(|stopping| *stopping).await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        served = async move { server.await } => served.map_err(crate::Error::Serve)?,
+        () = grace => warn!(
+            "requests still running {} s after the signal; stopping without them",
+            SHUTDOWN_GRACE.as_secs()
+        ),
+    }
     // Every connection has finished; the routers are gone. Dropping the last handle closes the
     // store (SQLite checkpoints and closes its connections).
     drop(platform);
