@@ -201,3 +201,34 @@ async fn chunked_post(base: &str, path: &str, chunks: &[&str]) -> (u16, String) 
     request.push_str("0\r\n\r\n");
     raw_request(base, &request).await
 }
+
+#[tokio::test]
+async fn panics_in_rules_and_extractors_are_500_and_the_server_lives_on() {
+    let p = platform().await;
+    methods(&p);
+    p.collection("fragile")
+        .allow(portico_platform::Rules::new().insert(|_u, doc| async move {
+            if doc.contains_key("boom") {
+                panic!("rule bug");
+            }
+            true
+        }));
+    p.method_with_options(
+        "bad-extractor",
+        portico_platform::MethodOptions {
+            args_extractor: Some(std::sync::Arc::new(|_req| panic!("extractor bug"))),
+            ..portico_platform::MethodOptions::default()
+        },
+        |_inv, _args| async move { Ok::<Value, MethodError>(Value::Null) },
+    )
+    .unwrap();
+    let s = app(&p).await;
+    let r = s.post("/fragile", json!({"boom": 1})).await;
+    assert_eq!(r.status, 500);
+    assert_eq!(r.json["reason"], "Internal server error");
+    let r = s.post_empty("/methods/bad-extractor").await;
+    assert_eq!(r.status, 500);
+    assert!(!r.text.contains("extractor bug"));
+    let r = s.post("/fragile", json!({"fine": 1})).await;
+    assert_eq!(r.status, 200);
+}
