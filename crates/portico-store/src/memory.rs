@@ -213,10 +213,11 @@ fn to_usize(n: u64) -> usize {
     usize::try_from(n).unwrap_or(usize::MAX)
 }
 
-/// A document ranked by a sort, ties broken by the order it was found in (so the result is the
-/// stable sort of the matches).
+/// A document ranked by a sort (its sort keys looked up once), ties broken by the order it was
+/// found in (so the result is the stable sort of the matches).
 struct Ranked<'a> {
     doc: &'a Document,
+    keys: Vec<&'a Value>,
     seq: usize,
     sort: &'a Sort,
 }
@@ -224,7 +225,7 @@ struct Ranked<'a> {
 impl Ord for Ranked<'_> {
     fn cmp(&self, other: &Self) -> Ordering {
         self.sort
-            .compare(self.doc, other.doc)
+            .compare_keys(&self.keys, &other.keys)
             .then(self.seq.cmp(&other.seq))
     }
 }
@@ -243,26 +244,36 @@ impl PartialEq for Ranked<'_> {
 
 impl Eq for Ranked<'_> {}
 
-/// The first `skip + limit` documents of `docs` in `sort` order, keeping only that many at a
-/// time (a max-heap whose top is the worst kept so far), then the last `limit` of them.
-fn top_sorted<'a>(
+/// The matches in `sort` order, then `skip`, then at most `limit`. With a limit, only
+/// `skip + limit` documents are kept at a time (a max-heap whose top is the worst kept so far).
+fn sorted_page<'a>(
     docs: impl Iterator<Item = &'a Document>,
     sort: &'a Sort,
     skip: usize,
-    limit: usize,
+    limit: Option<usize>,
 ) -> Vec<&'a Document> {
+    let ranked = docs.enumerate().map(|(seq, doc)| Ranked {
+        keys: sort.sort_keys(doc),
+        doc,
+        seq,
+        sort,
+    });
+    let Some(limit) = limit else {
+        let mut all: Vec<Ranked<'a>> = ranked.collect();
+        all.sort_unstable();
+        return all.into_iter().skip(skip).map(|r| r.doc).collect();
+    };
     let keep = skip.saturating_add(limit);
     if keep == 0 {
         return Vec::new();
     }
     let mut heap = BinaryHeap::new();
-    for (seq, doc) in docs.enumerate() {
-        let ranked = Ranked { doc, seq, sort };
+    for r in ranked {
         if heap.len() < keep {
-            heap.push(ranked);
-        } else if heap.peek().is_some_and(|worst| ranked < *worst) {
+            heap.push(r);
+        } else if heap.peek().is_some_and(|worst| r < *worst) {
             heap.pop();
-            heap.push(ranked);
+            heap.push(r);
         }
     }
     heap.into_sorted_vec()
@@ -293,13 +304,7 @@ impl Store for MemoryStore {
         let matches = coll.matching(&query.selector).map(|(_, doc)| doc);
         let docs: Vec<&Document> = match &query.sort {
             None => matches.skip(skip).take(limit).collect(),
-            Some(sort) if query.limit.is_some() => top_sorted(matches, sort, skip, limit),
-            Some(sort) => {
-                let mut docs: Vec<&Document> = matches.collect();
-                // `sort_by` is stable: ties keep `_id` order, as in `top_sorted`.
-                docs.sort_by(|a, b| sort.compare(a, b));
-                docs.into_iter().skip(skip).collect()
-            }
+            Some(sort) => sorted_page(matches, sort, skip, query.limit.map(to_usize)),
         };
         Ok(match &query.projection {
             Some(p) => docs.into_iter().map(|d| p.apply(d)).collect(),
@@ -435,7 +440,7 @@ mod tests {
     }
 
     #[test]
-    fn top_sorted_keeps_a_stable_window() {
+    fn sorted_pages_are_stable_windows() {
         let docs: Vec<Document> = (0..20)
             .map(|i| doc(json!({"_id": format!("{i:02}"), "k": i % 4})))
             .collect();
@@ -443,10 +448,12 @@ mod tests {
         let mut expected: Vec<&Document> = docs.iter().collect();
         expected.sort_by(|a, b| sort.compare(a, b));
         for (skip, limit) in [(0, 3), (2, 5), (18, 5), (0, 0), (25, 1), (0, 20)] {
-            let got = top_sorted(docs.iter(), &sort, skip, limit);
+            let got = sorted_page(docs.iter(), &sort, skip, Some(limit));
             let want: Vec<&Document> = expected.iter().copied().skip(skip).take(limit).collect();
             assert_eq!(got, want, "skip {skip} limit {limit}");
         }
+        let want: Vec<&Document> = expected.iter().copied().skip(3).collect();
+        assert_eq!(sorted_page(docs.iter(), &sort, 3, None), want);
     }
 
     #[test]

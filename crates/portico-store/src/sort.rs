@@ -130,6 +130,28 @@ impl Sort {
         }
         Ordering::Equal
     }
+
+    /// The values `doc` sorts by, one per key, for comparing many times with
+    /// [`Sort::compare_keys`] without looking the paths up again.
+    pub(crate) fn sort_keys<'a>(&self, doc: &'a Document) -> Vec<&'a Value> {
+        self.keys
+            .iter()
+            .zip(&self.parts)
+            .map(|((_, ascending), parts)| sort_key(doc, parts, *ascending))
+            .collect()
+    }
+
+    /// Compares the results of [`Sort::sort_keys`] of two documents, as [`Sort::compare`] would.
+    pub(crate) fn compare_keys(&self, a: &[&Value], b: &[&Value]) -> Ordering {
+        for (((_, ascending), ka), kb) in self.keys.iter().zip(a).zip(b) {
+            let o = compare_values(ka, kb);
+            let o = if *ascending { o } else { o.reverse() };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    }
 }
 
 static NULL: Value = Value::Null;
@@ -196,6 +218,9 @@ mod tests {
     fn sorted(sort: &Sort, docs: Vec<Value>) -> Vec<Value> {
         let mut docs: Vec<Document> = docs.into_iter().map(doc).collect();
         docs.sort_by(|a, b| sort.compare(a, b));
+        let mut by_keys = docs.clone();
+        by_keys.sort_by(|a, b| sort.compare_keys(&sort.sort_keys(a), &sort.sort_keys(b)));
+        assert_eq!(by_keys, docs, "compare_keys agrees with compare");
         docs.into_iter().map(Value::Object).collect()
     }
 
