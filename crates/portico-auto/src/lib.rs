@@ -75,10 +75,10 @@
 //! [`AutoApi::router`] are served too: a request that finds no route makes the router look at
 //! the platform's registries again.
 //!
-//! **Mounting.** The router answers every path (unknown ones with a JSON 404), so merge it
-//! *after* your own routes' router, or nest it under a prefix with
-//! [`axum::Router::nest`]. Its static routes (`/users/login`) and those of a merged router take
-//! precedence over its catch-all.
+//! **Mounting.** The router answers every path (unknown ones with a JSON 404) through a
+//! catch-all route. Merged with another router, that router's own routes take precedence over
+//! the catch-all (but its fallback is never reached); nested under a prefix with
+//! [`axum::Router::nest`], it answers only below that prefix (its listing shows paths without it).
 
 pub mod auth;
 
