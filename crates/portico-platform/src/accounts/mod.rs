@@ -509,7 +509,24 @@ impl Accounts {
                 tracing::warn!(user_id, error = %e, "could not replace a bcrypt hash");
             }
         }
-        self.new_login_token(&user_id).await
+        let prune = self.has_expired_tokens(&user);
+        self.issue_token(&user_id, prune).await
+    }
+
+    /// True when `user` holds a login token past its lifetime.
+    fn has_expired_tokens(&self, user: &Document) -> bool {
+        let now = Utc::now();
+        let lifetime = self.inner.config.token_lifetime;
+        lookup_path(user, LOGIN_TOKENS)
+            .first()
+            .and_then(|v| v.as_array())
+            .is_some_and(|tokens| {
+                tokens.iter().any(|t| {
+                    t.get("when")
+                        .and_then(parse_date)
+                        .is_some_and(|when| when + lifetime <= now)
+                })
+            })
     }
 
     async fn upgrade_hash(&self, user_id: &str, digest: String) -> Result<()> {
@@ -530,6 +547,12 @@ impl Accounts {
     /// # Errors
     /// [`Error::UserNotFound`], store failures.
     pub async fn new_login_token(&self, user_id: &str) -> Result<LoginToken> {
+        self.issue_token(user_id, true).await
+    }
+
+    /// Issues a token; prunes expired ones when `prune` (a login knows whether there are any, and
+    /// so spares itself the second write when there are none).
+    async fn issue_token(&self, user_id: &str, prune: bool) -> Result<LoginToken> {
         let token = token::new_token();
         let when = now_iso();
         let update = Update::parse(&json!({
@@ -538,7 +561,9 @@ impl Accounts {
         if self.update_user(user_id, &update).await? == 0 {
             return Err(Error::UserNotFound);
         }
-        self.prune_expired(user_id).await;
+        if prune {
+            self.prune_expired(user_id).await;
+        }
         Ok(LoginToken {
             user_id: user_id.to_string(),
             token,

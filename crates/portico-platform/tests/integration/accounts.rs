@@ -261,6 +261,16 @@ on_every_backend! {
             .collect();
         assert!(!hashes.contains(&&json!(hash_token("old-token"))));
         assert!(hashes.contains(&&json!(hash_token("recent-token"))));
+
+        // So does a login.
+        let push = Update::parse(&json!({"$push": {"services.resume.loginTokens":
+            {"when": old, "hashedToken": hash_token("old-again")}}}))?;
+        p.store().update(USERS, &Selector::by_id(&id), &push, Default::default()).await?;
+        accounts.login(&UserSelector::Id(id.clone()), &plain("pw")).await?;
+        let user = accounts.find_user_by_id(&id).await?.ok_or("user")?;
+        let tokens = user["services"]["resume"]["loginTokens"].as_array().ok_or("tokens")?;
+        assert!(tokens.iter().all(|t| t["hashedToken"] != json!(hash_token("old-again"))));
+        assert_eq!(tokens.len(), 4, "recent, no-when and two new ones: {tokens:?}");
         Ok(())
     }
 
