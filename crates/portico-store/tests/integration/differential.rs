@@ -401,3 +401,82 @@ proptest! {
         });
     }
 }
+
+// Properties of the pure parts every backend relies on, over the same random values.
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// `compare_values` is a total order: antisymmetric, transitive, and `Equal` only for
+    /// values a selector treats as equal.
+    #[test]
+    fn compare_values_is_a_total_order(a in value(), b in value(), c in value()) {
+        use std::cmp::Ordering::*;
+        use portico_store::compare_values as cmp;
+        prop_assert_eq!(cmp(&a, &b), cmp(&b, &a).reverse());
+        prop_assert_eq!(cmp(&a, &a), Equal);
+        if cmp(&a, &b) != Greater && cmp(&b, &c) != Greater {
+            prop_assert_ne!(cmp(&a, &c), Greater);
+        }
+        let mut doc = Map::new();
+        doc.insert("f".into(), a.clone());
+        let equal = Selector::parse(&json!({ "f": { "$eq": b.clone() } })).expect("selector");
+        if cmp(&a, &b) == Equal {
+            prop_assert!(equal.matches(&doc), "{} should equal {}", a, b);
+        }
+    }
+
+    /// An update either applies, keeping `_id`, or fails and leaves the document as it was.
+    #[test]
+    fn updates_are_all_or_nothing(d in document(), u in update()) {
+        let Ok(update) = Update::parse(&u) else { return Ok(()); };
+        let mut d = d;
+        d.insert("_id".into(), json!("the-id"));
+        let before = d.clone();
+        match update.apply(&mut d) {
+            Ok(()) => prop_assert_eq!(document_id(&d), Some("the-id")),
+            Err(e) => {
+                prop_assert!(matches!(e, Error::InvalidModifier(_)), "{e:?}");
+                prop_assert_eq!(d, before);
+            }
+        }
+    }
+
+    /// A selector and its `$nor` negation split the documents between them, and `equalities()`
+    /// only names conditions every match satisfies.
+    #[test]
+    fn selectors_split_documents_and_equalities_hold(d in document(), s in selector()) {
+        let Ok(sel) = Selector::parse(&s) else { return Ok(()); };
+        let negated = Selector::parse(&json!({ "$nor": [s.clone()] })).expect("negation");
+        prop_assert_ne!(sel.matches(&d), negated.matches(&d));
+        if sel.matches(&d) {
+            for (path, value) in sel.equalities() {
+                let found = portico_store::lookup_path(&d, path);
+                let holds = found.iter().any(|v| {
+                    portico_store::compare_values(v, value).is_eq()
+                        || v.as_array().is_some_and(|items| {
+                            items.iter().any(|e| portico_store::compare_values(e, value).is_eq())
+                        })
+                });
+                prop_assert!(holds, "{} == {} does not hold in {:?}", path, value, d);
+            }
+        }
+    }
+
+    /// Inclusion and exclusion of the same top-level fields split a document's fields.
+    #[test]
+    fn inclusion_and_exclusion_are_complements(d in document(), keys in prop::collection::btree_set(key(), 1..3)) {
+        let spec = |on: i32| {
+            let m: Map<String, Value> = keys.iter().map(|k| (k.clone(), json!(on))).collect();
+            Projection::parse(&Value::Object(m)).expect("projection")
+        };
+        let included = spec(1).apply(&d);
+        let excluded = spec(0).apply(&d);
+        for (k, v) in &d {
+            let inside = included.get(k) == Some(v);
+            let outside = excluded.get(k) == Some(v);
+            prop_assert!(inside || outside, "{k} is lost");
+            prop_assert!(!(inside && outside) || k == "_id", "{k} is in both");
+        }
+        prop_assert_eq!(included.len() + excluded.len(), d.len());
+    }
+}
