@@ -58,6 +58,10 @@ use crate::{Document, Error, Query, Result, Selector, Store, Update, UpdateOptio
 /// parallel, few enough that their page caches stay small.
 const READERS: usize = 4;
 
+/// How many candidates an inline `find_one` may look at before handing the work to the blocking
+/// pool (each costs a row read and a JSON parse, a few microseconds).
+const INLINE_CANDIDATES: usize = 16;
+
 /// A [`Store`] in one SQLite database file. Cloning is cheap and shares the connections.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
@@ -164,6 +168,14 @@ impl Store for SqliteStore {
     }
 
     async fn find_one(&self, collection: &str, selector: &Selector) -> Result<Option<Document>> {
+        // Lookups through the primary key or an index (a login token on every authenticated
+        // request) are point reads too, and run inline like `get` below, within a budget of
+        // candidates so that a selector the index narrows poorly goes to the blocking pool.
+        if let Some(Ok(Some(found))) = self.pool.try_read_now(|conn| {
+            query::find_first_quick(conn, collection, selector, INLINE_CANDIDATES)
+        }) {
+            return Ok(found);
+        }
         let collection = collection.to_owned();
         let query = Query {
             limit: Some(1),

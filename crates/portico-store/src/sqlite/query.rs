@@ -143,6 +143,39 @@ pub(crate) fn find(conn: &Connection, collection: &str, query: &Query) -> Result
     Ok(docs)
 }
 
+/// The first document matching `selector`, when that is quick to know: its candidates come from
+/// the primary key or an index, and a match (or their end) comes within the first `budget`
+/// candidates. `Ok(None)` means "not quick": the caller runs the full [`find`] elsewhere.
+pub(crate) fn find_first_quick(
+    conn: &Connection,
+    collection: &str,
+    selector: &Selector,
+    budget: usize,
+) -> Result<Option<Option<Document>>> {
+    // A missing collection reads as "not quick" too; the full read answers it.
+    or_missing(conn, collection, || {
+        let plan = plan(conn, collection, selector)?;
+        if matches!(plan, Plan::Scan { .. }) {
+            return Ok(None);
+        }
+        let mut seen = 0usize;
+        let mut answer = Some(None);
+        for_each_candidate(conn, collection, &plan, |_, doc| {
+            if selector.matches(&doc) {
+                answer = Some(Some(doc));
+                return Ok(ControlFlow::Break(()));
+            }
+            seen += 1;
+            if seen >= budget {
+                answer = None;
+                return Ok(ControlFlow::Break(()));
+            }
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(answer)
+    })
+}
+
 /// Matching documents in `_id` order after skipping `skip`, stopping once `limit` are found.
 fn first_matches(
     conn: &Connection,

@@ -651,3 +651,51 @@ async fn two_stores_on_one_file_lose_no_increment() {
     assert_eq!(stored.get("n"), Some(&json!(40)));
     assert_eq!(stored.len(), 42);
 }
+
+#[tokio::test]
+async fn quick_first_match_only_answers_point_reads_within_budget() {
+    let (_dir, store) = open_temp().await;
+    store.ensure_index("c", "k").await.expect("index");
+    let docs: Vec<Document> = (0..40)
+        .map(|i| doc(json!({"_id": format!("{i:02}"), "k": "same", "n": i})))
+        .collect();
+    store.insert_many("c", docs).await.expect("insert");
+    let quick = |s: Value, budget: usize| {
+        let store = store.clone();
+        async move {
+            let s = sel(s);
+            store
+                .with_reader(move |conn| super::query::find_first_quick(conn, "c", &s, budget))
+                .await
+                .expect("quick find")
+        }
+    };
+    let by_id = quick(json!({"_id": "07"}), 16).await;
+    assert_eq!(
+        by_id.flatten().and_then(|d| d.get("n").cloned()),
+        Some(json!(7))
+    );
+    assert_eq!(quick(json!({"_id": "nope"}), 16).await, Some(None));
+    let early = quick(json!({"k": "same", "n": 3}), 16).await;
+    assert_eq!(
+        early.flatten().and_then(|d| d.get("n").cloned()),
+        Some(json!(3))
+    );
+    // The match is the 31st candidate: past the budget, so the caller must do the full read.
+    assert_eq!(quick(json!({"k": "same", "n": 30}), 16).await, None);
+    // No index to narrow with: never quick.
+    assert_eq!(quick(json!({"n": 1}), 16).await, None);
+    // Through the trait, every case gets its answer.
+    let found = store
+        .find_one("c", &sel(json!({"k": "same", "n": 30})))
+        .await
+        .expect("find_one");
+    assert_eq!(found.and_then(|d| d.get("n").cloned()), Some(json!(30)));
+    assert_eq!(
+        store
+            .find_one("missing", &sel(json!({"_id": "x"})))
+            .await
+            .expect("find_one"),
+        None
+    );
+}
