@@ -410,3 +410,37 @@ async fn generated_routes_live_under_the_versioned_path() {
     );
     assert_eq!(call(&r, "GET", "/api/articles", None).await.status, 404);
 }
+
+#[tokio::test]
+async fn route_options_auth_required_covers_every_generated_endpoint() {
+    let platform = memory().await;
+    let ann = user(&platform, "ann", "pw-123456", &[]).await;
+    let token = token_for(&platform, &ann).await;
+    let mut api = Api::new(opts(), platform.clone()).unwrap();
+    api.add_collection(
+        platform.collection("articles"),
+        CollectionOptions::new().route_options(RouteOptions::new().auth_required(true)),
+    )
+    .unwrap();
+    let r = api.router();
+    for (method, uri) in [
+        ("GET", "/api/articles"),
+        ("POST", "/api/articles"),
+        ("GET", "/api/articles/x"),
+        ("PUT", "/api/articles/x"),
+        ("PATCH", "/api/articles/x"),
+        ("DELETE", "/api/articles/x"),
+    ] {
+        let resp = call_json(&r, method, uri, None, &json!({"a": 1})).await;
+        assert_eq!(resp.status, 401, "{method} {uri}");
+    }
+    let created = call_json(&r, "POST", "/api/articles", Some(&token), &json!({"a": 1})).await;
+    assert_eq!(created.status, 201);
+    assert_eq!(
+        call(&r, "GET", "/api/articles", Some(&token)).await.json()["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
