@@ -1,0 +1,525 @@
+//! Checking a parsed file: raw structs in, [`Config`] out, every mistake collected with its place.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::Value;
+use toml::Spanned;
+
+use super::diagnostic::Source;
+use super::raw::{
+    OneOrMany, RawApi, RawAuto, RawCollection, RawConfig, RawEndpoint, RawPublication,
+};
+use super::{
+    ApiConfig, AutoConfig, CollectionConfig, CollectionRules, Config, ConfigError, EndpointName,
+    EndpointOptions, PublicationConfig, RateLimit, Rule, value,
+};
+
+/// Turns raw structs into checked ones, collecting mistakes.
+pub(super) struct Checker<'a> {
+    source: Source<'a>,
+    errors: &'a mut Vec<ConfigError>,
+}
+
+impl<'a> Checker<'a> {
+    pub(super) fn new(text: &'a str, errors: &'a mut Vec<ConfigError>) -> Self {
+        Checker {
+            source: Source::new(text),
+            errors,
+        }
+    }
+
+    fn error<T>(&mut self, spanned: &Spanned<T>, key: &str, message: impl Into<String>) {
+        let err = self.source.error(spanned.span(), key, message);
+        self.errors.push(err);
+    }
+
+    fn line<T>(&self, spanned: &Spanned<T>) -> usize {
+        self.source.position(spanned.span().start).0
+    }
+
+    pub(super) fn config(&mut self, raw: RawConfig) -> Config {
+        let listen = raw
+            .listen
+            .and_then(|listen| match listen.get_ref().parse::<SocketAddr>() {
+                Ok(addr) => Some(addr),
+                Err(_) => {
+                    self.error(
+                    &listen,
+                    "listen",
+                    format!(
+                        "`{}` is not an address; write an IP and a port, as in \"127.0.0.1:3000\"",
+                        listen.get_ref()
+                    ),
+                );
+                    None
+                }
+            });
+        let database_position = raw
+            .database
+            .as_ref()
+            .map(|db| self.source.position(db.span().start));
+        let database = raw
+            .database
+            .and_then(|db| match check_database_url(db.get_ref()) {
+                Ok(()) => Some(db.into_inner()),
+                Err(message) => {
+                    self.error(&db, "database", message);
+                    None
+                }
+            });
+        let api_lines = self.source.header_lines("api");
+        let apis = raw
+            .api
+            .into_iter()
+            .enumerate()
+            .map(|(index, api)| self.api(api, api_lines.get(index).copied().unwrap_or(1)))
+            .collect();
+        let auto = raw.auto.map(|auto| self.auto(auto));
+        Config {
+            listen,
+            database,
+            database_position,
+            apis,
+            auto,
+        }
+    }
+
+    fn path_part(&mut self, value: &Spanned<String>, key: &str, allow_params: bool) -> String {
+        let text = value.get_ref().trim_matches('/').to_owned();
+        if let Err(message) = check_path(&text, allow_params) {
+            self.error(value, key, message);
+        }
+        text
+    }
+
+    fn headers(
+        &mut self,
+        headers: Option<Spanned<BTreeMap<String, String>>>,
+        key: &str,
+    ) -> Vec<(String, String)> {
+        let Some(headers) = headers else {
+            return Vec::new();
+        };
+        for (name, value) in headers.get_ref() {
+            if axum::http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                self.error(
+                    &headers,
+                    key,
+                    format!("`{name}` is not a valid header name"),
+                );
+            } else if axum::http::HeaderValue::from_str(value).is_err() {
+                self.error(
+                    &headers,
+                    key,
+                    format!("the value of `{name}` is not a valid header value"),
+                );
+            }
+        }
+        headers.into_inner().into_iter().collect()
+    }
+
+    fn api(&mut self, raw: RawApi, line: usize) -> ApiConfig {
+        let api_path = match &raw.api_path {
+            Some(path) => {
+                self.path_part(path, "api.api_path", false);
+                path.get_ref().clone()
+            }
+            None => "api/".to_owned(),
+        };
+        let version = raw.version.as_ref().map(|v| {
+            self.path_part(v, "api.version", false);
+            v.get_ref().clone()
+        });
+        let enable_cors = raw.enable_cors.unwrap_or(true);
+        let default_headers = self.headers(raw.default_headers, "api.default_headers");
+        let login_rate_limit = raw.login_rate_limit.map(|limit| {
+            let inner = limit.get_ref();
+            if inner.attempts == 0 || inner.per_seconds == 0 {
+                self.error(
+                    &limit,
+                    "api.login_rate_limit",
+                    "`attempts` and `per_seconds` must both be at least 1",
+                );
+            }
+            RateLimit {
+                attempts: inner.attempts,
+                per: Duration::from_secs(inner.per_seconds),
+            }
+        });
+        let cors_origins = raw.cors_origins.map(|origins| {
+            if !enable_cors {
+                self.error(&origins, "api.cors_origins", "`cors_origins` needs `enable_cors = true`");
+            }
+            for origin in origins.get_ref() {
+                if !is_origin(origin) {
+                    self.error(
+                        &origins,
+                        "api.cors_origins",
+                        format!("`{origin}` is not an origin; write it as in \"https://app.example.com\""),
+                    );
+                }
+            }
+            origins.into_inner()
+        });
+        let collections = raw
+            .collection
+            .into_iter()
+            .map(|c| self.collection(c))
+            .collect();
+        ApiConfig {
+            api_path,
+            version,
+            use_default_auth: raw.use_default_auth.unwrap_or(false),
+            pretty_json: raw.pretty_json.unwrap_or(false),
+            enable_cors,
+            default_headers,
+            auth_failure_delay: raw.auth_failure_delay_ms.map(Duration::from_millis),
+            login_rate_limit,
+            cors_origins,
+            collections,
+            line,
+        }
+    }
+
+    fn roles(&mut self, roles: Option<OneOrMany>, at: &Spanned<String>, key: &str) -> Vec<String> {
+        let roles = roles.map(|r| r.0).unwrap_or_default();
+        if roles.iter().any(|r| r.trim().is_empty()) {
+            self.error(at, key, "a role name is empty");
+        }
+        roles
+    }
+
+    fn collection(&mut self, raw: RawCollection) -> CollectionConfig {
+        let key = "api.collection";
+        if let Err(message) = check_collection_name(raw.name.get_ref()) {
+            self.error(&raw.name, &format!("{key}.name"), message);
+        }
+        let path = match &raw.path {
+            Some(path) => self.path_part(path, &format!("{key}.path"), true),
+            None => raw.name.get_ref().clone(),
+        };
+        let role_required = self.roles(
+            raw.role_required,
+            &raw.name,
+            &format!("{key}.role_required"),
+        );
+        let mut excluded = BTreeSet::new();
+        if let Some(list) = &raw.excluded_endpoints {
+            for name in &list.get_ref().0 {
+                match EndpointName::parse(name) {
+                    Some(endpoint) => {
+                        excluded.insert(endpoint);
+                    }
+                    None => self.error(
+                        list,
+                        &format!("{key}.excluded_endpoints"),
+                        format!("`{name}` is not an endpoint; expected getAll, post, get, put, patch or delete"),
+                    ),
+                }
+            }
+        }
+        let raw_endpoints = raw.endpoints.unwrap_or_default();
+        let settings = [
+            (EndpointName::GetAll, raw_endpoints.get_all),
+            (EndpointName::Post, raw_endpoints.post),
+            (EndpointName::Get, raw_endpoints.get),
+            (EndpointName::Put, raw_endpoints.put),
+            (EndpointName::Patch, raw_endpoints.patch),
+            (EndpointName::Delete, raw_endpoints.delete),
+        ];
+        let mut endpoints = Vec::new();
+        for (endpoint, setting) in settings {
+            let options = match setting {
+                Some(RawEndpoint::Enabled(false)) => continue,
+                None | Some(RawEndpoint::Enabled(true)) => EndpointOptions::default(),
+                Some(RawEndpoint::Options(options)) => EndpointOptions {
+                    auth_required: options.auth_required,
+                    role_required: self.roles(
+                        options.role_required,
+                        &raw.name,
+                        &format!("{key}.endpoints.{}.role_required", endpoint.as_str()),
+                    ),
+                },
+            };
+            if !excluded.contains(&endpoint) {
+                endpoints.push((endpoint, options));
+            }
+        }
+        if endpoints.is_empty() {
+            self.error(
+                &raw.name,
+                &format!("{key}.name"),
+                "every endpoint of this collection is excluded",
+            );
+        }
+        let owner_field = raw.owner_field.map(|field| {
+            if let Err(message) = check_field_name(field.get_ref()) {
+                self.error(&field, &format!("{key}.owner_field"), message);
+            }
+            field.into_inner()
+        });
+        let max_page_size = raw.max_page_size.map(|size| {
+            if *size.get_ref() == 0 {
+                self.error(&size, &format!("{key}.max_page_size"), "must be at least 1");
+            }
+            size.into_inner()
+        });
+        CollectionConfig {
+            line: self.line(&raw.name),
+            name: raw.name.into_inner(),
+            path,
+            auth_required: raw.auth_required.unwrap_or(false),
+            role_required,
+            endpoints,
+            owner_field,
+            max_page_size,
+        }
+    }
+
+    fn collection_names(&mut self, names: Vec<Spanned<String>>, key: &str) -> Vec<String> {
+        names
+            .into_iter()
+            .map(|name| {
+                if let Err(message) = check_collection_name(name.get_ref()) {
+                    self.error(&name, key, message);
+                }
+                name.into_inner()
+            })
+            .collect()
+    }
+
+    fn auto(&mut self, raw: RawAuto) -> AutoConfig {
+        let collections = raw
+            .collections
+            .map(|c| self.collection_names(c.into_inner(), "auto.collections"));
+        let object_id_collections =
+            self.collection_names(raw.object_id_collections, "auto.object_id_collections");
+        let response_headers = self.headers(raw.response_headers, "auto.response_headers");
+        let mut rules = Vec::new();
+        for (collection, spanned) in raw.rules {
+            let key = format!("auto.rules.{collection}");
+            if let Err(message) = check_collection_name(&collection) {
+                self.error(&spanned, &key, message);
+            }
+            if let Some(list) = &collections {
+                if !list.contains(&collection) {
+                    self.error(
+                        &spanned,
+                        &key,
+                        format!(
+                            "rules for `{collection}`, but `{collection}` is not in `auto.collections`, so it has no write endpoints"
+                        ),
+                    );
+                }
+            }
+            let raw_rules = spanned.into_inner();
+            let mut parse = |rule: Option<Spanned<OneOrMany>>, op: &str| -> Vec<Rule> {
+                let Some(rule) = rule else {
+                    return Vec::new();
+                };
+                let mut parsed = Vec::new();
+                for text in &rule.get_ref().0 {
+                    match text.parse::<Rule>() {
+                        Ok(r) => parsed.push(r),
+                        Err(message) => self.error(&rule, &format!("{key}.{op}"), message),
+                    }
+                }
+                parsed
+            };
+            let insert = parse(raw_rules.insert, "insert");
+            let update = parse(raw_rules.update, "update");
+            let remove = parse(raw_rules.remove, "remove");
+            rules.push(CollectionRules {
+                collection,
+                insert,
+                update,
+                remove,
+            });
+        }
+        let mut names = BTreeSet::new();
+        let publications = raw
+            .publication
+            .into_iter()
+            .filter_map(|p| {
+                let name = p.name.get_ref().clone();
+                let duplicate = !names.insert(name.clone());
+                if duplicate {
+                    self.error(
+                        &p.name,
+                        "auto.publication.name",
+                        format!("a publication named `{name}` is declared twice"),
+                    );
+                }
+                self.publication(p)
+            })
+            .collect();
+        AutoConfig {
+            collections,
+            object_id_collections,
+            response_headers,
+            allow_register: raw.allow_register.unwrap_or(true),
+            rules,
+            publications,
+            line: self.source.header_line("auto").unwrap_or(1),
+        }
+    }
+
+    fn publication(&mut self, raw: RawPublication) -> Option<PublicationConfig> {
+        let key = "auto.publication";
+        let name = raw.name.get_ref();
+        if name.trim().is_empty() || name.contains('/') || name == "api-routes" {
+            self.error(
+                &raw.name,
+                &format!("{key}.name"),
+                format!("`{name}` cannot name a publication (empty, a `/`, or the reserved `api-routes`)"),
+            );
+        }
+        if let Err(message) = check_collection_name(raw.collection.get_ref()) {
+            self.error(&raw.collection, &format!("{key}.collection"), message);
+        }
+        let mut json = |table: Option<Spanned<toml::Table>>, field: &str| -> Option<Value> {
+            let table = table?;
+            let json = value::table_to_json(table.get_ref());
+            let parsed = match field {
+                "selector" => portico_store::Selector::parse(&json).map(|_| ()),
+                "sort" => portico_store::Sort::parse(&json).map(|_| ()),
+                _ => portico_store::Projection::parse(&json).map(|_| ()),
+            };
+            if let Err(err) = parsed {
+                self.error(&table, &format!("{key}.{field}"), err.to_string());
+            }
+            Some(json)
+        };
+        let selector =
+            json(raw.selector, "selector").unwrap_or_else(|| Value::Object(Default::default()));
+        let sort = json(raw.sort, "sort");
+        let fields = json(raw.fields, "fields");
+        let url = raw.url.map(|url| {
+            let text = url.get_ref().trim_matches('/');
+            if let Err(message) = check_path(text, true) {
+                self.error(&url, &format!("{key}.url"), message);
+            }
+            text.to_owned()
+        });
+        let http_method = raw.http_method.map(|m| {
+            let lower = m.get_ref().to_ascii_lowercase();
+            if !["get", "post", "put", "patch", "delete"].contains(&lower.as_str()) {
+                self.error(
+                    &m,
+                    &format!("{key}.http_method"),
+                    format!(
+                        "`{}` is not one of get, post, put, patch, delete",
+                        m.get_ref()
+                    ),
+                );
+            }
+            lower
+        });
+        Some(PublicationConfig {
+            line: self.line(&raw.name),
+            name: raw.name.into_inner(),
+            collection: raw.collection.into_inner(),
+            selector,
+            sort,
+            fields,
+            url,
+            http_method,
+            auth_required: raw.auth_required.unwrap_or(false),
+        })
+    }
+}
+
+/// Checks the form of a store URL (opening it is the store's business).
+pub fn check_database_url(url: &str) -> Result<(), String> {
+    if url == "memory:" {
+        return Ok(());
+    }
+    if let Some(path) = url.strip_prefix("sqlite:") {
+        return if path.trim().is_empty() {
+            Err("`sqlite:` needs a file path, as in \"sqlite:./portico.db\"".to_owned())
+        } else {
+            Ok(())
+        };
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok(());
+    }
+    Err(format!(
+        "`{url}` is not a store URL; expected \"memory:\", \"sqlite:PATH\" or \"postgres://...\""
+    ))
+}
+
+fn check_collection_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && name.len() <= 120
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+        && !name.starts_with(['.', '-']);
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{name}` cannot name a collection; use letters, digits, `_`, `-` and `.`"
+        ))
+    }
+}
+
+fn check_field_name(name: &str) -> Result<(), String> {
+    if name.is_empty()
+        || name.starts_with('$')
+        || name == "_id"
+        || name.split('.').any(str::is_empty)
+    {
+        Err(format!(
+            "`{name}` cannot be an owner field (empty, `$`-prefixed or `_id`)"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// A URL path (without surrounding slashes): segments of URL-safe characters, and `:name`
+/// parameters when `allow_params`.
+fn check_path(path: &str, allow_params: bool) -> Result<(), String> {
+    for segment in path.split('/') {
+        if segment.is_empty() && !path.is_empty() {
+            return Err(format!("`{path}` has an empty segment (`//`)"));
+        }
+        if let Some(param) = segment.strip_prefix(':') {
+            if !allow_params {
+                return Err(format!("`{path}` cannot hold a `:` parameter here"));
+            }
+            if param.is_empty() || !param.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(format!(
+                    "`{segment}` in `{path}` is not a valid parameter name"
+                ));
+            }
+            continue;
+        }
+        if let Some(bad) = segment
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || "-._~!$&'()+,;=@".contains(*c)))
+        {
+            return Err(format!(
+                "`{path}` holds `{bad}`, which a URL path segment cannot hold"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn is_origin(origin: &str) -> bool {
+    let Some((scheme, rest)) = origin.split_once("://") else {
+        return false;
+    };
+    !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        && !rest.is_empty()
+        && !rest.contains('/')
+        && axum::http::HeaderValue::from_str(origin).is_ok()
+}
