@@ -94,6 +94,11 @@ pub(crate) async fn run(
             Ok(Outcome::data(public(&user)))
         }
         Op::Post => {
+            // An anonymous sign-up is a client creating an account; an authenticated caller
+            // passed the endpoint's auth and role checks, which the host set up on purpose.
+            if accounts.config().forbid_client_account_creation && ctx.user_id.is_none() {
+                return Err(Reply::error(403, "Signups forbidden"));
+            }
             let mut body = body.unwrap_or_default();
             check(&mut body, BodyUse::Create, None)?;
             let password = string_field(&body, "password")?.map(Password::Plain);

@@ -177,3 +177,50 @@ async fn users_collection_with_roles() {
     assert_eq!(call(&r, "GET", "/api/users", None).await.status, 401);
     assert_eq!(call(&r, "GET", "/api/users", Some(&ta)).await.status, 200);
 }
+
+#[tokio::test]
+async fn anonymous_signups_refused_when_the_platform_forbids_them() {
+    let config = portico_platform::PlatformConfig {
+        accounts: portico_platform::AccountsConfig {
+            forbid_client_account_creation: true,
+            ..Default::default()
+        },
+    };
+    let platform = portico_platform::Platform::open_with("memory:", config)
+        .await
+        .unwrap();
+    let admin = user(&platform, "admin", "pw-123456", &["admin"]).await;
+    let ta = token_for(&platform, &admin).await;
+    let mut api = Api::new(opts(), platform.clone()).unwrap();
+    api.add_collection(
+        platform.collection("users"),
+        CollectionOptions::new().endpoint(
+            portico_rest::Op::Post,
+            portico_rest::Endpoint::options().auth_required(true),
+        ),
+    )
+    .unwrap();
+    let mut open = Api::new(
+        ApiOptions {
+            version: Some("open".into()),
+            ..opts()
+        },
+        platform.clone(),
+    )
+    .unwrap();
+    open.add_collection(platform.collection("users"), CollectionOptions::new())
+        .unwrap();
+    let r = axum::Router::new().merge(api.router()).merge(open.router());
+    let body = json!({"username": "new", "password": "new-pass-1"});
+    let anon = call_json(&r, "POST", "/api/open/users", None, &body).await;
+    assert_eq!(
+        (anon.status, anon.json()["message"].clone()),
+        (403, json!("Signups forbidden"))
+    );
+    assert_eq!(
+        call_json(&r, "POST", "/api/users", Some(&ta), &body)
+            .await
+            .status,
+        201
+    );
+}
