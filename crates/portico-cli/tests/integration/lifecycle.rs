@@ -209,3 +209,64 @@ fn routes_prints_method_path_access_and_roles() {
         "{stdout}"
     );
 }
+
+/// Every route `portico routes` prints for the shipped example is served, and a route it does
+/// not print (PUT on articles) is not.
+#[tokio::test]
+async fn the_routes_listing_matches_what_is_served() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/portico.toml");
+    let ws = Workspace::new();
+    let db = ws.database();
+    let server = Server::start(
+        ws.dir.path(),
+        &[
+            "serve",
+            "--config",
+            example,
+            "--listen",
+            "127.0.0.1:0",
+            "--database",
+            &db,
+        ],
+    );
+    let listing = text(&ws.run(&["routes", "--config", example]).stdout);
+    let mut calls = Vec::new();
+    for line in listing.lines().skip(1) {
+        let mut words = line.split_whitespace();
+        let (Some(method), Some(path)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let path: String = path
+            .split('/')
+            .map(|seg| if seg.starts_with(':') { "some-id" } else { seg })
+            .collect::<Vec<_>>()
+            .join("/");
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let request = server
+            .http
+            .request(method.clone(), server.url(&path))
+            .send();
+        calls.push((method, path, tokio::spawn(request)));
+    }
+    assert!(calls.len() >= 20, "{listing}");
+    for (method, path, call) in calls {
+        let reply = call.await.expect("join").expect("reply");
+        let status = reply.status().as_u16();
+        let body = reply.text().await.unwrap_or_default();
+        assert_ne!(status, 405, "{method} {path}: {body}");
+        for unknown in [
+            "API endpoint does not exist",
+            "No route for",
+            "method-not-allowed",
+        ] {
+            assert!(
+                !body.contains(unknown),
+                "{method} {path} is listed but not served: {body}"
+            );
+        }
+    }
+    let put = server
+        .call("PUT", "/api/v1/articles/some-id", Some(json!({})), &[])
+        .await;
+    assert_eq!(put.status, 405, "put = false in the example: {}", put.raw);
+}
