@@ -23,10 +23,17 @@ use std::time::{Duration, Instant};
 pub struct RateLimiter {
     attempts: u32,
     per: Duration,
-    failures: Mutex<HashMap<String, VecDeque<Instant>>>,
+    state: Mutex<State>,
 }
 
-/// Above this many keys, stale ones are swept on the next write (bounds memory under attack).
+#[derive(Debug)]
+struct State {
+    failures: HashMap<String, VecDeque<Instant>>,
+    last_sweep: Instant,
+}
+
+/// Above this many keys, stale ones are swept (at most once per window), so keys that stopped
+/// failing do not pile up.
 const SWEEP_ABOVE: usize = 10_000;
 
 impl RateLimiter {
@@ -35,7 +42,10 @@ impl RateLimiter {
         RateLimiter {
             attempts,
             per,
-            failures: Mutex::new(HashMap::new()),
+            state: Mutex::new(State {
+                failures: HashMap::new(),
+                last_sweep: Instant::now(),
+            }),
         }
     }
 
@@ -57,8 +67,8 @@ impl RateLimiter {
             return Err(self.per.max(Duration::from_millis(1)));
         }
         let now = Instant::now();
-        let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(queue) = failures.get_mut(key) else {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(queue) = state.failures.get_mut(key) else {
             return Ok(());
         };
         RateLimiter::prune(queue, self.per, now);
@@ -77,14 +87,17 @@ impl RateLimiter {
     /// Records a failed attempt of `key`.
     pub fn record_failure(&self, key: &str) {
         let now = Instant::now();
-        let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
-        if failures.len() > SWEEP_ABOVE {
-            failures.retain(|_, q| {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.failures.len() > SWEEP_ABOVE
+            && now.saturating_duration_since(state.last_sweep) >= self.per
+        {
+            state.failures.retain(|_, q| {
                 RateLimiter::prune(q, self.per, now);
                 !q.is_empty()
             });
+            state.last_sweep = now;
         }
-        let queue = failures.entry(key.to_string()).or_default();
+        let queue = state.failures.entry(key.to_string()).or_default();
         RateLimiter::prune(queue, self.per, now);
         queue.push_back(now);
         // Only the newest `attempts` failures matter.
@@ -96,9 +109,10 @@ impl RateLimiter {
 
     /// Forgets the failures of `key` (after a successful login).
     pub fn reset(&self, key: &str) {
-        self.failures
+        self.state
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .failures
             .remove(key);
     }
 }
@@ -130,6 +144,18 @@ mod tests {
         assert!(limiter.check("k").is_err());
         std::thread::sleep(Duration::from_millis(40));
         assert!(limiter.check("k").is_ok());
+    }
+
+    #[test]
+    fn stale_keys_are_swept() {
+        let limiter = RateLimiter::new(3, Duration::from_millis(20));
+        for i in 0..=SWEEP_ABOVE {
+            limiter.record_failure(&format!("k{i}"));
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        limiter.record_failure("fresh");
+        let state = limiter.state.lock().unwrap_or_else(PoisonError::into_inner);
+        assert_eq!(state.failures.len(), 1);
     }
 
     #[test]
