@@ -22,7 +22,7 @@
 //! | command | does |
 //! |---|---|
 //! | `portico serve [--config FILE] [--listen ADDR] [--database URL]` | serves the config |
-//! | `portico users add\|list\|remove\|roles add\|roles remove` | manages accounts |
+//! | `portico users add\|list\|password\|logout\|remove\|roles add\|roles remove` | manages accounts |
 //! | `portico import --collection NAME FILE` | imports a JSON array export |
 //! | `portico routes [--config FILE]` | prints every route |
 //! | `portico check [--config FILE]` | validates the config |

@@ -98,6 +98,23 @@ enum UsersCommand {
         #[command(subcommand)]
         command: RolesCommand,
     },
+    /// Set an account's password.
+    Password {
+        #[command(flatten)]
+        db: DatabaseArgs,
+        /// Id, username or email.
+        user: String,
+        /// The new password (stored hashed).
+        #[arg(long)]
+        password: String,
+    },
+    /// End every session of an account (its login tokens stop working at once).
+    Logout {
+        #[command(flatten)]
+        db: DatabaseArgs,
+        /// Id, username or email.
+        user: String,
+    },
     /// Remove an account.
     Remove {
         #[command(flatten)]
@@ -244,6 +261,19 @@ async fn run_users(command: UsersCommand) -> portico_cli::Result<()> {
                 say(format_args!("{id}: removed {}", roles.join(", ")));
             }
         },
+        UsersCommand::Password { db, user, password } => {
+            let platform = open(&db).await?;
+            let id = users::set_password(&platform, &user, password).await?;
+            say(format_args!("{id}: password set"));
+        }
+        UsersCommand::Logout { db, user } => {
+            let platform = open(&db).await?;
+            let (id, removed) = users::logout(&platform, &user).await?;
+            say(format_args!(
+                "{id}: {removed} login token{} removed",
+                if removed == 1 { "" } else { "s" }
+            ));
+        }
         UsersCommand::Remove { db, user } => {
             let platform = open(&db).await?;
             let id = users::remove(&platform, &user).await?;

@@ -142,6 +142,35 @@ pub async fn remove_roles(
     Ok(id)
 }
 
+/// Sets a new password; returns the account's id. Existing login tokens stay valid (use
+/// [`logout`] to end them too).
+///
+/// # Errors
+/// As [`find`]; [`crate::Error::Platform`] for an empty password.
+pub async fn set_password(
+    platform: &Platform,
+    who: &str,
+    password: String,
+) -> crate::Result<String> {
+    let id = id_of(&find(platform, who).await?)?;
+    platform
+        .accounts()
+        .set_password(&id, Password::Plain(password))
+        .await?;
+    Ok(id)
+}
+
+/// Ends every session of an account (removes all its login tokens); returns the account's id and
+/// how many tokens were removed.
+///
+/// # Errors
+/// As [`find`], and store failures.
+pub async fn logout(platform: &Platform, who: &str) -> crate::Result<(String, u64)> {
+    let id = id_of(&find(platform, who).await?)?;
+    let removed = platform.accounts().remove_all_tokens(&id).await?;
+    Ok((id, removed))
+}
+
 /// Removes an account; returns its id.
 ///
 /// # Errors

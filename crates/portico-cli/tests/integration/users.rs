@@ -176,6 +176,41 @@ async fn cli_users_log_in_and_out_over_http() {
         .await;
     assert_eq!(after.status, 401, "a logged-out token is refused");
 
+    // A new password through the CLI: the old one stops working, the new one works.
+    let db = ws.database();
+    let out = ws.run(&[
+        "users",
+        "password",
+        "--database",
+        &db,
+        "bob",
+        "--password",
+        "bob-new",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let old = server
+        .call(
+            "POST",
+            "/api/login",
+            Some(json!({"username": "bob", "password": "bob-password"})),
+            &[],
+        )
+        .await;
+    assert_eq!(old.status, 401);
+    let (bob_again, _) = server.rest_login("/api/", "bob", "bob-new").await;
+    // Ending bob's sessions through the CLI refuses his tokens on the running server.
+    let out = ws.run(&["users", "logout", "--database", &db, "bob"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("2 login tokens removed"),
+        "{}",
+        text(&out.stdout)
+    );
+    let after = server
+        .call("GET", "/api/secrets", None, &x_auth(&bob_again))
+        .await;
+    assert_eq!(after.status, 401, "{}", after.raw);
+
     // A role taken away through the CLI applies to the running server at once.
     let out = ws.run(&[
         "users",
