@@ -53,11 +53,24 @@ pub(crate) enum Plan {
         /// The index key of the required value.
         key: String,
     },
-    /// Every document, in `_id` order; `window` is a SQL `(LIMIT, OFFSET)` when every row is
-    /// known to match.
+    /// The documents whose stored JSON text contains every one of `needles`, in `_id` order.
+    ///
+    /// A document where `path == "text"` holds contains the JSON string `"text"` in its stored
+    /// form, because documents are only ever written by `serde_json`, which writes a given string
+    /// the same way every time; likewise `true` and `false`. So SQLite's `instr` can drop most
+    /// non-matching rows of a scan before they are decoded, which is where a scan spends its time.
+    /// (Numbers are left out: `1` may be stored as `1.0`.)
     Scan {
-        /// Rows to read at most and rows to pass over first, both done by SQLite.
-        window: Option<(i64, i64)>,
+        /// JSON texts the document must contain.
+        needles: Vec<String>,
+    },
+    /// Every document in `_id` order, `limit` rows (-1: all) after `offset`, both done by SQLite;
+    /// for a selector that matches everything.
+    Page {
+        /// Rows to read at most; -1 for no limit.
+        limit: i64,
+        /// Rows to pass over first.
+        offset: i64,
     },
 }
 
@@ -68,10 +81,12 @@ pub(crate) fn plan(conn: &Connection, collection: &str, selector: &Selector) -> 
     }
     let equalities = selector.equalities();
     if equalities.is_empty() {
-        return Ok(Plan::Scan { window: None });
+        return Ok(Plan::Scan {
+            needles: Vec::new(),
+        });
     }
     let paths = indexed_paths(conn, collection)?;
-    for (path, value) in equalities {
+    for &(path, value) in &equalities {
         // `{path: null}` also matches documents without the field, which have no index row.
         if value.is_null() || !paths.iter().any(|p| p == path) {
             continue;
@@ -83,7 +98,14 @@ pub(crate) fn plan(conn: &Connection, collection: &str, selector: &Selector) -> 
             });
         }
     }
-    Ok(Plan::Scan { window: None })
+    let mut needles: Vec<String> = equalities
+        .iter()
+        .filter(|(_, value)| value.is_string() || value.is_boolean())
+        .filter_map(|(_, value)| serde_json::to_string(value).ok())
+        .collect();
+    needles.sort();
+    needles.dedup();
+    Ok(Plan::Scan { needles })
 }
 
 /// Calls `visit` with each candidate of `plan`, in `_id` order, until it breaks.
@@ -107,10 +129,21 @@ pub(crate) fn for_each_candidate(
             ),
             vec![key],
         ),
-        Plan::Scan { window: None } => (format!("SELECT id, doc FROM {table} ORDER BY id"), vec![]),
-        Plan::Scan {
-            window: Some((limit, offset)),
-        } => (
+        Plan::Scan { needles } => {
+            let filter: Vec<String> = (1..=needles.len())
+                .map(|i| format!("instr(doc, ?{i}) > 0"))
+                .collect();
+            let filter = if filter.is_empty() {
+                String::new()
+            } else {
+                format!(" WHERE {}", filter.join(" AND "))
+            };
+            (
+                format!("SELECT id, doc FROM {table}{filter} ORDER BY id"),
+                needles.iter().map(|n| n as &dyn ToSql).collect(),
+            )
+        }
+        Plan::Page { limit, offset } => (
             format!("SELECT id, doc FROM {table} ORDER BY id LIMIT ?1 OFFSET ?2"),
             vec![limit, offset],
         ),
@@ -155,7 +188,7 @@ pub(crate) fn find_first_quick(
     // A missing collection reads as "not quick" too; the full read answers it.
     or_missing(conn, collection, || {
         let plan = plan(conn, collection, selector)?;
-        if matches!(plan, Plan::Scan { .. }) {
+        if matches!(plan, Plan::Scan { .. } | Plan::Page { .. }) {
             return Ok(None);
         }
         let mut seen = 0usize;
@@ -188,9 +221,7 @@ fn first_matches(
         // Every row matches: let SQLite skip and stop, without decoding the skipped documents.
         let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
         let offset = i64::try_from(skip).unwrap_or(i64::MAX);
-        let plan = Plan::Scan {
-            window: Some((limit, offset)),
-        };
+        let plan = Plan::Page { limit, offset };
         return collect(conn, collection, &plan, selector, 0, None);
     }
     let plan = plan(conn, collection, selector)?;

@@ -411,15 +411,17 @@ async fn indexed_equalities_narrow_through_the_index_table() {
         read(sel(json!({"_id": "k", "a.b": 1}))).await,
         Plan::Id("k".into())
     );
+    let scan = |needles: &[&str]| Plan::Scan {
+        needles: needles.iter().map(|n| n.to_string()).collect(),
+    };
+    assert_eq!(read(sel(json!({"x": 2}))).await, scan(&[]));
+    // Strings and booleans are looked for in the stored text, as serde_json writes them.
     assert_eq!(
-        read(sel(json!({"x": 2}))).await,
-        Plan::Scan { window: None }
+        read(sel(json!({"x": "a\"b", "y": true, "z": 1}))).await,
+        scan(&["\"a\\\"b\"", "true"])
     );
     // `null` also matches a missing field, which the index cannot list.
-    assert_eq!(
-        read(sel(json!({"a.b": null}))).await,
-        Plan::Scan { window: None }
-    );
+    assert_eq!(read(sel(json!({"a.b": null}))).await, scan(&[]));
 
     // Numbers equal by value find each other through the index; the matcher has the last word.
     store
@@ -698,4 +700,49 @@ async fn quick_first_match_only_answers_point_reads_within_budget() {
             .expect("find_one"),
         None
     );
+}
+
+#[tokio::test]
+async fn text_narrowed_scans_miss_no_match() {
+    let (_dir, store) = open_temp().await;
+    let values = [
+        json!("plain"),
+        json!("quote \" and \\ backslash"),
+        json!("tab\tnew\nline\u{1}"),
+        json!("ünïcödé ✓ 😀"),
+        json!(""),
+        json!(true),
+        json!(false),
+    ];
+    let mut docs = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        docs.push(doc(json!({"_id": format!("{i}-top"), "f": v})));
+        docs.push(doc(json!({"_id": format!("{i}-array"), "f": ["other", v]})));
+        docs.push(doc(
+            json!({"_id": format!("{i}-nested"), "g": [{"f": 0}, {"f": v}]}),
+        ));
+    }
+    store.insert_many("c", docs.clone()).await.expect("insert");
+    for v in &values {
+        for s in [
+            json!({"f": v}),
+            json!({"g.f": v}),
+            json!({"$and": [{"f": v}, {"_id": {"$ne": "x"}}]}),
+        ] {
+            let selector = sel(s.clone());
+            let mut want: Vec<&Document> = docs.iter().filter(|d| selector.matches(d)).collect();
+            want.sort_by_key(|d| document_id(d));
+            assert!(!want.is_empty(), "{s}");
+            let found = store
+                .find("c", &Query::new(selector.clone()))
+                .await
+                .expect("find");
+            assert_eq!(found.iter().collect::<Vec<_>>(), want, "{s}");
+            assert_eq!(
+                store.count("c", &selector).await.expect("count"),
+                want.len() as u64,
+                "{s}"
+            );
+        }
+    }
 }
