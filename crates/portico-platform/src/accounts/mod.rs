@@ -21,7 +21,8 @@ mod password;
 mod roles;
 mod token;
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, PoisonError};
 
 use chrono::Utc;
 use portico_store::{
@@ -118,6 +119,8 @@ struct Inner {
     config: AccountsConfig,
     /// Serialises the uniqueness check and insert of sign-ups within this process.
     signup: tokio::sync::Mutex<()>,
+    /// Token paths known to be indexed (the default one, and custom ones once looked up).
+    indexed_token_paths: std::sync::Mutex<HashSet<String>>,
 }
 
 /// The accounts service (get it with [`crate::Platform::accounts`]). Cheap to clone.
@@ -162,6 +165,7 @@ impl Accounts {
                 store,
                 config,
                 signup: tokio::sync::Mutex::new(()),
+                indexed_token_paths: std::sync::Mutex::new(HashSet::from([TOKEN_PATH.to_string()])),
             }),
         }
     }
@@ -598,8 +602,29 @@ impl Accounts {
             .await
     }
 
+    /// Indexes a custom token path the first time it is used, so no token lookup scans the users.
+    async fn ensure_token_index(&self, path: &str) -> Result<()> {
+        let indexed = self
+            .inner
+            .indexed_token_paths
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(path);
+        if indexed {
+            return Ok(());
+        }
+        self.store().ensure_index(USERS, path).await?;
+        self.inner
+            .indexed_token_paths
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(path.to_string());
+        Ok(())
+    }
+
     /// The user whose record holds `hashed` at `path` (the routes spec's `auth.token`). When the
     /// path lies inside `services.resume.loginTokens`, an expired token resolves to no one.
+    /// A custom path is indexed on first use.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an unusable path; store failures.
@@ -612,6 +637,7 @@ impl Accounts {
                 "invalid token path {path:?}"
             )));
         }
+        self.ensure_token_index(path).await?;
         let Some(user) = self
             .store()
             .find_one(USERS, &lookup::exact(path, hashed)?)

@@ -108,6 +108,50 @@ on_every_backend! {
         Ok(())
     }
 
+    async fn concurrent_sign_ups_and_logins_lose_nothing(p: Platform) -> TestResult {
+        let accounts = p.accounts().clone();
+        // The same name, in different cases, signed up at once: exactly one wins.
+        let names = ["sam", "Sam", "SAM", "sAm"];
+        let tasks: Vec<_> = names
+            .iter()
+            .map(|n| {
+                let accounts = accounts.clone();
+                let user = new_user(Some(n), None, "pw");
+                tokio::spawn(async move { accounts.create_user(user).await })
+            })
+            .collect();
+        let mut created = Vec::new();
+        for t in tasks {
+            match t.await? {
+                Ok(id) => created.push(id),
+                Err(Error::UserExists(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        assert_eq!(created.len(), 1, "{created:?}");
+        assert_eq!(user_count(&p).await?, 1);
+
+        // Logins at once: every token is stored and resolves (atomic pushes).
+        let tasks: Vec<_> = (0..6)
+            .map(|_| {
+                let accounts = accounts.clone();
+                tokio::spawn(async move {
+                    accounts.login(&UserSelector::Username("SAM".into()), &plain("pw")).await
+                })
+            })
+            .collect();
+        let mut tokens = Vec::new();
+        for t in tasks {
+            tokens.push(t.await??.token);
+        }
+        for token in &tokens {
+            assert!(accounts.user_by_token(token).await?.is_some());
+        }
+        let user = accounts.find_user_by_id(&created[0]).await?.ok_or("user")?;
+        assert_eq!(user["services"]["resume"]["loginTokens"].as_array().map(Vec::len), Some(6));
+        Ok(())
+    }
+
     async fn bad_sign_ups_are_refused_and_write_nothing(p: Platform) -> TestResult {
         let accounts = p.accounts();
         accounts.create_user(new_user(Some("ada"), Some("ada@example.org"), "pw")).await?;
@@ -282,6 +326,8 @@ on_every_backend! {
         let user = accounts.user_by_hashed_token("services.api.key", &hash_token("k")).await?;
         assert_eq!(user.ok_or("found")?["_id"], json!(id));
         assert!(accounts.user_by_hashed_token("services.api.key", &hash_token("x")).await?.is_none());
+        // Looked up again (now through the index made on first use).
+        assert!(accounts.user_by_hashed_token("services.api.key", &hash_token("k")).await?.is_some());
         assert!(matches!(
             accounts.user_by_hashed_token("a..b", "h").await,
             Err(Error::InvalidArgument(_))
