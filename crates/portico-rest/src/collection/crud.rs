@@ -147,13 +147,13 @@ pub(crate) async fn list(
         .await
         .map_err(platform_error)?;
     let mut headers = vec![("X-Total-Count".to_owned(), total.to_string())];
-    if let Some(link) = link_header(
-        ctx.request.uri.path(),
-        ctx.request.uri.query(),
-        params.skip,
-        params.limit,
-        total,
-    ) {
+    // Under `Router::nest` the request's uri lost the outer prefix; links use the original one.
+    let uri = ctx
+        .request
+        .extensions
+        .get::<axum::extract::OriginalUri>()
+        .map_or(&ctx.request.uri, |o| &o.0);
+    if let Some(link) = link_header(uri.path(), uri.query(), params.skip, params.limit, total) {
         headers.push(("Link".to_owned(), link));
     }
     Ok(Outcome {

@@ -309,3 +309,38 @@ async fn query_tokens_only_when_turned_on() {
     let resp = call(&on.router(), "GET", &uri, None).await;
     assert_eq!(resp.json()["userId"], Value::String(id));
 }
+
+#[tokio::test]
+async fn logout_removes_a_token_at_a_custom_path() {
+    let platform = memory().await;
+    let id = user(&platform, "ann", "pw-123456", &[]).await;
+    let users = platform.collection("users");
+    let keys = json!({"$set": {"apiKeys": [{"hashed": hash_token("key-1")}, {"hashed": hash_token("key-2")}]}});
+    users
+        .update_by_id(&id, &portico_store::Update::parse(&keys).unwrap())
+        .await
+        .unwrap();
+    let mut api = Api::new(
+        ApiOptions {
+            use_default_auth: true,
+            auth: AuthOptions {
+                token_path: "apiKeys.hashed".into(),
+                ..AuthOptions::default()
+            },
+            ..opts()
+        },
+        platform.clone(),
+    )
+    .unwrap();
+    api.add_route("me", RouteOptions::new().auth_required(true), whoami())
+        .unwrap();
+    let r = api.router();
+    assert_eq!(
+        call(&r, "POST", "/api/logout", Some("key-1")).await.status,
+        200
+    );
+    assert_eq!(call(&r, "GET", "/api/me", Some("key-1")).await.status, 401);
+    assert_eq!(call(&r, "GET", "/api/me", Some("key-2")).await.status, 200);
+    let stored = users.get(&id).await.unwrap().unwrap();
+    assert_eq!(stored["apiKeys"], json!([{"hashed": hash_token("key-2")}]));
+}

@@ -140,3 +140,12 @@ async fn limits_are_clamped_to_the_configured_maximum() {
         5
     );
 }
+
+#[tokio::test]
+async fn links_keep_the_outer_prefix_when_nested() {
+    let r = seeded(5, opts(), CollectionOptions::new()).await;
+    let nested = axum::Router::new().nest("/outer", r);
+    let resp = call(&nested, "GET", "/outer/api/books?limit=2", None).await;
+    let link = resp.header("link").unwrap();
+    assert_eq!(link, "</outer/api/books?skip=2&limit=2>; rel=\"next\"");
+}
