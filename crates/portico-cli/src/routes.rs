@@ -427,6 +427,25 @@ mod tests {
     }
 
     #[test]
+    fn auto_writes_default_to_every_collection_the_file_names() {
+        let c = config(
+            "[[api]]\n[[api.collection]]\nname = \"articles\"\n[auto]\nobject_id_collections = [\"ids\"]\n[auto.rules.widgets]\ninsert = \"anyone\"\n[[auto.publication]]\nname = \"p\"\ncollection = \"feed\"\n",
+        );
+        let auto = c.auto.clone().unwrap_or_default();
+        assert_eq!(
+            auto_write_collections(&c, &auto),
+            vec!["articles", "feed", "ids", "widgets"]
+        );
+        let routes = route_table(&c);
+        assert!(routes.iter().any(|r| r.method == "POST"
+            && r.path == "/widgets"
+            && r.access == Access::Rules(vec![Rule::Anyone])));
+        assert!(routes.iter().any(|r| r.method == "DELETE"
+            && r.path == "/feed/:_id"
+            && r.access == Access::Rules(vec![])));
+    }
+
+    #[test]
     fn login_clashes_with_a_collection_named_login() {
         let errors = Config::parse(
             "[[api]]\nuse_default_auth = true\n[[api.collection]]\nname = \"login\"\n",
