@@ -53,7 +53,20 @@ impl Pool {
         init: impl FnOnce(&mut Connection) -> Result<()>,
     ) -> Result<Pool> {
         let open_error = |e: rusqlite::Error| open_error(path, &e);
-        let mut writer = Connection::open(path).map_err(open_error)?;
+        // SQLite gives "" and ":memory:" a private database per connection, which our readers
+        // would never see; refuse them rather than lose writes. URIs (`file:...`) are not
+        // interpreted (no SQLITE_OPEN_URI): every path is a file name.
+        let text = path.to_string_lossy();
+        if text.is_empty() || text == ":memory:" {
+            return Err(Error::Open(format!(
+                "{text:?} is not a file path; the SQLite store needs a file (use the memory: \
+                 store for data that lives in memory)"
+            )));
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut writer = Connection::open_with_flags(path, flags).map_err(open_error)?;
         // The first statements touch the file: this is where "file is not a database" shows up.
         let mode: String = writer
             .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
@@ -74,9 +87,7 @@ impl Pool {
         for _ in 0..readers {
             let reader = Connection::open_with_flags(
                 path,
-                OpenFlags::SQLITE_OPEN_READ_ONLY
-                    | OpenFlags::SQLITE_OPEN_URI
-                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             )
             .map_err(open_error)?;
             configure(&reader).map_err(open_error)?;

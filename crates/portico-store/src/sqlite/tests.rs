@@ -127,6 +127,28 @@ async fn a_path_in_a_missing_directory_is_an_open_error() {
 }
 
 #[tokio::test]
+async fn paths_sqlite_would_keep_in_memory_are_refused() {
+    for path in ["", ":memory:"] {
+        match SqliteStore::open(path).await {
+            Err(Error::Open(message)) => assert!(message.contains("memory:"), "{message}"),
+            other => panic!("expected Error::Open for {path:?}, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_uri_is_not_interpreted() {
+    // As a URI this would be an in-memory database; as a file name it is the relative path
+    // `file:/tmp/...`, whose directory does not exist.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let uri = format!("file:{}?mode=memory", dir.path().join("x.db").display());
+    assert!(
+        matches!(SqliteStore::open(&uri).await, Err(Error::Open(_))),
+        "{uri}"
+    );
+}
+
+#[tokio::test]
 async fn a_directory_is_an_open_error() {
     let dir = tempfile::tempdir().expect("temp dir");
     assert!(matches!(
