@@ -121,7 +121,7 @@ impl Platform {
         config: PlatformConfig,
     ) -> Result<Platform> {
         let accounts = Accounts::new(store.clone(), config.accounts);
-        accounts.ensure_indexes().await?;
+        accounts.prepare().await?;
         Ok(Platform {
             inner: Arc::new(Inner {
                 store,

@@ -170,8 +170,14 @@ impl Accounts {
         }
     }
 
-    /// Creates the indexes on the token path, `username`, `emails.address` and their lowercase copies.
-    pub(crate) async fn ensure_indexes(&self) -> Result<()> {
+    /// Creates the indexes on the token path, `username`, `emails.address` and their lowercase
+    /// copies; prepares the dummy hash failed logins verify against.
+    pub(crate) async fn prepare(&self) -> Result<()> {
+        // Make the dummy hash now, so the first failed login does not pay for it (and take longer).
+        blocking(|| {
+            dummy_hash();
+        })
+        .await?;
         for path in [
             TOKEN_PATH,
             "username",
