@@ -188,6 +188,18 @@ fn bench_backend(c: &mut Criterion, rt: &Runtime, backend: &str, n: u64, store: 
     group.finish();
 }
 
+/// Current and peak resident memory of this process (Linux), for the log.
+fn memory_use() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .map_or("?".to_string(), |l| l[name.len()..].trim().to_string())
+    };
+    format!("resident {} (peak {})", field("VmRSS:"), field("VmHWM:"))
+}
+
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -196,17 +208,28 @@ fn main() {
         .build()
         .expect("tokio runtime");
     for n in sizes() {
-        let started = Instant::now();
-        let store = rt.block_on(load_memory(n));
-        eprintln!("memory: loaded {n} documents in {:.1?}", started.elapsed());
-        bench_backend(&mut c, &rt, "memory", n, &store);
-        drop(store);
-
+        // SQLite first: its peak resident memory is printed before the memory backend, which
+        // holds every document in RAM, raises it.
         let dir = tempfile::tempdir().expect("temp dir");
         let started = Instant::now();
         let store = rt.block_on(load_sqlite(n, &dir));
-        eprintln!("sqlite: loaded {n} documents in {:.1?}", started.elapsed());
+        eprintln!(
+            "sqlite: loaded {n} documents in {:.1?}; {}",
+            started.elapsed(),
+            memory_use()
+        );
         bench_backend(&mut c, &rt, "sqlite", n, &store);
+        eprintln!("sqlite: after the benchmarks at {n}: {}", memory_use());
+        drop(store);
+
+        let started = Instant::now();
+        let store = rt.block_on(load_memory(n));
+        eprintln!(
+            "memory: loaded {n} documents in {:.1?}; {}",
+            started.elapsed(),
+            memory_use()
+        );
+        bench_backend(&mut c, &rt, "memory", n, &store);
         drop(store);
     }
     c.final_summary();
