@@ -6,7 +6,7 @@
 //! A Rust program can use it directly:
 //!
 //! ```
-//! use portico_platform::{MethodError, NewUser, Password, Platform, Rules, UserSelector};
+//! use portico_platform::{Document, MethodError, NewUser, Password, Platform, Rules, UserSelector};
 //! use serde_json::{json, Value};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -32,8 +32,7 @@
 //! notes.allow(Rules::new().insert(|user_id, doc| async move {
 //!     user_id.is_some() && doc.get("owner").and_then(Value::as_str) == user_id.as_deref()
 //! }));
-//! let doc = json!({"owner": ada, "text": "hello"});
-//! let Value::Object(doc) = doc else { unreachable!() };
+//! let doc: Document = serde_json::from_value(json!({"owner": ada, "text": "hello"}))?;
 //! notes.client_insert(Some(&ada), doc.clone()).await?;
 //! assert!(notes.client_insert(None, doc).await.is_err());
 //!
