@@ -35,6 +35,15 @@
 //! text. An acknowledged write survives the process being killed (see `pool.rs` for why WAL
 //! with `synchronous=NORMAL` is enough for that). Every query result is decided by
 //! [`Selector::matches`], the same code the memory backend runs, so the two backends agree.
+//!
+//! `find` reads rows one at a time from a statement in `_id` order: without a sort it stops after
+//! `skip + limit` matches; with a sort and a limit it keeps only the best `skip + limit` in a
+//! heap. Listing a page of a collection of millions of documents holds that page, not the
+//! collection. Lookups by `_id` are one primary-key probe, whatever the collection's size.
+//!
+//! Every operation runs on tokio's blocking pool (see `run_blocking` below), except point reads
+//! (`get`, and `find_one` through the primary key or an index), which run inline when a reader
+//! connection is idle because the thread hand-off costs more than they do.
 
 mod error;
 mod index;
