@@ -4,11 +4,13 @@
 //! picked up by [`crate::dispatch`], which rebuilds the table when a request finds no route and the
 //! registries have changed since (see [`Registry`]).
 
+use std::collections::HashMap;
+
 use http::Method;
 use portico_platform::{ArgsExtractor, MethodInfo, Platform, PublicationInfo};
 use serde_json::{Map, Value, json};
 
-use crate::url::{UrlMatch, UrlPattern};
+use crate::url::{RequestPath, UrlMatch, UrlPattern};
 use crate::{AutoConfig, Error, Result};
 
 /// The name of the built-in route listing publication.
@@ -106,10 +108,18 @@ pub(crate) enum Lookup<'a> {
 }
 
 /// A snapshot of every route.
+///
+/// Routes whose path is all literal (every method's and publication's default url) are found by
+/// one hash lookup of the request path; only patterned ones (`:_id`, `:0`) are scanned. Among the
+/// routes that match, the one earliest in the table wins.
 #[derive(Debug, Default)]
 pub(crate) struct RouteTable {
     routes: Vec<Route>,
     registry: Registry,
+    /// Indexes of all-literal routes by [`UrlPattern::static_key`], ascending.
+    by_path: HashMap<String, Vec<usize>>,
+    /// Indexes of the other routes, ascending.
+    patterned: Vec<usize>,
 }
 
 /// Parses an `http_method` option ("get", "POST"...).
@@ -255,6 +265,44 @@ impl Builder {
 }
 
 impl RouteTable {
+    fn new(routes: Vec<Route>, registry: Registry) -> RouteTable {
+        let mut by_path: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut patterned = Vec::new();
+        for (index, route) in routes.iter().enumerate() {
+            match route.pattern.static_key() {
+                Some(key) => by_path.entry(key).or_default().push(index),
+                None => patterned.push(index),
+            }
+        }
+        RouteTable {
+            routes,
+            registry,
+            by_path,
+            patterned,
+        }
+    }
+
+    /// Every route whose path matches, in table order, with what it captured.
+    fn matching(&self, path: &str) -> Vec<(&Route, UrlMatch)> {
+        let Some(path) = RequestPath::parse(path) else {
+            return Vec::new();
+        };
+        let mut found: Vec<(usize, UrlMatch)> = Vec::new();
+        if let Some(indexes) = path.static_key().and_then(|key| self.by_path.get(&key)) {
+            found.extend(indexes.iter().map(|i| (*i, UrlMatch::default())));
+        }
+        for &index in &self.patterned {
+            if let Some(m) = self.routes[index].pattern.matches_segments(&path) {
+                found.push((index, m));
+            }
+        }
+        found.sort_by_key(|(index, _)| *index);
+        found
+            .into_iter()
+            .map(|(index, m)| (&self.routes[index], m))
+            .collect()
+    }
+
     /// Builds the table from the platform's registries and the configuration. `listed` are
     /// routes served elsewhere (the login add-on) that the listing shows.
     ///
@@ -314,13 +362,7 @@ impl RouteTable {
             }
         }
 
-        (
-            RouteTable {
-                routes: b.routes,
-                registry,
-            },
-            b.errors,
-        )
+        (RouteTable::new(b.routes, registry), b.errors)
     }
 
     /// The registries this table was built from.
@@ -344,13 +386,10 @@ impl RouteTable {
         };
         let mut others: Vec<Method> = Vec::new();
         let mut preflight = None;
-        for route in &self.routes {
+        for (route, found) in self.matching(path) {
             if route.target == Target::Listed {
                 continue;
             }
-            let Some(found) = route.pattern.matches(path) else {
-                continue;
-            };
             if route.method == *wanted {
                 if route.target != Target::Preflight {
                     return Lookup::Found(route, found);
@@ -374,8 +413,8 @@ impl RouteTable {
     /// The distinct methods of the routes whose pattern matches `path`, in table order.
     pub(crate) fn methods_at(&self, path: &str) -> Vec<Method> {
         let mut methods: Vec<Method> = Vec::new();
-        for route in &self.routes {
-            if route.pattern.matches(path).is_some() && !methods.contains(&route.method) {
+        for (route, _) in self.matching(path) {
+            if !methods.contains(&route.method) {
                 methods.push(route.method.clone());
             }
         }
@@ -455,10 +494,7 @@ mod tests {
             }
         }
         assert!(b.errors.is_empty());
-        RouteTable {
-            routes: b.routes,
-            registry: Registry::default(),
-        }
+        RouteTable::new(b.routes, Registry::default())
     }
 
     #[test]
@@ -491,6 +527,35 @@ mod tests {
         ));
         assert!(matches!(
             t.lookup(&Method::GET, "/nothing"),
+            Lookup::NotFound
+        ));
+    }
+
+    #[test]
+    fn table_order_decides_between_literal_and_patterned_routes() {
+        let t = table(&[
+            (Method::POST, "a/:0", Target::Method("patterned".into())),
+            (Method::POST, "a/b", Target::Method("literal".into())),
+        ]);
+        assert!(matches!(
+            t.lookup(&Method::POST, "/a/b"),
+            Lookup::Found(r, m) if r.target == Target::Method("patterned".into()) && m.url_args == ["b"]
+        ));
+        let t = table(&[
+            (Method::POST, "a/b", Target::Method("literal".into())),
+            (Method::POST, "a/:0", Target::Method("patterned".into())),
+        ]);
+        assert!(matches!(
+            t.lookup(&Method::POST, "/a/b"),
+            Lookup::Found(r, _) if r.target == Target::Method("literal".into())
+        ));
+        assert!(matches!(
+            t.lookup(&Method::POST, "/a/c"),
+            Lookup::Found(r, _) if r.target == Target::Method("patterned".into())
+        ));
+        assert_eq!(t.methods_at("/a/b"), vec![Method::OPTIONS, Method::POST]);
+        assert!(matches!(
+            t.lookup(&Method::POST, "/a/%FF"),
             Lookup::NotFound
         ));
     }

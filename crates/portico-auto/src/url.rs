@@ -5,6 +5,8 @@
 //! parameter. Captured values are percent-decoded strings. The numbers of a url must be exactly
 //! `0..k` (each once, in any order), so URL arguments always form a dense list.
 
+use std::borrow::Cow;
+
 use percent_encoding::percent_decode_str;
 
 /// The most `:N` arguments one url may have (keeps argument vectors small and bounded).
@@ -113,24 +115,37 @@ impl UrlPattern {
         &self.path
     }
 
+    /// The path as one key (its literal segments joined by `/`) when every segment is a literal
+    /// without a `/` of its own: such patterns can be found by exact lookup.
+    pub(crate) fn static_key(&self) -> Option<String> {
+        let mut parts = Vec::with_capacity(self.segments.len());
+        for segment in &self.segments {
+            match segment {
+                Segment::Literal(text) if !text.contains('/') => parts.push(text.as_str()),
+                _ => return None,
+            }
+        }
+        Some(parts.join("/"))
+    }
+
     /// Matches a request path (as in the request URI, still percent-encoded). A single trailing
     /// `/` is ignored.
+    #[cfg(test)]
     pub(crate) fn matches(&self, request_path: &str) -> Option<UrlMatch> {
-        let trimmed = request_path.strip_prefix('/').unwrap_or(request_path);
-        let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
-        let mut parts = if trimmed.is_empty() {
-            None
-        } else {
-            Some(trimmed.split('/'))
-        };
+        self.matches_segments(&RequestPath::parse(request_path)?)
+    }
+
+    /// Matches a request path split by [`RequestPath::parse`].
+    pub(crate) fn matches_segments(&self, path: &RequestPath<'_>) -> Option<UrlMatch> {
+        if path.segments.len() != self.segments.len() {
+            return None;
+        }
         let mut url_args = vec![String::new(); self.arg_count];
         let mut params = Vec::new();
-        for segment in &self.segments {
-            let raw = parts.as_mut()?.next()?;
-            let decoded = percent_decode_str(raw).decode_utf8().ok()?;
+        for (segment, decoded) in self.segments.iter().zip(&path.segments) {
             match segment {
                 Segment::Literal(text) => {
-                    if *text != decoded {
+                    if text != decoded {
                         return None;
                     }
                 }
@@ -138,20 +153,55 @@ impl UrlPattern {
                     if decoded.is_empty() {
                         return None;
                     }
-                    *url_args.get_mut(*n)? = decoded.into_owned();
+                    *url_args.get_mut(*n)? = decoded.to_string();
                 }
                 Segment::Param(name) => {
                     if decoded.is_empty() {
                         return None;
                     }
-                    params.push((name.clone(), decoded.into_owned()));
+                    params.push((name.clone(), decoded.to_string()));
                 }
             }
         }
-        if parts.is_some_and(|mut rest| rest.next().is_some()) {
+        Some(UrlMatch { url_args, params })
+    }
+}
+
+/// A request path split into percent-decoded segments, once per request.
+#[derive(Debug)]
+pub(crate) struct RequestPath<'a> {
+    segments: Vec<Cow<'a, str>>,
+}
+
+impl<'a> RequestPath<'a> {
+    /// Splits and decodes a request path (a single trailing `/` is ignored). `None` when a
+    /// segment is not valid UTF-8 once decoded: no route can match such a path.
+    pub(crate) fn parse(path: &'a str) -> Option<RequestPath<'a>> {
+        let trimmed = path.strip_prefix('/').unwrap_or(path);
+        let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
+        let segments = if trimmed.is_empty() {
+            Vec::new()
+        } else {
+            trimmed
+                .split('/')
+                .map(|raw| percent_decode_str(raw).decode_utf8().ok())
+                .collect::<Option<Vec<_>>>()?
+        };
+        Some(RequestPath { segments })
+    }
+
+    /// The key [`UrlPattern::static_key`] would give this path, when it can have one.
+    pub(crate) fn static_key(&self) -> Option<String> {
+        if self.segments.iter().any(|s| s.contains('/')) {
             return None;
         }
-        Some(UrlMatch { url_args, params })
+        Some(
+            self.segments
+                .iter()
+                .map(|s| s.as_ref())
+                .collect::<Vec<_>>()
+                .join("/"),
+        )
     }
 }
 
@@ -214,6 +264,24 @@ mod tests {
         assert_eq!(p.path(), "/");
         assert!(p.matches("/").is_some());
         assert!(p.matches("/x").is_none());
+    }
+
+    #[test]
+    fn static_keys_of_patterns_and_paths_agree() {
+        let p = UrlPattern::parse("methods/todos.add").unwrap();
+        let path = RequestPath::parse("/methods/todos%2Eadd/").unwrap();
+        assert_eq!(p.static_key(), path.static_key());
+        assert_eq!(UrlPattern::parse("a/:0").unwrap().static_key(), None);
+        assert_eq!(UrlPattern::parse("a%2Fb").unwrap().static_key(), None);
+        assert_eq!(RequestPath::parse("/a%2Fb").unwrap().static_key(), None);
+        assert_eq!(
+            UrlPattern::parse("").unwrap().static_key(),
+            Some(String::new())
+        );
+        assert_eq!(
+            RequestPath::parse("/").unwrap().static_key(),
+            Some(String::new())
+        );
     }
 
     #[test]
