@@ -128,3 +128,39 @@ async fn a_late_definition_never_takes_a_route_that_is_served() {
     assert_eq!(r.status, 200);
     assert_ne!(r.json, json!("thief"));
 }
+
+#[tokio::test]
+async fn concurrent_requests_while_methods_are_being_defined() {
+    let p = platform().await;
+    p.method("steady", |_inv, _args| async move {
+        Ok::<Value, MethodError>(json!("ok"))
+    })
+    .unwrap();
+    let s = std::sync::Arc::new(serve(AutoApi::new(p.clone()).router().unwrap()).await);
+    let mut calls = Vec::new();
+    for i in 0..40 {
+        let s = s.clone();
+        calls.push(tokio::spawn(async move {
+            // Unknown paths make the router look at the registries while they change.
+            let miss = s.post_empty(&format!("/methods/not-yet-{i}")).await.status;
+            let hit = s.post_empty("/methods/steady").await;
+            (miss, hit.status, hit.json)
+        }));
+    }
+    for i in 0..40 {
+        p.method(&format!("defined-{i}"), move |_inv, _args| async move {
+            Ok::<Value, MethodError>(json!(i))
+        })
+        .unwrap();
+        tokio::task::yield_now().await;
+    }
+    for call in calls {
+        let (miss, status, body) = call.await.unwrap();
+        assert_eq!(miss, 404);
+        assert_eq!((status, body), (200, json!("ok")));
+    }
+    for i in [0, 17, 39] {
+        let r = s.post_empty(&format!("/methods/defined-{i}")).await;
+        assert_eq!((r.status, r.json), (200, json!(i)));
+    }
+}
