@@ -20,7 +20,8 @@ pub struct AutoConfig {
     pub collections: Option<Vec<String>>,
     /// Names of the collections whose ids are object ids (24 hexadecimal characters): an id in
     /// the path that is not one is refused with 400, and inserts without an `_id` get a new
-    /// object id.
+    /// object id. Collections declared on the platform with `IdKind::ObjectId` are treated so
+    /// whether listed here or not.
     pub object_id_collections: Vec<String>,
 }
 

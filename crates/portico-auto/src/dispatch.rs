@@ -15,7 +15,7 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use http::request::Parts;
 use http::{HeaderValue, Method, StatusCode};
-use portico_platform::{ArgsRequest, Platform};
+use portico_platform::{ArgsRequest, Collection, IdKind, Platform};
 use serde_json::Value;
 
 use crate::args::{default_args, parse_body};
@@ -97,6 +97,13 @@ impl Shared {
         }
     }
 
+    /// Whether ids of `collection` are object ids: listed in `object_id_collections`, or
+    /// declared on the platform with [`IdKind::ObjectId`].
+    fn uses_object_ids(&self, collection: &Collection) -> bool {
+        collection.id_kind() == IdKind::ObjectId
+            || self.config.is_object_id_collection(collection.name())
+    }
+
     fn resolve(&self, method: &Method, path: &str) -> Resolved {
         let resolved = Self::resolve_in(&self.table(), method, path);
         if let Resolved::Found(..) = resolved {
@@ -173,35 +180,35 @@ async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, A
             Ok(Json(Value::Object(published)).into_response())
         }
         Target::Insert(name) => {
-            let object_ids = shared.config.is_object_id_collection(name);
+            let collection = collection(platform, name)?;
+            let object_ids = shared.uses_object_ids(&collection);
             let bytes = read_body(&parts.headers, body, shared.body_limit).await?;
             let doc = insert_document(parse_body(&parts.headers, &bytes)?, object_ids)?;
-            let collection = collection(platform, name)?;
             let id = collection.client_insert(user_id.as_deref(), doc).await?;
             Ok(Json(Value::String(id)).into_response())
         }
         Target::Update(name) => {
+            let collection = collection(platform, name)?;
             let id = found.param("_id").unwrap_or_default();
-            check_id(id, shared.config.is_object_id_collection(name))?;
+            check_id(id, shared.uses_object_ids(&collection))?;
             let bytes = read_body(&parts.headers, body, shared.body_limit).await?;
             let update = update_modifier(parse_body(&parts.headers, &bytes)?, id)?;
-            let collection = collection(platform, name)?;
             let count = collection
                 .client_update(user_id.as_deref(), id, &update)
                 .await?;
             Ok(Json(Value::from(count)).into_response())
         }
         Target::Remove(name) => {
-            let id = found.param("_id").unwrap_or_default();
-            check_id(id, shared.config.is_object_id_collection(name))?;
             let collection = collection(platform, name)?;
+            let id = found.param("_id").unwrap_or_default();
+            check_id(id, shared.uses_object_ids(&collection))?;
             let count = collection.client_remove(user_id.as_deref(), id).await?;
             Ok(Json(Value::from(count)).into_response())
         }
     }
 }
 
-fn collection(platform: &Platform, name: &str) -> Result<portico_platform::Collection, ApiError> {
+fn collection(platform: &Platform, name: &str) -> Result<Collection, ApiError> {
     platform.get_collection(name).ok_or_else(|| {
         ApiError::internal(format!(
             "collection {name:?} has a route but is not declared"

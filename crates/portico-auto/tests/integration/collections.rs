@@ -324,3 +324,29 @@ async fn collection_without_rules_refuses_client_writes() {
     assert_eq!(r.status, 403);
     assert_eq!(r.json["reason"], "Access denied");
 }
+
+#[tokio::test]
+async fn collections_declared_with_object_ids_are_object_id_collections() {
+    let p = platform().await;
+    let things = p
+        .define_collection(
+            "things",
+            portico_platform::CollectionOptions {
+                id_kind: portico_platform::IdKind::ObjectId,
+                schema: None,
+            },
+        )
+        .unwrap();
+    things.allow(
+        Rules::new()
+            .insert(|_u, _d| async { true })
+            .remove(|_u, _d| async { true }),
+    );
+    let s = app(&p, AutoConfig::default()).await;
+    let r = s.post("/things", json!({"n": 1})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json.as_str().map(str::len), Some(24));
+    let r = s.delete("/things/not-hex", None).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json["error"], "invalid-id");
+}
