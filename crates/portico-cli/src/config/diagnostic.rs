@@ -87,7 +87,7 @@ impl<'a> Source<'a> {
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
         let mut path: Vec<String> = Vec::new();
         if let Some(header) = self.header_before(line_start) {
-            path.extend(header.split('.').map(|part| unquote(part.trim())));
+            path.extend(split_dotted(&header));
         }
         let line_prefix = &before[line_start..];
         let line_end = self.text[line_start..]
@@ -97,11 +97,7 @@ impl<'a> Source<'a> {
         if whole_line.starts_with('[') && !line_prefix.contains('=') {
             // The offset is on a table header: the header names the key.
             let header = whole_line.trim_start_matches('[').trim_end_matches(']');
-            return header
-                .split('.')
-                .map(|part| unquote(part.trim()))
-                .collect::<Vec<_>>()
-                .join(".");
+            return split_dotted(header).join(".");
         }
         path.extend(inline_key_path(line_prefix));
         path.retain(|p| !p.is_empty());
@@ -281,6 +277,23 @@ fn strip_comment(line: &str) -> &str {
     line
 }
 
+/// The parts of a dotted key (`auto.rules."my.collection"`), quotes removed.
+fn split_dotted(key: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut quote: Option<char> = None;
+    for ch in key.chars() {
+        match (quote, ch) {
+            (None, '.') => parts.push(std::mem::take(&mut current)),
+            (None, '"' | '\'') => quote = Some(ch),
+            (Some(q), c) if c == q => quote = None,
+            (_, c) => current.push(c),
+        }
+    }
+    parts.push(current);
+    parts.into_iter().map(|p| p.trim().to_owned()).collect()
+}
+
 fn unquote(key: &str) -> String {
     key.trim_matches(|c| c == '"' || c == '\'').to_owned()
 }
@@ -386,6 +399,15 @@ mod tests {
         let source = Source::new(text);
         let offset = text.find('1').unwrap_or_default();
         assert_eq!(source.key_at(offset), "auto.collections");
+    }
+
+    #[test]
+    fn quoted_dotted_headers_keep_their_dots() {
+        let text = "[auto.rules.\"my.things\"]\ninsert = 1\n";
+        let source = Source::new(text);
+        let offset = text.find('1').unwrap_or_default();
+        assert_eq!(source.key_at(offset), "auto.rules.my.things.insert");
+        assert_eq!(split_dotted("a.\"b.c\".d"), vec!["a", "b.c", "d"]);
     }
 
     #[test]
