@@ -130,6 +130,44 @@ fn accounts(c: &mut Criterion) {
             )
         })
     });
+    group.bench_function("find_user_exact", |b| {
+        b.to_async(&rt).iter(|| async {
+            let i = next.fetch_add(7919, Ordering::Relaxed) % USERS;
+            black_box(
+                accounts
+                    .find_user_by_username(&format!("user{i}"))
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some(),
+            )
+        })
+    });
+    group.bench_function("find_user_case_insensitive", |b| {
+        b.to_async(&rt).iter(|| async {
+            let i = next.fetch_add(7919, Ordering::Relaxed) % USERS;
+            black_box(
+                accounts
+                    .find_user_by_username(&format!("USER{i}"))
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some(),
+            )
+        })
+    });
+    group.bench_function("find_user_unknown", |b| {
+        b.to_async(&rt).iter(|| async {
+            black_box(
+                accounts
+                    .find_user_by_username("nobody")
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_none(),
+            )
+        })
+    });
     group.bench_function("password_digest", |b| {
         b.iter(|| black_box(password_digest(black_box("correct horse battery staple"))))
     });

@@ -422,12 +422,14 @@ fn check_field(key: &str, value: &Value, at: &str) -> Result<()> {
             "field names may not be empty or contain '.': {path:?}"
         )));
     }
+    check_nested(value, &path)
+}
+
+/// Checks the field names inside `value` (objects, and objects inside arrays at any depth).
+fn check_nested(value: &Value, path: &str) -> Result<()> {
     match value {
-        Value::Object(m) => m.iter().try_for_each(|(k, v)| check_field(k, v, &path)),
-        Value::Array(items) => items.iter().try_for_each(|v| match v {
-            Value::Object(m) => m.iter().try_for_each(|(k, v)| check_field(k, v, &path)),
-            _ => Ok(()),
-        }),
+        Value::Object(m) => m.iter().try_for_each(|(k, v)| check_field(k, v, path)),
+        Value::Array(items) => items.iter().try_for_each(|v| check_nested(v, path)),
         _ => Ok(()),
     }
 }

@@ -52,7 +52,7 @@ on_every_backend! {
             notes.client_insert(None, doc(json!({"owner": "u1"}))).await,
             Err(Error::AccessDenied)
         ));
-        for bad in [json!({"owner": "u1", "$set": {"a": 1}}), json!({"owner": "u1", "a": {"b.c": 1}}), json!({"owner": "u1", "l": [{"$x": 1}]})] {
+        for bad in [json!({"owner": "u1", "$set": {"a": 1}}), json!({"owner": "u1", "a": {"b.c": 1}}), json!({"owner": "u1", "l": [{"$x": 1}]}), json!({"owner": "u1", "l": [[{"a.b": 1}]]})] {
             assert!(matches!(notes.client_insert(Some("u1"), doc(bad)).await, Err(Error::InvalidArgument(_))));
         }
         assert_eq!(notes.client_update(Some("u1"), &id, &json!({"$set": {"text": "b"}})).await?, 1);
