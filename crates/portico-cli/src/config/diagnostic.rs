@@ -294,10 +294,6 @@ fn split_dotted(key: &str) -> Vec<String> {
     parts.into_iter().map(|p| p.trim().to_owned()).collect()
 }
 
-fn unquote(key: &str) -> String {
-    key.trim_matches(|c| c == '"' || c == '\'').to_owned()
-}
-
 /// The keys leading to the end of `prefix` (text of one line up to an offset):
 /// `endpoints = { getAll = { auth_required = ` gives `endpoints`, `getAll`, `auth_required`.
 fn inline_key_path(prefix: &str) -> Vec<String> {
