@@ -1,5 +1,7 @@
 //! Per-request cost of the routes front door, driven as a tower service (no sockets): a hand-made
-//! route, generated get-by-id (anonymous and authenticated) and list-20, on memory and SQLite.
+//! route, generated get-by-id (anonymous and authenticated) and list-20, on memory and SQLite;
+//! beside them the same list done by a hand-written route (`raw-list-20`) and by the store alone
+//! (`store-*`), to show the share of the front door.
 //!
 //! `cargo bench -p portico-rest --bench routes -- --warm-up-time 1 --measurement-time 3`
 
@@ -17,6 +19,7 @@ use tower::ServiceExt;
 
 struct Setup {
     router: Router,
+    items: portico_platform::Collection,
     token: String,
     _dir: tempfile::TempDir,
 }
@@ -67,6 +70,30 @@ async fn setup(url_kind: &str) -> Setup {
     .expect("route");
     api.add_collection(items.clone(), CollectionOptions::new())
         .expect("items");
+    let items_handle = items.clone();
+    let raw_items = items.clone();
+    api.add_route(
+        "raw-list",
+        RouteOptions::default(),
+        Endpoints::new().get(move |_ctx: Context| {
+            let items = raw_items.clone();
+            async move {
+                let n = items.count(&portico_store::Selector::all()).await?;
+                let q = portico_store::Query {
+                    limit: Some(20),
+                    ..Default::default()
+                };
+                let docs = items.find(&q).await?;
+                Ok::<_, portico_rest::Reply>(
+                    portico_rest::Reply::success(Value::Array(
+                        docs.into_iter().map(Value::Object).collect(),
+                    ))
+                    .with_header("x-total-count", n.to_string()),
+                )
+            }
+        }),
+    )
+    .expect("raw list");
     api.add_collection(
         items,
         CollectionOptions::new()
@@ -76,6 +103,7 @@ async fn setup(url_kind: &str) -> Setup {
     .expect("secure items");
     Setup {
         router: api.router(),
+        items: items_handle,
         token,
         _dir: dir,
     }
@@ -128,7 +156,47 @@ pub(crate) fn bench(c: &mut Criterion) {
         });
         group.bench_function("list-20", |b| {
             b.to_async(&rt)
+                .iter(|| hit(&s.router, "/api/items?limit=20", None))
+        });
+        group.bench_function("raw-list-20", |b| {
+            b.to_async(&rt)
+                .iter(|| hit(&s.router, "/api/raw-list", None))
+        });
+        group.bench_function("list-20-skip-500", |b| {
+            b.to_async(&rt)
                 .iter(|| hit(&s.router, "/api/items?limit=20&skip=500", None))
+        });
+        // The store's share of list-20: the count behind X-Total-Count, and the page itself.
+        group.bench_function("store-count", |b| {
+            b.to_async(&rt).iter(|| async {
+                s.items
+                    .count(&portico_store::Selector::all())
+                    .await
+                    .expect("count")
+            })
+        });
+        group.bench_function("store-count-and-find-20", |b| {
+            b.to_async(&rt).iter(|| async {
+                let n = s
+                    .items
+                    .count(&portico_store::Selector::all())
+                    .await
+                    .expect("count");
+                let q = portico_store::Query {
+                    limit: Some(20),
+                    ..Default::default()
+                };
+                (n, s.items.find(&q).await.expect("find"))
+            })
+        });
+        group.bench_function("store-find-20", |b| {
+            b.to_async(&rt).iter(|| async {
+                let q = portico_store::Query {
+                    limit: Some(20),
+                    ..Default::default()
+                };
+                s.items.find(&q).await.expect("find")
+            })
         });
         group.finish();
     }
