@@ -49,6 +49,15 @@ pub struct Api {
     pub(crate) limiters: Arc<LoginLimiters>,
 }
 
+/// A route as [`Api::routes`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteInfo {
+    /// The full path, base path included.
+    pub path: String,
+    /// The methods it answers (`GET`, `HEAD`, `POST`...).
+    pub methods: Vec<String>,
+}
+
 /// The login rate limiters of one API.
 pub(crate) struct LoginLimiters {
     pub(crate) identity: Option<RateLimiter>,
@@ -119,6 +128,24 @@ impl Api {
     /// The platform this API serves.
     pub fn platform(&self) -> &Platform {
         &self.platform
+    }
+
+    /// The routes of this API in match order: full path (`/api/v1/articles/:id`, or the regular
+    /// expression after the base path) and the methods it answers.
+    pub fn routes(&self) -> Vec<RouteInfo> {
+        self.routes
+            .iter()
+            .map(|r| RouteInfo {
+                path: format!("{}{}", self.prefix, r.matcher.display()),
+                methods: r
+                    .allow
+                    .to_str()
+                    .unwrap_or_default()
+                    .split(", ")
+                    .map(str::to_owned)
+                    .collect(),
+            })
+            .collect()
     }
 
     /// Adds a route at `path` (a `:name` pattern or a [`regex::Regex`]), relative to the base path.

@@ -51,7 +51,7 @@ mod options;
 mod path;
 mod reply;
 
-pub use api::Api;
+pub use api::{Api, RouteInfo};
 pub use auth::{AuthOutcome, AuthUserHook, LoginHook};
 pub use collection::{
     AccessScope, AfterEvent, AfterHook, BeforeHook, CollectionEndpoint, CollectionOptions,

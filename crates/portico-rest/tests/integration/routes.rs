@@ -273,3 +273,40 @@ async fn context_exposes_the_request() {
         json!({"path": "/api/req", "h": "yes", "raw": "raw text"})
     );
 }
+
+#[tokio::test]
+async fn the_route_table_lists_paths_and_methods() {
+    let mut api = Api::new(
+        portico_rest::ApiOptions {
+            version: Some("v1".into()),
+            use_default_auth: true,
+            ..opts()
+        },
+        memory().await,
+    )
+    .unwrap();
+    api.add_route(
+        "items/:id",
+        RouteOptions::default(),
+        Endpoints::new()
+            .get(|_c: Context| async move { "x" })
+            .delete(|_c: Context| async move { "y" }),
+    )
+    .unwrap();
+    let table = api.routes();
+    let items = table
+        .iter()
+        .find(|r| r.path == "/api/v1/items/:id")
+        .unwrap();
+    assert_eq!(items.methods, vec!["GET", "HEAD", "DELETE", "OPTIONS"]);
+    assert!(
+        table
+            .iter()
+            .any(|r| r.path == "/api/v1/login" && r.methods.contains(&"POST".to_owned()))
+    );
+    assert!(
+        table
+            .iter()
+            .any(|r| r.path == "/api/v1/logout" && r.methods.contains(&"GET".to_owned()))
+    );
+}
