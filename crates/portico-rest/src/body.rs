@@ -12,6 +12,9 @@ pub(crate) struct BodyError(pub(crate) String);
 /// client cannot make the server allocate a huge array.
 const MAX_FORM_INDEX: usize = 100;
 
+/// How deep bracketed names nest (`a[b][c]` is depth 2); deeper brackets stay literal.
+const MAX_FORM_DEPTH: usize = 20;
+
 /// Parses a body by its content type. An empty body, or a content type that is neither JSON nor
 /// form-encoded, gives an empty object (the raw bytes stay available on the context).
 pub(crate) fn parse_body(headers: &HeaderMap, bytes: &[u8]) -> Result<Value, BodyError> {
@@ -57,6 +60,11 @@ fn split_name(name: &str) -> Vec<String> {
     let mut keys = vec![name[..open].to_owned()];
     let mut rest = &name[open..];
     while let Some(stripped) = rest.strip_prefix('[') {
+        if keys.len() > MAX_FORM_DEPTH {
+            // Deeper brackets stay one literal key, so nesting (and recursion) stays bounded.
+            keys.push(rest.to_owned());
+            return keys;
+        }
         match stripped.find(']') {
             Some(close) => {
                 keys.push(stripped[..close].to_owned());
@@ -191,6 +199,23 @@ mod tests {
     #[test]
     fn conflicts_are_errors() {
         assert!(parse_form(b"a=1&a[b]=2").is_err());
+    }
+
+    #[test]
+    fn nesting_depth_is_bounded() {
+        let name = format!("a{}", "[x]".repeat(100_000));
+        let parsed = parse_form(format!("{name}=1").as_bytes()).unwrap();
+        let mut depth = 0;
+        let mut v = &parsed["a"];
+        while let Some(Value::Object(m)) = Some(v) {
+            let Some((_, next)) = m.iter().next() else {
+                break;
+            };
+            v = next;
+            depth += 1;
+        }
+        assert_eq!(depth, MAX_FORM_DEPTH + 1);
+        assert_eq!(v, &json!("1"));
     }
 
     #[test]
