@@ -19,7 +19,7 @@ use crate::body::{parse_body, parse_form};
 use crate::cors::BaseHeaders;
 use crate::path::RequestPath;
 use crate::reply::Renderer;
-use crate::{AuthOptions, Context, DelayRange, Endpoint, Reply};
+use crate::{AuthOptions, Context, DelayRange, Endpoint, Reply, RouteOptions};
 
 /// A snapshot of an [`crate::Api`], shared by the requests its router serves.
 pub(crate) struct ApiInner {
@@ -125,7 +125,13 @@ impl ApiInner {
             None => Map::new(),
         };
         let client_addr = self.client_addr(&parts.headers, &parts.extensions);
-        let options = endpoint.resolve(&route.options);
+        // OPTIONS endpoints do not inherit the route's auth and roles: browsers send preflight
+        // requests without credentials. Their own options still apply.
+        let options = if parts.method == Method::OPTIONS {
+            endpoint.resolve(&RouteOptions::default())
+        } else {
+            endpoint.resolve(&route.options)
+        };
         let mut ctx = Context {
             user: None,
             user_id: None,

@@ -295,3 +295,37 @@ async fn invalid_default_header_is_a_setup_error() {
     );
     assert!(matches!(r, Err(Error::InvalidOption(_))));
 }
+
+#[tokio::test]
+async fn options_endpoints_do_not_inherit_route_auth() {
+    let mut api = Api::new(
+        ApiOptions {
+            default_options_endpoint: Some(Endpoint::new(
+                |_c: Context| async move { "preflight ok" },
+            )),
+            ..opts()
+        },
+        memory().await,
+    )
+    .unwrap();
+    api.add_route(
+        "secret",
+        RouteOptions::new().role_required("admin"),
+        hello(),
+    )
+    .unwrap();
+    api.add_route(
+        "own",
+        RouteOptions::new().auth_required(true),
+        hello().options(Endpoint::new(|_c: Context| async move { "own" }).auth_required(true)),
+    )
+    .unwrap();
+    let r = api.router();
+    assert_eq!(call(&r, "GET", "/api/secret", None).await.status, 401);
+    assert_eq!(
+        call(&r, "OPTIONS", "/api/secret", None).await.json(),
+        json!("preflight ok")
+    );
+    // An OPTIONS endpoint that asks for auth itself still gets it.
+    assert_eq!(call(&r, "OPTIONS", "/api/own", None).await.status, 401);
+}
