@@ -219,6 +219,10 @@ impl Api {
 
     /// The axum router serving this API under its base path. Merge several with
     /// [`axum::Router::merge`]; wrap with any tower layer via [`axum::Router::layer`].
+    ///
+    /// The router serves the routes added so far (a snapshot): add every route first.
+    /// Serve it with `into_make_service_with_connect_info::<SocketAddr>()` so login rate limits
+    /// can count per client address.
     pub fn router(&self) -> Router {
         let inner = Arc::new(crate::dispatch::ApiInner {
             prefix: self.prefix.clone(),
