@@ -11,8 +11,7 @@
 //! ```
 //!
 //! Every operation goes through `Arc<dyn Store>`, as the platform calls it. The insert benchmark
-//! adds documents to the loaded collection, so it grows by the number of iterations (small next
-//! to the larger sizes).
+//! runs last for each dataset and adds documents to it (as many as it has iterations).
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -126,18 +125,6 @@ async fn load_sqlite(n: u64, dir: &tempfile::TempDir) -> Arc<dyn Store> {
 fn bench_backend(c: &mut Criterion, rt: &Runtime, backend: &str, n: u64, store: &Arc<dyn Store>) {
     let store = store.as_ref();
 
-    let mut group = c.benchmark_group("insert");
-    // Criterion calls the closure several times (warm-up, samples): the counter lives outside.
-    let next = Cell::new(n);
-    group.bench_function(BenchmarkId::new(backend, n), |b| {
-        b.to_async(rt).iter(|| {
-            let i = next.get();
-            next.set(i + 1);
-            async move { store.insert(COLLECTION, document(i)).await.expect("insert") }
-        });
-    });
-    group.finish();
-
     let mut group = c.benchmark_group("get_by_id");
     group.bench_function(BenchmarkId::new(backend, n), |b| {
         let picker = Picker::new(n);
@@ -186,6 +173,19 @@ fn bench_backend(c: &mut Criterion, rt: &Runtime, backend: &str, n: u64, store: 
         });
     });
     group.finish();
+
+    // Last, because it grows the collection: the reads above see exactly `n` documents.
+    let mut group = c.benchmark_group("insert");
+    // Criterion calls the closure several times (warm-up, samples): the counter lives outside.
+    let next = Cell::new(n);
+    group.bench_function(BenchmarkId::new(backend, n), |b| {
+        b.to_async(rt).iter(|| {
+            let i = next.get();
+            next.set(i + 1);
+            async move { store.insert(COLLECTION, document(i)).await.expect("insert") }
+        });
+    });
+    group.finish();
 }
 
 /// Current and peak resident memory of this process (Linux), for the log.
@@ -207,9 +207,10 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    for n in sizes() {
-        // SQLite first: its peak resident memory is printed before the memory backend, which
-        // holds every document in RAM, raises it.
+    let sizes = sizes();
+    // SQLite first, at every size: the peak resident memory it prints is its own, before the
+    // memory backend (which holds every document in RAM) raises it.
+    for &n in &sizes {
         let dir = tempfile::tempdir().expect("temp dir");
         let started = Instant::now();
         let store = rt.block_on(load_sqlite(n, &dir));
@@ -220,8 +221,8 @@ fn main() {
         );
         bench_backend(&mut c, &rt, "sqlite", n, &store);
         eprintln!("sqlite: after the benchmarks at {n}: {}", memory_use());
-        drop(store);
-
+    }
+    for &n in &sizes {
         let started = Instant::now();
         let store = rt.block_on(load_memory(n));
         eprintln!(
@@ -230,7 +231,6 @@ fn main() {
             memory_use()
         );
         bench_backend(&mut c, &rt, "memory", n, &store);
-        drop(store);
     }
     c.final_summary();
 }

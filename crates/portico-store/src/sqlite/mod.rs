@@ -42,8 +42,9 @@
 //! collection. Lookups by `_id` are one primary-key probe, whatever the collection's size.
 //!
 //! Every operation runs on tokio's blocking pool (see `run_blocking` below), except point reads
-//! (`get`, and `find_one` through the primary key or an index), which run inline when a reader
-//! connection is idle because the thread hand-off costs more than they do.
+//! (`get`; `find` and `find_one` answered through the primary key or an index with a few
+//! candidates), which run inline when a reader connection is idle because the thread hand-off
+//! costs more than they do.
 
 mod error;
 mod index;
@@ -67,8 +68,8 @@ use crate::{Document, Error, Query, Result, Selector, Store, Update, UpdateOptio
 /// parallel, few enough that their page caches stay small.
 const READERS: usize = 4;
 
-/// How many candidates an inline `find_one` may look at before handing the work to the blocking
-/// pool (each costs a row read and a JSON parse, a few microseconds).
+/// How many candidates an inline `find` or `find_one` may read before the work goes to the
+/// blocking pool instead (each costs a row read and a JSON parse, a few microseconds).
 const INLINE_CANDIDATES: usize = 16;
 
 /// A [`Store`] in one SQLite database file. Cloning is cheap and shares the connections.
@@ -170,6 +171,14 @@ impl Store for SqliteStore {
     }
 
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>> {
+        // A query answered through the primary key or an index with few entries for the value
+        // is a handful of point reads: inline, as `find_one` and `get` below.
+        if let Some(Ok(Some(found))) = self
+            .pool
+            .try_read_now(|conn| query::find_quick(conn, collection, query, INLINE_CANDIDATES))
+        {
+            return Ok(found);
+        }
         let collection = collection.to_owned();
         let query = query.clone();
         self.with_reader(move |conn| query::find(conn, &collection, &query))

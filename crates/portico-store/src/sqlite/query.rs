@@ -176,6 +176,62 @@ pub(crate) fn find(conn: &Connection, collection: &str, query: &Query) -> Result
     Ok(docs)
 }
 
+/// The answer to `query`, when that is quick to know: its candidates come from the primary key,
+/// or from an index that holds at most `budget` entries for the value (counted in the index
+/// alone, before any document is read). `Ok(None)` means "not quick": the caller runs [`find`]
+/// elsewhere. The answer is the one [`find`] gives: matches in `_id` order, stably sorted,
+/// skipped, limited, projected.
+pub(crate) fn find_quick(
+    conn: &Connection,
+    collection: &str,
+    query: &Query,
+    budget: usize,
+) -> Result<Option<Vec<Document>>> {
+    if query.limit == Some(0) {
+        return Ok(Some(Vec::new()));
+    }
+    let selector = &query.selector;
+    // A missing collection reads as "not quick" too; the full read answers it.
+    or_missing(conn, collection, || {
+        let plan = plan(conn, collection, selector)?;
+        match &plan {
+            Plan::Id(_) => {}
+            Plan::Index { path, key } => {
+                let entries: i64 = conn
+                    .prepare_cached(&format!(
+                        "SELECT count(*) FROM (SELECT 1 FROM {} WHERE value = ?1 LIMIT ?2)",
+                        index_table(collection, path)
+                    ))?
+                    .query_row(
+                        params![
+                            key,
+                            i64::try_from(budget).unwrap_or(i64::MAX).saturating_add(1)
+                        ],
+                        |row| row.get(0),
+                    )?;
+                if usize::try_from(entries).map_or(true, |e| e > budget) {
+                    return Ok(None);
+                }
+            }
+            Plan::Scan { .. } | Plan::Page { .. } => return Ok(None),
+        }
+        let mut docs = collect(conn, collection, &plan, selector, 0, None)?;
+        if let Some(sort) = &query.sort {
+            // Stable: ties keep `_id` order, as in `sorted_matches`.
+            docs.sort_by(|a, b| sort.compare(a, b));
+        }
+        let skip = usize::try_from(query.skip).unwrap_or(usize::MAX);
+        let limit = query
+            .limit
+            .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        let page = docs.into_iter().skip(skip).take(limit);
+        Ok(Some(match &query.projection {
+            Some(projection) => page.map(|doc| projection.apply(&doc)).collect(),
+            None => page.collect(),
+        }))
+    })
+}
+
 /// The first document matching `selector`, when that is quick to know: its candidates come from
 /// the primary key or an index, and a match (or their end) comes within the first `budget`
 /// candidates. `Ok(None)` means "not quick": the caller runs the full [`find`] elsewhere.

@@ -52,8 +52,14 @@ pub(crate) fn ensure_collection(conn: &Connection, collection: &str) -> Result<(
     if collection_exists(conn, collection)? {
         return Ok(());
     }
+    // WITHOUT ROWID: the rows live in the primary-key B-tree itself, ordered by `id`. A lookup
+    // by id is one tree descent instead of two (key index, then rowid table), which keeps
+    // get-by-id flat as the collection grows (at a million documents the leaves no longer fit
+    // in the page cache, and every descent costs a page read); and scans in `_id` order, the
+    // natural order of `find`, read the table sequentially.
     conn.execute_batch(&format!(
-        "CREATE TABLE IF NOT EXISTS {} (id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS {} (id TEXT PRIMARY KEY NOT NULL, doc TEXT NOT NULL) \
+         WITHOUT ROWID",
         collection_table(collection)
     ))?;
     conn.prepare_cached("INSERT INTO portico_collections (name) VALUES (?1)")?

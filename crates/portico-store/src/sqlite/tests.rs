@@ -768,3 +768,68 @@ async fn text_narrowed_scans_miss_no_match() {
         }
     }
 }
+
+#[tokio::test]
+async fn quick_finds_answer_as_full_finds_or_step_aside() {
+    let (_dir, store) = open_temp().await;
+    store.ensure_index("c", "tags").await.expect("index");
+    let docs: Vec<Document> = (0..60)
+        .map(|i| {
+            let tag = if i % 10 == 0 { "rare" } else { "common" };
+            doc(json!({"_id": format!("{i:02}"), "tags": [tag, "all"], "n": i % 4, "x": i}))
+        })
+        .collect();
+    store.insert_many("c", docs).await.expect("insert");
+    let both = |query: Query| {
+        let store = store.clone();
+        async move {
+            let q = query.clone();
+            let quick = store
+                .with_reader(move |conn| super::query::find_quick(conn, "c", &q, 16))
+                .await
+                .expect("quick find");
+            let full = store
+                .with_reader(move |conn| super::query::find(conn, "c", &query))
+                .await
+                .expect("full find");
+            (quick, full)
+        }
+    };
+    let projection = crate::Projection::parse(&json!({"n": 1})).expect("projection");
+    let queries = [
+        Query::new(sel(json!({"tags": "rare"}))),
+        Query::new(sel(json!({"tags": "rare", "n": 0}))),
+        Query {
+            sort: Some(Sort::parse(&json!({"n": -1, "x": 1})).expect("sort")),
+            skip: 1,
+            limit: Some(3),
+            projection: Some(projection),
+            ..Query::new(sel(json!({"tags": "rare"})))
+        },
+        Query::new(sel(json!({"_id": "10"}))),
+        Query::new(sel(json!({"_id": "10", "n": 3}))),
+        Query::new(sel(json!({"tags": "none"}))),
+    ];
+    for query in queries {
+        let (quick, full) = both(query.clone()).await;
+        assert_eq!(quick.as_ref(), Some(&full), "{query:?}");
+    }
+    // 54 entries for "common": more than the budget, so the quick path steps aside; likewise
+    // for a selector no index narrows.
+    for s in [json!({"tags": "common"}), json!({"n": 1})] {
+        let (quick, full) = both(Query::new(sel(s.clone()))).await;
+        assert_eq!(quick, None, "{s}");
+        assert!(!full.is_empty());
+    }
+    // Through the trait, both paths give the same answers.
+    let all = store
+        .find("c", &Query::new(sel(json!({"tags": "all"}))))
+        .await
+        .expect("find");
+    assert_eq!(all.len(), 60);
+    let rare = store
+        .find("c", &Query::new(sel(json!({"tags": "rare"}))))
+        .await
+        .expect("find");
+    assert_eq!(ids(&rare), ["00", "10", "20", "30", "40", "50"]);
+}
