@@ -18,8 +18,10 @@ use serde_json::json;
 /// Set in the child's environment to the database path; without it `writer_child` does nothing.
 const CHILD_ENV: &str = "PORTICO_DURABILITY_CHILD_DB";
 
-/// Acknowledged inserts seen before the parent kills the child.
-const KILL_AFTER: usize = 400;
+/// Acknowledged inserts seen before the parent kills the child: enough that the WAL has been
+/// checkpointed into the database file at least once (every 1000 pages), so the kill finds
+/// data both in the database file and in the WAL.
+const KILL_AFTER: usize = 2000;
 
 /// Concurrent inserting tasks in the child, so the kill lands while several writes are in flight.
 const WRITERS: usize = 4;
