@@ -18,12 +18,15 @@ pub enum Access {
     Roles(Vec<String>),
     /// Decided per call by the collection's allow rules (auto API writes).
     Rules(Vec<Rule>),
+    /// Served, but refuses every caller with 403 (`allow_register = false`).
+    Closed,
 }
 
 impl std::fmt::Display for Access {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Access::Public => f.write_str("public"),
+            Access::Closed => f.write_str("closed (403)"),
             Access::Authenticated => f.write_str("auth"),
             Access::Roles(roles) => write!(f, "auth, roles: {}", roles.join("|")),
             Access::Rules(rules) if rules.is_empty() => f.write_str("rules: nobody (no rule)"),
@@ -181,15 +184,19 @@ fn auto_routes(config: &Config, auto: &AutoConfig, routes: &mut Vec<RouteInfo>) 
         "auto: password login".into(),
         auto.line,
     );
-    if auto.allow_register {
-        push(
-            "POST",
-            "/users/register".into(),
-            Access::Public,
-            "auto: password register".into(),
-            auto.line,
-        );
-    }
+    // Served either way: closed, it answers 403.
+    let register = if auto.allow_register {
+        Access::Public
+    } else {
+        Access::Closed
+    };
+    push(
+        "POST",
+        "/users/register".into(),
+        register,
+        "auto: password register".into(),
+        auto.line,
+    );
     for publication in &auto.publications {
         let method = publication
             .http_method

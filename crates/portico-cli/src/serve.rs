@@ -241,4 +241,77 @@ mod tests {
         assert!(matches!(built, Err(crate::Error::Setup(_))), "{built:?}");
         assert!(build_app(&one, &platform).is_ok());
     }
+
+    /// The (method, path) pairs the front doors built from `text` say they serve (HEAD and
+    /// OPTIONS aside).
+    async fn served(text: &str) -> (Config, std::collections::BTreeSet<(String, String)>) {
+        let config = match Config::parse(text) {
+            Ok(c) => c,
+            Err(e) => panic!("{e:?}"),
+        };
+        let platform = match Platform::open("memory:").await {
+            Ok(p) => p,
+            Err(e) => panic!("{e}"),
+        };
+        let mut served = std::collections::BTreeSet::new();
+        if let Some(auto_config) = &config.auto {
+            if let Err(e) = auto::declare_object_id_collections(auto_config, &platform) {
+                panic!("{e}");
+            }
+        }
+        for api in &config.apis {
+            let rest = match rest::build(api, &platform) {
+                Ok(r) => r,
+                Err(e) => panic!("{e}"),
+            };
+            for route in rest.routes() {
+                for method in route.methods {
+                    if method != "HEAD" && method != "OPTIONS" {
+                        served.insert((method, route.path.clone()));
+                    }
+                }
+            }
+        }
+        if let Some(auto_config) = &config.auto {
+            let listing =
+                match auto::build(&config, auto_config, &platform).map(|a| a.route_listing()) {
+                    Ok(Ok(listing)) => listing,
+                    other => panic!("{other:?}"),
+                };
+            for entry in listing["api-routes"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+            {
+                let path = entry["path"].as_str().unwrap_or_default().to_owned();
+                for method in entry["methods"].as_array().cloned().unwrap_or_default() {
+                    let method = method.as_str().unwrap_or_default().to_ascii_uppercase();
+                    if method != "OPTIONS" {
+                        served.insert((method, path.clone()));
+                    }
+                }
+            }
+        }
+        (config, served)
+    }
+
+    /// `portico routes` prints the table computed from the config; the front doors list what
+    /// they actually serve. They must agree, method for method.
+    #[tokio::test]
+    async fn the_route_table_is_what_the_front_doors_serve() {
+        let configs = [
+            include_str!("../../../examples/portico.toml"),
+            "[[api]]\nversion = \"v1\"\n[[api.collection]]\nname = \"a\"\nexcluded_endpoints = \"getAll\"\n[[api.collection]]\nname = \"a\"\npath = \"deep/a\"\n[[api]]\napi_path = \"other\"\nuse_default_auth = true\n",
+            "[auto]\nobject_id_collections = [\"o\"]\nallow_register = false\n[auto.rules.w]\ninsert = \"anyone\"\n[[auto.publication]]\nname = \"p\"\ncollection = \"w\"\nurl = \"feeds/:0/items\"\nhttp_method = \"POST\"\n",
+        ];
+        for text in configs {
+            let (config, served) = served(text).await;
+            let listed: std::collections::BTreeSet<(String, String)> =
+                crate::routes::route_table(&config)
+                    .into_iter()
+                    .map(|r| (r.method, r.path))
+                    .collect();
+            assert_eq!(listed, served, "{text}");
+        }
+    }
 }

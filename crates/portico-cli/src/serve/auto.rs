@@ -59,6 +59,20 @@ pub(crate) fn router(
     auto: &AutoConfig,
     platform: &Platform,
 ) -> crate::Result<Router> {
+    build(config, auto, platform)?
+        .router()
+        .map_err(|err| crate::Error::Setup(format!("[auto] (line {}): {err}", auto.line)))
+}
+
+/// The auto API of `[auto]`, its rules and publications registered on `platform`.
+///
+/// # Errors
+/// [`crate::Error::Platform`] or [`crate::Error::Setup`] when a publication cannot be registered.
+pub(crate) fn build(
+    config: &Config,
+    auto: &AutoConfig,
+    platform: &Platform,
+) -> crate::Result<AutoApi> {
     let writable = auto_write_collections(config, auto);
     for name in &writable {
         platform.collection(name);
@@ -75,7 +89,7 @@ pub(crate) fn router(
     for publication in &auto.publications {
         publish(platform, publication)?;
     }
-    let api = AutoApi::new(platform.clone())
+    Ok(AutoApi::new(platform.clone())
         .configure(portico_auto::AutoConfig {
             collections: Some(writable),
             object_id_collections: auto.object_id_collections.clone(),
@@ -85,9 +99,7 @@ pub(crate) fn router(
             allow_register: auto.allow_register,
             ..LoginOptions::default()
         })
-        .with_token_authentication(BearerTokenLayer::new());
-    api.router()
-        .map_err(|err| crate::Error::Setup(format!("[auto] (line {}): {err}", auto.line)))
+        .with_token_authentication(BearerTokenLayer::new()))
 }
 
 /// Whether `user_id` holds any of `role` — looked up at call time, so role changes made with

@@ -89,6 +89,14 @@ pub(crate) fn collection_options(collection: &CollectionConfig) -> CollectionOpt
 /// # Errors
 /// [`crate::Error::Setup`] naming the API and what the front door refused.
 pub(crate) fn router(api: &ApiConfig, platform: &Platform) -> crate::Result<Router> {
+    Ok(build(api, platform)?.router())
+}
+
+/// The routes API of one `[[api]]` with all its collections.
+///
+/// # Errors
+/// As [`router`].
+pub(crate) fn build(api: &ApiConfig, platform: &Platform) -> crate::Result<Api> {
     let setup = |err: portico_rest::Error| {
         crate::Error::Setup(format!(
             "[[api]] {} (line {}): {err}",
@@ -104,5 +112,5 @@ pub(crate) fn router(api: &ApiConfig, platform: &Platform) -> crate::Result<Rout
         )
         .map_err(setup)?;
     }
-    Ok(rest.router())
+    Ok(rest)
 }

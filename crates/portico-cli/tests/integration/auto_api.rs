@@ -233,5 +233,9 @@ async fn register_can_be_turned_off() {
         .await;
     assert_eq!(reg.status, 403, "{}", reg.raw);
     let listing = super::common::text(&ws.run(&["routes", "--config", "portico.toml"]).stdout);
-    assert!(!listing.contains("/users/register"), "{listing}");
+    let register = listing
+        .lines()
+        .find(|l| l.contains("/users/register"))
+        .unwrap_or_default();
+    assert!(register.contains("closed (403)"), "{listing}");
 }
