@@ -179,7 +179,11 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     // an abort) and the next open replays the WAL. Only a power loss or kernel crash can drop the
     // last commits; FULL would fsync on every commit to cover that, at many times the cost of a
     // write, which is not what the store promises (it promises surviving `kill -9`).
-    conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;")?;
+    conn.execute_batch("PRAGMA synchronous=NORMAL;")?;
+    // The page cache stays at SQLite's default (2 MB per connection): with five connections
+    // that bounds the store's cache at about 10 MB whatever the file's size. Measured with
+    // `benches/store.rs`: 8 MB per connection makes get-by-id at a million documents about 15%
+    // faster (fewer interior B-tree pages re-read from the OS), for 30 MB more resident memory.
     Ok(())
 }
 
