@@ -28,7 +28,8 @@
 //! | `pool.rs` | one writer connection and a few readers; WAL, `synchronous`, busy timeout |
 //! | `schema.rs` | the catalog, and how collection names become safe table names |
 //! | `index.rs` | index tables `(value, id)` for dotted paths, arrays included |
-//! | `query.rs` | choosing candidates with SQL, deciding them with the reference matcher |
+//! | `plan.rs` | narrowing the candidates of a selector with SQL (primary key, index, text) |
+//! | `query.rs` | `find`, `count`, `get`: candidates decided by the reference matcher, paged |
 //! | `write.rs` | insert, update, remove, `ensure_index`, drop, each one transaction |
 //!
 //! Each collection is a table `(id TEXT PRIMARY KEY, doc TEXT)` holding the document as JSON
@@ -48,6 +49,7 @@
 
 mod error;
 mod index;
+mod plan;
 mod pool;
 mod query;
 mod schema;

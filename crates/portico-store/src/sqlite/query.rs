@@ -1,9 +1,7 @@
-//! Reading: choosing the candidates of a selector, and `find`/`count`/`get` over them.
+//! Reading: `find`, `count` and `get` over the candidates [`super::plan`] chooses.
 //!
-//! SQL only narrows: a primary-key lookup when the selector pins `_id`, an index table when it
-//! requires `path == scalar` on an indexed path, a scan in `_id` order otherwise. Every candidate
-//! is then decided by the reference matcher, so results are the memory backend's by construction.
-//! Rows are read one at a time from the statement and dropped unless they are kept for the
+//! Every candidate is decided by the reference matcher, so results are the memory backend's by
+//! construction. Rows are read one at a time from the statement and dropped unless they are kept for the
 //! answer, so memory stays bounded by `skip + limit` whatever the collection's size.
 
 use std::cmp::Ordering;
@@ -11,11 +9,11 @@ use std::collections::BinaryHeap;
 use std::ops::ControlFlow;
 
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OptionalExtension, ToSql, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::error::corrupt;
-use super::index::value_key;
-use super::schema::{collection_exists, collection_table, index_table, indexed_paths};
+use super::plan::{Plan, for_each_candidate, not_text, plan};
+use super::schema::{collection_exists, collection_table, index_table};
 use crate::{Document, Query, Result, Selector, Sort};
 
 /// Runs the read `f` on `collection`'s table, answering as for an empty collection when the
@@ -39,125 +37,6 @@ fn or_missing<T: Default>(
             }
         }
     }
-}
-
-/// Where the candidates of a selector come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Plan {
-    /// The one document with this `_id`.
-    Id(String),
-    /// The documents whose index on `path` holds `key`, in `_id` order.
-    Index {
-        /// The indexed path.
-        path: String,
-        /// The index key of the required value.
-        key: String,
-    },
-    /// The documents whose stored JSON text contains every one of `needles`, in `_id` order.
-    ///
-    /// A document where `path == "text"` holds contains the JSON string `"text"` in its stored
-    /// form, because documents are only ever written by `serde_json`, which writes a given string
-    /// the same way every time; likewise `true` and `false`. So SQLite's `instr` can drop most
-    /// non-matching rows of a scan before they are decoded, which is where a scan spends its time.
-    /// (Numbers are left out: `1` may be stored as `1.0`.)
-    Scan {
-        /// JSON texts the document must contain.
-        needles: Vec<String>,
-    },
-    /// Every document in `_id` order, `limit` rows (-1: all) after `offset`, both done by SQLite;
-    /// for a selector that matches everything.
-    Page {
-        /// Rows to read at most; -1 for no limit.
-        limit: i64,
-        /// Rows to pass over first.
-        offset: i64,
-    },
-}
-
-/// The cheapest way to find the candidates of `selector` in `collection`.
-pub(crate) fn plan(conn: &Connection, collection: &str, selector: &Selector) -> Result<Plan> {
-    if let Some(id) = selector.id_equality() {
-        return Ok(Plan::Id(id.to_owned()));
-    }
-    let equalities = selector.equalities();
-    if equalities.is_empty() {
-        return Ok(Plan::Scan {
-            needles: Vec::new(),
-        });
-    }
-    let paths = indexed_paths(conn, collection)?;
-    for &(path, value) in &equalities {
-        // `{path: null}` also matches documents without the field, which have no index row.
-        if value.is_null() || !paths.iter().any(|p| p == path) {
-            continue;
-        }
-        if let Some(key) = value_key(value) {
-            return Ok(Plan::Index {
-                path: path.to_owned(),
-                key,
-            });
-        }
-    }
-    let mut needles: Vec<String> = equalities
-        .iter()
-        .filter(|(_, value)| value.is_string() || value.is_boolean())
-        .filter_map(|(_, value)| serde_json::to_string(value).ok())
-        .collect();
-    needles.sort();
-    needles.dedup();
-    Ok(Plan::Scan { needles })
-}
-
-/// Calls `visit` with each candidate of `plan`, in `_id` order, until it breaks.
-pub(crate) fn for_each_candidate(
-    conn: &Connection,
-    collection: &str,
-    plan: &Plan,
-    mut visit: impl FnMut(String, Document) -> Result<ControlFlow<()>>,
-) -> Result<()> {
-    let table = collection_table(collection);
-    let (sql, args): (String, Vec<&dyn ToSql>) = match plan {
-        Plan::Id(id) => (
-            format!("SELECT id, doc FROM {table} WHERE id = ?1"),
-            vec![id],
-        ),
-        Plan::Index { path, key } => (
-            format!(
-                "SELECT c.id, c.doc FROM {index} AS x JOIN {table} AS c ON c.id = x.id \
-                 WHERE x.value = ?1 ORDER BY x.id",
-                index = index_table(collection, path)
-            ),
-            vec![key],
-        ),
-        Plan::Scan { needles } => {
-            let filter: Vec<String> = (1..=needles.len())
-                .map(|i| format!("instr(doc, ?{i}) > 0"))
-                .collect();
-            let filter = if filter.is_empty() {
-                String::new()
-            } else {
-                format!(" WHERE {}", filter.join(" AND "))
-            };
-            (
-                format!("SELECT id, doc FROM {table}{filter} ORDER BY id"),
-                needles.iter().map(|n| n as &dyn ToSql).collect(),
-            )
-        }
-        Plan::Page { limit, offset } => (
-            format!("SELECT id, doc FROM {table} ORDER BY id LIMIT ?1 OFFSET ?2"),
-            vec![limit, offset],
-        ),
-    };
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut rows = stmt.query(args.as_slice())?;
-    while let Some(row) = rows.next()? {
-        let id: String = row.get(0)?;
-        let doc = parse_doc(collection, &id, row.get_ref(1)?)?;
-        if visit(id, doc)?.is_break() {
-            break;
-        }
-    }
-    Ok(())
 }
 
 /// The documents `query` asks for, sorted, skipped, limited and projected.
@@ -438,20 +317,4 @@ fn get_existing(conn: &Connection, collection: &str, id: &str) -> Result<Option<
         Some(Err(Some(e))) => Err(corrupt(collection, id, &e)),
         Some(Err(None)) => Err(not_text(collection, id)),
     }
-}
-
-/// Decodes a stored document.
-pub(crate) fn parse_doc(collection: &str, id: &str, value: ValueRef<'_>) -> Result<Document> {
-    match value {
-        ValueRef::Text(text) => {
-            serde_json::from_slice(text).map_err(|e| corrupt(collection, id, &e))
-        }
-        _ => Err(not_text(collection, id)),
-    }
-}
-
-fn not_text(collection: &str, id: &str) -> crate::Error {
-    crate::Error::Backend(format!(
-        "sqlite: stored document {id:?} of collection {collection:?} is not text"
-    ))
 }

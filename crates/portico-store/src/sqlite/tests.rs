@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use super::index::keys;
-use super::query::{Plan, plan};
+use super::plan::{Plan, plan};
 use super::schema::{collection_table, index_table};
 use super::*;
 use crate::{Query, Sort, document_id};

@@ -13,7 +13,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
 use super::error::is_unique_violation;
 use super::index::{self, update_rows};
-use super::query::{for_each_candidate, parse_doc, plan};
+use super::plan::{for_each_candidate, parse_doc, plan};
 use super::schema::{self, collection_exists, collection_table, index_table, indexed_paths};
 use crate::document::prepare_insert;
 use crate::{Document, Error, Result, Selector, Update, UpdateOptions, UpdateResult, document_id};

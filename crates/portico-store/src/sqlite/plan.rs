@@ -1,0 +1,152 @@
+//! Candidates: how SQL narrows the documents a selector may match, before the reference matcher
+//! decides.
+//!
+//! A primary-key lookup when the selector pins `_id`; an index table when it requires
+//! `path == scalar` on an indexed path; otherwise a scan in `_id` order, where SQLite skips the
+//! rows whose stored text cannot hold a required string. Narrowing may keep too many
+//! candidates, never too few: every one is then checked with [`crate::Selector::matches`].
+
+use std::ops::ControlFlow;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, ToSql};
+
+use super::error::corrupt;
+use super::index::value_key;
+use super::schema::{collection_table, index_table, indexed_paths};
+use crate::{Document, Result, Selector};
+
+/// Where the candidates of a selector come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// The one document with this `_id`.
+    Id(String),
+    /// The documents whose index on `path` holds `key`, in `_id` order.
+    Index {
+        /// The indexed path.
+        path: String,
+        /// The index key of the required value.
+        key: String,
+    },
+    /// The documents whose stored JSON text contains every one of `needles`, in `_id` order.
+    ///
+    /// A document where `path == "text"` holds contains the JSON string `"text"` in its stored
+    /// form, because documents are only ever written by `serde_json`, which writes a given string
+    /// the same way every time; likewise `true` and `false`. So SQLite's `instr` can drop most
+    /// non-matching rows of a scan before they are decoded, which is where a scan spends its time.
+    /// (Numbers are left out: `1` may be stored as `1.0`.)
+    Scan {
+        /// JSON texts the document must contain.
+        needles: Vec<String>,
+    },
+    /// Every document in `_id` order, `limit` rows (-1: all) after `offset`, both done by SQLite;
+    /// for a selector that matches everything.
+    Page {
+        /// Rows to read at most; -1 for no limit.
+        limit: i64,
+        /// Rows to pass over first.
+        offset: i64,
+    },
+}
+
+/// The cheapest way to find the candidates of `selector` in `collection`.
+pub(crate) fn plan(conn: &Connection, collection: &str, selector: &Selector) -> Result<Plan> {
+    if let Some(id) = selector.id_equality() {
+        return Ok(Plan::Id(id.to_owned()));
+    }
+    let equalities = selector.equalities();
+    if equalities.is_empty() {
+        return Ok(Plan::Scan {
+            needles: Vec::new(),
+        });
+    }
+    let paths = indexed_paths(conn, collection)?;
+    for &(path, value) in &equalities {
+        // `{path: null}` also matches documents without the field, which have no index row.
+        if value.is_null() || !paths.iter().any(|p| p == path) {
+            continue;
+        }
+        if let Some(key) = value_key(value) {
+            return Ok(Plan::Index {
+                path: path.to_owned(),
+                key,
+            });
+        }
+    }
+    let mut needles: Vec<String> = equalities
+        .iter()
+        .filter(|(_, value)| value.is_string() || value.is_boolean())
+        .filter_map(|(_, value)| serde_json::to_string(value).ok())
+        .collect();
+    needles.sort();
+    needles.dedup();
+    Ok(Plan::Scan { needles })
+}
+
+/// Calls `visit` with each candidate of `plan`, in `_id` order, until it breaks.
+pub(crate) fn for_each_candidate(
+    conn: &Connection,
+    collection: &str,
+    plan: &Plan,
+    mut visit: impl FnMut(String, Document) -> Result<ControlFlow<()>>,
+) -> Result<()> {
+    let table = collection_table(collection);
+    let (sql, args): (String, Vec<&dyn ToSql>) = match plan {
+        Plan::Id(id) => (
+            format!("SELECT id, doc FROM {table} WHERE id = ?1"),
+            vec![id],
+        ),
+        Plan::Index { path, key } => (
+            format!(
+                "SELECT c.id, c.doc FROM {index} AS x JOIN {table} AS c ON c.id = x.id \
+                 WHERE x.value = ?1 ORDER BY x.id",
+                index = index_table(collection, path)
+            ),
+            vec![key],
+        ),
+        Plan::Scan { needles } => {
+            let filter: Vec<String> = (1..=needles.len())
+                .map(|i| format!("instr(doc, ?{i}) > 0"))
+                .collect();
+            let filter = if filter.is_empty() {
+                String::new()
+            } else {
+                format!(" WHERE {}", filter.join(" AND "))
+            };
+            (
+                format!("SELECT id, doc FROM {table}{filter} ORDER BY id"),
+                needles.iter().map(|n| n as &dyn ToSql).collect(),
+            )
+        }
+        Plan::Page { limit, offset } => (
+            format!("SELECT id, doc FROM {table} ORDER BY id LIMIT ?1 OFFSET ?2"),
+            vec![limit, offset],
+        ),
+    };
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(args.as_slice())?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let doc = parse_doc(collection, &id, row.get_ref(1)?)?;
+        if visit(id, doc)?.is_break() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Decodes a stored document.
+pub(crate) fn parse_doc(collection: &str, id: &str, value: ValueRef<'_>) -> Result<Document> {
+    match value {
+        ValueRef::Text(text) => {
+            serde_json::from_slice(text).map_err(|e| corrupt(collection, id, &e))
+        }
+        _ => Err(not_text(collection, id)),
+    }
+}
+
+pub(crate) fn not_text(collection: &str, id: &str) -> crate::Error {
+    crate::Error::Backend(format!(
+        "sqlite: stored document {id:?} of collection {collection:?} is not text"
+    ))
+}
