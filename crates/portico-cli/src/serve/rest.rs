@@ -114,3 +114,68 @@ pub(crate) fn build(api: &ApiConfig, platform: &Platform) -> crate::Result<Api> 
     }
     Ok(rest)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::Config;
+
+    fn first_api(text: &str) -> ApiConfig {
+        match Config::parse(text) {
+            Ok(config) => config.apis[0].clone(),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn every_api_key_reaches_the_front_door() {
+        let api = first_api(
+            "[[api]]\napi_path = \"x/\"\nversion = \"v3\"\nuse_default_auth = true\npretty_json = true\nenable_cors = true\ndefault_headers = { \"X-A\" = \"1\" }\nauth_failure_delay_ms = 250\nlogin_rate_limit = { attempts = 7, per_seconds = 30 }\ncors_origins = [\"https://a.example\"]\n",
+        );
+        let options = api_options(&api);
+        assert_eq!(
+            (options.api_path.as_str(), options.version.as_deref()),
+            ("x/", Some("v3"))
+        );
+        assert!(options.use_default_auth && options.pretty_json && options.enable_cors);
+        assert_eq!(
+            options.default_headers,
+            vec![("X-A".to_owned(), "1".to_owned())]
+        );
+        let delay = Duration::from_millis(250);
+        assert_eq!(
+            options.auth_failure_delay,
+            DelayRange {
+                min: delay,
+                max: delay
+            }
+        );
+        assert_eq!(
+            options.login_rate_limit.per_identity,
+            Some(RateLimit {
+                attempts: 7,
+                per: Duration::from_secs(30)
+            })
+        );
+        assert_eq!(
+            options.login_rate_limit.per_address,
+            LoginRateLimit::default().per_address
+        );
+        assert_eq!(
+            options.cors.allow_origins,
+            Some(vec!["https://a.example".to_owned()])
+        );
+    }
+
+    #[test]
+    fn unset_keys_keep_the_front_door_defaults() {
+        let options = api_options(&first_api("[[api]]\n"));
+        let defaults = ApiOptions::default();
+        assert_eq!(options.auth_failure_delay, defaults.auth_failure_delay);
+        assert_eq!(options.login_rate_limit, defaults.login_rate_limit);
+        assert!(options.enable_cors && !options.use_default_auth && !options.pretty_json);
+        assert_eq!(options.cors.allow_origins, None);
+    }
+}
