@@ -8,8 +8,9 @@
 
 use std::ops::ControlFlow;
 
-use rusqlite::types::ValueRef;
-use rusqlite::{Connection, ToSql};
+use rusqlite::Connection;
+use rusqlite::types::{Value as SqlValue, ValueRef};
+use serde_json::Value;
 
 use super::error::corrupt;
 use super::index::value_key;
@@ -28,16 +29,23 @@ pub(crate) enum Plan {
         /// The index key of the required value.
         key: String,
     },
-    /// The documents whose stored JSON text contains every one of `needles`, in `_id` order.
+    /// The documents whose stored JSON text contains every one of `needles` and whose top-level
+    /// fields hold the `numbers` (or an array there), in `_id` order.
     ///
     /// A document where `path == "text"` holds contains the JSON string `"text"` in its stored
     /// form, because documents are only ever written by `serde_json`, which writes a given string
     /// the same way every time; likewise `true` and `false`. So SQLite's `instr` can drop most
     /// non-matching rows of a scan before they are decoded, which is where a scan spends its time.
-    /// (Numbers are left out: `1` may be stored as `1.0`.)
+    ///
+    /// Numbers are not looked for as text (`1` may be stored as `1.0`); for a top-level field,
+    /// SQLite's `json_extract` compares them by value instead, keeping any document where the
+    /// field is an array (whose elements the matcher looks at). Only numbers below 2^53 are used,
+    /// where SQLite's exact integer/real comparison and the matcher's agree.
     Scan {
         /// JSON texts the document must contain.
         needles: Vec<String>,
+        /// (SQLite JSON path of a top-level field, the number it must equal).
+        numbers: Vec<(String, serde_json::Number)>,
     },
     /// Every document in `_id` order, `limit` rows (-1: all) after `offset`, both done by SQLite;
     /// for a selector that matches everything.
@@ -58,6 +66,7 @@ pub(crate) fn plan(conn: &Connection, collection: &str, selector: &Selector) -> 
     if equalities.is_empty() {
         return Ok(Plan::Scan {
             needles: Vec::new(),
+            numbers: Vec::new(),
         });
     }
     let paths = indexed_paths(conn, collection)?;
@@ -80,7 +89,39 @@ pub(crate) fn plan(conn: &Connection, collection: &str, selector: &Selector) -> 
         .collect();
     needles.sort();
     needles.dedup();
-    Ok(Plan::Scan { needles })
+    let mut numbers: Vec<(String, serde_json::Number)> = equalities
+        .iter()
+        .filter_map(|&(path, value)| match value {
+            Value::Number(n) if exact_in_sqlite(n) => Some((top_level_json_path(path)?, n.clone())),
+            _ => None,
+        })
+        .collect();
+    numbers.dedup();
+    Ok(Plan::Scan { needles, numbers })
+}
+
+/// Below 2^53 in magnitude, every integer is an exact `f64`, so comparing by value means the
+/// same to SQLite (exact integer/real comparison) as to the matcher (integers as `f64`).
+fn exact_in_sqlite(n: &serde_json::Number) -> bool {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    n.as_f64().is_some_and(|f| f.is_finite() && f.abs() < EXACT)
+}
+
+/// The SQLite JSON path of a top-level field (`$."name"`), or `None` for a dotted path or a name
+/// the path syntax cannot quote.
+fn top_level_json_path(path: &str) -> Option<String> {
+    if path.is_empty() || path.contains(['.', '"', '\\']) {
+        return None;
+    }
+    Some(format!("$.\"{path}\""))
+}
+
+/// A number as a SQLite value: an integer when it is one, else a real.
+fn sql_number(n: &serde_json::Number) -> SqlValue {
+    match n.as_i64() {
+        Some(i) => SqlValue::Integer(i),
+        None => SqlValue::Real(n.as_f64().unwrap_or(f64::NAN)),
+    }
 }
 
 /// Calls `visit` with each candidate of `plan`, in `_id` order, until it breaks.
@@ -91,10 +132,10 @@ pub(crate) fn for_each_candidate(
     mut visit: impl FnMut(String, Document) -> Result<ControlFlow<()>>,
 ) -> Result<()> {
     let table = collection_table(collection);
-    let (sql, args): (String, Vec<&dyn ToSql>) = match plan {
+    let (sql, args): (String, Vec<SqlValue>) = match plan {
         Plan::Id(id) => (
             format!("SELECT id, doc FROM {table} WHERE id = ?1"),
-            vec![id],
+            vec![SqlValue::Text(id.clone())],
         ),
         Plan::Index { path, key } => (
             format!(
@@ -102,12 +143,24 @@ pub(crate) fn for_each_candidate(
                  WHERE x.value = ?1 ORDER BY x.id",
                 index = index_table(collection, path)
             ),
-            vec![key],
+            vec![SqlValue::Text(key.clone())],
         ),
-        Plan::Scan { needles } => {
-            let filter: Vec<String> = (1..=needles.len())
-                .map(|i| format!("instr(doc, ?{i}) > 0"))
-                .collect();
+        Plan::Scan { needles, numbers } => {
+            let mut filter = Vec::new();
+            let mut args = Vec::new();
+            for needle in needles {
+                args.push(SqlValue::Text(needle.clone()));
+                filter.push(format!("instr(doc, ?{}) > 0", args.len()));
+            }
+            for (json_path, number) in numbers {
+                args.push(SqlValue::Text(json_path.clone()));
+                let p = args.len();
+                args.push(sql_number(number));
+                let v = args.len();
+                filter.push(format!(
+                    "(json_type(doc, ?{p}) = 'array' OR json_extract(doc, ?{p}) = ?{v})"
+                ));
+            }
             let filter = if filter.is_empty() {
                 String::new()
             } else {
@@ -115,16 +168,16 @@ pub(crate) fn for_each_candidate(
             };
             (
                 format!("SELECT id, doc FROM {table}{filter} ORDER BY id"),
-                needles.iter().map(|n| n as &dyn ToSql).collect(),
+                args,
             )
         }
         Plan::Page { limit, offset } => (
             format!("SELECT id, doc FROM {table} ORDER BY id LIMIT ?1 OFFSET ?2"),
-            vec![limit, offset],
+            vec![SqlValue::Integer(*limit), SqlValue::Integer(*offset)],
         ),
     };
     let mut stmt = conn.prepare_cached(&sql)?;
-    let mut rows = stmt.query(args.as_slice())?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
     while let Some(row) = rows.next()? {
         let id: String = row.get(0)?;
         let doc = parse_doc(collection, &id, row.get_ref(1)?)?;

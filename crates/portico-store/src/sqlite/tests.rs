@@ -435,11 +435,30 @@ async fn indexed_equalities_narrow_through_the_index_table() {
     );
     let scan = |needles: &[&str]| Plan::Scan {
         needles: needles.iter().map(|n| n.to_string()).collect(),
+        numbers: Vec::new(),
     };
-    assert_eq!(read(sel(json!({"x": 2}))).await, scan(&[]));
+    let numbers = |numbers: &[(&str, Value)]| Plan::Scan {
+        needles: Vec::new(),
+        numbers: numbers
+            .iter()
+            .filter_map(|(p, v)| Some((p.to_string(), v.as_number()?.clone())))
+            .collect(),
+    };
+    assert_eq!(
+        read(sel(json!({"x": 2}))).await,
+        numbers(&[("$.\"x\"", json!(2))])
+    );
+    // Dotted paths, and numbers too large for SQLite and the matcher to agree, are left alone.
+    assert_eq!(
+        read(sel(
+            json!({"x.y": 2, "big": 9_007_199_254_740_993u64, "q\"": 1})
+        ))
+        .await,
+        scan(&[])
+    );
     // Strings and booleans are looked for in the stored text, as serde_json writes them.
     assert_eq!(
-        read(sel(json!({"x": "a\"b", "y": true, "z": 1}))).await,
+        read(sel(json!({"x": "a\"b", "y": true, "z.w": 1}))).await,
         scan(&["\"a\\\"b\"", "true"])
     );
     // `null` also matches a missing field, which the index cannot list.
@@ -832,4 +851,59 @@ async fn quick_finds_answer_as_full_finds_or_step_aside() {
         .await
         .expect("find");
     assert_eq!(ids(&rare), ["00", "10", "20", "30", "40", "50"]);
+}
+
+#[tokio::test]
+async fn number_narrowed_scans_miss_no_match() {
+    let (_dir, store) = open_temp().await;
+    let stored = [
+        json!(7),
+        json!(7.0),
+        json!(-7),
+        json!([1, 7]),
+        json!([[7]]),
+        json!("7"),
+        json!(true),
+        json!(1),
+        json!(1.0),
+        json!({"a": 7}),
+        json!(0),
+        json!(-0.0),
+        json!(2.5),
+        json!(1e15),
+        json!(1_000_000_000_000_000u64),
+        json!(9_007_199_254_740_993u64),
+        json!(null),
+    ];
+    let mut docs: Vec<Document> = stored
+        .iter()
+        .enumerate()
+        .map(|(i, v)| doc(json!({"_id": format!("{i:02}"), "f": v})))
+        .collect();
+    docs.push(doc(json!({"_id": "missing"})));
+    store.insert_many("c", docs.clone()).await.expect("insert");
+    let wanted = [
+        json!(7),
+        json!(7.0),
+        json!(-7),
+        json!(1),
+        json!(0),
+        json!(-0.0),
+        json!(2.5),
+        json!(1e15),
+        json!(1_000_000_000_000_000u64),
+        json!(9_007_199_254_740_993u64),
+        json!(3),
+    ];
+    for v in wanted {
+        for s in [json!({"f": v}), json!({"f": v, "_id": {"$gte": "0"}})] {
+            let selector = sel(s.clone());
+            let want: Vec<&Document> = docs.iter().filter(|d| selector.matches(d)).collect();
+            let found = store
+                .find("c", &Query::new(selector.clone()))
+                .await
+                .expect("find");
+            assert_eq!(found.iter().collect::<Vec<_>>(), want, "{s}");
+        }
+    }
 }
