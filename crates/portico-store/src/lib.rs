@@ -59,6 +59,7 @@
 mod document;
 mod error;
 mod id;
+mod index_key;
 mod modifier;
 mod projection;
 mod selector;

@@ -19,10 +19,10 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::document::prepare_insert;
+use crate::index_key::{keys, value_key};
 use crate::value::split_path;
 use crate::{
     Document, Error, Query, Result, Selector, Sort, Store, Update, UpdateOptions, UpdateResult,
-    lookup_path,
 };
 
 /// A [`Store`] that keeps everything in memory; its data is gone when it is dropped.
@@ -91,50 +91,15 @@ fn check_name(collection: &str) -> Result<()> {
     Ok(())
 }
 
-/// The index key of a scalar: numbers by their `f64` value so that equal numbers share a key;
-/// objects and arrays are not indexed.
-fn index_key(value: &Value) -> Option<String> {
-    match value {
-        Value::Null => Some("n".to_string()),
-        Value::Bool(b) => Some(if *b { "b1" } else { "b0" }.to_string()),
-        Value::Number(n) => {
-            let f = n.as_f64()?;
-            let f = if f == 0.0 { 0.0 } else { f };
-            Some(format!("d{:016x}", f.to_bits()))
-        }
-        Value::String(s) => Some(format!("s{s}")),
-        Value::Array(_) | Value::Object(_) => None,
-    }
-}
-
-/// The index keys of `doc` on `path`: every scalar the path reaches, inside arrays too.
-fn index_keys(doc: &Document, path: &str) -> BTreeSet<String> {
-    fn collect(value: &Value, out: &mut BTreeSet<String>) {
-        match value {
-            Value::Array(items) => items.iter().for_each(|item| collect(item, out)),
-            other => {
-                if let Some(key) = index_key(other) {
-                    out.insert(key);
-                }
-            }
-        }
-    }
-    let mut out = BTreeSet::new();
-    for value in lookup_path(doc, path) {
-        collect(value, &mut out);
-    }
-    out
-}
-
 impl Index {
     fn add(&mut self, path: &str, id: &str, doc: &Document) {
-        for key in index_keys(doc, path) {
+        for key in keys(doc, path) {
             self.entries.entry(key).or_default().insert(id.to_string());
         }
     }
 
     fn remove(&mut self, path: &str, id: &str, doc: &Document) {
-        for key in index_keys(doc, path) {
+        for key in keys(doc, path) {
             if let Some(ids) = self.entries.get_mut(&key) {
                 ids.remove(id);
                 if ids.is_empty() {
@@ -172,7 +137,7 @@ impl Collection {
             let Some(index) = self.indexes.get(path) else {
                 continue;
             };
-            let Some(key) = index_key(value) else {
+            let Some(key) = value_key(value) else {
                 continue;
             };
             let Some(ids) = index.entries.get(&key) else {
@@ -459,10 +424,10 @@ mod tests {
     #[test]
     fn index_keys_cover_arrays_and_equal_numbers() {
         let d = doc(json!({"a": [{"b": 1}, {"b": [2.0, "x"]}], "c": {"d": true}}));
-        let keys = index_keys(&d, "a.b");
-        assert!(keys.contains(&index_key(&json!(1.0)).unwrap_or_default()));
-        assert!(keys.contains(&index_key(&json!(2)).unwrap_or_default()));
-        assert!(keys.contains("sx"));
-        assert_eq!(index_keys(&d, "c.d").len(), 1);
+        let found = keys(&d, "a.b");
+        assert!(found.contains(&value_key(&json!(1.0)).unwrap_or_default()));
+        assert!(found.contains(&value_key(&json!(2)).unwrap_or_default()));
+        assert!(found.contains("sx"));
+        assert_eq!(keys(&d, "c.d").len(), 1);
     }
 }

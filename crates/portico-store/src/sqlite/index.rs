@@ -12,14 +12,12 @@
 //! (values that compare equal always share a key), and [`keys`] collects the scalars of nested
 //! arrays too.
 
-use std::collections::BTreeSet;
-
 use rusqlite::{Connection, params};
-use serde_json::Value;
 
 use super::schema::index_table;
+pub(crate) use crate::index_key::{keys, value_key};
 use crate::value::split_path;
-use crate::{Document, Error, Result, lookup_path};
+use crate::{Document, Error, Result};
 
 /// Checks that `path` can be indexed: non-empty dotted parts, none starting with `$` (the rule
 /// selectors apply to their paths).
@@ -30,42 +28,6 @@ pub(crate) fn validate_path(path: &str) -> Result<()> {
     split_path(path)
         .map(drop)
         .map_err(|e| Error::InvalidName(format!("index path: {e}")))
-}
-
-/// The index key of a scalar value; `None` for objects and arrays (which are not indexed).
-pub(crate) fn value_key(value: &Value) -> Option<String> {
-    match value {
-        Value::Null => Some("n".to_string()),
-        Value::Bool(b) => Some(if *b { "b1" } else { "b0" }.to_string()),
-        Value::Number(n) => {
-            let f = n.as_f64()?;
-            // -0.0 == 0.0, so they need one key.
-            let f = if f == 0.0 { 0.0 } else { f };
-            Some(format!("d{:016x}", f.to_bits()))
-        }
-        Value::String(s) => Some(format!("s{s}")),
-        Value::Array(_) | Value::Object(_) => None,
-    }
-}
-
-/// The keys of `doc` for the index on `path`: every scalar at the path, also inside arrays.
-pub(crate) fn keys(doc: &Document, path: &str) -> BTreeSet<String> {
-    fn collect(value: &Value, out: &mut BTreeSet<String>) {
-        match value {
-            Value::Array(items) => items.iter().for_each(|item| collect(item, out)),
-            Value::Object(_) => {}
-            scalar => {
-                if let Some(key) = value_key(scalar) {
-                    out.insert(key);
-                }
-            }
-        }
-    }
-    let mut out = BTreeSet::new();
-    for value in lookup_path(doc, path) {
-        collect(value, &mut out);
-    }
-    out
 }
 
 /// Writes the index rows of a document: removes the keys `old` had and `new` has not, adds the
