@@ -295,9 +295,13 @@ impl Store for MemoryStore {
 
     async fn count(&self, collection: &str, selector: &Selector) -> Result<u64> {
         let all = self.read();
-        Ok(all
-            .get(collection)
-            .map_or(0, |coll| coll.matching(selector).count() as u64))
+        Ok(all.get(collection).map_or(0, |coll| {
+            if selector.is_all() {
+                coll.docs.len() as u64
+            } else {
+                coll.matching(selector).count() as u64
+            }
+        }))
     }
 
     async fn update(

@@ -13,7 +13,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::error::corrupt;
 use super::plan::{Plan, for_each_candidate, not_text, plan};
-use super::schema::{collection_exists, collection_table, index_table};
+use super::schema::{collection_exists, collection_table, index_table, stored_count};
 use crate::{Document, Query, Result, Selector, Sort};
 
 /// Runs the read `f` on `collection`'s table, answering as for an empty collection when the
@@ -274,13 +274,8 @@ pub(crate) fn count(conn: &Connection, collection: &str, selector: &Selector) ->
 
 fn count_existing(conn: &Connection, collection: &str, selector: &Selector) -> Result<u64> {
     if selector.is_all() {
-        let n: i64 = conn
-            .prepare_cached(&format!(
-                "SELECT COUNT(*) FROM {}",
-                collection_table(collection)
-            ))?
-            .query_row([], |row| row.get(0))?;
-        return Ok(u64::try_from(n).unwrap_or(0));
+        // The catalog keeps the count: one row, whatever the collection's size.
+        return Ok(stored_count(conn, collection)?.unwrap_or(0));
     }
     let plan = plan(conn, collection, selector)?;
     let mut n = 0u64;

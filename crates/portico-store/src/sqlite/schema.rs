@@ -7,6 +7,11 @@
 //! collection name a client can send is safe, two names never share a table, and the mapping
 //! needs no lookup. The catalog keeps the original names for [`list_collections`] and to find a
 //! collection's indexes.
+//!
+//! The catalog also keeps each collection's document count (`portico_counts`), changed in the
+//! same transaction as every write that adds or removes documents, so counting a whole
+//! collection is one row read instead of a scan of every document (many milliseconds at a
+//! million). A file written before the counts existed gets them computed once, when opened.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -22,8 +27,50 @@ pub(crate) fn init(conn: &Connection) -> Result<()> {
              collection TEXT NOT NULL,
              path TEXT NOT NULL,
              PRIMARY KEY (collection, path)
+         ) WITHOUT ROWID;
+         CREATE TABLE IF NOT EXISTS portico_counts (
+             name TEXT PRIMARY KEY NOT NULL,
+             n INTEGER NOT NULL
          ) WITHOUT ROWID;",
     )?;
+    // Collections created before the counts existed: count them once.
+    let uncounted = conn
+        .prepare(
+            "SELECT name FROM portico_collections \
+             WHERE name NOT IN (SELECT name FROM portico_counts)",
+        )?
+        .query_map([], |row| row.get(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    for name in uncounted {
+        let n: i64 = conn.query_row(
+            &format!("SELECT COUNT(*) FROM {}", collection_table(&name)),
+            [],
+            |row| row.get(0),
+        )?;
+        conn.execute(
+            "INSERT INTO portico_counts (name, n) VALUES (?1, ?2)",
+            params![name, n],
+        )?;
+    }
+    Ok(())
+}
+
+/// The stored document count of `collection`; `None` when it does not exist.
+pub(crate) fn stored_count(conn: &Connection, collection: &str) -> Result<Option<u64>> {
+    let n: Option<i64> = conn
+        .prepare_cached("SELECT n FROM portico_counts WHERE name = ?1")?
+        .query_row(params![collection], |row| row.get(0))
+        .optional()?;
+    Ok(n.map(|n| u64::try_from(n).unwrap_or(0)))
+}
+
+/// Adds `delta` (negative for removals) to the stored count of `collection`. Call inside the
+/// write transaction that inserted or removed the documents.
+pub(crate) fn add_to_count(conn: &Connection, collection: &str, delta: i64) -> Result<()> {
+    if delta != 0 {
+        conn.prepare_cached("UPDATE portico_counts SET n = n + ?2 WHERE name = ?1")?
+            .execute(params![collection, delta])?;
+    }
     Ok(())
 }
 
@@ -63,6 +110,8 @@ pub(crate) fn ensure_collection(conn: &Connection, collection: &str) -> Result<(
         collection_table(collection)
     ))?;
     conn.prepare_cached("INSERT INTO portico_collections (name) VALUES (?1)")?
+        .execute(params![collection])?;
+    conn.prepare_cached("INSERT OR REPLACE INTO portico_counts (name, n) VALUES (?1, 0)")?
         .execute(params![collection])?;
     Ok(())
 }
@@ -108,6 +157,8 @@ pub(crate) fn drop_collection(conn: &Connection, collection: &str) -> Result<()>
         collection_table(collection)
     ))?;
     conn.prepare_cached("DELETE FROM portico_collections WHERE name = ?1")?
+        .execute(params![collection])?;
+    conn.prepare_cached("DELETE FROM portico_counts WHERE name = ?1")?
         .execute(params![collection])?;
     Ok(())
 }

@@ -907,3 +907,78 @@ async fn number_narrowed_scans_miss_no_match() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_collection_counts_survive_reopening_and_bulk_inserts() {
+    let (dir, store) = open_temp().await;
+    let docs = (0..50).map(|i| doc(json!({"_id": format!("b{i:02}"), "i": i})));
+    store.insert_many("bulk", docs).await.expect("insert_many");
+    let failing = vec![doc(json!({"_id": "new"})), doc(json!({"_id": "b01"}))];
+    assert!(store.insert_many("bulk", failing).await.is_err());
+    store
+        .insert("small", doc(json!({"a": 1})))
+        .await
+        .expect("insert");
+    store
+        .remove("bulk", &sel(json!({"i": {"$gte": 40}})))
+        .await
+        .expect("remove");
+    assert_eq!(
+        store.count("bulk", &Selector::all()).await.expect("count"),
+        40
+    );
+    drop(store);
+
+    let store = SqliteStore::open(dir.path().join("store.db"))
+        .await
+        .expect("reopen");
+    assert_eq!(
+        store.count("bulk", &Selector::all()).await.expect("count"),
+        40
+    );
+    assert_eq!(
+        store.count("small", &Selector::all()).await.expect("count"),
+        1
+    );
+    // The kept count is what a scan finds.
+    let n: i64 = raw(&store)
+        .query_row(
+            &format!("SELECT COUNT(*) FROM {}", collection_table("bulk")),
+            [],
+            |row| row.get(0),
+        )
+        .expect("scan count");
+    assert_eq!(n, 40);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_without_kept_counts_gets_them_when_opened() {
+    let (dir, store) = open_temp().await;
+    for i in 0..7 {
+        store
+            .insert("old", doc(json!({"_id": format!("o{i}")})))
+            .await
+            .expect("insert");
+    }
+    drop(store);
+    // As a file written before the counts were kept.
+    let path = dir.path().join("store.db");
+    rusqlite::Connection::open(&path)
+        .expect("raw connection")
+        .execute_batch("DROP TABLE portico_counts")
+        .expect("drop counts");
+
+    let store = SqliteStore::open(&path).await.expect("reopen");
+    assert_eq!(
+        store.count("old", &Selector::all()).await.expect("count"),
+        7
+    );
+    store
+        .insert("old", doc(json!({"_id": "o7"})))
+        .await
+        .expect("insert");
+    assert_eq!(
+        store.count("old", &Selector::all()).await.expect("count"),
+        8
+    );
+}

@@ -41,6 +41,7 @@ pub(crate) fn insert(conn: &mut Connection, collection: &str, doc: Document) -> 
     schema::ensure_collection(&tx, collection)?;
     let paths = indexed_paths(&tx, collection)?;
     let id = insert_in(&tx, collection, &paths, doc)?;
+    schema::add_to_count(&tx, collection, 1)?;
     tx.commit()?;
     Ok(id)
 }
@@ -59,8 +60,14 @@ pub(crate) fn insert_many(
         .into_iter()
         .map(|doc| insert_in(&tx, collection, &paths, doc))
         .collect::<Result<Vec<_>>>()?;
+    schema::add_to_count(&tx, collection, count_delta(ids.len()))?;
     tx.commit()?;
     Ok(ids)
+}
+
+/// `n` documents as a change of the stored count.
+fn count_delta<N: TryInto<i64>>(n: N) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
 }
 
 /// Inserts `doc` and its index rows inside an open transaction.
@@ -158,6 +165,7 @@ pub(crate) fn update(
         schema::ensure_collection(&tx, collection)?;
         let paths = indexed_paths(&tx, collection)?;
         result.upserted_id = Some(insert_in(&tx, collection, &paths, doc)?);
+        schema::add_to_count(&tx, collection, 1)?;
     }
     tx.commit()?;
     Ok(result)
@@ -185,6 +193,7 @@ pub(crate) fn remove(conn: &mut Connection, collection: &str, selector: &Selecto
         }
         found.len() as u64
     };
+    schema::add_to_count(&tx, collection, -count_delta(removed))?;
     tx.commit()?;
     Ok(removed)
 }

@@ -25,6 +25,7 @@ macro_rules! conformance_suite {
             invalid_selectors_name_the_problem,
             find_sorts_skips_limits_and_projects,
             find_one_and_count,
+            whole_collection_count_follows_every_write,
             modifiers,
             update_one_or_many,
             upsert_inserts_from_selector_and_update,
@@ -839,6 +840,102 @@ async fn index_lookups_through_arrays_follow_writes(store: S) {
         let r = store.ensure_index("users", bad).await;
         assert!(matches!(r, Err(Error::InvalidName(_))), "{bad:?}: {r:?}");
     }
+}
+
+async fn total(store: &S, collection: &str) -> u64 {
+    store
+        .count(collection, &Selector::all())
+        .await
+        .expect("count")
+}
+
+/// The count of a whole collection (which a backend may keep instead of counting) against the
+/// documents actually there, after every kind of write that adds or removes documents.
+async fn whole_collection_count_follows_every_write(store: S) {
+    let c = "counted";
+    assert_eq!(total(&store, c).await, 0, "a missing collection");
+    for i in 0..5 {
+        insert(&store, c, json!({"_id": format!("d{i}"), "i": i})).await;
+    }
+    assert_eq!(total(&store, c).await, 5);
+    assert!(
+        store.insert(c, doc(json!({"_id": "d0"}))).await.is_err(),
+        "duplicate refused"
+    );
+    assert_eq!(total(&store, c).await, 5, "a refused insert adds nothing");
+
+    let upserted = store
+        .update(
+            c,
+            &sel(json!({"i": 10})),
+            &upd(json!({"$set": {"u": true}})),
+            UPSERT,
+        )
+        .await
+        .expect("upsert inserts");
+    assert!(upserted.upserted_id.is_some());
+    assert_eq!(total(&store, c).await, 6, "an upsert that inserts");
+    store
+        .update(
+            c,
+            &sel(json!({"i": 10})),
+            &upd(json!({"$set": {"u": false}})),
+            UPSERT,
+        )
+        .await
+        .expect("upsert updates");
+    store
+        .update(c, &Selector::all(), &upd(json!({"$inc": {"i": 1}})), MULTI)
+        .await
+        .expect("update all");
+    assert_eq!(total(&store, c).await, 6, "updates add nothing");
+    assert!(
+        store
+            .update(c, &Selector::all(), &upd(json!({"$inc": {"u": 1}})), MULTI)
+            .await
+            .is_err()
+    );
+    // The upserted document holds `u: false`, which `$inc` cannot apply to.
+    assert_eq!(total(&store, c).await, 6, "a failed update changes nothing");
+
+    assert_eq!(
+        store
+            .remove(c, &sel(json!({"i": {"$lt": 3}})))
+            .await
+            .expect("remove"),
+        2
+    );
+    assert_eq!(total(&store, c).await, 4, "after removing some");
+    assert_eq!(
+        store
+            .remove(c, &sel(json!({"i": 999})))
+            .await
+            .expect("remove"),
+        0
+    );
+    assert_eq!(total(&store, c).await, 4, "removing nothing");
+    assert_eq!(store.remove(c, &Selector::all()).await.expect("remove"), 4);
+    assert_eq!(total(&store, c).await, 0, "after removing all");
+
+    insert(&store, c, json!({"_id": "again"})).await;
+    insert(&store, c, json!({"_id": "and again"})).await;
+    assert_eq!(total(&store, c).await, 2);
+    store.drop_collection(c).await.expect("drop");
+    assert_eq!(total(&store, c).await, 0, "after dropping");
+    insert(&store, c, json!({"_id": "after drop"})).await;
+    assert_eq!(
+        total(&store, c).await,
+        1,
+        "a re-created collection starts from zero"
+    );
+    // Other collections keep their own counts.
+    insert(&store, "other", json!({"_id": "x"})).await;
+    assert_eq!(total(&store, "other").await, 1);
+    assert_eq!(total(&store, c).await, 1);
+    assert_eq!(
+        total(&store, c).await,
+        all_docs(store.as_ref(), c).await.len() as u64
+    );
 }
 
 async fn collections_are_listed_and_dropped(store: S) {
