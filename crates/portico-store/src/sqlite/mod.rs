@@ -44,8 +44,9 @@
 //!
 //! Every operation runs on tokio's blocking pool (see `run_blocking` below), except point reads
 //! (`get`; `find` and `find_one` answered through the primary key or an index with a few
-//! candidates), which run inline when a reader connection is idle because the thread hand-off
-//! costs more than they do.
+//! candidates; the count of a whole collection, kept in the catalog) and small first pages of a
+//! whole collection, which run inline when a reader connection is idle because the thread
+//! hand-off costs about as much as they do.
 
 mod error;
 mod index;
@@ -73,6 +74,13 @@ const READERS: usize = 4;
 /// How many candidates an inline `find` or `find_one` may read before the work goes to the
 /// blocking pool instead (each costs a row read and a JSON parse, a few microseconds).
 const INLINE_CANDIDATES: usize = 16;
+
+/// How many rows a `find` of a whole collection in natural order (`skip + limit`) may read inline
+/// before it goes to the blocking pool. Such a page is a sequential read of adjacent B-tree
+/// leaves and a JSON parse per row (a few microseconds each): for a page of 20 the hand-off to
+/// the blocking pool (20-odd microseconds) is about as much again, for a page of hundreds it is
+/// small next to the work, which would then hold an async worker too long.
+const INLINE_PAGE_ROWS: u64 = 32;
 
 /// A [`Store`] in one SQLite database file. Cloning is cheap and shares the connections.
 #[derive(Debug, Clone)]
@@ -181,6 +189,19 @@ impl Store for SqliteStore {
         {
             return Ok(found);
         }
+        // A small first page of the whole collection in `_id` order (a list endpoint without
+        // filter or sort) is a short sequential read: inline too.
+        if query.selector.is_all()
+            && query.sort.is_none()
+            && query
+                .limit
+                .is_some_and(|limit| query.skip.saturating_add(limit) <= INLINE_PAGE_ROWS)
+            && let Some(Ok(found)) = self
+                .pool
+                .try_read_now(|conn| query::find(conn, collection, query))
+        {
+            return Ok(found);
+        }
         let collection = collection.to_owned();
         let query = query.clone();
         self.with_reader(move |conn| query::find(conn, &collection, &query))
@@ -230,13 +251,12 @@ impl Store for SqliteStore {
     async fn count(&self, collection: &str, selector: &Selector) -> Result<u64> {
         // Counting a whole collection reads one catalog row (the count kept by every write):
         // a point read, inline like `get`.
-        if selector.is_all() {
-            if let Some(Ok(n)) = self
+        if selector.is_all()
+            && let Some(Ok(n)) = self
                 .pool
                 .try_read_now(|conn| query::count(conn, collection, selector))
-            {
-                return Ok(n);
-            }
+        {
+            return Ok(n);
         }
         let collection = collection.to_owned();
         let selector = selector.clone();

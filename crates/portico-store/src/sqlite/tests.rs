@@ -982,3 +982,31 @@ async fn a_file_without_kept_counts_gets_them_when_opened() {
         8
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_pages_read_inline_agree_with_large_pages() {
+    let (_dir, store) = open_temp().await;
+    let docs = (0..80).map(|i| doc(json!({"_id": format!("p{i:02}"), "i": i, "x": "y"})));
+    store.insert_many("pages", docs).await.expect("insert_many");
+    let page = |skip, limit| Query {
+        skip,
+        limit: Some(limit),
+        projection: Some(crate::Projection::parse_list("i").expect("projection")),
+        ..Query::default()
+    };
+    // skip + limit within the inline budget, and beyond it (the blocking pool).
+    let small = store.find("pages", &page(5, 20)).await.expect("small page");
+    let large = store.find("pages", &page(0, 60)).await.expect("large page");
+    assert_eq!(small.len(), 20);
+    assert_eq!(small[..], large[5..25]);
+    assert_eq!(small[0], doc(json!({"_id": "p05", "i": 5})));
+    let past_end = store.find("pages", &page(25, 5)).await.expect("page");
+    assert_eq!(ids(&past_end), ["p25", "p26", "p27", "p28", "p29"]);
+    assert!(
+        store
+            .find("nothing", &page(0, 20))
+            .await
+            .expect("missing")
+            .is_empty()
+    );
+}
