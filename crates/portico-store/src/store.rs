@@ -90,6 +90,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// Counts the documents matching `selector`.
     ///
+    /// Counting a whole collection (`Selector::all()`) reads no document: the backends keep each
+    /// collection's count, so its cost does not grow with the collection (a list endpoint's
+    /// total on every page).
+    ///
     /// # Errors
     /// Backend failures.
     async fn count(&self, collection: &str, selector: &Selector) -> Result<u64>;
