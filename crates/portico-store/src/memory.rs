@@ -12,7 +12,7 @@
 //! [`Selector::matches`] decides each result.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use async_trait::async_trait;
@@ -257,6 +257,34 @@ impl Store for MemoryStore {
         all.entry(collection.to_string())
             .or_default()
             .insert(collection, id, doc)
+    }
+
+    async fn insert_many(&self, collection: &str, docs: Vec<Document>) -> Result<Vec<String>> {
+        check_name(collection)?;
+        let prepared = docs
+            .into_iter()
+            .map(prepare_insert)
+            .collect::<Result<Vec<_>>>()?;
+        let mut all = self.write();
+        // Check every id against the collection and the batch before writing any document.
+        let mut seen = HashSet::with_capacity(prepared.len());
+        for (id, _) in &prepared {
+            let exists = all
+                .get(collection)
+                .is_some_and(|existing| existing.docs.contains_key(id));
+            if exists || !seen.insert(id.as_str()) {
+                return Err(Error::DuplicateId {
+                    collection: collection.to_string(),
+                    id: id.clone(),
+                });
+            }
+        }
+        let target = all.entry(collection.to_string()).or_default();
+        let mut ids = Vec::with_capacity(prepared.len());
+        for (id, doc) in prepared {
+            ids.push(target.insert(collection, id, doc)?);
+        }
+        Ok(ids)
     }
 
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>> {

@@ -67,6 +67,20 @@ pub trait Store: Send + Sync + 'static {
     /// [`crate::Error::InvalidDocument`] when `_id` is not a string.
     async fn insert(&self, collection: &str, doc: Document) -> Result<String>;
 
+    /// Inserts every document of `docs` into `collection`, all or none, and returns their `_id`s
+    /// in the order of `docs`.
+    ///
+    /// Each document is handled as by [`Store::insert`] (an `_id` is generated for a document
+    /// without one). The batch is atomic: when one document is invalid, or its `_id` exists
+    /// already in the collection or appears twice in the batch, nothing is written. One batch is
+    /// much faster than as many single inserts (one transaction instead of one per document).
+    ///
+    /// # Errors
+    /// [`crate::Error::DuplicateId`] for the first `_id` that exists already or repeats within
+    /// the batch; [`crate::Error::InvalidDocument`] for the first document that is invalid; in
+    /// both cases nothing is written.
+    async fn insert_many(&self, collection: &str, docs: Vec<Document>) -> Result<Vec<String>>;
+
     /// Returns the documents matching `query`, sorted, skipped, limited and projected.
     ///
     /// Memory use is bounded by `skip + limit` (plus the backend's page size), not by the

@@ -180,6 +180,11 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn insert_many(&self, collection: &str, docs: Vec<Document>) -> Result<Vec<String>> {
+        // The inherent method: one transaction, rolled back when a document fails.
+        SqliteStore::insert_many(self, collection, docs).await
+    }
+
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>> {
         // A query answered through the primary key or an index with few entries for the value
         // is a handful of point reads: inline, as `find_one` and `get` below.

@@ -20,6 +20,8 @@ macro_rules! conformance_suite {
             insert_generates_ids_and_get_finds_them,
             duplicate_ids_are_refused_and_nothing_is_overwritten,
             invalid_documents_are_refused,
+            insert_many_returns_ids_in_order,
+            insert_many_is_all_or_nothing,
             selector_operators,
             selector_operators_through_indexes,
             invalid_selectors_name_the_problem,
@@ -126,6 +128,77 @@ async fn duplicate_ids_are_refused_and_nothing_is_overwritten(store: S) {
     let kept = store.get("c", "x").await.expect("get").expect("found");
     assert_eq!(kept.get("v"), Some(&json!(1)));
     assert_eq!(store.count("c", &Selector::all()).await.expect("count"), 1);
+}
+
+async fn insert_many_returns_ids_in_order(store: S) {
+    insert(&store, "c", json!({"_id": "before", "v": 0})).await;
+    let batch = vec![
+        doc(json!({"_id": "m2", "v": 1})),
+        doc(json!({"v": 2})),
+        doc(json!({"_id": "m1", "v": 3})),
+    ];
+    let got = store.insert_many("c", batch).await.expect("insert_many");
+    assert_eq!(got.len(), 3);
+    assert_eq!((got[0].as_str(), got[2].as_str()), ("m2", "m1"));
+    assert!(!got[1].is_empty() && got[1] != "m1" && got[1] != "m2");
+    for (id, v) in got.iter().zip([1, 2, 3]) {
+        let found = store.get("c", id).await.expect("get").expect("found");
+        assert_eq!(document_id(&found), Some(id.as_str()));
+        assert_eq!(found.get("v"), Some(&json!(v)));
+    }
+    assert_eq!(store.count("c", &Selector::all()).await.expect("count"), 4);
+    let empty = store
+        .insert_many("c", Vec::new())
+        .await
+        .expect("empty batch");
+    assert!(empty.is_empty());
+    assert_eq!(store.count("c", &Selector::all()).await.expect("count"), 4);
+}
+
+async fn insert_many_is_all_or_nothing(store: S) {
+    insert(&store, "c", json!({"_id": "x", "v": 1})).await;
+    let against_existing = vec![
+        doc(json!({"_id": "a"})),
+        doc(json!({"_id": "x", "v": 2})),
+        doc(json!({"_id": "b"})),
+    ];
+    match store.insert_many("c", against_existing).await {
+        Err(Error::DuplicateId { collection, id }) => {
+            assert_eq!((collection.as_str(), id.as_str()), ("c", "x"));
+        }
+        other => panic!("expected DuplicateId, got {other:?}"),
+    }
+    let within_batch = vec![
+        doc(json!({"_id": "a"})),
+        doc(json!({"_id": "b"})),
+        doc(json!({"_id": "a", "v": 3})),
+    ];
+    match store.insert_many("c", within_batch).await {
+        Err(Error::DuplicateId { collection, id }) => {
+            assert_eq!((collection.as_str(), id.as_str()), ("c", "a"));
+        }
+        other => panic!("expected DuplicateId, got {other:?}"),
+    }
+    let invalid = vec![doc(json!({"_id": "a"})), doc(json!({"_id": 5}))];
+    assert!(matches!(
+        store.insert_many("c", invalid).await,
+        Err(Error::InvalidDocument(_))
+    ));
+    // Nothing of the failed batches was written; the existing document is untouched.
+    for id in ["a", "b"] {
+        assert!(store.get("c", id).await.expect("get").is_none(), "{id}");
+    }
+    let kept = store.get("c", "x").await.expect("get").expect("found");
+    assert_eq!(kept.get("v"), Some(&json!(1)));
+    assert_eq!(store.count("c", &Selector::all()).await.expect("count"), 1);
+    assert_eq!(find_ids(&store, "c", json!({})).await, ["x"]);
+    // A failed batch into a new collection leaves it empty.
+    let into_new = vec![doc(json!({"_id": "n"})), doc(json!({"_id": "n"}))];
+    assert!(store.insert_many("fresh", into_new).await.is_err());
+    assert_eq!(
+        store.count("fresh", &Selector::all()).await.expect("count"),
+        0
+    );
 }
 
 async fn invalid_documents_are_refused(store: S) {
