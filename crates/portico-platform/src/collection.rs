@@ -164,6 +164,24 @@ impl Collection {
         Ok(self.store().insert(self.name(), doc).await?)
     }
 
+    /// Inserts every document of `docs`, all or none, and returns their `_id`s in order.
+    ///
+    /// Each document is checked as by [`Collection::insert`] (a new `_id` of the collection's
+    /// kind when it has none, then the schema) before anything is written; then all of them are
+    /// written in one store batch ([`Store::insert_many`]), much faster than one by one.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] (or [`Error::InvalidArgument`] for a bad `_id`) for the first
+    /// document refused, and a store [`portico_store::Error::DuplicateId`] when an `_id` exists
+    /// already or repeats within `docs`; nothing is written then.
+    pub async fn insert_many(&self, mut docs: Vec<Document>) -> Result<Vec<String>> {
+        for doc in &mut docs {
+            self.ensure_id(doc)?;
+            self.validate(doc)?;
+        }
+        Ok(self.store().insert_many(self.name(), docs).await?)
+    }
+
     /// The documents matching `query`.
     ///
     /// # Errors

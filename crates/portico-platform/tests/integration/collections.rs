@@ -187,6 +187,41 @@ on_every_backend! {
         Ok(())
     }
 
+    async fn insert_many_checks_every_document_then_writes_all_or_nothing(p: Platform) -> TestResult {
+        let schema = json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]});
+        let books = p.define_collection("books", CollectionOptions { id_kind: IdKind::ObjectId, schema: Some(schema) })?;
+        let ids = books.insert_many(vec![doc(json!({"_id": "b1", "title": "A"})), doc(json!({"title": "B"}))]).await?;
+        assert_eq!(ids.len(), 2);
+        assert_eq!(ids[0], "b1");
+        assert!(ids[1].len() == 24 && ids[1].bytes().all(|b| b.is_ascii_hexdigit()), "{}", ids[1]);
+        assert_eq!(books.get(&ids[1]).await?.ok_or("second")?["title"], json!("B"));
+        // A document the schema refuses, anywhere in the batch: nothing written.
+        assert!(matches!(
+            books.insert_many(vec![doc(json!({"_id": "b2", "title": "C"})), doc(json!({"_id": "b3"}))]).await,
+            Err(Error::Validation(_))
+        ));
+        // A bad `_id`: nothing written.
+        assert!(matches!(
+            books.insert_many(vec![doc(json!({"_id": "b2", "title": "C"})), doc(json!({"_id": 7, "title": "D"}))]).await,
+            Err(Error::InvalidArgument(_))
+        ));
+        // An `_id` that exists already, or repeats in the batch: nothing written.
+        for batch in [
+            vec![doc(json!({"_id": "b2", "title": "C"})), doc(json!({"_id": "b1", "title": "again"}))],
+            vec![doc(json!({"_id": "b2", "title": "C"})), doc(json!({"_id": "b2", "title": "twice"}))],
+        ] {
+            match books.insert_many(batch).await {
+                Err(Error::Store(portico_store::Error::DuplicateId { id, .. })) => assert!(id == "b1" || id == "b2", "{id}"),
+                other => panic!("expected a duplicate id, got {other:?}"),
+            }
+        }
+        assert!(books.get("b2").await?.is_none());
+        assert_eq!(books.get("b1").await?.ok_or("kept")?["title"], json!("A"));
+        assert_eq!(books.count(&Selector::all()).await?, 2);
+        assert!(books.insert_many(Vec::new()).await?.is_empty());
+        Ok(())
+    }
+
     async fn object_id_collections_make_hex_ids(p: Platform) -> TestResult {
         let things = p.define_collection("things", CollectionOptions { id_kind: IdKind::ObjectId, schema: None })?;
         assert_eq!(things.id_kind(), IdKind::ObjectId);
