@@ -6,9 +6,15 @@
 //! keep their `when`, so unexpired tokens stay valid and expired ones stay refused.
 //!
 //! The whole file is checked before anything is written: a bad element or an `_id` that exists
-//! already stops the import with nothing written.
+//! already stops the import with nothing written. Other collections than `users` are written in
+//! one all-or-nothing batch ([`portico_platform::Collection::insert_many`]): an `_id` the
+//! collection has already fails the whole batch, and only then are the file's ids looked up to
+//! name the ones that exist. The file is parsed from a buffered reader (its text is never held
+//! whole) and each element is converted as it is taken from the parsed array.
 
 use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::{BufReader, Read};
 use std::path::Path;
 
 use portico_platform::{Platform, import_value};
@@ -17,6 +23,9 @@ use serde_json::Value;
 
 /// How many documents are listed by id in an error before "and N more".
 const LISTED: usize = 5;
+
+/// The read buffer for an export file.
+const READ_BUFFER: usize = 1 << 20;
 
 /// Imports the JSON array in `file` into `collection` and returns how many documents it wrote.
 ///
@@ -33,37 +42,72 @@ pub async fn import_file(
         path: file.to_owned(),
         message,
     };
-    let text = std::fs::read_to_string(file).map_err(|e| fail(format!("cannot read it: {e}")))?;
-    let users = collection == portico_platform::USERS;
-    let docs = parse_export(&text).map_err(fail)?;
+    let docs = read_export_file(file).map_err(fail)?;
+    let count = docs.len();
+    let target = platform.collection(collection);
+    if collection != portico_platform::USERS {
+        return match target.insert_many(docs).await {
+            Ok(_) => Ok(count),
+            Err(portico_platform::Error::Store(portico_store::Error::DuplicateId {
+                id, ..
+            })) => {
+                // Nothing was written: name the file's ids that the collection has.
+                let mut existing = match read_export_file(file) {
+                    Ok(again) => existing_ids(platform, collection, &again).await?,
+                    Err(_) => Vec::new(),
+                };
+                if existing.is_empty() {
+                    existing.push(id);
+                }
+                Err(fail(already_exist(collection, &existing)))
+            }
+            Err(e) => Err(e.into()),
+        };
+    }
+    let existing = existing_ids(platform, collection, &docs).await?;
+    if !existing.is_empty() {
+        return Err(fail(already_exist(collection, &existing)));
+    }
+    for doc in docs {
+        // The accounts' own import: stamps tokens without `when`, hashes legacy plain tokens.
+        platform.accounts().import_user(doc).await?;
+    }
+    Ok(count)
+}
+
+/// Reads and converts the export in `file` (see [`read_export`]).
+fn read_export_file(file: &Path) -> Result<Vec<Document>, String> {
+    let opened = File::open(file).map_err(|e| format!("cannot read it: {e}"))?;
+    read_export(BufReader::with_capacity(READ_BUFFER, opened))
+}
+
+/// The `_id`s of `docs` that `collection` has already, in file order.
+async fn existing_ids(
+    platform: &Platform,
+    collection: &str,
+    docs: &[Document],
+) -> crate::Result<Vec<String>> {
     let target = platform.collection(collection);
     let mut existing = Vec::new();
-    for doc in &docs {
+    for doc in docs {
         if let Some(id) = doc.get("_id").and_then(Value::as_str) {
             if target.get(id).await?.is_some() {
                 existing.push(id.to_owned());
             }
         }
     }
-    if !existing.is_empty() {
-        return Err(fail(format!(
-            "{} document{} already exist{} in `{collection}` ({}); nothing was imported",
-            existing.len(),
-            if existing.len() == 1 { "" } else { "s" },
-            if existing.len() == 1 { "s" } else { "" },
-            listed(&existing)
-        )));
-    }
-    let count = docs.len();
-    for doc in docs {
-        if users {
-            // The accounts' own import: stamps tokens without `when`, hashes legacy plain tokens.
-            platform.accounts().import_user(doc).await?;
-        } else {
-            target.insert(doc).await?;
-        }
-    }
-    Ok(count)
+    Ok(existing)
+}
+
+/// The message for `_id`s that exist already.
+fn already_exist(collection: &str, existing: &[String]) -> String {
+    format!(
+        "{} document{} already exist{} in `{collection}` ({}); nothing was imported",
+        existing.len(),
+        if existing.len() == 1 { "" } else { "s" },
+        if existing.len() == 1 { "s" } else { "" },
+        listed(existing)
+    )
 }
 
 /// Parses and converts an export: a JSON array of objects with unique string `_id`s (when
@@ -72,7 +116,17 @@ pub async fn import_file(
 /// # Errors
 /// A message naming the element (0-based) that is wrong.
 pub fn parse_export(text: &str) -> Result<Vec<Document>, String> {
-    let value: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    read_export(text.as_bytes())
+}
+
+/// Parses and converts an export read from `reader`, as [`parse_export`] does. The source text
+/// is never held whole, and each element is converted (and its parsed form dropped) in turn.
+///
+/// # Errors
+/// A message for a read failure or invalid JSON, or naming the element (0-based) that is wrong.
+pub fn read_export(reader: impl Read) -> Result<Vec<Document>, String> {
+    let value: Value =
+        serde_json::from_reader(reader).map_err(|e| format!("not valid JSON: {e}"))?;
     let Value::Array(items) = value else {
         return Err("expected a JSON array of documents (one per element)".to_owned());
     };

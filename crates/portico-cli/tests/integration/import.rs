@@ -190,6 +190,41 @@ fn other_collections_convert_dates_and_object_ids() {
     );
 }
 
+#[test]
+fn one_existing_id_fails_the_whole_batch_and_is_named() {
+    let ws = Workspace::new();
+    let db = ws.database();
+    let import = |file: &str| ws.run(&["import", "--database", &db, "--collection", "items", file]);
+    std::fs::write(
+        ws.path("first.json"),
+        r#"[{"_id": "old", "n": 1}, {"n": 2}]"#,
+    )
+    .expect("fixture");
+    let out = import("first.json");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "imported 2 documents into items");
+
+    // `new` comes before the existing `old`: the batch fails whole, naming only `old`.
+    std::fs::write(
+        ws.path("second.json"),
+        r#"[{"_id": "new", "n": 3}, {"_id": "old", "n": 4}, {"n": 5}]"#,
+    )
+    .expect("fixture");
+    let out = import("second.json");
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("1 document already exists in `items` (old); nothing was imported"),
+        "{stderr}"
+    );
+
+    // `new` was not written: importing it alone now succeeds.
+    std::fs::write(ws.path("third.json"), r#"[{"_id": "new", "n": 3}]"#).expect("fixture");
+    let out = import("third.json");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "imported 1 document into items");
+}
+
 #[tokio::test]
 async fn imported_documents_are_served_as_converted() {
     let ws = Workspace::new();
