@@ -73,4 +73,16 @@ for scenario in "get-by-id get_by_id.lua - /api/items/" "auth-get-by-id get_by_i
   printf "%-22s %12s %10s %12s %10s %8.2f %8.2f  (non-2xx: %s / %s)\n" "$name" "$brps" "$bp99" "$prps" "$pp99" \
     "$(awk -v a="$prps" -v b="$brps" 'BEGIN{print a/b}')" "$(awk -v a="$pms" -v b="$bms" 'BEGIN{print a/b}')" "$bbad" "$pbad"
 done
+# A burst of logins (password hashing) beside get-by-id on Portico: compare get-by-id's p99 with
+# and without it. Four login connections run for the whole get-by-id measurement.
+read -r _ quiet_rps quiet_p99 _ <<<"$(run get-by-id 3912 get_by_id.lua "" /api/items/)"
+taskset -c 1 wrk -t1 -c4 -d"$((SECS + 2))s" -s bench/wrk/login.lua http://127.0.0.1:3912 > "$work/login.out" 2>&1 &
+login_pid=$!
+sleep 1
+read -r _ burst_rps burst_p99 _ <<<"$(run get-by-id 3912 get_by_id.lua "" /api/items/)"
+wait "$login_pid" || true
+logins=$(awk '/Requests\/sec/ {print $2}' "$work/login.out")
+printf "login burst: get-by-id p99 %s quiet, %s during %s logins/s (p99 x%.2f; req/s %s -> %s)\n" \
+  "$quiet_p99" "$burst_p99" "$logins" "$(awk -v a="$(to_ms "$burst_p99")" -v b="$(to_ms "$quiet_p99")" 'BEGIN{print a/b}')" \
+  "$quiet_rps" "$burst_rps"
 echo "peak RSS (VmHWM): baseline $(awk '/VmHWM/ {print $2, $3}' /proc/$base_pid/status), portico $(awk '/VmHWM/ {print $2, $3}' /proc/$portico_pid/status)"
