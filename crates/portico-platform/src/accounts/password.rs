@@ -235,6 +235,19 @@ pub(crate) async fn blocking<T: Send + 'static>(
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn a_panicking_password_job_is_an_error_and_the_threads_live_on() {
+        // More panics than there are threads (at most 4)...
+        for _ in 0..8 {
+            let failed = blocking(|| -> u8 { panic!("a password job failed") }).await;
+            assert!(matches!(failed, Err(Error::Internal(_))));
+        }
+        // ...and every later job is still answered: no thread died with its panic.
+        let answers = futures::future::join_all((0..16u8).map(|i| blocking(move || i * 2))).await;
+        let answers: Vec<u8> = answers.into_iter().filter_map(Result::ok).collect();
+        assert_eq!(answers, (0..16u8).map(|i| i * 2).collect::<Vec<_>>());
+    }
+
     #[test]
     fn digest_of_ascii_is_plain_sha256() {
         assert_eq!(
