@@ -179,7 +179,7 @@ type Job = Box<dyn FnOnce() + Send>;
 /// tokio's blocking pool a login storm runs one hash per waiting request on as many threads as it
 /// takes, which measured 1.4 GB peak RSS (freed blocks stay in per-thread malloc arenas) and
 /// starved the other requests of CPU. A fixed pool bounds both: memory to a few hashes, CPU to the
-/// pool's threads; logins past that wait in the queue.
+/// pool's threads (which run at the lowest scheduling priority); logins past that wait in the queue.
 fn hash_pool() -> Option<&'static std::sync::mpsc::Sender<Job>> {
     static POOL: OnceLock<Option<std::sync::mpsc::Sender<Job>>> = OnceLock::new();
     POOL.get_or_init(|| {
@@ -192,6 +192,11 @@ fn hash_pool() -> Option<&'static std::sync::mpsc::Sender<Job>> {
             let spawned = std::thread::Builder::new()
                 .name(format!("portico-password-{i}"))
                 .spawn(move || {
+                    // Hashing yields the CPU to request handling: at the lowest priority, a login
+                    // storm slows logins, not every other request. Failing to lower it is harmless.
+                    let _ = thread_priority::set_current_thread_priority(
+                        thread_priority::ThreadPriority::Min,
+                    );
                     loop {
                         let job = match receiver.lock() {
                             Ok(queue) => queue.recv(),
