@@ -65,6 +65,7 @@ mod projection;
 mod selector;
 mod sort;
 mod store;
+mod top;
 mod url;
 mod value;
 

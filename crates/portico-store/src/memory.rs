@@ -12,7 +12,7 @@
 //! [`Selector::matches`] decides each result.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use async_trait::async_trait;
@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::document::prepare_insert;
 use crate::index_key::{keys, value_key};
+use crate::top::TopK;
 use crate::value::split_path;
 use crate::{
     Document, Error, Query, Result, Selector, Sort, Store, Update, UpdateOptions, UpdateResult,
@@ -232,16 +233,9 @@ fn sorted_page<'a>(
     if keep == 0 {
         return Vec::new();
     }
-    let mut heap = BinaryHeap::new();
-    for r in ranked {
-        if heap.len() < keep {
-            heap.push(r);
-        } else if heap.peek().is_some_and(|worst| r < *worst) {
-            heap.pop();
-            heap.push(r);
-        }
-    }
-    heap.into_sorted_vec()
+    let mut top = TopK::new(keep);
+    ranked.for_each(|r| top.push(r));
+    top.into_sorted_vec()
         .into_iter()
         .skip(skip)
         .map(|r| r.doc)

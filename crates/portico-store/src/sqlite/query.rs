@@ -5,7 +5,6 @@
 //! answer, so memory stays bounded by `skip + limit` whatever the collection's size.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 use std::ops::ControlFlow;
 
 use rusqlite::types::ValueRef;
@@ -14,6 +13,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::error::corrupt;
 use super::plan::{Plan, for_each_candidate, not_text, plan};
 use super::schema::{collection_exists, collection_table, index_table, stored_count};
+use crate::top::TopK;
 use crate::{Document, Query, Result, Selector, Sort};
 
 /// Runs the read `f` on `collection`'s table, answering as for an empty collection when the
@@ -211,23 +211,17 @@ fn sorted_matches(
         return Ok(all.into_iter().skip(skip_len).collect());
     };
     let keep = usize::try_from(skip.saturating_add(limit)).unwrap_or(usize::MAX);
-    let mut heap: BinaryHeap<Ranked<'_>> = BinaryHeap::new();
+    let mut top = TopK::new(keep);
     let mut seq = 0u64;
     for_each_candidate(conn, collection, &plan, |_, doc| {
         if !selector.matches(&doc) {
             return Ok(ControlFlow::Continue(()));
         }
-        let ranked = Ranked { sort, seq, doc };
+        top.push(Ranked { sort, seq, doc });
         seq += 1;
-        if heap.len() < keep {
-            heap.push(ranked);
-        } else if heap.peek().is_some_and(|worst| ranked < *worst) {
-            heap.pop();
-            heap.push(ranked);
-        }
         Ok(ControlFlow::Continue(()))
     })?;
-    Ok(heap
+    Ok(top
         .into_sorted_vec()
         .into_iter()
         .skip(skip_len)

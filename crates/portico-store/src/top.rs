@@ -1,0 +1,56 @@
+//! A bounded selection of the smallest items, shared by the backends' sorted pages.
+
+use std::collections::BinaryHeap;
+
+/// Keeps the `keep` smallest items pushed so far (by `Ord`) in a max-heap whose top is the first
+/// to go, so a sorted page of `skip + limit` documents never holds more than that many.
+pub(crate) struct TopK<T> {
+    heap: BinaryHeap<T>,
+    keep: usize,
+}
+
+impl<T: Ord> TopK<T> {
+    /// An empty selection that will keep at most `keep` items.
+    pub(crate) fn new(keep: usize) -> Self {
+        TopK {
+            heap: BinaryHeap::new(),
+            keep,
+        }
+    }
+
+    /// Offers `item`: kept when fewer than `keep` are held or it is smaller than the largest held.
+    pub(crate) fn push(&mut self, item: T) {
+        if self.heap.len() < self.keep {
+            self.heap.push(item);
+        } else if self.heap.peek().is_some_and(|worst| item < *worst) {
+            self.heap.pop();
+            self.heap.push(item);
+        }
+    }
+
+    /// The kept items, smallest first.
+    pub(crate) fn into_sorted_vec(self) -> Vec<T> {
+        self.heap.into_sorted_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TopK;
+
+    #[test]
+    fn keeps_the_smallest_in_order() {
+        let mut top = TopK::new(3);
+        for n in [5, 1, 9, 3, 7, 2, 8] {
+            top.push(n);
+        }
+        assert_eq!(top.into_sorted_vec(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn keeping_none_keeps_nothing() {
+        let mut top = TopK::new(0);
+        top.push(1);
+        assert!(top.into_sorted_vec().is_empty());
+    }
+}
