@@ -26,6 +26,21 @@ pub struct ArgsRequest<'a> {
 pub type ArgsExtractor =
     Arc<dyn Fn(&ArgsRequest<'_>) -> Result<Vec<Value>, MethodError> + Send + Sync>;
 
+/// The `Debug` form shared by method and publication options (an extractor shows as `<fn>`).
+pub(crate) fn debug_options(
+    f: &mut std::fmt::Formatter<'_>,
+    name: &str,
+    url: &Option<String>,
+    http_method: &Option<String>,
+    args_extractor: &Option<ArgsExtractor>,
+) -> std::fmt::Result {
+    f.debug_struct(name)
+        .field("url", url)
+        .field("http_method", http_method)
+        .field("args_extractor", &args_extractor.as_ref().map(|_| "<fn>"))
+        .finish()
+}
+
 /// Known HTTP method names, lowercase, accepted in `http_method` options.
 pub(crate) const HTTP_METHODS: &[&str] =
     &["get", "post", "put", "patch", "delete", "head", "options"];

@@ -22,14 +22,13 @@ pub struct MethodOptions {
 
 impl fmt::Debug for MethodOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MethodOptions")
-            .field("url", &self.url)
-            .field("http_method", &self.http_method)
-            .field(
-                "args_extractor",
-                &self.args_extractor.as_ref().map(|_| "<fn>"),
-            )
-            .finish()
+        crate::args::debug_options(
+            f,
+            "MethodOptions",
+            &self.url,
+            &self.http_method,
+            &self.args_extractor,
+        )
     }
 }
 
