@@ -58,10 +58,16 @@ impl Error {
         }
     }
 
-    /// The HTTP status a front door should answer with: 400 for bad input, 401 for a failed
-    /// login, 403 for access denied, 404 for an unknown user, 500 for everything internal.
+    /// The HTTP status a front door answers with. This is the one mapping of errors to
+    /// statuses both doors use: 400 for bad input, 401 for a failed login, 403 for access
+    /// denied, 404 for an unknown user, 409 for a duplicate `_id`, 500 for everything internal.
     pub fn status_code(&self) -> u16 {
         match self {
+            Error::Store(e) => match e.kind() {
+                portico_store::ErrorKind::Invalid => 400,
+                portico_store::ErrorKind::Conflict => 409,
+                _ => 500,
+            },
             Error::AccessDenied => 403,
             Error::LoginFailed => 401,
             Error::UserNotFound => 404,
@@ -90,6 +96,11 @@ mod tests {
         let store = Error::from(portico_store::Error::InvalidSelector("bad".into()));
         assert!(store.is_client_error());
         assert_eq!(store.status_code(), 400);
+        let duplicate = Error::from(portico_store::Error::DuplicateId {
+            collection: "c".into(),
+            id: "x".into(),
+        });
+        assert_eq!(duplicate.status_code(), 409);
         let backend = Error::from(portico_store::Error::Backend("disk".into()));
         assert_eq!(backend.status_code(), 500);
     }

@@ -51,18 +51,38 @@ pub enum Error {
     Backend(String),
 }
 
+/// What kind of failure an [`Error`] is: the front doors choose a status code by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The caller's input is not acceptable (a bad selector, modifier, document...).
+    Invalid,
+    /// The write conflicts with what is stored (a duplicate `_id`).
+    Conflict,
+    /// Something failed inside the store; the message is for logs, not clients.
+    Internal,
+}
+
 impl Error {
+    /// The kind of failure.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidSelector(_)
+            | Error::InvalidModifier(_)
+            | Error::InvalidSort(_)
+            | Error::InvalidProjection(_)
+            | Error::InvalidDocument(_) => ErrorKind::Invalid,
+            Error::DuplicateId { .. } => ErrorKind::Conflict,
+            Error::InvalidName(_)
+            | Error::InvalidUrl { .. }
+            | Error::Open(_)
+            | Error::Backend(_) => ErrorKind::Internal,
+        }
+    }
+
     /// True when the error was caused by the caller's input and its message may be shown to a client.
     pub fn is_client_error(&self) -> bool {
-        matches!(
-            self,
-            Error::InvalidSelector(_)
-                | Error::InvalidModifier(_)
-                | Error::InvalidSort(_)
-                | Error::InvalidProjection(_)
-                | Error::InvalidDocument(_)
-                | Error::DuplicateId { .. }
-        )
+        matches!(self.kind(), ErrorKind::Invalid | ErrorKind::Conflict)
     }
 }
 

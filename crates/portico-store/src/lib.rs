@@ -75,7 +75,7 @@ pub mod memory;
 pub mod sqlite;
 
 pub use document::{Document, document_id, prepare_insert};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use id::{IdKind, new_id, new_object_id};
 pub use modifier::Update;
 pub use projection::Projection;

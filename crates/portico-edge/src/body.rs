@@ -1,0 +1,297 @@
+//! Request bodies: reading them under a size limit, and parsing them by content type.
+//!
+//! The rule both doors follow:
+//!
+//! | body | result |
+//! |---|---|
+//! | empty, or only white space | [`ParsedBody::Empty`] |
+//! | `application/json`, `*/*+json`, or no `Content-Type` at all | [`ParsedBody::Json`]; malformed JSON is a 400 |
+//! | `application/x-www-form-urlencoded` | [`ParsedBody::Form`] (see [`crate::parse_form`]); a form that is really JSON sent without a JSON content type is a 400 saying so |
+//! | any other content type | [`ParsedBody::Other`]: a door that needs data answers 415 ([`BodyError::UnsupportedMediaType`]) |
+
+use axum::body::Body;
+use bytes::Bytes;
+use http::{HeaderMap, StatusCode};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::{Map, Value};
+
+use crate::form::parse_form;
+
+/// The default largest request body: 50 MB.
+pub const DEFAULT_BODY_LIMIT: usize = 50 * 1024 * 1024;
+
+/// Why a body could not be read or parsed. [`BodyError::status`] is its HTTP status; its
+/// `Display` text is safe to send to the client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BodyError {
+    /// The body is larger than the limit (413).
+    #[error("Request body too large (the limit is {limit} bytes)")]
+    TooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The body stream failed before it was complete (400).
+    #[error("The request body could not be read")]
+    Unreadable,
+    /// The body is not valid JSON (400).
+    #[error("Malformed JSON body: {0}")]
+    MalformedJson(String),
+    /// The form body has conflicting names (400).
+    #[error("Malformed form body: {0}")]
+    MalformedForm(String),
+    /// A form-encoded body that is one JSON-looking name with no value: JSON sent without its
+    /// content type, as `curl -d '{...}'` does (400).
+    #[error(
+        "The body looks like JSON but was sent as a form; send it with Content-Type: application/json"
+    )]
+    JsonSentAsForm,
+    /// The content type is neither JSON nor a form (415).
+    #[error("Unsupported content type; send application/json or application/x-www-form-urlencoded")]
+    UnsupportedMediaType,
+    /// The body is empty where data is required (400).
+    #[error("The request body is empty; send a JSON object")]
+    Empty,
+}
+
+impl BodyError {
+    /// The HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            BodyError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            BodyError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            _ => StatusCode::BAD_REQUEST,
+        }
+    }
+}
+
+/// Reads a whole body, refusing more than `limit` bytes.
+///
+/// A `Content-Length` over the limit is refused before anything is read; a body without a length
+/// (chunked) is cut off as soon as it passes the limit, so an oversized body never sits in memory
+/// whole.
+///
+/// # Errors
+/// [`BodyError::TooLarge`] over the limit; [`BodyError::Unreadable`] when the stream fails.
+pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, BodyError> {
+    let declared = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|len| len > limit as u64) {
+        return Err(BodyError::TooLarge { limit });
+    }
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(err) if is_length_limit(err.as_ref()) => Err(BodyError::TooLarge { limit }),
+        Err(_) => Err(BodyError::Unreadable),
+    }
+}
+
+/// True when `err` (or an error it wraps) is the length limit being hit.
+fn is_length_limit(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(err);
+    while let Some(e) = current {
+        if e.is::<LengthLimitError>() {
+            return true;
+        }
+        current = e.source();
+    }
+    false
+}
+
+/// A body parsed by its content type (see the module docs).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParsedBody {
+    /// Nothing, or only white space.
+    Empty,
+    /// A JSON value.
+    Json(Value),
+    /// A form: an object whose leaves are strings.
+    Form(Map<String, Value>),
+    /// Another content type; the raw bytes are the caller's to interpret.
+    Other,
+}
+
+impl ParsedBody {
+    /// The body as a JSON value: `None` when empty.
+    ///
+    /// # Errors
+    /// [`BodyError::UnsupportedMediaType`] for [`ParsedBody::Other`].
+    pub fn into_value(self) -> Result<Option<Value>, BodyError> {
+        match self {
+            ParsedBody::Empty => Ok(None),
+            ParsedBody::Json(value) => Ok(Some(value)),
+            ParsedBody::Form(map) => Ok(Some(Value::Object(map))),
+            ParsedBody::Other => Err(BodyError::UnsupportedMediaType),
+        }
+    }
+
+    /// The body as data for a write: a value is required.
+    ///
+    /// # Errors
+    /// [`BodyError::Empty`] for an empty body, [`BodyError::UnsupportedMediaType`] for another
+    /// content type.
+    pub fn into_required(self) -> Result<Value, BodyError> {
+        self.into_value()?.ok_or(BodyError::Empty)
+    }
+}
+
+/// What a `Content-Type` announces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Json,
+    Form,
+    Other,
+}
+
+fn kind(headers: &HeaderMap) -> Kind {
+    let Some(value) = headers.get(http::header::CONTENT_TYPE) else {
+        return Kind::Json;
+    };
+    let Ok(text) = value.to_str() else {
+        return Kind::Other;
+    };
+    let essence = text
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if essence == "application/json" || essence.ends_with("+json") {
+        Kind::Json
+    } else if essence == "application/x-www-form-urlencoded" {
+        Kind::Form
+    } else {
+        Kind::Other
+    }
+}
+
+/// Parses a body by its content type (see the module docs).
+///
+/// ```
+/// use http::HeaderMap;
+/// use portico_edge::{ParsedBody, parse_body};
+/// let json = parse_body(&HeaderMap::new(), br#"{"a": 1}"#)?;
+/// assert_eq!(json, ParsedBody::Json(serde_json::json!({"a": 1})));
+/// assert_eq!(parse_body(&HeaderMap::new(), b"  ")?, ParsedBody::Empty);
+/// # Ok::<(), portico_edge::BodyError>(())
+/// ```
+///
+/// # Errors
+/// [`BodyError::MalformedJson`], [`BodyError::MalformedForm`], [`BodyError::JsonSentAsForm`].
+pub fn parse_body(headers: &HeaderMap, bytes: &[u8]) -> Result<ParsedBody, BodyError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(ParsedBody::Empty);
+    }
+    match kind(headers) {
+        Kind::Json => serde_json::from_slice(bytes)
+            .map(ParsedBody::Json)
+            .map_err(|e| BodyError::MalformedJson(e.to_string())),
+        Kind::Form => {
+            let form = parse_form(bytes).map_err(|e| BodyError::MalformedForm(e.0))?;
+            if looks_like_json(&form) {
+                return Err(BodyError::JsonSentAsForm);
+            }
+            Ok(ParsedBody::Form(form))
+        }
+        Kind::Other => Ok(ParsedBody::Other),
+    }
+}
+
+/// One field whose name opens like a JSON object or array and whose value is empty: the shape
+/// `curl -d '{"a":1}'` produces (it sends form encoding by default).
+fn looks_like_json(form: &Map<String, Value>) -> bool {
+    if form.len() != 1 {
+        return false;
+    }
+    form.iter().any(|(name, value)| {
+        let name = name.trim_start();
+        (name.starts_with('{') || name.starts_with('['))
+            && matches!(value, Value::String(s) if s.is_empty())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn with_type(content_type: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_str(content_type).unwrap(),
+        );
+        h
+    }
+
+    #[test]
+    fn bodies_by_content_type() {
+        let json = with_type("application/json; charset=utf-8");
+        assert_eq!(
+            parse_body(&json, br#"{"a":1}"#).unwrap(),
+            ParsedBody::Json(json!({"a": 1}))
+        );
+        assert!(matches!(
+            parse_body(&json, b"{oops"),
+            Err(BodyError::MalformedJson(_))
+        ));
+        assert_eq!(parse_body(&json, b"").unwrap(), ParsedBody::Empty);
+        assert_eq!(
+            parse_body(&HeaderMap::new(), b"[1]").unwrap(),
+            ParsedBody::Json(json!([1]))
+        );
+        let form = with_type("application/x-www-form-urlencoded");
+        assert_eq!(
+            parse_body(&form, b"a[b]=c").unwrap().into_value().unwrap(),
+            Some(json!({"a": {"b": "c"}}))
+        );
+        let text = with_type("text/plain");
+        assert_eq!(parse_body(&text, b"hello").unwrap(), ParsedBody::Other);
+        assert_eq!(
+            ParsedBody::Other.into_value(),
+            Err(BodyError::UnsupportedMediaType)
+        );
+        assert_eq!(ParsedBody::Empty.into_required(), Err(BodyError::Empty));
+    }
+
+    #[test]
+    fn json_sent_as_a_form_is_named() {
+        let form = with_type("application/x-www-form-urlencoded");
+        let err = parse_body(&form, br#"{"title":"x"}"#).unwrap_err();
+        assert_eq!(err, BodyError::JsonSentAsForm);
+        assert_eq!(err.status(), StatusCode::BAD_REQUEST);
+        assert!(err.to_string().contains("Content-Type: application/json"));
+        // A real form with a brace in a value is fine.
+        assert!(parse_body(&form, b"a={").is_ok());
+    }
+
+    #[test]
+    fn statuses() {
+        assert_eq!(BodyError::TooLarge { limit: 1 }.status(), 413);
+        assert_eq!(BodyError::UnsupportedMediaType.status(), 415);
+        assert_eq!(BodyError::Empty.status(), 400);
+    }
+
+    #[tokio::test]
+    async fn limits_hold_with_and_without_a_length() {
+        let bytes = read_body(&HeaderMap::new(), Body::from("hello"), 5)
+            .await
+            .unwrap();
+        assert_eq!(&bytes[..], b"hello");
+        let err = read_body(&HeaderMap::new(), Body::from("hello!"), 5)
+            .await
+            .unwrap_err();
+        assert_eq!(err, BodyError::TooLarge { limit: 5 });
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            http::header::CONTENT_LENGTH,
+            http::HeaderValue::from(100u64),
+        );
+        let err = read_body(&headers, Body::from("tiny"), 5)
+            .await
+            .unwrap_err();
+        assert_eq!(err.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
+}
