@@ -44,6 +44,7 @@ struct Inner {
     collections: RwLock<BTreeMap<String, Collection>>,
     methods: RwLock<BTreeMap<String, MethodEntry>>,
     publications: RwLock<BTreeMap<String, PublicationEntry>>,
+    login_failures: Arc<crate::login::FailureLog>,
 }
 
 /// The host-program model: a store, named collections with rules, accounts, and the method and
@@ -129,6 +130,7 @@ impl Platform {
                 collections: RwLock::new(BTreeMap::new()),
                 methods: RwLock::new(BTreeMap::new()),
                 publications: RwLock::new(BTreeMap::new()),
+                login_failures: Arc::default(),
             }),
         })
     }
@@ -136,6 +138,13 @@ impl Platform {
     /// The underlying store.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
+    }
+
+    /// The login service with `limits`: credential forms, lookup order and limits on failures
+    /// and sign-ups, as both front doors use it. Services of one platform share their failure
+    /// counts.
+    pub fn login_service(&self, limits: crate::LoginLimits) -> crate::LoginService {
+        crate::LoginService::new(self.clone(), limits, self.inner.login_failures.clone())
     }
 
     /// The accounts service.

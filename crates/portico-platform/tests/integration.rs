@@ -35,6 +35,8 @@ mod collections;
 mod common;
 #[path = "integration/import.rs"]
 mod import;
+#[path = "integration/login.rs"]
+mod login;
 #[path = "integration/methods.rs"]
 mod methods;
 #[path = "integration/publications.rs"]

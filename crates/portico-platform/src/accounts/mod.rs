@@ -501,6 +501,16 @@ impl Accounts {
     /// [`Error::LoginFailed`]; store failures.
     pub async fn login(&self, selector: &UserSelector, password: &Password) -> Result<LoginToken> {
         let user = self.find_user(selector).await?;
+        self.login_user(user, password).await
+    }
+
+    /// [`Accounts::login`] for a user already looked up (`None`: no such user, which fails the
+    /// same way and costs the same hash).
+    pub(crate) async fn login_user(
+        &self,
+        user: Option<Document>,
+        password: &Password,
+    ) -> Result<LoginToken> {
         let digest = password.digest().ok();
         let stored = user.as_ref().and_then(StoredHash::of_user);
         let (hash, genuine) = match (&stored, &digest) {
