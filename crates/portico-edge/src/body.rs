@@ -26,7 +26,7 @@ pub const DEFAULT_BODY_LIMIT: usize = 50 * 1024 * 1024;
 #[non_exhaustive]
 pub enum BodyError {
     /// The body is larger than the limit (413).
-    #[error("Request body too large (the limit is {limit} bytes)")]
+    #[error("Request body too large")]
     TooLarge {
         /// The limit in bytes.
         limit: usize,

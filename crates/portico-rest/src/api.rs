@@ -1,26 +1,42 @@
 //! The [`Api`] object: configuration, the route table, and the axum router it serves.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use axum::Router;
 use axum::extract::Request;
 use axum::routing::any;
 use http::HeaderValue;
-use portico_platform::{Platform, RateLimiter};
+use portico_edge::{PathPattern, PathTable, RoutePath};
+use portico_platform::{LoginLimits, LoginService, Platform};
 
 use crate::cors::BaseHeaders;
-use crate::path::{Matcher, normalize_api_path};
+use crate::describe::EndpointDoc;
 use crate::reply::Renderer;
-use crate::{ApiOptions, Endpoints, Error, Result, RouteOptions, RoutePath};
+use crate::{ApiOptions, Endpoints, Error, Result, RouteOptions};
+
+/// The route table an [`Api`] and every router it made share, so routes added after
+/// [`Api::router`] are served too.
+pub(crate) type SharedRoutes = Arc<RwLock<PathTable<Arc<Route>>>>;
 
 /// One route: a compiled path, its options and endpoints.
-#[derive(Clone)]
 pub(crate) struct Route {
-    pub(crate) matcher: Matcher,
     pub(crate) options: RouteOptions,
     pub(crate) endpoints: Endpoints,
     /// The `Allow` header value: the route's methods.
     pub(crate) allow: HeaderValue,
+    /// A body limit of the route's own, below the API's.
+    pub(crate) body_limit: Option<usize>,
+    /// Descriptions of generated endpoints, by method name.
+    pub(crate) docs: Vec<(&'static str, EndpointDoc)>,
+}
+
+/// What a route built by the API itself (login, generated collections) adds to a hand-made one.
+#[derive(Debug, Default)]
+pub(crate) struct RouteExtras {
+    /// A body limit below the API's.
+    pub(crate) body_limit: Option<usize>,
+    /// Descriptions by method name.
+    pub(crate) docs: Vec<(&'static str, EndpointDoc)>,
 }
 
 /// An API object: a base path (plus version), options, and routes. Several can live side by
@@ -44,9 +60,9 @@ pub struct Api {
     pub(crate) options: ApiOptions,
     pub(crate) platform: Platform,
     pub(crate) prefix: String,
-    pub(crate) routes: Vec<Route>,
+    pub(crate) routes: SharedRoutes,
     pub(crate) base_headers: BaseHeaders,
-    pub(crate) limiters: Arc<LoginLimiters>,
+    pub(crate) logins: LoginService,
 }
 
 /// A route as [`Api::routes`] lists it.
@@ -58,12 +74,6 @@ pub struct RouteInfo {
     pub methods: Vec<String>,
 }
 
-/// The login rate limiters of one API.
-pub(crate) struct LoginLimiters {
-    pub(crate) identity: Option<RateLimiter>,
-    pub(crate) address: Option<RateLimiter>,
-}
-
 impl std::fmt::Debug for Api {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Api")
@@ -71,9 +81,9 @@ impl std::fmt::Debug for Api {
             .field(
                 "routes",
                 &self
-                    .routes
-                    .iter()
-                    .map(|r| r.matcher.display())
+                    .routes()
+                    .into_iter()
+                    .map(|r| r.path)
                     .collect::<Vec<_>>(),
             )
             .finish_non_exhaustive()
@@ -93,21 +103,22 @@ impl Api {
             normalize_api_path(&options.api_path, options.version.as_deref())
         );
         let limit = options.login_rate_limit;
-        let limiters = Arc::new(LoginLimiters {
-            identity: limit
+        let logins = platform.login_service(LoginLimits {
+            per_identity: limit
                 .per_identity
-                .map(|l| RateLimiter::new(l.attempts, l.per)),
-            address: limit
+                .map(|l| portico_platform::Limit::new(l.attempts, l.per)),
+            per_address: limit
                 .per_address
-                .map(|l| RateLimiter::new(l.attempts, l.per)),
+                .map(|l| portico_platform::Limit::new(l.attempts, l.per)),
+            register_per_address: None,
         });
         let mut api = Api {
             options,
             platform,
             prefix,
-            routes: Vec::new(),
+            routes: SharedRoutes::default(),
             base_headers,
-            limiters,
+            logins,
         };
         if api.options.use_default_auth {
             crate::login::add_login_routes(&mut api)?;
@@ -133,10 +144,10 @@ impl Api {
     /// The routes of this API in match order: full path (`/api/v1/articles/:id`, or the regular
     /// expression after the base path) and the methods it answers.
     pub fn routes(&self) -> Vec<RouteInfo> {
-        self.routes
+        self.table()
             .iter()
-            .map(|r| RouteInfo {
-                path: format!("{}{}", self.prefix, r.matcher.display()),
+            .map(|(pattern, r)| RouteInfo {
+                path: format!("{}{}", self.prefix, pattern.display()),
                 methods: r
                     .allow
                     .to_str()
@@ -146,6 +157,19 @@ impl Api {
                     .collect(),
             })
             .collect()
+    }
+
+    pub(crate) fn table(&self) -> std::sync::RwLockReadGuard<'_, PathTable<Arc<Route>>> {
+        self.routes.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Adds a route at `path` with default route options: the short form of
+    /// [`Api::add_route`].
+    ///
+    /// # Errors
+    /// As [`Api::add_route`].
+    pub fn route(&mut self, path: impl Into<RoutePath>, endpoints: Endpoints) -> Result<()> {
+        self.add_route(path, RouteOptions::default(), endpoints)
     }
 
     /// Adds a route at `path` (a `:name` pattern or a [`regex::Regex`]), relative to the base path.
@@ -160,31 +184,43 @@ impl Api {
         options: RouteOptions,
         endpoints: Endpoints,
     ) -> Result<()> {
-        let path = path.into();
-        let matcher = Matcher::compile(&path)?;
+        let pattern = compile(&path.into())?;
         if endpoints.is_empty() {
-            return Err(Error::NoEndpoints(matcher.display().to_owned()));
+            return Err(Error::NoEndpoints(pattern.display().to_owned()));
         }
         for (method, endpoint) in endpoints.iter() {
             if endpoint.action.is_none() {
                 return Err(Error::MissingAction {
-                    path: matcher.display().to_owned(),
+                    path: pattern.display().to_owned(),
                     method: method.to_owned(),
                 });
             }
         }
-        self.insert_route(matcher, options, endpoints)
+        self.insert_route(pattern, options, endpoints)
+    }
+
+    /// True when a route exists at `pattern`'s path.
+    pub(crate) fn has_route(&self, pattern: &PathPattern) -> bool {
+        self.table().iter().any(|(p, _)| p.key() == pattern.key())
     }
 
     pub(crate) fn insert_route(
         &mut self,
-        matcher: Matcher,
+        pattern: PathPattern,
         options: RouteOptions,
         endpoints: Endpoints,
     ) -> Result<()> {
-        if self.routes.iter().any(|r| r.matcher.key() == matcher.key()) {
-            return Err(Error::DuplicatePath(matcher.display().to_owned()));
-        }
+        self.insert_route_with(pattern, options, endpoints, RouteExtras::default())
+    }
+
+    /// [`Api::insert_route`] with a body limit and descriptions of its own.
+    pub(crate) fn insert_route_with(
+        &mut self,
+        pattern: PathPattern,
+        options: RouteOptions,
+        endpoints: Endpoints,
+        extras: RouteExtras,
+    ) -> Result<()> {
         let mut methods: Vec<&str> = endpoints.iter().map(|(m, _)| m).collect();
         if endpoints.get.is_some() {
             methods.insert(1, "HEAD");
@@ -196,37 +232,30 @@ impl Api {
         }
         let allow = HeaderValue::from_str(&methods.join(", "))
             .map_err(|_| Error::InvalidOption("method list".into()))?;
-        let route = Route {
-            matcher,
+        let route = Arc::new(Route {
             options,
             endpoints,
             allow,
-        };
-        // Keep the table in match order: patterns by specificity (a static segment beats a
-        // parameter at the first place they differ), then regular expressions as added.
-        let spec = route.matcher.specificity();
-        let position = if route.matcher.is_regex() {
-            self.routes.len()
-        } else {
-            self.routes
-                .iter()
-                .position(|r| r.matcher.is_regex() || r.matcher.specificity() < spec)
-                .unwrap_or(self.routes.len())
-        };
-        self.routes.insert(position, route);
-        Ok(())
+            body_limit: extras.body_limit,
+            docs: extras.docs,
+        });
+        self.routes
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(pattern, route)
+            .map_err(|e| Error::DuplicatePath(e.0))
     }
 
     /// The axum router serving this API under its base path. Merge several with
     /// [`axum::Router::merge`]; wrap with any tower layer via [`axum::Router::layer`].
     ///
-    /// The router serves the routes added so far (a snapshot): add every route first.
-    /// Serve it with `into_make_service_with_connect_info::<SocketAddr>()` so login rate limits
+    /// Routes added to the API later are served by routers made earlier too. Serve it with `into_make_service_with_connect_info::<SocketAddr>()` so login rate limits
     /// can count per client address.
     pub fn router(&self) -> Router {
         let inner = Arc::new(crate::dispatch::ApiInner {
             prefix: self.prefix.clone(),
             routes: self.routes.clone(),
+            logins: self.logins.clone(),
             platform: self.platform.clone(),
             renderer: Renderer {
                 pretty: self.options.pretty_json,
@@ -236,7 +265,7 @@ impl Api {
             default_options: self.options.default_options_endpoint.clone(),
             delay: self.options.auth_failure_delay,
             body_limit: self.options.body_limit,
-            trust_forwarded_for: self.options.trust_forwarded_for,
+            trusted_proxies: self.options.trusted_proxies.clone(),
         });
         let handler = move |req: Request| {
             let inner = inner.clone();
@@ -251,5 +280,42 @@ impl Api {
             router = router.route(bare, any(handler));
         }
         router
+    }
+}
+
+/// Compiles a route path, with the crate's error.
+pub(crate) fn compile(path: &RoutePath) -> Result<PathPattern> {
+    PathPattern::compile(path).map_err(|e| Error::InvalidPath {
+        path: e.path,
+        reason: e.reason,
+    })
+}
+
+/// Normalises an API base path: the leading slash is dropped, a trailing slash added, and the
+/// version (when set) appended with its own trailing slash: `("/api", Some("v1"))` -> `api/v1/`.
+/// An empty path stays empty (routes at the server root).
+pub fn normalize_api_path(api_path: &str, version: Option<&str>) -> String {
+    let mut out = String::new();
+    for part in [Some(api_path), version].into_iter().flatten() {
+        let trimmed = part.trim_matches('/');
+        if !trimmed.is_empty() {
+            out.push_str(trimmed);
+            out.push('/');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_paths_are_normalised() {
+        assert_eq!(normalize_api_path("api", None), "api/");
+        assert_eq!(normalize_api_path("/api/", None), "api/");
+        assert_eq!(normalize_api_path("my-api/", Some("v1")), "my-api/v1/");
+        assert_eq!(normalize_api_path("/", Some("/v2/")), "v2/");
+        assert_eq!(normalize_api_path("", None), "");
     }
 }

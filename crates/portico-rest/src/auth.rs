@@ -88,12 +88,14 @@ impl LoginHook {
 /// The default `auth.user`: the hashed `X-Auth-Token` header (or `access_token` query parameter
 /// when allowed), and `X-User-Id` when sent.
 fn default_outcome(ctx: &Context, options: &AuthOptions) -> AuthOutcome {
-    let token = ctx.header("x-auth-token").map(str::to_owned).or_else(|| {
-        options
-            .allow_query_token
-            .then(|| ctx.query_param("access_token").map(str::to_owned))
-            .flatten()
-    });
+    let token = portico_edge::request_token(&ctx.request.headers)
+        .map(str::to_owned)
+        .or_else(|| {
+            options
+                .allow_query_token
+                .then(|| ctx.query_param("access_token").map(str::to_owned))
+                .flatten()
+        });
     match token {
         Some(t) if !t.is_empty() => AuthOutcome::Token {
             hashed_token: portico_platform::hash_token(&t),

@@ -1,7 +1,7 @@
 //! The endpoint context: everything an action knows about its request.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::IpAddr;
 
 use bytes::Bytes;
 use portico_platform::Platform;
@@ -33,10 +33,24 @@ pub struct Context {
     pub options: ResolvedOptions,
     /// The platform the API serves.
     pub platform: Platform,
-    /// The client's address, when the server was run with connect info.
-    pub client_addr: Option<SocketAddr>,
+    /// The client's address, when the server was run with connect info (`X-Forwarded-For` is
+    /// believed only from [`crate::ApiOptions::trusted_proxies`]).
+    pub client_addr: Option<IpAddr>,
     /// The hashed token the caller authenticated with (used by logout).
     pub(crate) hashed_token: Option<String>,
+    pub(crate) logins: portico_platform::LoginService,
+    pub(crate) body_state: BodyState,
+}
+
+/// What the request body held, for endpoints that need data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyState {
+    /// JSON or a form.
+    Data,
+    /// Nothing, or only white space.
+    Empty,
+    /// Another content type.
+    Other,
 }
 
 impl Context {

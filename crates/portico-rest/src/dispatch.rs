@@ -1,30 +1,31 @@
 //! Serving one request: route lookup, 404/405, body, authentication, roles, the action, reply.
 
-use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
-use axum::extract::{ConnectInfo, Request};
+use axum::extract::Request;
 use axum::response::Response;
 use futures::FutureExt;
-use http::header::{ACCESS_CONTROL_ALLOW_METHODS, ALLOW, CONTENT_LENGTH, CONTENT_TYPE, ORIGIN};
+use http::header::{ACCESS_CONTROL_ALLOW_METHODS, ALLOW, CONTENT_TYPE, ORIGIN};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
-use portico_platform::Platform;
-use serde_json::Map;
+use portico_edge::{
+    BodyError, ParsedBody, RequestPath, TrustedProxies, parse_body, parse_form, read_body,
+};
+use portico_platform::{LoginService, Platform};
+use serde_json::{Map, Value};
 
-use crate::api::Route;
+use crate::api::SharedRoutes;
 use crate::auth::{authenticate, forbidden};
-use crate::body::{parse_body, parse_form};
+use crate::context::BodyState;
 use crate::cors::BaseHeaders;
-use crate::path::RequestPath;
 use crate::reply::Renderer;
 use crate::{AuthOptions, Context, DelayRange, Endpoint, Reply, RouteOptions};
 
 /// A snapshot of an [`crate::Api`], shared by the requests its router serves.
 pub(crate) struct ApiInner {
     pub(crate) prefix: String,
-    pub(crate) routes: Vec<Route>,
+    pub(crate) routes: SharedRoutes,
+    pub(crate) logins: LoginService,
     pub(crate) platform: Platform,
     pub(crate) renderer: Renderer,
     pub(crate) base_headers: BaseHeaders,
@@ -32,7 +33,7 @@ pub(crate) struct ApiInner {
     pub(crate) default_options: Option<Endpoint>,
     pub(crate) delay: DelayRange,
     pub(crate) body_limit: usize,
-    pub(crate) trust_forwarded_for: bool,
+    pub(crate) trusted_proxies: TrustedProxies,
 }
 
 fn not_found() -> Reply {
@@ -64,12 +65,13 @@ impl ApiInner {
             None if path == self.prefix.trim_end_matches('/') => "",
             None => return self.finish(not_found(), base).await,
         };
-        let request_path = RequestPath::new(relative);
-        let Some((route, params)) = self
-            .routes
-            .iter()
-            .find_map(|r| r.matcher.matches(&request_path).map(|p| (r, p)))
-        else {
+        let found = RequestPath::parse(relative).and_then(|path| {
+            let table = self.routes.read().unwrap_or_else(PoisonError::into_inner);
+            table
+                .find(&path)
+                .map(|(_, route, found)| (route.clone(), found.params))
+        });
+        let Some((route, params)) = found else {
             return self.finish(not_found(), base).await;
         };
         let endpoints = &route.endpoints;
@@ -91,40 +93,45 @@ impl ApiInner {
             return response;
         };
 
-        if let Some(len) = parts
-            .headers
-            .get(CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok())
+        let bytes = match read_body(
+            &parts.headers,
+            body,
+            route.body_limit.unwrap_or(self.body_limit),
+        )
+        .await
         {
-            if len > self.body_limit as u64 {
-                return self.finish(too_large(), base).await;
-            }
-        }
-        let bytes = match Limited::new(body, self.body_limit).collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
-                return self.finish(too_large(), base).await;
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "could not read request body");
-                return self
-                    .finish(Reply::error(400, "Could not read the request body"), base)
-                    .await;
-            }
+            Ok(bytes) => bytes,
+            Err(e) => return self.finish(body_error(&e), base).await,
         };
-        let body_params = match parse_body(&parts.headers, &bytes) {
-            Ok(v) => v,
-            Err(e) => return self.finish(Reply::error(400, e.0), base).await,
+        let (body_params, body_state) = match parse_body(&parts.headers, &bytes) {
+            Ok(ParsedBody::Json(value)) => (value, BodyState::Data),
+            Ok(ParsedBody::Form(map)) => (Value::Object(map), BodyState::Data),
+            // An endpoint that needs data refuses these itself; the raw bytes stay on the context.
+            Ok(ParsedBody::Empty) => (Value::Object(Map::new()), BodyState::Empty),
+            Ok(ParsedBody::Other) => (Value::Object(Map::new()), BodyState::Other),
+            // Without a content type, a body that is not JSON is raw bytes for the endpoint.
+            Err(BodyError::MalformedJson(_)) if !parts.headers.contains_key(CONTENT_TYPE) => {
+                (Value::Object(Map::new()), BodyState::Other)
+            }
+            Err(e) => return self.finish(body_error(&e), base).await,
         };
         let query_params = match parts.uri.query() {
             Some(q) => match parse_form(q.as_bytes()) {
                 Ok(m) => m,
-                Err(e) => return self.finish(Reply::error(400, e.0), base).await,
+                Err(e) => {
+                    return self
+                        .finish(
+                            Reply::error(400, format!("Malformed query string: {e}")),
+                            base,
+                        )
+                        .await;
+                }
             },
             None => Map::new(),
         };
-        let client_addr = self.client_addr(&parts.headers, &parts.extensions);
+        let client_addr = self
+            .trusted_proxies
+            .client_ip_of(&parts.headers, &parts.extensions);
         // OPTIONS endpoints do not inherit the route's auth and roles: browsers send preflight
         // requests without credentials. Their own options still apply.
         let options = if parts.method == Method::OPTIONS {
@@ -144,6 +151,8 @@ impl ApiInner {
             platform: self.platform.clone(),
             client_addr,
             hashed_token: None,
+            logins: self.logins.clone(),
+            body_state,
         };
         if ctx.options.auth_required {
             match authenticate(&ctx, &self.auth).await {
@@ -189,30 +198,11 @@ impl ApiInner {
         }
         response
     }
-
-    fn client_addr(
-        &self,
-        headers: &HeaderMap,
-        extensions: &http::Extensions,
-    ) -> Option<SocketAddr> {
-        if self.trust_forwarded_for {
-            let forwarded = headers
-                .get("x-forwarded-for")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.split(',').next())
-                .and_then(|v| v.trim().parse::<std::net::IpAddr>().ok());
-            if let Some(ip) = forwarded {
-                return Some(SocketAddr::new(ip, 0));
-            }
-        }
-        extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(addr)| *addr)
-    }
 }
 
-fn too_large() -> Reply {
-    Reply::error(413, "Request body too large")
+/// A body that could not be read or parsed, as a JSend error with the edge's status.
+pub(crate) fn body_error(e: &BodyError) -> Reply {
+    Reply::error(e.status().as_u16(), e.to_string())
 }
 
 /// The built-in OPTIONS reply when CORS is on and the route has no OPTIONS endpoint.

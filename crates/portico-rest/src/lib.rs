@@ -39,19 +39,18 @@
 
 mod api;
 mod auth;
-mod body;
 mod collection;
 mod context;
 mod cors;
+mod describe;
 mod dispatch;
 mod endpoint;
 mod error;
 mod login;
 mod options;
-mod path;
 mod reply;
 
-pub use api::{Api, RouteInfo};
+pub use api::{Api, RouteInfo, normalize_api_path};
 pub use auth::{AuthOutcome, AuthUserHook, LoginHook};
 pub use collection::{
     AccessScope, AfterEvent, AfterHook, BeforeHook, CollectionEndpoint, CollectionOptions,
@@ -61,5 +60,5 @@ pub use context::Context;
 pub use endpoint::{Endpoint, Endpoints, IntoEndpoint, IntoRoles, ResolvedOptions, RouteOptions};
 pub use error::{Error, Result};
 pub use options::{ApiOptions, AuthOptions, CorsOptions, DelayRange, LoginRateLimit, RateLimit};
-pub use path::{RoutePath, normalize_api_path};
+pub use portico_edge::{AuthenticatedUser, RoutePath, TrustedProxies};
 pub use reply::{IntoReply, Reply};

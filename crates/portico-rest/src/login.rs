@@ -2,15 +2,19 @@
 
 use std::time::Duration;
 
-use portico_platform::{Password, UserSelector};
+use portico_platform::LoginError;
 use portico_store::Update;
 use serde_json::{Map, Value, json};
 
-use crate::api::LoginLimiters;
-use crate::path::Matcher;
+use crate::api::RouteExtras;
+use crate::describe::EndpointDoc;
 use crate::{Api, Context, Endpoint, Endpoints, LoginHook, Reply, Result, RouteOptions};
 
 const DEFAULT_TOKEN_PATH: &str = "services.resume.loginTokens.hashedToken";
+
+/// Login and logout bodies are small; this caps what an anonymous client can make the server
+/// buffer.
+pub(crate) const LOGIN_BODY_LIMIT: usize = 64 * 1024;
 
 /// The one reply for every login failure, whatever the cause.
 fn login_failed() -> Reply {
@@ -24,17 +28,39 @@ fn too_many(retry_after: Duration) -> Reply {
 }
 
 pub(crate) fn add_login_routes(api: &mut Api) -> Result<()> {
-    let limiters = api.limiters.clone();
     let on_in = api.options.on_logged_in.clone();
     let login = Endpoint::new(move |ctx: Context| {
-        let limiters = limiters.clone();
         let on_in = on_in.clone();
-        async move { login(ctx, &limiters, on_in.as_ref()).await }
+        async move { login(ctx, on_in.as_ref()).await }
     });
-    api.insert_route(
-        Matcher::compile(&"login".into())?,
+    let login_doc = EndpointDoc::new("log in: a token for username, email or user + password")
+        .request(json!({
+            "type": "object",
+            "properties": {
+                "username": {"type": "string"},
+                "email": {"type": "string"},
+                "user": {"type": ["string", "object"]},
+                "password": {"type": ["string", "object"]},
+                "hashed": {"type": "boolean"}
+            },
+            "required": ["password"]
+        }))
+        .reply(json!({
+            "type": "object",
+            "properties": {
+                "authToken": {"type": "string"},
+                "userId": {"type": "string"},
+                "when": {"type": "string", "format": "date-time"}
+            }
+        }));
+    api.insert_route_with(
+        crate::api::compile(&"login".into())?,
         RouteOptions::default(),
         Endpoints::new().post(login),
+        RouteExtras {
+            body_limit: Some(LOGIN_BODY_LIMIT),
+            docs: vec![("POST", login_doc)],
+        },
     )?;
     let token_path = api.options.auth.token_path.clone();
     let on_out = api.options.on_logged_out.clone();
@@ -44,96 +70,33 @@ pub(crate) fn add_login_routes(api: &mut Api) -> Result<()> {
         async move { logout(ctx, &token_path, on_out.as_ref()).await }
     })
     .auth_required(true);
-    api.insert_route(
-        Matcher::compile(&"logout".into())?,
+    let logout_doc = || {
+        EndpointDoc::new("log out: the request's token stops working")
+            .reply(json!({"type": "object", "properties": {"message": {"type": "string"}}}))
+    };
+    api.insert_route_with(
+        crate::api::compile(&"logout".into())?,
         RouteOptions::default(),
         Endpoints::new().post(logout.clone()).get(logout),
+        RouteExtras {
+            body_limit: Some(LOGIN_BODY_LIMIT),
+            docs: vec![("POST", logout_doc()), ("GET", logout_doc())],
+        },
     )
 }
 
-/// The identity a login names, and its rate-limit key.
-fn identity(body: &Value) -> Option<(UserSelector, String)> {
-    let field = |name: &str| {
-        body.get(name)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-    };
-    if let Some(email) = field("email") {
-        let key = email.to_lowercase();
-        return Some((UserSelector::Email(email), key));
-    }
-    if let Some(username) = field("username") {
-        let key = username.to_lowercase();
-        return Some((UserSelector::Username(username), key));
-    }
-    field("user").map(|user| {
-        let key = user.to_lowercase();
-        (UserSelector::Either(user), key)
-    })
-}
-
-fn password(body: &Value) -> Option<Password> {
-    let hashed = matches!(body.get("hashed"), Some(Value::Bool(true)))
-        || body.get("hashed").and_then(Value::as_str) == Some("true");
-    match body.get("password")? {
-        Value::String(p) if p.is_empty() => None,
-        Value::String(p) if hashed => Some(Password::Digest(p.to_lowercase())),
-        Value::String(p) => Some(Password::Plain(p.clone())),
-        Value::Object(o) => {
-            let digest = o.get("digest")?.as_str()?;
-            let algorithm = o
-                .get("algorithm")
-                .and_then(Value::as_str)
-                .unwrap_or("sha-256");
-            (algorithm == "sha-256").then(|| Password::Digest(digest.to_lowercase()))
-        }
-        _ => None,
-    }
-}
-
-async fn login(mut ctx: Context, limiters: &LoginLimiters, on_in: Option<&LoginHook>) -> Reply {
-    let id = identity(&ctx.body_params);
-    let address_key = ctx.client_addr.map(|a| a.ip().to_string());
-    if let (Some(limiter), Some((_, key))) = (&limiters.identity, &id) {
-        if let Err(retry) = limiter.check(key) {
-            return too_many(retry);
-        }
-    }
-    if let (Some(limiter), Some(key)) = (&limiters.address, &address_key) {
-        if let Err(retry) = limiter.check(key) {
-            return too_many(retry);
-        }
-    }
-    let record_failure = || {
-        if let (Some(limiter), Some((_, key))) = (&limiters.identity, &id) {
-            limiter.record_failure(key);
-        }
-        if let (Some(limiter), Some(key)) = (&limiters.address, &address_key) {
-            limiter.record_failure(key);
-        }
-    };
-    let (Some((selector, _)), Some(pw)) = (&id, password(&ctx.body_params)) else {
-        record_failure();
-        return login_failed();
+async fn login(mut ctx: Context, on_in: Option<&LoginHook>) -> Reply {
+    let token = match ctx
+        .logins
+        .login(Some(&ctx.body_params), ctx.client_addr)
+        .await
+    {
+        Ok(token) => token,
+        Err(LoginError::TooManyAttempts(wait)) => return too_many(wait),
+        Err(LoginError::Platform(e)) => return Reply::internal(e),
+        Err(_) => return login_failed(),
     };
     let accounts = ctx.platform.accounts();
-    let token = match accounts.login(selector, &pw).await {
-        Ok(token) => token,
-        Err(portico_platform::Error::LoginFailed) => {
-            record_failure();
-            return login_failed();
-        }
-        Err(e) if e.is_client_error() => {
-            record_failure();
-            return login_failed();
-        }
-        Err(e) => return Reply::internal(e),
-    };
-    if let (Some(limiter), Some((_, key))) = (&limiters.identity, &id) {
-        limiter.reset(key);
-    }
     let mut data = Map::new();
     data.insert("authToken".into(), json!(token.token));
     data.insert("userId".into(), json!(token.user_id));
@@ -229,38 +192,6 @@ async fn remove_token_at(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn identity_prefers_email_then_username_then_user() {
-        let (s, k) = identity(&json!({"email": "A@x.io", "username": "bob"})).unwrap();
-        assert!(matches!(s, UserSelector::Email(e) if e == "A@x.io"));
-        assert_eq!(k, "a@x.io");
-        assert!(matches!(
-            identity(&json!({"username": "bob"})).unwrap().0,
-            UserSelector::Username(_)
-        ));
-        assert!(matches!(
-            identity(&json!({"user": "bob"})).unwrap().0,
-            UserSelector::Either(_)
-        ));
-        assert!(identity(&json!({"password": "x"})).is_none());
-    }
-
-    #[test]
-    fn password_forms() {
-        assert!(
-            matches!(password(&json!({"password": "pw"})), Some(Password::Plain(p)) if p == "pw")
-        );
-        assert!(
-            matches!(password(&json!({"password": "AB", "hashed": true})), Some(Password::Digest(p)) if p == "ab")
-        );
-        assert!(matches!(
-            password(&json!({"password": {"digest": "ff", "algorithm": "sha-256"}})),
-            Some(Password::Digest(_))
-        ));
-        assert!(password(&json!({"password": ""})).is_none());
-        assert!(password(&json!({})).is_none());
-    }
 
     #[test]
     fn retry_after_rounds_up() {

@@ -44,9 +44,9 @@ pub struct ApiOptions {
     pub default_page_size: u64,
     /// Largest `limit` a generated getAll accepts (1000 by default); larger ones are clamped.
     pub max_page_size: u64,
-    /// Take the client address for login rate limits from the first `X-Forwarded-For` entry.
-    /// Only turn on behind a proxy that sets it.
-    pub trust_forwarded_for: bool,
+    /// The proxies whose `X-Forwarded-For` is believed when working out the client address for
+    /// login limits (none by default: the TCP peer is the client).
+    pub trusted_proxies: portico_edge::TrustedProxies,
 }
 
 impl Default for ApiOptions {
@@ -68,7 +68,7 @@ impl Default for ApiOptions {
             body_limit: 50 * 1024 * 1024,
             default_page_size: 100,
             max_page_size: 1000,
-            trust_forwarded_for: false,
+            trusted_proxies: portico_edge::TrustedProxies::none(),
         }
     }
 }

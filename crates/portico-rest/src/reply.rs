@@ -167,8 +167,13 @@ impl IntoReply for Reply {
     }
 }
 
+/// JSON `null` is no reply at all: like `()`, a 500 (an endpoint that means "nothing" returns
+/// an explicit body such as `{}` or `{"statusCode": 204, "body": null}`).
 impl IntoReply for Value {
     fn into_reply(self) -> Reply {
+        if self.is_null() {
+            return ().into_reply();
+        }
         Reply::from_value(self)
     }
 }
@@ -233,27 +238,29 @@ impl<T: IntoReply> IntoReply for Result<T, Reply> {
     }
 }
 
-/// A client error keeps its message and status (400, 403, 404...); any other error is a 500
-/// whose text is logged, not sent.
+/// The platform's one mapping of errors to statuses ([`portico_platform::Error::status_code`]):
+/// a client error keeps its message (400, 403, 404, 409 for a duplicate `_id`...); any other
+/// error is a 500 whose text is logged, not sent.
 impl From<portico_platform::Error> for Reply {
     fn from(e: portico_platform::Error) -> Reply {
-        if e.is_client_error() {
-            Reply::error(e.status_code(), e.to_string())
-        } else {
-            Reply::internal(e)
+        let status = e.status_code();
+        if status >= 500 {
+            return Reply::internal(e);
         }
+        let message = match &e {
+            portico_platform::Error::Store(s) if s.kind() == portico_store::ErrorKind::Conflict => {
+                "An item with this _id exists already".to_owned()
+            }
+            _ => e.to_string(),
+        };
+        Reply::error(status, message)
     }
 }
 
-/// A client error (bad selector, modifier...) is a 400 with its message; any other error is a
-/// 500 whose text is logged, not sent.
+/// As a platform error (see above): a duplicate `_id` is 409, bad input 400, the rest 500.
 impl From<portico_store::Error> for Reply {
     fn from(e: portico_store::Error) -> Reply {
-        if e.is_client_error() {
-            Reply::error(400, e.to_string())
-        } else {
-            Reply::internal(e)
-        }
+        Reply::from(portico_platform::Error::from(e))
     }
 }
 
@@ -272,6 +279,19 @@ impl<T: IntoReply> IntoReply for (StatusCode, T) {
         let mut reply = self.1.into_reply();
         reply.status = self.0;
         reply
+    }
+}
+
+/// A reply used outside an API (in a host's own axum handler): rendered compactly with a JSON
+/// content type, without the API's default or CORS headers.
+impl axum::response::IntoResponse for Reply {
+    fn into_response(self) -> axum::response::Response {
+        let mut base = HeaderMap::new();
+        base.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        Renderer { pretty: false }.render(self, base)
     }
 }
 

@@ -8,6 +8,7 @@ mod integration {
     mod bodies;
     mod collections;
     mod config;
+    mod edge;
     mod listing;
     mod login;
     mod replies;

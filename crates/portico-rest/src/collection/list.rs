@@ -13,7 +13,48 @@ pub(crate) struct ListParams {
     pub(crate) sort: Option<Sort>,
     pub(crate) skip: u64,
     pub(crate) limit: u64,
-    pub(crate) fields: Option<Vec<String>>,
+    pub(crate) fields: Option<Fields>,
+}
+
+/// The `fields` parameter: a comma list of names to include (`title,author.name`), or a JSON
+/// projection object, including (`{"title": 1}`) or excluding (`{"body": 0}`).
+#[derive(Debug)]
+pub(crate) struct Fields {
+    pub(crate) projection: Projection,
+    /// The paths named.
+    pub(crate) paths: Vec<String>,
+    /// True when the paths are included, false when excluded.
+    pub(crate) include: bool,
+}
+
+impl Fields {
+    fn parse(text: &str) -> Result<Fields, Reply> {
+        let invalid = |e: String| bad(format!("Invalid fields: {e}"));
+        if text.trim_start().starts_with('{') {
+            let value: Value =
+                serde_json::from_str(text).map_err(|e| invalid(format!("not JSON ({e})")))?;
+            let projection = Projection::parse(&value).map_err(|e| invalid(e.to_string()))?;
+            let map = value.as_object().cloned().unwrap_or_default();
+            let include = map
+                .iter()
+                .filter(|(k, _)| k.as_str() != "_id")
+                .all(|(_, v)| {
+                    v.as_bool()
+                        .unwrap_or_else(|| v.as_f64().is_some_and(|n| n != 0.0))
+                });
+            return Ok(Fields {
+                projection,
+                paths: map.keys().cloned().collect(),
+                include,
+            });
+        }
+        let projection = Projection::parse_list(text).map_err(|e| invalid(e.to_string()))?;
+        Ok(Fields {
+            projection,
+            paths: text.split(',').map(|s| s.trim().to_owned()).collect(),
+            include: true,
+        })
+    }
 }
 
 fn bad(message: String) -> Reply {
@@ -96,10 +137,7 @@ impl ListParams {
         };
         let fields = match single(query, "fields")? {
             None | Some("") => None,
-            Some(text) => {
-                Projection::parse_list(text).map_err(|e| bad(format!("Invalid fields: {e}")))?;
-                Some(text.split(',').map(|s| s.trim().to_owned()).collect())
-            }
+            Some(text) => Some(Fields::parse(text)?),
         };
         let limit = number(query, "limit")?
             .unwrap_or(default_page)

@@ -1,11 +1,11 @@
 //! Generated collection routes (`add_collection`): getAll, post, get, put, patch, delete.
 
 mod client_body;
-mod crud;
+mod handlers;
 mod hooks;
 mod list;
+mod records;
 mod scope;
-mod users;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,9 +13,13 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use portico_platform::Collection;
+use portico_store::Selector;
+use serde_json::{Value, json};
 
-use crate::path::Matcher;
-use crate::{Api, Context, Endpoint, Endpoints, Error, Result, RouteOptions};
+use crate::api::{RouteExtras, compile};
+use crate::describe::EndpointDoc;
+use crate::{Api, Context, Endpoint, Endpoints, Error, Reply, Result, RouteOptions};
+use records::{Accounts, Documents, Records};
 
 pub use hooks::{AfterEvent, AfterHook, BeforeHook, HookEvent};
 pub use scope::AccessScope;
@@ -201,7 +205,7 @@ impl CollectionOptions {
 /// What the default actions of one generated collection share.
 pub(crate) struct CollectionState {
     pub(crate) collection: Collection,
-    pub(crate) users: bool,
+    pub(crate) records: Box<dyn Records>,
     pub(crate) scope: Option<AccessScope>,
     pub(crate) before: Option<BeforeHook>,
     pub(crate) after: Option<AfterHook>,
@@ -235,8 +239,13 @@ impl Api {
         {
             route_options.auth_required = true;
         }
+        let records: Box<dyn Records> = if collection.name() == "users" {
+            Box::new(Accounts)
+        } else {
+            Box::new(Documents)
+        };
         let state = Arc::new(CollectionState {
-            users: collection.name() == "users",
+            records,
             collection,
             scope: options.scope.clone(),
             before: options.before.clone(),
@@ -248,6 +257,8 @@ impl Api {
         });
         let mut list = Endpoints::new();
         let mut item = Endpoints::new();
+        let mut list_docs = Vec::new();
+        let mut item_docs = Vec::new();
         for op in Op::ALL {
             if options.excluded.contains(&op) {
                 continue;
@@ -261,40 +272,131 @@ impl Api {
                 let state = state.clone();
                 endpoint = endpoint.action(move |ctx: Context| {
                     let state = state.clone();
-                    async move { crud::run(&state, op, ctx).await }
+                    async move { handlers::run(&state, op, ctx).await }
                 });
             }
-            let slot = match op {
-                Op::GetAll => &mut list.get,
-                Op::Post => &mut list.post,
-                Op::Get => &mut item.get,
-                Op::Put => &mut item.put,
-                Op::Patch => &mut item.patch,
-                Op::Delete => &mut item.delete,
+            let (endpoints, docs) = match op {
+                Op::GetAll | Op::Post => (&mut list, &mut list_docs),
+                Op::Get | Op::Put | Op::Patch | Op::Delete => (&mut item, &mut item_docs),
+            };
+            let (method, slot) = match op {
+                Op::GetAll => ("GET", &mut endpoints.get),
+                Op::Post => ("POST", &mut endpoints.post),
+                Op::Get => ("GET", &mut endpoints.get),
+                Op::Put => ("PUT", &mut endpoints.put),
+                Op::Patch => ("PATCH", &mut endpoints.patch),
+                Op::Delete => ("DELETE", &mut endpoints.delete),
             };
             *slot = Some(endpoint);
+            docs.push((method, describe_op(&state, op)));
         }
-        let list_matcher = Matcher::compile(&base.as_str().into())?;
+        let list_matcher = compile(&base.as_str().into())?;
         let item_path = if base.is_empty() {
             ":id".to_owned()
         } else {
             format!("{base}/:id")
         };
-        let item_matcher = Matcher::compile(&item_path.into())?;
+        let item_matcher = compile(&item_path.into())?;
         // Check both before adding either, so a failed call leaves the API unchanged.
         for m in [&list_matcher, &item_matcher] {
-            if self.routes.iter().any(|r| r.matcher.key() == m.key()) {
+            if self.has_route(m) {
                 return Err(Error::DuplicatePath(m.display().to_owned()));
             }
         }
         if !list.is_empty() {
-            self.insert_route(list_matcher, route_options.clone(), list)?;
+            let extras = RouteExtras {
+                docs: list_docs,
+                ..RouteExtras::default()
+            };
+            self.insert_route_with(list_matcher, route_options.clone(), list, extras)?;
         }
         if !item.is_empty() {
-            self.insert_route(item_matcher, route_options, item)?;
+            let extras = RouteExtras {
+                docs: item_docs,
+                ..RouteExtras::default()
+            };
+            self.insert_route_with(item_matcher, route_options, item, extras)?;
         }
         Ok(())
     }
+}
+
+/// What a generated operation does, for route descriptions.
+fn describe_op(state: &CollectionState, op: Op) -> EndpointDoc {
+    let name = state.collection.name();
+    let users = name == "users";
+    let mut rules: Vec<String> = state.scope.iter().map(|s| s.rule().to_owned()).collect();
+    if users {
+        rules.push("only _id and profile are shown".to_owned());
+    }
+    let document = if users {
+        json!({"type": "object", "properties": {"_id": {"type": "string"}, "profile": {"type": "object"}}})
+    } else {
+        let mut schema = state
+            .collection
+            .options()
+            .schema
+            .clone()
+            .unwrap_or_else(|| json!({"type": "object"}));
+        if let Value::Object(map) = &mut schema {
+            map.remove("$schema");
+        }
+        schema
+    };
+    let body = if users && op == Op::Post {
+        json!({"type": "object", "properties": {
+            "username": {"type": "string"}, "email": {"type": "string"},
+            "password": {"type": "string"}, "profile": {"type": "object"}
+        }})
+    } else if users {
+        json!({"type": "object", "description": "profile fields"})
+    } else {
+        document.clone()
+    };
+    let doc = match op {
+        Op::GetAll => EndpointDoc::new(format!("list {name}"))
+            .query(&["where", "sort", "limit", "skip", "fields"])
+            .reply(json!({"type": "array", "items": document})),
+        Op::Post => EndpointDoc::new(format!("create a document in {name}"))
+            .request(body)
+            .reply(document),
+        Op::Get => EndpointDoc::new(format!("read one document of {name}")).reply(document),
+        Op::Put => EndpointDoc::new(format!("replace a document of {name}"))
+            .request(body)
+            .reply(document),
+        Op::Patch => EndpointDoc::new(format!("change fields of a document of {name}"))
+            .request(json!({"type": "object"}))
+            .reply(document),
+        Op::Delete => EndpointDoc::new(format!("remove a document of {name}"))
+            .reply(json!({"type": "object", "properties": {"message": {"type": "string"}}})),
+    };
+    doc.rules(rules)
+}
+
+/// 404 for an id the caller cannot see.
+pub(crate) fn not_found() -> Reply {
+    Reply::fail(404, "Item not found")
+}
+
+/// A platform error as a reply (the one mapping of errors to statuses).
+pub(crate) fn platform_error(e: portico_platform::Error) -> Reply {
+    Reply::from(e)
+}
+
+/// `base` (a selector value) within the collection's access scope, for the caller of `ctx`.
+pub(crate) fn scoped(
+    state: &CollectionState,
+    ctx: &Context,
+    base: Option<Value>,
+) -> std::result::Result<Selector, Reply> {
+    let scope = state.scope.as_ref().map(|s| s.selector(ctx));
+    let value = match (base, scope) {
+        (Some(b), Some(s)) => json!({"$and": [b, s]}),
+        (Some(b), None) => b,
+        (None, Some(s)) => s,
+        (None, None) => return Ok(Selector::all()),
+    };
+    Selector::parse(&value).map_err(|e| Reply::internal(format!("access scope selector: {e}")))
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ pub struct AccessScope {
     selector: SelectorFn,
     stamp: Option<StampFn>,
     requires_user: bool,
+    rule: String,
 }
 
 impl std::fmt::Debug for AccessScope {
@@ -45,6 +46,7 @@ impl AccessScope {
     pub fn owner_field(field: impl Into<String>) -> AccessScope {
         let field: String = field.into();
         let f2 = field.clone();
+        let f2_doc = field.clone();
         AccessScope {
             selector: Arc::new(move |ctx: &Context| match &ctx.user_id {
                 Some(id) => json!({ field.as_str(): id }),
@@ -58,6 +60,7 @@ impl AccessScope {
                 m
             })),
             requires_user: true,
+            rule: format!("own documents only ({f2_doc} is the caller's id)"),
         }
     }
 
@@ -68,6 +71,7 @@ impl AccessScope {
             selector: Arc::new(selector),
             stamp: None,
             requires_user: false,
+            rule: "a custom access scope".to_owned(),
         }
     }
 
@@ -84,6 +88,11 @@ impl AccessScope {
     pub fn require_user(mut self) -> AccessScope {
         self.requires_user = true;
         self
+    }
+
+    /// The scope in words, for route descriptions.
+    pub(crate) fn rule(&self) -> &str {
+        &self.rule
     }
 
     pub(crate) fn requires_user(&self) -> bool {

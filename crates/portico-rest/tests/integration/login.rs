@@ -287,7 +287,9 @@ async fn forwarded_addresses_count_only_when_trusted() {
     };
     let (r, _id, _p) = auth_api(ApiOptions {
         login_rate_limit: limit,
-        trust_forwarded_for: true,
+        // The peer and a second proxy hop are trusted; the client is the right-most
+        // untrusted address (a client can forge the left part of the header, not the right).
+        trusted_proxies: portico_rest::TrustedProxies::parse(["127.0.0.1", "10.0.0.0/8"]).unwrap(),
         ..opts()
     })
     .await;
@@ -303,6 +305,25 @@ async fn forwarded_addresses_count_only_when_trusted() {
     };
     assert_eq!(send(&r, bad("203.0.113.5")).await.status, 401);
     assert_eq!(send(&r, bad("203.0.113.5, 10.0.0.1")).await.status, 429);
+    // A forged left part does not hide the real client from the limit.
+    assert_eq!(send(&r, bad("198.51.100.1, 203.0.113.5")).await.status, 429);
     // Another forwarded client behind the same proxy is not limited.
     assert_eq!(send(&r, bad("203.0.113.6")).await.status, 401);
+    // From an untrusted peer the header is ignored: the peer itself is the client.
+    let mut direct = from_addr(
+        "192.0.2.9:9000",
+        &json!({"username": "zz", "password": "x"}),
+    );
+    direct
+        .headers_mut()
+        .insert("x-forwarded-for", "203.0.113.7".parse().unwrap());
+    assert_eq!(send(&r, direct).await.status, 401);
+    let mut again = from_addr(
+        "192.0.2.9:9000",
+        &json!({"username": "zz", "password": "x"}),
+    );
+    again
+        .headers_mut()
+        .insert("x-forwarded-for", "203.0.113.8".parse().unwrap());
+    assert_eq!(send(&r, again).await.status, 429);
 }

@@ -1,0 +1,208 @@
+//! One handler per generated operation (getAll, post, get, put, patch, delete), each written
+//! once over [`Records`], and the before/after hooks around them.
+
+use portico_store::{Query, Selector};
+use serde_json::{Map, Value, json};
+
+use super::client_body::BodyUse;
+use super::list::{ListParams, link_header};
+use super::records::checked;
+use super::{AfterEvent, CollectionState, HookEvent, Op, not_found, platform_error, scoped};
+use crate::context::BodyState;
+use crate::dispatch::body_error;
+use crate::{Context, Reply};
+
+/// What an operation produced: the reply data, extra headers, and the id it was about.
+struct Outcome {
+    data: Value,
+    headers: Vec<(String, String)>,
+    id: Option<String>,
+}
+
+impl Outcome {
+    fn data(data: Value) -> Outcome {
+        Outcome {
+            data,
+            headers: Vec::new(),
+            id: None,
+        }
+    }
+}
+
+/// The body of a write: a JSON object or a form. An empty body or another content type is
+/// refused, never taken as `{}`.
+fn write_body(ctx: &Context) -> Result<Map<String, Value>, Reply> {
+    match ctx.body_state {
+        BodyState::Empty => return Err(body_error(&portico_edge::BodyError::Empty)),
+        BodyState::Other => return Err(body_error(&portico_edge::BodyError::UnsupportedMediaType)),
+        BodyState::Data => {}
+    }
+    match &ctx.body_params {
+        Value::Object(map) => Ok(map.clone()),
+        _ => Err(Reply::error(400, "The request body must be an object")),
+    }
+}
+
+/// Runs a generated operation: before hook, the operation, after hook, reply.
+pub(crate) async fn run(state: &CollectionState, op: Op, ctx: Context) -> Reply {
+    let body = match op {
+        Op::Post | Op::Put | Op::Patch => match write_body(&ctx) {
+            Ok(body) => Some(body),
+            Err(reply) => return reply,
+        },
+        Op::GetAll | Op::Get | Op::Delete => None,
+    };
+    let mut event = HookEvent {
+        op,
+        user_id: ctx.user_id.clone(),
+        id: ctx.url_param("id").map(str::to_owned),
+        body,
+    };
+    if let Some(before) = &state.before {
+        event = match before.call(event).await {
+            Ok(e) => e,
+            Err(reply) => return reply,
+        };
+    }
+    let id = event.id.as_deref();
+    let result = match op {
+        Op::GetAll => get_all(state, &ctx).await,
+        Op::Post => post(state, &ctx, event.body.unwrap_or_default()).await,
+        Op::Get => get(state, &ctx, id).await,
+        Op::Put => update(state, &ctx, id, event.body, BodyUse::Replace).await,
+        Op::Patch => update(state, &ctx, id, event.body, BodyUse::Change).await,
+        Op::Delete => delete(state, &ctx, id).await,
+    };
+    let outcome = match result {
+        Ok(o) => o,
+        Err(reply) => return reply,
+    };
+    let data = match &state.after {
+        Some(after) => {
+            let id = outcome.id.clone().or(event.id);
+            let user_id = ctx.user_id.clone();
+            after
+                .call(AfterEvent {
+                    op,
+                    user_id,
+                    id,
+                    data: outcome.data,
+                })
+                .await
+        }
+        None => outcome.data,
+    };
+    let mut reply = Reply::success(data);
+    if op == Op::Post {
+        reply = reply.with_status(201);
+    }
+    for (name, value) in outcome.headers {
+        reply = reply.with_header(name, value);
+    }
+    reply
+}
+
+async fn get_all(state: &CollectionState, ctx: &Context) -> Result<Outcome, Reply> {
+    let params = ListParams::parse(
+        &ctx.query_params,
+        state.default_page_size,
+        state.max_page_size,
+    )?;
+    let projection = state.records.list_projection(&params)?;
+    let selector = scoped(state, ctx, params.filter.clone())?;
+    let total = state
+        .collection
+        .count(&selector)
+        .await
+        .map_err(platform_error)?;
+    let query = Query {
+        selector,
+        sort: params.sort.clone(),
+        skip: params.skip,
+        limit: Some(params.limit),
+        projection,
+    };
+    let docs = state
+        .collection
+        .find(&query)
+        .await
+        .map_err(platform_error)?;
+    let mut headers = vec![("X-Total-Count".to_owned(), total.to_string())];
+    // Under `Router::nest` the request's uri lost the outer prefix; links use the original one.
+    let uri = ctx
+        .request
+        .extensions
+        .get::<axum::extract::OriginalUri>()
+        .map_or(&ctx.request.uri, |o| &o.0);
+    if let Some(link) = link_header(uri.path(), uri.query(), params.skip, params.limit, total) {
+        headers.push(("Link".to_owned(), link));
+    }
+    let items = docs.into_iter().map(|d| state.records.show(d)).collect();
+    Ok(Outcome {
+        data: Value::Array(items),
+        headers,
+        id: None,
+    })
+}
+
+async fn post(
+    state: &CollectionState,
+    ctx: &Context,
+    body: Map<String, Value>,
+) -> Result<Outcome, Reply> {
+    let body = checked(body, BodyUse::Create, None)?;
+    let id = state.records.insert(state, ctx, body).await?;
+    let created = state.collection.get(&id).await.map_err(platform_error)?;
+    Ok(Outcome {
+        data: created.map_or(Value::Null, |d| state.records.show(d)),
+        headers: Vec::new(),
+        id: Some(id),
+    })
+}
+
+/// The document `id` as the caller may see it (scope applied), or 404.
+async fn read(state: &CollectionState, ctx: &Context, id: &str) -> Result<Value, Reply> {
+    let found = if state.scope.is_some() {
+        let selector: Selector = scoped(state, ctx, Some(json!({"_id": id})))?;
+        state.collection.find_one(&selector).await
+    } else {
+        state.collection.get(id).await
+    };
+    match found.map_err(platform_error)? {
+        Some(doc) => Ok(state.records.show(doc)),
+        None => Err(not_found()),
+    }
+}
+
+async fn get(state: &CollectionState, ctx: &Context, id: Option<&str>) -> Result<Outcome, Reply> {
+    let id = id.ok_or_else(not_found)?;
+    read(state, ctx, id).await.map(Outcome::data)
+}
+
+async fn update(
+    state: &CollectionState,
+    ctx: &Context,
+    id: Option<&str>,
+    body: Option<Map<String, Value>>,
+    how: BodyUse,
+) -> Result<Outcome, Reply> {
+    let id = id.ok_or_else(not_found)?;
+    let body = checked(body.unwrap_or_default(), how, Some(id))?;
+    if !state.records.update(state, ctx, id, body, how).await? {
+        return Err(not_found());
+    }
+    read(state, ctx, id).await.map(Outcome::data)
+}
+
+async fn delete(
+    state: &CollectionState,
+    ctx: &Context,
+    id: Option<&str>,
+) -> Result<Outcome, Reply> {
+    let id = id.ok_or_else(not_found)?;
+    if state.records.remove(state, ctx, id).await? {
+        Ok(Outcome::data(json!({"message": "Item removed"})))
+    } else {
+        Err(not_found())
+    }
+}
