@@ -8,6 +8,7 @@ use axum::routing::any;
 use http::HeaderValue;
 use portico_edge::{PathPattern, PathTable, RoutePath};
 use portico_platform::{LoginLimits, LoginService, Platform};
+use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::cors::BaseHeaders;
 use crate::describe::EndpointDoc;
@@ -269,7 +270,7 @@ impl Api {
         });
         let handler = move |req: Request| {
             let inner = inner.clone();
-            async move { inner.handle(req).await }
+            async move { inner.serve(req).await }
         };
         let escaped = self.prefix.replace('{', "{{").replace('}', "}}");
         let mut router = Router::new()
@@ -279,7 +280,17 @@ impl Api {
         if !bare.is_empty() {
             router = router.route(bare, any(handler));
         }
-        router
+        let renderer = Renderer {
+            pretty: self.options.pretty_json,
+        };
+        let headers = self.base_headers.clone();
+        router.layer(CatchPanicLayer::custom(move |_panic| {
+            tracing::error!("request handler panicked");
+            renderer.render(
+                crate::Reply::error(500, "Internal server error"),
+                headers.for_origin(None),
+            )
+        }))
     }
 }
 

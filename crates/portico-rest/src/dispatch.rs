@@ -14,7 +14,7 @@ use portico_edge::{
 use portico_platform::{LoginService, Platform};
 use serde_json::{Map, Value};
 
-use crate::api::SharedRoutes;
+use crate::api::{Route, SharedRoutes};
 use crate::auth::{authenticate, forbidden};
 use crate::context::BodyState;
 use crate::cors::BaseHeaders;
@@ -41,37 +41,12 @@ fn not_found() -> Reply {
 }
 
 impl ApiInner {
-    /// Serves a request; never panics (a panicking endpoint becomes a 500).
-    pub(crate) async fn handle(self: Arc<Self>, req: Request) -> Response {
-        let this = self.clone();
-        match AssertUnwindSafe(this.serve(req)).catch_unwind().await {
-            Ok(response) => response,
-            Err(_) => {
-                tracing::error!("request handler panicked");
-                self.renderer.render(
-                    Reply::error(500, "Internal server error"),
-                    self.base_headers.for_origin(None),
-                )
-            }
-        }
-    }
-
-    async fn serve(&self, req: Request) -> Response {
+    /// Serves a request. A panicking endpoint becomes a 500 here (with the route's headers);
+    /// a panic anywhere else is caught by the router's `CatchPanicLayer`.
+    pub(crate) async fn serve(&self, req: Request) -> Response {
         let (parts, body) = req.into_parts();
         let base = self.base_headers.for_origin(parts.headers.get(ORIGIN));
-        let path = parts.uri.path();
-        let relative = match path.strip_prefix(self.prefix.as_str()) {
-            Some(rest) => rest,
-            None if path == self.prefix.trim_end_matches('/') => "",
-            None => return self.finish(not_found(), base).await,
-        };
-        let found = RequestPath::parse(relative).and_then(|path| {
-            let table = self.routes.read().unwrap_or_else(PoisonError::into_inner);
-            table
-                .find(&path)
-                .map(|(_, route, found)| (route.clone(), found.params))
-        });
-        let Some((route, params)) = found else {
+        let Some((route, params)) = self.find(parts.uri.path()) else {
             return self.finish(not_found(), base).await;
         };
         let endpoints = &route.endpoints;
@@ -92,17 +67,46 @@ impl ApiInner {
             response.headers_mut().insert(ALLOW, route.allow.clone());
             return response;
         };
-
-        let bytes = match read_body(
-            &parts.headers,
-            body,
-            route.body_limit.unwrap_or(self.body_limit),
-        )
-        .await
-        {
-            Ok(bytes) => bytes,
-            Err(e) => return self.finish(body_error(&e), base).await,
+        let reply = match self.context(parts, body, &route, endpoint, params).await {
+            Ok(ctx) => match endpoint.action.clone() {
+                Some(action) => match AssertUnwindSafe(action(ctx)).catch_unwind().await {
+                    Ok(reply) => reply,
+                    Err(_) => Reply::internal("endpoint panicked"),
+                },
+                None => Reply::internal("endpoint without action"),
+            },
+            Err(reply) => reply,
         };
+        self.finish(reply, base).await
+    }
+
+    /// The route a request path names, with the parameters it captured.
+    fn find(&self, path: &str) -> Option<(Arc<Route>, Vec<(String, String)>)> {
+        let relative = match path.strip_prefix(self.prefix.as_str()) {
+            Some(rest) => rest,
+            None if path == self.prefix.trim_end_matches('/') => "",
+            None => return None,
+        };
+        let path = RequestPath::parse(relative)?;
+        let table = self.routes.read().unwrap_or_else(PoisonError::into_inner);
+        table
+            .find(&path)
+            .map(|(_, route, found)| (route.clone(), found.params))
+    }
+
+    /// Reads the body and query, and authenticates the caller when the endpoint needs one.
+    async fn context(
+        &self,
+        parts: http::request::Parts,
+        body: axum::body::Body,
+        route: &Route,
+        endpoint: &Endpoint,
+        params: Vec<(String, String)>,
+    ) -> Result<Context, Reply> {
+        let limit = route.body_limit.unwrap_or(self.body_limit);
+        let bytes = read_body(&parts.headers, body, limit)
+            .await
+            .map_err(|e| body_error(&e))?;
         let (body_params, body_state) = match parse_body(&parts.headers, &bytes) {
             Ok(ParsedBody::Json(value)) => (value, BodyState::Data),
             Ok(ParsedBody::Form(map)) => (Value::Object(map), BodyState::Data),
@@ -113,20 +117,11 @@ impl ApiInner {
             Err(BodyError::MalformedJson(_)) if !parts.headers.contains_key(CONTENT_TYPE) => {
                 (Value::Object(Map::new()), BodyState::Other)
             }
-            Err(e) => return self.finish(body_error(&e), base).await,
+            Err(e) => return Err(body_error(&e)),
         };
         let query_params = match parts.uri.query() {
-            Some(q) => match parse_form(q.as_bytes()) {
-                Ok(m) => m,
-                Err(e) => {
-                    return self
-                        .finish(
-                            Reply::error(400, format!("Malformed query string: {e}")),
-                            base,
-                        )
-                        .await;
-                }
-            },
+            Some(q) => parse_form(q.as_bytes())
+                .map_err(|e| Reply::error(400, format!("Malformed query string: {e}")))?,
             None => Map::new(),
         };
         let client_addr = self
@@ -155,33 +150,16 @@ impl ApiInner {
             body_state,
         };
         if ctx.options.auth_required {
-            match authenticate(&ctx, &self.auth).await {
-                Ok(caller) => {
-                    if !ctx.options.role_required.is_empty()
-                        && !portico_platform::user_has_any_role(
-                            &caller.user,
-                            &ctx.options.role_required,
-                        )
-                    {
-                        return self.finish(forbidden(), base).await;
-                    }
-                    ctx.user = Some(caller.user);
-                    ctx.user_id = Some(caller.user_id);
-                    ctx.hashed_token = caller.hashed_token;
-                }
-                Err(reply) => return self.finish(reply, base).await,
+            let caller = authenticate(&ctx, &self.auth).await?;
+            let roles = &ctx.options.role_required;
+            if !roles.is_empty() && !portico_platform::user_has_any_role(&caller.user, roles) {
+                return Err(forbidden());
             }
+            ctx.user = Some(caller.user);
+            ctx.user_id = Some(caller.user_id);
+            ctx.hashed_token = caller.hashed_token;
         }
-        let Some(action) = endpoint.action.clone() else {
-            return self
-                .finish(Reply::internal("endpoint without action"), base)
-                .await;
-        };
-        let reply = match AssertUnwindSafe(action(ctx)).catch_unwind().await {
-            Ok(reply) => reply,
-            Err(_) => Reply::internal("endpoint panicked"),
-        };
-        self.finish(reply, base).await
+        Ok(ctx)
     }
 
     /// Renders a reply; 401 and 403 wait a random delay first, so failures cannot be timed.

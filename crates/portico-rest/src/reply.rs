@@ -296,6 +296,7 @@ impl axum::response::IntoResponse for Reply {
 }
 
 /// How replies are encoded: the API's pretty-JSON flag and its base headers.
+#[derive(Clone, Copy)]
 pub(crate) struct Renderer {
     pub(crate) pretty: bool,
 }

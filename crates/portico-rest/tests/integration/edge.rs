@@ -304,3 +304,28 @@ async fn the_api_describes_what_it_serves() {
         assert_ne!(resp.status, 405, "{} {}", route.method, route.path);
     }
 }
+
+#[tokio::test]
+async fn a_panic_outside_the_endpoint_is_a_jsend_500() {
+    let platform = memory().await;
+    let mut options = opts();
+    options.auth.user = Some(portico_rest::AuthUserHook::new(|_ctx: &Context| async {
+        panic!("auth hook bug")
+    }));
+    let mut api = Api::new(options, platform).unwrap();
+    api.add_route(
+        "me",
+        portico_rest::RouteOptions::new().auth_required(true),
+        Endpoints::new().get(|_c: Context| async move { "never" }),
+    )
+    .unwrap();
+    let r = api.router();
+    let resp = call(&r, "GET", "/api/me", Some("t")).await;
+    assert_eq!(resp.status, 500);
+    assert_eq!(
+        resp.json(),
+        json!({"status": "error", "message": "Internal server error"})
+    );
+    // The server keeps serving.
+    assert_eq!(call(&r, "GET", "/api/me", Some("t")).await.status, 500);
+}
