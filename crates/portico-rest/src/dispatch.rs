@@ -36,6 +36,9 @@ pub(crate) struct ApiInner {
     pub(crate) trusted_proxies: TrustedProxies,
 }
 
+/// Parameters a path captured, in path order.
+type Params = Vec<(String, String)>;
+
 fn not_found() -> Reply {
     Reply::error(404, "API endpoint does not exist")
 }
@@ -81,7 +84,7 @@ impl ApiInner {
     }
 
     /// The route a request path names, with the parameters it captured.
-    fn find(&self, path: &str) -> Option<(Arc<Route>, Vec<(String, String)>)> {
+    fn find(&self, path: &str) -> Option<(Arc<Route>, Params)> {
         let relative = match path.strip_prefix(self.prefix.as_str()) {
             Some(rest) => rest,
             None if path == self.prefix.trim_end_matches('/') => "",
@@ -101,7 +104,7 @@ impl ApiInner {
         body: axum::body::Body,
         route: &Route,
         endpoint: &Endpoint,
-        params: Vec<(String, String)>,
+        params: Params,
     ) -> Result<Context, Reply> {
         let limit = route.body_limit.unwrap_or(self.body_limit);
         let bytes = read_body(&parts.headers, body, limit)
