@@ -7,6 +7,7 @@ mod integration {
     mod auth;
     mod bodies;
     mod collections;
+    mod conditional;
     mod config;
     mod edge;
     mod listing;

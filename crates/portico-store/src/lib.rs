@@ -74,7 +74,7 @@ pub mod memory;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
-pub use document::{Document, document_id, prepare_insert};
+pub use document::{Document, document_id, etag, prepare_insert};
 pub use error::{Error, ErrorKind, Result};
 pub use id::{IdKind, new_id, new_object_id};
 pub use modifier::Update;

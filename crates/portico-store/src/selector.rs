@@ -50,6 +50,9 @@ enum Clause {
     And(Vec<Selector>),
     Or(Vec<Selector>),
     Nor(Vec<Selector>),
+    /// The whole document has this [`crate::etag`] (not expressible in JSON; see
+    /// [`Selector::and_etag`]).
+    Etag(String),
 }
 
 /// A condition on the values a path reaches.
@@ -201,6 +204,15 @@ impl Selector {
         }
     }
 
+    /// This selector, further requiring the whole document to have the entity tag `etag`
+    /// (see [`crate::etag`]). Every backend checks selectors with the reference matcher inside
+    /// the write's transaction, so an update or remove with such a selector happens only if the
+    /// document is unchanged since the tag was read: a conditional write, with no lost update.
+    pub fn and_etag(mut self, etag: impl Into<String>) -> Selector {
+        self.clauses.push(Clause::Etag(etag.into()));
+        self
+    }
+
     /// True when the selector has no condition and so matches every document.
     pub fn is_all(&self) -> bool {
         self.clauses.is_empty()
@@ -264,7 +276,7 @@ impl Selector {
                         s.collect_equalities(out);
                     }
                 }
-                Clause::Or(_) | Clause::Nor(_) => {}
+                Clause::Or(_) | Clause::Nor(_) | Clause::Etag(_) => {}
             }
         }
     }
@@ -292,7 +304,7 @@ impl Selector {
                         s.collect_upsert_fields(out);
                     }
                 }
-                Clause::Or(_) | Clause::Nor(_) => {}
+                Clause::Or(_) | Clause::Nor(_) | Clause::Etag(_) => {}
             }
         }
     }
@@ -316,6 +328,7 @@ impl Clause {
             Clause::And(subs) => subs.iter().all(|s| s.matches(doc)),
             Clause::Or(subs) => subs.iter().any(|s| s.matches(doc)),
             Clause::Nor(subs) => !subs.iter().any(|s| s.matches(doc)),
+            Clause::Etag(tag) => crate::etag(doc) == *tag,
         }
     }
 }

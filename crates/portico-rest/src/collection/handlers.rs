@@ -5,8 +5,11 @@ use portico_store::{Query, Selector};
 use serde_json::{Map, Value, json};
 
 use super::client_body::BodyUse;
+use super::conditional::{
+    IfMatch, if_match, list_etag, not_modified, not_modified_reply, precondition_failed,
+};
 use super::list::{ListParams, link_header};
-use super::records::checked;
+use super::records::{Target, checked};
 use super::{AfterEvent, CollectionState, HookEvent, Op, not_found, platform_error, scoped};
 use crate::context::BodyState;
 use crate::dispatch::body_error;
@@ -137,9 +140,17 @@ async fn get_all(state: &CollectionState, ctx: &Context) -> Result<Outcome, Repl
     if let Some(link) = link_header(uri.path(), uri.query(), params.skip, params.limit, total) {
         headers.push(("Link".to_owned(), link));
     }
-    let items = docs.into_iter().map(|d| state.records.show(d)).collect();
+    let items = Value::Array(docs.into_iter().map(|d| state.records.show(d)).collect());
+    let tag = list_etag(&items, total);
+    if not_modified(
+        &ctx.request.headers,
+        tag.trim_start_matches("W/").trim_matches('"'),
+    ) {
+        return Err(not_modified_reply(tag));
+    }
+    headers.push(("ETag".to_owned(), tag));
     Ok(Outcome {
-        data: Value::Array(items),
+        data: items,
         headers,
         id: None,
     })
@@ -160,23 +171,60 @@ async fn post(
     })
 }
 
-/// The document `id` as the caller may see it (scope applied), or 404.
-async fn read(state: &CollectionState, ctx: &Context, id: &str) -> Result<Value, Reply> {
+/// The document `id` as the caller may see it (scope applied) with its entity tag (for kinds
+/// shown as stored), or 404.
+async fn read(state: &CollectionState, ctx: &Context, id: &str) -> Result<Outcome, Reply> {
     let found = if state.scope.is_some() {
         let selector: Selector = scoped(state, ctx, Some(json!({"_id": id})))?;
         state.collection.find_one(&selector).await
     } else {
         state.collection.get(id).await
     };
-    match found.map_err(platform_error)? {
-        Some(doc) => Ok(state.records.show(doc)),
-        None => Err(not_found()),
+    let doc = found.map_err(platform_error)?.ok_or_else(not_found)?;
+    let mut outcome = Outcome::data(Value::Null);
+    if state.records.tagged() {
+        let tag = portico_store::etag(&doc);
+        outcome
+            .headers
+            .push(("ETag".to_owned(), format!("\"{tag}\"")));
+        outcome.id = Some(tag);
     }
+    outcome.data = state.records.show(doc);
+    Ok(outcome)
 }
 
 async fn get(state: &CollectionState, ctx: &Context, id: Option<&str>) -> Result<Outcome, Reply> {
     let id = id.ok_or_else(not_found)?;
-    read(state, ctx, id).await.map(Outcome::data)
+    let mut outcome = read(state, ctx, id).await?;
+    if let Some(tag) = outcome.id.take() {
+        if not_modified(&ctx.request.headers, &tag) {
+            return Err(not_modified_reply(format!("\"{tag}\"")));
+        }
+    }
+    Ok(outcome)
+}
+
+/// The write's target: its id and the tag `If-Match` asks for. A kind without tags can never
+/// match a tag.
+fn target<'a>(
+    state: &CollectionState,
+    id: &'a str,
+    condition: &'a IfMatch,
+) -> Result<Target<'a>, Reply> {
+    let tag = match condition {
+        IfMatch::Tag(tag) if !state.records.tagged() => return Err(precondition_failed()),
+        IfMatch::Tag(tag) => Some(tag.as_str()),
+        IfMatch::Absent | IfMatch::Any => None,
+    };
+    Ok(Target { id, tag })
+}
+
+/// After a write that found nothing: 412 when the document is there but changed, else 404.
+async fn missed(state: &CollectionState, ctx: &Context, target: Target<'_>) -> Reply {
+    if target.tag.is_some() && read(state, ctx, target.id).await.is_ok() {
+        return precondition_failed();
+    }
+    not_found()
 }
 
 async fn update(
@@ -187,11 +235,15 @@ async fn update(
     how: BodyUse,
 ) -> Result<Outcome, Reply> {
     let id = id.ok_or_else(not_found)?;
+    let condition = if_match(&ctx.request.headers)?;
+    let target = target(state, id, &condition)?;
     let body = checked(body.unwrap_or_default(), how, Some(id))?;
-    if !state.records.update(state, ctx, id, body, how).await? {
-        return Err(not_found());
+    if !state.records.update(state, ctx, target, body, how).await? {
+        return Err(missed(state, ctx, target).await);
     }
-    read(state, ctx, id).await.map(Outcome::data)
+    let mut outcome = read(state, ctx, id).await?;
+    outcome.id = None;
+    Ok(outcome)
 }
 
 async fn delete(
@@ -200,9 +252,10 @@ async fn delete(
     id: Option<&str>,
 ) -> Result<Outcome, Reply> {
     let id = id.ok_or_else(not_found)?;
-    if state.records.remove(state, ctx, id).await? {
-        Ok(Outcome::data(json!({"message": "Item removed"})))
-    } else {
-        Err(not_found())
+    let condition = if_match(&ctx.request.headers)?;
+    let target = target(state, id, &condition)?;
+    if !state.records.remove(state, ctx, target).await? {
+        return Err(missed(state, ctx, target).await);
     }
+    Ok(Outcome::data(json!({"message": "Item removed"})))
 }

@@ -1,6 +1,7 @@
 //! Generated collection routes (`add_collection`): getAll, post, get, put, patch, delete.
 
 mod client_body;
+mod conditional;
 mod handlers;
 mod hooks;
 mod list;

@@ -22,6 +22,10 @@ pub(crate) trait Records: Send + Sync {
     /// A stored document as the client sees it.
     fn show(&self, doc: Document) -> Value;
 
+    /// Whether documents are shown as stored, so their entity tags can make requests
+    /// conditional (see `conditional.rs`).
+    fn tagged(&self) -> bool;
+
     /// Inserts a checked client body; returns the new `_id`.
     async fn insert(
         &self,
@@ -30,20 +34,47 @@ pub(crate) trait Records: Send + Sync {
         body: Document,
     ) -> Result<String, Reply>;
 
-    /// Replaces (`how` is [`BodyUse::Replace`]) or changes the document `id` with a checked
-    /// body; `false` when the caller cannot see such a document.
+    /// Replaces (`how` is [`BodyUse::Replace`]) or changes the target document with a checked
+    /// body; `false` when the caller cannot see such a document (or its tag differs).
     async fn update(
         &self,
         state: &CollectionState,
         ctx: &Context,
-        id: &str,
+        target: Target<'_>,
         body: Document,
         how: BodyUse,
     ) -> Result<bool, Reply>;
 
-    /// Removes the document `id`; `false` when the caller cannot see such a document.
-    async fn remove(&self, state: &CollectionState, ctx: &Context, id: &str)
-    -> Result<bool, Reply>;
+    /// Removes the target document; `false` when the caller cannot see such a document (or its
+    /// tag differs).
+    async fn remove(
+        &self,
+        state: &CollectionState,
+        ctx: &Context,
+        target: Target<'_>,
+    ) -> Result<bool, Reply>;
+}
+
+/// The document a write is about: its id, and the entity tag it must still have.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Target<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) tag: Option<&'a str>,
+}
+
+impl Target<'_> {
+    /// The selector of the target within the caller's scope.
+    fn selector(
+        &self,
+        state: &CollectionState,
+        ctx: &Context,
+    ) -> Result<portico_store::Selector, Reply> {
+        let selector = scoped(state, ctx, Some(json!({"_id": self.id})))?;
+        Ok(match self.tag {
+            Some(tag) => selector.and_etag(tag),
+            None => selector,
+        })
+    }
 }
 
 fn invalid_fields(e: impl std::fmt::Display) -> Reply {
@@ -63,6 +94,10 @@ impl Records for Documents {
         Value::Object(doc)
     }
 
+    fn tagged(&self) -> bool {
+        true
+    }
+
     async fn insert(
         &self,
         state: &CollectionState,
@@ -79,7 +114,7 @@ impl Records for Documents {
         &self,
         state: &CollectionState,
         ctx: &Context,
-        id: &str,
+        target: Target<'_>,
         mut body: Document,
         how: BodyUse,
     ) -> Result<bool, Reply> {
@@ -105,7 +140,7 @@ impl Records for Documents {
             if body.is_empty() {
                 return Ok(state
                     .collection
-                    .find_one(&scoped(state, ctx, Some(json!({"_id": id})))?)
+                    .find_one(&target.selector(state, ctx)?)
                     .await
                     .map_err(platform_error)?
                     .is_some());
@@ -113,7 +148,7 @@ impl Records for Documents {
             portico_store::Update::set(body)
         }
         .map_err(|e| Reply::error(400, e.to_string()))?;
-        let selector = scoped(state, ctx, Some(json!({"_id": id})))?;
+        let selector = target.selector(state, ctx)?;
         let result = state
             .collection
             .update(&selector, &update, UpdateOptions::default())
@@ -126,9 +161,9 @@ impl Records for Documents {
         &self,
         state: &CollectionState,
         ctx: &Context,
-        id: &str,
+        target: Target<'_>,
     ) -> Result<bool, Reply> {
-        let selector = scoped(state, ctx, Some(json!({"_id": id})))?;
+        let selector = target.selector(state, ctx)?;
         Ok(state
             .collection
             .remove(&selector)
@@ -198,6 +233,10 @@ impl Records for Accounts {
         Value::Object(out)
     }
 
+    fn tagged(&self) -> bool {
+        false
+    }
+
     async fn insert(
         &self,
         _state: &CollectionState,
@@ -229,11 +268,12 @@ impl Records for Accounts {
         &self,
         state: &CollectionState,
         ctx: &Context,
-        id: &str,
+        target: Target<'_>,
         body: Document,
         how: BodyUse,
     ) -> Result<bool, Reply> {
-        let selector = scoped(state, ctx, Some(json!({"_id": id})))?;
+        let id = target.id;
+        let selector = target.selector(state, ctx)?;
         let Some(user) = state
             .collection
             .find_one(&selector)
@@ -266,9 +306,10 @@ impl Records for Accounts {
         &self,
         state: &CollectionState,
         ctx: &Context,
-        id: &str,
+        target: Target<'_>,
     ) -> Result<bool, Reply> {
-        let selector = scoped(state, ctx, Some(json!({"_id": id})))?;
+        let id = target.id;
+        let selector = target.selector(state, ctx)?;
         if state
             .collection
             .find_one(&selector)

@@ -39,6 +39,7 @@ macro_rules! conformance_suite {
             collections_are_listed_and_dropped,
             missing_collections_find_nothing,
             concurrent_updates_lose_nothing,
+            conditional_writes_follow_the_etag,
         ]);
     };
     (@cases $backend:ident, $open:expr, [$($case:ident),* $(,)?]) => {
@@ -1103,4 +1104,51 @@ async fn concurrent_updates_lose_nothing(store: S) {
     for i in 0..FIELDS {
         assert_eq!(d.get(&format!("field{i}")), Some(&json!(i)), "field{i}");
     }
+}
+
+/// A write whose selector carries the document's entity tag applies only while the document is
+/// unchanged; racing writers with the same tag: exactly one wins.
+async fn conditional_writes_follow_the_etag(store: S) {
+    insert(&store, "e", json!({"_id": "d", "n": 1})).await;
+    let current = store.get("e", "d").await.unwrap().unwrap();
+    let tag = portico_store::etag(&current);
+    let stale = "0".repeat(32);
+    let set = |n: i64| Update::parse(&json!({"$set": {"n": n}})).unwrap();
+    let by_tag = |t: &str| Selector::by_id("d").and_etag(t);
+    let r = store
+        .update("e", &by_tag(&stale), &set(5), UpdateOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.matched, 0);
+    assert_eq!(store.remove("e", &by_tag(&stale)).await.unwrap(), 0);
+    // Two writers read the same tag; only the first write matches it.
+    let mut winners = 0;
+    let tasks: Vec<_> = (0..2)
+        .map(|n| {
+            let store = store.clone();
+            let selector = by_tag(&tag);
+            let update = set(10 + n);
+            tokio::spawn(async move {
+                store
+                    .update("e", &selector, &update, UpdateOptions::default())
+                    .await
+                    .unwrap()
+                    .matched
+            })
+        })
+        .collect();
+    for task in tasks {
+        winners += task.await.unwrap();
+    }
+    assert_eq!(winners, 1);
+    let after = store.get("e", "d").await.unwrap().unwrap();
+    assert_ne!(portico_store::etag(&after), tag);
+    assert_eq!(store.remove("e", &by_tag(&tag)).await.unwrap(), 0);
+    assert_eq!(
+        store
+            .remove("e", &by_tag(&portico_store::etag(&after)))
+            .await
+            .unwrap(),
+        1
+    );
 }
