@@ -6,13 +6,31 @@ use crate::config::{Config, ConfigError, ConfigErrors, check_database_url};
 use crate::database::database_url;
 use crate::routes::route_table;
 
-/// Checks the config at `path` and returns a one-paragraph summary of what it serves.
+/// What `portico check` prints for a valid config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// One paragraph on what the config serves (standard output).
+    pub summary: String,
+    /// One line per warning, `FILE:LINE: warning: ...` (standard error).
+    pub warnings: Vec<String>,
+}
+
+/// The warnings of `config` (read from `path`), one line each, as `check` and `serve` print them.
+pub fn warning_lines(path: &Path, config: &Config) -> Vec<String> {
+    config
+        .warnings()
+        .iter()
+        .map(|w| format!("{}:{}: warning: {}", path.display(), w.line, w.message))
+        .collect()
+}
+
+/// Checks the config at `path` and reports what it serves and what it warns about.
 ///
 /// # Errors
 /// [`crate::Error::ReadConfig`], or [`crate::Error::Config`] listing every mistake with its line
 /// and key; [`crate::Error::Database`] when the database (the default one, as the config names
 /// none) could not be opened.
-pub async fn check(path: &Path) -> crate::Result<String> {
+pub async fn check(path: &Path) -> crate::Result<Report> {
     let config = Config::load(path)?;
     let url = database_url(None, &config);
     if let Err(message) = check_database(&url).await {
@@ -29,7 +47,10 @@ pub async fn check(path: &Path) -> crate::Result<String> {
             None => crate::Error::Database { url, message },
         });
     }
-    Ok(summary(path, &config))
+    Ok(Report {
+        summary: summary(path, &config),
+        warnings: warning_lines(path, &config),
+    })
 }
 
 /// Whether the store at `url` could be opened, without creating or changing anything: for

@@ -8,6 +8,7 @@ mod diagnostic;
 mod raw;
 mod rule;
 mod value;
+mod warning;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use serde_json::Value;
 pub use checker::check_database_url;
 pub use diagnostic::ConfigError;
 pub use rule::Rule;
+pub use warning::ConfigWarning;
 
 use checker::Checker;
 use raw::RawConfig;
@@ -176,7 +178,9 @@ pub struct CollectionConfig {
     pub name: String,
     /// `path` (default: the name), without surrounding slashes.
     pub path: String,
-    /// `auth_required` (default false).
+    /// `auth_required`: every endpoint needs a logged-in caller. When neither this nor
+    /// `role_required` is written, reads are public and writes need a logged-in caller (the write
+    /// endpoints then carry `auth_required = Some(true)` in [`CollectionConfig::endpoints`]).
     pub auth_required: bool,
     /// `role_required` (implies auth).
     pub role_required: Vec<String>,
@@ -187,6 +191,12 @@ pub struct CollectionConfig {
     pub owner_field: Option<String>,
     /// `max_page_size`.
     pub max_page_size: Option<u64>,
+    /// `admin_role` (the `users` collection only): callers holding any of these roles may change
+    /// and remove every account; everyone else only their own.
+    pub admin_role: Vec<String>,
+    /// `self_only = true` or `owner_field = "_id"` (the `users` collection only): callers see
+    /// and change only their own account (holders of `admin_role` every account).
+    pub self_only: bool,
     /// The line of `name`, for messages.
     pub line: usize,
 }
@@ -198,6 +208,30 @@ impl CollectionConfig {
             .iter()
             .find(|(e, _)| *e == endpoint)
             .map(|(_, o)| o)
+    }
+
+    /// True for the generated `users` collection (accounts: only `_id` and `profile` shown).
+    pub fn is_users(&self) -> bool {
+        self.name == portico_platform::USERS
+    }
+
+    /// The write endpoints anonymous callers may call, in spec order.
+    pub fn anonymous_writes(&self) -> Vec<EndpointName> {
+        let route_auth = self.auth_required || self.owner_field.is_some() || self.self_only;
+        self.endpoints
+            .iter()
+            .filter(|(endpoint, options)| {
+                let write = !matches!(endpoint, EndpointName::Get | EndpointName::GetAll);
+                // The users collection refuses anonymous changes to accounts whatever the keys say.
+                let guarded = self.is_users() && endpoint.on_item();
+                write
+                    && !guarded
+                    && !options.auth_required.unwrap_or(route_auth)
+                    && self.role_required.is_empty()
+                    && options.role_required.is_empty()
+            })
+            .map(|(endpoint, _)| *endpoint)
+            .collect()
     }
 
     /// The endpoints not generated, for front doors that take an exclusion list.
@@ -239,6 +273,8 @@ pub struct CollectionRules {
     pub update: Vec<Rule>,
     /// `remove`.
     pub remove: Vec<Rule>,
+    /// The line of `[auto.rules.<collection>]`, for messages.
+    pub line: usize,
 }
 
 /// One `[[auto.publication]]`.

@@ -215,7 +215,11 @@ async fn run(command: Command) -> portico_cli::Result<()> {
         Command::Check { config } => {
             let path = database::config_path(config.as_deref())
                 .unwrap_or_else(|| PathBuf::from(portico_cli::config::DEFAULT_CONFIG_FILE));
-            say(check::check(&path).await?);
+            let report = check::check(&path).await?;
+            for warning in &report.warnings {
+                eprintln!("{warning}");
+            }
+            say(report.summary);
             Ok(())
         }
     }

@@ -148,7 +148,12 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         })?;
     let bound = listener.local_addr().map_err(crate::Error::Serve)?;
     match &path {
-        Some(path) => info!(config = %path.display(), database = %url, "serving"),
+        Some(path) => {
+            info!(config = %path.display(), database = %url, "serving");
+            for warning in crate::check::warning_lines(path, &config) {
+                warn!("{warning}");
+            }
+        }
         None => info!(database = %url, "serving without a config file"),
     }
     if config.apis.is_empty() && config.auto.is_none() {

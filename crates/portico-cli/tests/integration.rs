@@ -8,5 +8,6 @@ mod integration {
     mod import;
     mod lifecycle;
     mod routes_api;
+    mod safe_defaults;
     mod users;
 }

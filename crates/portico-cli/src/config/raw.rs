@@ -59,6 +59,8 @@ pub(crate) struct RawCollection {
     pub(crate) endpoints: Option<RawEndpoints>,
     pub(crate) owner_field: Option<Spanned<String>>,
     pub(crate) max_page_size: Option<Spanned<u64>>,
+    pub(crate) admin_role: Option<Spanned<OneOrMany>>,
+    pub(crate) self_only: Option<Spanned<bool>>,
 }
 
 /// `endpoints = { getAll = {...}, put = false }`.

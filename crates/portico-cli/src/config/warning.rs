@@ -1,0 +1,83 @@
+//! Warnings about a valid config: things it allows on purpose that are easy to allow by mistake
+//! (anonymous writes, rules over accounts, publications that ignore an owner scope).
+//!
+//! `portico check` prints them and `portico serve` logs them; neither refuses the config.
+
+use std::fmt;
+
+use super::{Config, Rule};
+
+/// One warning, with the config line it is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigWarning {
+    /// 1-based line of the key the warning is about.
+    pub line: usize,
+    /// What the config allows, in words.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+impl Config {
+    /// Every warning about this config, in line order.
+    pub fn warnings(&self) -> Vec<ConfigWarning> {
+        let mut warnings = Vec::new();
+        for api in &self.apis {
+            for collection in &api.collections {
+                let open = collection.anonymous_writes();
+                if open.is_empty() {
+                    continue;
+                }
+                let names: Vec<&str> = open.iter().map(|e| e.as_str()).collect();
+                let message = if collection.is_users() {
+                    format!(
+                        "anonymous callers can create accounts through {}{} (post)",
+                        api.base_path(),
+                        collection.path
+                    )
+                } else {
+                    format!(
+                        "anonymous callers can write collection `{}` at {}{} ({}); set `auth_required` or `role_required` unless that is intended",
+                        collection.name,
+                        api.base_path(),
+                        collection.path,
+                        names.join(", ")
+                    )
+                };
+                warnings.push(ConfigWarning {
+                    line: collection.line,
+                    message,
+                });
+            }
+        }
+        if let Some(auto) = &self.auto {
+            for rules in &auto.rules {
+                let open: Vec<&str> = [
+                    ("insert", &rules.insert),
+                    ("update", &rules.update),
+                    ("remove", &rules.remove),
+                ]
+                .into_iter()
+                .filter(|(_, list)| list.contains(&Rule::Anyone))
+                .map(|(op, _)| op)
+                .collect();
+                if !open.is_empty() {
+                    warnings.push(ConfigWarning {
+                        line: rules.line,
+                        message: format!(
+                            "anonymous callers can write collection `{}` through the auto API ({} = \"anyone\")",
+                            rules.collection,
+                            open.join(", ")
+                        ),
+                    });
+                }
+            }
+        }
+        warnings.sort_by_key(|w| w.line);
+        warnings
+    }
+}
