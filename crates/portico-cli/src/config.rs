@@ -296,11 +296,31 @@ pub struct PublicationConfig {
     pub http_method: Option<String>,
     /// `auth_required` (default false): anonymous callers get nothing.
     pub auth_required: bool,
+    /// `owner_field`: the caller gets only documents whose field holds their id (anonymous
+    /// callers get nothing).
+    pub owner_field: Option<String>,
     /// The line of `name`, for messages.
     pub line: usize,
 }
 
+/// The selector value a publication's selector may hold to mean "the caller's id".
+pub const USER_ID_PLACEHOLDER: &str = "$userId";
+
 impl PublicationConfig {
+    /// True when what it returns depends on the caller: `owner_field`, or a `"$userId"` value in
+    /// the selector.
+    pub fn is_caller_scoped(&self) -> bool {
+        fn holds_placeholder(value: &Value) -> bool {
+            match value {
+                Value::String(s) => s == USER_ID_PLACEHOLDER,
+                Value::Array(items) => items.iter().any(holds_placeholder),
+                Value::Object(map) => map.values().any(holds_placeholder),
+                _ => false,
+            }
+        }
+        self.owner_field.is_some() || holds_placeholder(&self.selector)
+    }
+
     /// The URL path it is served at, with a leading slash.
     pub fn path(&self) -> String {
         match &self.url {

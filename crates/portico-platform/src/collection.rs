@@ -154,6 +154,22 @@ impl Collection {
             .try_for_each(|(k, v)| check_field(k, v, ""))
     }
 
+    /// Refuses a client write to an account's `roles` or `services` (or anything under them):
+    /// only server code (the CLI, the admin page, the accounts service) changes those, whatever
+    /// the collection's rules say. `fields` are the top-level fields the write sets.
+    fn check_protected<'a>(&self, fields: impl IntoIterator<Item = &'a str>) -> Result<()> {
+        if self.name() != crate::accounts::USERS {
+            return Ok(());
+        }
+        match fields
+            .into_iter()
+            .find(|f| PROTECTED_ACCOUNT_FIELDS.contains(f))
+        {
+            Some(field) => Err(Error::ProtectedField(field.to_owned())),
+            None => Ok(()),
+        }
+    }
+
     /// Inserts `doc` (a new `_id` of the collection's kind when it has none) and returns its `_id`.
     ///
     /// # Errors
@@ -349,13 +365,18 @@ impl Collection {
     /// must be a non-empty string (24 hex digits in an object-id collection). Field names may not
     /// start with `$` or contain `.`.
     ///
+    /// In the `users` collection, `roles` and `services` are refused whatever the rules say
+    /// ([`Error::ProtectedField`]).
+    ///
     /// # Errors
-    /// [`Error::AccessDenied`], [`Error::InvalidArgument`] for a bad `_id` or field name,
+    /// [`Error::AccessDenied`], [`Error::ProtectedField`], [`Error::InvalidArgument`] for a bad
+    /// `_id` or field name,
     /// [`Error::Validation`],
     /// a store error for a duplicate `_id`.
     pub async fn client_insert(&self, user_id: Option<&str>, mut doc: Document) -> Result<String> {
         let id = self.ensure_id(&mut doc)?;
         Collection::check_client_fields(&doc)?;
+        self.check_protected(doc.keys().map(String::as_str))?;
         if !self.id_kind().is_valid(&id) {
             return Err(Error::InvalidArgument(format!("invalid _id {id:?}")));
         }
@@ -369,7 +390,8 @@ impl Collection {
     ///
     /// The update rules see the document before the change, the changed top-level field names
     /// and `modifier` as given. Whole-document replacement is not accepted from clients, nor a
-    /// change that would store a `$`-prefixed or dotted field name.
+    /// change that would store a `$`-prefixed or dotted field name, nor (in the `users`
+    /// collection) a change to `roles` or `services` ([`Error::ProtectedField`]).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a replacement, a store error for a malformed modifier,
@@ -390,6 +412,7 @@ impl Collection {
             return Ok(0);
         };
         let fields = update.field_names();
+        self.check_protected(fields.iter().map(String::as_str))?;
         self.check(user_id, Write::Update(&doc, &fields, modifier))
             .await?;
         let mut changed = doc.clone();
@@ -421,6 +444,10 @@ impl Collection {
         self.remove(&Selector::by_id(id)).await
     }
 }
+
+/// The top-level fields of a user record no client write may set (see
+/// [`Collection::client_insert`]).
+pub const PROTECTED_ACCOUNT_FIELDS: [&str; 2] = ["roles", "services"];
 
 /// Checks the field `key` (found at `at`) and everything below it; see
 /// [`Collection::check_client_fields`].

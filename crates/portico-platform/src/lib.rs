@@ -74,7 +74,7 @@ pub use accounts::{
     hash_token, import_value, password_digest, public_user, user_has_any_role,
 };
 pub use args::{ArgsExtractor, ArgsRequest};
-pub use collection::{Collection, CollectionOptions};
+pub use collection::{Collection, CollectionOptions, PROTECTED_ACCOUNT_FIELDS};
 pub use cursor::Cursor;
 pub use error::{Error, Result};
 pub use method::{Invocation, MethodInfo, MethodOptions, MethodReply};

@@ -389,9 +389,24 @@ impl<'a> Checker<'a> {
                 }
                 parsed
             };
+            let insert_span = raw_rules.insert.as_ref().map(|r| r.span());
             let insert = parse(raw_rules.insert, "insert");
             let update = parse(raw_rules.update, "update");
             let remove = parse(raw_rules.remove, "remove");
+            if collection == portico_platform::USERS
+                && insert.iter().any(|rule| *rule != Rule::Nobody)
+            {
+                // A client insert into `users` would make an account without a hashed password
+                // (and choose its fields); sign-up goes through `/users/register` instead.
+                if let Some(span) = insert_span {
+                    let err = self.source.error(
+                        span,
+                        &format!("{key}.insert"),
+                        "clients may not insert into `users`: accounts are created by `/users/register` (`allow_register`) or `portico users add`",
+                    );
+                    self.errors.push(err);
+                }
+            }
             rules.push(CollectionRules {
                 collection,
                 insert,
@@ -479,7 +494,14 @@ impl<'a> Checker<'a> {
             }
             lower
         });
+        let owner_field = raw.owner_field.map(|field| {
+            if let Err(message) = check_field_name(field.get_ref()) {
+                self.error(&field, &format!("{key}.owner_field"), message);
+            }
+            field.into_inner()
+        });
         Some(PublicationConfig {
+            owner_field,
             line: self.line(&raw.name),
             name: raw.name.into_inner(),
             collection: raw.collection.into_inner(),

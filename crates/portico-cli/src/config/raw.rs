@@ -178,4 +178,5 @@ pub(crate) struct RawPublication {
     pub(crate) url: Option<Spanned<String>>,
     pub(crate) http_method: Option<Spanned<String>>,
     pub(crate) auth_required: Option<bool>,
+    pub(crate) owner_field: Option<Spanned<String>>,
 }

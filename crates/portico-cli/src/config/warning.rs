@@ -65,6 +65,13 @@ impl Config {
                 .filter(|(_, list)| list.contains(&Rule::Anyone))
                 .map(|(op, _)| op)
                 .collect();
+                let changes_accounts = !rules.update.is_empty() || !rules.remove.is_empty();
+                if rules.collection == portico_platform::USERS && changes_accounts {
+                    warnings.push(ConfigWarning {
+                        line: rules.line,
+                        message: "rules over `users` let clients change or remove accounts through the auto API (`roles` and `services` stay protected); make sure each rule limits callers to their own account (`owner:_id`) or an admin role".to_owned(),
+                    });
+                }
                 if !open.is_empty() {
                     warnings.push(ConfigWarning {
                         line: rules.line,
@@ -77,7 +84,37 @@ impl Config {
                 }
             }
         }
+        warnings.extend(self.unscoped_publications());
         warnings.sort_by_key(|w| w.line);
         warnings
+    }
+
+    /// Publications over a collection that a route API serves owner-scoped (or the `users`
+    /// collection with `self_only`), which return every caller's documents to anyone.
+    fn unscoped_publications(&self) -> Vec<ConfigWarning> {
+        let Some(auto) = &self.auto else {
+            return Vec::new();
+        };
+        let scoped: Vec<(&str, usize)> = self
+            .apis
+            .iter()
+            .flat_map(|api| &api.collections)
+            .filter(|c| c.owner_field.is_some() || c.self_only)
+            .map(|c| (c.name.as_str(), c.line))
+            .collect();
+        auto.publications
+            .iter()
+            .filter(|p| !p.is_caller_scoped())
+            .filter_map(|p| {
+                let (_, line) = scoped.iter().find(|(name, _)| *name == p.collection)?;
+                Some(ConfigWarning {
+                    line: p.line,
+                    message: format!(
+                        "publication `{}` returns every document of `{}`, which the route API on line {line} serves to each caller's own documents only; add `owner_field` or a \"$userId\" selector value",
+                        p.name, p.collection
+                    ),
+                })
+            })
+            .collect()
     }
 }

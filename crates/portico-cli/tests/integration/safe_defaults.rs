@@ -214,3 +214,137 @@ fn account_keys_apply_to_the_users_collection_only() {
         "{stderr}"
     );
 }
+
+fn bearer(token: &str) -> [(&'static str, String); 1] {
+    [("Authorization", format!("Bearer {token}"))]
+}
+
+#[tokio::test]
+async fn no_client_write_reaches_roles_or_services_on_either_door() {
+    let ws = Workspace::new();
+    ws.config(&format!(
+        "{USERS}[auto]\ncollections = [\"users\"]\n[auto.rules.users]\nupdate = \"owner:_id\"\n"
+    ));
+    let al = ws.add_user("al", "al-password", &[]);
+    let server = ws.serve();
+    let (token, _) = server.auto_login("al", "al-password").await;
+    let [(name, value)] = bearer(&token);
+    for body in [
+        json!({"roles": ["admin"]}),
+        json!({"services.resume.loginTokens": []}),
+    ] {
+        let patch = server
+            .call(
+                "PATCH",
+                &format!("/users/{al}"),
+                Some(body.clone()),
+                &[(name, &value)],
+            )
+            .await;
+        assert_eq!(patch.status, 403, "{body}: {}", patch.raw);
+    }
+    // The routes door keeps such keys inside the profile.
+    let (rest_token, _) = server.rest_login("/api/", "al", "al-password").await;
+    let own = server
+        .call(
+            "PATCH",
+            &format!("/api/users/{al}"),
+            Some(json!({"roles": ["admin"]})),
+            &x_auth(&rest_token),
+        )
+        .await;
+    assert_eq!(own.status, 200, "{}", own.raw);
+    let list = ws.run(&["users", "list", "--database", &ws.database()]);
+    let listed = text(&list.stdout);
+    assert!(
+        listed.contains("al") && !listed.contains("admin"),
+        "{listed}"
+    );
+    let (_, log) = server.stop();
+    assert!(log.contains("rules over `users`"), "{log}");
+}
+
+#[test]
+fn check_refuses_client_inserts_into_users() {
+    let ws = Workspace::new();
+    ws.config("[auto]\ncollections = [\"users\"]\n[auto.rules.users]\ninsert = \"anyone\"\n");
+    let out = ws.run(&["check", "--config", "portico.toml"]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("line 5") && stderr.contains("key `auto.rules.users.insert`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("/users/register"), "{stderr}");
+}
+
+const NOTES: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n[[api.collection]]\nname = \"notes\"\nowner_field = \"ownerId\"\n[auto]\ncollections = []\n";
+
+#[tokio::test]
+async fn publications_can_be_scoped_to_the_caller() {
+    let ws = Workspace::new();
+    ws.config(&format!(
+        "{NOTES}[[auto.publication]]\nname = \"mine\"\ncollection = \"notes\"\nowner_field = \"ownerId\"\n[[auto.publication]]\nname = \"mine-open\"\ncollection = \"notes\"\nselector = {{ ownerId = \"$userId\", done = false }}\n"
+    ));
+    let out = ws.run(&["check", "--config", "portico.toml"]);
+    assert!(
+        !text(&out.stderr).contains("warning"),
+        "{}",
+        text(&out.stderr)
+    );
+    ws.add_user("ann", "ann-password", &[]);
+    ws.add_user("bob", "bob-password", &[]);
+    let server = ws.serve();
+    for (user, done) in [("ann", false), ("ann", true), ("bob", false)] {
+        let (token, _) = server
+            .rest_login("/api/", user, &format!("{user}-password"))
+            .await;
+        let reply = server
+            .call(
+                "POST",
+                "/api/notes",
+                Some(json!({"done": done})),
+                &x_auth(&token),
+            )
+            .await;
+        assert_eq!(reply.status, 201, "{}", reply.raw);
+    }
+    let (ann, ann_id) = server.auto_login("ann", "ann-password").await;
+    let [(name, value)] = bearer(&ann);
+    let mine = server
+        .call("GET", "/publications/mine", None, &[(name, &value)])
+        .await;
+    let notes = mine.body["notes"].as_array().cloned().unwrap_or_default();
+    assert_eq!(notes.len(), 2, "{}", mine.raw);
+    assert!(
+        notes.iter().all(|n| n["ownerId"] == json!(ann_id)),
+        "{}",
+        mine.raw
+    );
+    let open = server
+        .call("GET", "/publications/mine-open", None, &[(name, &value)])
+        .await;
+    assert_eq!(
+        open.body["notes"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        open.raw
+    );
+    let anonymous = server.call("GET", "/publications/mine", None, &[]).await;
+    assert_eq!(anonymous.body, json!({"notes": []}), "{}", anonymous.raw);
+}
+
+#[test]
+fn check_warns_about_a_publication_that_ignores_an_owner_scope() {
+    let ws = Workspace::new();
+    ws.config(&format!(
+        "{NOTES}[[auto.publication]]\nname = \"all-notes\"\ncollection = \"notes\"\nauth_required = true\n"
+    ));
+    let out = ws.run(&["check", "--config", "portico.toml"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("portico.toml:11: warning: publication `all-notes`"),
+        "{stderr}"
+    );
+}

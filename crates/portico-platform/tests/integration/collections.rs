@@ -14,6 +14,45 @@ fn owner_is_user(user: &Option<String>, d: &portico_platform::Document) -> bool 
 }
 
 on_every_backend! {
+    async fn roles_and_services_of_accounts_are_never_client_writable(p: Platform) -> TestResult {
+        let users = p.collection("users");
+        // The most open rules there are: still no client reaches roles or services.
+        users.allow(
+            Rules::new()
+                .insert(|_, _| async { true })
+                .update(|_, _, _, _| async { true })
+                .remove(|_, _| async { true }),
+        );
+        let id = users.insert(doc(json!({"username": "al", "roles": []}))).await?;
+        for body in [
+            json!({"username": "x", "roles": ["admin"]}),
+            json!({"username": "y", "services": {"resume": {"loginTokens": [{"hashedToken": "h"}]}}}),
+        ] {
+            assert!(matches!(
+                users.client_insert(None, doc(body)).await,
+                Err(Error::ProtectedField(_))
+            ));
+        }
+        for modifier in [
+            json!({"$set": {"roles": ["admin"]}}),
+            json!({"$push": {"roles": "admin"}}),
+            json!({"$set": {"services.resume.loginTokens": []}}),
+            json!({"$unset": {"services": 1}}),
+            json!({"$set": {"profile.name": "Al", "roles.0": "admin"}}),
+        ] {
+            let refused = users.client_update(Some(&id), &id, &modifier).await;
+            assert!(matches!(refused, Err(Error::ProtectedField(_))), "{modifier}: {refused:?}");
+        }
+        assert_eq!(users.get(&id).await?.ok_or("kept")?["roles"], json!([]));
+        assert_eq!(users.count(&Selector::all()).await?, 1);
+        // Other fields, and the same names in other collections, stay writable.
+        assert_eq!(users.client_update(Some(&id), &id, &json!({"$set": {"profile.name": "Al"}})).await?, 1);
+        let notes = p.collection("notes");
+        notes.allow(Rules::new().insert(|_, _| async { true }));
+        notes.client_insert(None, doc(json!({"roles": ["any"], "services": 1}))).await?;
+        Ok(())
+    }
+
     async fn without_rules_client_writes_are_refused(p: Platform) -> TestResult {
         let notes = p.collection("notes");
         let id = notes.insert(doc(json!({"text": "server wrote this"}))).await?;
