@@ -56,6 +56,9 @@ enum Command {
         /// Config file (default: ./portico.toml).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Store URL to check instead of the config's `database`.
+        #[arg(long, value_name = "URL")]
+        database: Option<String>,
     },
 }
 
@@ -212,10 +215,10 @@ async fn run(command: Command) -> portico_cli::Result<()> {
             say(routes::format_table(&routes::route_table(&config)).trim_end());
             Ok(())
         }
-        Command::Check { config } => {
+        Command::Check { config, database } => {
             let path = database::config_path(config.as_deref())
                 .unwrap_or_else(|| PathBuf::from(portico_cli::config::DEFAULT_CONFIG_FILE));
-            let report = check::check(&path).await?;
+            let report = check::check(&path, database.as_deref()).await?;
             for warning in &report.warnings {
                 eprintln!("{warning}");
             }
