@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use crate::config::{Config, ConfigError, ConfigErrors, check_database_url};
-use crate::database::database_url;
+use crate::database::choose_database;
 use crate::routes::route_table;
 
 /// What `portico check` prints for a valid config.
@@ -33,10 +33,12 @@ pub fn warning_lines(path: &Path, config: &Config) -> Vec<String> {
 /// none) could not be opened.
 pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report> {
     let config = Config::load(path)?;
-    let url = database_url(database, &config);
+    let choice = choose_database(database, Some(path), &config);
+    let from_config = choice.source.starts_with("`database`");
+    let url = choice.url;
     if let Err(message) = check_database(&url).await {
         return Err(match config.database_position {
-            Some((line, column)) if database.is_none() => crate::Error::Config(ConfigErrors {
+            Some((line, column)) if from_config => crate::Error::Config(ConfigErrors {
                 file: path.to_owned(),
                 errors: vec![ConfigError {
                     line,

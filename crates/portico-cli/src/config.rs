@@ -40,6 +40,9 @@ pub struct Config {
     pub database: Option<String>,
     /// The line and column of `database`, for messages about the database itself.
     pub database_position: Option<(usize, usize)>,
+    /// `shutdown_grace_seconds`: how long in-flight requests may run on after SIGINT/SIGTERM
+    /// (default [`crate::serve::SHUTDOWN_GRACE`]).
+    pub shutdown_grace: Option<Duration>,
     /// One per `[[api]]`, in file order.
     pub apis: Vec<ApiConfig>,
     /// `[auto]`, when present.

@@ -176,9 +176,16 @@ fn main() -> ExitCode {
     }
 }
 
-async fn open(db: &DatabaseArgs) -> portico_cli::Result<portico_platform::Platform> {
-    let (_, config) = database::load_config(db.config.as_deref())?;
-    database::open(&database::database_url(db.database.as_deref(), &config)).await
+/// Opens the store a command uses, after saying which one on standard error.
+async fn open(
+    db: &DatabaseArgs,
+    effect: database::Effect,
+) -> portico_cli::Result<portico_platform::Platform> {
+    let (path, config) = database::load_config(db.config.as_deref())?;
+    let choice = database::choose_database(db.database.as_deref(), path.as_deref(), &config);
+    database::check_lasting(&choice, effect)?;
+    eprintln!("database: {choice}");
+    database::open(&choice.url).await
 }
 
 async fn run(command: Command) -> portico_cli::Result<()> {
@@ -202,7 +209,7 @@ async fn run(command: Command) -> portico_cli::Result<()> {
             collection,
             file,
         } => {
-            let platform = open(&db).await?;
+            let platform = open(&db, database::Effect::Creates).await?;
             let count = import::import_file(&platform, &collection, &file).await?;
             say(format_args!(
                 "imported {count} document{} into {collection}",
@@ -237,7 +244,7 @@ async fn run_users(command: UsersCommand) -> portico_cli::Result<()> {
             email,
             roles,
         } => {
-            let platform = open(&db).await?;
+            let platform = open(&db, database::Effect::Creates).await?;
             let id = users::add(
                 &platform,
                 users::NewAccount {
@@ -251,30 +258,30 @@ async fn run_users(command: UsersCommand) -> portico_cli::Result<()> {
             say(format_args!("{id}"));
         }
         UsersCommand::List { db } => {
-            let platform = open(&db).await?;
+            let platform = open(&db, database::Effect::Reads).await?;
             for user in users::list(&platform).await? {
                 say(format_args!("{}", users::summary(&user)));
             }
         }
         UsersCommand::Roles { command } => match command {
             RolesCommand::Add { db, user, roles } => {
-                let platform = open(&db).await?;
+                let platform = open(&db, database::Effect::Changes).await?;
                 let id = users::add_roles(&platform, &user, &roles).await?;
                 say(format_args!("{id}: added {}", roles.join(", ")));
             }
             RolesCommand::Remove { db, user, roles } => {
-                let platform = open(&db).await?;
+                let platform = open(&db, database::Effect::Changes).await?;
                 let id = users::remove_roles(&platform, &user, &roles).await?;
                 say(format_args!("{id}: removed {}", roles.join(", ")));
             }
         },
         UsersCommand::Password { db, user, password } => {
-            let platform = open(&db).await?;
+            let platform = open(&db, database::Effect::Changes).await?;
             let id = users::set_password(&platform, &user, password).await?;
             say(format_args!("{id}: password set"));
         }
         UsersCommand::Logout { db, user } => {
-            let platform = open(&db).await?;
+            let platform = open(&db, database::Effect::Changes).await?;
             let (id, removed) = users::logout(&platform, &user).await?;
             say(format_args!(
                 "{id}: {removed} login token{} removed",
@@ -282,7 +289,7 @@ async fn run_users(command: UsersCommand) -> portico_cli::Result<()> {
             ));
         }
         UsersCommand::Remove { db, user } => {
-            let platform = open(&db).await?;
+            let platform = open(&db, database::Effect::Changes).await?;
             let id = users::remove(&platform, &user).await?;
             say(format_args!("removed {id}"));
         }

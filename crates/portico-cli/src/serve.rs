@@ -32,8 +32,9 @@ pub struct ServeOptions {
 /// (`listening on http://127.0.0.1:3000`); scripts wait for it and read the port from it.
 pub const LISTENING: &str = "listening on http://";
 
-/// How long in-flight requests may run on after SIGINT/SIGTERM.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// How long in-flight requests may run on after SIGINT/SIGTERM unless `shutdown_grace_seconds`
+/// says otherwise. Short: a client that stopped sending half-way must not hold a restart.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Logs to standard error at `info` (one line per request), or as `RUST_LOG` says.
 pub fn init_logging() {
@@ -176,18 +177,22 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
     .with_graceful_shutdown(signal);
-    // In-flight requests get SHUTDOWN_GRACE to finish; a client that never finishes its request
-    // must not keep the process alive forever.
+    // In-flight requests get the grace period to finish; a client that never finishes its
+    // request must not keep the process alive forever, and a second signal means "now".
+    let grace_period = config.shutdown_grace.unwrap_or(SHUTDOWN_GRACE);
     let grace = async move {
         let _ = stopping_rx.wait_for(|stopping| *stopping).await;
-        tokio::time::sleep(SHUTDOWN_GRACE).await;
+        tokio::select! {
+            () = tokio::time::sleep(grace_period) => warn!(
+                "requests still running {} s after the signal; stopping without them",
+                grace_period.as_secs_f32()
+            ),
+            () = shutdown_signal() => warn!("second signal: stopping without in-flight requests"),
+        }
     };
     tokio::select! {
         served = async move { server.await } => served.map_err(crate::Error::Serve)?,
-        () = grace => warn!(
-            "requests still running {} s after the signal; stopping without them",
-            SHUTDOWN_GRACE.as_secs()
-        ),
+        () = grace => {}
     }
     // Every connection has finished; the routers are gone. Dropping the last handle closes the
     // store (SQLite checkpoints and closes its connections).

@@ -81,6 +81,7 @@ impl<'a> Checker<'a> {
             listen,
             database,
             database_position,
+            shutdown_grace: raw.shutdown_grace_seconds.map(Duration::from_secs),
             apis,
             auto,
         }

@@ -17,6 +17,7 @@ use toml::Spanned;
 pub(crate) struct RawConfig {
     pub(crate) listen: Option<Spanned<String>>,
     pub(crate) database: Option<Spanned<String>>,
+    pub(crate) shutdown_grace_seconds: Option<u64>,
     #[serde(default)]
     pub(crate) api: Vec<RawApi>,
     pub(crate) auto: Option<RawAuto>,
