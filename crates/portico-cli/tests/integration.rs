@@ -10,4 +10,5 @@ mod integration {
     mod routes_api;
     mod safe_defaults;
     mod users;
+    mod workspace;
 }
