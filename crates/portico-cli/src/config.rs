@@ -197,6 +197,8 @@ pub struct CollectionConfig {
     /// `admin_role` (the `users` collection only): callers holding any of these roles may change
     /// and remove every account; everyone else only their own.
     pub admin_role: Vec<String>,
+    /// `timestamps` (default true): documents get `createdAt` and `updatedAt`.
+    pub timestamps: bool,
     /// `self_only = true` or `owner_field = "_id"` (the `users` collection only): callers see
     /// and change only their own account (holders of `admin_role` every account).
     pub self_only: bool,
@@ -253,6 +255,8 @@ pub struct AutoConfig {
     pub collections: Option<Vec<String>>,
     /// `object_id_collections`: collections whose new ids are 24-hex object ids.
     pub object_id_collections: Vec<String>,
+    /// `no_timestamps`: collections whose documents get no `createdAt`/`updatedAt`.
+    pub no_timestamps: Vec<String>,
     /// `response_headers`, sorted by name.
     pub response_headers: Vec<(String, String)>,
     /// `allow_register` (default true): serve `/users/register`.
@@ -359,6 +363,40 @@ impl std::fmt::Display for ConfigErrors {
 }
 
 impl Config {
+    /// Every collection the config names (route APIs, auto API writes, rules, publications,
+    /// object-id collections), sorted, without duplicates.
+    pub fn collection_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .apis
+            .iter()
+            .flat_map(|api| api.collections.iter().map(|c| c.name.clone()))
+            .collect();
+        if let Some(auto) = &self.auto {
+            names.extend(auto.collections.iter().flatten().cloned());
+            names.extend(auto.object_id_collections.iter().cloned());
+            names.extend(auto.rules.iter().map(|r| r.collection.clone()));
+            names.extend(auto.publications.iter().map(|p| p.collection.clone()));
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Whether documents of `collection` get `createdAt` and `updatedAt`: yes unless a
+    /// `[[api.collection]]` says `timestamps = false` or `[auto] no_timestamps` lists it.
+    pub fn timestamps(&self, collection: &str) -> bool {
+        let api_off = self
+            .apis
+            .iter()
+            .flat_map(|api| &api.collections)
+            .any(|c| c.name == collection && !c.timestamps);
+        let auto_off = self
+            .auto
+            .as_ref()
+            .is_some_and(|auto| auto.no_timestamps.iter().any(|n| n == collection));
+        !(api_off || auto_off)
+    }
+
     /// Reads and checks the config file at `path`.
     ///
     /// # Errors

@@ -56,11 +56,7 @@ pub fn init_logging() {
 /// [`crate::Error::Setup`] when a front door refuses the config (a duplicate path, a bad
 /// header...), [`crate::Error::Platform`] when a collection cannot be declared.
 pub fn build_app(config: &Config, platform: &Platform) -> crate::Result<Router> {
-    // Object-id collections are declared first: declaring them after a plain `collection(name)`
-    // would be refused by the platform.
-    if let Some(auto) = &config.auto {
-        auto::declare_object_id_collections(auto, platform)?;
-    }
+    declare_collections(config, platform)?;
     let mut routers = Vec::new();
     for api in &config.apis {
         routers.push(rest::router(api, platform)?);
@@ -89,6 +85,38 @@ pub fn build_app(config: &Config, platform: &Platform) -> crate::Result<Router> 
             .unwrap_or_else(|| "two routes overlap".to_owned());
         crate::Error::Setup(reason)
     })
+}
+
+/// Declares every collection the config names with its options (object ids, timestamps) before
+/// anything asks for one by name: a plain `platform.collection(name)` first would fix the
+/// defaults, and declaring other options afterwards is refused by the platform. The accounts'
+/// `users` collection keeps its own layout (it has `createdAt` already).
+///
+/// # Errors
+/// [`crate::Error::Platform`] when a collection is declared already with other options.
+pub fn declare_collections(config: &Config, platform: &Platform) -> crate::Result<()> {
+    for name in config.collection_names() {
+        if name == portico_platform::USERS {
+            continue;
+        }
+        let object_id = config
+            .auto
+            .as_ref()
+            .is_some_and(|auto| auto.object_id_collections.contains(&name));
+        platform.define_collection(
+            &name,
+            portico_platform::CollectionOptions {
+                id_kind: if object_id {
+                    portico_platform::IdKind::ObjectId
+                } else {
+                    portico_platform::IdKind::Random
+                },
+                timestamps: config.timestamps(&name),
+                ..Default::default()
+            },
+        )?;
+    }
+    Ok(())
 }
 
 async fn not_found() -> (StatusCode, axum::Json<serde_json::Value>) {
@@ -265,7 +293,8 @@ mod tests {
         };
         let mut served = std::collections::BTreeSet::new();
         if let Some(auto_config) = &config.auto {
-            if let Err(e) = auto::declare_object_id_collections(auto_config, &platform) {
+            let _ = auto_config;
+            if let Err(e) = declare_collections(&config, &platform) {
                 panic!("{e}");
             }
         }

@@ -9,6 +9,7 @@ mod integration {
     mod lifecycle;
     mod routes_api;
     mod safe_defaults;
+    mod timestamps;
     mod users;
     mod workspace;
 }

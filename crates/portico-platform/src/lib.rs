@@ -68,6 +68,7 @@ mod rate_limit;
 mod rules;
 mod schema;
 mod time;
+mod timestamps;
 
 pub use accounts::{
     Accounts, AccountsConfig, LoginToken, NewUser, Password, TOKEN_PATH, USERS, UserSelector,
@@ -84,5 +85,6 @@ pub use publication::{PublicationInfo, PublicationOptions, Subscription};
 pub use rate_limit::RateLimiter;
 pub use rules::{InsertRule, RemoveRule, Rules, UpdateRule};
 pub use time::now_iso;
+pub use timestamps::{CREATED_AT, UPDATED_AT};
 
 pub use portico_store::{Document, IdKind, Query, Selector, Update, UpdateOptions, UpdateResult};

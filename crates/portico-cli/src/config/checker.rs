@@ -336,6 +336,7 @@ impl<'a> Checker<'a> {
             max_page_size,
             admin_role,
             self_only,
+            timestamps: raw.timestamps.unwrap_or(true),
         }
     }
 
@@ -357,6 +358,7 @@ impl<'a> Checker<'a> {
             .map(|c| self.collection_names(c.into_inner(), "auto.collections"));
         let object_id_collections =
             self.collection_names(raw.object_id_collections, "auto.object_id_collections");
+        let no_timestamps = self.collection_names(raw.no_timestamps, "auto.no_timestamps");
         let response_headers = self.headers(raw.response_headers, "auto.response_headers");
         let mut rules = Vec::new();
         for (collection, spanned) in raw.rules {
@@ -436,6 +438,7 @@ impl<'a> Checker<'a> {
         AutoConfig {
             collections,
             object_id_collections,
+            no_timestamps,
             response_headers,
             allow_register: raw.allow_register.unwrap_or(true),
             rules,

@@ -62,6 +62,7 @@ pub(crate) struct RawCollection {
     pub(crate) max_page_size: Option<Spanned<u64>>,
     pub(crate) admin_role: Option<Spanned<OneOrMany>>,
     pub(crate) self_only: Option<Spanned<bool>>,
+    pub(crate) timestamps: Option<bool>,
 }
 
 /// `endpoints = { getAll = {...}, put = false }`.
@@ -150,6 +151,8 @@ pub(crate) struct RawAuto {
     pub(crate) collections: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     pub(crate) object_id_collections: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub(crate) no_timestamps: Vec<Spanned<String>>,
     pub(crate) response_headers: Option<Spanned<BTreeMap<String, String>>>,
     pub(crate) allow_register: Option<bool>,
     #[serde(default)]

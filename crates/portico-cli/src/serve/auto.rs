@@ -4,34 +4,14 @@
 use axum::Router;
 use portico_auto::{AutoApi, BearerTokenLayer, LoginOptions};
 use portico_platform::{
-    Collection, CollectionOptions, Cursor, Document, IdKind, MethodError, Platform,
-    PublicationOptions, Query, Rules, Selector, user_has_any_role,
+    Collection, Cursor, Document, MethodError, Platform, PublicationOptions, Query, Rules,
+    Selector, user_has_any_role,
 };
 use portico_store::{Projection, Sort};
 use serde_json::Value;
 
 use crate::config::{AutoConfig, Config, PublicationConfig, Rule, USER_ID_PLACEHOLDER};
 use crate::routes::auto_write_collections;
-
-/// Declares the object-id collections with their id kind.
-///
-/// # Errors
-/// [`crate::Error::Platform`] when one is declared already with other options.
-pub(crate) fn declare_object_id_collections(
-    auto: &AutoConfig,
-    platform: &Platform,
-) -> crate::Result<()> {
-    for name in &auto.object_id_collections {
-        platform.define_collection(
-            name,
-            CollectionOptions {
-                id_kind: IdKind::ObjectId,
-                schema: None,
-            },
-        )?;
-    }
-    Ok(())
-}
 
 /// The headers every auto API response carries: the front door's defaults
 /// (`Cache-Control: no-store`, `Pragma: no-cache`), overridden and extended by
