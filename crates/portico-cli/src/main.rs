@@ -21,12 +21,12 @@ enum Command {
         /// Config file (default: ./portico.toml when it exists).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
-        /// Address to listen on (default: `listen` in the config, else 127.0.0.1:3000; port 0
-        /// picks a free port).
+        /// Address to listen on (default: PORTICO_LISTEN, else 0.0.0.0:$PORT when PORT is set,
+        /// else `listen` in the config, else 127.0.0.1:3000; port 0 picks a free port).
         #[arg(long, value_name = "ADDR")]
         listen: Option<String>,
-        /// Store URL: memory:, sqlite:PATH (default: `database` in the config, else
-        /// sqlite:./portico.db).
+        /// Store URL: memory:, sqlite:PATH (default: PORTICO_DATABASE, else `database` in the
+        /// config, else sqlite:./portico.db).
         #[arg(long, value_name = "URL")]
         database: Option<String>,
     },
@@ -64,7 +64,8 @@ enum Command {
 
 #[derive(Debug, Args)]
 struct DatabaseArgs {
-    /// Store URL (default: `database` in the config, else sqlite:./portico.db).
+    /// Store URL (default: PORTICO_DATABASE, else `database` in the config, else
+    /// sqlite:./portico.db).
     #[arg(long, value_name = "URL")]
     database: Option<String>,
     /// Config file whose `database` to use (default: ./portico.toml when it exists).
@@ -218,7 +219,14 @@ async fn run(command: Command) -> portico_cli::Result<()> {
             Ok(())
         }
         Command::Routes { config } => {
-            let (_, config) = database::load_config(config.as_deref())?;
+            let (path, config) = database::load_config(config.as_deref())?;
+            if path.is_none() {
+                say(format_args!(
+                    "no config file (no ./portico.toml, no --config): nothing is configured.\n`portico serve` here serves the zero-config default: every collection of the database read-only at /{api}<name> and /{api}<name>/:id for logged-in users, POST /{api}login, POST|GET /{api}logout.",
+                    api = serve::ZERO_CONFIG_API_PATH
+                ));
+                return Ok(());
+            }
             say(routes::format_table(&routes::route_table(&config)).trim_end());
             Ok(())
         }

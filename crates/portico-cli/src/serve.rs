@@ -3,6 +3,9 @@
 
 mod auto;
 mod rest;
+mod zero_config;
+
+pub use zero_config::{ZERO_CONFIG_API_PATH, zero_config};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -139,23 +142,55 @@ pub fn with_request_log(app: Router) -> Router {
     )
 }
 
-/// Resolves the listen address: `--listen`, then the config's `listen`, then `127.0.0.1:3000`.
+/// The environment variable that sets the listen address when `--listen` does not.
+pub const LISTEN_ENV: &str = "PORTICO_LISTEN";
+/// The port platforms that run containers give a service; when set (and neither `--listen` nor
+/// `PORTICO_LISTEN` is), `serve` listens on every interface at that port.
+pub const PORT_ENV: &str = "PORT";
+
+/// Resolves the listen address and says where it came from: `--listen`, then `PORTICO_LISTEN`,
+/// then `PORT` (as `0.0.0.0:PORT`), then the config's `listen`, then `127.0.0.1:3000`.
 ///
 /// # Errors
-/// [`crate::Error::Usage`] when `--listen` is not an address.
-pub fn listen_addr(flag: Option<&str>, config: &Config) -> crate::Result<SocketAddr> {
-    match flag {
-        Some(text) => text.parse().map_err(|_| {
+/// [`crate::Error::Usage`] when the chosen value is not an address (or `PORT` not a port).
+pub fn choose_listen(flag: Option<&str>, config: &Config) -> crate::Result<(SocketAddr, String)> {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let parse = |text: &str, from: &str| {
+        text.trim().parse::<SocketAddr>().map_err(|_| {
             crate::Error::Usage(format!(
-                "--listen `{text}` is not an address; write an IP and a port, as in 127.0.0.1:3000"
+                "{from} `{text}` is not an address; write an IP and a port, as in 127.0.0.1:3000"
             ))
-        }),
-        None => Ok(config.listen.unwrap_or_else(|| {
+        })
+    };
+    if let Some(text) = flag {
+        return Ok((parse(text, "--listen")?, "--listen".to_owned()));
+    }
+    if let Some(text) = env(LISTEN_ENV) {
+        return Ok((parse(&text, LISTEN_ENV)?, LISTEN_ENV.to_owned()));
+    }
+    if let Some(port) = env(PORT_ENV) {
+        let port: u16 = port.trim().parse().map_err(|_| {
+            crate::Error::Usage(format!("{PORT_ENV} `{port}` is not a port number"))
+        })?;
+        return Ok((SocketAddr::from(([0, 0, 0, 0], port)), PORT_ENV.to_owned()));
+    }
+    Ok(match config.listen {
+        Some(addr) => (addr, "`listen` in the config".to_owned()),
+        None => (
             DEFAULT_LISTEN
                 .parse()
-                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 3000)))
-        })),
-    }
+                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 3000))),
+            "the default".to_owned(),
+        ),
+    })
+}
+
+/// The listen address (see [`choose_listen`]).
+///
+/// # Errors
+/// As [`choose_listen`].
+pub fn listen_addr(flag: Option<&str>, config: &Config) -> crate::Result<SocketAddr> {
+    choose_listen(flag, config).map(|(addr, _)| addr)
 }
 
 /// Serves until SIGINT or SIGTERM, then lets in-flight requests finish and closes the store.
@@ -164,10 +199,14 @@ pub fn listen_addr(flag: Option<&str>, config: &Config) -> crate::Result<SocketA
 /// A bad config, an unreachable database, a port in use: nothing is served then, and the error
 /// says exactly what is wrong.
 pub async fn run(options: ServeOptions) -> crate::Result<()> {
-    let (path, config) = database::load_config(options.config.as_deref())?;
-    let addr = listen_addr(options.listen.as_deref(), &config)?;
-    let url = database::database_url(options.database.as_deref(), &config);
+    let (path, mut config) = database::load_config(options.config.as_deref())?;
+    let (addr, listen_source) = choose_listen(options.listen.as_deref(), &config)?;
+    let choice = database::choose_database(options.database.as_deref(), path.as_deref(), &config);
+    let url = choice.url.clone();
     let platform = database::open(&url).await?;
+    if path.is_none() {
+        config = zero_config(&platform, &url).await?;
+    }
     let app = with_request_log(build_app(&config, &platform)?);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -183,8 +222,27 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
                 warn!("{warning}");
             }
         }
-        None => info!(database = %url, "serving without a config file"),
+        None => {
+            let names: Vec<&str> = config
+                .apis
+                .iter()
+                .flat_map(|api| api.collections.iter().map(|c| c.name.as_str()))
+                .collect();
+            info!(
+                "no config file (no ./portico.toml, no --config): serving the zero-config default: every collection of the database read-only at /{ZERO_CONFIG_API_PATH}<name> for logged-in users (login: POST /{ZERO_CONFIG_API_PATH}login; `portico users add` makes an account); write a portico.toml to choose what to serve"
+            );
+            info!(
+                "collections served: {}",
+                if names.is_empty() {
+                    "none yet (the database has none)".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            );
+        }
     }
+    info!("database: {choice}");
+    info!("listening on {bound} (address from {listen_source})");
     if config.apis.is_empty() && config.auto.is_none() {
         warn!("the config declares no [[api]] and no [auto]: every path answers 404");
     }

@@ -12,4 +12,5 @@ mod integration {
     mod timestamps;
     mod users;
     mod workspace;
+    mod zero_config;
 }
