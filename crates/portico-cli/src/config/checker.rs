@@ -298,6 +298,13 @@ impl<'a> Checker<'a> {
             }
             self_only |= *flag.get_ref();
         }
+        if self_only {
+            // "Own account only" needs to know the caller on every endpoint, as an owner scope
+            // does; written here so the route table shows it.
+            for (_, options) in &mut endpoints {
+                options.auth_required = Some(true);
+            }
+        }
         let admin_role = match raw.admin_role {
             Some(roles) => {
                 if !is_users {

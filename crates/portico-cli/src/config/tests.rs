@@ -284,3 +284,25 @@ fn writes_need_a_login_unless_an_auth_key_says_otherwise() {
     let lines: Vec<usize> = config.warnings().iter().map(|w| w.line).collect();
     assert_eq!(lines, vec![5, 8]);
 }
+
+#[test]
+fn self_only_users_need_a_login_on_every_endpoint() {
+    for key in ["self_only = true", "owner_field = \"_id\""] {
+        let config = Config::parse(&format!(
+            "[[api]]\n[[api.collection]]\nname = \"users\"\n{key}\n"
+        ))
+        .map_err(|e| format!("{e:?}"));
+        let Ok(config) = config else {
+            panic!("{config:?}");
+        };
+        let users = &config.apis[0].collections[0];
+        assert!(users.self_only && users.owner_field.is_none());
+        assert!(
+            users
+                .endpoints
+                .iter()
+                .all(|(_, o)| o.auth_required == Some(true)),
+            "{key}"
+        );
+    }
+}
