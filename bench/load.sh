@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Load run: `portico serve` against the hand-written axum + rusqlite baseline, same machine, same run.
 # Usage: bench/load.sh [ITEMS] [SECONDS]   (needs wrk: apt-get install wrk)
+# PROFILE=profiling bench/load.sh builds with symbols and debug info, for perf while it runs.
 # Server pinned to CPU 0, wrk to CPU 1. Prints req/s and p99 for each scenario and the ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,8 +9,9 @@ ITEMS=${1:-10000}
 SECS=${2:-10}
 CONNS=${CONNS:-32}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
-cargo build --release -q -p portico-cli -p portico-bench-baseline
-BIN=target/release
+PROFILE=${PROFILE:-release}
+cargo build --profile "$PROFILE" -q -p portico-cli -p portico-bench-baseline
+BIN=target/$PROFILE
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
@@ -31,6 +33,7 @@ use_default_auth = true
 auth_failure_delay_ms = 0
 [[api.collection]]
 name = "items"
+auth_required = false   # the insert scenario writes anonymously, as the baseline does
 [[api.collection]]
 name = "items"
 path = "secure/items"

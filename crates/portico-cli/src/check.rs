@@ -3,21 +3,42 @@
 use std::path::Path;
 
 use crate::config::{Config, ConfigError, ConfigErrors, check_database_url};
-use crate::database::database_url;
+use crate::database::choose_database;
 use crate::routes::route_table;
 
-/// Checks the config at `path` and returns a one-paragraph summary of what it serves.
+/// What `portico check` prints for a valid config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// One paragraph on what the config serves (standard output).
+    pub summary: String,
+    /// One line per warning, `FILE:LINE: warning: ...` (standard error).
+    pub warnings: Vec<String>,
+}
+
+/// The warnings of `config` (read from `path`), one line each, as `check` and `serve` print them.
+pub fn warning_lines(path: &Path, config: &Config) -> Vec<String> {
+    config
+        .warnings()
+        .iter()
+        .map(|w| format!("{}:{}: warning: {}", path.display(), w.line, w.message))
+        .collect()
+}
+
+/// Checks the config at `path` and the database `serve` would use (`database` as `--database`
+/// gives it), and reports what the config serves and what it warns about.
 ///
 /// # Errors
 /// [`crate::Error::ReadConfig`], or [`crate::Error::Config`] listing every mistake with its line
 /// and key; [`crate::Error::Database`] when the database (the default one, as the config names
 /// none) could not be opened.
-pub async fn check(path: &Path) -> crate::Result<String> {
+pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report> {
     let config = Config::load(path)?;
-    let url = database_url(None, &config);
+    let choice = choose_database(database, Some(path), &config);
+    let from_config = choice.source.starts_with("`database`");
+    let url = choice.url;
     if let Err(message) = check_database(&url).await {
         return Err(match config.database_position {
-            Some((line, column)) => crate::Error::Config(ConfigErrors {
+            Some((line, column)) if from_config => crate::Error::Config(ConfigErrors {
                 file: path.to_owned(),
                 errors: vec![ConfigError {
                     line,
@@ -26,23 +47,24 @@ pub async fn check(path: &Path) -> crate::Result<String> {
                     message,
                 }],
             }),
-            None => crate::Error::Database { url, message },
+            _ => crate::Error::Database { url, message },
         });
     }
-    Ok(summary(path, &config))
+    Ok(Report {
+        summary: summary(path, &config),
+        warnings: warning_lines(path, &config),
+    })
 }
 
-/// Whether the store at `url` could be opened, without creating or changing anything: for
-/// `sqlite:PATH`, the file is a SQLite database or absent in a directory that exists; other
-/// backends are asked to open.
+/// Whether `serve` could open the store at `url`: it is opened the same way. A SQLite file that
+/// does not exist yet is created for the test and removed again (with its journal files), so
+/// `check` leaves nothing behind; one that exists must be a SQLite database.
 ///
 /// # Errors
 /// What is wrong, in words.
 pub async fn check_database(url: &str) -> Result<(), String> {
     check_database_url(url)?;
-    if url == "memory:" {
-        return Ok(());
-    }
+    let mut created = None;
     if let Some(path) = url.strip_prefix("sqlite:") {
         let path = Path::new(path);
         if path.exists() {
@@ -50,32 +72,41 @@ pub async fn check_database(url: &str) -> Result<(), String> {
             let read = std::fs::File::open(path)
                 .and_then(|mut f| std::io::Read::read(&mut f, &mut header))
                 .map_err(|e| format!("{}: cannot be read: {e}", path.display()))?;
-            if read == 0 || header == *b"SQLite format 3\0" {
-                return Ok(());
+            if read != 0 && header != *b"SQLite format 3\0" {
+                return Err(format!(
+                    "{}: the file is not a SQLite database",
+                    path.display()
+                ));
             }
-            return Err(format!(
-                "{}: the file is not a SQLite database",
-                path.display()
-            ));
-        }
-        let dir = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        return if dir.is_dir() {
-            Ok(())
         } else {
-            Err(format!(
-                "{}: the directory {} does not exist",
-                path.display(),
-                dir.display()
-            ))
-        };
+            let dir = match path.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => dir,
+                _ => Path::new("."),
+            };
+            if !dir.is_dir() {
+                return Err(format!(
+                    "{}: the directory {} does not exist",
+                    path.display(),
+                    dir.display()
+                ));
+            }
+            created = Some(path.to_owned());
+        }
     }
-    portico_store::open(url)
+    let opened = portico_platform::Platform::open(url)
         .await
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+        .map(drop)
+        .map_err(|e| e.to_string());
+    if let Some(path) = created {
+        // Let the store's connections close before their files go.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut name = path.clone().into_os_string();
+            name.push(suffix);
+            let _ = std::fs::remove_file(name);
+        }
+    }
+    opened
 }
 
 /// The summary `check` prints for a valid config.

@@ -8,6 +8,7 @@ mod diagnostic;
 mod raw;
 mod rule;
 mod value;
+mod warning;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use serde_json::Value;
 pub use checker::check_database_url;
 pub use diagnostic::ConfigError;
 pub use rule::Rule;
+pub use warning::ConfigWarning;
 
 use checker::Checker;
 use raw::RawConfig;
@@ -38,6 +40,9 @@ pub struct Config {
     pub database: Option<String>,
     /// The line and column of `database`, for messages about the database itself.
     pub database_position: Option<(usize, usize)>,
+    /// `shutdown_grace_seconds`: how long in-flight requests may run on after SIGINT/SIGTERM
+    /// (default [`crate::serve::SHUTDOWN_GRACE`]).
+    pub shutdown_grace: Option<Duration>,
     /// One per `[[api]]`, in file order.
     pub apis: Vec<ApiConfig>,
     /// `[auto]`, when present.
@@ -176,7 +181,9 @@ pub struct CollectionConfig {
     pub name: String,
     /// `path` (default: the name), without surrounding slashes.
     pub path: String,
-    /// `auth_required` (default false).
+    /// `auth_required`: every endpoint needs a logged-in caller. When neither this nor
+    /// `role_required` is written, reads are public and writes need a logged-in caller (the write
+    /// endpoints then carry `auth_required = Some(true)` in [`CollectionConfig::endpoints`]).
     pub auth_required: bool,
     /// `role_required` (implies auth).
     pub role_required: Vec<String>,
@@ -187,6 +194,14 @@ pub struct CollectionConfig {
     pub owner_field: Option<String>,
     /// `max_page_size`.
     pub max_page_size: Option<u64>,
+    /// `admin_role` (the `users` collection only): callers holding any of these roles may change
+    /// and remove every account; everyone else only their own.
+    pub admin_role: Vec<String>,
+    /// `timestamps` (default true): documents get `createdAt` and `updatedAt`.
+    pub timestamps: bool,
+    /// `self_only = true` or `owner_field = "_id"` (the `users` collection only): callers see
+    /// and change only their own account (holders of `admin_role` every account).
+    pub self_only: bool,
     /// The line of `name`, for messages.
     pub line: usize,
 }
@@ -198,6 +213,30 @@ impl CollectionConfig {
             .iter()
             .find(|(e, _)| *e == endpoint)
             .map(|(_, o)| o)
+    }
+
+    /// True for the generated `users` collection (accounts: only `_id` and `profile` shown).
+    pub fn is_users(&self) -> bool {
+        self.name == portico_platform::USERS
+    }
+
+    /// The write endpoints anonymous callers may call, in spec order.
+    pub fn anonymous_writes(&self) -> Vec<EndpointName> {
+        let route_auth = self.auth_required || self.owner_field.is_some() || self.self_only;
+        self.endpoints
+            .iter()
+            .filter(|(endpoint, options)| {
+                let write = !matches!(endpoint, EndpointName::Get | EndpointName::GetAll);
+                // The users collection refuses anonymous changes to accounts whatever the keys say.
+                let guarded = self.is_users() && endpoint.on_item();
+                write
+                    && !guarded
+                    && !options.auth_required.unwrap_or(route_auth)
+                    && self.role_required.is_empty()
+                    && options.role_required.is_empty()
+            })
+            .map(|(endpoint, _)| *endpoint)
+            .collect()
     }
 
     /// The endpoints not generated, for front doors that take an exclusion list.
@@ -216,6 +255,8 @@ pub struct AutoConfig {
     pub collections: Option<Vec<String>>,
     /// `object_id_collections`: collections whose new ids are 24-hex object ids.
     pub object_id_collections: Vec<String>,
+    /// `no_timestamps`: collections whose documents get no `createdAt`/`updatedAt`.
+    pub no_timestamps: Vec<String>,
     /// `response_headers`, sorted by name.
     pub response_headers: Vec<(String, String)>,
     /// `allow_register` (default true): serve `/users/register`.
@@ -239,6 +280,8 @@ pub struct CollectionRules {
     pub update: Vec<Rule>,
     /// `remove`.
     pub remove: Vec<Rule>,
+    /// The line of `[auto.rules.<collection>]`, for messages.
+    pub line: usize,
 }
 
 /// One `[[auto.publication]]`.
@@ -260,11 +303,31 @@ pub struct PublicationConfig {
     pub http_method: Option<String>,
     /// `auth_required` (default false): anonymous callers get nothing.
     pub auth_required: bool,
+    /// `owner_field`: the caller gets only documents whose field holds their id (anonymous
+    /// callers get nothing).
+    pub owner_field: Option<String>,
     /// The line of `name`, for messages.
     pub line: usize,
 }
 
+/// The selector value a publication's selector may hold to mean "the caller's id".
+pub const USER_ID_PLACEHOLDER: &str = "$userId";
+
 impl PublicationConfig {
+    /// True when what it returns depends on the caller: `owner_field`, or a `"$userId"` value in
+    /// the selector.
+    pub fn is_caller_scoped(&self) -> bool {
+        fn holds_placeholder(value: &Value) -> bool {
+            match value {
+                Value::String(s) => s == USER_ID_PLACEHOLDER,
+                Value::Array(items) => items.iter().any(holds_placeholder),
+                Value::Object(map) => map.values().any(holds_placeholder),
+                _ => false,
+            }
+        }
+        self.owner_field.is_some() || holds_placeholder(&self.selector)
+    }
+
     /// The URL path it is served at, with a leading slash.
     pub fn path(&self) -> String {
         match &self.url {
@@ -300,6 +363,40 @@ impl std::fmt::Display for ConfigErrors {
 }
 
 impl Config {
+    /// Every collection the config names (route APIs, auto API writes, rules, publications,
+    /// object-id collections), sorted, without duplicates.
+    pub fn collection_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .apis
+            .iter()
+            .flat_map(|api| api.collections.iter().map(|c| c.name.clone()))
+            .collect();
+        if let Some(auto) = &self.auto {
+            names.extend(auto.collections.iter().flatten().cloned());
+            names.extend(auto.object_id_collections.iter().cloned());
+            names.extend(auto.rules.iter().map(|r| r.collection.clone()));
+            names.extend(auto.publications.iter().map(|p| p.collection.clone()));
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Whether documents of `collection` get `createdAt` and `updatedAt`: yes unless a
+    /// `[[api.collection]]` says `timestamps = false` or `[auto] no_timestamps` lists it.
+    pub fn timestamps(&self, collection: &str) -> bool {
+        let api_off = self
+            .apis
+            .iter()
+            .flat_map(|api| &api.collections)
+            .any(|c| c.name == collection && !c.timestamps);
+        let auto_off = self
+            .auto
+            .as_ref()
+            .is_some_and(|auto| auto.no_timestamps.iter().any(|n| n == collection));
+        !(api_off || auto_off)
+    }
+
     /// Reads and checks the config file at `path`.
     ///
     /// # Errors

@@ -29,11 +29,86 @@ pub fn load_config(flag: Option<&Path>) -> crate::Result<(Option<PathBuf>, Confi
     }
 }
 
-/// The store URL: `--database` first, then the config's `database`, then `sqlite:./portico.db`.
+/// The environment variable that names the store when `--database` does not.
+pub const DATABASE_ENV: &str = "PORTICO_DATABASE";
+
+/// The store a command uses, and where that choice came from (for messages).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatabaseChoice {
+    /// The store URL.
+    pub url: String,
+    /// Where it came from: `--database`, `PORTICO_DATABASE`, `database in FILE`, or `the default`.
+    pub source: String,
+}
+
+impl std::fmt::Display for DatabaseChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (from {})", self.url, self.source)
+    }
+}
+
+/// The store URL: `--database` first, then `PORTICO_DATABASE` (when set and not empty), then the
+/// config's `database` (read from `config_file`), then `sqlite:./portico.db`.
+pub fn choose_database(
+    flag: Option<&str>,
+    config_file: Option<&Path>,
+    config: &Config,
+) -> DatabaseChoice {
+    let env = std::env::var(DATABASE_ENV)
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    let (url, source) = if let Some(flag) = flag {
+        (flag.to_owned(), "--database".to_owned())
+    } else if let Some(env) = env {
+        (env, DATABASE_ENV.to_owned())
+    } else if let Some(database) = &config.database {
+        let file = config_file.map_or_else(
+            || DEFAULT_CONFIG_FILE.to_owned(),
+            |p| p.display().to_string(),
+        );
+        (database.clone(), format!("`database` in {file}"))
+    } else {
+        (DEFAULT_DATABASE.to_owned(), "the default".to_owned())
+    };
+    DatabaseChoice { url, source }
+}
+
+/// The store URL (see [`choose_database`]).
 pub fn database_url(flag: Option<&str>, config: &Config) -> String {
-    flag.map(str::to_owned)
-        .or_else(|| config.database.clone())
-        .unwrap_or_else(|| DEFAULT_DATABASE.to_owned())
+    choose_database(flag, None, config).url
+}
+
+/// What a command does to the store, so that it can refuse a store where that makes no sense.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Reads only (`users list`).
+    Reads,
+    /// Writes, and may create the database (`users add`, `import`).
+    Creates,
+    /// Changes what is there (`users password`, `roles`, `logout`, `remove`).
+    Changes,
+}
+
+/// Refuses a store on which a command's effect would vanish or find nothing: `memory:` for
+/// every write (the process ends with the store), and a SQLite file that does not exist for
+/// commands that read or change existing accounts (it would only be created empty).
+///
+/// # Errors
+/// [`crate::Error::Usage`] saying why, and what to give instead.
+pub fn check_lasting(choice: &DatabaseChoice, effect: Effect) -> crate::Result<()> {
+    if choice.url == "memory:" && effect != Effect::Reads {
+        return Err(crate::Error::Usage(format!(
+            "database {choice}: a memory store ends with this command, so the change would be lost; give a lasting one, as in --database sqlite:./portico.db"
+        )));
+    }
+    if let Some(path) = choice.url.strip_prefix("sqlite:") {
+        if effect != Effect::Creates && !Path::new(path).exists() {
+            return Err(crate::Error::Usage(format!(
+                "database {choice}: {path} does not exist; give the database your server uses with --database or --config"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Opens the platform on `url`.

@@ -68,6 +68,9 @@ pub async fn import_file(
     if !existing.is_empty() {
         return Err(fail(already_exist(collection, &existing)));
     }
+    if let Some(message) = taken_names(platform, &docs).await? {
+        return Err(fail(message));
+    }
     for doc in docs {
         // The accounts' own import: stamps tokens without `when`, hashes legacy plain tokens.
         platform.accounts().import_user(doc).await?;
@@ -97,6 +100,68 @@ async fn existing_ids(
         }
     }
     Ok(existing)
+}
+
+/// The usernames and email addresses of an account document, as written.
+fn account_names(doc: &Document) -> Vec<(&'static str, String)> {
+    let username = doc
+        .get("username")
+        .and_then(Value::as_str)
+        .map(|u| ("username", u.trim().to_owned()));
+    let emails = doc
+        .get("emails")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.get("address").and_then(Value::as_str))
+        .map(|a| ("email", a.trim().to_owned()));
+    username.into_iter().chain(emails).collect()
+}
+
+/// Why the accounts in `docs` cannot be imported as they are: a username or email that repeats
+/// in the file or that an account has already, compared in any letter case (as sign-up and
+/// `portico users add` compare them). `None` when every name is free.
+///
+/// # Errors
+/// Store failures.
+async fn taken_names(platform: &Platform, docs: &[Document]) -> crate::Result<Option<String>> {
+    let users = platform.collection(portico_platform::USERS);
+    let mut seen = std::collections::BTreeMap::new();
+    let mut repeated = Vec::new();
+    let mut taken = Vec::new();
+    for (index, doc) in docs.iter().enumerate() {
+        for (kind, name) in account_names(doc) {
+            let folded = name.to_lowercase();
+            if let Some(first) = seen.insert((kind, folded.clone()), index) {
+                repeated.push(format!("{kind} {name:?} (elements {first} and {index})"));
+                continue;
+            }
+            let (path, lower) = match kind {
+                "username" => ("username", "services.lowercase.username"),
+                _ => ("emails.address", "services.lowercase.emails"),
+            };
+            let selector = portico_store::Selector::parse(
+                &serde_json::json!({"$or": [{path: name}, {lower: folded}]}),
+            )
+            .map_err(|e| crate::Error::Platform(e.into()))?;
+            if users.count(&selector).await? > 0 {
+                taken.push(format!("{kind} {name:?} (element {index})"));
+            }
+        }
+    }
+    let mut problems = Vec::new();
+    if !repeated.is_empty() {
+        problems.push(format!("repeated in the file: {}", listed(&repeated)));
+    }
+    if !taken.is_empty() {
+        problems.push(format!("taken by an existing account: {}", listed(&taken)));
+    }
+    Ok((!problems.is_empty()).then(|| {
+        format!(
+            "usernames and emails must be unique in any letter case; {}; nothing was imported",
+            problems.join("; ")
+        )
+    }))
 }
 
 /// The message for `_id`s that exist already.

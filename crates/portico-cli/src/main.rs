@@ -21,12 +21,12 @@ enum Command {
         /// Config file (default: ./portico.toml when it exists).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
-        /// Address to listen on (default: `listen` in the config, else 127.0.0.1:3000; port 0
-        /// picks a free port).
+        /// Address to listen on (default: PORTICO_LISTEN, else 0.0.0.0:$PORT when PORT is set,
+        /// else `listen` in the config, else 127.0.0.1:3000; port 0 picks a free port).
         #[arg(long, value_name = "ADDR")]
         listen: Option<String>,
-        /// Store URL: memory:, sqlite:PATH (default: `database` in the config, else
-        /// sqlite:./portico.db).
+        /// Store URL: memory:, sqlite:PATH (default: PORTICO_DATABASE, else `database` in the
+        /// config, else sqlite:./portico.db).
         #[arg(long, value_name = "URL")]
         database: Option<String>,
     },
@@ -56,12 +56,16 @@ enum Command {
         /// Config file (default: ./portico.toml).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Store URL to check instead of the config's `database`.
+        #[arg(long, value_name = "URL")]
+        database: Option<String>,
     },
 }
 
 #[derive(Debug, Args)]
 struct DatabaseArgs {
-    /// Store URL (default: `database` in the config, else sqlite:./portico.db).
+    /// Store URL (default: PORTICO_DATABASE, else `database` in the config, else
+    /// sqlite:./portico.db).
     #[arg(long, value_name = "URL")]
     database: Option<String>,
     /// Config file whose `database` to use (default: ./portico.toml when it exists).
@@ -173,9 +177,16 @@ fn main() -> ExitCode {
     }
 }
 
-async fn open(db: &DatabaseArgs) -> portico_cli::Result<portico_platform::Platform> {
-    let (_, config) = database::load_config(db.config.as_deref())?;
-    database::open(&database::database_url(db.database.as_deref(), &config)).await
+/// Opens the store a command uses, after saying which one on standard error.
+async fn open(
+    db: &DatabaseArgs,
+    effect: database::Effect,
+) -> portico_cli::Result<portico_platform::Platform> {
+    let (path, config) = database::load_config(db.config.as_deref())?;
+    let choice = database::choose_database(db.database.as_deref(), path.as_deref(), &config);
+    database::check_lasting(&choice, effect)?;
+    eprintln!("database: {choice}");
+    database::open(&choice.url).await
 }
 
 async fn run(command: Command) -> portico_cli::Result<()> {
@@ -199,7 +210,7 @@ async fn run(command: Command) -> portico_cli::Result<()> {
             collection,
             file,
         } => {
-            let platform = open(&db).await?;
+            let platform = open(&db, database::Effect::Creates).await?;
             let count = import::import_file(&platform, &collection, &file).await?;
             say(format_args!(
                 "imported {count} document{} into {collection}",
@@ -208,14 +219,25 @@ async fn run(command: Command) -> portico_cli::Result<()> {
             Ok(())
         }
         Command::Routes { config } => {
-            let (_, config) = database::load_config(config.as_deref())?;
+            let (path, config) = database::load_config(config.as_deref())?;
+            if path.is_none() {
+                say(format_args!(
+                    "no config file (no ./portico.toml, no --config): nothing is configured.\n`portico serve` here serves the zero-config default: every collection of the database read-only at /{api}<name> and /{api}<name>/:id for logged-in users, POST /{api}login, POST|GET /{api}logout.",
+                    api = serve::ZERO_CONFIG_API_PATH
+                ));
+                return Ok(());
+            }
             say(routes::format_table(&routes::route_table(&config)).trim_end());
             Ok(())
         }
-        Command::Check { config } => {
+        Command::Check { config, database } => {
             let path = database::config_path(config.as_deref())
                 .unwrap_or_else(|| PathBuf::from(portico_cli::config::DEFAULT_CONFIG_FILE));
-            say(check::check(&path).await?);
+            let report = check::check(&path, database.as_deref()).await?;
+            for warning in &report.warnings {
+                eprintln!("{warning}");
+            }
+            say(report.summary);
             Ok(())
         }
     }
@@ -230,7 +252,7 @@ async fn run_users(command: UsersCommand) -> portico_cli::Result<()> {
             email,
             roles,
         } => {
-            let platform = open(&db).await?;
+            let platform = open(&db, database::Effect::Creates).await?;
             let id = users::add(
                 &platform,
                 users::NewAccount {
@@ -244,30 +266,30 @@ async fn run_users(command: UsersCommand) -> portico_cli::Result<()> {
             say(format_args!("{id}"));
         }
         UsersCommand::List { db } => {
-            let platform = open(&db).await?;
+            let platform = open(&db, database::Effect::Reads).await?;
             for user in users::list(&platform).await? {
                 say(format_args!("{}", users::summary(&user)));
             }
         }
         UsersCommand::Roles { command } => match command {
             RolesCommand::Add { db, user, roles } => {
-                let platform = open(&db).await?;
+                let platform = open(&db, database::Effect::Changes).await?;
                 let id = users::add_roles(&platform, &user, &roles).await?;
                 say(format_args!("{id}: added {}", roles.join(", ")));
             }
             RolesCommand::Remove { db, user, roles } => {
-                let platform = open(&db).await?;
+                let platform = open(&db, database::Effect::Changes).await?;
                 let id = users::remove_roles(&platform, &user, &roles).await?;
                 say(format_args!("{id}: removed {}", roles.join(", ")));
             }
         },
         UsersCommand::Password { db, user, password } => {
-            let platform = open(&db).await?;
+            let platform = open(&db, database::Effect::Changes).await?;
             let id = users::set_password(&platform, &user, password).await?;
             say(format_args!("{id}: password set"));
         }
         UsersCommand::Logout { db, user } => {
-            let platform = open(&db).await?;
+            let platform = open(&db, database::Effect::Changes).await?;
             let (id, removed) = users::logout(&platform, &user).await?;
             say(format_args!(
                 "{id}: {removed} login token{} removed",
@@ -275,7 +297,7 @@ async fn run_users(command: UsersCommand) -> portico_cli::Result<()> {
             ));
         }
         UsersCommand::Remove { db, user } => {
-            let platform = open(&db).await?;
+            let platform = open(&db, database::Effect::Changes).await?;
             let id = users::remove(&platform, &user).await?;
             say(format_args!("removed {id}"));
         }

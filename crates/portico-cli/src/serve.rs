@@ -3,6 +3,9 @@
 
 mod auto;
 mod rest;
+mod zero_config;
+
+pub use zero_config::{ZERO_CONFIG_API_PATH, zero_config};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -32,8 +35,9 @@ pub struct ServeOptions {
 /// (`listening on http://127.0.0.1:3000`); scripts wait for it and read the port from it.
 pub const LISTENING: &str = "listening on http://";
 
-/// How long in-flight requests may run on after SIGINT/SIGTERM.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// How long in-flight requests may run on after SIGINT/SIGTERM unless `shutdown_grace_seconds`
+/// says otherwise. Short: a client that stopped sending half-way must not hold a restart.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Logs to standard error at `info` (one line per request), or as `RUST_LOG` says.
 pub fn init_logging() {
@@ -55,11 +59,7 @@ pub fn init_logging() {
 /// [`crate::Error::Setup`] when a front door refuses the config (a duplicate path, a bad
 /// header...), [`crate::Error::Platform`] when a collection cannot be declared.
 pub fn build_app(config: &Config, platform: &Platform) -> crate::Result<Router> {
-    // Object-id collections are declared first: declaring them after a plain `collection(name)`
-    // would be refused by the platform.
-    if let Some(auto) = &config.auto {
-        auto::declare_object_id_collections(auto, platform)?;
-    }
+    declare_collections(config, platform)?;
     let mut routers = Vec::new();
     for api in &config.apis {
         routers.push(rest::router(api, platform)?);
@@ -90,6 +90,38 @@ pub fn build_app(config: &Config, platform: &Platform) -> crate::Result<Router> 
     })
 }
 
+/// Declares every collection the config names with its options (object ids, timestamps) before
+/// anything asks for one by name: a plain `platform.collection(name)` first would fix the
+/// defaults, and declaring other options afterwards is refused by the platform. The accounts'
+/// `users` collection keeps its own layout (it has `createdAt` already).
+///
+/// # Errors
+/// [`crate::Error::Platform`] when a collection is declared already with other options.
+pub fn declare_collections(config: &Config, platform: &Platform) -> crate::Result<()> {
+    for name in config.collection_names() {
+        if name == portico_platform::USERS {
+            continue;
+        }
+        let object_id = config
+            .auto
+            .as_ref()
+            .is_some_and(|auto| auto.object_id_collections.contains(&name));
+        platform.define_collection(
+            &name,
+            portico_platform::CollectionOptions {
+                id_kind: if object_id {
+                    portico_platform::IdKind::ObjectId
+                } else {
+                    portico_platform::IdKind::Random
+                },
+                timestamps: config.timestamps(&name),
+                ..Default::default()
+            },
+        )?;
+    }
+    Ok(())
+}
+
 async fn not_found() -> (StatusCode, axum::Json<serde_json::Value>) {
     (
         StatusCode::NOT_FOUND,
@@ -110,23 +142,55 @@ pub fn with_request_log(app: Router) -> Router {
     )
 }
 
-/// Resolves the listen address: `--listen`, then the config's `listen`, then `127.0.0.1:3000`.
+/// The environment variable that sets the listen address when `--listen` does not.
+pub const LISTEN_ENV: &str = "PORTICO_LISTEN";
+/// The port platforms that run containers give a service; when set (and neither `--listen` nor
+/// `PORTICO_LISTEN` is), `serve` listens on every interface at that port.
+pub const PORT_ENV: &str = "PORT";
+
+/// Resolves the listen address and says where it came from: `--listen`, then `PORTICO_LISTEN`,
+/// then `PORT` (as `0.0.0.0:PORT`), then the config's `listen`, then `127.0.0.1:3000`.
 ///
 /// # Errors
-/// [`crate::Error::Usage`] when `--listen` is not an address.
-pub fn listen_addr(flag: Option<&str>, config: &Config) -> crate::Result<SocketAddr> {
-    match flag {
-        Some(text) => text.parse().map_err(|_| {
+/// [`crate::Error::Usage`] when the chosen value is not an address (or `PORT` not a port).
+pub fn choose_listen(flag: Option<&str>, config: &Config) -> crate::Result<(SocketAddr, String)> {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let parse = |text: &str, from: &str| {
+        text.trim().parse::<SocketAddr>().map_err(|_| {
             crate::Error::Usage(format!(
-                "--listen `{text}` is not an address; write an IP and a port, as in 127.0.0.1:3000"
+                "{from} `{text}` is not an address; write an IP and a port, as in 127.0.0.1:3000"
             ))
-        }),
-        None => Ok(config.listen.unwrap_or_else(|| {
+        })
+    };
+    if let Some(text) = flag {
+        return Ok((parse(text, "--listen")?, "--listen".to_owned()));
+    }
+    if let Some(text) = env(LISTEN_ENV) {
+        return Ok((parse(&text, LISTEN_ENV)?, LISTEN_ENV.to_owned()));
+    }
+    if let Some(port) = env(PORT_ENV) {
+        let port: u16 = port.trim().parse().map_err(|_| {
+            crate::Error::Usage(format!("{PORT_ENV} `{port}` is not a port number"))
+        })?;
+        return Ok((SocketAddr::from(([0, 0, 0, 0], port)), PORT_ENV.to_owned()));
+    }
+    Ok(match config.listen {
+        Some(addr) => (addr, "`listen` in the config".to_owned()),
+        None => (
             DEFAULT_LISTEN
                 .parse()
-                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 3000)))
-        })),
-    }
+                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 3000))),
+            "the default".to_owned(),
+        ),
+    })
+}
+
+/// The listen address (see [`choose_listen`]).
+///
+/// # Errors
+/// As [`choose_listen`].
+pub fn listen_addr(flag: Option<&str>, config: &Config) -> crate::Result<SocketAddr> {
+    choose_listen(flag, config).map(|(addr, _)| addr)
 }
 
 /// Serves until SIGINT or SIGTERM, then lets in-flight requests finish and closes the store.
@@ -135,10 +199,14 @@ pub fn listen_addr(flag: Option<&str>, config: &Config) -> crate::Result<SocketA
 /// A bad config, an unreachable database, a port in use: nothing is served then, and the error
 /// says exactly what is wrong.
 pub async fn run(options: ServeOptions) -> crate::Result<()> {
-    let (path, config) = database::load_config(options.config.as_deref())?;
-    let addr = listen_addr(options.listen.as_deref(), &config)?;
-    let url = database::database_url(options.database.as_deref(), &config);
+    let (path, mut config) = database::load_config(options.config.as_deref())?;
+    let (addr, listen_source) = choose_listen(options.listen.as_deref(), &config)?;
+    let choice = database::choose_database(options.database.as_deref(), path.as_deref(), &config);
+    let url = choice.url.clone();
     let platform = database::open(&url).await?;
+    if path.is_none() {
+        config = zero_config(&platform, &url).await?;
+    }
     let app = with_request_log(build_app(&config, &platform)?);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -148,9 +216,33 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         })?;
     let bound = listener.local_addr().map_err(crate::Error::Serve)?;
     match &path {
-        Some(path) => info!(config = %path.display(), database = %url, "serving"),
-        None => info!(database = %url, "serving without a config file"),
+        Some(path) => {
+            info!(config = %path.display(), database = %url, "serving");
+            for warning in crate::check::warning_lines(path, &config) {
+                warn!("{warning}");
+            }
+        }
+        None => {
+            let names: Vec<&str> = config
+                .apis
+                .iter()
+                .flat_map(|api| api.collections.iter().map(|c| c.name.as_str()))
+                .collect();
+            info!(
+                "no config file (no ./portico.toml, no --config): serving the zero-config default: every collection of the database read-only at /{ZERO_CONFIG_API_PATH}<name> for logged-in users (login: POST /{ZERO_CONFIG_API_PATH}login; `portico users add` makes an account); write a portico.toml to choose what to serve"
+            );
+            info!(
+                "collections served: {}",
+                if names.is_empty() {
+                    "none yet (the database has none)".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            );
+        }
     }
+    info!("database: {choice}");
+    info!("listening on {bound} (address from {listen_source})");
     if config.apis.is_empty() && config.auto.is_none() {
         warn!("the config declares no [[api]] and no [auto]: every path answers 404");
     }
@@ -171,18 +263,22 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
     .with_graceful_shutdown(signal);
-    // In-flight requests get SHUTDOWN_GRACE to finish; a client that never finishes its request
-    // must not keep the process alive forever.
+    // In-flight requests get the grace period to finish; a client that never finishes its
+    // request must not keep the process alive forever, and a second signal means "now".
+    let grace_period = config.shutdown_grace.unwrap_or(SHUTDOWN_GRACE);
     let grace = async move {
         let _ = stopping_rx.wait_for(|stopping| *stopping).await;
-        tokio::time::sleep(SHUTDOWN_GRACE).await;
+        tokio::select! {
+            () = tokio::time::sleep(grace_period) => warn!(
+                "requests still running {} s after the signal; stopping without them",
+                grace_period.as_secs_f32()
+            ),
+            () = shutdown_signal() => warn!("second signal: stopping without in-flight requests"),
+        }
     };
     tokio::select! {
         served = async move { server.await } => served.map_err(crate::Error::Serve)?,
-        () = grace => warn!(
-            "requests still running {} s after the signal; stopping without them",
-            SHUTDOWN_GRACE.as_secs()
-        ),
+        () = grace => {}
     }
     // Every connection has finished; the routers are gone. Dropping the last handle closes the
     // store (SQLite checkpoints and closes its connections).
@@ -255,7 +351,8 @@ mod tests {
         };
         let mut served = std::collections::BTreeSet::new();
         if let Some(auto_config) = &config.auto {
-            if let Err(e) = auto::declare_object_id_collections(auto_config, &platform) {
+            let _ = auto_config;
+            if let Err(e) = declare_collections(&config, &platform) {
                 panic!("{e}");
             }
         }

@@ -8,5 +8,9 @@ mod integration {
     mod import;
     mod lifecycle;
     mod routes_api;
+    mod safe_defaults;
+    mod timestamps;
     mod users;
+    mod workspace;
+    mod zero_config;
 }

@@ -10,6 +10,8 @@ use serde_json::Value;
 
 use crate::rules::{RuleSet, Write};
 use crate::schema::Schema;
+use crate::time::now_iso;
+use crate::timestamps;
 use crate::{Cursor, Error, Result, Rules};
 
 /// How a collection is declared.
@@ -20,6 +22,10 @@ pub struct CollectionOptions {
     /// A JSON Schema every inserted document, and every document an update produces, must satisfy
     /// (validated without `_id`).
     pub schema: Option<Value>,
+    /// Stamps `createdAt` on every inserted document and `updatedAt` on every write (server
+    /// time, ISO-8601 strings as account records hold them), on server and client writes alike;
+    /// values a writer gives for them are replaced, and a replacement keeps `createdAt`.
+    pub timestamps: bool,
 }
 
 struct Inner {
@@ -143,6 +149,29 @@ impl Collection {
         Ok(doc)
     }
 
+    /// Stamps a new document when the collection keeps timestamps.
+    fn stamp_new(&self, doc: &mut Document) {
+        if self.inner.options.timestamps {
+            timestamps::stamp_new(doc, &now_iso());
+        }
+    }
+
+    /// `update` with `updatedAt` (and for a replacement the kept `createdAt`) when the collection
+    /// keeps timestamps; `None` when it does not.
+    async fn stamp_update(&self, selector: &Selector, update: &Update) -> Result<Option<Update>> {
+        if !self.inner.options.timestamps {
+            return Ok(None);
+        }
+        let created = if update.is_replacement() {
+            self.find_one(selector)
+                .await?
+                .and_then(|doc| doc.get(timestamps::CREATED_AT).cloned())
+        } else {
+            None
+        };
+        timestamps::stamp_update(update, created, &now_iso()).map(Some)
+    }
+
     // ----- server side: no rules -----
 
     /// Refuses field names a client may not write: `$`-prefixed ones (a client document is data,
@@ -154,12 +183,29 @@ impl Collection {
             .try_for_each(|(k, v)| check_field(k, v, ""))
     }
 
+    /// Refuses a client write to an account's `roles` or `services` (or anything under them):
+    /// only server code (the CLI, the admin page, the accounts service) changes those, whatever
+    /// the collection's rules say. `fields` are the top-level fields the write sets.
+    fn check_protected<'a>(&self, fields: impl IntoIterator<Item = &'a str>) -> Result<()> {
+        if self.name() != crate::accounts::USERS {
+            return Ok(());
+        }
+        match fields
+            .into_iter()
+            .find(|f| PROTECTED_ACCOUNT_FIELDS.contains(f))
+        {
+            Some(field) => Err(Error::ProtectedField(field.to_owned())),
+            None => Ok(()),
+        }
+    }
+
     /// Inserts `doc` (a new `_id` of the collection's kind when it has none) and returns its `_id`.
     ///
     /// # Errors
     /// [`Error::Validation`] when the schema refuses it; a store error for a duplicate `_id`.
     pub async fn insert(&self, mut doc: Document) -> Result<String> {
         self.ensure_id(&mut doc)?;
+        self.stamp_new(&mut doc);
         self.validate(&doc)?;
         Ok(self.store().insert(self.name(), doc).await?)
     }
@@ -177,6 +223,7 @@ impl Collection {
     pub async fn insert_many(&self, mut docs: Vec<Document>) -> Result<Vec<String>> {
         for doc in &mut docs {
             self.ensure_id(doc)?;
+            self.stamp_new(doc);
             self.validate(doc)?;
         }
         Ok(self.store().insert_many(self.name(), docs).await?)
@@ -224,6 +271,33 @@ impl Collection {
     /// # Errors
     /// [`Error::Validation`], store errors (a modifier that cannot be applied).
     pub async fn update(
+        &self,
+        selector: &Selector,
+        update: &Update,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult> {
+        let stamped = self.stamp_update(selector, update).await?;
+        let update = stamped.as_ref().unwrap_or(update);
+        let result = self.update_stamped(selector, update, options).await?;
+        if let (Some(id), true) = (&result.upserted_id, self.inner.options.timestamps) {
+            // An upsert's new document was built from the update, which carries no `createdAt`.
+            let created = Update::set(Document::from_iter([(
+                timestamps::CREATED_AT.to_owned(),
+                Value::String(now_iso()),
+            )]))?;
+            self.store()
+                .update(
+                    self.name(),
+                    &Selector::by_id(id),
+                    &created,
+                    UpdateOptions::default(),
+                )
+                .await?;
+        }
+        Ok(result)
+    }
+
+    async fn update_stamped(
         &self,
         selector: &Selector,
         update: &Update,
@@ -349,13 +423,19 @@ impl Collection {
     /// must be a non-empty string (24 hex digits in an object-id collection). Field names may not
     /// start with `$` or contain `.`.
     ///
+    /// In the `users` collection, `roles` and `services` are refused whatever the rules say
+    /// ([`Error::ProtectedField`]).
+    ///
     /// # Errors
-    /// [`Error::AccessDenied`], [`Error::InvalidArgument`] for a bad `_id` or field name,
+    /// [`Error::AccessDenied`], [`Error::ProtectedField`], [`Error::InvalidArgument`] for a bad
+    /// `_id` or field name,
     /// [`Error::Validation`],
     /// a store error for a duplicate `_id`.
     pub async fn client_insert(&self, user_id: Option<&str>, mut doc: Document) -> Result<String> {
         let id = self.ensure_id(&mut doc)?;
         Collection::check_client_fields(&doc)?;
+        self.check_protected(doc.keys().map(String::as_str))?;
+        self.stamp_new(&mut doc);
         if !self.id_kind().is_valid(&id) {
             return Err(Error::InvalidArgument(format!("invalid _id {id:?}")));
         }
@@ -369,7 +449,8 @@ impl Collection {
     ///
     /// The update rules see the document before the change, the changed top-level field names
     /// and `modifier` as given. Whole-document replacement is not accepted from clients, nor a
-    /// change that would store a `$`-prefixed or dotted field name.
+    /// change that would store a `$`-prefixed or dotted field name, nor (in the `users`
+    /// collection) a change to `roles` or `services` ([`Error::ProtectedField`]).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a replacement, a store error for a malformed modifier,
@@ -390,8 +471,13 @@ impl Collection {
             return Ok(0);
         };
         let fields = update.field_names();
+        self.check_protected(fields.iter().map(String::as_str))?;
         self.check(user_id, Write::Update(&doc, &fields, modifier))
             .await?;
+        let update = match self.stamp_update(&Selector::by_id(id), &update).await? {
+            Some(stamped) => stamped,
+            None => update,
+        };
         let mut changed = doc.clone();
         update.apply(&mut changed)?;
         Collection::check_client_fields(&changed)?;
@@ -421,6 +507,10 @@ impl Collection {
         self.remove(&Selector::by_id(id)).await
     }
 }
+
+/// The top-level fields of a user record no client write may set (see
+/// [`Collection::client_insert`]).
+pub const PROTECTED_ACCOUNT_FIELDS: [&str; 2] = ["roles", "services"];
 
 /// Checks the field `key` (found at `at`) and everything below it; see
 /// [`Collection::check_client_fields`].

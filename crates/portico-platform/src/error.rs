@@ -13,6 +13,10 @@ pub enum Error {
     /// A client write was refused by the collection's allow/deny rules.
     #[error("Access denied")]
     AccessDenied,
+    /// A client write would set a field only the server may write (`roles` or `services` of an
+    /// account); names the field.
+    #[error("The field {0} of an account cannot be written by a client")]
+    ProtectedField(String),
     /// A document does not satisfy the collection's JSON Schema; one message per failure.
     #[error("Validation failed: {}", .0.join("; "))]
     Validation(Vec<String>),
@@ -48,6 +52,7 @@ impl Error {
         match self {
             Error::Store(e) => e.is_client_error(),
             Error::AccessDenied
+            | Error::ProtectedField(_)
             | Error::Validation(_)
             | Error::InvalidUser(_)
             | Error::UserExists(_)
@@ -68,7 +73,7 @@ impl Error {
                 portico_store::ErrorKind::Conflict => 409,
                 _ => 500,
             },
-            Error::AccessDenied => 403,
+            Error::AccessDenied | Error::ProtectedField(_) => 403,
             Error::LoginFailed => 401,
             Error::UserNotFound => 404,
             e if e.is_client_error() => 400,
@@ -87,6 +92,7 @@ mod tests {
     #[test]
     fn status_codes_follow_the_kind_of_error() {
         assert_eq!(Error::AccessDenied.status_code(), 403);
+        assert_eq!(Error::ProtectedField("roles".into()).status_code(), 403);
         assert_eq!(Error::LoginFailed.status_code(), 401);
         assert_eq!(Error::UserNotFound.status_code(), 404);
         assert_eq!(Error::Validation(vec!["x".into()]).status_code(), 400);

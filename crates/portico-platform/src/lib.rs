@@ -69,13 +69,14 @@ mod rate_limit;
 mod rules;
 mod schema;
 mod time;
+mod timestamps;
 
 pub use accounts::{
     Accounts, AccountsConfig, LoginToken, NewUser, Password, TOKEN_PATH, USERS, UserSelector,
     hash_token, import_value, password_digest, public_user, user_has_any_role,
 };
 pub use args::{ArgsExtractor, ArgsRequest};
-pub use collection::{Collection, CollectionOptions};
+pub use collection::{Collection, CollectionOptions, PROTECTED_ACCOUNT_FIELDS};
 pub use cursor::Cursor;
 pub use error::{Error, Result};
 pub use login::{ACCOUNT_FACTOR, Limit, LoginError, LoginLimits, LoginService};
@@ -86,5 +87,6 @@ pub use publication::{PublicationInfo, PublicationOptions, Subscription};
 pub use rate_limit::RateLimiter;
 pub use rules::{InsertRule, RemoveRule, Rules, UpdateRule};
 pub use time::now_iso;
+pub use timestamps::{CREATED_AT, UPDATED_AT};
 
 pub use portico_store::{Document, IdKind, Query, Selector, Update, UpdateOptions, UpdateResult};

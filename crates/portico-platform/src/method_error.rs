@@ -112,6 +112,9 @@ impl From<Error> for MethodError {
             Error::AccessDenied => {
                 MethodError::new("access-denied", "Access denied").with_status(status)
             }
+            Error::ProtectedField(_) => {
+                MethodError::new("access-denied", e.to_string()).with_status(status)
+            }
             Error::LoginFailed => {
                 MethodError::new("unauthorized", "Incorrect credentials").with_status(status)
             }

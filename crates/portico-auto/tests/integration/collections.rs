@@ -333,7 +333,7 @@ async fn collections_declared_with_object_ids_are_object_id_collections() {
             "things",
             portico_platform::CollectionOptions {
                 id_kind: portico_platform::IdKind::ObjectId,
-                schema: None,
+                ..Default::default()
             },
         )
         .unwrap();

@@ -81,6 +81,7 @@ impl<'a> Checker<'a> {
             listen,
             database,
             database_position,
+            shutdown_grace: raw.shutdown_grace_seconds.map(Duration::from_secs),
             apis,
             auto,
         }
@@ -247,6 +248,26 @@ impl<'a> Checker<'a> {
                 endpoints.push((endpoint, options));
             }
         }
+        // Safe by default: with no auth key on the collection, reads stay public and every write
+        // endpoint that says nothing itself needs a logged-in caller. `auth_required = false`
+        // written out keeps writes open (and `portico check` warns).
+        if raw.name.get_ref() == portico_platform::USERS {
+            // Changing or removing an account needs to know who asks (see `serve::rest`), so
+            // these endpoints always identify the caller, whatever `auth_required` says.
+            for (endpoint, options) in &mut endpoints {
+                if endpoint.on_item() && *endpoint != EndpointName::Get {
+                    options.auth_required = Some(true);
+                }
+            }
+        }
+        if raw.auth_required.is_none() && role_required.is_empty() {
+            for (endpoint, options) in &mut endpoints {
+                let write = !matches!(endpoint, EndpointName::Get | EndpointName::GetAll);
+                if write && options.auth_required.is_none() && options.role_required.is_empty() {
+                    options.auth_required = Some(true);
+                }
+            }
+        }
         if endpoints.is_empty() {
             self.error(
                 &raw.name,
@@ -254,12 +275,57 @@ impl<'a> Checker<'a> {
                 "every endpoint of this collection is excluded",
             );
         }
-        let owner_field = raw.owner_field.map(|field| {
+        let is_users = raw.name.get_ref() == portico_platform::USERS;
+        let mut self_only = false;
+        let owner_field = raw.owner_field.and_then(|field| {
+            if is_users && field.get_ref() == "_id" {
+                // On accounts, "owned by the caller" means "is the caller".
+                self_only = true;
+                return None;
+            }
             if let Err(message) = check_field_name(field.get_ref()) {
                 self.error(&field, &format!("{key}.owner_field"), message);
             }
-            field.into_inner()
+            Some(field.into_inner())
         });
+        if let Some(flag) = &raw.self_only {
+            if !is_users {
+                self.error(
+                    flag,
+                    &format!("{key}.self_only"),
+                    "`self_only` applies to the `users` collection only; use `owner_field` for others",
+                );
+            }
+            self_only |= *flag.get_ref();
+        }
+        if self_only {
+            // "Own account only" needs to know the caller on every endpoint, as an owner scope
+            // does; written here so the route table shows it.
+            for (_, options) in &mut endpoints {
+                options.auth_required = Some(true);
+            }
+        }
+        let admin_role = match raw.admin_role {
+            Some(roles) => {
+                if !is_users {
+                    self.error(
+                        &roles,
+                        &format!("{key}.admin_role"),
+                        "`admin_role` applies to the `users` collection only; use `role_required` for others",
+                    );
+                }
+                let roles = roles.into_inner().0;
+                if roles.iter().any(|r| r.trim().is_empty()) {
+                    self.error(
+                        &raw.name,
+                        &format!("{key}.admin_role"),
+                        "a role name is empty",
+                    );
+                }
+                roles
+            }
+            None => Vec::new(),
+        };
         let max_page_size = raw.max_page_size.map(|size| {
             if *size.get_ref() == 0 {
                 self.error(&size, &format!("{key}.max_page_size"), "must be at least 1");
@@ -275,6 +341,9 @@ impl<'a> Checker<'a> {
             endpoints,
             owner_field,
             max_page_size,
+            admin_role,
+            self_only,
+            timestamps: raw.timestamps.unwrap_or(true),
         }
     }
 
@@ -296,6 +365,7 @@ impl<'a> Checker<'a> {
             .map(|c| self.collection_names(c.into_inner(), "auto.collections"));
         let object_id_collections =
             self.collection_names(raw.object_id_collections, "auto.object_id_collections");
+        let no_timestamps = self.collection_names(raw.no_timestamps, "auto.no_timestamps");
         let response_headers = self.headers(raw.response_headers, "auto.response_headers");
         let mut rules = Vec::new();
         for (collection, spanned) in raw.rules {
@@ -314,6 +384,7 @@ impl<'a> Checker<'a> {
                     );
                 }
             }
+            let line = self.line(&spanned);
             let raw_rules = spanned.into_inner();
             let mut parse = |rule: Option<Spanned<OneOrMany>>, op: &str| -> Vec<Rule> {
                 let Some(rule) = rule else {
@@ -328,14 +399,30 @@ impl<'a> Checker<'a> {
                 }
                 parsed
             };
+            let insert_span = raw_rules.insert.as_ref().map(|r| r.span());
             let insert = parse(raw_rules.insert, "insert");
             let update = parse(raw_rules.update, "update");
             let remove = parse(raw_rules.remove, "remove");
+            if collection == portico_platform::USERS
+                && insert.iter().any(|rule| *rule != Rule::Nobody)
+            {
+                // A client insert into `users` would make an account without a hashed password
+                // (and choose its fields); sign-up goes through `/users/register` instead.
+                if let Some(span) = insert_span {
+                    let err = self.source.error(
+                        span,
+                        &format!("{key}.insert"),
+                        "clients may not insert into `users`: accounts are created by `/users/register` (`allow_register`) or `portico users add`",
+                    );
+                    self.errors.push(err);
+                }
+            }
             rules.push(CollectionRules {
                 collection,
                 insert,
                 update,
                 remove,
+                line,
             });
         }
         let mut names = BTreeSet::new();
@@ -358,6 +445,7 @@ impl<'a> Checker<'a> {
         AutoConfig {
             collections,
             object_id_collections,
+            no_timestamps,
             response_headers,
             allow_register: raw.allow_register.unwrap_or(true),
             rules,
@@ -417,7 +505,14 @@ impl<'a> Checker<'a> {
             }
             lower
         });
+        let owner_field = raw.owner_field.map(|field| {
+            if let Err(message) = check_field_name(field.get_ref()) {
+                self.error(&field, &format!("{key}.owner_field"), message);
+            }
+            field.into_inner()
+        });
         Some(PublicationConfig {
+            owner_field,
             line: self.line(&raw.name),
             name: raw.name.into_inner(),
             collection: raw.collection.into_inner(),

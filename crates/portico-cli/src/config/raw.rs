@@ -17,6 +17,7 @@ use toml::Spanned;
 pub(crate) struct RawConfig {
     pub(crate) listen: Option<Spanned<String>>,
     pub(crate) database: Option<Spanned<String>>,
+    pub(crate) shutdown_grace_seconds: Option<u64>,
     #[serde(default)]
     pub(crate) api: Vec<RawApi>,
     pub(crate) auto: Option<RawAuto>,
@@ -59,6 +60,9 @@ pub(crate) struct RawCollection {
     pub(crate) endpoints: Option<RawEndpoints>,
     pub(crate) owner_field: Option<Spanned<String>>,
     pub(crate) max_page_size: Option<Spanned<u64>>,
+    pub(crate) admin_role: Option<Spanned<OneOrMany>>,
+    pub(crate) self_only: Option<Spanned<bool>>,
+    pub(crate) timestamps: Option<bool>,
 }
 
 /// `endpoints = { getAll = {...}, put = false }`.
@@ -147,6 +151,8 @@ pub(crate) struct RawAuto {
     pub(crate) collections: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     pub(crate) object_id_collections: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub(crate) no_timestamps: Vec<Spanned<String>>,
     pub(crate) response_headers: Option<Spanned<BTreeMap<String, String>>>,
     pub(crate) allow_register: Option<bool>,
     #[serde(default)]
@@ -176,4 +182,5 @@ pub(crate) struct RawPublication {
     pub(crate) url: Option<Spanned<String>>,
     pub(crate) http_method: Option<Spanned<String>>,
     pub(crate) auth_required: Option<bool>,
+    pub(crate) owner_field: Option<Spanned<String>>,
 }

@@ -108,6 +108,7 @@ fn the_issue_example_parses_with_every_key() {
             insert: vec![Rule::Authenticated],
             update: vec![Rule::Owner("ownerId".into())],
             remove: vec![Rule::Role("admin".into())],
+            line: 31,
         }]
     );
     assert_eq!(auto.line, 25);
@@ -255,4 +256,53 @@ fn display_names_file_line_and_key() {
         errors.to_string(),
         "p.toml: 1 mistake\n  p.toml: line 3, column 1, key `api.x`: unknown field `x`"
     );
+}
+
+#[test]
+fn writes_need_a_login_unless_an_auth_key_says_otherwise() {
+    let config = Config::parse(
+        "[[api]]\n[[api.collection]]\nname = \"a\"\n[[api.collection]]\nname = \"b\"\nauth_required = false\n[[api.collection]]\nname = \"c\"\nendpoints = { post = { auth_required = false } }\n",
+    )
+    .map_err(|e| format!("{e:?}"));
+    let Ok(config) = config else {
+        panic!("{config:?}");
+    };
+    let [a, b, c] = &config.apis[0].collections[..] else {
+        panic!("three collections");
+    };
+    assert!(a.anonymous_writes().is_empty());
+    assert_eq!(
+        a.endpoint(EndpointName::Get).and_then(|o| o.auth_required),
+        None
+    );
+    assert_eq!(
+        a.endpoint(EndpointName::Put).and_then(|o| o.auth_required),
+        Some(true)
+    );
+    assert_eq!(b.anonymous_writes().len(), 4);
+    assert_eq!(c.anonymous_writes(), vec![EndpointName::Post]);
+    let lines: Vec<usize> = config.warnings().iter().map(|w| w.line).collect();
+    assert_eq!(lines, vec![5, 8]);
+}
+
+#[test]
+fn self_only_users_need_a_login_on_every_endpoint() {
+    for key in ["self_only = true", "owner_field = \"_id\""] {
+        let config = Config::parse(&format!(
+            "[[api]]\n[[api.collection]]\nname = \"users\"\n{key}\n"
+        ))
+        .map_err(|e| format!("{e:?}"));
+        let Ok(config) = config else {
+            panic!("{config:?}");
+        };
+        let users = &config.apis[0].collections[0];
+        assert!(users.self_only && users.owner_field.is_none());
+        assert!(
+            users
+                .endpoints
+                .iter()
+                .all(|(_, o)| o.auth_required == Some(true)),
+            "{key}"
+        );
+    }
 }

@@ -4,34 +4,14 @@
 use axum::Router;
 use portico_auto::{AutoApi, BearerTokenLayer, LoginOptions};
 use portico_platform::{
-    Collection, CollectionOptions, Cursor, Document, IdKind, MethodError, Platform,
-    PublicationOptions, Query, Rules, Selector, user_has_any_role,
+    Collection, Cursor, Document, MethodError, Platform, PublicationOptions, Query, Rules,
+    Selector, user_has_any_role,
 };
 use portico_store::{Projection, Sort};
 use serde_json::Value;
 
-use crate::config::{AutoConfig, Config, PublicationConfig, Rule};
+use crate::config::{AutoConfig, Config, PublicationConfig, Rule, USER_ID_PLACEHOLDER};
 use crate::routes::auto_write_collections;
-
-/// Declares the object-id collections with their id kind.
-///
-/// # Errors
-/// [`crate::Error::Platform`] when one is declared already with other options.
-pub(crate) fn declare_object_id_collections(
-    auto: &AutoConfig,
-    platform: &Platform,
-) -> crate::Result<()> {
-    for name in &auto.object_id_collections {
-        platform.define_collection(
-            name,
-            CollectionOptions {
-                id_kind: IdKind::ObjectId,
-                schema: None,
-            },
-        )?;
-    }
-    Ok(())
-}
 
 /// The headers every auto API response carries: the front door's defaults
 /// (`Cache-Control: no-store`, `Pragma: no-cache`), overridden and extended by
@@ -227,6 +207,37 @@ fn nothing(collection: &Collection) -> Result<Cursor, MethodError> {
     Ok(collection.cursor(Query::new(selector)))
 }
 
+/// `query` narrowed to the caller: `"$userId"` values in `selector` become `user_id`, and with
+/// `owner_field` only documents whose field holds `user_id` match.
+fn caller_query(
+    query: &Query,
+    selector: &Value,
+    owner_field: Option<&str>,
+    user_id: &str,
+) -> Result<Query, MethodError> {
+    fn fill(value: &Value, user_id: &str) -> Value {
+        match value {
+            Value::String(s) if s == USER_ID_PLACEHOLDER => Value::String(user_id.to_owned()),
+            Value::Array(items) => Value::Array(items.iter().map(|v| fill(v, user_id)).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), fill(v, user_id)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+    let mut selector = fill(selector, user_id);
+    if let Some(field) = owner_field {
+        selector = serde_json::json!({"$and": [selector, {field: user_id}]});
+    }
+    let selector = Selector::parse(&selector).map_err(|e| MethodError::internal(e.to_string()))?;
+    Ok(Query {
+        selector,
+        ..query.clone()
+    })
+}
+
 fn publish(platform: &Platform, publication: &PublicationConfig) -> crate::Result<()> {
     let query = publication_query(publication).map_err(|message| {
         crate::Error::Setup(format!(
@@ -236,6 +247,11 @@ fn publish(platform: &Platform, publication: &PublicationConfig) -> crate::Resul
     })?;
     let collection = platform.collection(&publication.collection);
     let auth_required = publication.auth_required;
+    let caller_scoped = publication.is_caller_scoped();
+    let (selector, owner_field) = (
+        publication.selector.clone(),
+        publication.owner_field.clone(),
+    );
     platform.publish_with_options(
         &publication.name,
         PublicationOptions {
@@ -244,10 +260,13 @@ fn publish(platform: &Platform, publication: &PublicationConfig) -> crate::Resul
             args_extractor: None,
         },
         move |subscription, _args| {
-            let cursor = if auth_required && subscription.user_id().is_none() {
-                nothing(&collection)
-            } else {
-                Ok(collection.cursor(query.clone()))
+            let cursor = match subscription.user_id() {
+                None if auth_required || caller_scoped => nothing(&collection),
+                Some(user_id) if caller_scoped => {
+                    caller_query(&query, &selector, owner_field.as_deref(), user_id)
+                        .map(|q| collection.cursor(q))
+                }
+                _ => Ok(collection.cursor(query.clone())),
             };
             async move { Ok(vec![cursor?]) }
         },

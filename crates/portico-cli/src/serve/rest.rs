@@ -3,9 +3,10 @@
 use axum::Router;
 use portico_platform::Platform;
 use portico_rest::{
-    AccessScope, Api, ApiOptions, CollectionOptions, CorsOptions, DelayRange, Endpoint,
-    LoginRateLimit, Op, RateLimit, RouteOptions,
+    AccessScope, Api, ApiOptions, BeforeHook, CollectionOptions, Context, CorsOptions, DelayRange,
+    Endpoint, HookEvent, LoginRateLimit, Op, RateLimit, Reply, RouteOptions,
 };
+use serde_json::json;
 
 use crate::config::{ApiConfig, CollectionConfig, EndpointName};
 
@@ -84,6 +85,69 @@ pub(crate) fn collection_options(collection: &CollectionConfig) -> CollectionOpt
     options
 }
 
+/// The guards of the generated `users` collection: a caller changes or removes only their own
+/// account unless they hold an `admin_role`; anonymous callers never do. With `self_only`,
+/// callers also see only their own account.
+fn guard_accounts(
+    mut options: CollectionOptions,
+    collection: &CollectionConfig,
+    platform: &Platform,
+) -> CollectionOptions {
+    let admin_roles = collection.admin_role.clone();
+    if collection.self_only {
+        let admins = admin_roles.clone();
+        options = options.scope(
+            AccessScope::new(move |ctx: &Context| {
+                let is_admin = ctx
+                    .user
+                    .as_ref()
+                    .is_some_and(|user| portico_platform::user_has_any_role(user, &admins));
+                match &ctx.user_id {
+                    Some(_) if is_admin => json!({}),
+                    Some(id) => json!({"_id": id}),
+                    None => json!({"_id": {"$in": []}}),
+                }
+            })
+            .require_user(),
+        );
+    }
+    let platform = platform.clone();
+    options.before(BeforeHook::new(move |event: HookEvent| {
+        let (platform, admin_roles) = (platform.clone(), admin_roles.clone());
+        async move {
+            if !matches!(event.op, Op::Put | Op::Patch | Op::Delete) {
+                return Ok(event);
+            }
+            let Some(caller) = event.user_id.as_deref() else {
+                return Err(Reply::error(401, "You must be logged in to do this."));
+            };
+            if event.id.as_deref() == Some(caller)
+                || may_manage_accounts(&platform, caller, &admin_roles).await
+            {
+                Ok(event)
+            } else {
+                Err(Reply::error(403, "You may change only your own account."))
+            }
+        }
+    }))
+}
+
+/// Whether `user_id` holds one of `admin_roles`, looked up now so `portico users roles` applies
+/// at once.
+async fn may_manage_accounts(platform: &Platform, user_id: &str, admin_roles: &[String]) -> bool {
+    if admin_roles.is_empty() {
+        return false;
+    }
+    match platform.accounts().find_user_by_id(user_id).await {
+        Ok(Some(user)) => portico_platform::user_has_any_role(&user, admin_roles),
+        Ok(None) => false,
+        Err(err) => {
+            tracing::warn!("role lookup failed: {err}");
+            false
+        }
+    }
+}
+
 /// The router of one `[[api]]` with all its collections.
 ///
 /// # Errors
@@ -106,11 +170,12 @@ pub(crate) fn build(api: &ApiConfig, platform: &Platform) -> crate::Result<Api> 
     };
     let mut rest = Api::new(api_options(api), platform.clone()).map_err(setup)?;
     for collection in &api.collections {
-        rest.add_collection(
-            platform.collection(&collection.name),
-            collection_options(collection),
-        )
-        .map_err(setup)?;
+        let mut options = collection_options(collection);
+        if collection.is_users() {
+            options = guard_accounts(options, collection, platform);
+        }
+        rest.add_collection(platform.collection(&collection.name), options)
+            .map_err(setup)?;
     }
     Ok(rest)
 }

@@ -163,3 +163,46 @@ fn an_unreachable_database_is_named_with_its_line() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn check_opens_the_database_the_way_serve_does_and_takes_database() {
+    let ws = Workspace::new();
+    // The directory exists, but nothing can be created in it.
+    std::fs::write(
+        ws.path("portico.toml"),
+        "database = \"sqlite:/proc/portico-check.db\"\n",
+    )
+    .expect("config");
+    let out = ws.run(&["check", "--config", "portico.toml"]);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("line 1, column 12, key `database`"),
+        "{stderr}"
+    );
+
+    // --database wins over the config, and checking a new file leaves nothing behind.
+    let fresh = format!("sqlite:{}", ws.path("fresh.db").display());
+    let out = ws.run(&["check", "--config", "portico.toml", "--database", &fresh]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let leftovers: Vec<_> = std::fs::read_dir(ws.dir.path())
+        .expect("dir")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("fresh"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let out = ws.run(&[
+        "check",
+        "--config",
+        "portico.toml",
+        "--database",
+        "sqlite:/proc/x.db",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("/proc/x.db"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -6,9 +6,14 @@ use std::process::{Child, ChildStdout, Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-/// The `portico` binary under test.
+/// The `portico` binary under test, without the environment variables that choose its address
+/// and database (a test sets them itself when it is about them).
 pub(crate) fn portico() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_portico"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_portico"));
+    for name in ["PORTICO_LISTEN", "PORTICO_DATABASE", "PORT"] {
+        command.env_remove(name);
+    }
+    command
 }
 
 /// A temporary directory holding a config file and a SQLite database.
@@ -106,10 +111,16 @@ pub(crate) struct Server {
 impl Server {
     /// Starts the server and waits for its `listening on http://ADDR` line.
     pub(crate) fn start(dir: &Path, args: &[&str]) -> Server {
+        Server::start_with_env(dir, args, &[])
+    }
+
+    /// Starts the server with extra environment variables.
+    pub(crate) fn start_with_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
         let log = dir.join(format!("serve-{}.log", std::process::id()));
         let log_file = std::fs::File::create(&log).expect("log file");
         let mut child = portico()
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(dir)
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())

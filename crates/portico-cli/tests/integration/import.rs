@@ -303,3 +303,39 @@ fn bad_files_are_refused_with_the_element() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn users_whose_name_or_email_is_taken_in_any_case_are_refused_whole() {
+    let ws = Workspace::new();
+    let db = ws.database();
+    ws.add_user("al", "al-password", &[]);
+    let import = |file: &str| ws.run(&["import", "--database", &db, "--collection", "users", file]);
+    let count = || {
+        text(&ws.run(&["users", "list", "--database", &db]).stdout)
+            .lines()
+            .count()
+    };
+    for (file, body, expected) in [
+        (
+            "taken.json",
+            r#"[{"username": "bea"}, {"username": "AL"}]"#,
+            r#"taken by an existing account: username "AL" (element 1)"#,
+        ),
+        (
+            "twice.json",
+            r#"[{"username": "cy", "emails": [{"address": "Cy@example.com"}]}, {"username": "dee", "emails": [{"address": "cy@EXAMPLE.com"}]}]"#,
+            r#"repeated in the file: email "cy@EXAMPLE.com" (elements 0 and 1)"#,
+        ),
+    ] {
+        std::fs::write(ws.path(file), body).expect("fixture");
+        let out = import(file);
+        assert!(!out.status.success(), "{file}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(expected), "{file}: {stderr}");
+        assert!(stderr.contains("nothing was imported"), "{stderr}");
+        assert_eq!(count(), 1, "{file}: nothing written");
+    }
+    std::fs::write(ws.path("fine.json"), r#"[{"username": "bea"}]"#).expect("fixture");
+    assert!(import("fine.json").status.success());
+    assert_eq!(count(), 2);
+}

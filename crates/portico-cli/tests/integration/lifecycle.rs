@@ -270,3 +270,52 @@ async fn the_routes_listing_matches_what_is_served() {
         .await;
     assert_eq!(put.status, 405, "put = false in the example: {}", put.raw);
 }
+
+/// Starts a server with `grace` in its config and a login request whose body is half sent;
+/// returns the workspace, the server and the open connection that holds it.
+fn server_with_a_stuck_request(
+    grace: &str,
+) -> (Workspace, super::common::Server, std::net::TcpStream) {
+    use std::io::Write;
+    let ws = Workspace::new();
+    ws.config(&format!("shutdown_grace_seconds = {grace}\n{CONFIG}"));
+    let server = ws.serve();
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    let mut stream = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(
+        stream,
+        "POST /api/login HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"user"
+    )
+    .expect("send head");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    (ws, server, stream)
+}
+
+fn signal(server: &super::common::Server, name: &str) {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &server.child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+}
+
+#[test]
+fn a_second_signal_stops_at_once() {
+    let (_ws, server, _stream) = server_with_a_stuck_request("600");
+    signal(&server, "TERM");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    signal(&server, "INT");
+    // With a grace period of ten minutes, only the second signal can end the process now.
+    let (clean, log) = server.stop_after_signal();
+    assert!(clean, "{log}");
+    assert!(log.contains("second signal"), "{log}");
+}
+
+#[test]
+fn the_grace_period_is_a_config_key() {
+    let (_ws, server, _stream) = server_with_a_stuck_request("1");
+    signal(&server, "TERM");
+    let (clean, log) = server.stop_after_signal();
+    assert!(clean, "{log}");
+    assert!(log.contains("still running 1 s after the signal"), "{log}");
+}

@@ -79,8 +79,12 @@ fn mistakes_are_refused_clearly() {
         !out.status.success(),
         "a username differing only in case is taken"
     );
+    // The database line, then the error.
     assert!(
-        text(&out.stderr).starts_with("error: "),
+        text(&out.stderr)
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("error: ")),
         "{}",
         text(&out.stderr)
     );
@@ -226,4 +230,55 @@ async fn cli_users_log_in_and_out_over_http() {
         .call("GET", "/api/secrets", None, &x_auth(&auto_token))
         .await;
     assert_eq!(now.status, 403, "{}", now.raw);
+}
+
+#[test]
+fn users_commands_say_which_database_and_refuse_one_that_would_lose_the_change() {
+    let ws = Workspace::new();
+    // No config and no database here: listing creates nothing, and says what it looked for.
+    let out = ws.run(&["users", "list"]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("sqlite:./portico.db (from the default)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    assert!(!ws.path("portico.db").exists());
+
+    let out = ws.run(&[
+        "users",
+        "add",
+        "--database",
+        "memory:",
+        "--username",
+        "al",
+        "--password",
+        "pw-pw-pw",
+    ]);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("memory"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout).trim().is_empty(),
+        "no id for an account that is gone"
+    );
+
+    let out = ws.run(&["users", "add", "--username", "al", "--password", "pw-pw-pw"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("database: sqlite:./portico.db (from the default)"),
+        "{}",
+        text(&out.stderr)
+    );
+    ws.config("");
+    let out = ws.run(&["users", "list"]);
+    assert!(
+        text(&out.stderr).contains("(from `database` in portico.toml)"),
+        "{}",
+        text(&out.stderr)
+    );
 }

@@ -14,6 +14,80 @@ fn owner_is_user(user: &Option<String>, d: &portico_platform::Document) -> bool 
 }
 
 on_every_backend! {
+    async fn timestamped_collections_stamp_every_write(p: Platform) -> TestResult {
+        let notes = p.define_collection("notes", CollectionOptions { timestamps: true, ..Default::default() })?;
+        notes.allow(Rules::new().insert(|_, _| async { true }).update(|_, _, _, _| async { true }));
+        let plain = p.collection("plain");
+        let id = notes.insert(doc(json!({"text": "a", "createdAt": "forged"}))).await?;
+        let first = notes.get(&id).await?.ok_or("inserted")?;
+        let created = first["createdAt"].as_str().ok_or("createdAt")?.to_owned();
+        assert_ne!(created, "forged");
+        assert!(created.ends_with('Z') && created.len() == 24, "{created}");
+        assert_eq!(first["updatedAt"], json!(created));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        notes.update_by_id(&id, &Update::parse(&json!({"$set": {"text": "b"}}))?).await?;
+        let changed = notes.get(&id).await?.ok_or("kept")?;
+        assert_eq!(changed["createdAt"], json!(created));
+        assert!(changed["updatedAt"].as_str() > Some(created.as_str()), "{changed:?}");
+        // A replacement keeps createdAt.
+        notes.update_by_id(&id, &Update::parse(&json!({"text": "c"}))?).await?;
+        let replaced = notes.get(&id).await?.ok_or("kept")?;
+        assert_eq!((replaced["text"].clone(), replaced["createdAt"].clone()), (json!("c"), json!(created)));
+        // Client writes too.
+        let client = notes.client_insert(None, doc(json!({"text": "d"}))).await?;
+        assert!(notes.get(&client).await?.ok_or("client")?.contains_key("createdAt"));
+        notes.client_update(None, &client, &json!({"$inc": {"n": 1}})).await?;
+        assert!(notes.get(&client).await?.ok_or("client")?.contains_key("updatedAt"));
+        let upserted = notes
+            .update(&Selector::by_id("fresh"), &Update::parse(&json!({"$set": {"x": 1}}))?, UpdateOptions { upsert: true, ..Default::default() })
+            .await?;
+        assert_eq!(upserted.upserted_id.as_deref(), Some("fresh"));
+        assert!(notes.get("fresh").await?.ok_or("upserted")?.contains_key("createdAt"));
+        // Collections declared without timestamps are left alone.
+        let bare = plain.insert(doc(json!({"text": "e"}))).await?;
+        assert!(!plain.get(&bare).await?.ok_or("bare")?.contains_key("createdAt"));
+        Ok(())
+    }
+
+    async fn roles_and_services_of_accounts_are_never_client_writable(p: Platform) -> TestResult {
+        let users = p.collection("users");
+        // The most open rules there are: still no client reaches roles or services.
+        users.allow(
+            Rules::new()
+                .insert(|_, _| async { true })
+                .update(|_, _, _, _| async { true })
+                .remove(|_, _| async { true }),
+        );
+        let id = users.insert(doc(json!({"username": "al", "roles": []}))).await?;
+        for body in [
+            json!({"username": "x", "roles": ["admin"]}),
+            json!({"username": "y", "services": {"resume": {"loginTokens": [{"hashedToken": "h"}]}}}),
+        ] {
+            assert!(matches!(
+                users.client_insert(None, doc(body)).await,
+                Err(Error::ProtectedField(_))
+            ));
+        }
+        for modifier in [
+            json!({"$set": {"roles": ["admin"]}}),
+            json!({"$push": {"roles": "admin"}}),
+            json!({"$set": {"services.resume.loginTokens": []}}),
+            json!({"$unset": {"services": 1}}),
+            json!({"$set": {"profile.name": "Al", "roles.0": "admin"}}),
+        ] {
+            let refused = users.client_update(Some(&id), &id, &modifier).await;
+            assert!(matches!(refused, Err(Error::ProtectedField(_))), "{modifier}: {refused:?}");
+        }
+        assert_eq!(users.get(&id).await?.ok_or("kept")?["roles"], json!([]));
+        assert_eq!(users.count(&Selector::all()).await?, 1);
+        // Other fields, and the same names in other collections, stay writable.
+        assert_eq!(users.client_update(Some(&id), &id, &json!({"$set": {"profile.name": "Al"}})).await?, 1);
+        let notes = p.collection("notes");
+        notes.allow(Rules::new().insert(|_, _| async { true }));
+        notes.client_insert(None, doc(json!({"roles": ["any"], "services": 1}))).await?;
+        Ok(())
+    }
+
     async fn without_rules_client_writes_are_refused(p: Platform) -> TestResult {
         let notes = p.collection("notes");
         let id = notes.insert(doc(json!({"text": "server wrote this"}))).await?;
@@ -189,7 +263,7 @@ on_every_backend! {
 
     async fn insert_many_checks_every_document_then_writes_all_or_nothing(p: Platform) -> TestResult {
         let schema = json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]});
-        let books = p.define_collection("books", CollectionOptions { id_kind: IdKind::ObjectId, schema: Some(schema) })?;
+        let books = p.define_collection("books", CollectionOptions { id_kind: IdKind::ObjectId, schema: Some(schema), ..Default::default() })?;
         let ids = books.insert_many(vec![doc(json!({"_id": "b1", "title": "A"})), doc(json!({"title": "B"}))]).await?;
         assert_eq!(ids.len(), 2);
         assert_eq!(ids[0], "b1");
@@ -223,7 +297,7 @@ on_every_backend! {
     }
 
     async fn object_id_collections_make_hex_ids(p: Platform) -> TestResult {
-        let things = p.define_collection("things", CollectionOptions { id_kind: IdKind::ObjectId, schema: None })?;
+        let things = p.define_collection("things", CollectionOptions { id_kind: IdKind::ObjectId, ..Default::default() })?;
         assert_eq!(things.id_kind(), IdKind::ObjectId);
         things.allow(Rules::new().insert(|_, _| async { true }));
         let id = things.insert(doc(json!({"a": 1}))).await?;
@@ -287,7 +361,7 @@ async fn collections_are_declared_once() -> TestResult {
             "a",
             CollectionOptions {
                 id_kind: IdKind::ObjectId,
-                schema: None
+                ..Default::default()
             }
         ),
         Err(Error::Duplicate(_))

@@ -1,0 +1,71 @@
+//! What `portico serve` serves with no config file: every collection the database holds,
+//! read-only, at `/api/<name>` and `/api/<name>/:id`, to logged-in callers, with the default
+//! login and logout at `/api/login` and `/api/logout`. The `users` collection is left out
+//! (account records stay private); `portico users add` creates the first account.
+
+use portico_platform::Platform;
+
+use crate::config::{ApiConfig, CollectionConfig, Config, EndpointName, EndpointOptions};
+
+/// The base path of the zero-config API.
+pub const ZERO_CONFIG_API_PATH: &str = "api/";
+
+/// The config `serve` uses without a config file: see the module docs.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the store cannot list its collections.
+pub async fn zero_config(platform: &Platform, url: &str) -> crate::Result<Config> {
+    let names =
+        platform
+            .store()
+            .list_collections()
+            .await
+            .map_err(|err| crate::Error::Database {
+                url: url.to_owned(),
+                message: err.to_string(),
+            })?;
+    let collections = names
+        .into_iter()
+        .filter(|name| name != portico_platform::USERS && is_path_segment(name))
+        .map(|name| CollectionConfig {
+            path: name.clone(),
+            name,
+            auth_required: true,
+            role_required: Vec::new(),
+            endpoints: vec![
+                (EndpointName::GetAll, EndpointOptions::default()),
+                (EndpointName::Get, EndpointOptions::default()),
+            ],
+            owner_field: None,
+            max_page_size: None,
+            admin_role: Vec::new(),
+            timestamps: false,
+            self_only: false,
+            line: 0,
+        })
+        .collect();
+    Ok(Config {
+        apis: vec![ApiConfig {
+            api_path: ZERO_CONFIG_API_PATH.to_owned(),
+            version: None,
+            use_default_auth: true,
+            pretty_json: false,
+            enable_cors: true,
+            default_headers: Vec::new(),
+            auth_failure_delay: None,
+            login_rate_limit: None,
+            cors_origins: None,
+            collections,
+            line: 0,
+        }],
+        ..Config::default()
+    })
+}
+
+/// Names that can be served as one URL path segment as they are.
+fn is_path_segment(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._~".contains(c))
+}
