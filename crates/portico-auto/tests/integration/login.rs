@@ -150,7 +150,8 @@ async fn register_then_use_the_token() {
         )
         .await;
     assert_eq!(r.status, 400, "{}", r.text);
-    assert_eq!(r.json["error"], "user-exists");
+    // The platform's login service reports a taken name as an invalid user.
+    assert_eq!(r.json["error"], "invalid-user");
     let r = s
         .post("/users/register", json!({"username": "newbie"}))
         .await;
