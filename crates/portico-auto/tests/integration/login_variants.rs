@@ -7,7 +7,7 @@
 //! `{ADA_ID}` stands for ada's `_id`, `{DIGEST}` for the SHA-256 hex digest of ada's password
 //! and `{DIGEST_UPPER}` for the same in upper case.
 
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)]
 
 /// What a login attempt came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -198,3 +198,54 @@ async fn options_endpoint_for_method_urls() {
     assert_eq!(r.text, "");
     assert_eq!(r.header("allow"), Some("OPTIONS, POST"));
 }
+
+/// An extractor gets url parameters by name and number, the parsed query, headers and body,
+/// and may await.
+#[tokio::test]
+async fn args_extractor_gets_params_query_headers_and_body() {
+    let p = platform().await;
+    p.method_with_options(
+        "everything",
+        MethodOptions {
+            url: Some("lists/:0/items/:item".into()),
+            http_method: Some(HttpMethod::Put),
+            args_extractor: Some(args_extractor(|req: ArgsRequest| async move {
+                tokio::task::yield_now().await;
+                let body = match &req.body {
+                    ParsedBody::Json(value) => value.clone(),
+                    other => json!(format!("{other:?}")),
+                };
+                Ok(vec![
+                    json!(req.url_args),
+                    json!(req.param("item")),
+                    Value::Object(req.query.clone()),
+                    json!(req.header("x-tag")),
+                    body,
+                    json!(req.method.as_str()),
+                ])
+            })),
+        },
+        |_inv, args| async move { Ok::<Value, MethodError>(Value::Array(args)) },
+    )
+    .unwrap();
+    let s = app(&p).await;
+    let r = s
+        .send(
+            s.client
+                .put(s.url("/lists/l%201/items/i7?sort=asc&tags[]=a&tags[]=b"))
+                .header("x-tag", "t")
+                .json(&json!({"n": 1})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.json,
+        json!([["l 1"], "i7", {"sort": "asc", "tags": ["a", "b"]}, "t", {"n": 1}, "PUT"])
+    );
+    // A query whose names conflict is a 400 before the extractor runs.
+    let r = s
+        .send(s.client.put(s.url("/lists/x/items/y?a=1&a[b]=2")))
+        .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json["error"], "invalid-query");
+}

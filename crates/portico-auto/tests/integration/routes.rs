@@ -155,3 +155,19 @@ async fn routes_are_described_as_data_each_path_and_method_once() {
         .unwrap();
     assert_eq!(widgets["methods"], json!(["options", "patch", "delete"]));
 }
+
+#[tokio::test]
+async fn an_extractor_made_for_another_door_is_a_setup_error() {
+    let p = platform().await;
+    p.method_with_options(
+        "foreign",
+        MethodOptions {
+            args_extractor: Some(portico_platform::ArgsExtractor::new(7u8)),
+            ..MethodOptions::default()
+        },
+        |_inv, _args| async move { Ok::<Value, MethodError>(Value::Null) },
+    )
+    .unwrap();
+    let err = AutoApi::new(p).router().unwrap_err();
+    assert!(matches!(err, Error::ForeignArgsExtractor { .. }), "{err}");
+}
