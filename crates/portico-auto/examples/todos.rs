@@ -9,9 +9,11 @@
 
 use std::net::SocketAddr;
 
-use portico_auto::{AutoApi, AutoConfig, BearerTokenLayer, LoginOptions};
+use portico_auto::{AutoApi, AutoConfig, BearerTokenLayer, LoginOptions, args_extractor};
+use portico_edge::ParsedBody;
 use portico_platform::{
-    Document, MethodError, MethodOptions, Platform, PublicationOptions, Query, Rules, Selector, arg,
+    Document, HttpMethod, MethodError, MethodOptions, Platform, PublicationOptions, Query, Rules,
+    Selector, arg,
 };
 use portico_store::Sort;
 use serde_json::{Value, json};
@@ -66,7 +68,7 @@ fn declare(platform: &Platform) -> Result<(), Box<dyn std::error::Error>> {
         "todos.toggle",
         MethodOptions {
             url: Some("todos/:0/toggle".into()),
-            http_method: Some("put".into()),
+            http_method: Some(HttpMethod::Put),
             ..MethodOptions::default()
         },
         |inv, args| async move {
@@ -84,6 +86,44 @@ fn declare(platform: &Platform) -> Result<(), Box<dyn std::error::Error>> {
                 .map_err(MethodError::internal)?;
             todos.update_by_id(&id, &update).await?;
             Ok(json!(done))
+        },
+    )?;
+
+    // GET /todos/search?q=milk -> the caller's todos whose title contains "milk". A custom
+    // argument extractor reads the parsed query string (and could read url params, headers or
+    // the parsed body); it is async, so it may look things up too.
+    platform.method_with_options(
+        "todos.search",
+        MethodOptions {
+            url: Some("todos/search".into()),
+            http_method: Some(HttpMethod::Get),
+            args_extractor: Some(args_extractor(|req| async move {
+                let q = match (req.query.get("q"), &req.body) {
+                    (Some(q), _) => q.clone(),
+                    (None, ParsedBody::Json(body)) => body.get("q").cloned().unwrap_or_default(),
+                    _ => Value::Null,
+                };
+                Ok(vec![q])
+            })),
+        },
+        |inv, args| async move {
+            let q: String = arg(&args, 0)?;
+            let owner = inv.user_id().unwrap_or_default().to_owned();
+            let mine = inv
+                .platform()
+                .collection("todos")
+                .find(&Query::new(selector(json!({"owner": owner}))?))
+                .await?;
+            let found: Vec<Value> = mine
+                .into_iter()
+                .filter(|d| {
+                    d.get("title")
+                        .and_then(Value::as_str)
+                        .is_some_and(|t| t.contains(&q))
+                })
+                .map(Value::Object)
+                .collect();
+            Ok(Value::Array(found))
         },
     )?;
 

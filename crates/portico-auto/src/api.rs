@@ -5,15 +5,16 @@ use std::sync::Arc;
 use axum::Router;
 use axum::routing::any;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
+use portico_edge::{DEFAULT_BODY_LIMIT, RouteDoc};
 use portico_platform::{MethodOptions, Platform};
 use serde_json::Value;
 
 use crate::auth::{BearerTokenLayer, TokenAuthLayer};
-use crate::body::DEFAULT_BODY_LIMIT;
 use crate::dispatch::{Shared, dispatch};
 use crate::layers::{add_response_headers, catch_panic, default_response_headers};
 use crate::login::{LOGIN_ROUTES, LoginOptions, PasswordLogin};
 use crate::route::RouteTable;
+use crate::route_doc::listing;
 use crate::{AutoConfig, Error, Result};
 
 /// The automatic JSON HTTP API of a [`Platform`].
@@ -141,11 +142,11 @@ impl AutoApi {
         &self.platform
     }
 
-    fn listed_routes(&self) -> Vec<(Method, String)> {
+    fn listed_routes(&self) -> Vec<(Method, &'static str, &'static str)> {
         if self.login.is_some() {
             LOGIN_ROUTES
                 .iter()
-                .map(|path| (Method::POST, (*path).to_owned()))
+                .map(|(path, what)| (Method::POST, *path, *what))
                 .collect()
         } else {
             Vec::new()
@@ -167,7 +168,20 @@ impl AutoApi {
     /// # Errors
     /// As [`AutoApi::router`].
     pub fn route_listing(&self) -> Result<Value> {
-        Ok(self.build_table()?.listing())
+        Ok(listing(&self.routes()?))
+    }
+
+    /// Every route this API serves as it is now, as data: method, path (from the router's root,
+    /// parameters as `:name`), who may call it, the rules that apply, and JSON Schemas of the
+    /// bodies where they are known. Methods and publications are
+    /// [`portico_edge::Access::OptionalUser`] (they run with or without a user); the login
+    /// add-on's routes are public. The `api-routes` listing is made from this, and so can
+    /// `portico routes` and API documents be.
+    ///
+    /// # Errors
+    /// As [`AutoApi::router`].
+    pub fn routes(&self) -> Result<Vec<RouteDoc>> {
+        Ok(self.build_table()?.docs())
     }
 
     fn header_map(&self) -> Result<HeaderMap> {
@@ -194,8 +208,8 @@ impl AutoApi {
     /// the registries up again when a request finds no route.
     ///
     /// # Errors
-    /// [`Error::InvalidUrl`], [`Error::InvalidHttpMethod`] or [`Error::DuplicateRoute`] for a
-    /// method, publication or collection whose endpoint cannot be built;
+    /// [`Error::InvalidUrl`], [`Error::ForeignArgsExtractor`] or [`Error::DuplicateRoute`] for
+    /// a method, publication or collection whose endpoint cannot be built;
     /// [`Error::InvalidHeader`] for a bad response header.
     pub fn router(&self) -> Result<Router> {
         let headers = Arc::new(self.header_map()?);

@@ -10,6 +10,7 @@ use axum::Json;
 use axum::response::{IntoResponse, Response};
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, StatusCode};
+use portico_edge::BodyError;
 use portico_platform::MethodError;
 use serde_json::{Map, Value};
 
@@ -98,11 +99,7 @@ impl ApiError {
 
     /// 413 for a body over `limit` bytes.
     pub fn payload_too_large(limit: usize) -> Self {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload-too-large",
-            format!("Request body is larger than {limit} bytes"),
-        )
+        ApiError::from(BodyError::TooLarge { limit })
     }
 
     /// 401 `{"error":"unauthorized","reason":"Incorrect credentials"}`, the one reply for every
@@ -217,9 +214,26 @@ impl From<MethodError> for ApiError {
     }
 }
 
+impl From<BodyError> for ApiError {
+    /// The one place a body the edge could not read or parse becomes a reply: the status is
+    /// [`BodyError::status`], the reason its text.
+    fn from(err: BodyError) -> Self {
+        let code = match &err {
+            BodyError::TooLarge { .. } => "payload-too-large",
+            BodyError::MalformedJson(_) | BodyError::JsonSentAsForm => "invalid-json",
+            BodyError::MalformedForm(_) => "invalid-form",
+            BodyError::UnsupportedMediaType => "unsupported-media-type",
+            _ => "invalid-body",
+        };
+        ApiError::new(err.status(), code, err.to_string())
+    }
+}
+
 impl From<portico_platform::Error> for ApiError {
-    /// Through the platform's own conversion: access denied is 403 "Access denied", other client
-    /// errors keep their message and status, anything else is internal (logged, hidden).
+    /// Through the platform's own conversion, whose statuses come from
+    /// [`portico_platform::Error::status_code`]: access denied is 403 "Access denied", a
+    /// duplicate `_id` 409, other client errors keep their message and status, anything else is
+    /// internal (logged, hidden).
     fn from(err: portico_platform::Error) -> Self {
         ApiError::from(MethodError::from(err))
     }
@@ -277,6 +291,24 @@ mod tests {
         assert_eq!(api.status_code(), StatusCode::FORBIDDEN);
         assert_eq!(api.body()["reason"], "Access denied");
         assert_eq!(api.body()["error"], "access-denied");
+    }
+
+    #[test]
+    fn duplicate_ids_are_409_and_body_errors_keep_their_status() {
+        let duplicate = portico_platform::Error::from(portico_store::Error::DuplicateId {
+            collection: "c".into(),
+            id: "x".into(),
+        });
+        assert_eq!(
+            ApiError::from(duplicate).status_code(),
+            StatusCode::CONFLICT
+        );
+        let api = ApiError::from(BodyError::UnsupportedMediaType);
+        assert_eq!(api.status_code(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        assert_eq!(api.error(), "unsupported-media-type");
+        let api = ApiError::from(BodyError::TooLarge { limit: 3 });
+        assert_eq!(api.status_code(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(api.error(), "payload-too-large");
     }
 
     #[test]

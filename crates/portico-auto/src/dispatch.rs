@@ -15,15 +15,14 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use http::request::Parts;
 use http::{HeaderValue, Method, StatusCode};
-use portico_platform::{ArgsRequest, Collection, IdKind, Platform};
+use portico_edge::{AuthenticatedUser, ParsedBody, PathMatch, parse_body, parse_form, read_body};
+use portico_platform::{Collection, IdKind, Platform};
 use serde_json::Value;
 
-use crate::args::{default_args, parse_body};
-use crate::auth::AuthenticatedUser;
-use crate::body::read_body;
+use crate::args::{ArgsRequest, default_args};
 use crate::collection_write::{check_id, insert_document, update_modifier};
 use crate::route::{Lookup, Route, RouteTable, Target};
-use crate::url::UrlMatch;
+use crate::route_doc::listing;
 use crate::{ApiError, AutoConfig};
 
 /// What every request handler shares.
@@ -32,13 +31,13 @@ pub(crate) struct Shared {
     pub(crate) config: AutoConfig,
     pub(crate) body_limit: usize,
     /// Routes served by other routers (the login add-on), listed by `api-routes`.
-    pub(crate) listed: Vec<(Method, String)>,
+    pub(crate) listed: Vec<(Method, &'static str, &'static str)>,
     table: RwLock<Arc<RouteTable>>,
 }
 
 /// A lookup that owns what it found, so the table lock is not held across awaits.
 enum Resolved {
-    Found(Route, UrlMatch),
+    Found(Route, PathMatch),
     OtherMethods(Vec<Method>),
     NotFound,
 }
@@ -48,7 +47,7 @@ impl Shared {
         platform: Platform,
         config: AutoConfig,
         body_limit: usize,
-        listed: Vec<(Method, String)>,
+        listed: Vec<(Method, &'static str, &'static str)>,
         table: RouteTable,
     ) -> Shared {
         Shared {
@@ -155,13 +154,13 @@ async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, A
     let platform = &shared.platform;
 
     match &route.target {
-        Target::Preflight | Target::Listed => {
+        Target::Preflight | Target::Listed(_) => {
             let table = shared.refresh();
             Ok(preflight(&table.methods_at(&path)))
         }
-        Target::ApiRoutes => Ok(Json(shared.refresh().listing()).into_response()),
+        Target::ApiRoutes => Ok(Json(listing(&shared.refresh().docs())).into_response()),
         Target::Method(name) => {
-            let args = request_args(shared, &route, &parts, body, &found).await?;
+            let args = request_args(shared, &route, parts, body, found).await?;
             let reply = platform.call(name, user_id, args).await?;
             let status = match reply.status {
                 None => StatusCode::OK,
@@ -175,15 +174,15 @@ async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, A
             Ok((status, Json(reply.value)).into_response())
         }
         Target::Publication(name) => {
-            let args = request_args(shared, &route, &parts, body, &found).await?;
+            let args = request_args(shared, &route, parts, body, found).await?;
             let published = platform.subscribe(name, user_id, args).await?;
             Ok(Json(Value::Object(published)).into_response())
         }
         Target::Insert(name) => {
             let collection = collection(platform, name)?;
             let object_ids = shared.uses_object_ids(&collection);
-            let bytes = read_body(&parts.headers, body, shared.body_limit).await?;
-            let doc = insert_document(parse_body(&parts.headers, &bytes)?, object_ids)?;
+            let body = body_of(shared, &parts, body).await?.into_value()?;
+            let doc = insert_document(body, object_ids)?;
             let id = collection.client_insert(user_id.as_deref(), doc).await?;
             Ok(Json(Value::String(id)).into_response())
         }
@@ -191,8 +190,8 @@ async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, A
             let collection = collection(platform, name)?;
             let id = found.param("_id").unwrap_or_default();
             check_id(id, shared.uses_object_ids(&collection))?;
-            let bytes = read_body(&parts.headers, body, shared.body_limit).await?;
-            let update = update_modifier(parse_body(&parts.headers, &bytes)?, id)?;
+            let body = body_of(shared, &parts, body).await?.into_value()?;
+            let update = update_modifier(body, id)?;
             let count = collection
                 .client_update(user_id.as_deref(), id, &update)
                 .await?;
@@ -208,6 +207,12 @@ async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, A
     }
 }
 
+/// Reads and parses a request body through the edge, under the configured limit.
+async fn body_of(shared: &Shared, parts: &Parts, body: Body) -> Result<ParsedBody, ApiError> {
+    let bytes = read_body(&parts.headers, body, shared.body_limit).await?;
+    Ok(parse_body(&parts.headers, &bytes)?)
+}
+
 fn collection(platform: &Platform, name: &str) -> Result<Collection, ApiError> {
     platform.get_collection(name).ok_or_else(|| {
         ApiError::internal(format!(
@@ -221,20 +226,27 @@ fn collection(platform: &Platform, name: &str) -> Result<Collection, ApiError> {
 async fn request_args(
     shared: &Shared,
     route: &Route,
-    parts: &Parts,
+    parts: Parts,
     body: Body,
-    found: &UrlMatch,
+    found: PathMatch,
 ) -> Result<Vec<Value>, ApiError> {
-    let bytes = read_body(&parts.headers, body, shared.body_limit).await?;
-    if let Some(extractor) = &route.extractor {
-        let request = ArgsRequest {
-            method: &parts.method,
-            uri: &parts.uri,
-            headers: &parts.headers,
-            body: &bytes,
-            url_args: &found.url_args,
-        };
-        return extractor(&request).map_err(ApiError::from);
-    }
-    default_args(&found.url_args, parse_body(&parts.headers, &bytes)?)
+    let url_args = found.numbered(route.arg_count);
+    let raw_body = read_body(&parts.headers, body, shared.body_limit).await?;
+    let parsed = parse_body(&parts.headers, &raw_body)?;
+    let Some(extractor) = &route.extractor else {
+        return default_args(&url_args, parsed);
+    };
+    let query = parse_form(parts.uri.query().unwrap_or_default().as_bytes())
+        .map_err(|e| ApiError::bad_request("invalid-query", e.to_string()))?;
+    let request = ArgsRequest {
+        method: parts.method,
+        uri: parts.uri,
+        headers: parts.headers,
+        params: found.params,
+        url_args,
+        query,
+        body: parsed,
+        raw_body,
+    };
+    (extractor.0)(request).await.map_err(ApiError::from)
 }

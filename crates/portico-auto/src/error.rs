@@ -17,13 +17,12 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-    /// A method's or publication's `http_method` option is not an HTTP method name.
-    #[error("invalid http method {method:?} for {owner}")]
-    InvalidHttpMethod {
+    /// A method's or publication's `args_extractor` was not made with
+    /// [`crate::args_extractor`] (it belongs to another front door).
+    #[error("the args_extractor of {owner} was not made with portico_auto::args_extractor")]
+    ForeignArgsExtractor {
         /// What the option belongs to, such as `publication "todos"`.
         owner: String,
-        /// The value as given.
-        method: String,
     },
     /// Two endpoints would answer the same HTTP method at the same path.
     #[error("route {method} {path} is defined twice: by {first} and by {second}")]

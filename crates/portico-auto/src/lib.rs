@@ -42,34 +42,51 @@
 //! | Endpoint | Request | Reply |
 //! |---|---|---|
 //! | `GET /publications/<name>` (or the publication's `url` / `http_method`) | url `:N` segments are argument N (strings) | 200 `{"<collection>": [documents...]}` |
-//! | `POST /methods/<name>` (or the method's `url` / `http_method`) | see *Arguments* | 200, or the status set with `set_http_status_code`; the method's value |
+//! | `POST /methods/<name>` (or the method's `url` / `http_method`) | see *Arguments* | 200, or the status set with `set_http_status_code`; the method's value as-is (a method returning `null` answers `null`) |
 //! | `OPTIONS` on every method url | — | empty 200 with the global headers (CORS preflight) |
-//! | `POST /<collection>` | a JSON document | 200 with the new `_id` (a JSON string) |
+//! | `POST /<collection>` | a JSON document | 200 with the new `_id` (a JSON string); 409 when the `_id` exists |
 //! | `PATCH /<collection>/<_id>` | fields to `$set` (dotted names are paths) | 200 with the number of documents changed |
 //! | `DELETE /<collection>/<_id>` | — | 200 with the number of documents removed |
-//! | `GET /publications/api-routes` | — | `{"api-routes": [{"_id": path, "methods": [...], "path": path}]}` |
+//! | `GET /publications/api-routes` | — | `{"api-routes": [{"_id": path, "methods": [...], "path": path}]}`, each method once per path |
 //! | `POST /users/login`, `POST /users/register` ([`AutoApi::with_login`]) | credentials | `{"id", "token", "tokenExpires"}` |
+//!
+//! **Requests** are read by the shared HTTP edge ([`portico_edge`]), exactly as the routes door
+//! reads them: bodies under a size limit, JSON or bracketed forms by content type (another
+//! content type is 415), `:name` path patterns, bearer tokens, the client address.
 //!
 //! **Arguments.** Without an `args_extractor` option, url arguments come first; then a JSON
 //! array body gives one argument per element, one JSON object is the only argument, an empty body
 //! adds nothing, and a form-encoded body is one object of string fields. Any other body shape is
-//! a 400. An `args_extractor` receives the raw request instead.
+//! a 400. An extractor made with [`args_extractor`] replaces this rule: it is async and gets the
+//! parsed request ([`ArgsRequest`]: url parameters by name and number, the query string, the
+//! parsed body and its bytes, the headers). Options are the platform's
+//! [`EndpointOptions`](portico_platform::EndpointOptions), with a typed
+//! [`HttpMethod`](portico_platform::HttpMethod).
 //!
 //! **Collection writes** go through the collection's allow/deny rules, exactly as a client write
 //! on the platform: refused, they answer 403 `{"error":"access-denied","reason":"Access denied"}`.
-//! A body is data, never a modifier: a `$`-prefixed field name or a PATCH that changes `_id` is
-//! a 400 and nothing is written. [`AutoConfig`] chooses which collections get endpoints and which
-//! use object ids.
+//! With no allow rule for an update or a remove, the answer is that 403 whatever the id, so a
+//! caller cannot tell which ids exist. An insert with an `_id` that exists is a 409 (on both
+//! doors): someone who already knows an id can learn that it exists, which is why generated ids
+//! are 17 random characters; nothing of the document's content is sent. A body is data, never a
+//! modifier: a `$`-prefixed field name or a PATCH that changes `_id` is a 400 and nothing is
+//! written. [`AutoConfig`] chooses which collections get endpoints and which use object ids.
 //!
 //! **Errors** are JSON `{"error": code, "reason": text, "details"?, "data"?}` ([`ApiError`]): a
-//! method's own error is 400 unless it carries another status; an internal error is 500 with
-//! the reason "Internal server error" (the real message is logged); unknown routes (404), other
-//! methods on a known path (405), malformed bodies (400), oversized ones (413, over 50 MB by
-//! default) and panics (500) answer in the same shape.
+//! method's own error is 400 unless it carries another status; a platform error takes its status
+//! from [`portico_platform::Error::status_code`]; an internal error is 500 with the reason
+//! "Internal server error" (the real message is logged); unknown routes (404), other methods on a
+//! known path (405), malformed bodies (400), oversized ones (413, over 50 MB by default) and
+//! panics (500) answer in the same shape.
 //!
 //! **Authentication** is two separate tower layers ([`auth`]): [`BearerTokenLayer`] reads
 //! `Authorization: Bearer <token>` (and `?access_token=` only when allowed), [`TokenAuthLayer`]
-//! looks the token up, honouring expiry. A request without a valid token runs with no user.
+//! looks the token up, honouring expiry. A request without a valid token runs with no user. A
+//! host's own axum handler can take the edge's [`AuthenticatedUser`] extractor.
+//!
+//! **Routes as data.** [`AutoApi::routes`] describes every route ([`RouteDoc`]: method, path,
+//! who may call it, rules, JSON Schemas of the bodies where known); the `api-routes` listing is
+//! made from it, and `portico routes` and API documents can read it too.
 //!
 //! **Late definitions.** Methods, publications and collections defined after
 //! [`AutoApi::router`] are served too: a request that finds no route makes the router look at
@@ -85,7 +102,6 @@ pub mod auth;
 mod api;
 mod api_error;
 mod args;
-mod body;
 mod collection_write;
 mod config;
 mod dispatch;
@@ -93,13 +109,14 @@ mod error;
 mod layers;
 mod login;
 mod route;
-mod url;
+mod route_doc;
 
 pub use api::AutoApi;
 pub use api_error::ApiError;
+pub use args::{ArgsRequest, args_extractor};
 pub use auth::{AuthenticatedUser, BearerToken, BearerTokenLayer, TokenAuthLayer};
-pub use body::DEFAULT_BODY_LIMIT;
 pub use config::AutoConfig;
 pub use error::{Error, Result};
 pub use login::{LoginOptions, PasswordLogin};
+pub use portico_edge::{Access, DEFAULT_BODY_LIMIT, RouteDoc, TrustedProxies};
 pub use route::API_ROUTES;

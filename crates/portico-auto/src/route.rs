@@ -1,20 +1,27 @@
 //! The route table: every endpoint the auto API answers, built from the platform's registries.
 //!
+//! Paths are the edge's [`PathPattern`]s. The table keeps definition order, and among the routes
+//! whose path matches a request the earliest wins: that is what lets a method, publication or
+//! collection defined after startup never take a route away from one already served (see
+//! [`RouteTable::build`]). The edge's [`portico_edge::PathTable`] orders by specificity instead
+//! (a later literal path would win over an earlier `:param` one), so it is not used here.
+//!
 //! The table is a snapshot. Methods, publications and collections defined after it was built are
 //! picked up by [`crate::dispatch`], which rebuilds the table when a request finds no route and the
 //! registries have changed since (see [`Registry`]).
 
-use std::collections::HashMap;
-
 use http::Method;
-use portico_platform::{ArgsExtractor, MethodInfo, Platform, PublicationInfo};
-use serde_json::{Map, Value, json};
+use portico_edge::{PathMatch, PathPattern, RequestPath};
+use portico_platform::{EndpointOptions, HttpMethod, MethodInfo, Platform, PublicationInfo};
 
-use crate::url::{RequestPath, UrlMatch, UrlPattern};
+use crate::args::AutoExtractor;
 use crate::{AutoConfig, Error, Result};
 
 /// The name of the built-in route listing publication.
 pub const API_ROUTES: &str = "api-routes";
+
+/// The most `:N` arguments one url may have (keeps argument vectors small and bounded).
+const MAX_URL_ARGS: usize = 32;
 
 /// What a route does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,8 +40,8 @@ pub(crate) enum Target {
     Remove(String),
     /// Answers a cross-origin preflight for a method url (empty 200 with the global headers).
     Preflight,
-    /// Served elsewhere (the login add-on); only listed.
-    Listed,
+    /// Served elsewhere (the login add-on); only listed. The text says what it does.
+    Listed(&'static str),
 }
 
 impl Target {
@@ -48,7 +55,7 @@ impl Target {
                 format!("collection {name:?}")
             }
             Target::Preflight => "an OPTIONS endpoint".into(),
-            Target::Listed => "the login add-on".into(),
+            Target::Listed(_) => "the login add-on".into(),
         }
     }
 }
@@ -57,16 +64,25 @@ impl Target {
 #[derive(Clone)]
 pub(crate) struct Route {
     pub(crate) method: Method,
-    pub(crate) pattern: UrlPattern,
+    pub(crate) pattern: PathPattern,
+    /// How many `:N` arguments the pattern has.
+    pub(crate) arg_count: usize,
     pub(crate) target: Target,
-    pub(crate) extractor: Option<ArgsExtractor>,
+    pub(crate) extractor: Option<AutoExtractor>,
+}
+
+impl Route {
+    /// The path as listed: a leading `/`, parameters as `:name`.
+    pub(crate) fn path(&self) -> String {
+        format!("/{}", self.pattern.display())
+    }
 }
 
 impl std::fmt::Debug for Route {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Route")
             .field("method", &self.method)
-            .field("path", &self.pattern.path())
+            .field("path", &self.path())
             .field("target", &self.target)
             .finish_non_exhaustive()
     }
@@ -100,49 +116,45 @@ impl Registry {
 #[derive(Debug)]
 pub(crate) enum Lookup<'a> {
     /// The route, with what the path captured.
-    Found(&'a Route, UrlMatch),
+    Found(&'a Route, PathMatch),
     /// The path exists, with these methods only.
     OtherMethods(Vec<Method>),
     /// No route has this path.
     NotFound,
 }
 
-/// A snapshot of every route.
-///
-/// Routes whose path is all literal (every method's and publication's default url) are found by
-/// one hash lookup of the request path; only patterned ones (`:_id`, `:0`) are scanned. Among the
-/// routes that match, the one earliest in the table wins.
+/// A snapshot of every route, in table order (see the module docs).
 #[derive(Debug, Default)]
 pub(crate) struct RouteTable {
     routes: Vec<Route>,
     registry: Registry,
-    /// Indexes of all-literal routes by [`UrlPattern::static_key`], ascending.
-    by_path: HashMap<String, Vec<usize>>,
-    /// Indexes of the other routes, ascending.
-    patterned: Vec<usize>,
 }
 
-/// Parses an `http_method` option ("get", "POST"...).
-fn parse_http_method(owner: &str, name: Option<&str>, default: Method) -> Result<Method> {
-    let Some(name) = name else {
-        return Ok(default);
-    };
-    let upper = name.trim().to_ascii_uppercase();
-    match Method::from_bytes(upper.as_bytes()) {
-        Ok(m) if !upper.is_empty() && m != Method::CONNECT && m != Method::TRACE => Ok(m),
-        _ => Err(Error::InvalidHttpMethod {
-            owner: owner.to_owned(),
-            method: name.to_owned(),
-        }),
+/// The HTTP method of an `http_method` option, or the default.
+fn http_method(option: Option<HttpMethod>, default: Method) -> Method {
+    match option {
+        None => default,
+        Some(HttpMethod::Get) => Method::GET,
+        Some(HttpMethod::Post) => Method::POST,
+        Some(HttpMethod::Put) => Method::PUT,
+        Some(HttpMethod::Patch) => Method::PATCH,
+        Some(HttpMethod::Delete) => Method::DELETE,
+        Some(HttpMethod::Options) => Method::OPTIONS,
     }
 }
 
-fn parse_url(owner: &str, url: &str) -> Result<UrlPattern> {
-    UrlPattern::parse(url).map_err(|reason| Error::InvalidUrl {
+/// Parses a url option, with how many `:N` arguments it has.
+fn parse_url(owner: &str, url: &str) -> Result<(PathPattern, usize)> {
+    let invalid = |reason: String| Error::InvalidUrl {
         owner: owner.to_owned(),
         url: url.to_owned(),
         reason,
-    })
+    };
+    let pattern = PathPattern::parse(url).map_err(|e| invalid(e.reason))?;
+    let count = pattern
+        .numbered_params(MAX_URL_ARGS)
+        .map_err(|e| invalid(e.reason))?;
+    Ok((pattern, count))
 }
 
 /// Collects routes, refusing a second route for the same method and path.
@@ -152,89 +164,95 @@ struct Builder {
 }
 
 impl Builder {
-    fn add(
-        &mut self,
-        method: Method,
-        pattern: UrlPattern,
-        target: Target,
-        extractor: Option<ArgsExtractor>,
-    ) {
-        if target != Target::Preflight {
+    fn add(&mut self, method: Method, (pattern, arg_count): (PathPattern, usize), target: Target) {
+        self.add_route(Route {
+            method,
+            pattern,
+            arg_count,
+            target,
+            extractor: None,
+        });
+    }
+
+    fn add_route(&mut self, route: Route) {
+        if route.target != Target::Preflight {
             if let Some(existing) = self.routes.iter().find(|r| {
-                r.method == method
-                    && r.pattern.path() == pattern.path()
+                r.method == route.method
+                    && r.pattern.key() == route.pattern.key()
                     && r.target != Target::Preflight
             }) {
                 self.errors.push(Error::DuplicateRoute {
-                    method: method.to_string(),
-                    path: pattern.path().to_owned(),
+                    method: route.method.to_string(),
+                    path: route.path(),
                     first: existing.target.owner(),
-                    second: target.owner(),
+                    second: route.target.owner(),
                 });
                 return;
             }
         }
-        self.routes.push(Route {
-            method,
-            pattern,
-            target,
-            extractor,
-        });
+        self.routes.push(route);
     }
 
     /// A method-like endpoint: an OPTIONS route for cross-origin preflights, then the endpoint.
-    fn add_with_preflight(
-        &mut self,
-        method: Method,
-        pattern: UrlPattern,
-        target: Target,
-        extractor: Option<ArgsExtractor>,
-    ) {
-        self.add(Method::OPTIONS, pattern.clone(), Target::Preflight, None);
-        self.add(method, pattern, target, extractor);
+    fn add_with_preflight(&mut self, route: Route) {
+        self.add_route(Route {
+            method: Method::OPTIONS,
+            target: Target::Preflight,
+            extractor: None,
+            ..route.clone()
+        });
+        self.add_route(route);
     }
-}
 
-impl Builder {
-    fn method(&mut self, info: &MethodInfo) {
-        let owner = format!("method {:?}", info.name);
-        let url = info
-            .options
-            .url
-            .clone()
-            .unwrap_or_else(|| format!("methods/{}", info.name));
-        match (
-            parse_url(&owner, &url),
-            parse_http_method(&owner, info.options.http_method.as_deref(), Method::POST),
-        ) {
-            (Ok(pattern), Ok(method)) => self.add_with_preflight(
-                method,
+    /// The route of a method or publication from its options.
+    fn endpoint(
+        &mut self,
+        owner: String,
+        options: &EndpointOptions,
+        (default_url, default_method): (String, Method),
+        target: Target,
+    ) -> Option<Route> {
+        let url = options.url.clone().unwrap_or(default_url);
+        let extractor = match &options.args_extractor {
+            None => None,
+            Some(stored) => match stored.downcast_ref::<AutoExtractor>() {
+                Some(found) => Some(found.clone()),
+                None => {
+                    self.errors.push(Error::ForeignArgsExtractor { owner });
+                    return None;
+                }
+            },
+        };
+        match parse_url(&owner, &url) {
+            Ok((pattern, arg_count)) => Some(Route {
+                method: http_method(options.http_method, default_method),
                 pattern,
-                Target::Method(info.name.clone()),
-                info.options.args_extractor.clone(),
-            ),
-            (Err(e), _) | (_, Err(e)) => self.errors.push(e),
+                arg_count,
+                target,
+                extractor,
+            }),
+            Err(e) => {
+                self.errors.push(e);
+                None
+            }
+        }
+    }
+
+    fn method(&mut self, info: &MethodInfo) {
+        let defaults = (format!("methods/{}", info.name), Method::POST);
+        let owner = format!("method {:?}", info.name);
+        let target = Target::Method(info.name.clone());
+        if let Some(route) = self.endpoint(owner, &info.options, defaults, target) {
+            self.add_with_preflight(route);
         }
     }
 
     fn publication(&mut self, info: &PublicationInfo) {
+        let defaults = (format!("publications/{}", info.name), Method::GET);
         let owner = format!("publication {:?}", info.name);
-        let url = info
-            .options
-            .url
-            .clone()
-            .unwrap_or_else(|| format!("publications/{}", info.name));
-        match (
-            parse_url(&owner, &url),
-            parse_http_method(&owner, info.options.http_method.as_deref(), Method::GET),
-        ) {
-            (Ok(pattern), Ok(method)) => self.add(
-                method,
-                pattern,
-                Target::Publication(info.name.clone()),
-                info.options.args_extractor.clone(),
-            ),
-            (Err(e), _) | (_, Err(e)) => self.errors.push(e),
+        let target = Target::Publication(info.name.clone());
+        if let Some(route) = self.endpoint(owner, &info.options, defaults, target) {
+            self.add_route(route);
         }
     }
 
@@ -253,53 +271,25 @@ impl Builder {
             });
             return;
         };
-        self.add_with_preflight(Method::POST, base, Target::Insert(name.to_owned()), None);
-        self.add_with_preflight(
-            Method::PATCH,
-            item.clone(),
-            Target::Update(name.to_owned()),
-            None,
-        );
-        self.add_with_preflight(Method::DELETE, item, Target::Remove(name.to_owned()), None);
+        let name = name.to_owned();
+        self.add(Method::OPTIONS, base.clone(), Target::Preflight);
+        self.add(Method::POST, base, Target::Insert(name.clone()));
+        // One preflight for the item path, which answers both PATCH and DELETE.
+        self.add(Method::OPTIONS, item.clone(), Target::Preflight);
+        self.add(Method::PATCH, item.clone(), Target::Update(name.clone()));
+        self.add(Method::DELETE, item, Target::Remove(name));
     }
 }
 
 impl RouteTable {
-    fn new(routes: Vec<Route>, registry: Registry) -> RouteTable {
-        let mut by_path: HashMap<String, Vec<usize>> = HashMap::new();
-        let mut patterned = Vec::new();
-        for (index, route) in routes.iter().enumerate() {
-            match route.pattern.static_key() {
-                Some(key) => by_path.entry(key).or_default().push(index),
-                None => patterned.push(index),
-            }
-        }
-        RouteTable {
-            routes,
-            registry,
-            by_path,
-            patterned,
-        }
-    }
-
     /// Every route whose path matches, in table order, with what it captured.
-    fn matching(&self, path: &str) -> Vec<(&Route, UrlMatch)> {
+    fn matching(&self, path: &str) -> Vec<(&Route, PathMatch)> {
         let Some(path) = RequestPath::parse(path) else {
             return Vec::new();
         };
-        let mut found: Vec<(usize, UrlMatch)> = Vec::new();
-        if let Some(indexes) = path.static_key().and_then(|key| self.by_path.get(&key)) {
-            found.extend(indexes.iter().map(|i| (*i, UrlMatch::default())));
-        }
-        for &index in &self.patterned {
-            if let Some(m) = self.routes[index].pattern.matches_segments(&path) {
-                found.push((index, m));
-            }
-        }
-        found.sort_by_key(|(index, _)| *index);
-        found
-            .into_iter()
-            .map(|(index, m)| (&self.routes[index], m))
+        self.routes
+            .iter()
+            .filter_map(|route| route.pattern.matches(&path).map(|m| (route, m)))
             .collect()
     }
 
@@ -311,20 +301,18 @@ impl RouteTable {
     /// from one that was being served: on a clash the newcomer is the one refused.
     ///
     /// Returns the table with every route that could be built, and the errors of those that could
-    /// not (bad url or http method options, duplicate routes); the caller decides whether errors
-    /// are fatal (at setup) or logged (for late definitions).
+    /// not (bad url options, duplicate routes); the caller decides whether errors are fatal (at
+    /// setup) or logged (for late definitions).
     pub(crate) fn build(
         platform: &Platform,
         config: &AutoConfig,
-        listed: &[(Method, String)],
+        listed: &[(Method, &'static str, &'static str)],
         previous: Option<&Registry>,
     ) -> (RouteTable, Vec<Error>) {
         // At setup every endpoint counts as known, so the table keeps the natural order.
-        let known_method = |name: &String| previous.is_none_or(|r| r.methods.contains(name));
-        let known_publication =
-            |name: &String| previous.is_none_or(|r| r.publications.contains(name));
-        let known_collection =
-            |name: &String| previous.is_none_or(|r| r.collections.contains(name));
+        let known = |names: fn(&Registry) -> &Vec<String>, name: &String| {
+            previous.is_none_or(|r| names(r).contains(name))
+        };
         let registry = Registry::current(platform);
         let mut b = Builder {
             routes: Vec::new(),
@@ -334,35 +322,39 @@ impl RouteTable {
         let publications = platform.publications();
         let collections = config.collections_with_endpoints(&registry.collections);
 
-        for known in [true, false] {
-            for info in methods.iter().filter(|m| known_method(&m.name) == known) {
+        for first in [true, false] {
+            for info in methods
+                .iter()
+                .filter(|m| known(|r| &r.methods, &m.name) == first)
+            {
                 b.method(info);
             }
             for info in publications
                 .iter()
-                .filter(|p| known_publication(&p.name) == known)
+                .filter(|p| known(|r| &r.publications, &p.name) == first)
             {
                 b.publication(info);
             }
-            if known {
-                // A publication the host named `api-routes` takes precedence over the built-in.
-                if !publications.iter().any(|p| p.name == API_ROUTES) {
-                    if let Ok(pattern) = UrlPattern::parse(&format!("publications/{API_ROUTES}")) {
-                        b.add(Method::GET, pattern, Target::ApiRoutes, None);
-                    }
-                }
-                for (method, path) in listed {
-                    if let Ok(pattern) = UrlPattern::parse(path) {
-                        b.add_with_preflight(method.clone(), pattern, Target::Listed, None);
-                    }
-                }
+            if first {
+                b.built_ins(&publications, listed);
             }
-            for name in collections.iter().filter(|c| known_collection(c) == known) {
+            for name in collections
+                .iter()
+                .filter(|c| known(|r| &r.collections, c) == first)
+            {
                 b.collection(name);
             }
         }
+        let table = RouteTable {
+            routes: b.routes,
+            registry,
+        };
+        (table, b.errors)
+    }
 
-        (RouteTable::new(b.routes, registry), b.errors)
+    /// Every route, in table order.
+    pub(crate) fn routes(&self) -> &[Route] {
+        &self.routes
     }
 
     /// The registries this table was built from.
@@ -377,7 +369,7 @@ impl RouteTable {
 
     /// Finds the route for `method` at `path` (HEAD is answered by GET routes). The first route
     /// that matches wins, except that a generated preflight gives way to an endpoint the host
-    /// defined with `http_method: "options"` itself.
+    /// defined with `http_method: options` itself.
     pub(crate) fn lookup(&self, method: &Method, path: &str) -> Lookup<'_> {
         let wanted = if method == Method::HEAD {
             &Method::GET
@@ -387,7 +379,7 @@ impl RouteTable {
         let mut others: Vec<Method> = Vec::new();
         let mut preflight = None;
         for (route, found) in self.matching(path) {
-            if route.target == Target::Listed {
+            if matches!(route.target, Target::Listed(_)) {
                 continue;
             }
             if route.method == *wanted {
@@ -420,27 +412,27 @@ impl RouteTable {
         }
         methods
     }
+}
 
-    /// The `api-routes` listing in the 1.x shape: one entry per path, in the order paths first
-    /// appear, with every method at that path in order (`options` repeats when several
-    /// method-like endpoints share a path, as the spec allows).
-    pub(crate) fn listing(&self) -> Value {
-        let mut entries: Vec<(String, Vec<Value>)> = Vec::new();
-        for route in &self.routes {
-            let path = route.pattern.path();
-            let method = Value::String(route.method.as_str().to_ascii_lowercase());
-            match entries.iter_mut().find(|(p, _)| p == path) {
-                Some((_, methods)) => methods.push(method),
-                None => entries.push((path.to_owned(), vec![method])),
+impl Builder {
+    /// The built-in listing (unless the host published its own `api-routes`) and the routes
+    /// served elsewhere that the listing shows.
+    fn built_ins(
+        &mut self,
+        publications: &[PublicationInfo],
+        listed: &[(Method, &'static str, &'static str)],
+    ) {
+        if !publications.iter().any(|p| p.name == API_ROUTES) {
+            if let Ok(path) = parse_url("api-routes", &format!("publications/{API_ROUTES}")) {
+                self.add(Method::GET, path, Target::ApiRoutes);
             }
         }
-        let list = entries
-            .into_iter()
-            .map(|(path, methods)| json!({"_id": path, "methods": methods, "path": path}))
-            .collect();
-        let mut body = Map::new();
-        body.insert(API_ROUTES.into(), Value::Array(list));
-        Value::Object(body)
+        for (method, path, what) in listed {
+            if let Ok(pattern) = parse_url("the login add-on", path) {
+                self.add(Method::OPTIONS, pattern.clone(), Target::Preflight);
+                self.add(method.clone(), pattern, Target::Listed(what));
+            }
+        }
     }
 }
 
@@ -459,59 +451,51 @@ const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
     .add(b'}');
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
-    fn http_method_names_are_normalised() {
-        assert_eq!(
-            parse_http_method("m", Some("get"), Method::POST).unwrap(),
-            Method::GET
-        );
-        assert_eq!(
-            parse_http_method("m", Some("Patch"), Method::POST).unwrap(),
-            Method::PATCH
-        );
-        assert_eq!(
-            parse_http_method("m", None, Method::POST).unwrap(),
-            Method::POST
-        );
-        assert!(parse_http_method("m", Some("no such"), Method::POST).is_err());
-        assert!(parse_http_method("m", Some(""), Method::POST).is_err());
+    fn route(method: Method, path: &str, target: Target) -> Route {
+        let (pattern, arg_count) = parse_url("test", path).unwrap();
+        Route {
+            method,
+            pattern,
+            arg_count,
+            target,
+            extractor: None,
+        }
     }
 
-    fn table(routes: &[(Method, &str, Target)]) -> RouteTable {
+    pub(crate) fn table(routes: &[(Method, &str, Target)]) -> RouteTable {
         let mut b = Builder {
             routes: Vec::new(),
             errors: Vec::new(),
         };
         for (method, path, target) in routes {
-            let pattern = UrlPattern::parse(path).unwrap();
+            let r = route(method.clone(), path, target.clone());
             if *target == Target::Preflight {
-                b.add(method.clone(), pattern, target.clone(), None);
+                b.add_route(r);
             } else {
-                b.add_with_preflight(method.clone(), pattern, target.clone(), None);
+                b.add_with_preflight(r);
             }
         }
         assert!(b.errors.is_empty());
-        RouteTable::new(b.routes, Registry::default())
+        RouteTable {
+            routes: b.routes,
+            registry: Registry::default(),
+        }
     }
 
     #[test]
-    fn listing_groups_by_path_and_repeats_options() {
-        let t = table(&[
-            (Method::POST, "methods/add", Target::Method("add".into())),
-            (Method::PATCH, "todos/:_id", Target::Update("todos".into())),
-            (Method::DELETE, "todos/:_id", Target::Remove("todos".into())),
-        ]);
+    fn http_methods_map_to_their_http_names() {
         assert_eq!(
-            t.listing(),
-            json!({"api-routes": [
-                {"_id": "/methods/add", "methods": ["options", "post"], "path": "/methods/add"},
-                {"_id": "/todos/:_id", "methods": ["options", "patch", "options", "delete"],
-                 "path": "/todos/:_id"}
-            ]})
+            http_method(Some(HttpMethod::Get), Method::POST),
+            Method::GET
         );
+        assert_eq!(
+            http_method(Some(HttpMethod::Patch), Method::POST),
+            Method::PATCH
+        );
+        assert_eq!(http_method(None, Method::POST), Method::POST);
     }
 
     #[test]
@@ -539,7 +523,7 @@ mod tests {
         ]);
         assert!(matches!(
             t.lookup(&Method::POST, "/a/b"),
-            Lookup::Found(r, m) if r.target == Target::Method("patterned".into()) && m.url_args == ["b"]
+            Lookup::Found(r, m) if r.target == Target::Method("patterned".into()) && m.numbered(r.arg_count) == ["b"]
         ));
         let t = table(&[
             (Method::POST, "a/b", Target::Method("literal".into())),
@@ -583,14 +567,28 @@ mod tests {
             routes: Vec::new(),
             errors: Vec::new(),
         };
-        let p = UrlPattern::parse("x").unwrap();
-        b.add_with_preflight(Method::POST, p.clone(), Target::Method("a".into()), None);
-        b.add_with_preflight(Method::POST, p, Target::Method("b".into()), None);
+        b.add_with_preflight(route(Method::POST, "x", Target::Method("a".into())));
+        b.add_with_preflight(route(Method::POST, "x", Target::Method("b".into())));
         assert_eq!(b.errors.len(), 1);
         let message = b.errors[0].to_string();
         assert!(
             message.contains("\"a\"") && message.contains("\"b\""),
             "{message}"
         );
+    }
+
+    #[test]
+    fn bad_urls_are_refused() {
+        for bad in [
+            "a//b",
+            "a/:",
+            "a/:1",
+            "a/:0/:0",
+            "a?b",
+            "a/:99999999999999999999999",
+        ] {
+            assert!(parse_url("m", bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_url("m", "lists/:1/items/:0").unwrap().1, 2);
     }
 }

@@ -16,6 +16,10 @@ mod headers;
 mod late;
 #[path = "integration/login.rs"]
 mod login;
+#[path = "integration/login_parity.rs"]
+mod login_parity;
+#[path = "integration/login_variants.rs"]
+mod login_variants;
 #[path = "integration/methods.rs"]
 mod methods;
 #[path = "integration/publications.rs"]

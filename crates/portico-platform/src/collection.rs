@@ -401,6 +401,22 @@ impl Collection {
             .push(rules);
     }
 
+    /// Refuses an update (`update`) or remove at once when no allow rule could let it through,
+    /// before the document is looked up: otherwise a missing id (0 changed) and an existing one
+    /// (access denied) would answer differently, telling a caller which ids exist.
+    fn refuse_without_allow(&self, update: bool) -> Result<()> {
+        let rules = self
+            .inner
+            .rules
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        if rules.may_allow(update) {
+            Ok(())
+        } else {
+            Err(Error::AccessDenied)
+        }
+    }
+
     async fn check(&self, user_id: Option<&str>, write: Write<'_>) -> Result<()> {
         let rules = self
             .inner
@@ -450,7 +466,9 @@ impl Collection {
     /// The update rules see the document before the change, the changed top-level field names
     /// and `modifier` as given. Whole-document replacement is not accepted from clients, nor a
     /// change that would store a `$`-prefixed or dotted field name, nor (in the `users`
-    /// collection) a change to `roles` or `services` ([`Error::ProtectedField`]).
+    /// collection) a change to `roles` or `services` ([`Error::ProtectedField`]). With no allow
+    /// rule for updates, every id is [`Error::AccessDenied`] (a missing one too), so the answer
+    /// tells nothing about which ids exist.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a replacement, a store error for a malformed modifier,
@@ -467,6 +485,7 @@ impl Collection {
                 "a client update must use modifiers such as $set, not replace the document".into(),
             ));
         }
+        self.refuse_without_allow(true)?;
         let Some(doc) = self.get(id).await? else {
             return Ok(0);
         };
@@ -495,11 +514,13 @@ impl Collection {
     }
 
     /// Removes the document `id` for a client when the rules allow it; returns how many were
-    /// removed (0 when there is no such document).
+    /// removed (0 when there is no such document and some allow rule decides removes; with none,
+    /// every id is [`Error::AccessDenied`], so the answer tells nothing about which ids exist).
     ///
     /// # Errors
     /// [`Error::AccessDenied`], store failures.
     pub async fn client_remove(&self, user_id: Option<&str>, id: &str) -> Result<u64> {
+        self.refuse_without_allow(false)?;
         let Some(doc) = self.get(id).await? else {
             return Ok(0);
         };

@@ -56,9 +56,9 @@
 //! | [`RateLimiter`] | in-memory failure limits for login routes |
 
 mod accounts;
-mod args;
 mod collection;
 mod cursor;
+mod endpoint;
 mod error;
 mod login;
 mod method;
@@ -75,9 +75,9 @@ pub use accounts::{
     Accounts, AccountsConfig, LoginToken, NewUser, Password, TOKEN_PATH, USERS, UserSelector,
     hash_token, import_value, password_digest, public_user, user_has_any_role,
 };
-pub use args::{ArgsExtractor, ArgsRequest};
 pub use collection::{Collection, CollectionOptions, PROTECTED_ACCOUNT_FIELDS};
 pub use cursor::Cursor;
+pub use endpoint::{ArgsExtractor, EndpointOptions, HttpMethod, UnknownHttpMethod};
 pub use error::{Error, Result};
 pub use login::{ACCOUNT_FACTOR, Limit, LoginError, LoginLimits, LoginService};
 pub use method::{Invocation, MethodInfo, MethodOptions, MethodReply};

@@ -7,30 +7,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::{ArgsExtractor, MethodError, Platform};
+use crate::{EndpointOptions, MethodError, Platform};
 
-/// Options of a method (the auto API's `url`, `httpMethod`, `getArgsFromRequest`).
-#[derive(Clone, Default)]
-pub struct MethodOptions {
-    /// Custom URL; default `methods/<name>`.
-    pub url: Option<String>,
-    /// HTTP method required to call it ("get", "post", ... any case); default "post".
-    pub http_method: Option<String>,
-    /// Custom argument extractor; default: the body rule of the auto API.
-    pub args_extractor: Option<ArgsExtractor>,
-}
-
-impl fmt::Debug for MethodOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::args::debug_options(
-            f,
-            "MethodOptions",
-            &self.url,
-            &self.http_method,
-            &self.args_extractor,
-        )
-    }
-}
+/// Options of a method (the auto API's `url`, `httpMethod`, `getArgsFromRequest`): an
+/// [`EndpointOptions`] whose defaults are `POST /methods/<name>` and the door's body rule.
+pub type MethodOptions = EndpointOptions;
 
 /// A defined method as the registry lists it.
 #[derive(Debug, Clone)]

@@ -10,7 +10,6 @@ use futures::FutureExt;
 use portico_store::{Store, document_id};
 use serde_json::{Map, Value};
 
-use crate::args::check_http_method;
 use crate::method::MethodHandler;
 use crate::publication::PublicationHandler;
 use crate::{
@@ -219,8 +218,7 @@ impl Platform {
     ///
     /// # Errors
     /// [`Error::Duplicate`] when a method of that name exists; [`Error::MethodOptions`] when
-    /// options were set already with [`Platform::set_method_options`] (options given twice), or
-    /// name an unknown HTTP method.
+    /// options were set already with [`Platform::set_method_options`] (options given twice).
     pub fn method_with_options<F, Fut>(
         &self,
         name: &str,
@@ -244,9 +242,6 @@ impl Platform {
         options: Option<MethodOptions>,
         handler: MethodHandler,
     ) -> Result<()> {
-        if let Some(o) = &options {
-            check_http_method(&format!("method {name:?}"), o.http_method.as_deref())?;
-        }
         let mut methods = write(&self.inner.methods);
         match methods.get_mut(name) {
             Some(entry) if entry.handler.is_some() => Err(Error::Duplicate(format!(
@@ -279,10 +274,9 @@ impl Platform {
     /// Sets the options of a method that is not defined yet (the spec's `setMethodOptions`).
     ///
     /// # Errors
-    /// [`Error::MethodOptions`] when the method is defined already, when its options were set
-    /// already, or for an unknown HTTP method.
+    /// [`Error::MethodOptions`] when the method is defined already, or when its options were set
+    /// already.
     pub fn set_method_options(&self, name: &str, options: MethodOptions) -> Result<()> {
-        check_http_method(&format!("method {name:?}"), options.http_method.as_deref())?;
         let mut methods = write(&self.inner.methods);
         match methods.get(name) {
             Some(entry) if entry.handler.is_some() => Err(Error::MethodOptions(format!(
@@ -379,8 +373,7 @@ impl Platform {
     /// Defines the publication `name` with `options`.
     ///
     /// # Errors
-    /// [`Error::Duplicate`] when a publication of that name exists; [`Error::MethodOptions`] for an
-    /// unknown HTTP method.
+    /// [`Error::Duplicate`] when a publication of that name exists.
     pub fn publish_with_options<F, Fut>(
         &self,
         name: &str,
@@ -391,10 +384,6 @@ impl Platform {
         F: Fn(Subscription, Vec<Value>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = std::result::Result<Vec<Cursor>, MethodError>> + Send + 'static,
     {
-        check_http_method(
-            &format!("publication {name:?}"),
-            options.http_method.as_deref(),
-        )?;
         let mut publications = write(&self.inner.publications);
         if publications.contains_key(name) {
             return Err(Error::Duplicate(format!(

@@ -7,30 +7,12 @@ use futures::future::BoxFuture;
 use portico_store::Document;
 use serde_json::{Map, Value};
 
-use crate::{ArgsExtractor, Cursor, MethodError, Platform};
+use crate::{Cursor, EndpointOptions, MethodError, Platform};
 
-/// Options of a publication (the auto API's `url`, `httpMethod`, `getArgsFromRequest`).
-#[derive(Clone, Default)]
-pub struct PublicationOptions {
-    /// Custom URL; default `publications/<name>`. Segments `:0`, `:1`... become arguments 0, 1...
-    pub url: Option<String>,
-    /// HTTP method required to call it ("get", "post", ... any case); default "get".
-    pub http_method: Option<String>,
-    /// Custom argument extractor; default: the url's `:N` segments.
-    pub args_extractor: Option<ArgsExtractor>,
-}
-
-impl fmt::Debug for PublicationOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::args::debug_options(
-            f,
-            "PublicationOptions",
-            &self.url,
-            &self.http_method,
-            &self.args_extractor,
-        )
-    }
-}
+/// Options of a publication (the auto API's `url`, `httpMethod`, `getArgsFromRequest`): an
+/// [`EndpointOptions`] whose defaults are `GET /publications/<name>` and the url's `:N`
+/// segments as arguments.
+pub type PublicationOptions = EndpointOptions;
 
 /// A defined publication as the registry lists it.
 #[derive(Debug, Clone)]

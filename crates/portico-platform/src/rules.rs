@@ -99,6 +99,18 @@ pub(crate) enum Write<'a> {
 }
 
 impl RuleSet {
+    /// True when some allow rule decides updates (`update`) or removes (otherwise). Without one,
+    /// every client write of that kind is refused, whatever the document.
+    pub(crate) fn may_allow(&self, update: bool) -> bool {
+        self.allow.iter().any(|r| {
+            if update {
+                r.update.is_some()
+            } else {
+                r.remove.is_some()
+            }
+        })
+    }
+
     /// Runs one rule of `rules` for `write`; `None` when `rules` has no rule for that operation.
     async fn run(rules: &Rules, user: Option<&str>, write: &Write<'_>) -> Option<bool> {
         let user = user.map(str::to_string);

@@ -3,6 +3,7 @@
 use std::task::{Context, Poll};
 
 use http::Request;
+use portico_edge::{bearer_token, is_b64token};
 use tower::{Layer, Service};
 
 /// The query parameter RFC 6750 names for a token in the URL.
@@ -31,26 +32,6 @@ impl std::fmt::Debug for BearerToken {
     }
 }
 
-/// The token of an `Authorization` header value `Bearer <token>` (scheme case-insensitive),
-/// when it has the RFC 6750 `b64token` syntax.
-pub(crate) fn parse_authorization(value: &str) -> Option<&str> {
-    let (scheme, rest) = value.trim().split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return None;
-    }
-    let token = rest.trim_start();
-    is_b64token(token).then_some(token)
-}
-
-/// `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`
-fn is_b64token(token: &str) -> bool {
-    let body = token.trim_end_matches('=');
-    !body.is_empty()
-        && body
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b))
-}
-
 /// The `access_token` query parameter, when present and well formed.
 fn query_token(query: &str) -> Option<String> {
     form_urlencoded::parse(query.as_bytes())
@@ -62,7 +43,7 @@ fn query_token(query: &str) -> Option<String> {
 /// Finds the bearer token of a request (see [`BearerTokenLayer`]).
 fn find_token<B>(req: &Request<B>, query_parameter: bool) -> Option<String> {
     if let Some(value) = req.headers().get(http::header::AUTHORIZATION) {
-        if let Some(token) = value.to_str().ok().and_then(parse_authorization) {
+        if let Some(token) = value.to_str().ok().and_then(bearer_token) {
             return Some(token.to_owned());
         }
     }
@@ -156,15 +137,12 @@ mod tests {
 
     #[test]
     fn header_scheme_is_case_insensitive() {
-        assert_eq!(
-            parse_authorization("Bearer abc-_.~+/=="),
-            Some("abc-_.~+/==")
-        );
-        assert_eq!(parse_authorization("bearer  xyz"), Some("xyz"));
-        assert_eq!(parse_authorization("Basic abc"), None);
-        assert_eq!(parse_authorization("Bearer"), None);
-        assert_eq!(parse_authorization("Bearer a b"), None);
-        assert_eq!(parse_authorization("Bearer ==="), None);
+        assert_eq!(bearer_token("Bearer abc-_.~+/=="), Some("abc-_.~+/=="));
+        assert_eq!(bearer_token("bearer  xyz"), Some("xyz"));
+        assert_eq!(bearer_token("Basic abc"), None);
+        assert_eq!(bearer_token("Bearer"), None);
+        assert_eq!(bearer_token("Bearer a b"), None);
+        assert_eq!(bearer_token("Bearer ==="), None);
     }
 
     fn request(uri: &str, header: Option<&str>) -> Request<()> {

@@ -18,4 +18,5 @@ mod bearer;
 mod user;
 
 pub use bearer::{BearerToken, BearerTokenLayer, BearerTokenService};
-pub use user::{AuthenticatedUser, TokenAuthLayer, TokenAuthService};
+pub use portico_edge::AuthenticatedUser;
+pub use user::{TokenAuthLayer, TokenAuthService};

@@ -5,40 +5,12 @@ use std::task::{Context, Poll};
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use http::Request;
-use portico_platform::Platform;
-use portico_store::{Document, document_id};
+use portico_edge::AuthenticatedUser;
+use portico_platform::{Platform, hash_token};
 use tower::{Layer, Service};
 
 use crate::ApiError;
 use crate::auth::BearerToken;
-
-/// The user a request is authenticated as (in the request extensions). The auto API calls
-/// methods and publications with [`AuthenticatedUser::user_id`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct AuthenticatedUser {
-    user_id: String,
-    user: Document,
-}
-
-impl AuthenticatedUser {
-    /// An authenticated user from its stored document.
-    ///
-    /// Returns `None` when the document has no string `_id`.
-    pub fn from_document(user: Document) -> Option<Self> {
-        let user_id = document_id(&user)?.to_owned();
-        Some(AuthenticatedUser { user_id, user })
-    }
-
-    /// The user's id.
-    pub fn user_id(&self) -> &str {
-        &self.user_id
-    }
-
-    /// The user's stored document.
-    pub fn user(&self) -> &Document {
-        &self.user
-    }
-}
 
 /// A layer that turns a [`BearerToken`] into an [`AuthenticatedUser`] with
 /// `platform.accounts().user_by_token`, which honours token expiry.
@@ -102,6 +74,7 @@ where
                 match platform.accounts().user_by_token(token.as_str()).await {
                     Ok(Some(user)) => {
                         if let Some(user) = AuthenticatedUser::from_document(user) {
+                            let user = user.with_hashed_token(hash_token(token.as_str()));
                             req.extensions_mut().insert(user);
                         }
                     }

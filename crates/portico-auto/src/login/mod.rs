@@ -1,42 +1,45 @@
 //! The password login add-on: `POST /users/login` and `POST /users/register`.
 //!
 //! The auto API issues no tokens itself (as the spec says); this optional router does, over the
-//! platform's accounts. Both endpoints answer `{"id": user_id, "token": token, "tokenExpires":
-//! ISO-8601}`; the token then goes in `Authorization: Bearer <token>`.
+//! platform's [`LoginService`] (the same credential forms, lookup order and limits as the routes
+//! door). Both endpoints answer `{"id": user_id, "token": token, "tokenExpires": ISO-8601}`; the
+//! token then goes in `Authorization: Bearer <token>`.
 //!
-//! | Request body | Meaning |
+//! | Request body (JSON, or a form) | Meaning |
 //! |---|---|
-//! | `username` / `email` / `user` (a string: an email when it holds `@`, else a username; or `{username}`, `{email}`, `{id}`) | who logs in |
-//! | `password` (a string), with `hashed: true` when it is already the SHA-256 hex digest, or `{digest, algorithm: "sha-256"}` | the password |
+//! | `email`, else `username`, else `user` (a string: an email when it holds `@`, else a username; or `{email}`, `{username}`, `{id}`) | who logs in |
+//! | `password` (a string), with `hashed: true` when it is already the SHA-256 hex digest, or `{digest, algorithm: "sha-256"}` (the algorithm is required) | the password |
 //! | `profile` (register only) | the new user's profile object |
 //!
-//! Every failed login — unknown user, wrong password, no password, missing fields — is the same
-//! 401 `{"error":"unauthorized","reason":"Incorrect credentials"}`. Failures are limited per
-//! identity and per client address (the client address needs the server to be run with
-//! `into_make_service_with_connect_info::<SocketAddr>()`); past the limit the reply is 429 with
-//! `Retry-After`.
+//! Every failed login — unknown user, wrong password, no password, missing fields, a body that
+//! is not an object — is the same 401 `{"error":"unauthorized","reason":"Incorrect
+//! credentials"}`; a body that is not JSON or a form at all is a 400. Failures are limited per
+//! account and client address, per account, and per address; sign-ups per address. Past a
+//! limit the reply is 429 with `Retry-After`. A correct password from another address is still
+//! accepted while one address is held back, so no one can lock an owner out (see
+//! [`portico_platform::LoginService`]).
+//!
+//! The client address is the TCP peer's (the server must be run with
+//! `into_make_service_with_connect_info::<SocketAddr>()`), or, when that peer is one of
+//! [`LoginOptions::trusted_proxies`], the client its `X-Forwarded-For` names.
 
-mod credentials;
-
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
 use axum::{Json, Router};
 use http::{Method, StatusCode};
-use portico_platform::{LoginToken, NewUser, Platform, RateLimiter};
-use serde_json::json;
+use portico_edge::{TrustedProxies, parse_body, read_body};
+use portico_platform::{Limit, LoginError, LoginLimits, LoginService, LoginToken, Platform};
+use serde_json::{Value, json};
 
 use crate::ApiError;
-use crate::args::parse_body;
-use crate::body::read_body;
-use credentials::{Credentials, Registration};
 
-/// The login add-on's routes, as `api-routes` lists them.
-pub(crate) const LOGIN_ROUTES: [&str; 2] = ["/users/login", "/users/register"];
+/// The login add-on's routes, with what each does, as the route description lists them.
+pub(crate) const LOGIN_ROUTES: [(&str, &str); 2] =
+    [("/users/login", "log in"), ("/users/register", "register")];
 
 /// Login bodies are small; this caps what an anonymous client can make the server buffer.
 const LOGIN_BODY_LIMIT: usize = 64 * 1024;
@@ -47,12 +50,17 @@ pub struct LoginOptions {
     /// Whether `POST /users/register` creates accounts (default true). When false — or when the
     /// platform's `AccountsConfig::forbid_client_account_creation` is set — it answers 403.
     pub allow_register: bool,
-    /// Failed logins allowed per identity (username or email) per window (default 5).
+    /// Failed logins allowed per account and client address per window (default 5).
     pub attempts_per_identity: u32,
     /// Failed logins allowed per client address per window (default 20).
     pub attempts_per_address: u32,
     /// The sliding window of both limits (default 10 seconds).
     pub window: Duration,
+    /// Sign-ups allowed per client address (default 10 a minute); `None` for no limit.
+    pub register_per_address: Option<Limit>,
+    /// The proxies whose `X-Forwarded-For` is believed when finding the client address (none
+    /// by default: the address is the TCP peer's).
+    pub trusted_proxies: TrustedProxies,
 }
 
 impl Default for LoginOptions {
@@ -62,6 +70,19 @@ impl Default for LoginOptions {
             attempts_per_identity: 5,
             attempts_per_address: 20,
             window: Duration::from_secs(10),
+            register_per_address: LoginLimits::default().register_per_address,
+            trusted_proxies: TrustedProxies::none(),
+        }
+    }
+}
+
+impl LoginOptions {
+    /// The platform login service's limits these options ask for.
+    pub fn limits(&self) -> LoginLimits {
+        LoginLimits {
+            per_identity: Some(Limit::new(self.attempts_per_identity, self.window)),
+            per_address: Some(Limit::new(self.attempts_per_address, self.window)),
+            register_per_address: self.register_per_address,
         }
     }
 }
@@ -69,8 +90,7 @@ impl Default for LoginOptions {
 struct LoginState {
     platform: Platform,
     options: LoginOptions,
-    per_identity: RateLimiter,
-    per_address: RateLimiter,
+    service: LoginService,
 }
 
 /// The password login add-on (see the module docs). Merge its [`PasswordLogin::router`] with
@@ -100,16 +120,14 @@ impl std::fmt::Debug for PasswordLogin {
 }
 
 impl PasswordLogin {
-    /// The add-on over `platform`'s accounts.
+    /// The add-on over `platform`'s login service.
     pub fn new(platform: Platform, options: LoginOptions) -> Self {
-        let per_identity = RateLimiter::new(options.attempts_per_identity, options.window);
-        let per_address = RateLimiter::new(options.attempts_per_address, options.window);
+        let service = platform.login_service(options.limits());
         PasswordLogin {
             state: Arc::new(LoginState {
                 platform,
                 options,
-                per_identity,
-                per_address,
+                service,
             }),
         }
     }
@@ -118,8 +136,8 @@ impl PasswordLogin {
     /// cross-origin preflights). Other methods on these paths get a 405 JSON error.
     pub fn router(&self) -> Router {
         Router::new()
-            .route(LOGIN_ROUTES[0], endpoint(post(login)))
-            .route(LOGIN_ROUTES[1], endpoint(post(register)))
+            .route(LOGIN_ROUTES[0].0, endpoint(post(login)))
+            .route(LOGIN_ROUTES[1].0, endpoint(post(register)))
             .with_state(self.state.clone())
     }
 }
@@ -139,18 +157,32 @@ fn endpoint(router: MethodRouter<Arc<LoginState>>) -> MethodRouter<Arc<LoginStat
         })
 }
 
-/// The client address, when the server was started with connect info.
-fn client_address(req: &Request) -> String {
-    req.extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(addr)| addr.ip().to_string())
-        .unwrap_or_else(|| "unknown".to_owned())
+/// The client address (under the trusted-proxy rule) and the parsed body of a request.
+async fn read(
+    state: &LoginState,
+    req: Request,
+) -> Result<(Option<std::net::IpAddr>, Option<Value>), ApiError> {
+    let (parts, body) = req.into_parts();
+    let client = state
+        .options
+        .trusted_proxies
+        .client_ip_of(&parts.headers, &parts.extensions);
+    let bytes = read_body(&parts.headers, body, LOGIN_BODY_LIMIT).await?;
+    let body = parse_body(&parts.headers, &bytes)?.into_value()?;
+    Ok((client, body))
 }
 
-async fn body_of(req: Request) -> Result<Option<serde_json::Value>, ApiError> {
-    let (parts, body) = req.into_parts();
-    let bytes = read_body(&parts.headers, body, LOGIN_BODY_LIMIT).await?;
-    parse_body(&parts.headers, &bytes)
+/// The reply to a [`LoginError`].
+fn login_error(err: LoginError) -> ApiError {
+    match err {
+        LoginError::Failed => ApiError::incorrect_credentials(),
+        LoginError::TooManyAttempts(wait) => ApiError::too_many_requests(wait),
+        LoginError::SignupsForbidden => {
+            ApiError::new(StatusCode::FORBIDDEN, "forbidden", "Signups forbidden")
+        }
+        LoginError::InvalidUser(reason) => ApiError::bad_request("invalid-user", reason),
+        other => ApiError::internal(other),
+    }
 }
 
 /// The reply of both endpoints.
@@ -169,42 +201,14 @@ fn token_reply(state: &LoginState, token: &LoginToken) -> Result<Response, ApiEr
 }
 
 async fn login(State(state): State<Arc<LoginState>>, req: Request) -> Response {
-    let address = client_address(&req);
     let result = async {
-        let body = body_of(req).await?;
-        let Some(credentials) = Credentials::from_body(body.as_ref()) else {
-            // A malformed login is a failed login, and counts against the address.
-            if let Err(wait) = state.per_address.check(&address) {
-                return Err(ApiError::too_many_requests(wait));
-            }
-            state.per_address.record_failure(&address);
-            return Err(ApiError::incorrect_credentials());
-        };
-        let identity = credentials.identity_key();
-        let waits = [
-            state.per_identity.check(&identity),
-            state.per_address.check(&address),
-        ];
-        if let Some(wait) = waits.into_iter().filter_map(Result::err).max() {
-            return Err(ApiError::too_many_requests(wait));
-        }
-        match state
-            .platform
-            .accounts()
-            .login(&credentials.user, &credentials.password)
+        let (client, body) = read(&state, req).await?;
+        let token = state
+            .service
+            .login(body.as_ref(), client)
             .await
-        {
-            Ok(token) => {
-                state.per_identity.reset(&identity);
-                token_reply(&state, &token)
-            }
-            Err(err) if err.is_client_error() => {
-                state.per_identity.record_failure(&identity);
-                state.per_address.record_failure(&address);
-                Err(ApiError::incorrect_credentials())
-            }
-            Err(err) => Err(ApiError::internal(err)),
-        }
+            .map_err(login_error)?;
+        token_reply(&state, &token)
     }
     .await;
     result.unwrap_or_else(IntoResponse::into_response)
@@ -212,26 +216,13 @@ async fn login(State(state): State<Arc<LoginState>>, req: Request) -> Response {
 
 async fn register(State(state): State<Arc<LoginState>>, req: Request) -> Response {
     let result = async {
-        let accounts = state.platform.accounts();
-        if !state.options.allow_register || accounts.config().forbid_client_account_creation {
-            return Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                "Signups forbidden",
-            ));
-        }
-        let body = body_of(req).await?;
-        let registration = Registration::from_body(body.as_ref())?;
-        let user_id = accounts
-            .create_user(NewUser {
-                username: registration.username,
-                email: registration.email,
-                password: Some(registration.password),
-                profile: registration.profile,
-                roles: Vec::new(),
-            })
-            .await?;
-        let token = accounts.new_login_token(&user_id).await?;
+        let (client, body) = read(&state, req).await?;
+        let allowed = state.options.allow_register;
+        let token = state
+            .service
+            .register(body.as_ref(), client, allowed)
+            .await
+            .map_err(login_error)?;
         token_reply(&state, &token)
     }
     .await;

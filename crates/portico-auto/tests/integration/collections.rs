@@ -80,7 +80,8 @@ async fn insert_allowed_and_denied() {
         .post_as("/notes", json!({"_id": "mine", "owner": ada}), &token)
         .await;
     assert_eq!((r.status, r.json), (200, json!("mine")));
-    // Taking an id that exists is a client error, and overwrites nothing.
+    // Taking an id that exists is a conflict (409, as on the routes door), and overwrites
+    // nothing.
     let r = s
         .post_as(
             "/notes",
@@ -88,7 +89,7 @@ async fn insert_allowed_and_denied() {
             &token,
         )
         .await;
-    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(r.status, 409, "{}", r.text);
     assert!(
         p.collection("notes")
             .get("mine")
@@ -349,4 +350,34 @@ async fn collections_declared_with_object_ids_are_object_id_collections() {
     let r = s.delete("/things/not-hex", None).await;
     assert_eq!(r.status, 400);
     assert_eq!(r.json["error"], "invalid-id");
+}
+
+/// With no allow rule for an operation, the answer is 403 whatever the id: a missing id must
+/// not answer differently from an existing one (that would tell which ids exist).
+#[tokio::test]
+async fn writes_without_an_allow_rule_are_403_for_every_id() {
+    let p = platform().await;
+    let vault = p.collection("vault");
+    // Inserts are allowed; updates and removes have no allow rule.
+    vault.allow(Rules::new().insert(|_u, _d| async { true }));
+    vault
+        .insert(doc(json!({"_id": "exists", "n": 1})))
+        .await
+        .unwrap();
+    let s = app(&p, AutoConfig::default()).await;
+    for id in ["exists", "missing"] {
+        let r = s
+            .patch(&format!("/vault/{id}"), json!({"n": 2}), None)
+            .await;
+        assert_eq!(r.status, 403, "PATCH {id}: {}", r.text);
+        assert_eq!(r.json["reason"], "Access denied");
+        let r = s.delete(&format!("/vault/{id}"), None).await;
+        assert_eq!(r.status, 403, "DELETE {id}: {}", r.text);
+    }
+    assert_eq!(vault.get("exists").await.unwrap().unwrap()["n"], 1);
+    // A duplicate id on insert is a 409 (someone who knows an id can learn that it exists;
+    // generated ids are 17 random characters, and nothing of the document is sent).
+    let r = s.post("/vault", json!({"_id": "exists"})).await;
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert!(!r.text.contains("\"n\""));
 }

@@ -25,7 +25,7 @@ async fn late_definitions_are_served_and_listed() {
         "late-get",
         MethodOptions {
             url: Some("methods/late".into()),
-            http_method: Some("get".into()),
+            http_method: Some(portico_platform::HttpMethod::Get),
             ..MethodOptions::default()
         },
         |_inv, _args| async move { Ok::<Value, MethodError>(json!("got")) },

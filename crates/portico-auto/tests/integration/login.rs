@@ -150,7 +150,8 @@ async fn register_then_use_the_token() {
         )
         .await;
     assert_eq!(r.status, 400, "{}", r.text);
-    assert_eq!(r.json["error"], "user-exists");
+    // The platform's login service reports a taken name as an invalid user.
+    assert_eq!(r.json["error"], "invalid-user");
     let r = s
         .post("/users/register", json!({"username": "newbie"}))
         .await;
@@ -277,4 +278,79 @@ async fn login_routes_are_listed_and_answer_preflights() {
     // Malformed JSON is a bad request, not a login attempt.
     let r = s.post_raw("/users/login", "application/json", "{").await;
     assert_eq!(r.status, 400);
+}
+
+/// `X-Forwarded-For` names the client only when the peer is a trusted proxy: behind one, each
+/// client has its own per-address budget; without one, the header changes nothing.
+#[tokio::test]
+async fn forwarded_addresses_are_believed_only_from_trusted_proxies() {
+    async fn attempt(s: &Server, name: String, forwarded: &str) -> u16 {
+        let body = json!({"username": name, "password": "x"});
+        let request = s
+            .client
+            .post(s.url("/users/login"))
+            .header("x-forwarded-for", forwarded)
+            .json(&body);
+        s.send(request).await.status
+    }
+    let options = |trusted: &[&str]| LoginOptions {
+        attempts_per_address: 3,
+        trusted_proxies: portico_auto::TrustedProxies::parse(trusted).unwrap(),
+        ..LoginOptions::default()
+    };
+
+    let p = platform().await;
+    let s = app(&p, options(&["127.0.0.1"])).await;
+    for i in 0..3 {
+        assert_eq!(attempt(&s, format!("a{i}"), "203.0.113.1").await, 401);
+    }
+    assert_eq!(attempt(&s, "a9".into(), "203.0.113.1").await, 429);
+    assert_eq!(attempt(&s, "b0".into(), "203.0.113.2").await, 401);
+
+    let p = platform().await;
+    let s = app(&p, options(&[])).await;
+    for i in 0..3 {
+        assert_eq!(attempt(&s, format!("a{i}"), "203.0.113.1").await, 401);
+    }
+    assert_eq!(attempt(&s, "b0".into(), "203.0.113.2").await, 429);
+}
+
+/// Login bodies are capped at 64 KB.
+#[tokio::test]
+async fn login_bodies_are_small() {
+    let p = platform().await;
+    let s = app(&p, LoginOptions::default()).await;
+    let big = json!({"username": "ada", "password": "x".repeat(70 * 1024)});
+    let r = s.post("/users/login", big).await;
+    assert_eq!(r.status, 413);
+    assert_eq!(r.json["error"], "payload-too-large");
+}
+
+/// Sign-ups are limited per client address (each costs a password hash).
+#[tokio::test]
+async fn registrations_are_rate_limited() {
+    let p = platform().await;
+    let options = LoginOptions {
+        register_per_address: Some(portico_platform::Limit::new(2, Duration::from_secs(60))),
+        ..LoginOptions::default()
+    };
+    let s = app(&p, options).await;
+    for name in ["r1", "r2"] {
+        let r = s
+            .post(
+                "/users/register",
+                json!({"username": name, "password": "pw"}),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let r = s
+        .post(
+            "/users/register",
+            json!({"username": "r3", "password": "pw"}),
+        )
+        .await;
+    assert_eq!(r.status, 429);
+    assert!(r.header("retry-after").is_some());
+    assert_eq!(p.accounts().list_users().await.unwrap().len(), 2);
 }

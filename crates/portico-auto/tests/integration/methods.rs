@@ -1,9 +1,8 @@
 //! Methods as endpoints: the args rule, custom urls and HTTP methods, extractors, status codes.
 
-use std::sync::Arc;
-
-use portico_auto::AutoApi;
-use portico_platform::{MethodError, MethodOptions, Platform, arg};
+use portico_auto::{ArgsRequest, AutoApi, args_extractor};
+use portico_edge::ParsedBody;
+use portico_platform::{HttpMethod, MethodError, MethodOptions, Platform, arg};
 use serde_json::{Value, json};
 
 use crate::common::{Server, platform, serve};
@@ -70,7 +69,7 @@ async fn custom_url_and_http_method_with_url_args() {
         "rename",
         MethodOptions {
             url: Some("lists/:0/rename".into()),
-            http_method: Some("put".into()),
+            http_method: Some(HttpMethod::Put),
             ..MethodOptions::default()
         },
         |_inv, args| async move { Ok::<Value, MethodError>(Value::Array(args)) },
@@ -93,23 +92,24 @@ async fn custom_url_and_http_method_with_url_args() {
 }
 
 #[tokio::test]
-async fn args_extractor_reads_the_raw_request() {
+async fn args_extractor_reads_the_parsed_request() {
     let p = platform().await;
     p.method_with_options(
         "sum-form",
         MethodOptions {
-            args_extractor: Some(Arc::new(|req| {
+            args_extractor: Some(args_extractor(|req: ArgsRequest| async move {
                 // Form fields are strings: parse them here, as the spec says.
+                let ParsedBody::Form(fields) = &req.body else {
+                    return Err(MethodError::invalid_arguments("send a form"));
+                };
                 let mut total = 0i64;
-                for (_, v) in form_urlencoded::parse(req.body) {
+                for v in fields.values() {
                     total += v
-                        .parse::<i64>()
-                        .map_err(|_| MethodError::invalid_arguments("numbers only"))?;
+                        .as_str()
+                        .and_then(|v| v.parse::<i64>().ok())
+                        .ok_or_else(|| MethodError::invalid_arguments("numbers only"))?;
                 }
-                Ok(vec![
-                    json!(total),
-                    json!(req.headers.get("x-tag").and_then(|v| v.to_str().ok())),
-                ])
+                Ok(vec![json!(total), json!(req.header("x-tag"))])
             })),
             ..MethodOptions::default()
         },
@@ -166,7 +166,7 @@ async fn method_options_set_before_definition_through_the_api() {
         "ping",
         MethodOptions {
             url: Some("ping".into()),
-            http_method: Some("GET".into()),
+            http_method: Some(HttpMethod::Get),
             ..MethodOptions::default()
         },
     )
@@ -197,4 +197,55 @@ async fn options_endpoint_for_method_urls() {
     assert_eq!(r.status, 200);
     assert_eq!(r.text, "");
     assert_eq!(r.header("allow"), Some("OPTIONS, POST"));
+}
+
+/// An extractor gets url parameters by name and number, the parsed query, headers and body,
+/// and may await.
+#[tokio::test]
+async fn args_extractor_gets_params_query_headers_and_body() {
+    let p = platform().await;
+    p.method_with_options(
+        "everything",
+        MethodOptions {
+            url: Some("lists/:0/items/:item".into()),
+            http_method: Some(HttpMethod::Put),
+            args_extractor: Some(args_extractor(|req: ArgsRequest| async move {
+                tokio::task::yield_now().await;
+                let body = match &req.body {
+                    ParsedBody::Json(value) => value.clone(),
+                    other => json!(format!("{other:?}")),
+                };
+                Ok(vec![
+                    json!(req.url_args),
+                    json!(req.param("item")),
+                    Value::Object(req.query.clone()),
+                    json!(req.header("x-tag")),
+                    body,
+                    json!(req.method.as_str()),
+                ])
+            })),
+        },
+        |_inv, args| async move { Ok::<Value, MethodError>(Value::Array(args)) },
+    )
+    .unwrap();
+    let s = app(&p).await;
+    let r = s
+        .send(
+            s.client
+                .put(s.url("/lists/l%201/items/i7?sort=asc&tags[]=a&tags[]=b"))
+                .header("x-tag", "t")
+                .json(&json!({"n": 1})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.json,
+        json!([["l 1"], "i7", {"sort": "asc", "tags": ["a", "b"]}, "t", {"n": 1}, "PUT"])
+    );
+    // A query whose names conflict is a 400 before the extractor runs.
+    let r = s
+        .send(s.client.put(s.url("/lists/x/items/y?a=1&a[b]=2")))
+        .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json["error"], "invalid-query");
 }

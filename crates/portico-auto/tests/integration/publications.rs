@@ -105,7 +105,7 @@ async fn custom_url_post_publication_takes_body_args() {
         "search",
         PublicationOptions {
             url: Some("search/todos".into()),
-            http_method: Some("post".into()),
+            http_method: Some(portico_platform::HttpMethod::Post),
             ..PublicationOptions::default()
         },
         |sub, args| async move {
@@ -190,18 +190,16 @@ async fn publication_args_extractor_reads_the_query_string() {
     p.publish_with_options(
         "todos-by-title",
         PublicationOptions {
-            args_extractor: Some(std::sync::Arc::new(|req| {
-                let title = req
-                    .uri
-                    .query()
-                    .and_then(|q| {
-                        form_urlencoded::parse(q.as_bytes())
-                            .find(|(k, _)| k == "title")
-                            .map(|(_, v)| v.into_owned())
-                    })
-                    .ok_or_else(|| MethodError::invalid_arguments("?title= is required"))?;
-                Ok(vec![json!(title)])
-            })),
+            args_extractor: Some(portico_auto::args_extractor(
+                |req: portico_auto::ArgsRequest| async move {
+                    let title = req
+                        .query
+                        .get("title")
+                        .cloned()
+                        .ok_or_else(|| MethodError::invalid_arguments("?title= is required"))?;
+                    Ok(vec![title])
+                },
+            )),
             ..PublicationOptions::default()
         },
         |sub, args| async move {

@@ -34,7 +34,7 @@ async fn listing_has_the_1x_shape() {
             {"_id": "/lists/:0/todos", "methods": ["get"], "path": "/lists/:0/todos"},
             {"_id": "/publications/api-routes", "methods": ["get"], "path": "/publications/api-routes"},
             {"_id": "/todos", "methods": ["options", "post"], "path": "/todos"},
-            {"_id": "/todos/:_id", "methods": ["options", "patch", "options", "delete"], "path": "/todos/:_id"},
+            {"_id": "/todos/:_id", "methods": ["options", "patch", "delete"], "path": "/todos/:_id"},
         ]})
     );
     // The same listing is available without HTTP (for tools).
@@ -111,4 +111,63 @@ async fn mounted_inside_a_host_app() {
     let r = s.post_empty("/api/methods/nope").await;
     assert_eq!(r.status, 404);
     assert_eq!(r.json["error"], "not-found");
+}
+
+#[tokio::test]
+async fn routes_are_described_as_data_each_path_and_method_once() {
+    use portico_auto::{Access, LoginOptions};
+    let p = platform().await;
+    p.method("add", |_inv, _args| async move {
+        Ok::<Value, MethodError>(json!(0))
+    })
+    .unwrap();
+    p.collection("widgets");
+    let api = AutoApi::new(p).with_login(LoginOptions::default());
+    let docs = api.routes().unwrap();
+    let find = |method: &str, path: &str| {
+        docs.iter()
+            .find(|d| d.method.as_str() == method && d.path == path)
+            .unwrap_or_else(|| panic!("{method} {path} in {docs:#?}"))
+    };
+    assert_eq!(find("POST", "/methods/add").access, Access::OptionalUser);
+    assert!(find("POST", "/methods/add").request_body.is_some());
+    let patch = find("PATCH", "/widgets/:_id");
+    assert_eq!(
+        patch.rules,
+        ["update: allow/deny rules of collection widgets"]
+    );
+    assert_eq!(find("POST", "/users/login").access, Access::Public);
+    assert_eq!(
+        find("GET", "/publications/api-routes").door,
+        portico_edge::Door::Auto
+    );
+    // Each (path, method) once, in the description and in the listing made from it.
+    let mut seen = std::collections::HashSet::new();
+    for d in &docs {
+        assert!(seen.insert((d.path.clone(), d.method.clone())), "{d:?}");
+    }
+    let listing = api.route_listing().unwrap();
+    let widgets = listing["api-routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"] == "/widgets/:_id")
+        .unwrap();
+    assert_eq!(widgets["methods"], json!(["options", "patch", "delete"]));
+}
+
+#[tokio::test]
+async fn an_extractor_made_for_another_door_is_a_setup_error() {
+    let p = platform().await;
+    p.method_with_options(
+        "foreign",
+        MethodOptions {
+            args_extractor: Some(portico_platform::ArgsExtractor::new(7u8)),
+            ..MethodOptions::default()
+        },
+        |_inv, _args| async move { Ok::<Value, MethodError>(Value::Null) },
+    )
+    .unwrap();
+    let err = AutoApi::new(p).router().unwrap_err();
+    assert!(matches!(err, Error::ForeignArgsExtractor { .. }), "{err}");
 }

@@ -4,8 +4,8 @@
 use axum::Router;
 use portico_auto::{AutoApi, BearerTokenLayer, LoginOptions};
 use portico_platform::{
-    Collection, Cursor, Document, MethodError, Platform, PublicationOptions, Query, Rules,
-    Selector, user_has_any_role,
+    Collection, Cursor, Document, HttpMethod, MethodError, Platform, PublicationOptions, Query,
+    Rules, Selector, user_has_any_role,
 };
 use portico_store::{Projection, Sort};
 use serde_json::Value;
@@ -245,6 +245,18 @@ fn publish(platform: &Platform, publication: &PublicationConfig) -> crate::Resul
             publication.name, publication.line
         ))
     })?;
+    // The config checker allowed only known methods; a bad one here is still a setup error.
+    let http_method = publication
+        .http_method
+        .as_deref()
+        .map(str::parse::<HttpMethod>)
+        .transpose()
+        .map_err(|err| {
+            crate::Error::Setup(format!(
+                "publication `{}` (line {}): {err}",
+                publication.name, publication.line
+            ))
+        })?;
     let collection = platform.collection(&publication.collection);
     let auth_required = publication.auth_required;
     let caller_scoped = publication.is_caller_scoped();
@@ -256,7 +268,7 @@ fn publish(platform: &Platform, publication: &PublicationConfig) -> crate::Resul
         &publication.name,
         PublicationOptions {
             url: publication.url.clone(),
-            http_method: publication.http_method.clone(),
+            http_method,
             args_extractor: None,
         },
         move |subscription, _args| {

@@ -106,7 +106,7 @@ async fn the_registry_lists_publications_and_refuses_duplicates() -> TestResult 
         "byAuthor",
         PublicationOptions {
             url: Some("authors/:0/books".into()),
-            http_method: Some("post".into()),
+            http_method: Some(portico_platform::HttpMethod::Post),
             args_extractor: None,
         },
         |_, _| async { Ok(vec![]) },
