@@ -181,7 +181,17 @@ impl AutoApi {
     /// # Errors
     /// As [`AutoApi::router`].
     pub fn routes(&self) -> Result<Vec<RouteDoc>> {
-        Ok(self.build_table()?.docs())
+        let register_open = self.login.as_ref().is_some_and(|l| l.allow_register)
+            && !self
+                .platform
+                .accounts()
+                .config()
+                .forbid_client_account_creation;
+        let context = crate::route_doc::Context {
+            platform: &self.platform,
+            register_open,
+        };
+        Ok(self.build_table()?.docs(Some(&context)))
     }
 
     fn header_map(&self) -> Result<HeaderMap> {

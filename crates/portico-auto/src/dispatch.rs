@@ -158,7 +158,7 @@ async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, A
             let table = shared.refresh();
             Ok(preflight(&table.methods_at(&path)))
         }
-        Target::ApiRoutes => Ok(Json(listing(&shared.refresh().docs())).into_response()),
+        Target::ApiRoutes => Ok(Json(listing(&shared.refresh().docs(None))).into_response()),
         Target::Method(name) => {
             let args = request_args(shared, &route, parts, body, found).await?;
             let reply = platform.call(name, user_id, args).await?;

@@ -71,10 +71,20 @@ fn login_schemas() -> (Value, Value) {
     (request, reply)
 }
 
+/// What the descriptions read from outside the table: the platform's rules, and whether the
+/// login add-on takes sign-ups.
+pub(crate) struct Context<'a> {
+    pub(crate) platform: &'a portico_platform::Platform,
+    pub(crate) register_open: bool,
+}
+
 /// The description of one route.
-fn describe(route: &Route) -> RouteDoc {
+fn describe(route: &Route, context: Option<&Context<'_>>) -> RouteDoc {
     let doc = |access| RouteDoc::new(Door::Auto, route.method.clone(), route.path(), access);
-    let rules = |op: &str, name: &str| format!("{op}: allow/deny rules of collection {name}");
+    let rules = |op: &str, name: &str| match context.and_then(|c| c.platform.get_collection(name)) {
+        Some(collection) => format!("{op} rules: {}", collection.rule_summary(op)),
+        None => format!("{op}: allow/deny rules of collection {name}"),
+    };
     match &route.target {
         Target::Method(name) => {
             let doc = doc(Access::OptionalUser).summary(format!("method {name}"));
@@ -112,18 +122,23 @@ fn describe(route: &Route) -> RouteDoc {
         Target::Preflight => doc(Access::Public).summary("cross-origin preflight"),
         Target::Listed(what) => {
             let (request, reply) = login_schemas();
-            doc(Access::Public)
+            let doc = doc(Access::Public)
                 .summary(*what)
                 .request_body(request)
-                .reply_body(reply)
+                .reply_body(reply);
+            if route.path().ends_with("/register") && context.is_some_and(|c| !c.register_open) {
+                doc.rule("closed (403): sign-ups are turned off")
+            } else {
+                doc
+            }
         }
     }
 }
 
 impl RouteTable {
-    /// Every route as a [`RouteDoc`], in table order.
-    pub(crate) fn docs(&self) -> Vec<RouteDoc> {
-        self.routes().iter().map(describe).collect()
+    /// Every route as a [`RouteDoc`]; with a context, the rules are read from the platform.
+    pub(crate) fn docs(&self, context: Option<&Context<'_>>) -> Vec<RouteDoc> {
+        self.routes().iter().map(|r| describe(r, context)).collect()
     }
 }
 
@@ -166,7 +181,7 @@ mod tests {
             (Method::DELETE, "todos/:_id", Target::Remove("todos".into())),
         ]);
         assert_eq!(
-            listing(&t.docs()),
+            listing(&t.docs(None)),
             json!({"api-routes": [
                 {"_id": "/methods/add", "methods": ["options", "post"], "path": "/methods/add"},
                 {"_id": "/todos/:_id", "methods": ["options", "patch", "delete"],
@@ -181,7 +196,7 @@ mod tests {
             (Method::POST, "methods/add", Target::Method("add".into())),
             (Method::DELETE, "todos/:_id", Target::Remove("todos".into())),
         ]);
-        let docs = t.docs();
+        let docs = t.docs(None);
         let add = docs.iter().find(|d| d.method == Method::POST).unwrap();
         assert_eq!(add.access, Access::OptionalUser);
         assert_eq!(add.request_body, Some(args_schema()));

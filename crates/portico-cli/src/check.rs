@@ -112,7 +112,7 @@ pub async fn check_database(url: &str) -> Result<(), String> {
 /// The summary `check` prints for a valid config.
 pub fn summary(path: &Path, config: &Config) -> String {
     let collections: usize = config.apis.iter().map(|a| a.collections.len()).sum();
-    let routes = route_table(config).len();
+    let routes = route_table(config).map_or(0, |r| r.len());
     let auto = match &config.auto {
         Some(auto) => format!(
             "the auto API ({} publication{}, rules for {} collection{})",

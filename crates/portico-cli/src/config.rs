@@ -422,7 +422,9 @@ impl Config {
     pub fn parse(text: &str) -> Result<Config, Vec<ConfigError>> {
         let (raw, mut errors) = diagnostic::parse_all::<RawConfig>(text);
         let config = raw.map(|raw| Checker::new(text, &mut errors).config(raw));
-        if let Some(config) = &config {
+        // Route conflicts are found by building the front doors, which needs an otherwise valid
+        // config.
+        if let (Some(config), true) = (&config, errors.is_empty()) {
             errors.extend(crate::routes::conflicts(config));
         }
         errors.sort_by_key(|e| (e.line, e.column));

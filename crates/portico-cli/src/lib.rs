@@ -14,7 +14,7 @@
 //! name = "articles"
 //! role_required = ["editor"]
 //! "#).map_err(|errors| format!("{errors:?}"))?;
-//! let routes = portico_cli::routes::route_table(&config);
+//! let routes = portico_cli::routes::route_table(&config)?;
 //! assert!(routes.iter().any(|r| r.method == "POST" && r.path == "/api/login"));
 //! # Ok::<(), String>(())
 //! ```

@@ -227,7 +227,8 @@ async fn run(command: Command) -> portico_cli::Result<()> {
                 ));
                 return Ok(());
             }
-            say(routes::format_table(&routes::route_table(&config)).trim_end());
+            let table = routes::route_table(&config).map_err(portico_cli::Error::Setup)?;
+            say(routes::format_table(&table).trim_end());
             Ok(())
         }
         Command::Check { config, database } => {

@@ -1,141 +1,16 @@
-//! The route table: every route a config serves, with its method, path, auth and roles.
+//! The route table: every route a config serves, read from the front doors themselves.
 //!
-//! `portico routes` prints it, and config checking uses it to refuse two routes on one path.
+//! `portico routes` and `portico check` build the doors the config declares on an in-memory
+//! platform and read their own descriptions ([`portico_edge::RouteDoc`]), so the listing cannot
+//! drift from what `serve` answers. Config checking builds them the same way to find two routes
+//! on one path, naming the line that declares the second.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::config::{ApiConfig, AutoConfig, Config, ConfigError, Rule};
+use portico_edge::{Access, Door, RouteDoc};
+use portico_platform::Platform;
 
-/// Who may call a route.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Access {
-    /// Anyone.
-    Public,
-    /// A logged-in caller (`X-Auth-Token` on route APIs, a bearer token on the auto API).
-    Authenticated,
-    /// A logged-in caller holding any of these roles.
-    Roles(Vec<String>),
-    /// Decided per call by the collection's allow rules (auto API writes).
-    Rules(Vec<Rule>),
-    /// Served, but refuses every caller with 403 (`allow_register = false`).
-    Closed,
-}
-
-impl std::fmt::Display for Access {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Access::Public => f.write_str("public"),
-            Access::Closed => f.write_str("closed (403)"),
-            Access::Authenticated => f.write_str("auth"),
-            Access::Roles(roles) => write!(f, "auth, roles: {}", roles.join("|")),
-            Access::Rules(rules) if rules.is_empty() => f.write_str("rules: nobody (no rule)"),
-            Access::Rules(rules) => {
-                let rules: Vec<String> = rules.iter().map(ToString::to_string).collect();
-                write!(f, "rules: {}", rules.join(" or "))
-            }
-        }
-    }
-}
-
-/// One route: an HTTP method at a path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RouteInfo {
-    /// Upper-case HTTP method.
-    pub method: String,
-    /// The path, `:name` for parameters.
-    pub path: String,
-    /// Who may call it.
-    pub access: Access,
-    /// What serves it (`api /api/: collection articles`, `auto: publication widgets`).
-    pub source: String,
-    /// The config line that declares it.
-    pub line: usize,
-    /// Routes sharing a path must share this group (one route object); see [`conflicts`].
-    group: String,
-}
-
-/// Every route `config` serves, API by API, in config order.
-pub fn route_table(config: &Config) -> Vec<RouteInfo> {
-    let mut routes = Vec::new();
-    for (index, api) in config.apis.iter().enumerate() {
-        api_routes(index, api, &mut routes);
-    }
-    if let Some(auto) = &config.auto {
-        auto_routes(config, auto, &mut routes);
-    }
-    routes
-}
-
-fn api_routes(index: usize, api: &ApiConfig, routes: &mut Vec<RouteInfo>) {
-    let base = api.base_path();
-    let door = format!("api {base}");
-    if api.use_default_auth {
-        let group = format!("api{index}:login");
-        routes.push(RouteInfo {
-            method: "POST".into(),
-            path: format!("{base}login"),
-            access: Access::Public,
-            source: format!("{door}: default login"),
-            line: api.line,
-            group,
-        });
-        for method in ["POST", "GET"] {
-            routes.push(RouteInfo {
-                method: method.into(),
-                path: format!("{base}logout"),
-                access: Access::Authenticated,
-                source: format!("{door}: default logout"),
-                line: api.line,
-                group: format!("api{index}:logout"),
-            });
-        }
-    }
-    for (c_index, collection) in api.collections.iter().enumerate() {
-        for (endpoint, options) in &collection.endpoints {
-            let mut roles = collection.role_required.clone();
-            for role in &options.role_required {
-                if !roles.contains(role) {
-                    roles.push(role.clone());
-                }
-            }
-            // An owner scope needs a caller, so it makes the route require one (an endpoint may still
-            // override it, as with `auth_required`).
-            let route_auth = collection.auth_required || collection.owner_field.is_some();
-            let auth = options.auth_required.unwrap_or(route_auth);
-            let access = if !roles.is_empty() {
-                Access::Roles(roles)
-            } else if auth {
-                Access::Authenticated
-            } else {
-                Access::Public
-            };
-            let path = if endpoint.on_item() {
-                format!("{base}{}/:id", collection.path)
-            } else {
-                format!("{base}{}", collection.path)
-            };
-            let item = if endpoint.on_item() { "item" } else { "list" };
-            routes.push(RouteInfo {
-                method: endpoint.http_method().into(),
-                path,
-                access,
-                source: format!(
-                    "{door}: collection {} ({}{})",
-                    collection.name,
-                    endpoint.as_str(),
-                    if collection.owner_field.is_some() {
-                        ", owner scoped"
-                    } else {
-                        ""
-                    }
-                ),
-                line: collection.line,
-                group: format!("api{index}:collection{c_index}:{item}"),
-            });
-        }
-    }
-}
+use crate::config::{AutoConfig, Config, ConfigError};
 
 /// The collections the auto API serves writes for.
 pub fn auto_write_collections(config: &Config, auto: &AutoConfig) -> Vec<String> {
@@ -158,114 +33,110 @@ pub fn auto_write_collections(config: &Config, auto: &AutoConfig) -> Vec<String>
     }
 }
 
-fn auto_routes(config: &Config, auto: &AutoConfig, routes: &mut Vec<RouteInfo>) {
-    let group = "auto".to_owned();
-    let mut push = |method: &str, path: String, access: Access, source: String, line: usize| {
-        routes.push(RouteInfo {
-            method: method.into(),
-            path,
-            access,
-            source,
-            line,
-            group: group.clone(),
+/// A platform over an empty in-memory store, for building the doors without a database.
+fn scratch_platform() -> Result<Platform, String> {
+    // The memory store's futures need no runtime (no I/O, no timers), so this runs the same
+    // inside or outside one.
+    futures::executor::block_on(Platform::open("memory:")).map_err(|e| e.to_string())
+}
+
+/// One declaration the doors refused, with its config line.
+struct Refusal {
+    line: usize,
+    key: &'static str,
+    message: String,
+}
+
+/// Builds every door of `config` and collects their routes, or the declarations they refused.
+fn build(config: &Config) -> Result<Vec<RouteDoc>, Vec<Refusal>> {
+    let platform = scratch_platform().map_err(|message| {
+        vec![Refusal {
+            line: 1,
+            key: "database",
+            message,
+        }]
+    })?;
+    let mut refusals = Vec::new();
+    if let Err(e) = crate::serve::declare_collections(config, &platform) {
+        refusals.push(Refusal {
+            line: 1,
+            key: "api.collection",
+            message: e.to_string(),
         });
-    };
-    push(
-        "GET",
-        "/publications/api-routes".into(),
-        Access::Public,
-        "auto: route listing".into(),
-        auto.line,
-    );
-    push(
-        "POST",
-        "/users/login".into(),
-        Access::Public,
-        "auto: password login".into(),
-        auto.line,
-    );
-    // Served either way: closed, it answers 403.
-    let register = if auto.allow_register {
-        Access::Public
+        return Err(refusals);
+    }
+    let mut routes = Vec::new();
+    for api in &config.apis {
+        match crate::serve::rest::build_each(api, &platform) {
+            Ok(rest) => routes.extend(rest.describe()),
+            Err((line, message)) => refusals.push(Refusal {
+                line,
+                key: "api.collection.path",
+                message,
+            }),
+        }
+    }
+    if let Some(auto) = &config.auto {
+        let docs = crate::serve::auto::build(config, auto, &platform)
+            .map_err(|e| e.to_string())
+            .and_then(|a| a.routes().map_err(|e| e.to_string()));
+        match docs {
+            Ok(docs) => {
+                for doc in &docs {
+                    if let Some(api) = config
+                        .apis
+                        .iter()
+                        .find(|api| doc.path.starts_with(&api.base_path()))
+                    {
+                        refusals.push(Refusal {
+                            line: auto.line,
+                            key: "auto",
+                            message: format!(
+                                "two routes on one path: {} {} of the auto API is under the base path {} of the [[api]] at line {}, which answers every path below it",
+                                doc.method,
+                                doc.path,
+                                api.base_path(),
+                                api.line
+                            ),
+                        });
+                        break;
+                    }
+                }
+                routes.extend(docs);
+            }
+            Err(message) => refusals.push(Refusal {
+                line: auto.line,
+                key: "auto",
+                message,
+            }),
+        }
+    }
+    if refusals.is_empty() {
+        Ok(routes)
     } else {
-        Access::Closed
-    };
-    push(
-        "POST",
-        "/users/register".into(),
-        register,
-        "auto: password register".into(),
-        auto.line,
-    );
-    for publication in &auto.publications {
-        let method = publication
-            .http_method
-            .as_deref()
-            .unwrap_or("get")
-            .to_ascii_uppercase();
-        let access = if publication.auth_required {
-            Access::Authenticated
-        } else {
-            Access::Public
-        };
-        push(
-            &method,
-            publication.path(),
-            access,
-            format!(
-                "auto: publication {} ({})",
-                publication.name, publication.collection
-            ),
-            publication.line,
-        );
-    }
-    for collection in auto_write_collections(config, auto) {
-        let rules = auto.rules.iter().find(|r| r.collection == collection);
-        let of = |pick: fn(&crate::config::CollectionRules) -> &Vec<Rule>| {
-            Access::Rules(rules.map(|r| pick(r).clone()).unwrap_or_default())
-        };
-        let source = format!("auto: collection {collection}");
-        push(
-            "POST",
-            format!("/{collection}"),
-            of(|r| &r.insert),
-            source.clone(),
-            auto.line,
-        );
-        push(
-            "PATCH",
-            format!("/{collection}/:_id"),
-            of(|r| &r.update),
-            source.clone(),
-            auto.line,
-        );
-        push(
-            "DELETE",
-            format!("/{collection}/:_id"),
-            of(|r| &r.remove),
-            source,
-            auto.line,
-        );
+        Err(refusals)
     }
 }
 
-/// A path with every parameter name erased: `/a/:id` and `/a/:_id` are one path to a router.
-fn normalized(path: &str) -> String {
-    path.split('/')
-        .map(|seg| if seg.starts_with(':') { ":" } else { seg })
-        .collect::<Vec<_>>()
-        .join("/")
-        .trim_end_matches('/')
-        .to_owned()
+/// Every route `config` serves, door by door, as the doors describe them.
+///
+/// # Errors
+/// What a door refused, as in [`Config::parse`].
+pub fn route_table(config: &Config) -> Result<Vec<RouteDoc>, String> {
+    build(config).map_err(|refusals| {
+        refusals
+            .into_iter()
+            .map(|r| format!("line {}: {}", r.line, r.message))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
 }
 
-/// Two routes on one path: routes of different route objects (two collections, a collection and
-/// the login route, a route API and the auto API...) may not share a path; within the auto API,
-/// two routes may not share a method and a path.
+/// Two routes on one path (two collections, a collection and the login route, the auto API
+/// under a routes API's base path...), found by building the doors; and two routes APIs on one
+/// base path, or one at the root beside the auto API.
 pub(crate) fn conflicts(config: &Config) -> Vec<ConfigError> {
     let mut errors = Vec::new();
-    // Each routes API answers everything under its base path, so two of them cannot share one,
-    // and one at the root would swallow the auto API.
     for (index, api) in config.apis.iter().enumerate() {
         let base = api.base_path();
         if let Some(first) = config.apis[..index].iter().find(|a| a.base_path() == base) {
@@ -293,49 +164,40 @@ pub(crate) fn conflicts(config: &Config) -> Vec<ConfigError> {
             }
         }
     }
-    let mut seen: BTreeMap<String, Vec<RouteInfo>> = BTreeMap::new();
-    let mut reported: Vec<(usize, usize)> = Vec::new();
-    for route in route_table(config) {
-        let key = normalized(&route.path);
-        let earlier = seen.entry(key).or_default();
-        let clash = earlier.iter().find(|e| {
-            if e.group != route.group {
-                true
-            } else {
-                e.group == "auto" && e.method == route.method
-            }
-        });
-        if let Some(first) = clash {
-            // One message per pair of declarations, not one per clashing endpoint.
-            if !reported.contains(&(route.line, first.line)) {
-                reported.push((route.line, first.line));
-                let config_key = if route.source.starts_with("auto") {
-                    "auto"
-                } else {
-                    "api.collection.path"
-                };
-                errors.push(ConfigError {
-                    line: route.line,
-                    column: 1,
-                    key: config_key.to_owned(),
-                    message: format!(
-                        "two routes on one path: {} {} ({}) is already served by {} (line {})",
-                        route.method, route.path, route.source, first.source, first.line
-                    ),
-                });
-            }
-        } else {
-            earlier.push(route);
-        }
+    if !errors.is_empty() {
+        return errors;
+    }
+    if let Err(refusals) = build(config) {
+        errors.extend(refusals.into_iter().map(|r| ConfigError {
+            line: r.line,
+            column: 1,
+            key: r.key.to_owned(),
+            message: r.message,
+        }));
     }
     errors
 }
 
-/// The route table as text, one route a line: method, path, access, source.
-pub fn format_table(routes: &[RouteInfo]) -> String {
+/// Who may call a route, as the table prints it.
+fn access(route: &RouteDoc) -> String {
+    match &route.access {
+        Access::Public => "public".to_owned(),
+        Access::OptionalUser => "public (as the caller when logged in)".to_owned(),
+        Access::LoggedIn => "auth".to_owned(),
+        Access::Roles { roles } => format!("auth, roles: {}", roles.join("|")),
+    }
+}
+
+/// The route table as text, one route a line: method, path, access, door and what it does.
+/// Cross-origin preflights (OPTIONS) are answered on every path and left out.
+pub fn format_table(routes: &[RouteDoc]) -> String {
+    let routes: Vec<&RouteDoc> = routes
+        .iter()
+        .filter(|r| r.method != http::Method::OPTIONS)
+        .collect();
     let method_width = routes
         .iter()
-        .map(|r| r.method.len())
+        .map(|r| r.method.as_str().len())
         .max()
         .unwrap_or(0)
         .max(6);
@@ -345,7 +207,7 @@ pub fn format_table(routes: &[RouteInfo]) -> String {
         .max()
         .unwrap_or(0)
         .max(4);
-    let access: Vec<String> = routes.iter().map(|r| r.access.to_string()).collect();
+    let access: Vec<String> = routes.iter().map(|r| access(r)).collect();
     let access_width = access.iter().map(String::len).max().unwrap_or(0).max(6);
     let mut out = String::new();
     let _ = writeln!(
@@ -354,10 +216,20 @@ pub fn format_table(routes: &[RouteInfo]) -> String {
         "METHOD", "PATH", "ACCESS"
     );
     for (route, access) in routes.iter().zip(access) {
+        let door = match route.door {
+            Door::Routes => "api",
+            Door::Auto => "auto",
+        };
+        let mut source = format!("{door}: {}", route.summary);
+        if !route.rules.is_empty() {
+            let _ = write!(source, " [{}]", route.rules.join("; "));
+        }
         let _ = writeln!(
             out,
-            "{:method_width$}  {:path_width$}  {:access_width$}  {}",
-            route.method, route.path, access, route.source
+            "{:method_width$}  {:path_width$}  {:access_width$}  {source}",
+            route.method.as_str(),
+            route.path,
+            access
         );
     }
     out
@@ -374,29 +246,35 @@ mod tests {
         }
     }
 
+    fn table(c: &Config) -> Vec<RouteDoc> {
+        match route_table(c) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
     #[test]
     fn lists_collection_routes_with_auth_and_roles() {
         let c = config(
             "[[api]]\nversion = \"v1\"\nuse_default_auth = true\n[[api.collection]]\nname = \"articles\"\nrole_required = \"editor\"\nendpoints = { getAll = { auth_required = false }, put = false }\n",
         );
-        let routes = route_table(&c);
+        let routes = table(&c);
         let find = |m: &str, p: &str| {
             routes
                 .iter()
-                .find(|r| r.method == m && r.path == p)
+                .find(|r| r.method.as_str() == m && r.path == p)
                 .map(|r| r.access.clone())
         };
         assert_eq!(find("POST", "/api/v1/login"), Some(Access::Public));
-        assert_eq!(find("POST", "/api/v1/logout"), Some(Access::Authenticated));
-        assert_eq!(
-            find("GET", "/api/v1/articles"),
-            Some(Access::Roles(vec!["editor".into()]))
-        );
+        assert_eq!(find("POST", "/api/v1/logout"), Some(Access::LoggedIn));
+        let editor = Some(Access::Roles {
+            roles: vec!["editor".into()],
+        });
+        assert_eq!(find("GET", "/api/v1/articles"), editor);
         assert_eq!(find("PUT", "/api/v1/articles/:id"), None);
-        assert_eq!(
-            find("DELETE", "/api/v1/articles/:id"),
-            Some(Access::Roles(vec!["editor".into()]))
-        );
+        assert_eq!(find("DELETE", "/api/v1/articles/:id"), editor);
+        let text = format_table(&routes);
+        assert!(text.contains("/api/v1/articles/:id"), "{text}");
     }
 
     #[test]
@@ -404,7 +282,11 @@ mod tests {
         let c = config(
             "[[api]]\n[[api.collection]]\nname = \"items\"\n[[api.collection]]\nname = \"items\"\npath = \"secure/items\"\nauth_required = true\n",
         );
-        assert_eq!(route_table(&c).len(), 12);
+        let without_options = table(&c)
+            .into_iter()
+            .filter(|r| r.method != http::Method::OPTIONS)
+            .count();
+        assert_eq!(without_options, 12);
     }
 
     #[test]
@@ -414,11 +296,7 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert_eq!(errors[0].line, 6);
-        assert!(
-            errors[0].message.contains("/api/x"),
-            "{}",
-            errors[0].message
-        );
+        assert!(errors[0].message.contains('x'), "{}", errors[0].message);
     }
 
     #[test]
@@ -427,10 +305,6 @@ mod tests {
             .err()
             .unwrap_or_default();
         assert!(!errors.is_empty());
-        assert!(
-            errors.iter().any(|e| e.message.contains("/widgets")),
-            "{errors:?}"
-        );
     }
 
     #[test]
@@ -443,13 +317,15 @@ mod tests {
             auto_write_collections(&c, &auto),
             vec!["articles", "feed", "ids", "widgets"]
         );
-        let routes = route_table(&c);
-        assert!(routes.iter().any(|r| r.method == "POST"
+        let routes = table(&c);
+        assert!(routes.iter().any(|r| r.method == http::Method::POST
             && r.path == "/widgets"
-            && r.access == Access::Rules(vec![Rule::Anyone])));
-        assert!(routes.iter().any(|r| r.method == "DELETE"
-            && r.path == "/feed/:_id"
-            && r.access == Access::Rules(vec![])));
+            && r.door == Door::Auto));
+        assert!(
+            routes
+                .iter()
+                .any(|r| r.method == http::Method::DELETE && r.path == "/feed/:_id")
+        );
     }
 
     #[test]
@@ -460,5 +336,6 @@ mod tests {
         .err()
         .unwrap_or_default();
         assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].line, 4);
     }
 }

@@ -445,6 +445,11 @@ impl<T> PathTable<T> {
         })
     }
 
+    /// Every entry in the order it was added.
+    pub fn iter_added(&self) -> impl Iterator<Item = (&PathPattern, &T)> {
+        self.entries.iter().map(|(pattern, value)| (pattern, value))
+    }
+
     /// How many entries the table holds.
     pub fn len(&self) -> usize {
         self.entries.len()

@@ -391,6 +391,16 @@ impl Collection {
             .push(rules);
     }
 
+    /// Who the rules let write with `op` (`insert`, `update` or `remove`), in words: the
+    /// descriptions of the allow rules ([`Rules::described`]) and deny rules, or `nobody`.
+    pub fn rule_summary(&self, op: &str) -> String {
+        self.inner
+            .rules
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .summary(op)
+    }
+
     /// Adds deny rules for client writes; a deny returning true overrides every allow.
     pub fn deny(&self, rules: Rules) {
         self.inner

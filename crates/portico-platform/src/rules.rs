@@ -33,6 +33,9 @@ pub struct Rules {
     pub update: Option<UpdateRule>,
     /// Decides client removes.
     pub remove: Option<RemoveRule>,
+    /// How these rules read, for route listings (`owner:ownerId`, `logged-in`...); see
+    /// [`Rules::described`].
+    pub description: Option<String>,
 }
 
 impl fmt::Debug for Rules {
@@ -41,6 +44,7 @@ impl fmt::Debug for Rules {
             .field("insert", &self.insert.is_some())
             .field("update", &self.update.is_some())
             .field("remove", &self.remove.is_some())
+            .field("description", &self.description)
             .finish()
     }
 }
@@ -49,6 +53,13 @@ impl Rules {
     /// No rules.
     pub fn new() -> Rules {
         Rules::default()
+    }
+
+    /// Names these rules in words, for route listings and API documents (a rule is code, so
+    /// only its author can say what it checks).
+    pub fn described(mut self, description: impl Into<String>) -> Rules {
+        self.description = Some(description.into());
+        self
     }
 
     /// Sets the insert rule.
@@ -99,6 +110,36 @@ pub(crate) enum Write<'a> {
 }
 
 impl RuleSet {
+    /// The rules of one operation (`insert`, `update` or `remove`) in words: the allow rules
+    /// joined by "or", then the deny rules; `nobody` without an allow rule.
+    pub(crate) fn summary(&self, op: &str) -> String {
+        let has = |r: &Rules| match op {
+            "insert" => r.insert.is_some(),
+            "update" => r.update.is_some(),
+            _ => r.remove.is_some(),
+        };
+        let words = |list: &[Rules]| {
+            list.iter()
+                .filter(|r| has(r))
+                .map(|r| {
+                    r.description
+                        .clone()
+                        .unwrap_or_else(|| "a rule of the host".into())
+                })
+                .collect::<Vec<_>>()
+        };
+        let allow = words(&self.allow);
+        if allow.is_empty() {
+            return "nobody (no allow rule)".to_owned();
+        }
+        let mut text = allow.join(" or ");
+        let deny = words(&self.deny);
+        if !deny.is_empty() {
+            text.push_str(&format!(", unless {}", deny.join(" or ")));
+        }
+        text
+    }
+
     /// True when some allow rule decides updates (`update`) or removes (otherwise). Without one,
     /// every client write of that kind is refused, whatever the document.
     pub(crate) fn may_allow(&self, update: bool) -> bool {

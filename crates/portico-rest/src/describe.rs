@@ -64,12 +64,12 @@ fn method(name: &str) -> Method {
 }
 
 impl Api {
-    /// Every endpoint this API serves, in match order, as the one route description that
-    /// listings and API documents read: method, full path, who may call it, and what the
-    /// generated routes take and give.
+    /// Every endpoint this API serves, in the order routes were added, as the one route
+    /// description that listings and API documents read: method, full path, who may call it,
+    /// and what the generated routes take and give.
     pub fn describe(&self) -> Vec<RouteDoc> {
         let mut out = Vec::new();
-        for (pattern, route) in self.table().iter() {
+        for (pattern, route) in self.table().iter_added() {
             let path = format!("{}{}", self.base_path(), pattern.display());
             out.extend(describe_route(&path, route));
         }

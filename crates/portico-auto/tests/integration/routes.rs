@@ -132,10 +132,7 @@ async fn routes_are_described_as_data_each_path_and_method_once() {
     assert_eq!(find("POST", "/methods/add").access, Access::OptionalUser);
     assert!(find("POST", "/methods/add").request_body.is_some());
     let patch = find("PATCH", "/widgets/:_id");
-    assert_eq!(
-        patch.rules,
-        ["update: allow/deny rules of collection widgets"]
-    );
+    assert_eq!(patch.rules, ["update rules: nobody (no allow rule)"]);
     assert_eq!(find("POST", "/users/login").access, Access::Public);
     assert_eq!(
         find("GET", "/publications/api-routes").door,

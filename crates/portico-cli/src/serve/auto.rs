@@ -59,12 +59,25 @@ pub(crate) fn build(
     }
     for rules in &auto.rules {
         let collection = platform.collection(&rules.collection);
-        collection.allow(allow_rules(
-            platform,
-            &rules.insert,
-            &rules.update,
-            &rules.remove,
-        ));
+        // One rule set per operation, each named by its config rules, so listings read them.
+        let describe = |list: &[Rule]| {
+            list.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" or ")
+        };
+        for (insert, update, remove) in [
+            (&rules.insert[..], &[][..], &[][..]),
+            (&[][..], &rules.update[..], &[][..]),
+            (&[][..], &[][..], &rules.remove[..]),
+        ] {
+            let list = [insert, update, remove].concat();
+            if !list.is_empty() {
+                collection.allow(
+                    allow_rules(platform, insert, update, remove).described(describe(&list)),
+                );
+            }
+        }
     }
     for publication in &auto.publications {
         publish(platform, publication)?;

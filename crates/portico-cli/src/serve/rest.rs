@@ -161,21 +161,34 @@ pub(crate) fn router(api: &ApiConfig, platform: &Platform) -> crate::Result<Rout
 /// # Errors
 /// As [`router`].
 pub(crate) fn build(api: &ApiConfig, platform: &Platform) -> crate::Result<Api> {
-    let setup = |err: portico_rest::Error| {
+    build_each(api, platform).map_err(|(line, message)| {
         crate::Error::Setup(format!(
-            "[[api]] {} (line {}): {err}",
-            api.base_path(),
-            api.line
+            "[[api]] {} (line {line}): {message}",
+            api.base_path()
         ))
-    };
-    let mut rest = Api::new(api_options(api), platform.clone()).map_err(setup)?;
+    })
+}
+
+/// [`build`], naming the config line of the declaration the front door refused.
+pub(crate) fn build_each(api: &ApiConfig, platform: &Platform) -> Result<Api, (usize, String)> {
+    let mut rest =
+        Api::new(api_options(api), platform.clone()).map_err(|e| (api.line, e.to_string()))?;
     for collection in &api.collections {
         let mut options = collection_options(collection);
         if collection.is_users() {
             options = guard_accounts(options, collection, platform);
         }
         rest.add_collection(platform.collection(&collection.name), options)
-            .map_err(setup)?;
+            .map_err(|e| {
+                let message = match e {
+                    portico_rest::Error::DuplicatePath(path) => format!(
+                        "two routes on one path: {}{path} is declared twice on this API (by a collection, a collection's /:id route or the login route)",
+                        api.base_path()
+                    ),
+                    other => other.to_string(),
+                };
+                (collection.line, message)
+            })?;
     }
     Ok(rest)
 }
