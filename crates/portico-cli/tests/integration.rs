@@ -7,6 +7,7 @@ mod integration {
     mod common;
     mod import;
     mod lifecycle;
+    mod login_parity;
     mod routes_api;
     mod safe_defaults;
     mod timestamps;
