@@ -145,7 +145,11 @@ async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, A
         Resolved::OtherMethods(methods) => {
             return Err(ApiError::method_not_allowed(&parts.method, &path, &methods));
         }
-        Resolved::NotFound => return Err(ApiError::route_not_found(&parts.method, &path)),
+        Resolved::NotFound => {
+            let mut response = ApiError::route_not_found(&parts.method, &path).into_response();
+            response.extensions_mut().insert(portico_edge::NoRoute);
+            return Ok(response);
+        }
     };
     let user_id = parts
         .extensions

@@ -75,10 +75,11 @@ pub fn build_app(config: &Config, platform: &Platform) -> crate::Result<Router> 
         for router in routers {
             app = app.merge(router);
         }
-        match auto_router {
+        let app = match auto_router {
             Some(auto) => app.merge(auto),
             None => app.fallback(not_found),
-        }
+        };
+        app.layer(axum::middleware::map_response(one_not_found))
     }));
     merged.map_err(|panic| {
         let reason = panic
@@ -122,6 +123,27 @@ pub fn declare_collections(config: &Config, platform: &Platform) -> crate::Resul
     Ok(())
 }
 
+/// Every path no door has a route for gets the one 404 body of [`not_found`], whichever door's
+/// area it falls in (the doors mark such replies with [`portico_edge::NoRoute`]).
+async fn one_not_found(response: axum::response::Response) -> axum::response::Response {
+    if response
+        .extensions()
+        .get::<portico_edge::NoRoute>()
+        .is_none()
+    {
+        return response;
+    }
+    let (parts, _) = response.into_parts();
+    let mut unified = axum::response::IntoResponse::into_response(not_found().await);
+    for (name, value) in &parts.headers {
+        if name != http::header::CONTENT_TYPE && name != http::header::CONTENT_LENGTH {
+            unified.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    unified
+}
+
+/// The server's 404 for a path no door serves.
 async fn not_found() -> (StatusCode, axum::Json<serde_json::Value>) {
     (
         StatusCode::NOT_FOUND,

@@ -44,4 +44,4 @@ pub use form::{FormError, parse_form};
 pub use path::{
     DuplicatePath, PathError, PathMatch, PathPattern, PathTable, RequestPath, RoutePath,
 };
-pub use route::{Access, Door, RouteDoc};
+pub use route::{Access, Door, NoRoute, RouteDoc};

@@ -122,3 +122,9 @@ impl RouteDoc {
         self
     }
 }
+
+/// A response extension a door sets on the 404 it gives for a path it has no route for. A server
+/// mounting several doors can find it and answer every unknown path with one body (the
+/// `portico` binary does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NoRoute;

@@ -50,7 +50,9 @@ impl ApiInner {
         let (parts, body) = req.into_parts();
         let base = self.base_headers.for_origin(parts.headers.get(ORIGIN));
         let Some((route, params)) = self.find(parts.uri.path()) else {
-            return self.finish(not_found(), base).await;
+            let mut response = self.finish(not_found(), base).await;
+            response.extensions_mut().insert(portico_edge::NoRoute);
+            return response;
         };
         let endpoints = &route.endpoints;
         let endpoint = match parts.method {

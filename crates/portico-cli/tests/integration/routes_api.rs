@@ -285,3 +285,28 @@ async fn owner_field_scopes_every_endpoint_to_the_caller() {
     assert_eq!(mine.status, 200);
     assert_eq!(mine.body["data"]["text"], json!("ann's"));
 }
+
+/// A path no door has a route for answers one 404 body, whichever door's area it is in.
+#[tokio::test]
+async fn unknown_paths_get_one_404_body_from_both_doors() {
+    let ws = Workspace::new();
+    ws.config("[[api]]\nversion = \"v1\"\n[[api.collection]]\nname = \"items\"\n[auto]\ncollections = [\"items\"]\n");
+    let server = ws.serve();
+    let mut bodies = Vec::new();
+    for path in [
+        "/nope",
+        "/api/v1/nope",
+        "/api/v1/items/x/y",
+        "/methods/none",
+        "/publications/none/x",
+    ] {
+        let reply = server.call("GET", path, None, &[]).await;
+        assert_eq!(reply.status, 404, "{path}: {}", reply.raw);
+        bodies.push(reply.body);
+    }
+    assert!(bodies.iter().all(|b| *b == bodies[0]), "{bodies:?}");
+    assert_eq!(
+        bodies[0],
+        serde_json::json!({"status": "error", "message": "API endpoint does not exist"})
+    );
+}
