@@ -81,6 +81,7 @@ async fn moved_given_another_role_or_turned_off() {
     ws.config(&format!("{CONFIG}[admin]\nenabled = false\n"));
     let server = ws.serve();
     let off = server.call("GET", "/_/", None, &[]).await;
+    assert_eq!(server.call("GET", "/api/articles", None, &[]).await.status, 200);
     assert_eq!(off.status, 404, "{}", off.raw);
     let (ok, log) = server.stop();
     assert!(ok && !log.contains("admin page"), "{log}");
@@ -91,6 +92,8 @@ async fn a_server_without_an_admin_says_how_to_make_one() {
     let ws = Workspace::new();
     ws.config(CONFIG);
     let server = ws.serve();
+    // A request first: the signal handler is installed once the server runs.
+    assert_eq!(server.call("GET", "/_/", None, &[]).await.status, 200);
     let (ok, log) = server.stop();
     assert!(ok, "{log}");
     assert!(log.contains("--role admin"), "{log}");
