@@ -39,8 +39,7 @@ impl ApiError {
 impl From<portico_platform::Error> for ApiError {
     fn from(err: portico_platform::Error) -> Self {
         if err.is_client_error() {
-            let status =
-                StatusCode::from_u16(err.status_code()).unwrap_or(StatusCode::BAD_REQUEST);
+            let status = StatusCode::from_u16(err.status_code()).unwrap_or(StatusCode::BAD_REQUEST);
             ApiError::new(status, err.to_string())
         } else {
             tracing::error!(error = %err, "admin API call failed");
@@ -63,7 +62,8 @@ impl IntoResponse for ApiError {
 
 /// The JSON body of a request, or a 400 saying why it is not one.
 pub(crate) fn json_body(body: &[u8]) -> ApiResult<serde_json::Value> {
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("The body is not JSON: {e}")))
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("The body is not JSON: {e}")))
 }
 
 /// The JSON object body of a request, or a 400.

@@ -94,7 +94,8 @@ fn selector(filter: Option<&str>) -> ApiResult<Selector> {
                     "Invalid where: must be a JSON object",
                 ));
             }
-            Selector::parse(&value).map_err(|e| ApiError::bad_request(format!("Invalid where: {e}")))
+            Selector::parse(&value)
+                .map_err(|e| ApiError::bad_request(format!("Invalid where: {e}")))
         }
     }
 }

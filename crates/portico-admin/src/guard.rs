@@ -20,8 +20,11 @@ pub(crate) async fn require_admin(
     let user = match AuthenticatedUser::resolve(&state.platform, request.headers()).await {
         Ok(Some(user)) => user,
         Ok(None) => {
-            return ApiError::new(StatusCode::UNAUTHORIZED, "You must be logged in to do this.")
-                .into_response();
+            return ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "You must be logged in to do this.",
+            )
+            .into_response();
         }
         Err(err) => return ApiError::from(err).into_response(),
     };

@@ -133,7 +133,10 @@ impl AdminPage {
     }
 
     /// The routes the API view lists, asked for on each visit of that view.
-    pub fn routes_with(mut self, routes: impl Fn() -> Vec<RouteDoc> + Send + Sync + 'static) -> Self {
+    pub fn routes_with(
+        mut self,
+        routes: impl Fn() -> Vec<RouteDoc> + Send + Sync + 'static,
+    ) -> Self {
         self.routes = Arc::new(routes);
         self
     }

@@ -86,7 +86,11 @@ fn roles_field(body: &Map<String, Value>) -> ApiResult<Vec<String>> {
     let bad = || ApiError::bad_request("roles must be a list of non-empty strings");
     let mut roles = Vec::new();
     for role in value.as_array().ok_or_else(bad)? {
-        let role = role.as_str().map(str::trim).filter(|r| !r.is_empty()).ok_or_else(bad)?;
+        let role = role
+            .as_str()
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .ok_or_else(bad)?;
         if !roles.iter().any(|r| r == role) {
             roles.push(role.to_owned());
         }
@@ -133,9 +137,19 @@ pub(crate) async fn set_roles(
     let held: Vec<String> = user
         .get("roles")
         .and_then(Value::as_array)
-        .map(|roles| roles.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|roles| {
+            roles
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
-    let gone: Vec<String> = held.iter().filter(|r| !wanted.contains(r)).cloned().collect();
+    let gone: Vec<String> = held
+        .iter()
+        .filter(|r| !wanted.contains(r))
+        .cloned()
+        .collect();
     if !gone.is_empty() {
         accounts.remove_roles(&id, &gone).await?;
     }

@@ -12,7 +12,13 @@ struct Admin {
 }
 
 impl Admin {
-    async fn call(&self, server: &Server, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+    async fn call(
+        &self,
+        server: &Server,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
         let mut request = self
             .client
             .request(method, server.url(&format!("/_/api{path}")))
@@ -65,8 +71,18 @@ async fn login_takes_a_username_or_an_email_and_refuses_non_admins_without_leavi
     let (status, body) = login(&server, PLAIN.0, PLAIN.1).await;
     assert_eq!(status, 403, "{body}");
     assert!(body["error"].as_str().unwrap().contains("admin"), "{body}");
-    let bob = server.platform.accounts().find_user_by_username(PLAIN.0).await.unwrap().unwrap();
-    assert_eq!(token_count(&bob), 0, "the refused login's token is withdrawn");
+    let bob = server
+        .platform
+        .accounts()
+        .find_user_by_username(PLAIN.0)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        token_count(&bob),
+        0,
+        "the refused login's token is withdrawn"
+    );
 
     let (status, _) = login(&server, ADMIN.0, "wrong").await;
     assert_eq!(status, 401);
@@ -85,9 +101,18 @@ async fn login_failures_hit_the_platform_rate_limit() {
     let shared = server
         .platform
         .login_service(portico_platform::LoginLimits::default())
-        .login(Some(&json!({"username": ADMIN.0, "password": ADMIN.1})), Some("127.0.0.1".parse().unwrap()))
+        .login(
+            Some(&json!({"username": ADMIN.0, "password": ADMIN.1})),
+            Some("127.0.0.1".parse().unwrap()),
+        )
         .await;
-    assert!(matches!(shared, Err(portico_platform::LoginError::TooManyAttempts(_))), "{shared:?}");
+    assert!(
+        matches!(
+            shared,
+            Err(portico_platform::LoginError::TooManyAttempts(_))
+        ),
+        "{shared:?}"
+    );
 }
 
 #[tokio::test]
@@ -100,35 +125,79 @@ async fn collections_pages_filters_and_sorts() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["name"].as_str().unwrap().to_owned(), c["count"].as_u64().unwrap()))
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_owned(),
+                c["count"].as_u64().unwrap(),
+            )
+        })
         .collect();
     assert!(counts.contains(&("articles".into(), 26)), "{counts:?}");
     assert!(counts.contains(&("notes".into(), 1)), "{counts:?}");
     assert!(counts.contains(&("users".into(), 3)), "{counts:?}");
 
     let (_, page) = admin
-        .call(&server, Method::GET, "/collections/articles/documents?skip=20&limit=10&sort=title", None)
+        .call(
+            &server,
+            Method::GET,
+            "/collections/articles/documents?skip=20&limit=10&sort=title",
+            None,
+        )
         .await;
     assert_eq!(page["total"], 26);
-    let ids: Vec<&str> = page["documents"].as_array().unwrap().iter().map(|d| d["_id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = page["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["_id"].as_str().unwrap())
+        .collect();
     // `<` sorts before `A`: the markup title comes first, so the third page starts at a20.
     assert_eq!(ids, ["a20", "a21", "a22", "a23", "a24", "a25"]);
     let where_ = "%7B%22tag%22%3A%22red%22%2C%22n%22%3A%7B%22%24gt%22%3A20%7D%7D";
     let (_, page) = admin
-        .call(&server, Method::GET, &format!("/collections/articles/documents?where={where_}&sort=-n"), None)
+        .call(
+            &server,
+            Method::GET,
+            &format!("/collections/articles/documents?where={where_}&sort=-n"),
+            None,
+        )
         .await;
-    let ns: Vec<u64> = page["documents"].as_array().unwrap().iter().map(|d| d["n"].as_u64().unwrap()).collect();
+    let ns: Vec<u64> = page["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["n"].as_u64().unwrap())
+        .collect();
     assert_eq!(ns, [25, 23, 21]);
     assert_eq!(page["total"], 3);
 
-    for bad in ["%7Bnope", "%5B1%5D", "%7B%22n%22%3A%7B%22%24bogus%22%3A1%7D%7D"] {
+    for bad in [
+        "%7Bnope",
+        "%5B1%5D",
+        "%7B%22n%22%3A%7B%22%24bogus%22%3A1%7D%7D",
+    ] {
         let (status, body) = admin
-            .call(&server, Method::GET, &format!("/collections/articles/documents?where={bad}"), None)
+            .call(
+                &server,
+                Method::GET,
+                &format!("/collections/articles/documents?where={bad}"),
+                None,
+            )
             .await;
         assert_eq!(status, 400, "{bad}: {body}");
-        assert!(body["error"].as_str().unwrap().starts_with("Invalid where"), "{body}");
+        assert!(
+            body["error"].as_str().unwrap().starts_with("Invalid where"),
+            "{body}"
+        );
     }
-    let (status, _) = admin.call(&server, Method::GET, "/collections/nothing-here/documents", None).await;
+    let (status, _) = admin
+        .call(
+            &server,
+            Method::GET,
+            "/collections/nothing-here/documents",
+            None,
+        )
+        .await;
     assert_eq!(status, 404);
 }
 
@@ -137,37 +206,99 @@ async fn documents_are_written_through_the_collection_checks() {
     let server = Server::start().await;
     let admin = admin(&server).await;
     let docs = "/collections/articles/documents";
-    let (status, body) = admin.call(&server, Method::POST, docs, Some(json!({"_id": "a01", "title": "again"}))).await;
+    let (status, body) = admin
+        .call(
+            &server,
+            Method::POST,
+            docs,
+            Some(json!({"_id": "a01", "title": "again"})),
+        )
+        .await;
     assert_eq!(status, 409, "{body}");
     assert!(!body["error"].as_str().unwrap().is_empty());
-    let (status, body) = admin.call(&server, Method::POST, docs, Some(json!({"title": XSS}))).await;
+    let (status, body) = admin
+        .call(&server, Method::POST, docs, Some(json!({"title": XSS})))
+        .await;
     assert_eq!(status, 201);
     let id = body["_id"].as_str().unwrap().to_owned();
     assert_eq!(id.len(), 17);
-    let (_, stored) = admin.call(&server, Method::GET, &format!("{docs}/{id}"), None).await;
+    let (_, stored) = admin
+        .call(&server, Method::GET, &format!("{docs}/{id}"), None)
+        .await;
     assert_eq!(stored["title"], XSS);
 
     let (status, body) = admin
-        .call(&server, Method::PUT, &format!("{docs}/a02"), Some(json!({"_id": "a02", "title": "replaced"})))
+        .call(
+            &server,
+            Method::PUT,
+            &format!("{docs}/a02"),
+            Some(json!({"_id": "a02", "title": "replaced"})),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body, json!({"_id": "a02", "title": "replaced"}));
-    let (status, _) = admin.call(&server, Method::PUT, &format!("{docs}/a02"), Some(json!({"_id": "other"}))).await;
+    let (status, _) = admin
+        .call(
+            &server,
+            Method::PUT,
+            &format!("{docs}/a02"),
+            Some(json!({"_id": "other"})),
+        )
+        .await;
     assert_eq!(status, 400);
-    let (status, _) = admin.call(&server, Method::PUT, &format!("{docs}/missing"), Some(json!({"t": 1}))).await;
+    let (status, _) = admin
+        .call(
+            &server,
+            Method::PUT,
+            &format!("{docs}/missing"),
+            Some(json!({"t": 1})),
+        )
+        .await;
     assert_eq!(status, 404);
-    let (status, _) = admin.call(&server, Method::POST, docs, Some(json!([1, 2]))).await;
+    let (status, _) = admin
+        .call(&server, Method::POST, docs, Some(json!([1, 2])))
+        .await;
     assert_eq!(status, 400);
 
-    let (status, body) = admin.call(&server, Method::POST, "/collections/notes/documents", Some(json!({"text": 5}))).await;
+    let (status, body) = admin
+        .call(
+            &server,
+            Method::POST,
+            "/collections/notes/documents",
+            Some(json!({"text": 5})),
+        )
+        .await;
     assert_eq!(status, 400);
-    assert!(body["error"].as_str().unwrap().contains("Validation"), "{body}");
-    assert_eq!(server.platform.collection("notes").count(&portico_platform::Selector::all()).await.unwrap(), 1);
+    assert!(
+        body["error"].as_str().unwrap().contains("Validation"),
+        "{body}"
+    );
+    assert_eq!(
+        server
+            .platform
+            .collection("notes")
+            .count(&portico_platform::Selector::all())
+            .await
+            .unwrap(),
+        1
+    );
 
-    let (status, _) = admin.call(&server, Method::DELETE, &format!("{docs}/a03"), None).await;
+    let (status, _) = admin
+        .call(&server, Method::DELETE, &format!("{docs}/a03"), None)
+        .await;
     assert_eq!(status, 200);
-    assert!(server.platform.collection("articles").get("a03").await.unwrap().is_none());
-    let (status, _) = admin.call(&server, Method::DELETE, &format!("{docs}/a03"), None).await;
+    assert!(
+        server
+            .platform
+            .collection("articles")
+            .get("a03")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let (status, _) = admin
+        .call(&server, Method::DELETE, &format!("{docs}/a03"), None)
+        .await;
     assert_eq!(status, 404);
 }
 
@@ -176,14 +307,24 @@ async fn accounts_are_shown_without_secrets_and_managed_through_the_accounts_ser
     let server = Server::start().await;
     let admin = admin(&server).await;
     let (_, listed) = admin.call(&server, Method::GET, "/users", None).await;
-    let (_, as_documents) = admin.call(&server, Method::GET, "/collections/users/documents", None).await;
+    let (_, as_documents) = admin
+        .call(&server, Method::GET, "/collections/users/documents", None)
+        .await;
     for shown in [&listed, &as_documents] {
         let text = shown.to_string();
-        assert!(!text.contains("services") && !text.contains("argon2") && !text.contains("hashedToken"), "{text}");
+        assert!(
+            !text.contains("services") && !text.contains("argon2") && !text.contains("hashedToken"),
+            "{text}"
+        );
     }
     assert_eq!(listed["users"].as_array().unwrap().len(), 3);
     let (status, _) = admin
-        .call(&server, Method::PUT, "/collections/users/documents/x", Some(json!({"roles": ["admin"]})))
+        .call(
+            &server,
+            Method::PUT,
+            "/collections/users/documents/x",
+            Some(json!({"roles": ["admin"]})),
+        )
         .await;
     assert_eq!(status, 400, "accounts are not written as plain documents");
 
@@ -192,34 +333,86 @@ async fn accounts_are_shown_without_secrets_and_managed_through_the_accounts_ser
         .await;
     assert_eq!(status, 201, "{created}");
     let carol = created["_id"].as_str().unwrap().to_owned();
-    let (status, _) = admin.call(&server, Method::POST, "/users", Some(json!({"username": "CAROL", "password": "x1"}))).await;
+    let (status, _) = admin
+        .call(
+            &server,
+            Method::POST,
+            "/users",
+            Some(json!({"username": "CAROL", "password": "x1"})),
+        )
+        .await;
     assert_eq!(status, 400, "a taken name");
-    let (_, found) = admin.call(&server, Method::GET, "/users?q=C%40EXAMPLE", None).await;
+    let (_, found) = admin
+        .call(&server, Method::GET, "/users?q=C%40EXAMPLE", None)
+        .await;
     assert_eq!(found["users"].as_array().unwrap().len(), 1);
 
     let (status, _) = admin
-        .call(&server, Method::PUT, &format!("/users/{carol}/roles"), Some(json!({"roles": ["reviewer", "admin"]})))
+        .call(
+            &server,
+            Method::PUT,
+            &format!("/users/{carol}/roles"),
+            Some(json!({"roles": ["reviewer", "admin"]})),
+        )
         .await;
     assert_eq!(status, 200);
-    let stored = server.platform.accounts().find_user_by_id(&carol).await.unwrap().unwrap();
+    let stored = server
+        .platform
+        .accounts()
+        .find_user_by_id(&carol)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stored["roles"], json!(["reviewer", "admin"]));
 
     let (status, _) = admin
-        .call(&server, Method::PUT, &format!("/users/{carol}/password"), Some(json!({"password": "new-carol-pw"})))
+        .call(
+            &server,
+            Method::PUT,
+            &format!("/users/{carol}/password"),
+            Some(json!({"password": "new-carol-pw"})),
+        )
         .await;
     assert_eq!(status, 200);
     assert_eq!(login(&server, "carol", "carol-pw-1").await.0, 401);
     let (status, session) = login(&server, "carol", "new-carol-pw").await;
     assert_eq!(status, 200);
-    let (_, out) = admin.call(&server, Method::POST, &format!("/users/{carol}/logout"), None).await;
+    let (_, out) = admin
+        .call(
+            &server,
+            Method::POST,
+            &format!("/users/{carol}/logout"),
+            None,
+        )
+        .await;
     assert_eq!(out["tokensRemoved"], 1);
     let token = session["token"].as_str().unwrap();
-    assert!(server.platform.accounts().user_by_token(token).await.unwrap().is_none());
+    assert!(
+        server
+            .platform
+            .accounts()
+            .user_by_token(token)
+            .await
+            .unwrap()
+            .is_none()
+    );
 
-    let (status, _) = admin.call(&server, Method::DELETE, &format!("/users/{carol}"), None).await;
+    let (status, _) = admin
+        .call(&server, Method::DELETE, &format!("/users/{carol}"), None)
+        .await;
     assert_eq!(status, 200);
-    assert!(server.platform.accounts().find_user_by_id(&carol).await.unwrap().is_none());
-    let (status, _) = admin.call(&server, Method::DELETE, &format!("/users/{carol}"), None).await;
+    assert!(
+        server
+            .platform
+            .accounts()
+            .find_user_by_id(&carol)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let (status, _) = admin
+        .call(&server, Method::DELETE, &format!("/users/{carol}"), None)
+        .await;
     assert_eq!(status, 404);
 }
 
@@ -231,11 +424,18 @@ async fn routes_of_both_doors_and_logout() {
     assert_eq!(body["openapi"], "/openapi.json");
     let routes = body["routes"].as_array().unwrap();
     let has = |door: &str, method: &str, path: &str| {
-        routes.iter().any(|r| r["door"] == door && r["method"] == method && r["path"] == path)
+        routes
+            .iter()
+            .any(|r| r["door"] == door && r["method"] == method && r["path"] == path)
     };
     assert!(has("routes", "GET", "/api/articles"), "{routes:?}");
     assert!(has("routes", "POST", "/api/login"), "{routes:?}");
-    assert!(routes.iter().any(|r| r["door"] == "auto" && r["path"].as_str().unwrap().contains("notes")), "{routes:?}");
+    assert!(
+        routes
+            .iter()
+            .any(|r| r["door"] == "auto" && r["path"].as_str().unwrap().contains("notes")),
+        "{routes:?}"
+    );
 
     let (status, _) = admin.call(&server, Method::POST, "/logout", None).await;
     assert_eq!(status, 200);

@@ -88,8 +88,14 @@ async fn the_admin_page_works_in_a_real_browser() {
 
     // Collections, paging, sorting, filtering.
     let collections: Vec<String> = serde_json::from_value(seen["collections"].clone()).unwrap();
-    assert!(collections.contains(&"articles 26".to_owned()), "{collections:?}");
-    assert!(collections.contains(&"notes 1".to_owned()), "{collections:?}");
+    assert!(
+        collections.contains(&"articles 26".to_owned()),
+        "{collections:?}"
+    );
+    assert!(
+        collections.contains(&"notes 1".to_owned()),
+        "{collections:?}"
+    );
     assert_eq!(text("firstPage"), "1–20 of 26");
     assert_eq!(seen["firstPageRows"], 20);
     assert_eq!(text("secondPage"), "21–26 of 26");
@@ -103,7 +109,11 @@ async fn the_admin_page_works_in_a_real_browser() {
     assert_eq!(text("xssCell"), XSS);
     assert!(text("xssJson").contains(XSS), "{seen}");
     assert_eq!(seen["imagesOnPage"], 0);
-    assert_eq!(seen["alerts"], serde_json::json!([]), "nothing from the data ran");
+    assert_eq!(
+        seen["alerts"],
+        serde_json::json!([]),
+        "nothing from the data ran"
+    );
 
     // Edits, a duplicate, a creation, a deletion, a schema error: in the page and in the store.
     assert_eq!(seen["openedJson"]["_id"], "a02");
@@ -113,31 +123,61 @@ async fn the_admin_page_works_in_a_real_browser() {
     assert_eq!(a02["title"], "Edited in the browser");
     assert_eq!(a02["extra"], serde_json::json!([1, 2]));
     assert!(!text("duplicate").is_empty(), "{seen}");
-    assert_eq!(articles.get("a03").await.unwrap().unwrap()["title"], "Article 03");
-    assert_eq!(articles.get("fresh").await.unwrap().unwrap()["tag"], "green");
+    assert_eq!(
+        articles.get("a03").await.unwrap().unwrap()["title"],
+        "Article 03"
+    );
+    assert_eq!(
+        articles.get("fresh").await.unwrap().unwrap()["tag"],
+        "green"
+    );
     assert_eq!(text("afterDelete"), "0–0 of 0");
     assert!(articles.get("a04").await.unwrap().is_none());
     assert!(text("schemaError").contains("Validation failed"), "{seen}");
     let notes = server.platform.collection("notes");
-    let note = notes.find_one(&portico_platform::Selector::all()).await.unwrap().unwrap();
+    let note = notes
+        .find_one(&portico_platform::Selector::all())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(note["text"], "first note");
 
     // Users: secrets never on the page; carol added with roles; bob logged out; dave removed.
     let users_page = text("usersPageText");
-    assert!(!users_page.contains("argon2") && !users_page.contains("hashedToken"), "{users_page}");
+    assert!(
+        !users_page.contains("argon2") && !users_page.contains("hashedToken"),
+        "{users_page}"
+    );
     assert_eq!(seen["usersBefore"], 3);
     assert!(text("carolRow").contains("editor, reviewer"), "{seen}");
     assert_eq!(seen["searchRows"], 1);
     let accounts = server.platform.accounts();
-    let carol = accounts.find_user_by_username("carol").await.unwrap().unwrap();
+    let carol = accounts
+        .find_user_by_username("carol")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(carol["roles"], serde_json::json!(["editor", "reviewer"]));
-    assert!(accounts.user_by_token(&bob_token).await.unwrap().is_none(), "bob was logged out everywhere");
-    assert!(accounts.find_user_by_username("dave").await.unwrap().is_none());
+    assert!(
+        accounts.user_by_token(&bob_token).await.unwrap().is_none(),
+        "bob was logged out everywhere"
+    );
+    assert!(
+        accounts
+            .find_user_by_username("dave")
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(seen["usersAfter"], 3);
 
     // API view.
     let rows: Vec<String> = serde_json::from_value(seen["routeRows"].clone()).unwrap();
-    assert!(rows.iter().any(|r| r.contains("GET") && r.contains("/api/articles")), "{rows:?}");
+    assert!(
+        rows.iter()
+            .any(|r| r.contains("GET") && r.contains("/api/articles")),
+        "{rows:?}"
+    );
     assert!(rows.iter().any(|r| r.starts_with("auto")), "{rows:?}");
     assert_eq!(text("openapiHref"), "/openapi.json");
 
@@ -150,11 +190,29 @@ async fn the_admin_page_works_in_a_real_browser() {
     // Logged out: the page forgot the token and the server no longer takes it.
     assert_eq!(seen["afterLogout"], 0);
     assert_eq!(seen["oldTokenStatus"], 401);
-    assert_eq!(seen["problems"], serde_json::json!([]), "errors in the page");
+    assert_eq!(
+        seen["problems"],
+        serde_json::json!([]),
+        "errors in the page"
+    );
 
-    for name in ["01-login", "03-collections", "04-filtered", "05-bad-filter", "06-xss-as-text", "09-users", "10-api", "11-narrow-collections", "13-dark-collections"] {
+    for name in [
+        "01-login",
+        "03-collections",
+        "04-filtered",
+        "05-bad-filter",
+        "06-xss-as-text",
+        "09-users",
+        "10-api",
+        "11-narrow-collections",
+        "13-dark-collections",
+    ] {
         let file = shots.join(format!("{name}.png"));
         let size = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
-        assert!(size > 1000, "screenshot {} missing or empty", file.display());
+        assert!(
+            size > 1000,
+            "screenshot {} missing or empty",
+            file.display()
+        );
     }
 }

@@ -3,9 +3,7 @@
 use std::net::SocketAddr;
 
 use portico_admin::AdminPage;
-use portico_platform::{
-    CollectionOptions, Document, NewUser, Password, Platform, UserSelector,
-};
+use portico_platform::{CollectionOptions, Document, NewUser, Password, Platform, UserSelector};
 use serde_json::{Value, json};
 
 pub(crate) const ADMIN: (&str, &str) = ("root", "root-password-1");
@@ -77,7 +75,10 @@ impl Server {
                 },
             )
             .unwrap();
-        notes.insert(doc(json!({"text": "first note"}))).await.unwrap();
+        notes
+            .insert(doc(json!({"text": "first note"})))
+            .await
+            .unwrap();
         user(&platform, ADMIN.0, ADMIN.1, &["admin"]).await;
         user(&platform, PLAIN.0, PLAIN.1, &["editor"]).await;
         user(&platform, "dave", "dave-password-1", &[]).await;
@@ -95,12 +96,11 @@ impl Server {
             portico_rest::CollectionOptions::new(),
         )
         .unwrap();
-        let auto = portico_auto::AutoApi::new(platform.clone()).configure(
-            portico_auto::AutoConfig {
+        let auto =
+            portico_auto::AutoApi::new(platform.clone()).configure(portico_auto::AutoConfig {
                 collections: Some(vec!["notes".into()]),
                 ..portico_auto::AutoConfig::default()
-            },
-        );
+            });
         let mut routes = rest.describe();
         routes.extend(auto.routes().unwrap());
         let admin = AdminPage::new(platform.clone())

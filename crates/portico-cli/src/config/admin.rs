@@ -60,7 +60,11 @@ impl AdminConfig {
         if let Some(role) = raw.role {
             let name = role.get_ref().trim();
             if name.is_empty() {
-                mistakes.push((role.span(), "admin.role", "the role may not be empty".into()));
+                mistakes.push((
+                    role.span(),
+                    "admin.role",
+                    "the role may not be empty".into(),
+                ));
             } else {
                 config.role = name.to_owned();
             }

@@ -23,9 +23,11 @@ pub(crate) async fn route_docs(config: &Config) -> crate::Result<Vec<RouteDoc>> 
     }
     if let Some(auto) = &config.auto {
         let api = super::auto::build(config, auto, &scratch)?;
-        docs.extend(api.routes().map_err(|err| {
-            crate::Error::Setup(format!("[auto] (line {}): {err}", auto.line))
-        })?);
+        docs.extend(
+            api.routes().map_err(|err| {
+                crate::Error::Setup(format!("[auto] (line {}): {err}", auto.line))
+            })?,
+        );
     }
     Ok(docs)
 }
@@ -47,20 +49,19 @@ pub async fn mount(app: Router, config: &Config, platform: &Platform) -> crate::
         .router()
         .map_err(|err| crate::Error::Setup(format!("[admin] path: {err}")))?;
     // Two routers claiming one path make axum panic on merge; say which key to change instead.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || app.merge(admin))).map_err(
-        |_| {
-            crate::Error::Setup(format!(
-                "[admin] path `{}` overlaps a route the front doors serve; choose another path",
-                config.admin.path
-            ))
-        },
-    )
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || app.merge(admin))).map_err(|_| {
+        crate::Error::Setup(format!(
+            "[admin] path `{}` overlaps a route the front doors serve; choose another path",
+            config.admin.path
+        ))
+    })
 }
 
 /// Says how to make the first admin when no account holds the role yet.
 async fn warn_without_admins(config: &Config, platform: &Platform) -> crate::Result<()> {
-    let holders = portico_platform::Selector::parse(&serde_json::json!({ "roles": config.admin.role }))
-        .map_err(portico_platform::Error::from)?;
+    let holders =
+        portico_platform::Selector::parse(&serde_json::json!({ "roles": config.admin.role }))
+            .map_err(portico_platform::Error::from)?;
     let count = platform
         .store()
         .count(portico_platform::USERS, &holders)

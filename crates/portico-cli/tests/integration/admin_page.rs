@@ -17,16 +17,36 @@ async fn served_at_the_default_path_for_admins_beside_both_doors() {
 
     let page = server.call("GET", "/_/", None, &[]).await;
     assert_eq!(page.status, 200);
-    assert!(page.raw.contains("<title>Portico admin</title>"), "{}", page.raw);
+    assert!(
+        page.raw.contains("<title>Portico admin</title>"),
+        "{}",
+        page.raw
+    );
     assert_eq!(server.call("GET", "/_/app.js", None, &[]).await.status, 200);
-    assert_eq!(server.call("GET", "/_/api/collections", None, &[]).await.status, 401);
+    assert_eq!(
+        server
+            .call("GET", "/_/api/collections", None, &[])
+            .await
+            .status,
+        401
+    );
 
     let refused = server
-        .call("POST", "/_/api/login", Some(json!({"user": "ed", "password": "ed-secret"})), &[])
+        .call(
+            "POST",
+            "/_/api/login",
+            Some(json!({"user": "ed", "password": "ed-secret"})),
+            &[],
+        )
         .await;
     assert_eq!(refused.status, 403, "{}", refused.raw);
     let login = server
-        .call("POST", "/_/api/login", Some(json!({"user": "root", "password": "root-secret"})), &[])
+        .call(
+            "POST",
+            "/_/api/login",
+            Some(json!({"user": "root", "password": "root-secret"})),
+            &[],
+        )
         .await;
     assert_eq!(login.status, 200, "{}", login.raw);
     let token = login.body["token"].as_str().unwrap_or_default().to_owned();
@@ -49,11 +69,18 @@ async fn served_at_the_default_path_for_admins_beside_both_doors() {
         ("routes", "POST", "/api/login"),
         ("auto", "POST", "/notes"),
     ] {
-        let expected = (expected.0.to_owned(), expected.1.to_owned(), expected.2.to_owned());
+        let expected = (
+            expected.0.to_owned(),
+            expected.1.to_owned(),
+            expected.2.to_owned(),
+        );
         assert!(listed.contains(&expected), "{expected:?} in {listed:?}");
     }
     // The doors still answer beside it.
-    assert_eq!(server.call("GET", "/api/articles", None, &[]).await.status, 200);
+    assert_eq!(
+        server.call("GET", "/api/articles", None, &[]).await.status,
+        200
+    );
     let (ok, log) = server.stop();
     assert!(ok, "{log}");
     assert!(log.contains("admin page: http://"), "{log}");
@@ -62,18 +89,33 @@ async fn served_at_the_default_path_for_admins_beside_both_doors() {
 #[tokio::test]
 async fn moved_given_another_role_or_turned_off() {
     let ws = Workspace::new();
-    ws.config(&format!("{CONFIG}[admin]\npath = \"/console\"\nrole = \"ops\"\n"));
+    ws.config(&format!(
+        "{CONFIG}[admin]\npath = \"/console\"\nrole = \"ops\"\n"
+    ));
     ws.add_user("root", "root-secret", &["admin"]);
     ws.add_user("olga", "olga-secret", &["ops"]);
     let server = ws.serve();
     assert_eq!(server.call("GET", "/console/", None, &[]).await.status, 200);
     assert_ne!(server.call("GET", "/_/", None, &[]).await.status, 200);
     let admin = server
-        .call("POST", "/console/api/login", Some(json!({"user": "root", "password": "root-secret"})), &[])
+        .call(
+            "POST",
+            "/console/api/login",
+            Some(json!({"user": "root", "password": "root-secret"})),
+            &[],
+        )
         .await;
-    assert_eq!(admin.status, 403, "the `admin` role is not the page's role here");
+    assert_eq!(
+        admin.status, 403,
+        "the `admin` role is not the page's role here"
+    );
     let ops = server
-        .call("POST", "/console/api/login", Some(json!({"user": "olga", "password": "olga-secret"})), &[])
+        .call(
+            "POST",
+            "/console/api/login",
+            Some(json!({"user": "olga", "password": "olga-secret"})),
+            &[],
+        )
         .await;
     assert_eq!(ops.status, 200, "{}", ops.raw);
     drop(server);
@@ -81,7 +123,10 @@ async fn moved_given_another_role_or_turned_off() {
     ws.config(&format!("{CONFIG}[admin]\nenabled = false\n"));
     let server = ws.serve();
     let off = server.call("GET", "/_/", None, &[]).await;
-    assert_eq!(server.call("GET", "/api/articles", None, &[]).await.status, 200);
+    assert_eq!(
+        server.call("GET", "/api/articles", None, &[]).await.status,
+        200
+    );
     assert_eq!(off.status, 404, "{}", off.raw);
     let (ok, log) = server.stop();
     assert!(ok && !log.contains("admin page"), "{log}");
@@ -110,12 +155,21 @@ fn check_knows_the_admin_keys() {
     let out = ws.run(&["check", "--config", "portico.toml"]);
     let stderr = text(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("admin.paht") && stderr.contains("line 3"), "{stderr}");
+    assert!(
+        stderr.contains("admin.paht") && stderr.contains("line 3"),
+        "{stderr}"
+    );
 
     ws.config("[admin]\npath = \"/a b\"\nrole = \" \"\n");
     let out = ws.run(&["check", "--config", "portico.toml"]);
     let stderr = text(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("key `admin.path`") && stderr.contains("line 3"), "{stderr}");
-    assert!(stderr.contains("key `admin.role`") && stderr.contains("line 4"), "{stderr}");
+    assert!(
+        stderr.contains("key `admin.path`") && stderr.contains("line 3"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("key `admin.role`") && stderr.contains("line 4"),
+        "{stderr}"
+    );
 }
