@@ -3,8 +3,9 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, Query as QueryParams, State};
+use axum::extract::{Extension, Path, Query as QueryParams, State};
 use http::StatusCode;
+use portico_edge::AuthenticatedUser;
 use portico_platform::{Document, NewUser, Password, public_user};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -119,8 +120,12 @@ pub(crate) async fn create(
 }
 
 /// `PUT api/users/{id}/roles` with `{roles}`: the account holds exactly these roles after.
+///
+/// An admin cannot take the page's role from their own account here: the page would lock them
+/// out at once (`portico users roles remove` can).
 pub(crate) async fn set_roles(
     State(state): State<AdminState>,
+    Extension(me): Extension<AuthenticatedUser>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
@@ -129,6 +134,12 @@ pub(crate) async fn set_roles(
         return Err(ApiError::bad_request("roles is required"));
     }
     let wanted = roles_field(&body)?;
+    if id == me.user_id() && !wanted.contains(&state.role) {
+        return Err(ApiError::bad_request(format!(
+            "You cannot take the `{}` role from your own account here",
+            state.role
+        )));
+    }
     let accounts = state.platform.accounts();
     let user = accounts
         .find_user_by_id(&id)
@@ -189,11 +200,17 @@ pub(crate) async fn logout_everywhere(
     Ok(Json(json!({ "_id": id, "tokensRemoved": removed })))
 }
 
-/// `DELETE api/users/{id}`.
+/// `DELETE api/users/{id}`; not the caller's own account (`portico users remove` can).
 pub(crate) async fn remove(
     State(state): State<AdminState>,
+    Extension(me): Extension<AuthenticatedUser>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
+    if id == me.user_id() {
+        return Err(ApiError::bad_request(
+            "You cannot remove your own account here",
+        ));
+    }
     if state.platform.accounts().remove_user(&id).await? {
         Ok(Json(json!({ "removed": id })))
     } else {

@@ -417,6 +417,43 @@ async fn accounts_are_shown_without_secrets_and_managed_through_the_accounts_ser
 }
 
 #[tokio::test]
+async fn an_admin_cannot_lock_themselves_out() {
+    let server = Server::start().await;
+    let admin = admin(&server).await;
+    let me = server.user_id(ADMIN.0).await;
+    let (status, body) = admin
+        .call(
+            &server,
+            Method::PUT,
+            &format!("/users/{me}/roles"),
+            Some(json!({"roles": ["editor"]})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, _) = admin
+        .call(&server, Method::DELETE, &format!("/users/{me}"), None)
+        .await;
+    assert_eq!(status, 400);
+    let stored = server
+        .platform
+        .accounts()
+        .find_user_by_id(&me)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored["roles"], json!(["admin"]));
+    let (status, _) = admin
+        .call(
+            &server,
+            Method::PUT,
+            &format!("/users/{me}/roles"),
+            Some(json!({"roles": ["admin", "editor"]})),
+        )
+        .await;
+    assert_eq!(status, 200, "adding roles to oneself is fine");
+}
+
+#[tokio::test]
 async fn routes_of_both_doors_and_logout() {
     let server = Server::start().await;
     let admin = admin(&server).await;
