@@ -53,6 +53,8 @@ page.on('console', (message) => {
 });
 
 const shot = async (name) => {
+  // The passing notice would cover what the screenshot is of.
+  await page.evaluate(() => document.getElementById('notice')?.classList.remove('shown'));
   await page.screenshot({ path: join(SHOTS, name + '.png'), fullPage: true });
 };
 const text = async (selector) => (await page.locator(selector).textContent()) || '';
