@@ -46,6 +46,23 @@ fn shown(collection: &str, mut doc: Document) -> Document {
     doc
 }
 
+fn is_secret_path(path: &str) -> bool {
+    path == "services" || path.starts_with("services.")
+}
+
+/// True when a selector (as JSON text) names a path under `services` at any depth (`$or`,
+/// `$elemMatch`... nest selectors, whose keys are paths again).
+fn names_secrets(filter: &str) -> bool {
+    fn walk(value: &Value) -> bool {
+        match value {
+            Value::Object(map) => map.iter().any(|(k, v)| is_secret_path(k) || walk(v)),
+            Value::Array(items) => items.iter().any(walk),
+            _ => false,
+        }
+    }
+    serde_json::from_str::<Value>(filter).is_ok_and(|v| walk(&v))
+}
+
 /// Accounts are written only through the users view, which keeps their hashes and tokens.
 fn refuse_account_writes(name: &str) -> ApiResult<()> {
     if name == USERS {
@@ -117,6 +134,17 @@ pub(crate) async fn documents(
                 .map_err(|e| ApiError::bad_request(format!("Invalid sort: {e}")))?,
         ),
     };
+    if name == USERS
+        && (params.filter.as_deref().is_some_and(names_secrets)
+            || sort
+                .as_ref()
+                .is_some_and(|s| s.keys().iter().any(|(path, _)| is_secret_path(path))))
+    {
+        // Filtering or sorting on hashes and tokens would reveal them a character at a time.
+        return Err(ApiError::bad_request(
+            "Accounts cannot be filtered or sorted on `services` (passwords and login tokens)",
+        ));
+    }
     let total = collection.count(&selector).await?;
     let skip = params.skip.unwrap_or(0);
     let limit = params.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
@@ -199,5 +227,25 @@ pub(crate) async fn remove(
         Ok(Json(json!({ "removed": id })))
     } else {
         Err(ApiError::not_found(format!("No document {id:?} in {name}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors_naming_account_secrets_are_found_at_any_depth() {
+        assert!(names_secrets(
+            r#"{"services.password.argon2": {"$regex": "^a"}}"#
+        ));
+        assert!(names_secrets(
+            r#"{"$or": [{"a": 1}, {"services": {"$exists": true}}]}"#
+        ));
+        assert!(names_secrets(
+            r#"{"x": {"$elemMatch": {"services.resume": 1}}}"#
+        ));
+        assert!(!names_secrets(r#"{"username": "services"}"#));
+        assert!(!names_secrets(r#"{"servicesX": 1, "profile.services": 2}"#));
     }
 }

@@ -318,6 +318,20 @@ async fn accounts_are_shown_without_secrets_and_managed_through_the_accounts_ser
         );
     }
     assert_eq!(listed["users"].as_array().unwrap().len(), 3);
+    for probe in [
+        "where=%7B%22services.password.argon2%22%3A%7B%22%24regex%22%3A%22%5E%5C%5C%24%22%7D%7D",
+        "sort=services.resume.loginTokens.hashedToken",
+    ] {
+        let (status, body) = admin
+            .call(
+                &server,
+                Method::GET,
+                &format!("/collections/users/documents?{probe}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 400, "{probe}: {body}");
+    }
     let (status, _) = admin
         .call(
             &server,
