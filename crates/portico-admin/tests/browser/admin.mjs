@@ -144,7 +144,9 @@ try {
   // ----- open a document, edit it -----
   await filter('{"_id": "a02"}');
   await waitText('#page-info', /of 1$/);
-  await page.locator('#documents tbody button.link', { hasText: 'a02' }).click();
+  // With the keyboard: focus the id, Enter opens the document.
+  await page.locator('#documents tbody button.link', { hasText: 'a02' }).focus();
+  await page.keyboard.press('Enter');
   await page.locator('#document-json').waitFor();
   results.openedJson = JSON.parse(await text('#document-json'));
   await page.click('#edit-document');
@@ -180,7 +182,9 @@ try {
   await shot('08-schema-error');
 
   // ----- users: add one with a role, set roles, search, log out, remove -----
-  await page.click('nav a[data-view=users]');
+  // The views are links: reachable and followed with the keyboard.
+  await page.focus('nav a[data-view=users]');
+  await page.keyboard.press('Enter');
   await page.locator('#users tbody tr').first().waitFor();
   results.usersBefore = await page.locator('#users tbody tr').count();
   results.usersPageText = await text('main');
