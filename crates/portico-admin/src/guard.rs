@@ -31,7 +31,7 @@ pub(crate) async fn require_admin(
     if !user_has_any_role(user.user(), std::slice::from_ref(&state.role)) {
         return ApiError::new(
             StatusCode::FORBIDDEN,
-            format!("This needs the `{}` role.", state.role),
+            format!("This needs the \"{}\" role.", state.role),
         )
         .into_response();
     }

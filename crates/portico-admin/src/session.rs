@@ -59,7 +59,7 @@ pub(crate) async fn login(
         accounts.remove_token(&token.user_id, &token.token).await?;
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            format!("This account does not hold the `{}` role.", state.role),
+            format!("This account does not hold the \"{}\" role.", state.role),
         ));
     }
     Ok(Json(json!({

@@ -136,7 +136,7 @@ pub(crate) async fn set_roles(
     let wanted = roles_field(&body)?;
     if id == me.user_id() && !wanted.contains(&state.role) {
         return Err(ApiError::bad_request(format!(
-            "You cannot take the `{}` role from your own account here",
+            "You cannot take the \"{}\" role from your own account here",
             state.role
         )));
     }
