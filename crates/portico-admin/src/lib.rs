@@ -27,6 +27,27 @@
 //! | users | list and search accounts (never hashes or tokens), add one, set roles, set a password, log one out everywhere, remove one |
 //! | API | every route of both front doors, from their own [`RouteDoc`](portico_edge::RouteDoc)s, and a link to `/openapi.json` |
 //!
+//! ## The JSON API
+//! Under `PATH/api/` (`/_/api/` by default); bodies and replies are JSON, errors
+//! `{"error": message}` with their status (400 bad input, 404 unknown, 409 duplicate `_id`).
+//!
+//! | call | does |
+//! |---|---|
+//! | `POST login` `{user, password}` | `{token, user}`; 401 wrong credentials, 429 too many, 403 without the role |
+//! | `POST logout`, `GET me` | ends this session; the logged-in account |
+//! | `GET collections` | `{collections: [{name, count, schema, timestamps, readOnly}]}` |
+//! | `GET collections/{name}/documents?where=&sort=&skip=&limit=` | `{total, skip, limit, documents}` (`sort`: `-n,title`) |
+//! | `POST collections/{name}/documents` | insert; `{_id}` with 201 |
+//! | `GET`, `PUT`, `DELETE collections/{name}/documents/{id}` | read, replace (the whole document), remove |
+//! | `GET users?q=`, `POST users` `{username, email, password, roles}` | list/search; create |
+//! | `PUT users/{id}/roles` `{roles}`, `PUT users/{id}/password` `{password}` | set exactly these roles; set a password |
+//! | `POST users/{id}/logout`, `DELETE users/{id}` | end every session; remove the account |
+//! | `GET routes` | `{routes: [RouteDoc], openapi}` |
+//!
+//! The `users` collection is read-only in the collections calls (accounts change through the
+//! users calls) and never shows `services`, nor lets a filter or sort reach into it. An admin
+//! cannot take the role from, or remove, their own account here.
+//!
 //! ## Security
 //! Every call of the JSON API except the login needs the token of a user holding the admin role:
 //! 401 without a valid token, 403 for anyone else. The page keeps its token in `sessionStorage`
