@@ -3,6 +3,7 @@
 //! Every mistake is reported with its line, column and key (see [`ConfigError`]); nothing that
 //! does not check out is ever served.
 
+mod admin;
 mod checker;
 mod diagnostic;
 mod raw;
@@ -16,6 +17,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub use admin::AdminConfig;
 pub use checker::check_database_url;
 pub use diagnostic::ConfigError;
 pub use rule::Rule;
@@ -47,6 +49,8 @@ pub struct Config {
     pub apis: Vec<ApiConfig>,
     /// `[auto]`, when present.
     pub auto: Option<AutoConfig>,
+    /// `[admin]`: the admin page (served at `/_/` unless turned off).
+    pub admin: AdminConfig,
 }
 
 /// One `[[api]]`: a route API object.

@@ -1,6 +1,7 @@
 //! `portico serve`: build the platform and the front doors the config declares, and serve them
 //! until SIGINT or SIGTERM.
 
+pub mod admin;
 pub(crate) mod auto;
 pub(crate) mod rest;
 mod zero_config;
@@ -229,7 +230,8 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     if path.is_none() {
         config = zero_config(&platform, &url).await?;
     }
-    let app = with_request_log(build_app(&config, &platform)?);
+    let app = build_app(&config, &platform)?;
+    let app = with_request_log(admin::mount(app, &config, &platform).await?);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| crate::Error::Listen {
@@ -265,6 +267,12 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     }
     info!("database: {choice}");
     info!("listening on {bound} (address from {listen_source})");
+    if config.admin.enabled {
+        info!(
+            "admin page: http://{bound}{} (accounts holding the `{}` role)",
+            config.admin.path, config.admin.role
+        );
+    }
     if config.apis.is_empty() && config.auto.is_none() {
         warn!("the config declares no [[api]] and no [auto]: every path answers 404");
     }

@@ -2,6 +2,7 @@
 //! SQLite file, and drives it over HTTP on an ephemeral port.
 
 mod integration {
+    mod admin_page;
     mod auto_api;
     mod check;
     mod common;

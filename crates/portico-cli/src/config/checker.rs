@@ -77,6 +77,11 @@ impl<'a> Checker<'a> {
             .map(|(index, api)| self.api(api, api_lines.get(index).copied().unwrap_or(1)))
             .collect();
         let auto = raw.auto.map(|auto| self.auto(auto));
+        let (admin, mistakes) = raw.admin.map(super::AdminConfig::check).unwrap_or_default();
+        for (span, key, message) in mistakes {
+            let err = self.source.error(span, key, message);
+            self.errors.push(err);
+        }
         Config {
             listen,
             database,
@@ -84,6 +89,7 @@ impl<'a> Checker<'a> {
             shutdown_grace: raw.shutdown_grace_seconds.map(Duration::from_secs),
             apis,
             auto,
+            admin,
         }
     }
 

@@ -21,6 +21,7 @@ pub(crate) struct RawConfig {
     #[serde(default)]
     pub(crate) api: Vec<RawApi>,
     pub(crate) auto: Option<RawAuto>,
+    pub(crate) admin: Option<super::admin::RawAdmin>,
 }
 
 /// One `[[api]]` table: a route API object.

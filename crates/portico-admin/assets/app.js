@@ -1,0 +1,553 @@
+// Portico admin page. Plain JavaScript, no dependencies.
+//
+// Two rules hold everywhere below:
+// - Data from the server is put on the page only as text (text nodes, textContent, input
+//   values), never as HTML, so a document holding markup shows that markup.
+// - The login token lives in sessionStorage and goes out in the X-Auth-Token header only:
+//   never in a URL, never in a cookie, so no other site can make the browser act with it.
+'use strict';
+
+const TOKEN_KEY = 'portico-admin-token';
+const USER_KEY = 'portico-admin-user';
+const API = new URL('api/', document.baseURI);
+const PAGE = 20;
+
+// ----- helpers -----
+
+/** An element with attributes (`on*` functions become listeners) and children (strings become text). */
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith('on') && typeof value === 'function') {
+      node.addEventListener(key.slice(2), value);
+    } else if (key === 'dataset') {
+      Object.assign(node.dataset, value);
+    } else if (value === true) {
+      node.setAttribute(key, '');
+    } else {
+      node.setAttribute(key, String(value));
+    }
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function clear(node) {
+  node.replaceChildren();
+  return node;
+}
+
+/** A short one-line text for a table cell. */
+function cellText(value) {
+  if (value === undefined) return '';
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text.length > 80 ? text.slice(0, 79) + '…' : text;
+}
+
+function token() {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/** Calls the admin API; throws ApiError with the server's message. A 401 logs the page out. */
+async function call(method, path, body) {
+  const headers = { Accept: 'application/json' };
+  const t = token();
+  if (t) headers['X-Auth-Token'] = t;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  let response;
+  try {
+    response = await fetch(new URL(path, API), {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+  } catch (e) {
+    throw new ApiError(0, 'The server cannot be reached.');
+  }
+  let data = null;
+  const text = await response.text();
+  if (text) {
+    try { data = JSON.parse(text); } catch (e) { data = { error: text }; }
+  }
+  if (!response.ok) {
+    if (response.status === 401 && path !== 'login') {
+      forget();
+      showLogin('Your session has ended; log in again.');
+    }
+    throw new ApiError(response.status, (data && data.error) || response.statusText);
+  }
+  return data;
+}
+
+function errorBox(id) {
+  return el('p', { class: 'error', role: 'alert', id });
+}
+
+function showError(box, error) {
+  box.textContent = error ? (error.message || String(error)) : '';
+}
+
+function notice(text) {
+  const bar = document.getElementById('notice') || document.body.appendChild(
+    el('div', { id: 'notice', role: 'status', 'aria-live': 'polite' }));
+  bar.textContent = text;
+  bar.classList.add('shown');
+  clearTimeout(notice.timer);
+  notice.timer = setTimeout(() => bar.classList.remove('shown'), 3000);
+}
+
+// ----- session -----
+
+function forget() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  sessionStorage.removeItem(USER_KEY);
+}
+
+function showLogin(message) {
+  document.getElementById('top').hidden = true;
+  clear(document.getElementById('view'));
+  document.getElementById('login-view').hidden = false;
+  document.getElementById('login-error').textContent = message || '';
+  const field = document.querySelector('#login-form [name=user]');
+  if (field) field.focus();
+}
+
+async function login(event) {
+  event.preventDefault();
+  const form = event.target;
+  const box = document.getElementById('login-error');
+  box.textContent = '';
+  const button = form.querySelector('button');
+  button.disabled = true;
+  try {
+    const reply = await call('POST', 'login', {
+      user: form.user.value.trim(),
+      password: form.password.value,
+    });
+    sessionStorage.setItem(TOKEN_KEY, reply.token);
+    sessionStorage.setItem(USER_KEY, reply.user.username || reply.user._id);
+    form.reset();
+    start();
+  } catch (e) {
+    showError(box, e);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function logout() {
+  try { await call('POST', 'logout'); } catch (e) { /* logged out either way */ }
+  forget();
+  location.hash = '';
+  showLogin('You are logged out.');
+}
+
+function start() {
+  document.getElementById('login-view').hidden = true;
+  document.getElementById('top').hidden = false;
+  document.getElementById('whoami').textContent = sessionStorage.getItem(USER_KEY) || '';
+  if (!location.hash || location.hash === '#') {
+    location.hash = '#/collections';
+  } else {
+    route();
+  }
+}
+
+// ----- router -----
+
+function route() {
+  if (!token()) {
+    showLogin();
+    return;
+  }
+  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  const view = parts[0] || 'collections';
+  for (const link of document.querySelectorAll('nav a')) {
+    if (link.dataset.view === view) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  const root = clear(document.getElementById('view'));
+  if (view === 'users') usersView(root);
+  else if (view === 'api') apiView(root);
+  else collectionsView(root, parts[1]);
+}
+
+// ----- collections -----
+
+async function collectionsView(root, selected) {
+  const list = el('ul', { class: 'plain', id: 'collection-list' });
+  const side = el('nav', { class: 'side', 'aria-label': 'Collections' }, el('h2', {}, 'Collections'), list);
+  const detail = el('div', { class: 'detail', id: 'collection-detail' });
+  const box = errorBox('collections-error');
+  root.append(el('div', { class: 'split' }, side, detail), box);
+  let collections;
+  try {
+    collections = (await call('GET', 'collections')).collections;
+  } catch (e) {
+    showError(box, e);
+    return;
+  }
+  if (collections.length === 0) {
+    list.append(el('li', { class: 'muted' }, 'No collections yet.'));
+  }
+  for (const c of collections) {
+    list.append(el('li', {},
+      el('a', {
+        href: '#/collections/' + encodeURIComponent(c.name),
+        'aria-current': c.name === selected ? 'page' : false,
+      }, el('span', {}, c.name), ' ', el('span', { class: 'count' }, String(c.count)))));
+  }
+  const current = collections.find((c) => c.name === selected) || (selected ? null : collections[0]);
+  if (current) {
+    documentsPanel(detail, current);
+  } else if (selected) {
+    detail.append(el('p', { class: 'error' }, 'No collection named ' + selected + '.'));
+  }
+}
+
+function documentsPanel(root, collection) {
+  const state = { filter: '', sort: '', skip: 0 };
+  const filterInput = el('input', {
+    id: 'filter', name: 'where', spellcheck: 'false', autocomplete: 'off',
+    placeholder: '{"status": "open", "count": {"$gt": 2}}',
+    'aria-describedby': 'filter-help',
+  });
+  const filterError = errorBox('filter-error');
+  const form = el('form', { class: 'filter', role: 'search', onsubmit: (e) => {
+    e.preventDefault();
+    state.filter = filterInput.value.trim();
+    state.skip = 0;
+    load();
+  } },
+  el('label', { for: 'filter' }, 'where'),
+  filterInput,
+  el('button', { type: 'submit' }, 'Filter'),
+  el('button', { type: 'button', class: 'secondary', onclick: () => {
+    filterInput.value = '';
+    state.filter = '';
+    state.skip = 0;
+    load();
+  } }, 'Clear'));
+  const help = el('p', { class: 'muted small', id: 'filter-help' },
+    'A selector as the routes take it in ?where=, e.g. {"tags": "red"} or {"n": {"$gte": 3}}. Click a column to sort.');
+  const table = el('div', { class: 'table-wrap', id: 'documents' });
+  const pager = el('div', { class: 'pager' });
+  const panel = el('div', { id: 'document-panel' });
+  const actions = collection.readOnly
+    ? el('p', { class: 'muted small' }, 'Accounts are changed in the Users view; passwords and tokens are never shown.')
+    : el('button', { type: 'button', id: 'new-document', onclick: () => editor(panel, collection, null, load) }, 'New document');
+  root.append(
+    el('div', { class: 'title-row' },
+      el('h2', {}, collection.name),
+      el('span', { class: 'muted' }, collection.schema ? 'JSON Schema checked' : 'no schema'),
+      actions),
+    form, help, filterError, table, pager, panel);
+
+  async function load() {
+    showError(filterError, null);
+    const params = new URLSearchParams({ skip: String(state.skip), limit: String(PAGE) });
+    if (state.filter) params.set('where', state.filter);
+    if (state.sort) params.set('sort', state.sort);
+    let page;
+    try {
+      page = await call('GET', 'collections/' + encodeURIComponent(collection.name) + '/documents?' + params);
+    } catch (e) {
+      showError(filterError, e);
+      filterInput.setAttribute('aria-invalid', 'true');
+      return;
+    }
+    filterInput.removeAttribute('aria-invalid');
+    renderTable(page);
+    renderPager(page);
+  }
+
+  function sortBy(field) {
+    state.sort = state.sort === field ? '-' + field : field;
+    state.skip = 0;
+    load();
+  }
+
+  function renderTable(page) {
+    const fields = ['_id'];
+    for (const doc of page.documents) {
+      for (const key of Object.keys(doc)) {
+        if (!fields.includes(key) && fields.length < 7) fields.push(key);
+      }
+    }
+    const head = el('tr', {}, fields.map((f) => {
+      const dir = state.sort === f ? 'ascending' : state.sort === '-' + f ? 'descending' : 'none';
+      return el('th', { scope: 'col', 'aria-sort': dir },
+        el('button', { type: 'button', class: 'sort', onclick: () => sortBy(f) },
+          f, dir === 'ascending' ? ' ▲' : dir === 'descending' ? ' ▼' : ''));
+    }));
+    const rows = page.documents.map((doc) => el('tr', {},
+      fields.map((f, i) => i === 0
+        ? el('td', {}, el('button', {
+          type: 'button', class: 'link', onclick: () => viewer(panel, collection, doc, load),
+        }, cellText(doc[f])))
+        : el('td', {}, cellText(doc[f])))));
+    const body = rows.length ? rows
+      : [el('tr', {}, el('td', { colspan: String(fields.length), class: 'muted' }, 'No documents match.'))];
+    clear(table).append(el('table', {}, el('caption', { class: 'sr-only' }, 'Documents of ' + collection.name),
+      el('thead', {}, head), el('tbody', {}, body)));
+  }
+
+  function renderPager(page) {
+    const first = page.total === 0 ? 0 : page.skip + 1;
+    const last = page.skip + page.documents.length;
+    clear(pager).append(
+      el('button', { type: 'button', class: 'secondary', disabled: page.skip === 0, onclick: () => {
+        state.skip = Math.max(0, state.skip - PAGE);
+        load();
+      } }, '‹ Previous'),
+      el('span', { id: 'page-info' }, first + '–' + last + ' of ' + page.total),
+      el('button', { type: 'button', class: 'secondary', disabled: last >= page.total, onclick: () => {
+        state.skip += PAGE;
+        load();
+      } }, 'Next ›'));
+  }
+
+  load();
+}
+
+function docPath(collection, id) {
+  return 'collections/' + encodeURIComponent(collection.name) + '/documents' + (id === undefined ? '' : '/' + encodeURIComponent(id));
+}
+
+function viewer(panel, collection, doc, reload) {
+  const box = errorBox('document-error');
+  const buttons = collection.readOnly ? [] : [
+    el('button', { type: 'button', id: 'edit-document', onclick: () => editor(panel, collection, doc, reload) }, 'Edit'),
+    el('button', { type: 'button', id: 'delete-document', class: 'danger', onclick: async () => {
+      if (!confirm('Delete the document ' + doc._id + ' of ' + collection.name + '?')) return;
+      try {
+        await call('DELETE', docPath(collection, doc._id));
+        clear(panel);
+        notice('Deleted ' + doc._id + '.');
+        reload();
+      } catch (e) { showError(box, e); }
+    } }, 'Delete'),
+  ];
+  clear(panel).append(el('section', { class: 'card', 'aria-label': 'Document' },
+    el('div', { class: 'title-row' }, el('h3', {}, 'Document ' + doc._id), ...buttons,
+      el('button', { type: 'button', class: 'secondary', onclick: () => clear(panel) }, 'Close')),
+    el('pre', { id: 'document-json', tabindex: '0' }, JSON.stringify(doc, null, 2)),
+    box));
+  panel.scrollIntoView({ block: 'nearest' });
+}
+
+function editor(panel, collection, doc, reload) {
+  const creating = doc === null;
+  const area = el('textarea', {
+    id: 'document-editor', rows: '14', spellcheck: 'false',
+    'aria-label': creating ? 'New document as JSON' : 'Document as JSON',
+  });
+  area.value = creating ? '{\n  \n}' : JSON.stringify(doc, null, 2);
+  const box = errorBox('editor-error');
+  const save = async (event) => {
+    event.preventDefault();
+    showError(box, null);
+    let value;
+    try {
+      value = JSON.parse(area.value);
+    } catch (e) {
+      showError(box, new Error('Not JSON: ' + e.message));
+      return;
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      showError(box, new Error('A document is a JSON object.'));
+      return;
+    }
+    try {
+      if (creating) {
+        const reply = await call('POST', docPath(collection), value);
+        notice('Created ' + reply._id + '.');
+        value = await call('GET', docPath(collection, reply._id));
+      } else {
+        value = await call('PUT', docPath(collection, doc._id), value);
+        notice('Saved ' + doc._id + '.');
+      }
+      reload();
+      viewer(panel, collection, value, reload);
+    } catch (e) {
+      showError(box, e);
+    }
+  };
+  clear(panel).append(el('form', { class: 'card', onsubmit: save, 'aria-label': 'Document editor' },
+    el('h3', {}, creating ? 'New document in ' + collection.name : 'Edit ' + doc._id),
+    creating ? el('p', { class: 'muted small' }, 'Leave out _id to get a new one.') : null,
+    area, box,
+    el('div', { class: 'row' },
+      el('button', { type: 'submit', id: 'save-document' }, creating ? 'Create' : 'Save'),
+      el('button', { type: 'button', class: 'secondary', onclick: () => (creating ? clear(panel) : viewer(panel, collection, doc, reload)) }, 'Cancel'))));
+  area.focus();
+}
+
+// ----- users -----
+
+function rolesOf(user) {
+  return Array.isArray(user.roles) ? user.roles : [];
+}
+
+function emailsOf(user) {
+  return Array.isArray(user.emails) ? user.emails.map((e) => e && e.address).filter(Boolean) : [];
+}
+
+function parseRoles(text) {
+  return text.split(',').map((r) => r.trim()).filter(Boolean);
+}
+
+async function usersView(root) {
+  const search = el('input', { id: 'user-search', type: 'search', placeholder: 'name, email or id', 'aria-label': 'Search users' });
+  const table = el('div', { class: 'table-wrap', id: 'users' });
+  const panel = el('div', { id: 'user-panel' });
+  const box = errorBox('users-error');
+  const add = el('form', { class: 'card', id: 'add-user', 'aria-label': 'Add a user' },
+    el('h3', {}, 'Add a user'),
+    el('div', { class: 'grid' },
+      el('label', {}, 'Username ', el('input', { name: 'username', autocomplete: 'off' })),
+      el('label', {}, 'Email ', el('input', { name: 'email', type: 'email', autocomplete: 'off' })),
+      el('label', {}, 'Password ', el('input', { name: 'password', type: 'password', autocomplete: 'new-password' })),
+      el('label', {}, 'Roles (comma separated) ', el('input', { name: 'roles', autocomplete: 'off' }))),
+    errorBox('add-user-error'),
+    el('button', { type: 'submit' }, 'Add user'));
+  add.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const err = add.querySelector('.error');
+    showError(err, null);
+    try {
+      const reply = await call('POST', 'users', {
+        username: add.username.value.trim() || undefined,
+        email: add.email.value.trim() || undefined,
+        password: add.password.value || undefined,
+        roles: parseRoles(add.roles.value),
+      });
+      notice('Added ' + (add.username.value.trim() || add.email.value.trim()) + '.');
+      add.reset();
+      await load();
+      const user = (await call('GET', 'users?q=' + encodeURIComponent(reply._id))).users[0];
+      if (user) manage(user);
+    } catch (e) { showError(err, e); }
+  });
+  root.append(
+    el('div', { class: 'title-row' }, el('h2', {}, 'Users'),
+      el('form', { role: 'search', class: 'inline', onsubmit: (e) => { e.preventDefault(); load(); } }, search,
+        el('button', { type: 'submit' }, 'Search'))),
+    box, table, panel, add);
+
+  async function load() {
+    showError(box, null);
+    let users;
+    try {
+      users = (await call('GET', 'users?q=' + encodeURIComponent(search.value.trim()))).users;
+    } catch (e) { showError(box, e); return; }
+    const rows = users.map((u) => el('tr', {},
+      el('td', {}, el('button', { type: 'button', class: 'link', onclick: () => manage(u) }, u.username || u._id)),
+      el('td', {}, emailsOf(u).join(', ')),
+      el('td', {}, rolesOf(u).join(', ')),
+      el('td', {}, cellText(u.createdAt))));
+    clear(table).append(el('table', {},
+      el('caption', { class: 'sr-only' }, 'Users'),
+      el('thead', {}, el('tr', {}, ['User', 'Emails', 'Roles', 'Created'].map((h) => el('th', { scope: 'col' }, h)))),
+      el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: '4', class: 'muted' }, 'No users match.')))));
+  }
+
+  function manage(user) {
+    const name = user.username || emailsOf(user)[0] || user._id;
+    const err = errorBox('user-error');
+    const roles = el('input', { id: 'user-roles', value: rolesOf(user).join(', '), autocomplete: 'off' });
+    const password = el('input', { id: 'user-password', type: 'password', autocomplete: 'new-password' });
+    const act = (fn) => async (event) => {
+      event.preventDefault();
+      showError(err, null);
+      try { await fn(); } catch (e) { showError(err, e); }
+    };
+    clear(panel).append(el('section', { class: 'card', 'aria-label': 'User ' + name },
+      el('div', { class: 'title-row' }, el('h3', {}, name),
+        el('button', { type: 'button', class: 'secondary', onclick: () => clear(panel) }, 'Close')),
+      el('p', { class: 'muted small' }, 'id ' + user._id),
+      el('form', { class: 'inline', onsubmit: act(async () => {
+        const reply = await call('PUT', 'users/' + encodeURIComponent(user._id) + '/roles', { roles: parseRoles(roles.value) });
+        user.roles = reply.roles;
+        notice('Roles of ' + name + ': ' + (reply.roles.join(', ') || 'none') + '.');
+        load();
+      }) }, el('label', { for: 'user-roles' }, 'Roles'), roles, el('button', { type: 'submit', id: 'save-roles' }, 'Set roles')),
+      el('form', { class: 'inline', onsubmit: act(async () => {
+        await call('PUT', 'users/' + encodeURIComponent(user._id) + '/password', { password: password.value });
+        password.value = '';
+        notice('New password set for ' + name + '.');
+      }) }, el('label', { for: 'user-password' }, 'New password'), password, el('button', { type: 'submit' }, 'Set password')),
+      el('div', { class: 'row' },
+        el('button', { type: 'button', class: 'secondary', onclick: act(async () => {
+          const reply = await call('POST', 'users/' + encodeURIComponent(user._id) + '/logout');
+          notice(name + ' is logged out everywhere (' + reply.tokensRemoved + ' sessions).');
+        }) }, 'Log out everywhere'),
+        el('button', { type: 'button', class: 'danger', onclick: act(async () => {
+          if (!confirm('Remove the user ' + name + '? This cannot be undone.')) return;
+          await call('DELETE', 'users/' + encodeURIComponent(user._id));
+          clear(panel);
+          notice('Removed ' + name + '.');
+          load();
+        }) }, 'Remove user')),
+      err));
+    roles.focus();
+  }
+
+  load();
+}
+
+// ----- API -----
+
+function accessText(access) {
+  switch (access && access.kind) {
+    case 'public': return 'public';
+    case 'optional_user': return 'anyone (a token is used when sent)';
+    case 'logged_in': return 'logged in';
+    case 'roles': return 'roles: ' + access.roles.join(', ');
+    default: return JSON.stringify(access);
+  }
+}
+
+async function apiView(root) {
+  const box = errorBox('api-error');
+  const table = el('div', { class: 'table-wrap', id: 'routes' });
+  const intro = el('p', {});
+  root.append(el('div', { class: 'title-row' }, el('h2', {}, 'API')), intro, box, table);
+  let reply;
+  try { reply = await call('GET', 'routes'); } catch (e) { showError(box, e); return; }
+  intro.append('Every route the server\'s front doors serve, from their own route description. ');
+  if (reply.openapi) {
+    intro.append('Machine-readable: ', el('a', { href: reply.openapi, id: 'openapi-link' }, 'OpenAPI document'), '.');
+  }
+  const rows = reply.routes.map((r) => el('tr', {},
+    el('td', {}, r.door),
+    el('td', {}, el('code', {}, r.method)),
+    el('td', {}, el('code', {}, r.path)),
+    el('td', {}, accessText(r.access)),
+    el('td', {}, (r.rules || []).join('; ')),
+    el('td', {}, r.summary || '')));
+  clear(table).append(el('table', {},
+    el('caption', { class: 'sr-only' }, 'Routes'),
+    el('thead', {}, el('tr', {}, ['Door', 'Method', 'Path', 'Who may call', 'Rules', 'Does'].map((h) => el('th', { scope: 'col' }, h)))),
+    el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: '6', class: 'muted' }, 'No routes are served.')))));
+}
+
+// ----- start -----
+
+document.getElementById('login-form').addEventListener('submit', login);
+document.getElementById('logout').addEventListener('click', logout);
+window.addEventListener('hashchange', route);
+if (token()) start(); else showLogin();

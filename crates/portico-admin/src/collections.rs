@@ -1,0 +1,251 @@
+//! The collections view: every collection with its count, and its documents read and written
+//! through the platform collection, so the schema and the duplicate-`_id` checks apply as they
+//! do for the API.
+
+use std::collections::BTreeSet;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query as QueryParams, State};
+use http::StatusCode;
+use portico_platform::{Collection, Document, Query, Selector, USERS, Update};
+use portico_store::Sort;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::api_error::{ApiError, ApiResult, object_body};
+use crate::page::AdminState;
+
+/// Rows a page of documents holds unless `limit` says otherwise, and the most it may ask for.
+const DEFAULT_PAGE: u64 = 20;
+const MAX_PAGE: u64 = 200;
+
+async fn names(state: &AdminState) -> ApiResult<Vec<String>> {
+    let mut names: BTreeSet<String> = state.platform.collection_names().into_iter().collect();
+    names.extend(state.platform.store().list_collections().await?);
+    Ok(names.into_iter().collect())
+}
+
+/// The collection `name` when the store or the platform knows it.
+async fn collection(state: &AdminState, name: &str) -> ApiResult<Collection> {
+    if let Some(declared) = state.platform.get_collection(name) {
+        return Ok(declared);
+    }
+    if names(state).await?.iter().any(|n| n == name) {
+        // In the store but not declared: the same default collection both doors would use.
+        return Ok(state.platform.collection(name));
+    }
+    Err(ApiError::not_found(format!("No collection named {name:?}")))
+}
+
+/// Account documents hold password hashes and login tokens: the page never shows `services`.
+fn shown(collection: &str, mut doc: Document) -> Document {
+    if collection == USERS {
+        doc.remove("services");
+    }
+    doc
+}
+
+fn is_secret_path(path: &str) -> bool {
+    path == "services" || path.starts_with("services.")
+}
+
+/// True when a selector (as JSON text) names a path under `services` at any depth (`$or`,
+/// `$elemMatch`... nest selectors, whose keys are paths again).
+fn names_secrets(filter: &str) -> bool {
+    fn walk(value: &Value) -> bool {
+        match value {
+            Value::Object(map) => map.iter().any(|(k, v)| is_secret_path(k) || walk(v)),
+            Value::Array(items) => items.iter().any(walk),
+            _ => false,
+        }
+    }
+    serde_json::from_str::<Value>(filter).is_ok_and(|v| walk(&v))
+}
+
+/// Accounts are written only through the users view, which keeps their hashes and tokens.
+fn refuse_account_writes(name: &str) -> ApiResult<()> {
+    if name == USERS {
+        return Err(ApiError::bad_request(
+            "Accounts are changed in the Users view, which keeps their passwords and tokens",
+        ));
+    }
+    Ok(())
+}
+
+/// `GET api/collections`: `[{name, count, schema, timestamps}]`.
+pub(crate) async fn list(State(state): State<AdminState>) -> ApiResult<Json<Value>> {
+    let mut out = Vec::new();
+    for name in names(&state).await? {
+        let collection = collection(&state, &name).await?;
+        let count = collection.count(&Selector::all()).await?;
+        out.push(json!({
+            "name": name,
+            "count": count,
+            "schema": collection.options().schema,
+            "timestamps": collection.options().timestamps,
+            "readOnly": name == USERS,
+        }));
+    }
+    Ok(Json(json!({ "collections": out })))
+}
+
+/// The query of a documents page.
+#[derive(Debug, Deserialize)]
+pub(crate) struct PageParams {
+    #[serde(rename = "where")]
+    filter: Option<String>,
+    sort: Option<String>,
+    skip: Option<u64>,
+    limit: Option<u64>,
+}
+
+fn selector(filter: Option<&str>) -> ApiResult<Selector> {
+    match filter.map(str::trim) {
+        None | Some("") => Ok(Selector::all()),
+        Some(text) => {
+            let value: Value = serde_json::from_str(text)
+                .map_err(|e| ApiError::bad_request(format!("Invalid where: not JSON ({e})")))?;
+            if !value.is_object() {
+                return Err(ApiError::bad_request(
+                    "Invalid where: must be a JSON object",
+                ));
+            }
+            Selector::parse(&value)
+                .map_err(|e| ApiError::bad_request(format!("Invalid where: {e}")))
+        }
+    }
+}
+
+/// `GET api/collections/{name}/documents?where=&sort=&skip=&limit=`: one page of documents and
+/// how many match in all. `where` is a selector as the routes door takes it; `sort` a comma list
+/// (`-createdAt,title`).
+pub(crate) async fn documents(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+    QueryParams(params): QueryParams<PageParams>,
+) -> ApiResult<Json<Value>> {
+    let collection = collection(&state, &name).await?;
+    let selector = selector(params.filter.as_deref())?;
+    let sort = match params.sort.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(text) => Some(
+            Sort::parse_list(text)
+                .map_err(|e| ApiError::bad_request(format!("Invalid sort: {e}")))?,
+        ),
+    };
+    if name == USERS
+        && (params.filter.as_deref().is_some_and(names_secrets)
+            || sort
+                .as_ref()
+                .is_some_and(|s| s.keys().iter().any(|(path, _)| is_secret_path(path))))
+    {
+        // Filtering or sorting on hashes and tokens would reveal them a character at a time.
+        return Err(ApiError::bad_request(
+            "Accounts cannot be filtered or sorted on `services` (passwords and login tokens)",
+        ));
+    }
+    let total = collection.count(&selector).await?;
+    let skip = params.skip.unwrap_or(0);
+    let limit = params.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
+    let mut query = Query::new(selector);
+    query.sort = sort;
+    query.skip = skip;
+    query.limit = Some(limit);
+    let docs: Vec<Document> = collection
+        .find(&query)
+        .await?
+        .into_iter()
+        .map(|d| shown(&name, d))
+        .collect();
+    Ok(Json(json!({
+        "total": total,
+        "skip": skip,
+        "limit": limit,
+        "documents": docs,
+    })))
+}
+
+/// `GET api/collections/{name}/documents/{id}`.
+pub(crate) async fn document(
+    State(state): State<AdminState>,
+    Path((name, id)): Path<(String, String)>,
+) -> ApiResult<Json<Document>> {
+    let collection = collection(&state, &name).await?;
+    match collection.get(&id).await? {
+        Some(doc) => Ok(Json(shown(&name, doc))),
+        None => Err(ApiError::not_found(format!("No document {id:?} in {name}"))),
+    }
+}
+
+/// `POST api/collections/{name}/documents` with a document: inserted through the collection
+/// (a new `_id` when it has none, the schema, a duplicate `_id` refused with 409).
+pub(crate) async fn insert(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let collection = collection(&state, &name).await?;
+    refuse_account_writes(&name)?;
+    let doc = object_body(&body)?;
+    let id = collection.insert(doc).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "_id": id }))))
+}
+
+/// `PUT api/collections/{name}/documents/{id}` with the whole new document (its `_id`, when
+/// given, must be `id`): a replacement through the collection, schema checked.
+pub(crate) async fn replace(
+    State(state): State<AdminState>,
+    Path((name, id)): Path<(String, String)>,
+    body: Bytes,
+) -> ApiResult<Json<Document>> {
+    let collection = collection(&state, &name).await?;
+    refuse_account_writes(&name)?;
+    let doc = object_body(&body)?;
+    if let Some(given) = doc.get("_id") {
+        if given.as_str() != Some(id.as_str()) {
+            return Err(ApiError::bad_request(format!(
+                "_id cannot change (it is {id:?}); create a new document instead"
+            )));
+        }
+    }
+    let update = Update::replace(doc)?;
+    match collection.update_by_id(&id, &update).await? {
+        Some(doc) => Ok(Json(doc)),
+        None => Err(ApiError::not_found(format!("No document {id:?} in {name}"))),
+    }
+}
+
+/// `DELETE api/collections/{name}/documents/{id}`.
+pub(crate) async fn remove(
+    State(state): State<AdminState>,
+    Path((name, id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let collection = collection(&state, &name).await?;
+    refuse_account_writes(&name)?;
+    if collection.remove_by_id(&id).await? {
+        Ok(Json(json!({ "removed": id })))
+    } else {
+        Err(ApiError::not_found(format!("No document {id:?} in {name}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors_naming_account_secrets_are_found_at_any_depth() {
+        assert!(names_secrets(
+            r#"{"services.password.argon2": {"$regex": "^a"}}"#
+        ));
+        assert!(names_secrets(
+            r#"{"$or": [{"a": 1}, {"services": {"$exists": true}}]}"#
+        ));
+        assert!(names_secrets(
+            r#"{"x": {"$elemMatch": {"services.resume": 1}}}"#
+        ));
+        assert!(!names_secrets(r#"{"username": "services"}"#));
+        assert!(!names_secrets(r#"{"servicesX": 1, "profile.services": 2}"#));
+    }
+}

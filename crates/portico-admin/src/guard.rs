@@ -1,0 +1,45 @@
+//! The admin check in front of every API call but the login.
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+use portico_edge::AuthenticatedUser;
+use portico_platform::user_has_any_role;
+
+use crate::api_error::ApiError;
+use crate::page::AdminState;
+
+/// Lets a request through only with the token of a user holding the admin role: 401 without a
+/// valid token, 403 for any other user. The user is left in the request's extensions.
+pub(crate) async fn require_admin(
+    State(state): State<AdminState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let user = match AuthenticatedUser::resolve(&state.platform, request.headers()).await {
+        Ok(Some(user)) => user,
+        Ok(None) => {
+            return ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "You must be logged in to do this.",
+            )
+            .into_response();
+        }
+        Err(err) => return ApiError::from(err).into_response(),
+    };
+    if !user_has_any_role(user.user(), std::slice::from_ref(&state.role)) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("This needs the \"{}\" role.", state.role),
+        )
+        .into_response();
+    }
+    request.extensions_mut().insert(user);
+    next.run(request).await
+}
+
+/// An API path the page does not have (reached only by admins).
+pub(crate) async fn no_such_call() -> ApiError {
+    ApiError::not_found("No such admin API call")
+}

@@ -1,0 +1,71 @@
+//! Portico's admin page: the data, the accounts and the API of a server, in a browser.
+//!
+//! [`AdminPage`] gives one `axum::Router` serving a single page (HTML, CSS and JavaScript embedded
+//! in the binary at build time: it works offline, with no CDN and no external fonts) and the JSON
+//! API that page calls, both under one path prefix (`/_/` by default).
+//!
+//! ```no_run
+//! use portico_admin::AdminPage;
+//! use portico_platform::Platform;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let platform = Platform::open("sqlite:./app.db").await?;
+//! let admin = AdminPage::new(platform.clone())
+//!     .path("/_/")
+//!     .role("admin")
+//!     .router()?;
+//! let app: axum::Router = axum::Router::new().merge(admin);
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>()).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! | view | what it does, through |
+//! |---|---|
+//! | log in | username or email + password, through the platform's [`LoginService`](portico_platform::LoginService) (same rate limits as the front doors); only holders of the admin role get in |
+//! | collections | every collection with its count; a paged, sortable table with a `where` selector; open, create, replace and delete documents through the platform collection (schema, duplicate `_id` checks) |
+//! | users | list and search accounts (never hashes or tokens), add one, set roles, set a password, log one out everywhere, remove one |
+//! | API | every route of both front doors, from their own [`RouteDoc`](portico_edge::RouteDoc)s, and a link to `/openapi.json` |
+//!
+//! ## The JSON API
+//! Under `PATH/api/` (`/_/api/` by default); bodies and replies are JSON, errors
+//! `{"error": message}` with their status (400 bad input, 404 unknown, 409 duplicate `_id`).
+//!
+//! | call | does |
+//! |---|---|
+//! | `POST login` `{user, password}` | `{token, user}`; 401 wrong credentials, 429 too many, 403 without the role |
+//! | `POST logout`, `GET me` | ends this session; the logged-in account |
+//! | `GET collections` | `{collections: [{name, count, schema, timestamps, readOnly}]}` |
+//! | `GET collections/{name}/documents?where=&sort=&skip=&limit=` | `{total, skip, limit, documents}` (`sort`: `-n,title`) |
+//! | `POST collections/{name}/documents` | insert; `{_id}` with 201 |
+//! | `GET`, `PUT`, `DELETE collections/{name}/documents/{id}` | read, replace (the whole document), remove |
+//! | `GET users?q=`, `POST users` `{username, email, password, roles}` | list/search; create |
+//! | `PUT users/{id}/roles` `{roles}`, `PUT users/{id}/password` `{password}` | set exactly these roles; set a password |
+//! | `POST users/{id}/logout`, `DELETE users/{id}` | end every session; remove the account |
+//! | `GET routes` | `{routes: [RouteDoc], openapi}` |
+//!
+//! The `users` collection is read-only in the collections calls (accounts change through the
+//! users calls) and never shows `services`, nor lets a filter or sort reach into it. An admin
+//! cannot take the role from, or remove, their own account here.
+//!
+//! ## Security
+//! Every call of the JSON API except the login needs the token of a user holding the admin role:
+//! 401 without a valid token, 403 for anyone else. The page keeps its token in `sessionStorage`
+//! and sends it in the `X-Auth-Token` header, never in a URL or a cookie, so another site cannot
+//! make a browser act with it (no ambient credentials, so no CSRF). The page inserts document data
+//! as text, never as HTML, and is served with a Content Security Policy that allows only its own
+//! script and style.
+
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+mod api_error;
+mod assets;
+mod collections;
+mod guard;
+mod page;
+mod routes;
+mod session;
+mod users;
+
+pub use page::{AdminPage, DEFAULT_PATH, DEFAULT_ROLE, InvalidPath, OPENAPI_PATH, normalize_path};

@@ -1,0 +1,219 @@
+//! The users view: accounts through the platform's accounts service, shown without their
+//! password hashes and login tokens.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Extension, Path, Query as QueryParams, State};
+use http::StatusCode;
+use portico_edge::AuthenticatedUser;
+use portico_platform::{Document, NewUser, Password, public_user};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::api_error::{ApiError, ApiResult, object_body};
+use crate::page::AdminState;
+
+/// What the page shows of an account: [`public_user`] and when it was made.
+fn shown(user: &Document) -> Document {
+    let mut out = public_user(user);
+    if let Some(created) = user.get("createdAt") {
+        out.insert("createdAt".into(), created.clone());
+    }
+    out
+}
+
+fn texts(user: &Document) -> Vec<String> {
+    let mut out = Vec::new();
+    for key in ["_id", "username"] {
+        if let Some(Value::String(s)) = user.get(key) {
+            out.push(s.to_lowercase());
+        }
+    }
+    if let Some(Value::Array(emails)) = user.get("emails") {
+        for email in emails {
+            if let Some(address) = email.get("address").and_then(Value::as_str) {
+                out.push(address.to_lowercase());
+            }
+        }
+    }
+    out
+}
+
+/// The query of the users list.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListParams {
+    q: Option<String>,
+}
+
+/// `GET api/users?q=`: accounts whose id, username or an email contains `q` (any case), by
+/// username.
+pub(crate) async fn list(
+    State(state): State<AdminState>,
+    QueryParams(params): QueryParams<ListParams>,
+) -> ApiResult<Json<Value>> {
+    let needle = params.q.unwrap_or_default().trim().to_lowercase();
+    let mut users: Vec<Document> = state
+        .platform
+        .accounts()
+        .list_users()
+        .await?
+        .iter()
+        .filter(|u| needle.is_empty() || texts(u).iter().any(|t| t.contains(&needle)))
+        .map(shown)
+        .collect();
+    let key = |u: &Document| {
+        u.get("username")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_lowercase()
+    };
+    users.sort_by_key(key);
+    Ok(Json(json!({ "users": users })))
+}
+
+fn string_field(body: &Map<String, Value>, key: &str) -> ApiResult<Option<String>> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(ApiError::bad_request(format!("{key} must be a string"))),
+    }
+}
+
+fn roles_field(body: &Map<String, Value>) -> ApiResult<Vec<String>> {
+    let Some(value) = body.get("roles") else {
+        return Ok(Vec::new());
+    };
+    let bad = || ApiError::bad_request("roles must be a list of non-empty strings");
+    let mut roles = Vec::new();
+    for role in value.as_array().ok_or_else(bad)? {
+        let role = role
+            .as_str()
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .ok_or_else(bad)?;
+        if !roles.iter().any(|r| r == role) {
+            roles.push(role.to_owned());
+        }
+    }
+    Ok(roles)
+}
+
+/// `POST api/users` with `{username, email, password, roles}`.
+pub(crate) async fn create(
+    State(state): State<AdminState>,
+    body: Bytes,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let body = object_body(&body)?;
+    let id = state
+        .platform
+        .accounts()
+        .create_user(NewUser {
+            username: string_field(&body, "username")?,
+            email: string_field(&body, "email")?,
+            password: string_field(&body, "password")?.map(Password::Plain),
+            profile: None,
+            roles: roles_field(&body)?,
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(json!({ "_id": id }))))
+}
+
+/// `PUT api/users/{id}/roles` with `{roles}`: the account holds exactly these roles after.
+///
+/// An admin cannot take the page's role from their own account here: the page would lock them
+/// out at once (`portico users roles remove` can).
+pub(crate) async fn set_roles(
+    State(state): State<AdminState>,
+    Extension(me): Extension<AuthenticatedUser>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let body = object_body(&body)?;
+    if !body.contains_key("roles") {
+        return Err(ApiError::bad_request("roles is required"));
+    }
+    let wanted = roles_field(&body)?;
+    if id == me.user_id() && !wanted.contains(&state.role) {
+        return Err(ApiError::bad_request(format!(
+            "You cannot take the \"{}\" role from your own account here",
+            state.role
+        )));
+    }
+    let accounts = state.platform.accounts();
+    let user = accounts
+        .find_user_by_id(&id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("User not found"))?;
+    let held: Vec<String> = user
+        .get("roles")
+        .and_then(Value::as_array)
+        .map(|roles| {
+            roles
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let gone: Vec<String> = held
+        .iter()
+        .filter(|r| !wanted.contains(r))
+        .cloned()
+        .collect();
+    if !gone.is_empty() {
+        accounts.remove_roles(&id, &gone).await?;
+    }
+    if !wanted.is_empty() {
+        accounts.add_roles(&id, &wanted).await?;
+    }
+    Ok(Json(json!({ "_id": id, "roles": wanted })))
+}
+
+/// `PUT api/users/{id}/password` with `{password}`.
+pub(crate) async fn set_password(
+    State(state): State<AdminState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let body = object_body(&body)?;
+    let password = string_field(&body, "password")?
+        .ok_or_else(|| ApiError::bad_request("password is required"))?;
+    state
+        .platform
+        .accounts()
+        .set_password(&id, Password::Plain(password))
+        .await?;
+    Ok(Json(json!({ "_id": id, "passwordSet": true })))
+}
+
+/// `POST api/users/{id}/logout`: withdraws every login token of the account.
+pub(crate) async fn logout_everywhere(
+    State(state): State<AdminState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let accounts = state.platform.accounts();
+    if accounts.find_user_by_id(&id).await?.is_none() {
+        return Err(ApiError::not_found("User not found"));
+    }
+    let removed = accounts.remove_all_tokens(&id).await?;
+    Ok(Json(json!({ "_id": id, "tokensRemoved": removed })))
+}
+
+/// `DELETE api/users/{id}`; not the caller's own account (`portico users remove` can).
+pub(crate) async fn remove(
+    State(state): State<AdminState>,
+    Extension(me): Extension<AuthenticatedUser>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    if id == me.user_id() {
+        return Err(ApiError::bad_request(
+            "You cannot remove your own account here",
+        ));
+    }
+    if state.platform.accounts().remove_user(&id).await? {
+        Ok(Json(json!({ "removed": id })))
+    } else {
+        Err(ApiError::not_found("User not found"))
+    }
+}

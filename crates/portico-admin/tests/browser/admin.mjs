@@ -1,0 +1,265 @@
+// Drives the admin page in headless Chromium (Debian's package, never a downloaded browser) through
+// the DevTools protocol with playwright-core. Started by tests/integration/browser.rs, which sets
+// up the server and its data, reads the JSON this prints last, and checks the store afterwards.
+//
+// Every step checks what a person would see; the first failure exits 1 with its message.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+const PAGE = env('ADMIN_URL');
+const SHOTS = env('SCREENSHOT_DIR');
+const ADMIN = { user: env('ADMIN_USER'), password: env('ADMIN_PASSWORD') };
+const PLAIN = { user: env('PLAIN_USER'), password: env('PLAIN_PASSWORD') };
+mkdirSync(SHOTS, { recursive: true });
+
+const results = {};
+const problems = [];
+function check(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+const page = await context.newPage();
+page.setDefaultTimeout(10000);
+
+// Every request the page makes: no token may ever travel in a URL.
+const requests = [];
+page.on('request', (request) => {
+  requests.push({ url: request.url(), token: request.headers()['x-auth-token'] || null });
+});
+// confirm() dialogs are accepted; any alert() means markup from data ran.
+const alerts = [];
+page.on('dialog', async (dialog) => {
+  if (dialog.type() === 'confirm') await dialog.accept();
+  else { alerts.push(dialog.message()); await dialog.dismiss(); }
+});
+page.on('pageerror', (error) => problems.push('page error: ' + error.message));
+page.on('console', (message) => {
+  if (message.type() === 'error' && !/status of (4\d\d)/.test(message.text())) {
+    problems.push('console error: ' + message.text());
+  }
+});
+
+const shot = async (name) => {
+  // The passing notice would cover what the screenshot is of.
+  await page.evaluate(() => document.getElementById('notice')?.classList.remove('shown'));
+  await page.screenshot({ path: join(SHOTS, name + '.png'), fullPage: true });
+};
+const text = async (selector) => (await page.locator(selector).textContent()) || '';
+const waitText = async (selector, pattern) => {
+  await page.locator(selector).filter({ hasText: pattern }).waitFor();
+  return text(selector);
+};
+
+async function logInWith(who) {
+  await page.fill('#login-form [name=user]', who.user);
+  await page.fill('#login-form [name=password]', who.password);
+  await page.click('#login-form button[type=submit]');
+}
+
+async function openCollection(name) {
+  await page.click(`#collection-list a[href="#/collections/${name}"]`);
+  await page.locator('#collection-detail h2', { hasText: name }).waitFor();
+  await page.locator('#page-info').waitFor();
+}
+
+async function filter(where) {
+  await page.fill('#filter', where);
+  await page.press('#filter', 'Enter');
+}
+
+try {
+  // ----- a non-admin is refused -----
+  await page.goto(PAGE);
+  await page.locator('#login-form').waitFor();
+  await shot('01-login');
+  await logInWith(PLAIN);
+  results.nonAdminMessage = await waitText('#login-error', /role/);
+  check(await page.locator('#top').isHidden(), 'a non-admin got past the login');
+  check(await page.evaluate(() => sessionStorage.length) === 0, 'a non-admin token was kept');
+  await shot('02-login-refused');
+
+  // ----- log in with the keyboard -----
+  await page.fill('#login-form [name=user]', '');
+  await page.focus('#login-form [name=user]');
+  await page.keyboard.type(ADMIN.user);
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(ADMIN.password);
+  await page.keyboard.press('Enter');
+  await page.locator('#top').waitFor();
+  await page.locator('#collection-list a').first().waitFor();
+  results.whoami = await text('#whoami');
+  results.cookies = (await context.cookies()).length;
+  results.tokenStored = await page.evaluate(() => (sessionStorage.getItem('portico-admin-token') || '').length);
+
+  // ----- collections with their counts -----
+  results.collections = await page.locator('#collection-list a').allTextContents();
+  await openCollection('articles');
+  results.firstPage = await text('#page-info');
+  results.firstPageRows = await page.locator('#documents tbody tr').count();
+  await shot('03-collections');
+  await page.getByRole('button', { name: /Next/ }).click();
+  results.secondPage = await waitText('#page-info', /^21/);
+
+  // Sort by title, descending on the second click.
+  await page.locator('#documents th button', { hasText: 'title' }).click();
+  await waitText('#page-info', /^1–/);
+  await page.locator('#documents th[aria-sort=ascending]').waitFor();
+  await page.locator('#documents th button', { hasText: 'title' }).click();
+  await page.locator('#documents th[aria-sort=descending]').waitFor();
+  results.sortedFirstId = (await page.locator('#documents tbody tr td:first-child').first().textContent()).trim();
+
+  // ----- filter, and a bad filter's error inline -----
+  await filter('{"tag": "red"}');
+  results.filtered = await waitText('#page-info', /of 13$/);
+  await shot('04-filtered');
+  await filter('{"n": {"$bogus": 1}}');
+  results.badFilter = await waitText('#filter-error', /Invalid where/);
+  results.badFilterInvalid = await page.getAttribute('#filter', 'aria-invalid');
+  await shot('05-bad-filter');
+  await filter('{not json');
+  results.notJsonFilter = await waitText('#filter-error', /not JSON/);
+
+  // ----- a field holding markup is shown as text -----
+  await filter('{"_id": "xss"}');
+  await waitText('#page-info', /of 1$/);
+  results.xssCell = await page.locator('#documents tbody td', { hasText: 'onerror' }).first().textContent();
+  await page.locator('#documents tbody button.link', { hasText: 'xss' }).click();
+  results.xssJson = await text('#document-json');
+  results.imagesOnPage = await page.locator('main img').count();
+  await shot('06-xss-as-text');
+
+  // ----- open a document, edit it -----
+  await filter('{"_id": "a02"}');
+  await waitText('#page-info', /of 1$/);
+  // With the keyboard: focus the id, Enter opens the document.
+  await page.locator('#documents tbody button.link', { hasText: 'a02' }).focus();
+  await page.keyboard.press('Enter');
+  await page.locator('#document-json').waitFor();
+  results.openedJson = JSON.parse(await text('#document-json'));
+  await page.click('#edit-document');
+  const edited = { ...results.openedJson, title: 'Edited in the browser', extra: [1, 2] };
+  await page.fill('#document-editor', JSON.stringify(edited, null, 2));
+  await shot('07-edit-document');
+  await page.click('#save-document');
+  results.savedJson = JSON.parse(await waitText('#document-json', /Edited in the browser/));
+
+  // ----- a duplicate _id is an error on the page -----
+  await page.click('#new-document');
+  await page.fill('#document-editor', '{"_id": "a03", "title": "copy"}');
+  await page.click('#save-document');
+  results.duplicate = await waitText('#editor-error', /./);
+  await page.fill('#document-editor', '{"_id": "fresh", "title": "Made in the browser", "tag": "green"}');
+  await page.click('#save-document');
+  results.created = JSON.parse(await waitText('#document-json', /Made in the browser/));
+
+  // ----- delete a document (the confirm is accepted) -----
+  await filter('{"_id": "a04"}');
+  await waitText('#page-info', /of 1$/);
+  await page.locator('#documents tbody button.link', { hasText: 'a04' }).click();
+  await page.click('#delete-document');
+  results.afterDelete = await waitText('#page-info', /of 0$/);
+
+  // ----- the JSON Schema is checked on edit -----
+  await openCollection('notes');
+  await page.locator('#documents tbody button.link').first().click();
+  await page.click('#edit-document');
+  await page.fill('#document-editor', '{"text": 42}');
+  await page.click('#save-document');
+  results.schemaError = await waitText('#editor-error', /Validation/);
+  await shot('08-schema-error');
+
+  // ----- users: add one with a role, set roles, search, log out, remove -----
+  // The views are links: reachable and followed with the keyboard.
+  await page.focus('nav a[data-view=users]');
+  await page.keyboard.press('Enter');
+  await page.locator('#users tbody tr').first().waitFor();
+  results.usersBefore = await page.locator('#users tbody tr').count();
+  results.usersPageText = await text('main');
+  await page.fill('#add-user [name=username]', 'carol');
+  await page.fill('#add-user [name=email]', 'carol@example.com');
+  await page.fill('#add-user [name=password]', 'carol-password-1');
+  await page.fill('#add-user [name=roles]', 'editor');
+  await page.click('#add-user button[type=submit]');
+  await page.locator('#user-panel h3', { hasText: 'carol' }).waitFor();
+  await page.fill('#user-roles', 'editor, reviewer');
+  await page.click('#save-roles');
+  await page.locator('#users tbody tr', { hasText: 'reviewer' }).waitFor();
+  results.carolRow = await page.locator('#users tbody tr', { hasText: 'carol' }).textContent();
+  await shot('09-users');
+  await page.fill('#user-search', 'CAROL@');
+  await page.press('#user-search', 'Enter');
+  await page.waitForFunction(() => document.querySelectorAll('#users tbody tr').length === 1);
+  results.searchRows = await page.locator('#users tbody tr').count();
+  await page.fill('#user-search', '');
+  await page.press('#user-search', 'Enter');
+  await page.locator('#users tbody button.link', { hasText: PLAIN.user }).click();
+  await page.getByRole('button', { name: 'Log out everywhere' }).click();
+  results.loggedOutNotice = await waitText('#notice', /logged out everywhere/);
+  await page.locator('#users tbody button.link', { hasText: 'dave' }).click();
+  await page.getByRole('button', { name: 'Remove user' }).click();
+  await page.waitForFunction(() => ![...document.querySelectorAll('#users tbody tr')].some((r) => r.textContent.includes('dave')));
+  results.usersAfter = await page.locator('#users tbody tr').count();
+
+  // ----- API: every route, and the OpenAPI link -----
+  await page.click('nav a[data-view=api]');
+  await page.locator('#routes tbody tr').first().waitFor();
+  results.routeRows = await page.locator('#routes tbody tr').allTextContents();
+  results.openapiHref = await page.getAttribute('#openapi-link', 'href');
+  await shot('10-api');
+
+  // ----- 375 px wide, and dark mode -----
+  await page.setViewportSize({ width: 375, height: 800 });
+  await page.click('nav a[data-view=collections]');
+  await openCollection('articles');
+  results.narrowOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  await shot('11-narrow-collections');
+  await page.click('nav a[data-view=users]');
+  await page.locator('#users tbody tr').first().waitFor();
+  results.narrowUsersOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  await shot('12-narrow-users');
+  await page.setViewportSize({ width: 1280, height: 860 });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.click('nav a[data-view=collections]');
+  await openCollection('articles');
+  results.darkBackground = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  await shot('13-dark-collections');
+  await page.emulateMedia({ colorScheme: 'light' });
+  results.lightBackground = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+
+  // ----- log out: the token is gone from the page and from the server -----
+  const oldToken = await page.evaluate(() => sessionStorage.getItem('portico-admin-token'));
+  await page.click('#logout');
+  await page.locator('#login-form').waitFor();
+  results.afterLogout = await page.evaluate(() => sessionStorage.length);
+  results.oldTokenStatus = await page.evaluate(async (t) =>
+    (await fetch('api/me', { headers: { 'X-Auth-Token': t } })).status, oldToken);
+
+  results.tokenInUrl = requests.filter((r) => oldToken && r.url.includes(oldToken)).length;
+  results.apiCallsWithoutToken = requests
+    .filter((r) => r.url.includes('/api/') && !r.url.endsWith('/api/login') && !r.token).length;
+  results.requests = requests.length;
+  results.alerts = alerts;
+  results.problems = problems;
+  console.log(JSON.stringify(results));
+} catch (error) {
+  try { await shot('failure'); } catch (e) { /* the screenshot is a help, not the point */ }
+  console.error('browser test failed: ' + (error && error.stack || error));
+  console.error('seen so far: ' + JSON.stringify(results));
+  console.error('page problems: ' + JSON.stringify(problems));
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}

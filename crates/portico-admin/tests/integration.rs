@@ -1,0 +1,10 @@
+//! Integration tests of portico-admin: the admin router on a real socket over a SQLite platform;
+//! its API's access checks from Rust, and the page itself in headless Chromium.
+
+mod integration {
+    mod common;
+
+    mod api;
+    mod browser;
+    mod security;
+}

@@ -1,0 +1,495 @@
+//! What the admin API does for an admin: login, collections and documents through the platform
+//! collection's checks, accounts without their secrets, the routes of both doors.
+
+use reqwest::{Client, Method, StatusCode};
+use serde_json::{Value, json};
+
+use super::common::{ADMIN, PLAIN, Server, XSS};
+
+struct Admin {
+    client: Client,
+    token: String,
+}
+
+impl Admin {
+    async fn call(
+        &self,
+        server: &Server,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut request = self
+            .client
+            .request(method, server.url(&format!("/_/api{path}")))
+            .header("X-Auth-Token", &self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let reply = request.send().await.unwrap();
+        let status = reply.status();
+        (status, reply.json().await.unwrap_or(Value::Null))
+    }
+}
+
+async fn login(server: &Server, user: &str, password: &str) -> (StatusCode, Value) {
+    let reply = Client::new()
+        .post(server.url("/_/api/login"))
+        .json(&json!({"user": user, "password": password}))
+        .send()
+        .await
+        .unwrap();
+    let status = reply.status();
+    (status, reply.json().await.unwrap_or(Value::Null))
+}
+
+async fn admin(server: &Server) -> Admin {
+    let (status, body) = login(server, ADMIN.0, ADMIN.1).await;
+    assert_eq!(status, 200, "{body}");
+    Admin {
+        client: Client::new(),
+        token: body["token"].as_str().unwrap().to_owned(),
+    }
+}
+
+fn token_count(user: &portico_platform::Document) -> usize {
+    user.get("services")
+        .and_then(|s| s.pointer("/resume/loginTokens"))
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
+}
+
+#[tokio::test]
+async fn login_takes_a_username_or_an_email_and_refuses_non_admins_without_leaving_a_token() {
+    let server = Server::start().await;
+    let (status, body) = login(&server, "ROOT@example.com", ADMIN.1).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["token"].as_str().unwrap().len(), 43);
+    assert_eq!(body["user"]["username"], "root");
+    assert!(body["user"].get("services").is_none());
+
+    let (status, body) = login(&server, PLAIN.0, PLAIN.1).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("admin"), "{body}");
+    let bob = server
+        .platform
+        .accounts()
+        .find_user_by_username(PLAIN.0)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        token_count(&bob),
+        0,
+        "the refused login's token is withdrawn"
+    );
+
+    let (status, _) = login(&server, ADMIN.0, "wrong").await;
+    assert_eq!(status, 401);
+}
+
+#[tokio::test]
+async fn login_failures_hit_the_platform_rate_limit() {
+    let server = Server::start().await;
+    let mut statuses = Vec::new();
+    for _ in 0..7 {
+        statuses.push(login(&server, ADMIN.0, "wrong").await.0.as_u16());
+    }
+    assert_eq!(&statuses[..5], &[401; 5], "{statuses:?}");
+    assert_eq!(statuses[6], 429, "{statuses:?}");
+    // The door's own login service shares the count (one platform, one failure log).
+    let shared = server
+        .platform
+        .login_service(portico_platform::LoginLimits::default())
+        .login(
+            Some(&json!({"username": ADMIN.0, "password": ADMIN.1})),
+            Some("127.0.0.1".parse().unwrap()),
+        )
+        .await;
+    assert!(
+        matches!(
+            shared,
+            Err(portico_platform::LoginError::TooManyAttempts(_))
+        ),
+        "{shared:?}"
+    );
+}
+
+#[tokio::test]
+async fn collections_pages_filters_and_sorts() {
+    let server = Server::start().await;
+    let admin = admin(&server).await;
+    let (status, body) = admin.call(&server, Method::GET, "/collections", None).await;
+    assert_eq!(status, 200);
+    let counts: Vec<(String, u64)> = body["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_owned(),
+                c["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(counts.contains(&("articles".into(), 26)), "{counts:?}");
+    assert!(counts.contains(&("notes".into(), 1)), "{counts:?}");
+    assert!(counts.contains(&("users".into(), 3)), "{counts:?}");
+
+    let (_, page) = admin
+        .call(
+            &server,
+            Method::GET,
+            "/collections/articles/documents?skip=20&limit=10&sort=title",
+            None,
+        )
+        .await;
+    assert_eq!(page["total"], 26);
+    let ids: Vec<&str> = page["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["_id"].as_str().unwrap())
+        .collect();
+    // `<` sorts before `A`: the markup title comes first, so the third page starts at a20.
+    assert_eq!(ids, ["a20", "a21", "a22", "a23", "a24", "a25"]);
+    let where_ = "%7B%22tag%22%3A%22red%22%2C%22n%22%3A%7B%22%24gt%22%3A20%7D%7D";
+    let (_, page) = admin
+        .call(
+            &server,
+            Method::GET,
+            &format!("/collections/articles/documents?where={where_}&sort=-n"),
+            None,
+        )
+        .await;
+    let ns: Vec<u64> = page["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["n"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ns, [25, 23, 21]);
+    assert_eq!(page["total"], 3);
+
+    for bad in [
+        "%7Bnope",
+        "%5B1%5D",
+        "%7B%22n%22%3A%7B%22%24bogus%22%3A1%7D%7D",
+    ] {
+        let (status, body) = admin
+            .call(
+                &server,
+                Method::GET,
+                &format!("/collections/articles/documents?where={bad}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert!(
+            body["error"].as_str().unwrap().starts_with("Invalid where"),
+            "{body}"
+        );
+    }
+    let (status, _) = admin
+        .call(
+            &server,
+            Method::GET,
+            "/collections/nothing-here/documents",
+            None,
+        )
+        .await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn documents_are_written_through_the_collection_checks() {
+    let server = Server::start().await;
+    let admin = admin(&server).await;
+    let docs = "/collections/articles/documents";
+    let (status, body) = admin
+        .call(
+            &server,
+            Method::POST,
+            docs,
+            Some(json!({"_id": "a01", "title": "again"})),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(!body["error"].as_str().unwrap().is_empty());
+    let (status, body) = admin
+        .call(&server, Method::POST, docs, Some(json!({"title": XSS})))
+        .await;
+    assert_eq!(status, 201);
+    let id = body["_id"].as_str().unwrap().to_owned();
+    assert_eq!(id.len(), 17);
+    let (_, stored) = admin
+        .call(&server, Method::GET, &format!("{docs}/{id}"), None)
+        .await;
+    assert_eq!(stored["title"], XSS);
+
+    let (status, body) = admin
+        .call(
+            &server,
+            Method::PUT,
+            &format!("{docs}/a02"),
+            Some(json!({"_id": "a02", "title": "replaced"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, json!({"_id": "a02", "title": "replaced"}));
+    let (status, _) = admin
+        .call(
+            &server,
+            Method::PUT,
+            &format!("{docs}/a02"),
+            Some(json!({"_id": "other"})),
+        )
+        .await;
+    assert_eq!(status, 400);
+    let (status, _) = admin
+        .call(
+            &server,
+            Method::PUT,
+            &format!("{docs}/missing"),
+            Some(json!({"t": 1})),
+        )
+        .await;
+    assert_eq!(status, 404);
+    let (status, _) = admin
+        .call(&server, Method::POST, docs, Some(json!([1, 2])))
+        .await;
+    assert_eq!(status, 400);
+
+    let (status, body) = admin
+        .call(
+            &server,
+            Method::POST,
+            "/collections/notes/documents",
+            Some(json!({"text": 5})),
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"].as_str().unwrap().contains("Validation"),
+        "{body}"
+    );
+    assert_eq!(
+        server
+            .platform
+            .collection("notes")
+            .count(&portico_platform::Selector::all())
+            .await
+            .unwrap(),
+        1
+    );
+
+    let (status, _) = admin
+        .call(&server, Method::DELETE, &format!("{docs}/a03"), None)
+        .await;
+    assert_eq!(status, 200);
+    assert!(
+        server
+            .platform
+            .collection("articles")
+            .get("a03")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let (status, _) = admin
+        .call(&server, Method::DELETE, &format!("{docs}/a03"), None)
+        .await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn accounts_are_shown_without_secrets_and_managed_through_the_accounts_service() {
+    let server = Server::start().await;
+    let admin = admin(&server).await;
+    let (_, listed) = admin.call(&server, Method::GET, "/users", None).await;
+    let (_, as_documents) = admin
+        .call(&server, Method::GET, "/collections/users/documents", None)
+        .await;
+    for shown in [&listed, &as_documents] {
+        let text = shown.to_string();
+        assert!(
+            !text.contains("services") && !text.contains("argon2") && !text.contains("hashedToken"),
+            "{text}"
+        );
+    }
+    assert_eq!(listed["users"].as_array().unwrap().len(), 3);
+    for probe in [
+        "where=%7B%22services.password.argon2%22%3A%7B%22%24regex%22%3A%22%5E%5C%5C%24%22%7D%7D",
+        "sort=services.resume.loginTokens.hashedToken",
+    ] {
+        let (status, body) = admin
+            .call(
+                &server,
+                Method::GET,
+                &format!("/collections/users/documents?{probe}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 400, "{probe}: {body}");
+    }
+    let (status, _) = admin
+        .call(
+            &server,
+            Method::PUT,
+            "/collections/users/documents/x",
+            Some(json!({"roles": ["admin"]})),
+        )
+        .await;
+    assert_eq!(status, 400, "accounts are not written as plain documents");
+
+    let (status, created) = admin
+        .call(&server, Method::POST, "/users", Some(json!({"username": "carol", "email": "c@example.com", "password": "carol-pw-1", "roles": ["editor"]})))
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let carol = created["_id"].as_str().unwrap().to_owned();
+    let (status, _) = admin
+        .call(
+            &server,
+            Method::POST,
+            "/users",
+            Some(json!({"username": "CAROL", "password": "x1"})),
+        )
+        .await;
+    assert_eq!(status, 400, "a taken name");
+    let (_, found) = admin
+        .call(&server, Method::GET, "/users?q=C%40EXAMPLE", None)
+        .await;
+    assert_eq!(found["users"].as_array().unwrap().len(), 1);
+
+    let (status, _) = admin
+        .call(
+            &server,
+            Method::PUT,
+            &format!("/users/{carol}/roles"),
+            Some(json!({"roles": ["reviewer", "admin"]})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let stored = server
+        .platform
+        .accounts()
+        .find_user_by_id(&carol)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored["roles"], json!(["reviewer", "admin"]));
+
+    let (status, _) = admin
+        .call(
+            &server,
+            Method::PUT,
+            &format!("/users/{carol}/password"),
+            Some(json!({"password": "new-carol-pw"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(login(&server, "carol", "carol-pw-1").await.0, 401);
+    let (status, session) = login(&server, "carol", "new-carol-pw").await;
+    assert_eq!(status, 200);
+    let (_, out) = admin
+        .call(
+            &server,
+            Method::POST,
+            &format!("/users/{carol}/logout"),
+            None,
+        )
+        .await;
+    assert_eq!(out["tokensRemoved"], 1);
+    let token = session["token"].as_str().unwrap();
+    assert!(
+        server
+            .platform
+            .accounts()
+            .user_by_token(token)
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let (status, _) = admin
+        .call(&server, Method::DELETE, &format!("/users/{carol}"), None)
+        .await;
+    assert_eq!(status, 200);
+    assert!(
+        server
+            .platform
+            .accounts()
+            .find_user_by_id(&carol)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let (status, _) = admin
+        .call(&server, Method::DELETE, &format!("/users/{carol}"), None)
+        .await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn an_admin_cannot_lock_themselves_out() {
+    let server = Server::start().await;
+    let admin = admin(&server).await;
+    let me = server.user_id(ADMIN.0).await;
+    let (status, body) = admin
+        .call(
+            &server,
+            Method::PUT,
+            &format!("/users/{me}/roles"),
+            Some(json!({"roles": ["editor"]})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, _) = admin
+        .call(&server, Method::DELETE, &format!("/users/{me}"), None)
+        .await;
+    assert_eq!(status, 400);
+    let stored = server
+        .platform
+        .accounts()
+        .find_user_by_id(&me)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored["roles"], json!(["admin"]));
+    let (status, _) = admin
+        .call(
+            &server,
+            Method::PUT,
+            &format!("/users/{me}/roles"),
+            Some(json!({"roles": ["admin", "editor"]})),
+        )
+        .await;
+    assert_eq!(status, 200, "adding roles to oneself is fine");
+}
+
+#[tokio::test]
+async fn routes_of_both_doors_and_logout() {
+    let server = Server::start().await;
+    let admin = admin(&server).await;
+    let (_, body) = admin.call(&server, Method::GET, "/routes", None).await;
+    assert_eq!(body["openapi"], "/openapi.json");
+    let routes = body["routes"].as_array().unwrap();
+    let has = |door: &str, method: &str, path: &str| {
+        routes
+            .iter()
+            .any(|r| r["door"] == door && r["method"] == method && r["path"] == path)
+    };
+    assert!(has("routes", "GET", "/api/articles"), "{routes:?}");
+    assert!(has("routes", "POST", "/api/login"), "{routes:?}");
+    assert!(
+        routes
+            .iter()
+            .any(|r| r["door"] == "auto" && r["path"].as_str().unwrap().contains("notes")),
+        "{routes:?}"
+    );
+
+    let (status, _) = admin.call(&server, Method::POST, "/logout", None).await;
+    assert_eq!(status, 200);
+    let (status, _) = admin.call(&server, Method::GET, "/me", None).await;
+    assert_eq!(status, 401);
+}

@@ -1,0 +1,218 @@
+//! The admin page in headless Chromium, driven through the DevTools protocol by playwright-core
+//! (`tests/browser/admin.mjs`): Microsoft's maintained driver, used only as a library against
+//! Debian's `chromium` package, so nothing downloads a browser. The script drives the page as a
+//! person would and prints what it saw; this test checks that and then checks the store.
+//!
+//! Needs `/usr/bin/chromium` (or `CHROMIUM`), `node`, and `npm ci` run in `tests/browser`
+//! (`.ci/run` does both). Without them the test fails saying so; it never skips.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use super::common::{ADMIN, PLAIN, Server, XSS};
+
+fn browser_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser")
+}
+
+/// Where the screenshots go: `target/admin-screenshots/`.
+fn screenshot_dir() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent().unwrap_or(tmp).join("admin-screenshots")
+}
+
+fn require_tools() -> String {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
+    assert!(
+        Path::new(&chromium).exists(),
+        "the admin page's browser tests need Chromium at {chromium}: install Debian's package \
+         (`apt-get install -y chromium`, as .ci/run does) or set CHROMIUM to its path"
+    );
+    let node = Command::new("node").arg("--version").output();
+    assert!(
+        node.is_ok_and(|o| o.status.success()),
+        "the admin page's browser tests need Node.js (`node`) on the PATH"
+    );
+    assert!(
+        browser_dir().join("node_modules/playwright-core").is_dir(),
+        "the admin page's browser tests need their driver: run `npm ci` in {} (as .ci/run does)",
+        browser_dir().display()
+    );
+    chromium
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_page_works_in_a_real_browser() {
+    let chromium = require_tools();
+    let server = Server::start().await;
+    let shots = screenshot_dir();
+    let _ = std::fs::remove_dir_all(&shots);
+    let script = browser_dir().join("admin.mjs");
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(&script)
+        .current_dir(browser_dir())
+        .env("ADMIN_URL", server.url("/_/"))
+        .env("SCREENSHOT_DIR", &shots)
+        .env("ADMIN_USER", ADMIN.0)
+        .env("ADMIN_PASSWORD", ADMIN.1)
+        .env("PLAIN_USER", PLAIN.0)
+        .env("PLAIN_PASSWORD", PLAIN.1)
+        .env("CHROMIUM", &chromium);
+    // Bob has a session the page will end with "Log out everywhere".
+    let bob_token = server.token(PLAIN.0, PLAIN.1).await;
+    let output = command.output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the browser script failed (screenshots in {}):\n{stderr}\n{stdout}",
+        shots.display()
+    );
+    let seen: Value = stdout
+        .lines()
+        .rev()
+        .find_map(|line| serde_json::from_str(line).ok())
+        .unwrap_or_else(|| panic!("no results from the browser script:\n{stdout}\n{stderr}"));
+    let text = |key: &str| seen[key].as_str().unwrap_or_default().to_owned();
+
+    // Refused, then in.
+    assert!(text("nonAdminMessage").contains("admin"), "{seen}");
+    assert_eq!(text("whoami"), ADMIN.0);
+    assert_eq!(seen["cookies"], 0, "no cookie is ever set");
+    assert_eq!(seen["tokenStored"], 43);
+    assert_eq!(seen["tokenInUrl"], 0, "the token never travels in a URL");
+    assert_eq!(seen["apiCallsWithoutToken"], 0);
+
+    // Collections, paging, sorting, filtering.
+    let collections: Vec<String> = serde_json::from_value(seen["collections"].clone()).unwrap();
+    assert!(
+        collections.contains(&"articles 26".to_owned()),
+        "{collections:?}"
+    );
+    assert!(
+        collections.contains(&"notes 1".to_owned()),
+        "{collections:?}"
+    );
+    assert_eq!(text("firstPage"), "1–20 of 26");
+    assert_eq!(seen["firstPageRows"], 20);
+    assert_eq!(text("secondPage"), "21–26 of 26");
+    assert_eq!(text("sortedFirstId"), "a25");
+    assert_eq!(text("filtered"), "1–13 of 13");
+    assert!(text("badFilter").starts_with("Invalid where"), "{seen}");
+    assert_eq!(text("badFilterInvalid"), "true");
+    assert!(text("notJsonFilter").contains("not JSON"), "{seen}");
+
+    // Markup in data is text.
+    assert_eq!(text("xssCell"), XSS);
+    assert!(text("xssJson").contains(XSS), "{seen}");
+    assert_eq!(seen["imagesOnPage"], 0);
+    assert_eq!(
+        seen["alerts"],
+        serde_json::json!([]),
+        "nothing from the data ran"
+    );
+
+    // Edits, a duplicate, a creation, a deletion, a schema error: in the page and in the store.
+    assert_eq!(seen["openedJson"]["_id"], "a02");
+    assert_eq!(seen["savedJson"]["title"], "Edited in the browser");
+    let articles = server.platform.collection("articles");
+    let a02 = articles.get("a02").await.unwrap().unwrap();
+    assert_eq!(a02["title"], "Edited in the browser");
+    assert_eq!(a02["extra"], serde_json::json!([1, 2]));
+    assert!(!text("duplicate").is_empty(), "{seen}");
+    assert_eq!(
+        articles.get("a03").await.unwrap().unwrap()["title"],
+        "Article 03"
+    );
+    assert_eq!(
+        articles.get("fresh").await.unwrap().unwrap()["tag"],
+        "green"
+    );
+    assert_eq!(text("afterDelete"), "0–0 of 0");
+    assert!(articles.get("a04").await.unwrap().is_none());
+    assert!(text("schemaError").contains("Validation failed"), "{seen}");
+    let notes = server.platform.collection("notes");
+    let note = notes
+        .find_one(&portico_platform::Selector::all())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(note["text"], "first note");
+
+    // Users: secrets never on the page; carol added with roles; bob logged out; dave removed.
+    let users_page = text("usersPageText");
+    assert!(
+        !users_page.contains("argon2") && !users_page.contains("hashedToken"),
+        "{users_page}"
+    );
+    assert_eq!(seen["usersBefore"], 3);
+    assert!(text("carolRow").contains("editor, reviewer"), "{seen}");
+    assert_eq!(seen["searchRows"], 1);
+    let accounts = server.platform.accounts();
+    let carol = accounts
+        .find_user_by_username("carol")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(carol["roles"], serde_json::json!(["editor", "reviewer"]));
+    assert!(
+        accounts.user_by_token(&bob_token).await.unwrap().is_none(),
+        "bob was logged out everywhere"
+    );
+    assert!(
+        accounts
+            .find_user_by_username("dave")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(seen["usersAfter"], 3);
+
+    // API view.
+    let rows: Vec<String> = serde_json::from_value(seen["routeRows"].clone()).unwrap();
+    assert!(
+        rows.iter()
+            .any(|r| r.contains("GET") && r.contains("/api/articles")),
+        "{rows:?}"
+    );
+    assert!(rows.iter().any(|r| r.starts_with("auto")), "{rows:?}");
+    assert_eq!(text("openapiHref"), "/openapi.json");
+
+    // Narrow and dark.
+    assert!(seen["narrowOverflow"].as_i64().unwrap() <= 0, "{seen}");
+    assert!(seen["narrowUsersOverflow"].as_i64().unwrap() <= 0, "{seen}");
+    assert_eq!(text("darkBackground"), "rgb(21, 23, 27)");
+    assert_eq!(text("lightBackground"), "rgb(247, 247, 248)");
+
+    // Logged out: the page forgot the token and the server no longer takes it.
+    assert_eq!(seen["afterLogout"], 0);
+    assert_eq!(seen["oldTokenStatus"], 401);
+    assert_eq!(
+        seen["problems"],
+        serde_json::json!([]),
+        "errors in the page"
+    );
+
+    for name in [
+        "01-login",
+        "03-collections",
+        "04-filtered",
+        "05-bad-filter",
+        "06-xss-as-text",
+        "09-users",
+        "10-api",
+        "11-narrow-collections",
+        "13-dark-collections",
+    ] {
+        let file = shots.join(format!("{name}.png"));
+        let size = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+        assert!(
+            size > 1000,
+            "screenshot {} missing or empty",
+            file.display()
+        );
+    }
+}

@@ -1,0 +1,60 @@
+//! The admin page (`portico_admin`) on `portico serve`, unless `[admin] enabled = false`.
+
+use axum::Router;
+use portico_auto::RouteDoc;
+use portico_platform::Platform;
+
+use crate::config::Config;
+
+/// Every route the config's front doors serve, as the doors themselves describe them
+/// ([`crate::routes::route_table`]).
+///
+/// # Errors
+/// As [`super::build_app`].
+pub(crate) async fn route_docs(config: &Config) -> crate::Result<Vec<RouteDoc>> {
+    crate::routes::route_table(config).map_err(crate::Error::Setup)
+}
+
+/// `app` with the admin page merged in at `[admin] path` for holders of `[admin] role`, or `app`
+/// as it is when `[admin] enabled = false`.
+///
+/// # Errors
+/// [`crate::Error::Setup`] for an unusable path or one a front door serves already.
+pub async fn mount(app: Router, config: &Config, platform: &Platform) -> crate::Result<Router> {
+    if !config.admin.enabled {
+        return Ok(app);
+    }
+    warn_without_admins(config, platform).await?;
+    let admin = portico_admin::AdminPage::new(platform.clone())
+        .path(config.admin.path.clone())
+        .role(config.admin.role.clone())
+        .routes(route_docs(config).await?)
+        .router()
+        .map_err(|err| crate::Error::Setup(format!("[admin] path: {err}")))?;
+    // Two routers claiming one path make axum panic on merge; say which key to change instead.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || app.merge(admin))).map_err(|_| {
+        crate::Error::Setup(format!(
+            "[admin] path `{}` overlaps a route the front doors serve; choose another path",
+            config.admin.path
+        ))
+    })
+}
+
+/// Says how to make the first admin when no account holds the role yet.
+async fn warn_without_admins(config: &Config, platform: &Platform) -> crate::Result<()> {
+    let holders =
+        portico_platform::Selector::parse(&serde_json::json!({ "roles": config.admin.role }))
+            .map_err(portico_platform::Error::from)?;
+    let count = platform
+        .store()
+        .count(portico_platform::USERS, &holders)
+        .await
+        .map_err(portico_platform::Error::from)?;
+    if count == 0 {
+        tracing::warn!(
+            "no account holds the `{role}` role, so nobody can log in to the admin page; make one with `portico users add --username NAME --password PASSWORD --role {role}`",
+            role = config.admin.role
+        );
+    }
+    Ok(())
+}
