@@ -45,6 +45,10 @@ pub struct Config {
     /// `shutdown_grace_seconds`: how long in-flight requests may run on after SIGINT/SIGTERM
     /// (default [`crate::serve::SHUTDOWN_GRACE`]).
     pub shutdown_grace: Option<Duration>,
+    /// `trusted_proxies`: addresses and networks (`10.0.0.0/8`) whose `X-Forwarded-For` is
+    /// believed when working out a client's address for login limits, on both front doors
+    /// (none by default: the TCP peer is the client).
+    pub trusted_proxies: portico_edge::TrustedProxies,
     /// One per `[[api]]`, in file order.
     pub apis: Vec<ApiConfig>,
     /// `[auto]`, when present.
@@ -58,6 +62,8 @@ pub struct Config {
 pub struct ApiConfig {
     /// `api_path`, as written (default `api/`).
     pub api_path: String,
+    /// The file's top-level `trusted_proxies`, which every API's login limits use.
+    pub trusted_proxies: portico_edge::TrustedProxies,
     /// `version`.
     pub version: Option<String>,
     /// `use_default_auth` (default false): adds `login` and `logout`.

@@ -70,7 +70,7 @@ impl<'a> Checker<'a> {
                 }
             });
         let api_lines = self.source.header_lines("api");
-        let apis = raw
+        let apis: Vec<ApiConfig> = raw
             .api
             .into_iter()
             .enumerate()
@@ -82,10 +82,28 @@ impl<'a> Checker<'a> {
             let err = self.source.error(span, key, message);
             self.errors.push(err);
         }
+        let trusted_proxies = match &raw.trusted_proxies {
+            Some(list) => match portico_edge::TrustedProxies::parse(list.get_ref()) {
+                Ok(proxies) => proxies,
+                Err(message) => {
+                    self.error(list, "trusted_proxies", message);
+                    portico_edge::TrustedProxies::none()
+                }
+            },
+            None => portico_edge::TrustedProxies::none(),
+        };
+        let apis: Vec<ApiConfig> = apis
+            .into_iter()
+            .map(|api: ApiConfig| ApiConfig {
+                trusted_proxies: trusted_proxies.clone(),
+                ..api
+            })
+            .collect();
         Config {
             listen,
             database,
             database_position,
+            trusted_proxies,
             shutdown_grace: raw.shutdown_grace_seconds.map(Duration::from_secs),
             apis,
             auto,
@@ -176,6 +194,7 @@ impl<'a> Checker<'a> {
             .map(|c| self.collection(c))
             .collect();
         ApiConfig {
+            trusted_proxies: portico_edge::TrustedProxies::none(),
             api_path,
             version,
             use_default_auth: raw.use_default_auth.unwrap_or(false),

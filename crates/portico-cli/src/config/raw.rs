@@ -18,6 +18,7 @@ pub(crate) struct RawConfig {
     pub(crate) listen: Option<Spanned<String>>,
     pub(crate) database: Option<Spanned<String>>,
     pub(crate) shutdown_grace_seconds: Option<u64>,
+    pub(crate) trusted_proxies: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     pub(crate) api: Vec<RawApi>,
     pub(crate) auto: Option<RawAuto>,

@@ -90,6 +90,7 @@ pub(crate) fn build(
         .response_headers(response_headers(auto))
         .with_login(LoginOptions {
             allow_register: auto.allow_register,
+            trusted_proxies: config.trusted_proxies.clone(),
             ..LoginOptions::default()
         })
         .with_token_authentication(BearerTokenLayer::new()))

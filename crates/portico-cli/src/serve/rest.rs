@@ -30,6 +30,7 @@ pub(crate) fn api_options(api: &ApiConfig) -> ApiOptions {
                 min: d,
                 max: d,
             }),
+        trusted_proxies: api.trusted_proxies.clone(),
         login_rate_limit: api.login_rate_limit.map_or(defaults.login_rate_limit, |l| {
             LoginRateLimit {
                 per_identity: Some(RateLimit {

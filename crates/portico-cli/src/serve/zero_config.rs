@@ -46,6 +46,7 @@ pub async fn zero_config(platform: &Platform, url: &str) -> crate::Result<Config
         .collect();
     Ok(Config {
         apis: vec![ApiConfig {
+            trusted_proxies: portico_edge::TrustedProxies::none(),
             api_path: ZERO_CONFIG_API_PATH.to_owned(),
             version: None,
             use_default_auth: true,

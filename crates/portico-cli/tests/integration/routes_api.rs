@@ -310,3 +310,54 @@ async fn unknown_paths_get_one_404_body_from_both_doors() {
         serde_json::json!({"status": "error", "message": "API endpoint does not exist"})
     );
 }
+
+/// `trusted_proxies`: behind a listed proxy, login limits count the forwarded client, on both
+/// doors; a bad entry is a config mistake.
+#[tokio::test]
+async fn trusted_proxies_decide_whose_failures_count() {
+    let ws = Workspace::new();
+    ws.config("trusted_proxies = [\"127.0.0.1\"]\n[[api]]\nuse_default_auth = true\n[auto]\ncollections = []\n");
+    ws.add_user("ann", "right-pass", &[]);
+    let server = ws.serve();
+    let wrong = json!({"username": "ann", "password": "wrong"});
+    for n in 0..5 {
+        let path = if n % 2 == 0 {
+            "/api/login"
+        } else {
+            "/users/login"
+        };
+        let reply = server
+            .call(
+                "POST",
+                path,
+                Some(wrong.clone()),
+                &[("x-forwarded-for", "203.0.113.5")],
+            )
+            .await;
+        assert_eq!(reply.status, 401, "{n}: {}", reply.raw);
+    }
+    let limited = server
+        .call(
+            "POST",
+            "/api/login",
+            Some(wrong.clone()),
+            &[("x-forwarded-for", "203.0.113.5")],
+        )
+        .await;
+    assert_eq!(limited.status, 429);
+    let right = json!({"username": "ann", "password": "right-pass"});
+    let other = server
+        .call(
+            "POST",
+            "/users/login",
+            Some(right),
+            &[("x-forwarded-for", "198.51.100.2")],
+        )
+        .await;
+    assert_eq!(other.status, 200, "{}", other.raw);
+    let bad = Workspace::new();
+    bad.config("trusted_proxies = [\"not-an-ip\"]\n");
+    let out = bad.run(&["check", "--config", "portico.toml"]);
+    assert!(!out.status.success());
+    assert!(super::common::text(&out.stderr).contains("trusted_proxies"));
+}
