@@ -3,6 +3,9 @@
 //!
 //! `cargo bench -p portico-auto --bench dispatch -- --warm-up-time 1 --measurement-time 3`
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// tests and benches may panic on setup failures
+
 // criterion's macros generate undocumented public functions.
 #![allow(missing_docs)]
 

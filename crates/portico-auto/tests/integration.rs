@@ -1,6 +1,8 @@
 //! Integration tests of the auto API over real HTTP: a server on 127.0.0.1:0 driven by reqwest.
 //! One binary; the suites live in `tests/integration/`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic on setup failures
+
 #[path = "integration/common.rs"]
 mod common;
 

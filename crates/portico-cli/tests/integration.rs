@@ -1,6 +1,8 @@
 //! Black-box tests of the `portico` binary: every test runs the real executable, on a temporary
 //! SQLite file, and drives it over HTTP on an ephemeral port.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic on setup failures
+
 mod integration {
     mod admin_page;
     mod auto_api;

@@ -1,6 +1,8 @@
 //! Costs of the accounts service on a SQLite store holding 10k users: a login (user lookup,
 //! password check, token issue), and resolving a login token to its user.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic on setup failures
+
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

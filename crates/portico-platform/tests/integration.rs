@@ -1,5 +1,7 @@
 //! Integration tests of the platform, run against the memory store and a real SQLite file.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic on setup failures
+
 /// Declares each test twice: once on `memory:`, once on `sqlite:<tempdir>/x.db`.
 macro_rules! on_every_backend {
     ($(async fn $name:ident($p:ident: Platform) -> TestResult $body:block)*) => {

@@ -5,6 +5,8 @@
 //!
 //! `cargo bench -p portico-rest --bench routes -- --warm-up-time 1 --measurement-time 3`
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic on setup failures
+
 use axum::Router;
 use axum::body::Body;
 use criterion::{Criterion, criterion_main};

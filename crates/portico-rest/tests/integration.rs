@@ -1,6 +1,8 @@
 //! Integration tests of portico-rest: the router driven as a tower service, and a few over a
 //! real socket; memory and SQLite platforms.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic on setup failures
+
 mod integration {
     mod common;
 

@@ -13,6 +13,8 @@
 //! Every operation goes through `Arc<dyn Store>`, as the platform calls it. The insert benchmark
 //! runs last for each dataset and adds documents to it (as many as it has iterations).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic on setup failures
+
 use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Instant;

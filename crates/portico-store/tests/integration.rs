@@ -8,6 +8,8 @@
 //! | `durability` | a SQLite writer killed with SIGKILL keeps every acknowledged write |
 //!
 //! With no backend feature enabled there is nothing to test.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic on setup failures
 #![cfg(any(feature = "memory", feature = "sqlite"))]
 
 #[path = "integration/common.rs"]
