@@ -31,7 +31,7 @@ impl Schema {
             .validator
             .iter_errors(&instance)
             .map(|e| {
-                let path = e.instance_path.to_string();
+                let path = e.instance_path().to_string();
                 let path = if path.is_empty() {
                     "/".to_string()
                 } else {
