@@ -61,6 +61,7 @@ mod error;
 mod id;
 mod index_key;
 mod modifier;
+mod number;
 mod projection;
 mod selector;
 mod sort;

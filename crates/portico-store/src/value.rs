@@ -2,12 +2,13 @@
 
 use std::cmp::Ordering;
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 /// Type-bracketed total order over JSON values (null < numbers < strings < objects < arrays <
 /// booleans, as the reference platform orders them); within a type, the natural order.
 ///
-/// Numbers compare by value whatever their representation (`1` equals `1.0`); strings compare
+/// Numbers compare by exact decimal value whatever their spelling (`1` equals `1.0`, big
+/// integers and long fractions are never rounded); strings compare
 /// by code point; objects compare field by field in their stored order (name, then value), then
 /// by length; arrays compare element by element, then by length; `false < true`.
 pub fn compare_values(a: &Value, b: &Value) -> Ordering {
@@ -59,21 +60,7 @@ pub(crate) fn type_rank(v: &Value) -> u8 {
     }
 }
 
-fn as_i128(n: &Number) -> Option<i128> {
-    n.as_i64()
-        .map(i128::from)
-        .or_else(|| n.as_u64().map(i128::from))
-}
-
-/// Compares two numbers exactly when both are integers, as `f64` otherwise.
-pub(crate) fn compare_numbers(a: &Number, b: &Number) -> Ordering {
-    if let (Some(x), Some(y)) = (as_i128(a), as_i128(b)) {
-        return x.cmp(&y);
-    }
-    let x = a.as_f64().unwrap_or(0.0);
-    let y = b.as_f64().unwrap_or(0.0);
-    x.partial_cmp(&y).unwrap_or(Ordering::Equal)
-}
+pub(crate) use crate::number::compare_numbers;
 
 /// Splits a dotted path into its parts, refusing an empty path, an empty part (`a..b`) and a
 /// part starting with `$` (positional and operator paths are not supported). The error text

@@ -39,7 +39,7 @@ pub(crate) enum Plan {
     ///
     /// Numbers are not looked for as text (`1` may be stored as `1.0`); for a top-level field,
     /// SQLite's `json_extract` compares them by value instead, keeping any document where the
-    /// field is an array (whose elements the matcher looks at). Only numbers below 2^53 are used,
+    /// field is an array (whose elements the matcher looks at). Only integers below 2^53 are used,
     /// where SQLite's exact integer/real comparison and the matcher's agree.
     Scan {
         /// JSON texts the document must contain.
@@ -100,11 +100,15 @@ pub(crate) fn plan(conn: &Connection, collection: &str, selector: &Selector) -> 
     Ok(Plan::Scan { needles, numbers })
 }
 
-/// Below 2^53 in magnitude, every integer is an exact `f64`, so comparing by value means the
-/// same to SQLite (exact integer/real comparison) as to the matcher (integers as `f64`).
+/// Only integers below 2^53 in magnitude narrow a scan. SQLite reads a stored number's text
+/// with its own float parser, which is not guaranteed to round a long fraction
+/// (`2.8535563002202693e-175`) to the same `f64` as the matcher's exact decimal comparison
+/// would need; an integer below 2^53 is exact for both, and any stored spelling of it (`7`,
+/// `7.0`, `70e-1`) reads as that value in SQLite too. A big integer (`18446744073709551617`)
+/// reads as a rounded real, so it is left to the matcher as well.
 fn exact_in_sqlite(n: &serde_json::Number) -> bool {
-    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
-    n.as_f64().is_some_and(|f| f.is_finite() && f.abs() < EXACT)
+    const EXACT: i64 = 1 << 53;
+    n.as_i64().is_some_and(|i| i.abs() < EXACT)
 }
 
 /// The SQLite JSON path of a top-level field (`$."name"`), or `None` for a dotted path or a name
@@ -116,12 +120,9 @@ fn top_level_json_path(path: &str) -> Option<String> {
     Some(format!("$.\"{path}\""))
 }
 
-/// A number as a SQLite value: an integer when it is one, else a real.
+/// A number [`exact_in_sqlite`] accepted, as a SQLite integer.
 fn sql_number(n: &serde_json::Number) -> SqlValue {
-    match n.as_i64() {
-        Some(i) => SqlValue::Integer(i),
-        None => SqlValue::Real(n.as_f64().unwrap_or(f64::NAN)),
-    }
+    n.as_i64().map_or(SqlValue::Null, SqlValue::Integer)
 }
 
 /// Calls `visit` with each candidate of `plan`, in `_id` order, until it breaks.

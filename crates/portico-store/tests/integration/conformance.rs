@@ -39,6 +39,8 @@ macro_rules! conformance_suite {
             collections_are_listed_and_dropped,
             missing_collections_find_nothing,
             concurrent_updates_lose_nothing,
+            numbers_are_kept_and_compared_exactly,
+            numbers_are_compared_exactly_through_indexes,
         ]);
     };
     (@cases $backend:ident, $open:expr, [$($case:ident),* $(,)?]) => {
@@ -1103,4 +1105,136 @@ async fn concurrent_updates_lose_nothing(store: S) {
     for i in 0..FIELDS {
         assert_eq!(d.get(&format!("field{i}")), Some(&json!(i)), "field{i}");
     }
+}
+
+/// Numbers whose `f64` or `u64` forms would lose something: each document holds one in `x`
+/// (and in an array in `xs`), written as text so the test controls the exact spelling.
+const EXACT_NUMBERS: [(&str, &str); 9] = [
+    ("tiny", "2.8535563002202693e-175"),
+    ("tiny_rounded", "2.853556300220269e-175"),
+    ("u64max", "18446744073709551615"),
+    ("big", "18446744073709551616"),
+    ("big1", "18446744073709551617"),
+    ("negbig", "-18446744073709551617"),
+    ("p53", "9007199254740993"),
+    ("one", "1.0"),
+    ("huge", "1e+400"),
+];
+
+async fn exact_number_fixture(store: &S) {
+    for (id, text) in EXACT_NUMBERS {
+        let v: Value = serde_json::from_str(&format!(
+            r#"{{"_id":"{id}","x":{text},"xs":[0,{text}],"o":{{"x":{text}}}}}"#
+        ))
+        .expect("fixture JSON");
+        insert(store, "exact", v).await;
+    }
+}
+
+async fn check_exact_numbers(store: &S) {
+    // Every number comes back spelled as it was sent.
+    for (id, text) in EXACT_NUMBERS {
+        let got = store.get("exact", id).await.expect("get").expect("found");
+        assert_eq!(got["x"].to_string(), text, "x of {id}");
+        assert_eq!(got["xs"][1].to_string(), text, "xs of {id}");
+    }
+    let s = |text: &str| -> Value { serde_json::from_str(text).expect("selector JSON") };
+    for (selector, expected) in [
+        (r#"{"x": 18446744073709551617}"#, vec!["big1"]),
+        (r#"{"x": 18446744073709551616}"#, vec!["big"]),
+        (r#"{"x": 1.8446744073709551616e19}"#, vec!["big"]),
+        (r#"{"xs": 18446744073709551617}"#, vec!["big1"]),
+        (r#"{"o.x": 18446744073709551617}"#, vec!["big1"]),
+        (r#"{"x": 2.8535563002202693e-175}"#, vec!["tiny"]),
+        (r#"{"xs": 2.853556300220269e-175}"#, vec!["tiny_rounded"]),
+        (r#"{"x": 9007199254740993}"#, vec!["p53"]),
+        (r#"{"x": 9007199254740992}"#, vec![]),
+        (r#"{"x": 1}"#, vec!["one"]),
+        (r#"{"x": 1e400}"#, vec!["huge"]),
+        (
+            r#"{"x": {"$gt": 18446744073709551616}}"#,
+            vec!["big1", "huge"],
+        ),
+        (
+            r#"{"x": {"$gte": 18446744073709551615, "$lt": 18446744073709551617}}"#,
+            vec!["big", "u64max"],
+        ),
+        (r#"{"x": {"$lt": 0}}"#, vec!["negbig"]),
+        (
+            r#"{"x": {"$gt": 0, "$lt": 1e-100}}"#,
+            vec!["tiny", "tiny_rounded"],
+        ),
+        (
+            r#"{"x": {"$gt": 2.853556300220269e-175, "$lt": 1}}"#,
+            vec!["tiny"],
+        ),
+        (
+            r#"{"x": {"$in": [18446744073709551617, 1]}}"#,
+            vec!["big1", "one"],
+        ),
+    ] {
+        let mut found = find_ids(store, "exact", s(selector)).await;
+        found.sort();
+        let mut expected: Vec<&str> = expected;
+        expected.sort();
+        assert_eq!(found, expected, "selector {selector}");
+    }
+    // Sort orders by exact value.
+    let sorted = store
+        .find(
+            "exact",
+            &Query {
+                sort: Some(Sort::parse_list("x").expect("sort")),
+                ..Query::new(sel(json!({})))
+            },
+        )
+        .await
+        .expect("sorted find");
+    assert_eq!(
+        ids(&sorted),
+        [
+            "negbig",
+            "tiny_rounded",
+            "tiny",
+            "one",
+            "p53",
+            "u64max",
+            "big",
+            "big1",
+            "huge"
+        ]
+    );
+    // `$inc` on a big integer is exact.
+    let inc: Value = serde_json::from_str(r#"{"$inc": {"x": 2}}"#).expect("JSON");
+    store
+        .update(
+            "exact",
+            &sel(json!({"_id": "u64max"})),
+            &upd(inc),
+            UpdateOptions::default(),
+        )
+        .await
+        .expect("inc");
+    let got = store
+        .get("exact", "u64max")
+        .await
+        .expect("get")
+        .expect("found");
+    assert_eq!(got["x"].to_string(), "18446744073709551617");
+}
+
+async fn numbers_are_kept_and_compared_exactly(store: S) {
+    exact_number_fixture(&store).await;
+    check_exact_numbers(&store).await;
+}
+
+async fn numbers_are_compared_exactly_through_indexes(store: S) {
+    exact_number_fixture(&store).await;
+    for path in ["x", "xs", "o.x"] {
+        store
+            .ensure_index("exact", path)
+            .await
+            .expect("ensure_index");
+    }
+    check_exact_numbers(&store).await;
 }
