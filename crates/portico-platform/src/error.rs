@@ -59,9 +59,11 @@ impl Error {
     }
 
     /// The HTTP status a front door should answer with: 400 for bad input, 401 for a failed
-    /// login, 403 for access denied, 404 for an unknown user, 500 for everything internal.
+    /// login, 403 for access denied, 404 for an unknown user, 413 for a document over the store's
+    /// size limit, 500 for everything internal.
     pub fn status_code(&self) -> u16 {
         match self {
+            Error::Store(portico_store::Error::DocumentTooLarge { .. }) => 413,
             Error::AccessDenied => 403,
             Error::LoginFailed => 401,
             Error::UserNotFound => 404,
@@ -90,6 +92,10 @@ mod tests {
         let store = Error::from(portico_store::Error::InvalidSelector("bad".into()));
         assert!(store.is_client_error());
         assert_eq!(store.status_code(), 400);
+        let large = Error::from(portico_store::Error::DocumentTooLarge { size: 2, limit: 1 });
+        assert_eq!(large.status_code(), 413);
+        let long_id = Error::from(portico_store::Error::IdTooLong { len: 2, limit: 1 });
+        assert_eq!(long_id.status_code(), 400);
         let backend = Error::from(portico_store::Error::Backend("disk".into()));
         assert_eq!(backend.status_code(), 500);
     }

@@ -41,6 +41,7 @@ macro_rules! conformance_suite {
             concurrent_updates_lose_nothing,
             numbers_are_kept_and_compared_exactly,
             numbers_are_compared_exactly_through_indexes,
+            size_and_id_limits_hold_on_every_write,
         ]);
     };
     (@cases $backend:ident, $open:expr, [$($case:ident),* $(,)?]) => {
@@ -1237,4 +1238,53 @@ async fn numbers_are_compared_exactly_through_indexes(store: S) {
             .expect("ensure_index");
     }
     check_exact_numbers(&store).await;
+}
+
+async fn size_and_id_limits_hold_on_every_write(store: S) {
+    use portico_store::{MAX_DOCUMENT_BYTES, MAX_ID_BYTES};
+    let long_id = "i".repeat(MAX_ID_BYTES + 1);
+    let err = store.insert("lim", doc(json!({"_id": long_id}))).await;
+    assert!(matches!(err, Err(Error::IdTooLong { .. })), "{err:?}");
+    let id = "i".repeat(MAX_ID_BYTES);
+    insert(&store, "lim", json!({"_id": id, "n": 1})).await;
+
+    let big = "x".repeat(MAX_DOCUMENT_BYTES);
+    let err = store.insert("lim", doc(json!({"big": big.clone()}))).await;
+    assert!(
+        matches!(err, Err(Error::DocumentTooLarge { .. })),
+        "{err:?}"
+    );
+    let half = "x".repeat(MAX_DOCUMENT_BYTES / 2);
+    insert(&store, "lim", json!({"_id": "grow", "a": half.clone()})).await;
+    // An update that would take the document over the limit changes nothing.
+    let err = store
+        .update(
+            "lim",
+            &sel(json!({"_id": "grow"})),
+            &upd(json!({"$set": {"b": half}})),
+            UpdateOptions::default(),
+        )
+        .await;
+    assert!(
+        matches!(err, Err(Error::DocumentTooLarge { .. })),
+        "{err:?}"
+    );
+    let err = store
+        .update(
+            "lim",
+            &sel(json!({"_id": "new"})),
+            &upd(json!({"$set": {"big": big}})),
+            UpdateOptions {
+                upsert: true,
+                ..UpdateOptions::default()
+            },
+        )
+        .await;
+    assert!(
+        matches!(err, Err(Error::DocumentTooLarge { .. })),
+        "{err:?}"
+    );
+    let got = store.get("lim", "grow").await.expect("get").expect("found");
+    assert!(got.get("b").is_none());
+    assert_eq!(total(&store, "lim").await, 2);
 }
