@@ -3,6 +3,7 @@
 use std::cmp::Ordering;
 
 use serde_json::{Map, Value};
+use smallvec::SmallVec;
 
 /// Type-bracketed total order over JSON values (null < numbers < strings < objects < arrays <
 /// booleans, as the reference platform orders them); within a type, the natural order.
@@ -115,6 +116,11 @@ fn container(v: &Value) -> Option<Container<'_>> {
     }
 }
 
+/// The branches of one lookup. Nearly every path reaches one or two places, so they live inline:
+/// a selector on a dotted path, tried on each element of a huge array (`$elemMatch`), then
+/// allocates nothing per element.
+pub(crate) type Branches<'a> = SmallVec<[Branch<'a>; 4]>;
+
 /// Every branch a dotted path reaches in `doc`, with the reference platform's rules: an array
 /// met before the last part is searched both by a numeric part (`a.0.b`) and element by element
 /// (objects only); a missing field yields one `None` branch, except below a numeric index into
@@ -123,15 +129,15 @@ pub(crate) fn lookup_branches<'a>(
     doc: &'a Map<String, Value>,
     parts: &[String],
     for_sort: bool,
-) -> Vec<Branch<'a>> {
-    let mut out = Vec::new();
+) -> Branches<'a> {
+    let mut out = Branches::new();
     if !parts.is_empty() {
         lookup_in(Container::Object(doc), parts, for_sort, &mut out);
     }
     out
 }
 
-fn lookup_in<'a>(c: Container<'a>, parts: &[String], for_sort: bool, out: &mut Vec<Branch<'a>>) {
+fn lookup_in<'a>(c: Container<'a>, parts: &[String], for_sort: bool, out: &mut Branches<'a>) {
     let Some((first, rest)) = parts.split_first() else {
         return;
     };

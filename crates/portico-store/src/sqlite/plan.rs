@@ -46,6 +46,13 @@ pub(crate) enum Plan {
         needles: Vec<String>,
         /// (SQLite JSON path of a top-level field, the number it must equal).
         numbers: Vec<(String, serde_json::Number)>,
+        /// (SQLite JSON path of a top-level field, the length of the array it must hold).
+        ///
+        /// `{"a": {"$size": 3}}` over documents with huge arrays would otherwise decode every
+        /// one of them (some 50x their text in memory) to look at one length; SQLite counts the
+        /// elements in its own compact form of the text instead, and only the documents that
+        /// pass are decoded.
+        sizes: Vec<(String, usize)>,
     },
     /// Every document in `_id` order, `limit` rows (-1: all) after `offset`, both done by SQLite;
     /// for a selector that matches everything.
@@ -62,11 +69,18 @@ pub(crate) fn plan(conn: &Connection, collection: &str, selector: &Selector) -> 
     if let Some(id) = selector.id_equality() {
         return Ok(Plan::Id(id.to_owned()));
     }
+    let mut sizes: Vec<(String, usize)> = selector
+        .sizes()
+        .into_iter()
+        .filter_map(|(path, n)| Some((top_level_json_path(path)?, n)))
+        .collect();
+    sizes.dedup();
     let equalities = selector.equalities();
     if equalities.is_empty() {
         return Ok(Plan::Scan {
             needles: Vec::new(),
             numbers: Vec::new(),
+            sizes,
         });
     }
     let paths = indexed_paths(conn, collection)?;
@@ -97,7 +111,11 @@ pub(crate) fn plan(conn: &Connection, collection: &str, selector: &Selector) -> 
         })
         .collect();
     numbers.dedup();
-    Ok(Plan::Scan { needles, numbers })
+    Ok(Plan::Scan {
+        needles,
+        numbers,
+        sizes,
+    })
 }
 
 /// Only integers below 2^53 in magnitude narrow a scan. SQLite reads a stored number's text
@@ -146,7 +164,11 @@ pub(crate) fn for_each_candidate(
             ),
             vec![SqlValue::Text(key.clone())],
         ),
-        Plan::Scan { needles, numbers } => {
+        Plan::Scan {
+            needles,
+            numbers,
+            sizes,
+        } => {
             let mut filter = Vec::new();
             let mut args = Vec::new();
             for needle in needles {
@@ -160,6 +182,15 @@ pub(crate) fn for_each_candidate(
                 let v = args.len();
                 filter.push(format!(
                     "(json_type(doc, ?{p}) = 'array' OR json_extract(doc, ?{p}) = ?{v})"
+                ));
+            }
+            for (json_path, n) in sizes {
+                args.push(SqlValue::Text(json_path.clone()));
+                let p = args.len();
+                args.push(SqlValue::Integer(i64::try_from(*n).unwrap_or(i64::MAX)));
+                let v = args.len();
+                filter.push(format!(
+                    "(json_type(doc, ?{p}) = 'array' AND json_array_length(doc, ?{p}) = ?{v})"
                 ));
             }
             let filter = if filter.is_empty() {

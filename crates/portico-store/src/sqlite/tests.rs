@@ -436,6 +436,7 @@ async fn indexed_equalities_narrow_through_the_index_table() {
     let scan = |needles: &[&str]| Plan::Scan {
         needles: needles.iter().map(|n| n.to_string()).collect(),
         numbers: Vec::new(),
+        sizes: Vec::new(),
     };
     let numbers = |numbers: &[(&str, Value)]| Plan::Scan {
         needles: Vec::new(),
@@ -443,6 +444,7 @@ async fn indexed_equalities_narrow_through_the_index_table() {
             .iter()
             .filter_map(|(p, v)| Some((p.to_string(), v.as_number()?.clone())))
             .collect(),
+        sizes: Vec::new(),
     };
     assert_eq!(
         read(sel(json!({"x": 2}))).await,
@@ -460,6 +462,15 @@ async fn indexed_equalities_narrow_through_the_index_table() {
     assert_eq!(
         read(sel(json!({"x": "a\"b", "y": true, "z.w": 1}))).await,
         scan(&["\"a\\\"b\"", "true"])
+    );
+    // A top-level `$size` is counted by SQLite; a dotted one is left to the matcher.
+    assert_eq!(
+        read(sel(json!({"a": {"$size": 3}, "b.c": {"$size": 1}}))).await,
+        Plan::Scan {
+            needles: Vec::new(),
+            numbers: Vec::new(),
+            sizes: vec![("$.\"a\"".to_string(), 3)],
+        }
     );
     // `null` also matches a missing field, which the index cannot list.
     assert_eq!(read(sel(json!({"a.b": null}))).await, scan(&[]));
