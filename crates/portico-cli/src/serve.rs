@@ -2,6 +2,7 @@
 //! until SIGINT or SIGTERM.
 
 mod auto;
+mod connections;
 mod rest;
 
 use std::net::SocketAddr;
@@ -11,6 +12,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::http::StatusCode;
 use portico_platform::Platform;
+use tower_http::timeout::RequestBodyTimeoutLayer;
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 use tracing::{Level, info, warn};
 
@@ -110,6 +112,13 @@ pub fn with_request_log(app: Router) -> Router {
     )
 }
 
+/// Fails a request whose body pauses longer than `timeout` between two chunks (a client that
+/// promises a `Content-Length` and stops sending): the front door sees a body error and answers
+/// with one, and the connection closes.
+pub fn with_body_timeout(app: Router, timeout: Duration) -> Router {
+    app.layer(RequestBodyTimeoutLayer::new(timeout))
+}
+
 /// Resolves the listen address: `--listen`, then the config's `listen`, then `127.0.0.1:3000`.
 ///
 /// # Errors
@@ -139,7 +148,10 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     let addr = listen_addr(options.listen.as_deref(), &config)?;
     let url = database::database_url(options.database.as_deref(), &config);
     let platform = database::open(&url).await?;
-    let app = with_request_log(build_app(&config, &platform)?);
+    let app = with_request_log(with_body_timeout(
+        build_app(&config, &platform)?,
+        config.server.body_timeout,
+    ));
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| crate::Error::Listen {
@@ -166,11 +178,8 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         shutdown_signal().await;
         let _ = stopping_tx.send(true);
     };
-    let server = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(signal);
+    tokio::spawn(signal);
+    let server = connections::serve(listener, app, config.server, stopping_rx.clone());
     // In-flight requests get SHUTDOWN_GRACE to finish; a client that never finishes its request
     // must not keep the process alive forever.
     let grace = async move {
@@ -178,7 +187,7 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         tokio::time::sleep(SHUTDOWN_GRACE).await;
     };
     tokio::select! {
-        served = async move { server.await } => served.map_err(crate::Error::Serve)?,
+        () = server => {}
         () = grace => warn!(
             "requests still running {} s after the signal; stopping without them",
             SHUTDOWN_GRACE.as_secs()

@@ -5,6 +5,7 @@ mod integration {
     mod auto_api;
     mod check;
     mod common;
+    mod hygiene;
     mod import;
     mod lifecycle;
     mod routes_api;
