@@ -3,6 +3,7 @@
 
 mod auto;
 mod connections;
+mod redact;
 mod rest;
 
 use std::net::SocketAddr;
@@ -13,7 +14,7 @@ use axum::Router;
 use axum::http::StatusCode;
 use portico_platform::Platform;
 use tower_http::timeout::RequestBodyTimeoutLayer;
-use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::{Level, info, warn};
 
 use crate::config::{Config, DEFAULT_LISTEN};
@@ -102,11 +103,21 @@ async fn not_found() -> (StatusCode, axum::Json<serde_json::Value>) {
 }
 
 /// Wraps the application in the request log: one `info` line per request, written when its
-/// response is ready (method, path, status, latency).
+/// response is ready (method, URI, status, latency). The URI's query has the values of
+/// credential-like parameters (`token`, `access_token`, `X-Auth-Token`, `password`, ... in any
+/// case or encoding) redacted; headers and bodies are never logged.
 pub fn with_request_log(app: Router) -> Router {
     app.layer(
         TraceLayer::new_for_http()
-            .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
+            .make_span_with(|request: &axum::http::Request<axum::body::Body>| {
+                tracing::span!(
+                    Level::INFO,
+                    "request",
+                    method = %request.method(),
+                    uri = %redact::redacted_uri(request.uri()),
+                    version = ?request.version(),
+                )
+            })
             .on_request(())
             .on_response(DefaultOnResponse::new().level(Level::INFO)),
     )

@@ -8,6 +8,7 @@ mod integration {
     mod hygiene;
     mod import;
     mod lifecycle;
+    mod log_secrets;
     mod routes_api;
     mod users;
 }
