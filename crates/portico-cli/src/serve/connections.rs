@@ -118,10 +118,9 @@ pub(crate) async fn serve(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(Some(limits.keep_alive_timeout));
+    // No HTTP/2 keep-alive pings: their bytes would keep an idle connection from ever being
+    // closed for idleness.
+    builder.http2().timer(TokioTimer::new());
     let builder = Arc::new(builder);
     let stopping = stop.clone();
     loop {
@@ -197,9 +196,17 @@ impl Connection {
         peer: SocketAddr,
         app: Router,
         builder: &auto::Builder<TokioExecutor>,
-        mut close: oneshot::Receiver<()>,
+        close: oneshot::Receiver<()>,
         mut stop: watch::Receiver<bool>,
     ) {
+        // Resolves only when the accept loop closes this connection to make room; the switch is
+        // dropped (and this never resolves) once a request head arrived.
+        let close = async move {
+            if close.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::pin!(close);
         let activity = Arc::new(AtomicU64::new(0));
         let started = Instant::now();
         let io = TokioIo::new(Tracked {
@@ -230,9 +237,7 @@ impl Connection {
                     }
                     return;
                 }
-                // The switch is dropped (an error here) once a request head arrived: only a
-                // real `send` closes.
-                Ok(()) = &mut close => {
+                () = &mut close => {
                     debug!(%peer, "closed to make room: no request yet");
                     return;
                 }
