@@ -55,6 +55,50 @@ pub struct Config {
     pub auto: Option<AutoConfig>,
     /// `[admin]`: the admin page (served at `/_/` unless turned off).
     pub admin: AdminConfig,
+    /// `[server]`: how long and how many connections `serve` keeps.
+    pub server: ConnectionLimits,
+}
+
+/// `[server]`: the bounds `serve` puts on client connections, so that slow or idle clients
+/// cannot hold the server's connections (or file descriptors) for as long as they like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// `header_timeout_secs` (default 10): a request head (request line and headers) must
+    /// arrive within this time, and a kept-alive connection must start its next request within
+    /// it.
+    pub header_timeout: Duration,
+    /// `body_timeout_secs` (default 10): a request body may pause at most this long between two
+    /// chunks; then the request fails and its connection closes.
+    pub body_timeout: Duration,
+    /// `keep_alive_timeout_secs` (default 5): a connection that moves no bytes for this long is
+    /// closed (after its request in flight, if any).
+    pub keep_alive_timeout: Duration,
+    /// `max_connections` (default 10,000): connections open at once. At the cap, the oldest
+    /// connection that has not sent a whole request head is closed for a new one; keep it below
+    /// the process's open-file limit (`ulimit -n`).
+    pub max_connections: usize,
+}
+
+impl ConnectionLimits {
+    /// The default `header_timeout_secs`.
+    pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+    /// The default `body_timeout_secs`.
+    pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+    /// The default `keep_alive_timeout_secs`.
+    pub const DEFAULT_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(5);
+    /// The default `max_connections`.
+    pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            header_timeout: Self::DEFAULT_HEADER_TIMEOUT,
+            body_timeout: Self::DEFAULT_BODY_TIMEOUT,
+            keep_alive_timeout: Self::DEFAULT_KEEP_ALIVE_TIMEOUT,
+            max_connections: Self::DEFAULT_MAX_CONNECTIONS,
+        }
+    }
 }
 
 /// One `[[api]]`: a route API object.

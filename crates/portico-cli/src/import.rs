@@ -19,6 +19,7 @@ use std::path::Path;
 
 use portico_platform::{Platform, import_value};
 use portico_store::Document;
+use portico_store::json::{JsonBudget, JsonLimits};
 use serde_json::Value;
 
 /// How many documents are listed by id in an error before "and N more".
@@ -190,6 +191,13 @@ pub fn parse_export(text: &str) -> Result<Vec<Document>, String> {
 /// # Errors
 /// A message for a read failure or invalid JSON, or naming the element (0-based) that is wrong.
 pub fn read_export(reader: impl Read) -> Result<Vec<Document>, String> {
+    // Nesting is bounded as for any request body. The number of values is not: the file is the
+    // operator's own, and the memory it takes to import is theirs to give.
+    let limits = JsonLimits {
+        base_values: usize::MAX,
+        ..JsonLimits::default()
+    };
+    let reader = JsonBudget::new(&limits, 0).reader(reader);
     let value: Value =
         serde_json::from_reader(reader).map_err(|e| format!("not valid JSON: {e}"))?;
     let Value::Array(items) = value else {
@@ -260,6 +268,9 @@ mod tests {
         assert!(parse_export("{}").is_err());
         assert!(parse_export("[1]").unwrap_err().contains("element 0"));
         assert!(parse_export("not json").is_err());
+        let deep = format!("[{{\"a\": {}1{}}}]", "[".repeat(70), "]".repeat(70));
+        let err = parse_export(&deep).unwrap_err();
+        assert!(err.contains("nested deeper than 64"), "{err}");
     }
 
     #[test]

@@ -3,6 +3,8 @@
 
 pub mod admin;
 pub(crate) mod auto;
+mod connections;
+mod redact;
 pub(crate) mod rest;
 mod zero_config;
 
@@ -15,7 +17,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::http::StatusCode;
 use portico_platform::Platform;
-use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tower_http::timeout::RequestBodyTimeoutLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::{Level, info, warn};
 
 use crate::config::{Config, DEFAULT_LISTEN};
@@ -155,14 +158,31 @@ async fn not_found() -> (StatusCode, axum::Json<serde_json::Value>) {
 }
 
 /// Wraps the application in the request log: one `info` line per request, written when its
-/// response is ready (method, path, status, latency).
+/// response is ready (method, URI, status, latency). The URI's query has the values of
+/// credential-like parameters (`token`, `access_token`, `X-Auth-Token`, `password`, ... in any
+/// case or encoding) redacted; headers and bodies are never logged.
 pub fn with_request_log(app: Router) -> Router {
     app.layer(
         TraceLayer::new_for_http()
-            .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
+            .make_span_with(|request: &axum::http::Request<axum::body::Body>| {
+                tracing::span!(
+                    Level::INFO,
+                    "request",
+                    method = %request.method(),
+                    uri = %redact::redacted_uri(request.uri()),
+                    version = ?request.version(),
+                )
+            })
             .on_request(())
             .on_response(DefaultOnResponse::new().level(Level::INFO)),
     )
+}
+
+/// Fails a request whose body pauses longer than `timeout` between two chunks (a client that
+/// promises a `Content-Length` and stops sending): the front door sees a body error and answers
+/// with one, and the connection closes.
+pub fn with_body_timeout(app: Router, timeout: Duration) -> Router {
+    app.layer(RequestBodyTimeoutLayer::new(timeout))
 }
 
 /// The environment variable that sets the listen address when `--listen` does not.
@@ -231,7 +251,8 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         config = zero_config(&platform, &url).await?;
     }
     let app = build_app(&config, &platform)?;
-    let app = with_request_log(admin::mount(app, &config, &platform).await?);
+    let app = admin::mount(app, &config, &platform).await?;
+    let app = with_request_log(with_body_timeout(app, config.server.body_timeout));
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| crate::Error::Listen {
@@ -288,11 +309,8 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         shutdown_signal().await;
         let _ = stopping_tx.send(true);
     };
-    let server = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(signal);
+    tokio::spawn(signal);
+    let server = connections::serve(listener, app, config.server, stopping_rx.clone());
     // In-flight requests get the grace period to finish; a client that never finishes its
     // request must not keep the process alive forever, and a second signal means "now".
     let grace_period = config.shutdown_grace.unwrap_or(SHUTDOWN_GRACE);
@@ -307,7 +325,7 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         }
     };
     tokio::select! {
-        served = async move { server.await } => served.map_err(crate::Error::Serve)?,
+        () = server => {}
         () = grace => {}
     }
     // Every connection has finished; the routers are gone. Dropping the last handle closes the

@@ -8,8 +8,10 @@ mod integration {
     mod auto_api;
     mod check;
     mod common;
+    mod hygiene;
     mod import;
     mod lifecycle;
+    mod log_secrets;
     mod login_parity;
     mod routes_api;
     mod safe_defaults;

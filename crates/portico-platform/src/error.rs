@@ -65,12 +65,14 @@ impl Error {
 
     /// The HTTP status a front door answers with. This is the one mapping of errors to
     /// statuses both doors use: 400 for bad input, 401 for a failed login, 403 for access
-    /// denied, 404 for an unknown user, 409 for a duplicate `_id`, 500 for everything internal.
+    /// denied, 404 for an unknown user, 409 for a duplicate `_id`, 413 for a document over the
+    /// store's size limit, 500 for everything internal.
     pub fn status_code(&self) -> u16 {
         match self {
             Error::Store(e) => match e.kind() {
                 portico_store::ErrorKind::Invalid => 400,
                 portico_store::ErrorKind::Conflict => 409,
+                portico_store::ErrorKind::TooLarge => 413,
                 _ => 500,
             },
             Error::AccessDenied | Error::ProtectedField(_) => 403,
@@ -107,6 +109,10 @@ mod tests {
             id: "x".into(),
         });
         assert_eq!(duplicate.status_code(), 409);
+        let large = Error::from(portico_store::Error::DocumentTooLarge { size: 2, limit: 1 });
+        assert_eq!(large.status_code(), 413);
+        let long_id = Error::from(portico_store::Error::IdTooLong { len: 2, limit: 1 });
+        assert_eq!(long_id.status_code(), 400);
         let backend = Error::from(portico_store::Error::Backend("disk".into()));
         assert_eq!(backend.status_code(), 500);
     }

@@ -7,20 +7,84 @@ use crate::{Error, Result, new_id};
 /// A document: a JSON object whose field order is kept. Stored documents always hold a string `_id`.
 pub type Document = serde_json::Map<String, serde_json::Value>;
 
+/// The largest document a store accepts, in bytes of its JSON text: 16 MiB, the limit users of
+/// document databases know. Checked on every insert, upsert, update and replacement.
+pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The longest `_id` a store accepts on insert, in bytes: 512. A longer id would not fit in the
+/// URLs that read, change and remove the document (servers refuse long request lines), so the
+/// document could never be addressed again.
+pub const MAX_ID_BYTES: usize = 512;
+
 /// The document's `_id` when it is a string.
 pub fn document_id(doc: &Document) -> Option<&str> {
     doc.get("_id").and_then(serde_json::Value::as_str)
 }
 
-/// Readies a document for insertion: checks its `_id` (a non-empty string when present) and its
-/// top-level field names (none may start with `$`), and gives it a new random `_id` in first
-/// position when it has none. Returns the id and the document to store.
+/// Readies a document for insertion: checks its `_id` (a non-empty string of at most
+/// [`MAX_ID_BYTES`] when present), its top-level field names (none may start with `$`) and its
+/// size, and gives it a new random `_id` in first position when it has none. Returns the id and
+/// the document to store.
 ///
 /// Backends call this so every backend accepts and refuses the same documents.
 ///
 /// # Errors
-/// [`Error::InvalidDocument`] naming the problem.
-pub fn prepare_insert(mut doc: Document) -> Result<(String, Document)> {
+/// [`Error::InvalidDocument`] naming the problem, [`Error::IdTooLong`],
+/// [`Error::DocumentTooLarge`].
+pub fn prepare_insert(doc: Document) -> Result<(String, Document)> {
+    let (id, doc) = prepare_fields(doc)?;
+    if id.len() > MAX_ID_BYTES {
+        return Err(Error::IdTooLong {
+            len: id.len(),
+            limit: MAX_ID_BYTES,
+        });
+    }
+    check_size(&doc)?;
+    Ok((id, doc))
+}
+
+/// Refuses a document whose JSON text is over [`MAX_DOCUMENT_BYTES`], counting the text
+/// without building it.
+///
+/// # Errors
+/// [`Error::DocumentTooLarge`].
+pub fn check_size(doc: &Document) -> Result<()> {
+    let mut counter = ByteCounter(0);
+    // Writing to a counter cannot fail, and a map with string keys always serializes.
+    let _ = serde_json::to_writer(&mut counter, doc);
+    check_len(counter.0)
+}
+
+/// Refuses a document whose JSON text is `len` bytes long, when that is over
+/// [`MAX_DOCUMENT_BYTES`] (for a backend that has the text already).
+///
+/// # Errors
+/// [`Error::DocumentTooLarge`].
+pub fn check_len(len: usize) -> Result<()> {
+    if len > MAX_DOCUMENT_BYTES {
+        return Err(Error::DocumentTooLarge {
+            size: len,
+            limit: MAX_DOCUMENT_BYTES,
+        });
+    }
+    Ok(())
+}
+
+/// An `io::Write` that only counts bytes.
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn prepare_fields(mut doc: Document) -> Result<(String, Document)> {
     if let Some(key) = doc.keys().find(|k| k.starts_with('$') || k.is_empty()) {
         return Err(Error::InvalidDocument(format!(
             "field name {key:?} is not allowed at the top level of a document"
@@ -117,5 +181,27 @@ mod tests {
                 Err(Error::InvalidDocument(_))
             ));
         }
+    }
+
+    #[test]
+    fn long_ids_and_large_documents_are_refused() {
+        let id = "é".repeat(MAX_ID_BYTES / 2);
+        assert!(prepare_insert(doc(json!({"_id": id}))).is_ok());
+        let id = format!("{id}x");
+        assert!(matches!(
+            prepare_insert(doc(json!({"_id": id}))),
+            Err(Error::IdTooLong {
+                len: 513,
+                limit: 512
+            })
+        ));
+        // `{"_id":"x","a":"..."}`: 18 bytes around the string.
+        let fits = "a".repeat(MAX_DOCUMENT_BYTES - 18);
+        assert!(prepare_insert(doc(json!({"_id": "x", "a": fits}))).is_ok());
+        let over = "a".repeat(MAX_DOCUMENT_BYTES - 17);
+        assert!(matches!(
+            prepare_insert(doc(json!({"_id": "x", "a": over}))),
+            Err(Error::DocumentTooLarge { size, limit: MAX_DOCUMENT_BYTES }) if size == MAX_DOCUMENT_BYTES + 1
+        ));
     }
 }

@@ -4,7 +4,7 @@
 ///
 /// Errors caused by a client's input ([`Error::InvalidSelector`], [`Error::InvalidModifier`],
 /// [`Error::InvalidSort`], [`Error::InvalidProjection`], [`Error::InvalidDocument`],
-/// [`Error::DuplicateId`]) carry a message that may be shown to that client; the others are
+/// [`Error::DocumentTooLarge`], [`Error::IdTooLong`], [`Error::DuplicateId`]) carry a message that may be shown to that client; the others are
 /// internal and should be logged, not sent.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -24,6 +24,24 @@ pub enum Error {
     /// A document is not acceptable (not an object, `_id` not a string, ...).
     #[error("invalid document: {0}")]
     InvalidDocument(String),
+    /// A document's JSON text would be over [`crate::MAX_DOCUMENT_BYTES`] (after an insert,
+    /// upsert, update or replacement). Nothing was written. An HTTP server answers 413.
+    #[error("document too large: {size} bytes, the limit is {limit}")]
+    DocumentTooLarge {
+        /// The size the document would have, in bytes of JSON text.
+        size: usize,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// An insert (or upsert) gave an `_id` longer than [`crate::MAX_ID_BYTES`]. Nothing was
+    /// written. An HTTP server answers 400.
+    #[error("_id too long: {len} bytes, the limit is {limit}")]
+    IdTooLong {
+        /// The id's length in bytes.
+        len: usize,
+        /// The limit in bytes.
+        limit: usize,
+    },
     /// An insert (or upsert) used an `_id` that already exists in the collection.
     #[error("duplicate id {id:?} in collection {collection:?}")]
     DuplicateId {
@@ -59,6 +77,8 @@ pub enum ErrorKind {
     Invalid,
     /// The write conflicts with what is stored (a duplicate `_id`).
     Conflict,
+    /// A document is larger than the store accepts.
+    TooLarge,
     /// Something failed inside the store; the message is for logs, not clients.
     Internal,
 }
@@ -71,7 +91,9 @@ impl Error {
             | Error::InvalidModifier(_)
             | Error::InvalidSort(_)
             | Error::InvalidProjection(_)
-            | Error::InvalidDocument(_) => ErrorKind::Invalid,
+            | Error::InvalidDocument(_)
+            | Error::IdTooLong { .. } => ErrorKind::Invalid,
+            Error::DocumentTooLarge { .. } => ErrorKind::TooLarge,
             Error::DuplicateId { .. } => ErrorKind::Conflict,
             Error::InvalidName(_)
             | Error::InvalidUrl { .. }
@@ -82,7 +104,10 @@ impl Error {
 
     /// True when the error was caused by the caller's input and its message may be shown to a client.
     pub fn is_client_error(&self) -> bool {
-        matches!(self.kind(), ErrorKind::Invalid | ErrorKind::Conflict)
+        matches!(
+            self.kind(),
+            ErrorKind::Invalid | ErrorKind::Conflict | ErrorKind::TooLarge
+        )
     }
 }
 

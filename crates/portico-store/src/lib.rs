@@ -38,6 +38,8 @@
 //! | [`Update`] | `$set $unset $inc $push $pull $addToSet` (with `$each`), or a whole-document replacement keeping `_id` |
 //! | [`Sort`], [`Projection`], [`Query`] | sort on dotted paths, skip, limit, inclusion or exclusion of fields |
 //! | [`Store`] | the async, object-safe backend trait; [`open`] picks a backend from a URL |
+//! | [`json`] | bounded parsing of JSON bodies: nesting and value count checked before anything is built |
+//! | limits | documents up to [`MAX_DOCUMENT_BYTES`] (16 MiB of JSON), `_id`s up to [`MAX_ID_BYTES`] (512), on every write |
 //!
 //! | cargo feature | backend | URL |
 //! |---|---|---|
@@ -55,12 +57,18 @@
 //! ([`compare_values`]), and `$gt`/`$lt` only compare values of one bracket, so a number never
 //! compares greater than a string. Client mistakes (an unknown operator, `$inc` on a string, a
 //! change of `_id`) are errors naming the problem ([`Error::is_client_error`]), never panics.
+//!
+//! Numbers are kept exactly as sent (`serde_json` with `arbitrary_precision`): integers beyond
+//! 64 bits and every digit of a float come back as written, and selectors and sort compare
+//! numbers by their exact decimal value (`1 == 1.0`, `18446744073709551617 > 2^64`).
 
 mod document;
 mod error;
 mod id;
 mod index_key;
+pub mod json;
 mod modifier;
+mod number;
 mod projection;
 mod selector;
 mod sort;
@@ -74,7 +82,10 @@ pub mod memory;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
-pub use document::{Document, document_id, etag, prepare_insert};
+pub use document::{
+    Document, MAX_DOCUMENT_BYTES, MAX_ID_BYTES, check_len, check_size, document_id, etag,
+    prepare_insert,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use id::{IdKind, new_id, new_object_id};
 pub use modifier::Update;

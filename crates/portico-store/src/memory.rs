@@ -350,6 +350,7 @@ impl Store for MemoryStore {
                     )));
                 }
                 if new != *doc {
+                    crate::check_size(&new)?;
                     changes.push((id.clone(), new));
                 }
             }

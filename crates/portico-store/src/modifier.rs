@@ -5,6 +5,8 @@
 
 use serde_json::{Map, Number, Value};
 
+use crate::number::add_numbers;
+
 use crate::selector::ElemCond;
 use crate::value::{numeric_index, split_path, values_equal};
 use crate::{Document, Error, IdKind, Result, Selector};
@@ -532,26 +534,6 @@ fn push_items(a: &mut Vec<Value>, items: &[Value], add_to_set: bool) {
             a.push(item.clone());
         }
     }
-}
-
-/// `a + b`, exact for integers (while the sum fits in an `i64` or `u64`), else as `f64`;
-/// `None` when the sum is not a finite number.
-fn add_numbers(a: &Number, b: &Number) -> Option<Number> {
-    let int = |n: &Number| {
-        n.as_i64()
-            .map(i128::from)
-            .or_else(|| n.as_u64().map(i128::from))
-    };
-    if let (Some(x), Some(y)) = (int(a), int(b)) {
-        let sum = x + y;
-        if let Ok(v) = i64::try_from(sum) {
-            return Some(Number::from(v));
-        }
-        if let Ok(v) = u64::try_from(sum) {
-            return Some(Number::from(v));
-        }
-    }
-    Number::from_f64(a.as_f64()? + b.as_f64()?)
 }
 
 #[cfg(test)]

@@ -281,6 +281,31 @@ impl Selector {
         }
     }
 
+    /// Top-level `{path: {"$size": n}}` conditions (`$and` included) that every matching
+    /// document satisfies: the array at `path` has exactly `n` elements. A backend can check them
+    /// on the stored text without building the document.
+    pub(crate) fn sizes(&self) -> Vec<(&str, usize)> {
+        let mut out = Vec::new();
+        self.collect_sizes(&mut out);
+        out
+    }
+
+    fn collect_sizes<'a>(&'a self, out: &mut Vec<(&'a str, usize)>) {
+        for clause in &self.clauses {
+            match clause {
+                Clause::Field { path, conds, .. } => {
+                    for c in conds {
+                        if let Cond::Size(n) = c {
+                            out.push((path.as_str(), *n));
+                        }
+                    }
+                }
+                Clause::And(subs) => subs.iter().for_each(|s| s.collect_sizes(out)),
+                Clause::Or(_) | Clause::Nor(_) | Clause::Etag(_) => {}
+            }
+        }
+    }
+
     /// The equality conditions an upsert copies into the document it inserts: `(path parts,
     /// value)` for every top-level (or `$and`) equality, whatever the value's type.
     pub(crate) fn upsert_fields(&self) -> Vec<(&[String], &Value)> {

@@ -2,12 +2,14 @@
 
 use std::cmp::Ordering;
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
+use smallvec::SmallVec;
 
 /// Type-bracketed total order over JSON values (null < numbers < strings < objects < arrays <
 /// booleans, as the reference platform orders them); within a type, the natural order.
 ///
-/// Numbers compare by value whatever their representation (`1` equals `1.0`); strings compare
+/// Numbers compare by exact decimal value whatever their spelling (`1` equals `1.0`, big
+/// integers and long fractions are never rounded); strings compare
 /// by code point; objects compare field by field in their stored order (name, then value), then
 /// by length; arrays compare element by element, then by length; `false < true`.
 pub fn compare_values(a: &Value, b: &Value) -> Ordering {
@@ -59,21 +61,7 @@ pub(crate) fn type_rank(v: &Value) -> u8 {
     }
 }
 
-fn as_i128(n: &Number) -> Option<i128> {
-    n.as_i64()
-        .map(i128::from)
-        .or_else(|| n.as_u64().map(i128::from))
-}
-
-/// Compares two numbers exactly when both are integers, as `f64` otherwise.
-pub(crate) fn compare_numbers(a: &Number, b: &Number) -> Ordering {
-    if let (Some(x), Some(y)) = (as_i128(a), as_i128(b)) {
-        return x.cmp(&y);
-    }
-    let x = a.as_f64().unwrap_or(0.0);
-    let y = b.as_f64().unwrap_or(0.0);
-    x.partial_cmp(&y).unwrap_or(Ordering::Equal)
-}
+pub(crate) use crate::number::compare_numbers;
 
 /// Splits a dotted path into its parts, refusing an empty path, an empty part (`a..b`) and a
 /// part starting with `$` (positional and operator paths are not supported). The error text
@@ -128,6 +116,11 @@ fn container(v: &Value) -> Option<Container<'_>> {
     }
 }
 
+/// The branches of one lookup. Nearly every path reaches one or two places, so they live inline:
+/// a selector on a dotted path, tried on each element of a huge array (`$elemMatch`), then
+/// allocates nothing per element.
+pub(crate) type Branches<'a> = SmallVec<[Branch<'a>; 4]>;
+
 /// Every branch a dotted path reaches in `doc`, with the reference platform's rules: an array
 /// met before the last part is searched both by a numeric part (`a.0.b`) and element by element
 /// (objects only); a missing field yields one `None` branch, except below a numeric index into
@@ -136,15 +129,15 @@ pub(crate) fn lookup_branches<'a>(
     doc: &'a Map<String, Value>,
     parts: &[String],
     for_sort: bool,
-) -> Vec<Branch<'a>> {
-    let mut out = Vec::new();
+) -> Branches<'a> {
+    let mut out = Branches::new();
     if !parts.is_empty() {
         lookup_in(Container::Object(doc), parts, for_sort, &mut out);
     }
     out
 }
 
-fn lookup_in<'a>(c: Container<'a>, parts: &[String], for_sort: bool, out: &mut Vec<Branch<'a>>) {
+fn lookup_in<'a>(c: Container<'a>, parts: &[String], for_sort: bool, out: &mut Branches<'a>) {
     let Some((first, rest)) = parts.split_first() else {
         return;
     };

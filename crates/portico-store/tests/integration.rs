@@ -6,6 +6,7 @@
 //! | `conformance` | one suite, written once as a macro, run against every backend |
 //! | `differential` | random documents and operations: every backend answers as memory does |
 //! | `durability` | a SQLite writer killed with SIGKILL keeps every acknowledged write |
+//! | `fuzz` | selector, modifier and bounded-JSON fuzzing from the corpus in `fuzz/corpus/` |
 //!
 //! With no backend feature enabled there is nothing to test.
 
@@ -22,3 +23,5 @@ mod differential;
 #[cfg(feature = "sqlite")]
 #[path = "integration/durability.rs"]
 mod durability;
+#[path = "integration/fuzz.rs"]
+mod fuzz;

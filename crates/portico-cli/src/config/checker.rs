@@ -9,11 +9,11 @@ use toml::Spanned;
 
 use super::diagnostic::Source;
 use super::raw::{
-    OneOrMany, RawApi, RawAuto, RawCollection, RawConfig, RawEndpoint, RawPublication,
+    OneOrMany, RawApi, RawAuto, RawCollection, RawConfig, RawEndpoint, RawPublication, RawServer,
 };
 use super::{
-    ApiConfig, AutoConfig, CollectionConfig, CollectionRules, Config, ConfigError, EndpointName,
-    EndpointOptions, PublicationConfig, RateLimit, Rule, value,
+    ApiConfig, AutoConfig, CollectionConfig, CollectionRules, Config, ConfigError,
+    ConnectionLimits, EndpointName, EndpointOptions, PublicationConfig, RateLimit, Rule, value,
 };
 
 /// Turns raw structs into checked ones, collecting mistakes.
@@ -99,6 +99,10 @@ impl<'a> Checker<'a> {
                 ..api
             })
             .collect();
+        let server = raw
+            .server
+            .map(|server| self.server(server))
+            .unwrap_or_default();
         Config {
             listen,
             database,
@@ -108,6 +112,58 @@ impl<'a> Checker<'a> {
             apis,
             auto,
             admin,
+            server,
+        }
+    }
+
+    fn server(&mut self, raw: RawServer) -> ConnectionLimits {
+        let defaults = ConnectionLimits::default();
+        let mut secs = |value: Option<Spanned<u64>>, key: &str, default: Duration| match value {
+            None => default,
+            Some(v) if (1..=3600).contains(v.get_ref()) => Duration::from_secs(*v.get_ref()),
+            Some(v) => {
+                self.error(
+                    &v,
+                    key,
+                    format!("{} is out of range; write 1 to 3600 seconds", v.get_ref()),
+                );
+                default
+            }
+        };
+        let header_timeout = secs(
+            raw.header_timeout_secs,
+            "server.header_timeout_secs",
+            defaults.header_timeout,
+        );
+        let body_timeout = secs(
+            raw.body_timeout_secs,
+            "server.body_timeout_secs",
+            defaults.body_timeout,
+        );
+        let keep_alive_timeout = secs(
+            raw.keep_alive_timeout_secs,
+            "server.keep_alive_timeout_secs",
+            defaults.keep_alive_timeout,
+        );
+        let max_connections = match raw.max_connections {
+            None => defaults.max_connections,
+            Some(v) if (1..=1_000_000).contains(v.get_ref()) => {
+                usize::try_from(*v.get_ref()).unwrap_or(defaults.max_connections)
+            }
+            Some(v) => {
+                self.error(
+                    &v,
+                    "server.max_connections",
+                    format!("{} is out of range; write 1 to 1000000", v.get_ref()),
+                );
+                defaults.max_connections
+            }
+        };
+        ConnectionLimits {
+            header_timeout,
+            body_timeout,
+            keep_alive_timeout,
+            max_connections,
         }
     }
 

@@ -23,6 +23,17 @@ pub(crate) struct RawConfig {
     pub(crate) api: Vec<RawApi>,
     pub(crate) auto: Option<RawAuto>,
     pub(crate) admin: Option<super::admin::RawAdmin>,
+    pub(crate) server: Option<RawServer>,
+}
+
+/// `[server]`: connection limits.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawServer {
+    pub(crate) header_timeout_secs: Option<Spanned<u64>>,
+    pub(crate) body_timeout_secs: Option<Spanned<u64>>,
+    pub(crate) keep_alive_timeout_secs: Option<Spanned<u64>>,
+    pub(crate) max_connections: Option<Spanned<u64>>,
 }
 
 /// One `[[api]]` table: a route API object.

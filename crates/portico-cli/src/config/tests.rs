@@ -306,3 +306,34 @@ fn self_only_users_need_a_login_on_every_endpoint() {
         );
     }
 }
+
+#[test]
+fn server_limits_have_defaults_and_ranges() {
+    let config = match Config::parse("") {
+        Ok(c) => c,
+        Err(e) => panic!("{e:?}"),
+    };
+    assert_eq!(config.server, ConnectionLimits::default());
+    let config = match Config::parse(
+        "[server]\nheader_timeout_secs = 3\nbody_timeout_secs = 4\nkeep_alive_timeout_secs = 2\nmax_connections = 50\n",
+    ) {
+        Ok(c) => c,
+        Err(e) => panic!("{e:?}"),
+    };
+    assert_eq!(config.server.header_timeout, Duration::from_secs(3));
+    assert_eq!(config.server.body_timeout, Duration::from_secs(4));
+    assert_eq!(config.server.keep_alive_timeout, Duration::from_secs(2));
+    assert_eq!(config.server.max_connections, 50);
+    let errs = errors("[server]\nheader_timeout_secs = 0\nmax_connections = 0\nbody_timeout = 1\n");
+    let found: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.key.as_str())).collect();
+    assert!(found.contains(&(4, "server.body_timeout")), "{errs:?}");
+    let errs = errors("[server]\nheader_timeout_secs = 0\nmax_connections = 0\n");
+    let found: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.key.as_str())).collect();
+    assert_eq!(
+        found,
+        [
+            (2, "server.header_timeout_secs"),
+            (3, "server.max_connections")
+        ]
+    );
+}

@@ -82,7 +82,13 @@ impl Workspace {
 
     /// Starts `portico serve --config portico.toml --listen 127.0.0.1:0`.
     pub(crate) fn serve(&self) -> Server {
-        Server::start(
+        self.serve_logging("info")
+    }
+
+    /// Starts the server as [`Workspace::serve`] does, logging at `level` (`RUST_LOG`).
+    pub(crate) fn serve_logging(&self, level: &str) -> Server {
+        Server::start_logging(
+            level,
             self.dir.path(),
             &[
                 "serve",
@@ -111,18 +117,33 @@ pub(crate) struct Server {
 impl Server {
     /// Starts the server and waits for its `listening on http://ADDR` line.
     pub(crate) fn start(dir: &Path, args: &[&str]) -> Server {
-        Server::start_with_env(dir, args, &[])
+        Server::start_full("info", dir, args, &[])
     }
 
     /// Starts the server with extra environment variables.
     pub(crate) fn start_with_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::start_full("info", dir, args, env)
+    }
+
+    /// Starts the server logging at `level`, as [`Server::start`] does.
+    pub(crate) fn start_logging(level: &str, dir: &Path, args: &[&str]) -> Server {
+        Server::start_full(level, dir, args, &[])
+    }
+
+    /// Starts the server logging at `level` with extra environment variables.
+    pub(crate) fn start_full(
+        level: &str,
+        dir: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         let log = dir.join(format!("serve-{}.log", std::process::id()));
         let log_file = std::fs::File::create(&log).expect("log file");
         let mut child = portico()
             .args(args)
             .envs(env.iter().copied())
             .current_dir(dir)
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", level)
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log_file))
             .spawn()

@@ -39,13 +39,20 @@ pub(crate) enum Plan {
     ///
     /// Numbers are not looked for as text (`1` may be stored as `1.0`); for a top-level field,
     /// SQLite's `json_extract` compares them by value instead, keeping any document where the
-    /// field is an array (whose elements the matcher looks at). Only numbers below 2^53 are used,
+    /// field is an array (whose elements the matcher looks at). Only integers below 2^53 are used,
     /// where SQLite's exact integer/real comparison and the matcher's agree.
     Scan {
         /// JSON texts the document must contain.
         needles: Vec<String>,
         /// (SQLite JSON path of a top-level field, the number it must equal).
         numbers: Vec<(String, serde_json::Number)>,
+        /// (SQLite JSON path of a top-level field, the length of the array it must hold).
+        ///
+        /// `{"a": {"$size": 3}}` over documents with huge arrays would otherwise decode every
+        /// one of them (some 50x their text in memory) to look at one length; SQLite counts the
+        /// elements in its own compact form of the text instead, and only the documents that
+        /// pass are decoded.
+        sizes: Vec<(String, usize)>,
     },
     /// Every document in `_id` order, `limit` rows (-1: all) after `offset`, both done by SQLite;
     /// for a selector that matches everything.
@@ -62,11 +69,18 @@ pub(crate) fn plan(conn: &Connection, collection: &str, selector: &Selector) -> 
     if let Some(id) = selector.id_equality() {
         return Ok(Plan::Id(id.to_owned()));
     }
+    let mut sizes: Vec<(String, usize)> = selector
+        .sizes()
+        .into_iter()
+        .filter_map(|(path, n)| Some((top_level_json_path(path)?, n)))
+        .collect();
+    sizes.dedup();
     let equalities = selector.equalities();
     if equalities.is_empty() {
         return Ok(Plan::Scan {
             needles: Vec::new(),
             numbers: Vec::new(),
+            sizes,
         });
     }
     let paths = indexed_paths(conn, collection)?;
@@ -97,14 +111,22 @@ pub(crate) fn plan(conn: &Connection, collection: &str, selector: &Selector) -> 
         })
         .collect();
     numbers.dedup();
-    Ok(Plan::Scan { needles, numbers })
+    Ok(Plan::Scan {
+        needles,
+        numbers,
+        sizes,
+    })
 }
 
-/// Below 2^53 in magnitude, every integer is an exact `f64`, so comparing by value means the
-/// same to SQLite (exact integer/real comparison) as to the matcher (integers as `f64`).
+/// Only integers below 2^53 in magnitude narrow a scan. SQLite reads a stored number's text
+/// with its own float parser, which is not guaranteed to round a long fraction
+/// (`2.8535563002202693e-175`) to the same `f64` as the matcher's exact decimal comparison
+/// would need; an integer below 2^53 is exact for both, and any stored spelling of it (`7`,
+/// `7.0`, `70e-1`) reads as that value in SQLite too. A big integer (`18446744073709551617`)
+/// reads as a rounded real, so it is left to the matcher as well.
 fn exact_in_sqlite(n: &serde_json::Number) -> bool {
-    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
-    n.as_f64().is_some_and(|f| f.is_finite() && f.abs() < EXACT)
+    const EXACT: i64 = 1 << 53;
+    n.as_i64().is_some_and(|i| i.abs() < EXACT)
 }
 
 /// The SQLite JSON path of a top-level field (`$."name"`), or `None` for a dotted path or a name
@@ -116,12 +138,9 @@ fn top_level_json_path(path: &str) -> Option<String> {
     Some(format!("$.\"{path}\""))
 }
 
-/// A number as a SQLite value: an integer when it is one, else a real.
+/// A number [`exact_in_sqlite`] accepted, as a SQLite integer.
 fn sql_number(n: &serde_json::Number) -> SqlValue {
-    match n.as_i64() {
-        Some(i) => SqlValue::Integer(i),
-        None => SqlValue::Real(n.as_f64().unwrap_or(f64::NAN)),
-    }
+    n.as_i64().map_or(SqlValue::Null, SqlValue::Integer)
 }
 
 /// Calls `visit` with each candidate of `plan`, in `_id` order, until it breaks.
@@ -145,7 +164,11 @@ pub(crate) fn for_each_candidate(
             ),
             vec![SqlValue::Text(key.clone())],
         ),
-        Plan::Scan { needles, numbers } => {
+        Plan::Scan {
+            needles,
+            numbers,
+            sizes,
+        } => {
             let mut filter = Vec::new();
             let mut args = Vec::new();
             for needle in needles {
@@ -159,6 +182,15 @@ pub(crate) fn for_each_candidate(
                 let v = args.len();
                 filter.push(format!(
                     "(json_type(doc, ?{p}) = 'array' OR json_extract(doc, ?{p}) = ?{v})"
+                ));
+            }
+            for (json_path, n) in sizes {
+                args.push(SqlValue::Text(json_path.clone()));
+                let p = args.len();
+                args.push(SqlValue::Integer(i64::try_from(*n).unwrap_or(i64::MAX)));
+                let v = args.len();
+                filter.push(format!(
+                    "(json_type(doc, ?{p}) = 'array' AND json_array_length(doc, ?{p}) = ?{v})"
                 ));
             }
             let filter = if filter.is_empty() {

@@ -154,6 +154,7 @@ pub(crate) fn update(
             }
             let text = serde_json::to_string(&new)
                 .map_err(|e| Error::InvalidModifier(format!("cannot serialize document: {e}")))?;
+            crate::check_len(text.len())?;
             write.execute(params![id, text])?;
             update_rows(&tx, collection, &paths, &id, Some(&old), Some(&new))?;
             result.modified += 1;

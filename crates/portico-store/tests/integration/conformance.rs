@@ -40,6 +40,9 @@ macro_rules! conformance_suite {
             missing_collections_find_nothing,
             concurrent_updates_lose_nothing,
             conditional_writes_follow_the_etag,
+            numbers_are_kept_and_compared_exactly,
+            numbers_are_compared_exactly_through_indexes,
+            size_and_id_limits_hold_on_every_write,
         ]);
     };
     (@cases $backend:ident, $open:expr, [$($case:ident),* $(,)?]) => {
@@ -1151,4 +1154,185 @@ async fn conditional_writes_follow_the_etag(store: S) {
             .unwrap(),
         1
     );
+}
+
+/// Numbers whose `f64` or `u64` forms would lose something: each document holds one in `x`
+/// (and in an array in `xs`), written as text so the test controls the exact spelling.
+const EXACT_NUMBERS: [(&str, &str); 9] = [
+    ("tiny", "2.8535563002202693e-175"),
+    ("tiny_rounded", "2.853556300220269e-175"),
+    ("u64max", "18446744073709551615"),
+    ("big", "18446744073709551616"),
+    ("big1", "18446744073709551617"),
+    ("negbig", "-18446744073709551617"),
+    ("p53", "9007199254740993"),
+    ("one", "1.0"),
+    ("huge", "1e+400"),
+];
+
+async fn exact_number_fixture(store: &S) {
+    for (id, text) in EXACT_NUMBERS {
+        let v: Value = serde_json::from_str(&format!(
+            r#"{{"_id":"{id}","x":{text},"xs":[0,{text}],"o":{{"x":{text}}}}}"#
+        ))
+        .expect("fixture JSON");
+        insert(store, "exact", v).await;
+    }
+}
+
+async fn check_exact_numbers(store: &S) {
+    // Every number comes back spelled as it was sent.
+    for (id, text) in EXACT_NUMBERS {
+        let got = store.get("exact", id).await.expect("get").expect("found");
+        assert_eq!(got["x"].to_string(), text, "x of {id}");
+        assert_eq!(got["xs"][1].to_string(), text, "xs of {id}");
+    }
+    let s = |text: &str| -> Value { serde_json::from_str(text).expect("selector JSON") };
+    for (selector, expected) in [
+        (r#"{"x": 18446744073709551617}"#, vec!["big1"]),
+        (r#"{"x": 18446744073709551616}"#, vec!["big"]),
+        (r#"{"x": 1.8446744073709551616e19}"#, vec!["big"]),
+        (r#"{"xs": 18446744073709551617}"#, vec!["big1"]),
+        (r#"{"o.x": 18446744073709551617}"#, vec!["big1"]),
+        (r#"{"x": 2.8535563002202693e-175}"#, vec!["tiny"]),
+        (r#"{"xs": 2.853556300220269e-175}"#, vec!["tiny_rounded"]),
+        (r#"{"x": 9007199254740993}"#, vec!["p53"]),
+        (r#"{"x": 9007199254740992}"#, vec![]),
+        (r#"{"x": 1}"#, vec!["one"]),
+        (r#"{"x": 1e400}"#, vec!["huge"]),
+        (
+            r#"{"x": {"$gt": 18446744073709551616}}"#,
+            vec!["big1", "huge"],
+        ),
+        (
+            r#"{"x": {"$gte": 18446744073709551615, "$lt": 18446744073709551617}}"#,
+            vec!["big", "u64max"],
+        ),
+        (r#"{"x": {"$lt": 0}}"#, vec!["negbig"]),
+        (
+            r#"{"x": {"$gt": 0, "$lt": 1e-100}}"#,
+            vec!["tiny", "tiny_rounded"],
+        ),
+        (
+            r#"{"x": {"$gt": 2.853556300220269e-175, "$lt": 1}}"#,
+            vec!["tiny"],
+        ),
+        (
+            r#"{"x": {"$in": [18446744073709551617, 1]}}"#,
+            vec!["big1", "one"],
+        ),
+    ] {
+        let mut found = find_ids(store, "exact", s(selector)).await;
+        found.sort();
+        let mut expected: Vec<&str> = expected;
+        expected.sort();
+        assert_eq!(found, expected, "selector {selector}");
+    }
+    // Sort orders by exact value.
+    let sorted = store
+        .find(
+            "exact",
+            &Query {
+                sort: Some(Sort::parse_list("x").expect("sort")),
+                ..Query::new(sel(json!({})))
+            },
+        )
+        .await
+        .expect("sorted find");
+    assert_eq!(
+        ids(&sorted),
+        [
+            "negbig",
+            "tiny_rounded",
+            "tiny",
+            "one",
+            "p53",
+            "u64max",
+            "big",
+            "big1",
+            "huge"
+        ]
+    );
+    // `$inc` on a big integer is exact.
+    let inc: Value = serde_json::from_str(r#"{"$inc": {"x": 2}}"#).expect("JSON");
+    store
+        .update(
+            "exact",
+            &sel(json!({"_id": "u64max"})),
+            &upd(inc),
+            UpdateOptions::default(),
+        )
+        .await
+        .expect("inc");
+    let got = store
+        .get("exact", "u64max")
+        .await
+        .expect("get")
+        .expect("found");
+    assert_eq!(got["x"].to_string(), "18446744073709551617");
+}
+
+async fn numbers_are_kept_and_compared_exactly(store: S) {
+    exact_number_fixture(&store).await;
+    check_exact_numbers(&store).await;
+}
+
+async fn numbers_are_compared_exactly_through_indexes(store: S) {
+    exact_number_fixture(&store).await;
+    for path in ["x", "xs", "o.x"] {
+        store
+            .ensure_index("exact", path)
+            .await
+            .expect("ensure_index");
+    }
+    check_exact_numbers(&store).await;
+}
+
+async fn size_and_id_limits_hold_on_every_write(store: S) {
+    use portico_store::{MAX_DOCUMENT_BYTES, MAX_ID_BYTES};
+    let long_id = "i".repeat(MAX_ID_BYTES + 1);
+    let err = store.insert("lim", doc(json!({"_id": long_id}))).await;
+    assert!(matches!(err, Err(Error::IdTooLong { .. })), "{err:?}");
+    let id = "i".repeat(MAX_ID_BYTES);
+    insert(&store, "lim", json!({"_id": id, "n": 1})).await;
+
+    let big = "x".repeat(MAX_DOCUMENT_BYTES);
+    let err = store.insert("lim", doc(json!({"big": big.clone()}))).await;
+    assert!(
+        matches!(err, Err(Error::DocumentTooLarge { .. })),
+        "{err:?}"
+    );
+    let half = "x".repeat(MAX_DOCUMENT_BYTES / 2);
+    insert(&store, "lim", json!({"_id": "grow", "a": half.clone()})).await;
+    // An update that would take the document over the limit changes nothing.
+    let err = store
+        .update(
+            "lim",
+            &sel(json!({"_id": "grow"})),
+            &upd(json!({"$set": {"b": half}})),
+            UpdateOptions::default(),
+        )
+        .await;
+    assert!(
+        matches!(err, Err(Error::DocumentTooLarge { .. })),
+        "{err:?}"
+    );
+    let err = store
+        .update(
+            "lim",
+            &sel(json!({"_id": "new"})),
+            &upd(json!({"$set": {"big": big}})),
+            UpdateOptions {
+                upsert: true,
+                ..UpdateOptions::default()
+            },
+        )
+        .await;
+    assert!(
+        matches!(err, Err(Error::DocumentTooLarge { .. })),
+        "{err:?}"
+    );
+    let got = store.get("lim", "grow").await.expect("get").expect("found");
+    assert!(got.get("b").is_none());
+    assert_eq!(total(&store, "lim").await, 2);
 }
