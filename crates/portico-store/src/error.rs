@@ -4,7 +4,7 @@
 ///
 /// Errors caused by a client's input ([`Error::InvalidSelector`], [`Error::InvalidModifier`],
 /// [`Error::InvalidSort`], [`Error::InvalidProjection`], [`Error::InvalidDocument`],
-/// [`Error::DuplicateId`]) carry a message that may be shown to that client; the others are
+/// [`Error::DuplicateId`], [`Error::DuplicateKey`]) carry a message that may be shown to that client; the others are
 /// internal and should be logged, not sent.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -32,6 +32,26 @@ pub enum Error {
         /// The id that already exists.
         id: String,
     },
+    /// A write would give two documents the same value at a path with a unique index
+    /// ([`crate::Store::ensure_unique_index`]); nothing was written.
+    ///
+    /// Distinct from [`Error::DuplicateId`]: the `_id` is always unique, while this names a
+    /// uniqueness the program asked for on another path (a username, an email address), so a
+    /// caller can tell "this record exists" from "this value is taken".
+    #[error("duplicate value at {path:?} in collection {collection:?}")]
+    DuplicateKey {
+        /// The collection written to.
+        collection: String,
+        /// The uniquely indexed path whose value is taken.
+        path: String,
+    },
+    /// The database cannot be reached right now (the server is down or restarting, the network
+    /// is cut, every connection stays busy past the wait timeout, or the server refused the
+    /// credentials). The operation did not happen, or for a write whose acknowledgement was lost,
+    /// may or may not have happened. The store recovers by itself when the database is back, so
+    /// a server answers "503 Service Unavailable" and the client may retry.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
     /// A collection or index name that the backend cannot accept.
     #[error("invalid name: {0}")]
     InvalidName(String),
@@ -62,7 +82,14 @@ impl Error {
                 | Error::InvalidProjection(_)
                 | Error::InvalidDocument(_)
                 | Error::DuplicateId { .. }
+                | Error::DuplicateKey { .. }
         )
+    }
+
+    /// True when the database could not be reached ([`Error::Unavailable`]): a temporary
+    /// condition, for a "503 Service Unavailable" reply.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Unavailable(_))
     }
 }
 
