@@ -43,6 +43,7 @@
 //! |---|---|---|
 //! | `memory` (default) | [`memory::MemoryStore`]: in memory, for tests and ephemeral data | `memory:` |
 //! | `sqlite` (default) | `sqlite::SqliteStore`: one SQLite file, WAL, the embedded default | `sqlite:PATH` |
+//! | `postgres` | `postgres::PostgresStore`: one PostgreSQL database shared by many instances | `postgres://user:pass@host:port/db` |
 //!
 //! # One meaning for every backend
 //!
@@ -71,6 +72,8 @@ mod value;
 
 #[cfg(feature = "memory")]
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 

@@ -1,0 +1,122 @@
+//! Connections: a pool of PostgreSQL connections with bounded waits.
+//!
+//! Every wait is bounded, so an operation against a database that went away fails with
+//! [`Error::Unavailable`] within seconds instead of hanging: connecting times out after
+//! [`CONNECT_TIMEOUT`] (unless the URL sets `connect_timeout`), waiting for a free connection or
+//! for a new one after [`POOL_TIMEOUT`]. TCP keepalives notice a peer that vanished without
+//! closing the connection. A connection that broke is found closed when it next leaves the pool
+//! and replaced by a new one, so the store recovers by itself once the server is back.
+
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::NoTls;
+
+use crate::{Error, Result};
+
+/// How long connecting to the server may take.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long an operation may wait for a connection from the pool.
+pub(crate) const POOL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Connections per store (per instance): enough for the requests of a few cores to overlap
+/// their round trips, few enough that many instances fit PostgreSQL's default of 100.
+pub(crate) const MAX_CONNECTIONS: usize = 16;
+
+/// Builds the pool for a store URL; no connection is made yet.
+///
+/// # Errors
+/// [`Error::InvalidUrl`] when `url` is not a PostgreSQL connection URL.
+pub(crate) fn build(url: &str) -> Result<Pool> {
+    let invalid = |reason: String| Error::InvalidUrl {
+        url: redact(url),
+        reason,
+    };
+    let mut config: tokio_postgres::Config = url
+        .parse()
+        .map_err(|e: tokio_postgres::Error| invalid(format!("not a PostgreSQL URL: {e}")))?;
+    if config.get_hosts().is_empty() {
+        return Err(invalid(
+            "no host: write postgres://user:password@host:port/database, \
+             or ?host=/path/to/socket/dir for a unix socket"
+                .into(),
+        ));
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("portico");
+    }
+    config.keepalives(true);
+    config.keepalives_idle(Duration::from_secs(30));
+    let manager = Manager::from_config(
+        config,
+        NoTls,
+        ManagerConfig {
+            // A cheap check when a connection leaves the pool: is it closed? A query on a
+            // connection that broke since fails once, as [`Error::Unavailable`].
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(MAX_CONNECTIONS)
+        .wait_timeout(Some(POOL_TIMEOUT))
+        .create_timeout(Some(CONNECT_TIMEOUT + Duration::from_secs(1)))
+        .recycle_timeout(Some(POOL_TIMEOUT))
+        .runtime(Runtime::Tokio1)
+        .build()
+        .map_err(|e| Error::Open(format!("postgres: cannot build the connection pool: {e}")))
+}
+
+/// `url` without its password, for messages.
+pub(crate) fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split(':').next().unwrap_or("");
+            if userinfo.contains(':') {
+                format!("{scheme}://{user}:***@{host}{tail}")
+            } else {
+                url.to_string()
+            }
+        }
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact("postgres://ann:secret@db:5432/app"),
+            "postgres://ann:***@db:5432/app"
+        );
+        assert_eq!(redact("postgres://ann@db/app"), "postgres://ann@db/app");
+        assert_eq!(
+            redact("postgresql:///app?host=/tmp"),
+            "postgresql:///app?host=/tmp"
+        );
+    }
+
+    #[tokio::test]
+    async fn urls_are_checked_without_connecting() {
+        assert!(build("postgres://ann:pw@localhost:5432/app").is_ok());
+        assert!(build("postgresql:///app?host=/tmp/sock&user=ann").is_ok());
+        assert!(matches!(
+            build("postgres://localhost:notaport/app"),
+            Err(Error::InvalidUrl { .. })
+        ));
+        match build("postgres://ann:secret@localhost:nope/app") {
+            Err(Error::InvalidUrl { url, .. }) => assert!(!url.contains("secret"), "{url}"),
+            other => panic!("expected InvalidUrl, got {:?}", other.map(|_| ())),
+        }
+    }
+}
