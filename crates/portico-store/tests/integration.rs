@@ -2,13 +2,18 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | `common` | backends to run against (memory, SQLite in a temp dir) and small helpers |
+//! | `common` | backends to run against (memory, SQLite in a temp dir, PostgreSQL) and helpers |
 //! | `conformance` | one suite, written once as a macro, run against every backend |
 //! | `differential` | random documents and operations: every backend answers as memory does |
-//! | `durability` | a SQLite writer killed with SIGKILL keeps every acknowledged write |
+//! | `durability` | a writer killed with SIGKILL keeps every acknowledged write (SQLite, PostgreSQL) |
+//! | `postgres` | what only PostgreSQL has: instances sharing a database, a server that goes away |
+//!
+//! The PostgreSQL tests (feature `postgres`) start one throwaway cluster per test binary and use
+//! a fresh database per test; they need Debian's `postgresql` package (`initdb`, `pg_ctl`) and
+//! fail, never skip, without it.
 //!
 //! With no backend feature enabled there is nothing to test.
-#![cfg(any(feature = "memory", feature = "sqlite"))]
+#![cfg(any(feature = "memory", feature = "sqlite", feature = "postgres"))]
 
 #[path = "integration/common.rs"]
 mod common;
@@ -17,6 +22,6 @@ mod conformance;
 #[cfg(all(feature = "memory", feature = "sqlite"))]
 #[path = "integration/differential.rs"]
 mod differential;
-#[cfg(feature = "sqlite")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 #[path = "integration/durability.rs"]
 mod durability;

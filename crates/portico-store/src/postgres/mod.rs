@@ -51,6 +51,8 @@ mod query;
 mod schema;
 mod write;
 
+pub mod testing;
+
 use async_trait::async_trait;
 use deadpool_postgres::{Client, Pool};
 

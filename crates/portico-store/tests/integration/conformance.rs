@@ -63,6 +63,8 @@ macro_rules! conformance_suite {
 conformance_suite!(memory, crate::common::memory());
 #[cfg(feature = "sqlite")]
 conformance_suite!(sqlite, crate::common::sqlite());
+#[cfg(feature = "postgres")]
+conformance_suite!(postgres, crate::common::postgres());
 
 type S = Arc<dyn Store>;
 
