@@ -25,3 +25,6 @@ mod differential;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 #[path = "integration/durability.rs"]
 mod durability;
+#[cfg(feature = "postgres")]
+#[path = "integration/postgres.rs"]
+mod postgres;

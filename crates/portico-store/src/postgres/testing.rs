@@ -18,7 +18,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// A running throwaway PostgreSQL server; the superuser is `postgres`, trusted without password.
+/// The password of the superuser `postgres` over TCP.
+pub const PASSWORD: &str = "portico-test";
+
+/// A running throwaway PostgreSQL server; the superuser is `postgres`, with [`PASSWORD`] over
+/// TCP and trusted on the unix socket.
 #[derive(Debug)]
 pub struct TestCluster {
     bin: PathBuf,
@@ -57,6 +61,10 @@ impl TestCluster {
         }
         cluster.watch_parent()?;
         let data = cluster.dir.join("data");
+        let pwfile = cluster.dir.join("pwfile");
+        std::fs::write(&pwfile, format!("{PASSWORD}\n"))
+            .map_err(|e| format!("cannot write {pwfile:?}: {e}"))?;
+        let pwfile_arg = format!("--pwfile={}", pwfile.display());
         cluster.run_pg(
             "initdb",
             &[
@@ -64,8 +72,11 @@ impl TestCluster {
                 data.as_os_str(),
                 "-U".as_ref(),
                 "postgres".as_ref(),
-                "-A".as_ref(),
-                "trust".as_ref(),
+                // TCP connections need the password (so tests can check wrong credentials);
+                // the unix socket is trusted (for `psql` in test setup).
+                "--auth-host=scram-sha-256".as_ref(),
+                "--auth-local=trust".as_ref(),
+                pwfile_arg.as_ref(),
                 "-E".as_ref(),
                 "UTF8".as_ref(),
                 "--no-locale".as_ref(),
@@ -117,7 +128,7 @@ impl TestCluster {
 
     /// The URL of database `db` over TCP, as the superuser.
     pub fn url(&self, db: &str) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/{db}", self.port)
+        format!("postgres://postgres:{PASSWORD}@127.0.0.1:{}/{db}", self.port)
     }
 
     /// Creates a new, empty database with a unique name and returns its URL.
@@ -137,7 +148,9 @@ impl TestCluster {
     pub fn sql(&self, db: &str, sql: &str) -> Result<(), String> {
         let port = self.port.to_string();
         run(Command::new(self.bin.join("psql"))
-            .args(["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", db])
+            .arg("-h")
+            .arg(&self.dir)
+            .args(["-p", &port, "-U", "postgres", "-d", db])
             .args(["-v", "ON_ERROR_STOP=1", "-q", "-c", sql]))
     }
 
