@@ -58,10 +58,18 @@ impl Error {
         }
     }
 
+    /// True when the store's database cannot be reached right now
+    /// ([`portico_store::Error::Unavailable`]): a temporary condition, answered with 503.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Store(e) if e.is_unavailable())
+    }
+
     /// The HTTP status a front door should answer with: 400 for bad input, 401 for a failed
-    /// login, 403 for access denied, 404 for an unknown user, 500 for everything internal.
+    /// login, 403 for access denied, 404 for an unknown user, 503 while the database is
+    /// unavailable, 500 for everything else internal.
     pub fn status_code(&self) -> u16 {
         match self {
+            e if e.is_unavailable() => 503,
             Error::AccessDenied => 403,
             Error::LoginFailed => 401,
             Error::UserNotFound => 404,
@@ -92,6 +100,9 @@ mod tests {
         assert_eq!(store.status_code(), 400);
         let backend = Error::from(portico_store::Error::Backend("disk".into()));
         assert_eq!(backend.status_code(), 500);
+        let down = Error::from(portico_store::Error::Unavailable("refused".into()));
+        assert_eq!(down.status_code(), 503);
+        assert!(down.is_unavailable() && !down.is_client_error());
     }
 
     #[test]

@@ -96,43 +96,45 @@ fn password(body: &Value) -> Option<Password> {
 async fn login(mut ctx: Context, limiters: &LoginLimiters, on_in: Option<&LoginHook>) -> Reply {
     let id = identity(&ctx.body_params);
     let address_key = ctx.client_addr.map(|a| a.ip().to_string());
+    // The failure counts live in the store, shared by every instance on one database.
+    let store = ctx.platform.store().clone();
     if let (Some(limiter), Some((_, key))) = (&limiters.identity, &id) {
-        if let Err(retry) = limiter.check(key) {
+        if let Err(retry) = limiter.check(store.as_ref(), key).await {
             return too_many(retry);
         }
     }
     if let (Some(limiter), Some(key)) = (&limiters.address, &address_key) {
-        if let Err(retry) = limiter.check(key) {
+        if let Err(retry) = limiter.check(store.as_ref(), key).await {
             return too_many(retry);
         }
     }
-    let record_failure = || {
+    let record_failure = || async {
         if let (Some(limiter), Some((_, key))) = (&limiters.identity, &id) {
-            limiter.record_failure(key);
+            limiter.record_failure(store.as_ref(), key).await;
         }
         if let (Some(limiter), Some(key)) = (&limiters.address, &address_key) {
-            limiter.record_failure(key);
+            limiter.record_failure(store.as_ref(), key).await;
         }
     };
     let (Some((selector, _)), Some(pw)) = (&id, password(&ctx.body_params)) else {
-        record_failure();
+        record_failure().await;
         return login_failed();
     };
     let accounts = ctx.platform.accounts();
     let token = match accounts.login(selector, &pw).await {
         Ok(token) => token,
         Err(portico_platform::Error::LoginFailed) => {
-            record_failure();
+            record_failure().await;
             return login_failed();
         }
         Err(e) if e.is_client_error() => {
-            record_failure();
+            record_failure().await;
             return login_failed();
         }
-        Err(e) => return Reply::internal(e),
+        Err(e) => return Reply::from(e),
     };
     if let (Some(limiter), Some((_, key))) = (&limiters.identity, &id) {
-        limiter.reset(key);
+        limiter.reset(store.as_ref(), key).await;
     }
     let mut data = Map::new();
     data.insert("authToken".into(), json!(token.token));

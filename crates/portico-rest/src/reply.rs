@@ -237,6 +237,9 @@ impl<T: IntoReply> IntoReply for Result<T, Reply> {
 /// whose text is logged, not sent.
 impl From<portico_platform::Error> for Reply {
     fn from(e: portico_platform::Error) -> Reply {
+        if e.is_unavailable() {
+            return unavailable(e);
+        }
         if e.is_client_error() {
             Reply::error(e.status_code(), e.to_string())
         } else {
@@ -249,12 +252,21 @@ impl From<portico_platform::Error> for Reply {
 /// 500 whose text is logged, not sent.
 impl From<portico_store::Error> for Reply {
     fn from(e: portico_store::Error) -> Reply {
+        if e.is_unavailable() {
+            return unavailable(e);
+        }
         if e.is_client_error() {
             Reply::error(400, e.to_string())
         } else {
             Reply::internal(e)
         }
     }
+}
+
+/// The database cannot be reached: 503, with the details logged, not sent.
+fn unavailable(e: impl Display) -> Reply {
+    tracing::warn!(error = %e, "database unavailable");
+    Reply::error(503, "Service unavailable, try again shortly")
 }
 
 /// Any other error is a 500 whose text is logged, not sent.

@@ -170,20 +170,23 @@ fn token_reply(state: &LoginState, token: &LoginToken) -> Result<Response, ApiEr
 
 async fn login(State(state): State<Arc<LoginState>>, req: Request) -> Response {
     let address = client_address(&req);
+    // The failure counts live in the store, shared by every instance on one database.
+    let store = state.platform.store().clone();
+    let store = store.as_ref();
     let result = async {
         let body = body_of(req).await?;
         let Some(credentials) = Credentials::from_body(body.as_ref()) else {
             // A malformed login is a failed login, and counts against the address.
-            if let Err(wait) = state.per_address.check(&address) {
+            if let Err(wait) = state.per_address.check(store, &address).await {
                 return Err(ApiError::too_many_requests(wait));
             }
-            state.per_address.record_failure(&address);
+            state.per_address.record_failure(store, &address).await;
             return Err(ApiError::incorrect_credentials());
         };
         let identity = credentials.identity_key();
         let waits = [
-            state.per_identity.check(&identity),
-            state.per_address.check(&address),
+            state.per_identity.check(store, &identity).await,
+            state.per_address.check(store, &address).await,
         ];
         if let Some(wait) = waits.into_iter().filter_map(Result::err).max() {
             return Err(ApiError::too_many_requests(wait));
@@ -195,15 +198,15 @@ async fn login(State(state): State<Arc<LoginState>>, req: Request) -> Response {
             .await
         {
             Ok(token) => {
-                state.per_identity.reset(&identity);
+                state.per_identity.reset(store, &identity).await;
                 token_reply(&state, &token)
             }
             Err(err) if err.is_client_error() => {
-                state.per_identity.record_failure(&identity);
-                state.per_address.record_failure(&address);
+                state.per_identity.record_failure(store, &identity).await;
+                state.per_address.record_failure(store, &address).await;
                 Err(ApiError::incorrect_credentials())
             }
-            Err(err) => Err(ApiError::internal(err)),
+            Err(err) => Err(ApiError::from(err)),
         }
     }
     .await;

@@ -39,7 +39,7 @@ pub(crate) fn platform_error(e: PlatformError) -> Reply {
             Reply::error(409, "An item with this _id exists already")
         }
         _ if e.is_client_error() => Reply::error(e.status_code(), e.to_string()),
-        _ => Reply::internal(e),
+        _ => Reply::from(e),
     }
 }
 

@@ -128,7 +128,10 @@ impl TestCluster {
 
     /// The URL of database `db` over TCP, as the superuser.
     pub fn url(&self, db: &str) -> String {
-        format!("postgres://postgres:{PASSWORD}@127.0.0.1:{}/{db}", self.port)
+        format!(
+            "postgres://postgres:{PASSWORD}@127.0.0.1:{}/{db}",
+            self.port
+        )
     }
 
     /// Creates a new, empty database with a unique name and returns its URL.

@@ -61,11 +61,19 @@ async fn instances_race_for_one_unique_value_and_one_document() {
         tasks.push(tokio::spawn(async move {
             let inc = Update::parse(&json!({"$inc": {"n": 1}})).expect("modifier");
             store
-                .update("users", &Selector::by_id("hot"), &inc, UpdateOptions::default())
+                .update(
+                    "users",
+                    &Selector::by_id("hot"),
+                    &inc,
+                    UpdateOptions::default(),
+                )
                 .await
                 .expect("increment");
             store
-                .insert("users", doc(json!({"_id": format!("u{i}"), "nameLower": "ann"})))
+                .insert(
+                    "users",
+                    doc(json!({"_id": format!("u{i}"), "nameLower": "ann"})),
+                )
                 .await
         }));
     }
@@ -89,7 +97,10 @@ async fn wrong_credentials_and_missing_databases_are_unavailable_with_the_reason
     let wrong = format!("postgres://postgres:wrong@127.0.0.1:{}/postgres", c.port());
     match PostgresStore::open(&wrong).await {
         Err(Error::Unavailable(reason)) => {
-            assert!(reason.contains("password authentication failed"), "{reason}");
+            assert!(
+                reason.contains("password authentication failed"),
+                "{reason}"
+            );
             assert!(!reason.contains("wrong"), "{reason}");
         }
         other => panic!("expected Unavailable, got {other:?}"),
@@ -104,7 +115,9 @@ async fn wrong_credentials_and_missing_databases_are_unavailable_with_the_reason
         c.socket_dir().display(),
         c.port()
     );
-    let store = PostgresStore::open(&socket).await.expect("open over the socket");
+    let store = PostgresStore::open(&socket)
+        .await
+        .expect("open over the socket");
     store.list_collections().await.expect("list");
 }
 
@@ -157,10 +170,7 @@ async fn a_database_that_goes_away_is_unavailable_then_comes_back() {
         )
         .await
         .expect("a write returns while the server is down");
-        assert!(
-            matches!(&write, Err(e) if e.is_unavailable()),
-            "{write:?}"
-        );
+        assert!(matches!(&write, Err(e) if e.is_unavailable()), "{write:?}");
     }
     assert!(started.elapsed() < Duration::from_secs(60));
 
@@ -179,5 +189,8 @@ async fn a_database_that_goes_away_is_unavailable_then_comes_back() {
     })
     .await
     .expect("writes work again");
-    assert_eq!(store.count("kept", &Selector::all()).await.expect("count"), 2);
+    assert_eq!(
+        store.count("kept", &Selector::all()).await.expect("count"),
+        2
+    );
 }
