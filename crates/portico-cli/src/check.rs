@@ -26,7 +26,10 @@ pub async fn check(path: &Path) -> crate::Result<String> {
                     message,
                 }],
             }),
-            None => crate::Error::Database { url, message },
+            None => crate::Error::Database {
+                url: portico_store::redact_url(&url),
+                message,
+            },
         });
     }
     Ok(summary(path, &config))
@@ -72,10 +75,14 @@ pub async fn check_database(url: &str) -> Result<(), String> {
             ))
         };
     }
-    portico_store::open(url)
-        .await
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    match portico_store::open(url).await {
+        Ok(_) => Ok(()),
+        Err(portico_store::Error::Unavailable(reason)) => Err(format!(
+            "the database cannot be used: {reason} (is the server running, and are the host, \
+             port, user, password and database name in the URL right?)"
+        )),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// The summary `check` prints for a valid config.

@@ -85,5 +85,5 @@ pub use projection::Projection;
 pub use selector::Selector;
 pub use sort::Sort;
 pub use store::{Query, Store, UpdateOptions, UpdateResult};
-pub use url::open;
+pub use url::{open, redact_url};
 pub use value::{compare_values, lookup_path};

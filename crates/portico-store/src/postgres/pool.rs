@@ -30,7 +30,7 @@ pub(crate) const MAX_CONNECTIONS: usize = 16;
 /// [`Error::InvalidUrl`] when `url` is not a PostgreSQL connection URL.
 pub(crate) fn build(url: &str) -> Result<Pool> {
     let invalid = |reason: String| Error::InvalidUrl {
-        url: redact(url),
+        url: crate::redact_url(url),
         reason,
     };
     let mut config: tokio_postgres::Config = url
@@ -70,41 +70,9 @@ pub(crate) fn build(url: &str) -> Result<Pool> {
         .map_err(|e| Error::Open(format!("postgres: cannot build the connection pool: {e}")))
 }
 
-/// `url` without its password, for messages.
-pub(crate) fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split(':').next().unwrap_or("");
-            if userinfo.contains(':') {
-                format!("{scheme}://{user}:***@{host}{tail}")
-            } else {
-                url.to_string()
-            }
-        }
-        None => url.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_are_redacted() {
-        assert_eq!(
-            redact("postgres://ann:secret@db:5432/app"),
-            "postgres://ann:***@db:5432/app"
-        );
-        assert_eq!(redact("postgres://ann@db/app"), "postgres://ann@db/app");
-        assert_eq!(
-            redact("postgresql:///app?host=/tmp"),
-            "postgresql:///app?host=/tmp"
-        );
-    }
 
     #[tokio::test]
     async fn urls_are_checked_without_connecting() {
