@@ -31,6 +31,7 @@ pub(crate) fn value_key(value: &Value) -> Option<String> {
 }
 
 /// The keys a unique index on `path` holds for `doc`: [`keys`] without [`NULL_KEY`].
+#[cfg_attr(not(feature = "memory"), allow(dead_code))]
 pub(crate) fn unique_keys(doc: &Document, path: &str) -> BTreeSet<String> {
     let mut out = keys(doc, path);
     out.remove(NULL_KEY);

@@ -71,8 +71,7 @@ fn acknowledged_writes_to_postgres_survive_sigkill() {
 }
 
 /// Runs the writer child on the store `url`, kills it, and checks every acknowledged write.
-fn check_durability(url: &str) {
-    let db = url;
+fn check_durability(db: &str) {
     let exe = std::env::current_exe().expect("test binary path");
     let child = Command::new(exe)
         .args([
@@ -82,7 +81,7 @@ fn check_durability(url: &str) {
             "--nocapture",
             "--test-threads=1",
         ])
-        .env(CHILD_ENV, &db)
+        .env(CHILD_ENV, db)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
