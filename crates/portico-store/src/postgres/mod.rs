@@ -77,7 +77,7 @@ impl PostgresStore {
     ///
     /// `url` is `postgres://user:password@host:port/database` (or `postgresql://`), with the
     /// options tokio-postgres understands as query parameters, such as
-    /// `?host=/var/run/postgresql` for a unix socket, `connect_timeout=10` (seconds; 5 by
+    /// `?host=/var/run/postgresql` for a unix socket, `connect_timeout=20` (seconds; 10 by
     /// default) or `application_name=...`.
     ///
     /// # Errors

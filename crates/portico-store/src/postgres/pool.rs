@@ -1,9 +1,9 @@
 //! Connections: a pool of PostgreSQL connections with bounded waits.
 //!
 //! Every wait is bounded, so an operation against a database that went away fails with
-//! [`Error::Unavailable`] within seconds instead of hanging: connecting times out after
-//! [`CONNECT_TIMEOUT`] (unless the URL sets `connect_timeout`), waiting for a free connection or
-//! for a new one after [`POOL_TIMEOUT`]. TCP keepalives notice a peer that vanished without
+//! [`Error::Unavailable`] instead of hanging: a server that is down refuses connections at once,
+//! connecting to a host that does not answer times out after [`CONNECT_TIMEOUT`] (unless the URL
+//! sets `connect_timeout`), and waiting for a free connection after [`POOL_TIMEOUT`]. TCP keepalives notice a peer that vanished without
 //! closing the connection. A connection that broke is found closed when it next leaves the pool
 //! and replaced by a new one, so the store recovers by itself once the server is back.
 
@@ -14,11 +14,14 @@ use tokio_postgres::NoTls;
 
 use crate::{Error, Result};
 
-/// How long connecting to the server may take.
-pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long connecting to the server may take. A server that is down refuses at once; this
+/// bounds the wait for a host that does not answer at all, and leaves room for a busy server.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How long an operation may wait for a connection from the pool.
-pub(crate) const POOL_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long an operation may wait for a free connection of the pool. Longer than the connect
+/// timeout: a healthy but busy database (many writers queued on one row) must not read as
+/// unavailable, while a database that is down fails at connect, long before this.
+pub(crate) const POOL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Connections per store (per instance): enough for the requests of a few cores to overlap
 /// their round trips, few enough that many instances fit PostgreSQL's default of 100.
@@ -63,7 +66,7 @@ pub(crate) fn build(url: &str) -> Result<Pool> {
     Pool::builder(manager)
         .max_size(MAX_CONNECTIONS)
         .wait_timeout(Some(POOL_TIMEOUT))
-        .create_timeout(Some(CONNECT_TIMEOUT + Duration::from_secs(1)))
+        .create_timeout(Some(CONNECT_TIMEOUT + Duration::from_secs(5)))
         .recycle_timeout(Some(POOL_TIMEOUT))
         .runtime(Runtime::Tokio1)
         .build()
