@@ -1,8 +1,9 @@
 //! Throwaway PostgreSQL clusters for tests: `cargo test` needs no running database service.
 //!
 //! [`TestCluster::start`] runs `initdb` into a fresh temp dir and starts the server with `pg_ctl`
-//! on a free loopback port (and a unix socket in the same dir), with `fsync` off (a test never
-//! outlives the server, so only the server's own crash would lose data). A cluster is stopped and
+//! on a free loopback port (and a unix socket in the same dir), with `fsync` and synchronous
+//! commits off (a test never outlives the server, so only the server's own crash would lose
+//! data, and tests kill clients, not the server). A cluster is stopped and
 //! its dir removed when the value is dropped, and also, through a small watchdog process, when
 //! the test process ends without dropping it (a `static` shared by a test binary, a panic, a
 //! kill), so nothing is left behind.
@@ -85,7 +86,8 @@ impl TestCluster {
         )?;
         cluster.port = free_port()?;
         cluster.options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=200 \
+             -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
             cluster.port,
             cluster.dir.display()
         );

@@ -64,6 +64,36 @@ pub(crate) async fn postgres() -> Fixture {
     }
 }
 
+/// A PostgreSQL store on one database shared by every call (created on first use), with
+/// `collection` dropped: for many short cases (the differential test) that each would
+/// otherwise pay for creating a database.
+#[cfg(feature = "postgres")]
+pub(crate) async fn postgres_shared(collection: &str) -> Fixture {
+    use std::sync::OnceLock;
+    static URL: OnceLock<String> = OnceLock::new();
+    let url = match URL.get() {
+        Some(url) => url.clone(),
+        None => {
+            let url = tokio::task::spawn_blocking(|| cluster().create_database())
+                .await
+                .expect("create database task")
+                .expect("create database");
+            URL.get_or_init(|| url).clone()
+        }
+    };
+    let store = portico_store::postgres::PostgresStore::open(&url)
+        .await
+        .expect("open postgres store");
+    store
+        .drop_collection(collection)
+        .await
+        .expect("drop the collection of the previous case");
+    Fixture {
+        store: Arc::new(store),
+        _dir: None,
+    }
+}
+
 /// The object `v` as a document (tests only build objects).
 pub(crate) fn doc(v: Value) -> Document {
     match v {
