@@ -47,7 +47,10 @@ pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report>
                     message,
                 }],
             }),
-            _ => crate::Error::Database { url, message },
+            _ => crate::Error::Database {
+                url: portico_store::redact_url(&url),
+                message,
+            },
         });
     }
     Ok(Report {
@@ -93,10 +96,17 @@ pub async fn check_database(url: &str) -> Result<(), String> {
             created = Some(path.to_owned());
         }
     }
-    let opened = portico_platform::Platform::open(url)
-        .await
-        .map(drop)
-        .map_err(|e| e.to_string());
+    let opened = match portico_store::open(url).await {
+        Ok(store) => {
+            drop(store);
+            Ok(())
+        }
+        Err(portico_store::Error::Unavailable(reason)) => Err(format!(
+            "the database cannot be used: {reason} (is the server running, and are the host, \
+             port, user, password and database name in the URL right?)"
+        )),
+        Err(e) => Err(e.to_string()),
+    };
     if let Some(path) = created {
         // Let the store's connections close before their files go.
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;

@@ -115,16 +115,17 @@ pub fn check_lasting(choice: &DatabaseChoice, effect: Effect) -> crate::Result<(
 ///
 /// # Errors
 /// [`crate::Error::Database`] with the store's own words when the URL is malformed, the backend
-/// is not in this build (`postgres://`), or the database cannot be opened.
+/// is not in this build, or the database cannot be opened (a PostgreSQL server that cannot be
+/// reached or refuses the credentials). The URL in the message has no password.
 pub async fn open(url: &str) -> crate::Result<Platform> {
     check_database_url(url).map_err(|message| crate::Error::Database {
-        url: url.to_owned(),
+        url: portico_store::redact_url(url),
         message,
     })?;
     Platform::open(url)
         .await
         .map_err(|err| crate::Error::Database {
-            url: url.to_owned(),
+            url: portico_store::redact_url(url),
             message: err.to_string(),
         })
 }

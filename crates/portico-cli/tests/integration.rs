@@ -1,5 +1,6 @@
 //! Black-box tests of the `portico` binary: every test runs the real executable, on a temporary
-//! SQLite file, and drives it over HTTP on an ephemeral port.
+//! SQLite file (or a database of a throwaway PostgreSQL server, for `scale_out`), and drives it
+//! over HTTP on an ephemeral port.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic on setup failures
 
@@ -15,6 +16,7 @@ mod integration {
     mod login_parity;
     mod routes_api;
     mod safe_defaults;
+    mod scale_out;
     mod timestamps;
     mod users;
     mod workspace;

@@ -15,6 +15,8 @@ use http::{HeaderMap, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Map, Value};
 
+use portico_store::json::{JsonError, JsonLimits, parse_bounded};
+
 use crate::form::parse_form;
 
 /// The default largest request body: 50 MB.
@@ -37,6 +39,13 @@ pub enum BodyError {
     /// The body is not valid JSON (400).
     #[error("Malformed JSON body: {0}")]
     MalformedJson(String),
+    /// The JSON body nests deeper than the limit (400).
+    #[error("JSON body nested deeper than {0} levels")]
+    TooDeep(usize),
+    /// The JSON body holds more values than its length allows: it would cost far more memory
+    /// parsed than it took to send (413).
+    #[error("JSON body holds too many values for its size")]
+    TooManyValues,
     /// The form body has conflicting names (400).
     #[error("Malformed form body: {0}")]
     MalformedForm(String),
@@ -58,7 +67,7 @@ impl BodyError {
     /// The HTTP status of this error.
     pub fn status(&self) -> StatusCode {
         match self {
-            BodyError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            BodyError::TooLarge { .. } | BodyError::TooManyValues => StatusCode::PAYLOAD_TOO_LARGE,
             BodyError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             _ => StatusCode::BAD_REQUEST,
         }
@@ -185,9 +194,14 @@ pub fn parse_body(headers: &HeaderMap, bytes: &[u8]) -> Result<ParsedBody, BodyE
         return Ok(ParsedBody::Empty);
     }
     match kind(headers) {
-        Kind::Json => serde_json::from_slice(bytes)
-            .map(ParsedBody::Json)
-            .map_err(|e| BodyError::MalformedJson(e.to_string())),
+        // Counted before it is parsed, so the parsed form costs memory in proportion to the
+        // bytes sent (see `portico_store::json`).
+        Kind::Json => match parse_bounded(bytes, &JsonLimits::default()) {
+            Ok(value) => Ok(ParsedBody::Json(value)),
+            Err(JsonError::TooDeep { limit }) => Err(BodyError::TooDeep(limit)),
+            Err(JsonError::TooManyValues { .. }) => Err(BodyError::TooManyValues),
+            Err(e) => Err(BodyError::MalformedJson(e.to_string())),
+        },
         Kind::Form => {
             let form = parse_form(bytes).map_err(|e| BodyError::MalformedForm(e.0))?;
             if looks_like_json(&form) {
@@ -265,6 +279,35 @@ mod tests {
         assert!(err.to_string().contains("Content-Type: application/json"));
         // A real form with a brace in a value is fine.
         assert!(parse_body(&form, b"a={").is_ok());
+    }
+
+    #[test]
+    fn json_bodies_cost_memory_in_proportion_to_their_bytes() {
+        let json = with_type("application/json");
+        // A megabyte of tiny values: over its budget, refused before it is parsed.
+        let tiny = format!("[{}0]", "0,".repeat(500_000));
+        assert_eq!(
+            parse_body(&json, tiny.as_bytes()),
+            Err(BodyError::TooManyValues)
+        );
+        assert_eq!(
+            BodyError::TooManyValues.status(),
+            StatusCode::PAYLOAD_TOO_LARGE
+        );
+        let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
+        assert!(matches!(
+            parse_body(&json, deep.as_bytes()),
+            Err(BodyError::TooDeep(_))
+        ));
+        // Numbers come back exactly as sent.
+        let exact = parse_body(&json, b"[2.8535563002202693e-175, 18446744073709551617]").unwrap();
+        let ParsedBody::Json(value) = exact else {
+            panic!("json")
+        };
+        assert_eq!(
+            value.to_string(),
+            "[2.8535563002202693e-175,18446744073709551617]"
+        );
     }
 
     #[test]

@@ -63,16 +63,24 @@ impl Error {
         }
     }
 
+    /// True when the store's database cannot be reached right now
+    /// ([`portico_store::Error::Unavailable`]): a temporary condition, answered with 503.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Store(e) if e.is_unavailable())
+    }
+
     /// The HTTP status a front door answers with. This is the one mapping of errors to
     /// statuses both doors use: 400 for bad input, 401 for a failed login, 403 for access
-    /// denied, 404 for an unknown user, 409 for a duplicate `_id`, 413 for a document over the
-    /// store's size limit, 500 for everything internal.
+    /// denied, 404 for an unknown user, 409 for a duplicate `_id` or unique key, 413 for a
+    /// document over the store's size limit, 503 while the database is unavailable, 500 for
+    /// everything else internal.
     pub fn status_code(&self) -> u16 {
         match self {
             Error::Store(e) => match e.kind() {
                 portico_store::ErrorKind::Invalid => 400,
                 portico_store::ErrorKind::Conflict => 409,
                 portico_store::ErrorKind::TooLarge => 413,
+                portico_store::ErrorKind::Unavailable => 503,
                 _ => 500,
             },
             Error::AccessDenied | Error::ProtectedField(_) => 403,
@@ -115,6 +123,9 @@ mod tests {
         assert_eq!(long_id.status_code(), 400);
         let backend = Error::from(portico_store::Error::Backend("disk".into()));
         assert_eq!(backend.status_code(), 500);
+        let down = Error::from(portico_store::Error::Unavailable("refused".into()));
+        assert_eq!(down.status_code(), 503);
+        assert!(down.is_unavailable() && !down.is_client_error());
     }
 
     #[test]

@@ -48,12 +48,12 @@
 //!
 //! | Part | What it gives |
 //! |---|---|
-//! | [`Platform`] | store URL (`memory:`, `sqlite:PATH`), collections, registries |
+//! | [`Platform`] | store URL (`memory:`, `sqlite:PATH`, `postgres://...`), collections, registries |
 //! | [`Collection`] | server writes (no rules, schema checked), `client_*` writes (rules applied) |
 //! | [`Accounts`] | users in the layout existing apps use, argon2id/bcrypt, hashed login tokens |
 //! | [`Platform::method`], [`Platform::call`] | named async server functions, [`MethodError`] |
 //! | [`Platform::publish`], [`Platform::subscribe`] | named queries returning [`Cursor`]s |
-//! | [`RateLimiter`] | in-memory failure limits for login routes |
+//! | [`RateLimiter`] | failure limits for login routes, kept in the store (shared by instances) |
 
 mod accounts;
 mod collection;
@@ -84,7 +84,7 @@ pub use method::{Invocation, MethodInfo, MethodOptions, MethodReply};
 pub use method_error::{MethodError, arg};
 pub use platform::{Platform, PlatformConfig};
 pub use publication::{PublicationInfo, PublicationOptions, Subscription};
-pub use rate_limit::RateLimiter;
+pub use rate_limit::{LOGIN_FAILURES, RateLimiter};
 pub use rules::{InsertRule, RemoveRule, Rules, UpdateRule};
 pub use time::now_iso;
 pub use timestamps::{CREATED_AT, UPDATED_AT};

@@ -102,8 +102,18 @@ impl MethodError {
 
 impl From<Error> for MethodError {
     /// Client errors keep their message (status 400, 401 for a failed login, 403 for access
-    /// denied, 404 for an unknown user); internal ones become [`MethodError::internal`].
+    /// denied, 404 for an unknown user); an unreachable database is 503 `service-unavailable`
+    /// (its details are logged, not sent); other internal errors become
+    /// [`MethodError::internal`].
     fn from(e: Error) -> MethodError {
+        if e.is_unavailable() {
+            tracing::warn!(error = %e, "database unavailable");
+            return MethodError::new(
+                "service-unavailable",
+                "The database is unavailable; try again shortly",
+            )
+            .with_status(503);
+        }
         if !e.is_client_error() {
             return MethodError::internal(e);
         }

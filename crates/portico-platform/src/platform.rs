@@ -43,7 +43,6 @@ struct Inner {
     collections: RwLock<BTreeMap<String, Collection>>,
     methods: RwLock<BTreeMap<String, MethodEntry>>,
     publications: RwLock<BTreeMap<String, PublicationEntry>>,
-    login_failures: Arc<crate::login::FailureLog>,
 }
 
 /// The host-program model: a store, named collections with rules, accounts, and the method and
@@ -129,7 +128,6 @@ impl Platform {
                 collections: RwLock::new(BTreeMap::new()),
                 methods: RwLock::new(BTreeMap::new()),
                 publications: RwLock::new(BTreeMap::new()),
-                login_failures: Arc::default(),
             }),
         })
     }
@@ -140,10 +138,10 @@ impl Platform {
     }
 
     /// The login service with `limits`: credential forms, lookup order and limits on failures
-    /// and sign-ups, as both front doors use it. Services of one platform share their failure
-    /// counts.
+    /// and sign-ups, as both front doors use it. The failure counts are kept in the store, so
+    /// services of one platform, and servers sharing one database, count together.
     pub fn login_service(&self, limits: crate::LoginLimits) -> crate::LoginService {
-        crate::LoginService::new(self.clone(), limits, self.inner.login_failures.clone())
+        crate::LoginService::new(self.clone(), limits)
     }
 
     /// The accounts service.

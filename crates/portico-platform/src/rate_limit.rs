@@ -1,168 +1,218 @@
-//! [`RateLimiter`]: an in-memory sliding-window limit of failures per key.
+//! [`RateLimiter`]: a sliding-window limit of failures per key, kept in the store so that every
+//! instance on one database shares it.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use portico_store::{Selector, Store, Update, UpdateOptions};
+use serde_json::{Value, json};
+
+/// The collection holding recent failures: one document per key (`_id`), with the failure
+/// times in milliseconds since the Unix epoch (`failures`) and the latest one (`last`).
+pub const LOGIN_FAILURES: &str = "portico_login_failures";
 
 /// Limits failures per key (an identity, a client address) to `attempts` per sliding window of
 /// `per`. The front doors use it against login brute force: `check` before the attempt,
 /// `record_failure` after a failed one, `reset` after a success.
 ///
+/// The failures live in the store ([`LOGIN_FAILURES`]), not in the process: on PostgreSQL, N
+/// instances behind a load balancer share one count, so splitting attempts across instances
+/// gains an attacker nothing. Each failure is one atomic `$push` (an upsert), so concurrent
+/// failures from several instances all count. The check and the attempt are not one
+/// transaction: a burst of concurrent attempts may each pass the check before any failure is
+/// recorded, so the limit can be overshot by the number of attempts in flight at once, never
+/// more. Clocks of the instances are assumed to agree within a small part of the window.
+///
+/// When the store cannot be read, `check` lets the attempt through (the login itself will then
+/// fail on the same store) and the problem is logged.
+///
 /// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # use std::time::Duration;
 /// # use portico_platform::RateLimiter;
+/// let store = portico_store::open("memory:").await?;
 /// let limiter = RateLimiter::new(2, Duration::from_secs(10));
-/// assert!(limiter.check("ada").is_ok());
-/// limiter.record_failure("ada");
-/// limiter.record_failure("ada");
-/// let retry_after = limiter.check("ada").unwrap_err();
+/// assert!(limiter.check(&*store, "ada").await.is_ok());
+/// limiter.record_failure(&*store, "ada").await;
+/// limiter.record_failure(&*store, "ada").await;
+/// let retry_after = limiter.check(&*store, "ada").await.unwrap_err();
 /// assert!(retry_after <= Duration::from_secs(10));
-/// assert!(limiter.check("bob").is_ok());
+/// assert!(limiter.check(&*store, "bob").await.is_ok());
+/// limiter.reset(&*store, "ada").await;
+/// assert!(limiter.check(&*store, "ada").await.is_ok());
+/// # Ok(())
+/// # }
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct RateLimiter {
     attempts: u32,
     per: Duration,
-    state: Mutex<State>,
 }
 
-#[derive(Debug)]
-struct State {
-    failures: HashMap<String, VecDeque<Instant>>,
-    last_sweep: Instant,
-}
-
-/// Above this many keys, stale ones are swept (at most once per window), so keys that stopped
-/// failing do not pile up.
-const SWEEP_ABOVE: usize = 10_000;
+/// Every this many recorded failures (at random), keys whose last failure left the window are
+/// removed, so keys that stopped failing do not pile up.
+const SWEEP_ONE_IN: u32 = 64;
 
 impl RateLimiter {
     /// At most `attempts` failures per key in any window of `per`.
     pub fn new(attempts: u32, per: Duration) -> RateLimiter {
-        RateLimiter {
-            attempts,
-            per,
-            state: Mutex::new(State {
-                failures: HashMap::new(),
-                last_sweep: Instant::now(),
-            }),
-        }
+        RateLimiter { attempts, per }
     }
 
-    fn prune(queue: &mut VecDeque<Instant>, per: Duration, now: Instant) {
-        while queue
-            .front()
-            .is_some_and(|t| now.saturating_duration_since(*t) >= per)
-        {
-            queue.pop_front();
-        }
+    fn per_ms(&self) -> i64 {
+        i64::try_from(self.per.as_millis()).unwrap_or(i64::MAX)
     }
 
     /// `Ok` when `key` may try again now; otherwise how long until it may.
     ///
     /// # Errors
     /// The time to wait (for a `Retry-After` header) when `key` has used up its attempts.
-    pub fn check(&self, key: &str) -> Result<(), Duration> {
+    pub async fn check(&self, store: &dyn Store, key: &str) -> Result<(), Duration> {
         if self.attempts == 0 {
             return Err(self.per.max(Duration::from_millis(1)));
         }
-        let now = Instant::now();
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(queue) = state.failures.get_mut(key) else {
-            return Ok(());
+        let doc = match store.get(LOGIN_FAILURES, key).await {
+            Ok(doc) => doc,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read login failures; allowing the attempt");
+                return Ok(());
+            }
         };
-        RateLimiter::prune(queue, self.per, now);
+        let now = now_ms();
+        let since = now.saturating_sub(self.per_ms());
+        let mut recent: Vec<i64> = doc
+            .as_ref()
+            .and_then(|d| d.get("failures"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_i64)
+            .filter(|&t| t > since)
+            .collect();
         let limit = usize::try_from(self.attempts).unwrap_or(usize::MAX);
-        if queue.len() < limit {
+        if recent.len() < limit {
             return Ok(());
         }
+        recent.sort_unstable();
         // The window frees a slot when the oldest failure that still counts leaves it.
-        let oldest = queue[queue.len() - limit];
-        let wait = self
-            .per
-            .saturating_sub(now.saturating_duration_since(oldest));
+        let oldest = recent[recent.len() - limit];
+        let wait_ms = self.per_ms().saturating_sub(now.saturating_sub(oldest));
+        let wait = Duration::from_millis(u64::try_from(wait_ms).unwrap_or(0));
         Err(wait.max(Duration::from_millis(1)))
     }
 
-    /// Records a failed attempt of `key`.
-    pub fn record_failure(&self, key: &str) {
-        let now = Instant::now();
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.failures.len() > SWEEP_ABOVE
-            && now.saturating_duration_since(state.last_sweep) >= self.per
-        {
-            state.failures.retain(|_, q| {
-                RateLimiter::prune(q, self.per, now);
-                !q.is_empty()
-            });
-            state.last_sweep = now;
-        }
-        let queue = state.failures.entry(key.to_string()).or_default();
-        RateLimiter::prune(queue, self.per, now);
-        queue.push_back(now);
-        // Only the newest `attempts` failures matter.
-        let limit = usize::try_from(self.attempts).unwrap_or(usize::MAX).max(1);
-        while queue.len() > limit {
-            queue.pop_front();
+    /// Records a failed attempt of `key`, and drops its failures that left the window.
+    pub async fn record_failure(&self, store: &dyn Store, key: &str) {
+        if let Err(e) = self.try_record(store, key).await {
+            tracing::warn!(error = %e, "cannot record a login failure");
         }
     }
 
-    /// Forgets the failures of `key` (after a successful login).
-    pub fn reset(&self, key: &str) {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .failures
-            .remove(key);
+    async fn try_record(&self, store: &dyn Store, key: &str) -> portico_store::Result<()> {
+        let now = now_ms();
+        let since = now.saturating_sub(self.per_ms());
+        let by_key = Selector::by_id(key);
+        let upsert = UpdateOptions {
+            multi: false,
+            upsert: true,
+        };
+        let push = Update::parse(&json!({"$push": {"failures": now}, "$set": {"last": now}}))?;
+        store.update(LOGIN_FAILURES, &by_key, &push, upsert).await?;
+        let prune = Update::parse(&json!({"$pull": {"failures": {"$lte": since}}}))?;
+        store
+            .update(LOGIN_FAILURES, &by_key, &prune, UpdateOptions::default())
+            .await?;
+        if rand::random_range(0..SWEEP_ONE_IN) == 0 {
+            let stale = Selector::parse(&json!({"last": {"$lte": since}}))?;
+            store.remove(LOGIN_FAILURES, &stale).await?;
+        }
+        Ok(())
     }
+
+    /// Forgets the failures of `key` (after a successful login).
+    pub async fn reset(&self, store: &dyn Store, key: &str) {
+        if let Err(e) = store.remove(LOGIN_FAILURES, &Selector::by_id(key)).await {
+            tracing::warn!(error = %e, "cannot reset login failures");
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch (0 for a clock before it).
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// The failures document of `key`, for tests.
+#[cfg(test)]
+async fn failures(store: &dyn Store, key: &str) -> Option<portico_store::Document> {
+    store.get(LOGIN_FAILURES, key).await.ok().flatten()
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
-    #[test]
-    fn refuses_after_the_allowed_failures_and_resets() {
+    async fn store() -> Arc<dyn Store> {
+        portico_store::open("memory:").await.expect("memory store")
+    }
+
+    #[tokio::test]
+    async fn refuses_after_the_allowed_failures_and_resets() {
+        let s = store().await;
         let limiter = RateLimiter::new(3, Duration::from_secs(60));
         for _ in 0..3 {
-            assert!(limiter.check("k").is_ok());
-            limiter.record_failure("k");
+            assert!(limiter.check(&*s, "k").await.is_ok());
+            limiter.record_failure(&*s, "k").await;
         }
-        let wait = limiter.check("k");
+        let wait = limiter.check(&*s, "k").await;
         assert!(
             matches!(wait, Err(d) if d > Duration::from_secs(50) && d <= Duration::from_secs(60))
         );
-        assert!(limiter.check("other").is_ok());
-        limiter.reset("k");
-        assert!(limiter.check("k").is_ok());
+        assert!(limiter.check(&*s, "other").await.is_ok());
+        limiter.reset(&*s, "k").await;
+        assert!(limiter.check(&*s, "k").await.is_ok());
+        assert!(failures(&*s, "k").await.is_none());
     }
 
-    #[test]
-    fn failures_leave_the_window() {
-        let limiter = RateLimiter::new(1, Duration::from_millis(30));
-        limiter.record_failure("k");
-        assert!(limiter.check("k").is_err());
-        std::thread::sleep(Duration::from_millis(40));
-        assert!(limiter.check("k").is_ok());
-    }
-
-    #[test]
-    fn stale_keys_are_swept() {
-        let limiter = RateLimiter::new(3, Duration::from_millis(20));
-        for i in 0..=SWEEP_ABOVE {
-            limiter.record_failure(&format!("k{i}"));
+    #[tokio::test]
+    async fn limiters_on_one_store_share_the_count() {
+        // Two instances of a server: two limiters, one store.
+        let s = store().await;
+        let a = RateLimiter::new(5, Duration::from_secs(60));
+        let b = RateLimiter::new(5, Duration::from_secs(60));
+        for i in 0..5 {
+            let limiter = if i % 2 == 0 { &a } else { &b };
+            assert!(limiter.check(&*s, "ann").await.is_ok());
+            limiter.record_failure(&*s, "ann").await;
         }
-        std::thread::sleep(Duration::from_millis(30));
-        limiter.record_failure("fresh");
-        let state = limiter.state.lock().unwrap_or_else(PoisonError::into_inner);
-        assert_eq!(state.failures.len(), 1);
+        assert!(a.check(&*s, "ann").await.is_err());
+        assert!(b.check(&*s, "ann").await.is_err());
     }
 
-    #[test]
-    fn zero_attempts_always_refuses() {
+    #[tokio::test]
+    async fn failures_leave_the_window() {
+        let s = store().await;
+        let limiter = RateLimiter::new(1, Duration::from_millis(30));
+        limiter.record_failure(&*s, "k").await;
+        assert!(limiter.check(&*s, "k").await.is_err());
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        assert!(limiter.check(&*s, "k").await.is_ok());
+        // The next failure drops the one that left the window.
+        limiter.record_failure(&*s, "k").await;
+        let doc = failures(&*s, "k").await.expect("failures");
+        assert_eq!(doc["failures"].as_array().map(Vec::len), Some(1));
+    }
+
+    #[tokio::test]
+    async fn zero_attempts_always_refuses() {
+        let s = store().await;
         let limiter = RateLimiter::new(0, Duration::from_secs(1));
-        assert!(limiter.check("fresh").is_err());
-        limiter.record_failure("k");
-        assert!(limiter.check("k").is_err());
+        assert!(limiter.check(&*s, "fresh").await.is_err());
+        limiter.record_failure(&*s, "k").await;
+        assert!(limiter.check(&*s, "k").await.is_err());
     }
 }

@@ -1,8 +1,10 @@
-//! Integration tests of the platform, run against the memory store and a real SQLite file.
+//! Integration tests of the platform, run against the memory store, a real SQLite file and (with
+//! the `postgres` feature) a throwaway PostgreSQL server.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic on setup failures
 
-/// Declares each test twice: once on `memory:`, once on `sqlite:<tempdir>/x.db`.
+/// Declares each test on every backend: `memory:`, `sqlite:<tempdir>/x.db`, and with the
+/// `postgres` feature a fresh database of the test binary's PostgreSQL cluster.
 macro_rules! on_every_backend {
     ($(async fn $name:ident($p:ident: Platform) -> TestResult $body:block)*) => {
         $(
@@ -23,6 +25,12 @@ macro_rules! on_every_backend {
                     let result = run(platform).await;
                     drop(dir);
                     result
+                }
+
+                #[cfg(feature = "postgres")]
+                #[tokio::test]
+                async fn postgres() -> TestResult {
+                    run(crate::common::postgres().await?).await
                 }
             }
         )*

@@ -163,7 +163,8 @@ pub(crate) async fn authenticate(ctx: &Context, options: &AuthOptions) -> Result
                     })
                 }
                 Ok(None) => Err(unauthorized()),
-                Err(e) => Err(Reply::internal(e)),
+                // 503 while the database is unreachable, else 500 (see `Reply::from`).
+                Err(e) => Err(Reply::from(e)),
             }
         }
         AuthOutcome::Error(reply) => Err(reply),

@@ -93,7 +93,7 @@ async fn login(mut ctx: Context, on_in: Option<&LoginHook>) -> Reply {
     {
         Ok(token) => token,
         Err(LoginError::TooManyAttempts(wait)) => return too_many(wait),
-        Err(LoginError::Platform(e)) => return Reply::internal(e),
+        Err(LoginError::Platform(e)) => return Reply::from(e),
         Err(_) => return login_failed(),
     };
     let accounts = ctx.platform.accounts();

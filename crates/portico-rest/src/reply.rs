@@ -243,6 +243,9 @@ impl<T: IntoReply> IntoReply for Result<T, Reply> {
 /// error is a 500 whose text is logged, not sent.
 impl From<portico_platform::Error> for Reply {
     fn from(e: portico_platform::Error) -> Reply {
+        if e.is_unavailable() {
+            return unavailable(e);
+        }
         let status = e.status_code();
         if status >= 500 {
             return Reply::internal(e);
@@ -262,6 +265,12 @@ impl From<portico_store::Error> for Reply {
     fn from(e: portico_store::Error) -> Reply {
         Reply::from(portico_platform::Error::from(e))
     }
+}
+
+/// The database cannot be reached: 503, with the details logged, not sent.
+fn unavailable(e: impl Display) -> Reply {
+    tracing::warn!(error = %e, "database unavailable");
+    Reply::error(503, "Service unavailable, try again shortly")
 }
 
 /// Any other error is a 500 whose text is logged, not sent.

@@ -4,7 +4,7 @@
 ///
 /// Errors caused by a client's input ([`Error::InvalidSelector`], [`Error::InvalidModifier`],
 /// [`Error::InvalidSort`], [`Error::InvalidProjection`], [`Error::InvalidDocument`],
-/// [`Error::DocumentTooLarge`], [`Error::IdTooLong`], [`Error::DuplicateId`]) carry a message that may be shown to that client; the others are
+/// [`Error::DocumentTooLarge`], [`Error::IdTooLong`], [`Error::DuplicateId`], [`Error::DuplicateKey`]) carry a message that may be shown to that client; the others are
 /// internal and should be logged, not sent.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -50,6 +50,26 @@ pub enum Error {
         /// The id that already exists.
         id: String,
     },
+    /// A write would give two documents the same value at a path with a unique index
+    /// ([`crate::Store::ensure_unique_index`]); nothing was written.
+    ///
+    /// Distinct from [`Error::DuplicateId`]: the `_id` is always unique, while this names a
+    /// uniqueness the program asked for on another path (a username, an email address), so a
+    /// caller can tell "this record exists" from "this value is taken".
+    #[error("duplicate value at {path:?} in collection {collection:?}")]
+    DuplicateKey {
+        /// The collection written to.
+        collection: String,
+        /// The uniquely indexed path whose value is taken.
+        path: String,
+    },
+    /// The database cannot be reached right now (the server is down or restarting, the network
+    /// is cut, every connection stays busy past the wait timeout, or the server refused the
+    /// credentials). The operation did not happen, or for a write whose acknowledgement was lost,
+    /// may or may not have happened. The store recovers by itself when the database is back, so
+    /// a server answers "503 Service Unavailable" and the client may retry.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
     /// A collection or index name that the backend cannot accept.
     #[error("invalid name: {0}")]
     InvalidName(String),
@@ -79,6 +99,8 @@ pub enum ErrorKind {
     Conflict,
     /// A document is larger than the store accepts.
     TooLarge,
+    /// The database cannot be reached right now; the operation may succeed later.
+    Unavailable,
     /// Something failed inside the store; the message is for logs, not clients.
     Internal,
 }
@@ -94,7 +116,8 @@ impl Error {
             | Error::InvalidDocument(_)
             | Error::IdTooLong { .. } => ErrorKind::Invalid,
             Error::DocumentTooLarge { .. } => ErrorKind::TooLarge,
-            Error::DuplicateId { .. } => ErrorKind::Conflict,
+            Error::DuplicateId { .. } | Error::DuplicateKey { .. } => ErrorKind::Conflict,
+            Error::Unavailable(_) => ErrorKind::Unavailable,
             Error::InvalidName(_)
             | Error::InvalidUrl { .. }
             | Error::Open(_)
@@ -108,6 +131,12 @@ impl Error {
             self.kind(),
             ErrorKind::Invalid | ErrorKind::Conflict | ErrorKind::TooLarge
         )
+    }
+
+    /// True when the database could not be reached ([`Error::Unavailable`]): a temporary
+    /// condition, for a "503 Service Unavailable" reply.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Unavailable(_))
     }
 }
 

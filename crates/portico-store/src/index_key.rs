@@ -11,10 +11,13 @@ use serde_json::Value;
 
 use crate::{Document, lookup_path};
 
+/// The key of `null`. A unique index ignores it: `null` is no value, like a missing field.
+pub(crate) const NULL_KEY: &str = "n";
+
 /// The index key of a scalar value; `None` for objects and arrays (which are not indexed).
 pub(crate) fn value_key(value: &Value) -> Option<String> {
     match value {
-        Value::Null => Some("n".to_string()),
+        Value::Null => Some(NULL_KEY.to_string()),
         Value::Bool(b) => Some(if *b { "b1" } else { "b0" }.to_string()),
         Value::Number(n) => {
             let f = n.as_f64()?;
@@ -25,6 +28,14 @@ pub(crate) fn value_key(value: &Value) -> Option<String> {
         Value::String(s) => Some(format!("s{s}")),
         Value::Array(_) | Value::Object(_) => None,
     }
+}
+
+/// The keys a unique index on `path` holds for `doc`: [`keys`] without [`NULL_KEY`].
+#[cfg_attr(not(feature = "memory"), allow(dead_code))]
+pub(crate) fn unique_keys(doc: &Document, path: &str) -> BTreeSet<String> {
+    let mut out = keys(doc, path);
+    out.remove(NULL_KEY);
+    out
 }
 
 /// The keys of `doc` for the index on `path`: every scalar at the path, also inside arrays.

@@ -45,6 +45,7 @@
 //! |---|---|---|
 //! | `memory` (default) | [`memory::MemoryStore`]: in memory, for tests and ephemeral data | `memory:` |
 //! | `sqlite` (default) | `sqlite::SqliteStore`: one SQLite file, WAL, the embedded default | `sqlite:PATH` |
+//! | `postgres` | `postgres::PostgresStore`: one PostgreSQL database shared by many instances | `postgres://user:pass@host:port/db` |
 //!
 //! # One meaning for every backend
 //!
@@ -79,6 +80,8 @@ mod value;
 
 #[cfg(feature = "memory")]
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
@@ -93,5 +96,5 @@ pub use projection::Projection;
 pub use selector::Selector;
 pub use sort::Sort;
 pub use store::{Query, Store, UpdateOptions, UpdateResult};
-pub use url::open;
+pub use url::{open, redact_url};
 pub use value::{compare_values, lookup_path};

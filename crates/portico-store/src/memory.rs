@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::document::prepare_insert;
-use crate::index_key::{keys, value_key};
+use crate::index_key::{NULL_KEY, keys, unique_keys, value_key};
 use crate::top::TopK;
 use crate::value::split_path;
 use crate::{
@@ -60,6 +60,8 @@ struct Collection {
 #[derive(Debug, Default)]
 struct Index {
     entries: HashMap<String, BTreeSet<String>>,
+    /// No two documents may share a key (other than `null`'s); checked before every write.
+    unique: bool,
 }
 
 impl MemoryStore {
@@ -112,6 +114,35 @@ impl Index {
 }
 
 impl Collection {
+    /// Checks that writing `changes` (id, new document; an id present already is replaced)
+    /// keeps every unique index unique, before anything is written.
+    fn check_unique<'a>(
+        &self,
+        collection: &str,
+        changes: &[(&'a str, &'a Document)],
+    ) -> Result<()> {
+        let changing: HashSet<&str> = changes.iter().map(|(id, _)| *id).collect();
+        for (path, index) in self.indexes.iter().filter(|(_, index)| index.unique) {
+            let mut claimed: HashMap<String, &str> = HashMap::new();
+            for &(id, doc) in changes {
+                for key in unique_keys(doc, path) {
+                    let held_elsewhere = index
+                        .entries
+                        .get(&key)
+                        .is_some_and(|ids| ids.iter().any(|h| !changing.contains(h.as_str())));
+                    let claimed_by_other = claimed.insert(key, id).is_some_and(|other| other != id);
+                    if held_elsewhere || claimed_by_other {
+                        return Err(Error::DuplicateKey {
+                            collection: collection.to_string(),
+                            path: path.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn index_add(&mut self, id: &str, doc: &Document) {
         for (path, index) in &mut self.indexes {
             index.add(path, id, doc);
@@ -169,6 +200,7 @@ impl Collection {
                 id,
             });
         }
+        self.check_unique(collection, &[(id.as_str(), &doc)])?;
         self.index_add(&id, &doc);
         self.docs.insert(id.clone(), doc);
         Ok(id)
@@ -274,6 +306,11 @@ impl Store for MemoryStore {
             }
         }
         let target = all.entry(collection.to_string()).or_default();
+        let batch: Vec<(&str, &Document)> = prepared
+            .iter()
+            .map(|(id, doc)| (id.as_str(), doc))
+            .collect();
+        target.check_unique(collection, &batch)?;
         let mut ids = Vec::with_capacity(prepared.len());
         for (id, doc) in prepared {
             ids.push(target.insert(collection, id, doc)?);
@@ -362,6 +399,9 @@ impl Store for MemoryStore {
             return Ok(result);
         }
         if let Some(coll) = all.get_mut(collection) {
+            let batch: Vec<(&str, &Document)> =
+                changes.iter().map(|(id, doc)| (id.as_str(), doc)).collect();
+            coll.check_unique(collection, &batch)?;
             result.modified = changes.len() as u64;
             for (id, new) in changes {
                 // Old keys out before new keys in: a key both versions hold must stay.
@@ -404,6 +444,43 @@ impl Store for MemoryStore {
         }
         coll.indexes.insert(path.to_string(), index);
         Ok(())
+    }
+
+    async fn ensure_unique_index(&self, collection: &str, path: &str) -> Result<()> {
+        check_name(collection)?;
+        split_path(path).map_err(|e| Error::InvalidName(format!("index path: {e}")))?;
+        let mut all = self.write();
+        let coll = all.entry(collection.to_string()).or_default();
+        if path == "_id" {
+            return Ok(());
+        }
+        let existed = coll.indexes.remove(path);
+        let had_index = existed.is_some();
+        let index = existed.unwrap_or_else(|| {
+            let mut index = Index::default();
+            for (id, doc) in &coll.docs {
+                index.add(path, id, doc);
+            }
+            index
+        });
+        let shared = index
+            .entries
+            .iter()
+            .any(|(key, ids)| key != NULL_KEY && ids.len() > 1);
+        let unique = index.unique || !shared;
+        // When it cannot be made unique, nothing changes: a plain index stays as it was.
+        if unique || had_index {
+            coll.indexes
+                .insert(path.to_string(), Index { unique, ..index });
+        }
+        if unique {
+            Ok(())
+        } else {
+            Err(Error::DuplicateKey {
+                collection: collection.to_string(),
+                path: path.to_string(),
+            })
+        }
     }
 
     async fn drop_collection(&self, collection: &str) -> Result<()> {

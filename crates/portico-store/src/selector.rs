@@ -72,6 +72,32 @@ pub(crate) enum Cond {
     Regex(Pattern),
 }
 
+/// A condition on one dotted path that every matching document satisfies (see
+/// [`Selector::narrowing`]).
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Narrowing<'a> {
+    /// The path's parts.
+    pub(crate) parts: &'a [String],
+    /// What some value the path reaches (an array element on the way or at the end included)
+    /// satisfies.
+    pub(crate) narrow: Narrow<'a>,
+}
+
+/// The conditions of [`Narrowing`]; operands are scalars (string, number, bool), never `null`.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Narrow<'a> {
+    /// Equal to the scalar (numbers by value).
+    Eq(&'a Value),
+    /// In the range; the operand is a number or a string, compared within its type.
+    Cmp(CmpOp, &'a Value),
+    /// Equal to one of the scalars.
+    In(&'a [Value]),
+    /// The path reaches some value (`null` included).
+    Exists,
+}
+
 /// `$gt`, `$gte`, `$lt`, `$lte`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CmpOp {
@@ -301,6 +327,48 @@ impl Selector {
                     }
                 }
                 Clause::And(subs) => subs.iter().for_each(|s| s.collect_sizes(out)),
+                Clause::Or(_) | Clause::Nor(_) | Clause::Etag(_) => {}
+            }
+        }
+    }
+
+    /// Top-level (or `$and`) conditions that every matching document satisfies and that a
+    /// database can check on its own to narrow candidates: equality with a scalar, a range on a
+    /// number or string, `$in` a list of scalars, `{"$exists": true}`. A backend may translate
+    /// any subset of them; the reference matcher still decides every document.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn narrowing(&self) -> Vec<Narrowing<'_>> {
+        let mut out = Vec::new();
+        self.collect_narrowing(&mut out);
+        out
+    }
+
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    fn collect_narrowing<'a>(&'a self, out: &mut Vec<Narrowing<'a>>) {
+        let scalar = |v: &Value| matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_));
+        for clause in &self.clauses {
+            match clause {
+                Clause::Field { parts, conds, .. } => {
+                    for c in conds {
+                        let narrow = match c {
+                            Cond::Eq(v) if scalar(v) => Narrow::Eq(v),
+                            Cond::Cmp(op, v @ (Value::String(_) | Value::Number(_))) => {
+                                Narrow::Cmp(*op, v)
+                            }
+                            Cond::In(list) if !list.is_empty() && list.iter().all(scalar) => {
+                                Narrow::In(list)
+                            }
+                            Cond::Exists(true) => Narrow::Exists,
+                            _ => continue,
+                        };
+                        out.push(Narrowing { parts, narrow });
+                    }
+                }
+                Clause::And(subs) => {
+                    for s in subs {
+                        s.collect_narrowing(out);
+                    }
+                }
                 Clause::Or(_) | Clause::Nor(_) | Clause::Etag(_) => {}
             }
         }

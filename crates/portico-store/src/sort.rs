@@ -133,6 +133,7 @@ impl Sort {
 
     /// The values `doc` sorts by, one per key, for comparing many times with
     /// [`Sort::compare_keys`] without looking the paths up again.
+    #[cfg_attr(not(feature = "memory"), allow(dead_code))]
     pub(crate) fn sort_keys<'a>(&self, doc: &'a Document) -> Vec<&'a Value> {
         self.keys
             .iter()
@@ -142,6 +143,7 @@ impl Sort {
     }
 
     /// Compares the results of [`Sort::sort_keys`] of two documents, as [`Sort::compare`] would.
+    #[cfg_attr(not(feature = "memory"), allow(dead_code))]
     pub(crate) fn compare_keys(&self, a: &[&Value], b: &[&Value]) -> Ordering {
         for (((_, ascending), ka), kb) in self.keys.iter().zip(a).zip(b) {
             let o = compare_values(ka, kb);

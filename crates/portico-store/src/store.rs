@@ -140,6 +140,24 @@ pub trait Store: Send + Sync + 'static {
     /// [`crate::Error::InvalidName`] for an unusable path, backend failures.
     async fn ensure_index(&self, collection: &str, path: &str) -> Result<()>;
 
+    /// Makes `path` unique in `collection`: no two documents may hold one value there, and
+    /// equality lookups on it are fast (it is an index as [`Store::ensure_index`] makes).
+    ///
+    /// Values are compared as selectors compare them (`1` and `1.0` are one value; strings
+    /// exactly, so store a lowercase copy to make a name unique whatever its case). Through an
+    /// array every element counts, so `{"emails": [{"address": "a"}]}` takes `"a"` at
+    /// `emails.address`; a document may repeat a value within itself. `null` and a missing path
+    /// are not values: any number of documents may lack the field. An insert or update that would
+    /// break the rule fails with [`crate::Error::DuplicateKey`] and writes nothing, also when
+    /// two writers race (on PostgreSQL, across instances). Calling it again is a no-op; calling
+    /// it on a path with a plain index makes that index unique.
+    ///
+    /// # Errors
+    /// [`crate::Error::DuplicateKey`] when stored documents already share a value at `path`
+    /// (then nothing changes); [`crate::Error::InvalidName`] for an unusable path (`_id`, which
+    /// is unique already, is accepted); backend failures.
+    async fn ensure_unique_index(&self, collection: &str, path: &str) -> Result<()>;
+
     /// Removes `collection` with all its documents and indexes. Dropping a missing one is a no-op.
     ///
     /// # Errors

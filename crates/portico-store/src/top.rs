@@ -1,6 +1,9 @@
 //! A bounded selection of the smallest items, shared by the backends' sorted pages.
 
+use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+
+use crate::{Document, Sort};
 
 /// Keeps the `keep` smallest items pushed so far (by `Ord`) in a max-heap whose top is the first
 /// to go, so a sorted page of `skip + limit` documents never holds more than that many.
@@ -33,6 +36,40 @@ impl<T: Ord> TopK<T> {
         self.heap.into_sorted_vec()
     }
 }
+
+/// A document with its position in `_id` order, ordered by a sort and then by that position
+/// (which makes the order total, and a [`TopK`] of them the first page of a stable sort).
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+pub(crate) struct Ranked<'a> {
+    /// The sort deciding the order.
+    pub(crate) sort: &'a Sort,
+    /// The position in `_id` order, breaking ties.
+    pub(crate) seq: u64,
+    /// The document.
+    pub(crate) doc: Document,
+}
+
+impl Ord for Ranked<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.sort
+            .compare(&self.doc, &other.doc)
+            .then(self.seq.cmp(&other.seq))
+    }
+}
+
+impl PartialOrd for Ranked<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Ranked<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.seq == other.seq
+    }
+}
+
+impl Eq for Ranked<'_> {}
 
 #[cfg(test)]
 mod tests {

@@ -4,20 +4,28 @@ use std::sync::Arc;
 
 use crate::{Error, Result, Store};
 
-/// Opens the store a URL names: `memory:`, `sqlite:PATH` (the file is created when missing).
+/// Opens the store a URL names: `memory:`, `sqlite:PATH` (the file is created when missing),
+/// `postgres://user:password@host:port/database` (or `postgresql://`; see
+/// `postgres::PostgresStore::open` for the options).
 ///
 /// `sqlite:` also accepts the `sqlite://PATH` spelling (`sqlite:///var/db/app.db` is the
-/// absolute path `/var/db/app.db`). `postgres://` URLs are recognised, but that backend is not
-/// part of this build yet.
+/// absolute path `/var/db/app.db`). The returned future is `Send`: it can be spawned.
 ///
 /// # Errors
 /// [`crate::Error::InvalidUrl`] for an unknown scheme or a backend not compiled in;
-/// [`crate::Error::Open`] when the backend cannot open (bad path, not a database file).
+/// [`crate::Error::Open`] when the backend cannot open (bad path, not a database file);
+/// [`crate::Error::Unavailable`] when a database server cannot be reached or refuses the
+/// credentials.
 pub async fn open(url: &str) -> Result<Arc<dyn Store>> {
-    let invalid = |reason: &str| Error::InvalidUrl {
-        url: url.to_string(),
-        reason: reason.to_string(),
-    };
+    // A plain function, not a closure: the future must not hold a `&dyn Fn` (not `Send`)
+    // across an await.
+    fn invalid(url: &str, reason: &str) -> Error {
+        Error::InvalidUrl {
+            url: url.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+    let invalid = |reason: &str| invalid(url, reason);
     let Some((scheme, rest)) = url.split_once(':') else {
         return Err(invalid(
             "expected a scheme: memory:, sqlite:PATH or postgres://...",
@@ -37,15 +45,46 @@ pub async fn open(url: &str) -> Result<Arc<dyn Store>> {
                     "a sqlite: URL needs a file path, as in sqlite:app.db",
                 ));
             }
-            open_sqlite(path, &invalid).await
+            match open_sqlite(path) {
+                Some(opening) => opening.await,
+                None => Err(invalid("the sqlite backend is not enabled in this build")),
+            }
         }
-        "postgres" | "postgresql" => Err(invalid(
-            "the postgres backend is not available in this build",
-        )),
+        "postgres" | "postgresql" => match open_postgres(url) {
+            Some(opening) => opening.await,
+            None => Err(invalid(
+                "the postgres backend is not enabled in this build (cargo feature `postgres`)",
+            )),
+        },
         _ => Err(invalid(
             "unknown scheme (expected memory:, sqlite:PATH or postgres://...)",
         )),
     }
+}
+
+/// `url` with its password (if any) replaced by `***`, for messages and logs:
+/// `postgres://ann:secret@db/app` becomes `postgres://ann:***@db/app`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    let mut out = match authority.rsplit_once('@') {
+        Some((userinfo, host)) if userinfo.contains(':') => {
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{scheme}://{user}:***@{host}{tail}")
+        }
+        _ => url.to_string(),
+    };
+    // libpq also takes the password as a query parameter.
+    if let Some(start) = out.find("password=") {
+        let value_start = start + "password=".len();
+        let end = out[value_start..]
+            .find('&')
+            .map_or(out.len(), |i| value_start + i);
+        out.replace_range(value_start..end, "***");
+    }
+    out
 }
 
 #[cfg(feature = "memory")]
@@ -58,14 +97,34 @@ fn open_memory() -> Option<Arc<dyn Store>> {
     None
 }
 
+/// The future opening a store, `Send` so that `open` can be spawned.
+type Opening<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Arc<dyn Store>>> + Send + 'a>>;
+
 #[cfg(feature = "sqlite")]
-async fn open_sqlite(path: &str, _invalid: &dyn Fn(&str) -> Error) -> Result<Arc<dyn Store>> {
-    Ok(Arc::new(crate::sqlite::SqliteStore::open(path).await?))
+fn open_sqlite(path: &str) -> Option<Opening<'_>> {
+    Some(Box::pin(async move {
+        let store: Arc<dyn Store> = Arc::new(crate::sqlite::SqliteStore::open(path).await?);
+        Ok(store)
+    }))
 }
 
 #[cfg(not(feature = "sqlite"))]
-async fn open_sqlite(_path: &str, invalid: &dyn Fn(&str) -> Error) -> Result<Arc<dyn Store>> {
-    Err(invalid("the sqlite backend is not enabled in this build"))
+fn open_sqlite(_path: &str) -> Option<Opening<'_>> {
+    None
+}
+
+#[cfg(feature = "postgres")]
+fn open_postgres(url: &str) -> Option<Opening<'_>> {
+    Some(Box::pin(async move {
+        let store: Arc<dyn Store> = Arc::new(crate::postgres::PostgresStore::open(url).await?);
+        Ok(store)
+    }))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(_url: &str) -> Option<Opening<'_>> {
+    None
 }
 
 #[cfg(test)]
@@ -87,9 +146,52 @@ mod tests {
                 "{url}"
             );
         }
+        #[cfg(not(feature = "postgres"))]
         match open("postgres://localhost/db").await {
             Err(Error::InvalidUrl { reason, .. }) => assert!(reason.contains("postgres")),
             other => panic!("postgres should be refused, got {:?}", other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact_url("postgres://ann:secret@db:5432/app"),
+            "postgres://ann:***@db:5432/app"
+        );
+        assert_eq!(redact_url("postgres://ann@db/app"), "postgres://ann@db/app");
+        assert_eq!(
+            redact_url("postgresql:///app?host=/tmp&password=pw&user=x"),
+            "postgresql:///app?host=/tmp&password=***&user=x"
+        );
+        assert_eq!(redact_url("sqlite:app.db"), "sqlite:app.db");
+    }
+
+    #[tokio::test]
+    async fn open_can_be_spawned() {
+        // `tokio::spawn` needs a `Send` future: this fails to compile otherwise.
+        let handle = tokio::spawn(async { open("memory:").await.map(|_| ()) });
+        let opened = handle.await.expect("task");
+        assert_eq!(opened.is_ok(), cfg!(feature = "memory"));
+        let dir = std::env::temp_dir().join(format!("portico-open-{}", std::process::id()));
+        let url = format!("sqlite:{}", dir.join("missing-dir/x.db").display());
+        let handle = tokio::spawn(async move { open(&url).await.map(|_| ()) });
+        assert!(handle.await.expect("task").is_err());
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test]
+    async fn an_unreachable_postgres_is_unavailable_quickly() {
+        // Nothing listens on port 1; the error must come back as `Unavailable`, not hang.
+        let opened = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            open("postgres://nobody:pw@127.0.0.1:1/db"),
+        )
+        .await
+        .expect("open returns within the connect timeout");
+        match opened {
+            Err(Error::Unavailable(reason)) => assert!(!reason.contains("pw"), "{reason}"),
+            other => panic!("expected Unavailable, got {:?}", other.map(|_| ())),
         }
     }
 

@@ -79,7 +79,8 @@ where
                         }
                     }
                     Ok(None) => {}
-                    Err(err) => return Ok(ApiError::internal(err).into_response()),
+                    // 503 while the database is unreachable, else 500.
+                    Err(err) => return Ok(ApiError::from(err).into_response()),
                 }
             }
             inner.call(req).await

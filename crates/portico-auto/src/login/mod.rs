@@ -181,6 +181,8 @@ fn login_error(err: LoginError) -> ApiError {
             ApiError::new(StatusCode::FORBIDDEN, "forbidden", "Signups forbidden")
         }
         LoginError::InvalidUser(reason) => ApiError::bad_request("invalid-user", reason),
+        // The one status mapping: 503 while the database is unavailable, else 500.
+        LoginError::Platform(e) => ApiError::from(e),
         other => ApiError::internal(other),
     }
 }

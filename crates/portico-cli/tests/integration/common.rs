@@ -16,16 +16,47 @@ pub(crate) fn portico() -> Command {
     command
 }
 
-/// A temporary directory holding a config file and a SQLite database.
+/// A temporary directory holding a config file and a SQLite database (or naming a PostgreSQL
+/// database).
 pub(crate) struct Workspace {
     pub(crate) dir: tempfile::TempDir,
+    /// The store URL when it is not this directory's SQLite file.
+    url: Option<String>,
+}
+
+/// This test binary's throwaway PostgreSQL cluster, started on first use and stopped when the
+/// binary exits. Without PostgreSQL installed, the tests using it fail saying what to install.
+pub(crate) fn cluster() -> &'static portico_store::postgres::testing::TestCluster {
+    use std::sync::OnceLock;
+
+    use portico_store::postgres::testing::TestCluster;
+    static CLUSTER: OnceLock<Result<TestCluster, String>> = OnceLock::new();
+    match CLUSTER.get_or_init(TestCluster::start) {
+        Ok(cluster) => cluster,
+        Err(e) => panic!("cannot start PostgreSQL for the tests: {e}"),
+    }
 }
 
 impl Workspace {
     pub(crate) fn new() -> Workspace {
         Workspace {
             dir: tempfile::tempdir().expect("temporary directory"),
+            url: None,
         }
+    }
+
+    /// A workspace whose store is `url` (a PostgreSQL database, say).
+    pub(crate) fn with_database(url: String) -> Workspace {
+        Workspace {
+            url: Some(url),
+            ..Workspace::new()
+        }
+    }
+
+    /// A workspace on a fresh database of this binary's PostgreSQL cluster.
+    pub(crate) fn on_postgres() -> Workspace {
+        let url = cluster().create_database().expect("create database");
+        Workspace::with_database(url)
     }
 
     pub(crate) fn path(&self, name: &str) -> PathBuf {
@@ -34,7 +65,10 @@ impl Workspace {
 
     /// The store URL of this workspace's database.
     pub(crate) fn database(&self) -> String {
-        format!("sqlite:{}", self.path("portico.db").display())
+        match &self.url {
+            Some(url) => url.clone(),
+            None => format!("sqlite:{}", self.path("portico.db").display()),
+        }
     }
 
     /// Writes `portico.toml` (with this workspace's database) and returns its path.
@@ -137,7 +171,9 @@ impl Server {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Server {
-        let log = dir.join(format!("serve-{}.log", std::process::id()));
+        static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let log = dir.join(format!("serve-{}-{n}.log", std::process::id()));
         let log_file = std::fs::File::create(&log).expect("log file");
         let mut child = portico()
             .args(args)

@@ -171,21 +171,32 @@ impl Accounts {
     }
 
     /// Creates the indexes on the token path, `username`, `emails.address` and their lowercase
-    /// copies; prepares the dummy hash failed logins verify against.
+    /// copies (unique: see [`Accounts::create_user`]); prepares the dummy hash failed logins
+    /// verify against.
     pub(crate) async fn prepare(&self) -> Result<()> {
         // Make the dummy hash now, so the first failed login does not pay for it (and take longer).
         blocking(|| {
             dummy_hash();
         })
         .await?;
-        for path in [
-            TOKEN_PATH,
-            "username",
-            "emails.address",
-            lookup::LOWER_USERNAME,
-            lookup::LOWER_EMAILS,
-        ] {
+        for path in [TOKEN_PATH, "username", "emails.address"] {
             self.store().ensure_index(USERS, path).await?;
+        }
+        for path in [lookup::LOWER_USERNAME, lookup::LOWER_EMAILS] {
+            match self.store().ensure_unique_index(USERS, path).await {
+                Ok(()) => {}
+                // Records from before unique names (an old file, an import) that differ only in
+                // case: keep serving them; names are then unique only within this process.
+                Err(portico_store::Error::DuplicateKey { .. }) => {
+                    tracing::warn!(
+                        path,
+                        "users differing only in case exist; usernames and emails stay \
+                         unique within one process only (rename them to fix)"
+                    );
+                    self.store().ensure_index(USERS, path).await?;
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         Ok(())
     }
@@ -272,10 +283,16 @@ impl Accounts {
 
         lookup::set_lowercase_fields(&mut doc);
 
+        // The check above gives the friendly error in the common case; the unique indexes on
+        // the lowercase copies decide races, also between instances on one database: of two
+        // sign-ups of `Ann` and `ann` at once, exactly one is inserted.
         let _guard = self.inner.signup.lock().await;
         self.check_free(username.as_deref(), email.as_deref())
             .await?;
-        Ok(self.store().insert(USERS, doc).await?)
+        self.store()
+            .insert(USERS, doc)
+            .await
+            .map_err(taken_name_error)
     }
 
     async fn check_free(&self, username: Option<&str>, email: Option<&str>) -> Result<()> {
@@ -325,7 +342,8 @@ impl Accounts {
     /// Adds the indexed lowercase copies of username and emails (`services.lowercase`) to user
     /// records written without them (for example inserted straight into the store rather than
     /// through [`Accounts::create_user`] or [`Accounts::import_user`]); returns how many were
-    /// updated. Case-insensitive lookups find only records that have them.
+    /// updated. Case-insensitive lookups find only records that have them. A record whose name
+    /// another user holds in another case is left without them (and logged).
     ///
     /// # Errors
     /// Store failures.
@@ -343,9 +361,18 @@ impl Accounts {
                 .and_then(|s| s.get("lowercase"))
                 .cloned()
                 .unwrap_or(Value::Null);
-            updated += self
+            match self
                 .update_user(&id, &set("services.lowercase", lowercase)?)
-                .await?;
+                .await
+            {
+                Ok(n) => updated += n,
+                // Another user holds this name in another case: this record keeps exact-case
+                // lookups only.
+                Err(Error::Store(portico_store::Error::DuplicateKey { path, .. })) => {
+                    tracing::warn!(user = %id, path, "name taken in another case; left as is");
+                }
+                Err(e) => return Err(e),
+            }
         }
         Ok(updated)
     }
@@ -745,7 +772,9 @@ impl Accounts {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for malformed extended JSON or an `_id` that is not a string;
-    /// a store error when the `_id` exists already.
+    /// a store error when the `_id` exists already; [`Error::UserExists`] when another user
+    /// holds the username or an email, also in another case (names are unique, see
+    /// [`Accounts::create_user`]).
     pub async fn import_user(&self, user: Document) -> Result<String> {
         let mut doc = object(import_value(Value::Object(user))?);
         match doc.get("_id") {
@@ -782,6 +811,22 @@ impl Accounts {
             }
         }
         lookup::set_lowercase_fields(&mut doc);
-        Ok(self.store().insert(USERS, doc).await?)
+        self.store()
+            .insert(USERS, doc)
+            .await
+            .map_err(taken_name_error)
+    }
+}
+
+/// A unique index on a lowercase copy refusing a write: the username or email is taken.
+fn taken_name_error(e: portico_store::Error) -> Error {
+    match e {
+        portico_store::Error::DuplicateKey { path, .. } if path == lookup::LOWER_USERNAME => {
+            Error::UserExists("Username already exists.".into())
+        }
+        portico_store::Error::DuplicateKey { path, .. } if path == lookup::LOWER_EMAILS => {
+            Error::UserExists("Email already exists.".into())
+        }
+        other => other.into(),
     }
 }

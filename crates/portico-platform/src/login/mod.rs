@@ -22,17 +22,13 @@
 //! every caller shares the key `unknown`.
 
 mod credentials;
-mod failures;
 
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
-pub(crate) use failures::FailureLog;
-
-use crate::{Error, LoginToken, NewUser, Platform, UserSelector};
+use crate::{Error, LoginToken, NewUser, Platform, RateLimiter, UserSelector};
 use credentials::{Registration, identity_of, password_of};
 use portico_store::document_id;
 
@@ -98,8 +94,10 @@ pub enum LoginError {
     Platform(Error),
 }
 
-/// The login service of a platform (see the module docs). Cheap to clone; every service of one
-/// platform shares its failure counts, whatever limits each checks them against.
+/// The login service of a platform (see the module docs). Cheap to clone. The failure counts
+/// live in the store (the `portico_login_failures` collection, see [`RateLimiter`]), so every
+/// service of a platform, and every instance of a server on one database, counts together,
+/// whatever limits each checks them against.
 ///
 /// ```
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -122,7 +120,6 @@ pub enum LoginError {
 pub struct LoginService {
     platform: Platform,
     limits: LoginLimits,
-    log: Arc<FailureLog>,
 }
 
 fn address_key(client: Option<IpAddr>) -> String {
@@ -130,12 +127,8 @@ fn address_key(client: Option<IpAddr>) -> String {
 }
 
 impl LoginService {
-    pub(crate) fn new(platform: Platform, limits: LoginLimits, log: Arc<FailureLog>) -> Self {
-        LoginService {
-            platform,
-            limits,
-            log,
-        }
+    pub(crate) fn new(platform: Platform, limits: LoginLimits) -> Self {
+        LoginService { platform, limits }
     }
 
     /// The limits this service checks.
@@ -143,13 +136,23 @@ impl LoginService {
         &self.limits
     }
 
-    fn check(&self, key: &str, limit: Option<Limit>) -> Result<(), LoginError> {
+    async fn check(&self, key: &str, limit: Option<Limit>) -> Result<(), LoginError> {
         match limit {
-            Some(l) => self
-                .log
-                .check(key, l.attempts, l.per)
+            Some(l) => RateLimiter::new(l.attempts, l.per)
+                .check(self.platform.store().as_ref(), key)
+                .await
                 .map_err(LoginError::TooManyAttempts),
             None => Ok(()),
+        }
+    }
+
+    /// Records a failure of each key, kept for the window of its limit.
+    async fn record(&self, keys: &[(&str, Option<Limit>)]) {
+        for (key, limit) in keys {
+            let per = limit.map_or(Duration::from_secs(60), |l| l.per);
+            RateLimiter::new(1, per)
+                .record_failure(self.platform.store().as_ref(), key)
+                .await;
         }
     }
 
@@ -164,13 +167,13 @@ impl LoginService {
         client: Option<IpAddr>,
     ) -> Result<LoginToken, LoginError> {
         let address = format!("address:{}", address_key(client));
-        self.check(&address, self.limits.per_address)?;
+        self.check(&address, self.limits.per_address).await?;
         let fields = body.and_then(Value::as_object);
         let identity = fields.and_then(identity_of);
         let password = fields.and_then(password_of);
         let Some(selector) = identity else {
             // A malformed login is a failed login; with no identity, only the address counts.
-            self.log.record(&[&address]);
+            self.record(&[(&address, self.limits.per_address)]).await;
             return Err(LoginError::Failed);
         };
         let accounts = self.platform.accounts();
@@ -188,25 +191,32 @@ impl LoginService {
             },
         };
         let pair = format!("{account}|{address}");
-        self.check(&pair, self.limits.per_identity)?;
+        self.check(&pair, self.limits.per_identity).await?;
         let ceiling = self.limits.per_identity.map(|l| Limit {
             attempts: l.attempts.saturating_mul(ACCOUNT_FACTOR),
             per: l.per,
         });
-        self.check(&account, ceiling)?;
-        let failed = || {
-            self.log.record(&[&address, &account, &pair]);
-            LoginError::Failed
-        };
+        self.check(&account, ceiling).await?;
+        let failed = [
+            (address.as_str(), self.limits.per_address),
+            (account.as_str(), ceiling),
+            (pair.as_str(), self.limits.per_identity),
+        ];
         let Some(password) = password else {
-            return Err(failed());
+            self.record(&failed).await;
+            return Err(LoginError::Failed);
         };
         match accounts.login_user(user, &password).await {
             Ok(token) => {
-                self.log.reset(&pair);
+                RateLimiter::new(1, Duration::ZERO)
+                    .reset(self.platform.store().as_ref(), &pair)
+                    .await;
                 Ok(token)
             }
-            Err(err) if err.is_client_error() => Err(failed()),
+            Err(err) if err.is_client_error() => {
+                self.record(&failed).await;
+                Err(LoginError::Failed)
+            }
             Err(err) => Err(LoginError::Platform(err)),
         }
     }
@@ -229,9 +239,10 @@ impl LoginService {
             return Err(LoginError::SignupsForbidden);
         }
         let key = format!("register:{}", address_key(client));
-        self.check(&key, self.limits.register_per_address)?;
+        self.check(&key, self.limits.register_per_address).await?;
         // Every attempt counts: each costs a password hash.
-        self.log.record(&[&key]);
+        self.record(&[(&key, self.limits.register_per_address)])
+            .await;
         let registration = Registration::from_body(body).map_err(LoginError::InvalidUser)?;
         let created = accounts
             .create_user(NewUser {

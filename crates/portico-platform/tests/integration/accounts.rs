@@ -70,12 +70,20 @@ on_every_backend! {
         assert!(accounts.find_user_by_username("A.a").await?.is_none());
         assert!(accounts.find_user_by_username(".*").await?.is_none());
 
-        // Two records differing only in case (as an import may bring): exact wins, else nobody.
+        // Names are unique whatever their case, for imports too.
         accounts.import_user(doc(json!({"_id": "b1", "username": "bob"}))).await?;
-        accounts.import_user(doc(json!({"_id": "b2", "username": "Bob"}))).await?;
+        assert!(matches!(
+            accounts.import_user(doc(json!({"_id": "b2", "username": "Bob"}))).await,
+            Err(Error::UserExists(_))
+        ));
+        // Two records differing only in case (written around the accounts, so without the
+        // lowercase copies of the second): exact wins, else the one with lowercase copies.
+        p.store().insert(USERS, doc(json!({"_id": "b2", "username": "Bob"}))).await?;
+        assert_eq!(accounts.ensure_lowercase_fields().await?, 0, "b2's copy would collide");
         let exact = accounts.find_user_by_username("Bob").await?.ok_or("exact")?;
         assert_eq!(exact["_id"], json!("b2"));
-        assert!(accounts.find_user_by_username("BOB").await?.is_none());
+        let folded = accounts.find_user_by_username("BOB").await?.ok_or("folded")?;
+        assert_eq!(folded["_id"], json!("b1"));
 
         let either = accounts.find_user(&UserSelector::Either("ada@EXAMPLE.org".into())).await?;
         assert_eq!(either.ok_or("either as email")?["_id"], json!(ada));
@@ -397,4 +405,46 @@ async fn token_lifetime_is_configurable() -> TestResult {
     tokio::time::sleep(std::time::Duration::from_millis(80)).await;
     assert!(accounts.user_by_token(&t.token).await?.is_none());
     Ok(())
+}
+
+/// Sign-ups of one name in case variants, at once, through two platforms on one database (two
+/// instances of a server): exactly one account is made, the others are told the name is taken.
+async fn signups_race_across_instances(url: &str) -> TestResult {
+    let a = Platform::open(url).await?;
+    let b = Platform::open(url).await?;
+    let mut tasks = Vec::new();
+    for (i, name) in ["Ann", "ann", "ANN", "aNN", "AnN", "anN"]
+        .into_iter()
+        .enumerate()
+    {
+        let p = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let email = format!("{}@example.org", name);
+        tasks.push(tokio::spawn(async move {
+            let user = new_user(Some(name), Some(&email), "pw");
+            p.accounts().create_user(user).await
+        }));
+    }
+    let mut made = 0;
+    for task in tasks {
+        match task.await? {
+            Ok(_) => made += 1,
+            Err(Error::UserExists(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    assert_eq!(made, 1);
+    assert_eq!(a.store().count(USERS, &Selector::all()).await?, 1);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signups_race_across_instances_on_sqlite() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    signups_race_across_instances(&format!("sqlite:{}", dir.path().join("x.db").display())).await
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signups_race_across_instances_on_postgres() -> TestResult {
+    signups_race_across_instances(&crate::common::postgres_database().await?).await
 }

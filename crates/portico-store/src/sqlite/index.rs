@@ -14,6 +14,7 @@
 
 use rusqlite::{Connection, params};
 
+use super::error::is_unique_violation;
 use super::schema::index_table;
 pub(crate) use crate::index_key::{keys, value_key};
 use crate::value::split_path;
@@ -55,11 +56,22 @@ pub(crate) fn update_rows(
         }
         let added: Vec<&String> = new_keys.difference(&old_keys).collect();
         if !added.is_empty() {
+            // Only a row that exists already is ignored; a unique index's violation is an error.
             let mut insert = conn.prepare_cached(&format!(
-                "INSERT OR IGNORE INTO {table} (value, id) VALUES (?1, ?2)"
+                "INSERT INTO {table} (value, id) VALUES (?1, ?2) \
+                 ON CONFLICT (value, id) DO NOTHING"
             ))?;
             for key in added {
-                insert.execute(params![key, id])?;
+                match insert.execute(params![key, id]) {
+                    Ok(_) => {}
+                    Err(e) if is_unique_violation(&e) => {
+                        return Err(Error::DuplicateKey {
+                            collection: collection.to_string(),
+                            path: path.clone(),
+                        });
+                    }
+                    Err(e) => return Err(e.into()),
+                }
             }
         }
     }

@@ -297,6 +297,13 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn ensure_unique_index(&self, collection: &str, path: &str) -> Result<()> {
+        let collection = collection.to_owned();
+        let path = path.to_owned();
+        self.with_writer(move |conn| write::ensure_unique_index(conn, &collection, &path))
+            .await
+    }
+
     async fn drop_collection(&self, collection: &str) -> Result<()> {
         let collection = collection.to_owned();
         self.with_writer(move |conn| write::drop_collection(conn, &collection))

@@ -4,7 +4,6 @@
 //! construction. Rows are read one at a time from the statement and dropped unless they are kept for the
 //! answer, so memory stays bounded by `skip + limit` whatever the collection's size.
 
-use std::cmp::Ordering;
 use std::ops::ControlFlow;
 
 use rusqlite::types::ValueRef;
@@ -13,7 +12,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::error::corrupt;
 use super::plan::{Plan, for_each_candidate, not_text, plan};
 use super::schema::{collection_exists, collection_table, index_table, stored_count};
-use crate::top::TopK;
+use crate::top::{Ranked, TopK};
 use crate::{Document, Query, Result, Selector, Sort};
 
 /// Runs the read `f` on `collection`'s table, answering as for an empty collection when the
@@ -228,36 +227,6 @@ fn sorted_matches(
         .map(|r| r.doc)
         .collect())
 }
-
-/// A document with its position in `_id` order, ordered by the sort and then by that position
-/// (which makes the order total and the result that of a stable sort).
-struct Ranked<'a> {
-    sort: &'a Sort,
-    seq: u64,
-    doc: Document,
-}
-
-impl Ord for Ranked<'_> {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.sort
-            .compare(&self.doc, &other.doc)
-            .then(self.seq.cmp(&other.seq))
-    }
-}
-
-impl PartialOrd for Ranked<'_> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Ranked<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.seq == other.seq
-    }
-}
-
-impl Eq for Ranked<'_> {}
 
 /// How many documents match `selector`.
 pub(crate) fn count(conn: &Connection, collection: &str, selector: &Selector) -> Result<u64> {

@@ -33,6 +33,15 @@ pub(crate) fn init(conn: &Connection) -> Result<()> {
              n INTEGER NOT NULL
          ) WITHOUT ROWID;",
     )?;
+    // Files written before unique indexes existed: every index they have is a plain one.
+    let has_unique_column = conn
+        .prepare("SELECT 1 FROM pragma_table_info('portico_indexes') WHERE name = 'is_unique'")?
+        .exists([])?;
+    if !has_unique_column {
+        conn.execute_batch(
+            "ALTER TABLE portico_indexes ADD COLUMN is_unique INTEGER NOT NULL DEFAULT 0",
+        )?;
+    }
     // Collections created before the counts existed: count them once.
     let uncounted = conn
         .prepare(
@@ -83,6 +92,31 @@ pub(crate) fn collection_table(collection: &str) -> String {
 /// key `(value, id)`.
 pub(crate) fn index_table(collection: &str, path: &str) -> String {
     format!("\"x_{}_{}\"", hex(collection), hex(path))
+}
+
+/// The name of the unique index over the `value` column of an index table; see [`make_unique`].
+fn unique_index_name(collection: &str, path: &str) -> String {
+    format!("\"u_{}_{}\"", hex(collection), hex(path))
+}
+
+/// Makes the index of `collection` on `path` (which exists) unique: a unique SQLite index over
+/// its `value` column, leaving out the key of `null`, so that two documents holding one value at
+/// `path` cannot both have their index row. Call inside a write transaction.
+///
+/// # Errors
+/// A SQLite unique-constraint error when stored documents share a value already.
+pub(crate) fn make_unique(conn: &Connection, collection: &str, path: &str) -> Result<()> {
+    conn.execute_batch(&format!(
+        "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} (value) WHERE value <> '{}'",
+        unique_index_name(collection, path),
+        index_table(collection, path),
+        crate::index_key::NULL_KEY,
+    ))?;
+    conn.prepare_cached(
+        "UPDATE portico_indexes SET is_unique = 1 WHERE collection = ?1 AND path = ?2",
+    )?
+    .execute(params![collection, path])?;
+    Ok(())
 }
 
 /// True when `collection` exists.

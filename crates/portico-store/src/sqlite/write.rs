@@ -212,20 +212,67 @@ pub(crate) fn ensure_index(conn: &mut Connection, collection: &str, path: &str) 
         return Ok(());
     }
     schema::create_index_table(&tx, collection, path)?;
-    let only = [path.to_string()];
-    {
-        let mut stmt = tx.prepare(&format!(
-            "SELECT id, doc FROM {}",
-            collection_table(collection)
-        ))?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            let id: String = row.get(0)?;
-            let doc = parse_doc(collection, &id, row.get_ref(1)?)?;
-            update_rows(&tx, collection, &only, &id, None, Some(&doc))?;
+    fill_index(&tx, collection, path)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Makes the index on `path` unique, creating it first when missing; see
+/// [`crate::Store::ensure_unique_index`]. When stored documents share a value, the transaction
+/// rolls back: nothing changes.
+pub(crate) fn ensure_unique_index(
+    conn: &mut Connection,
+    collection: &str,
+    path: &str,
+) -> Result<()> {
+    check_name(collection)?;
+    index::validate_path(path)?;
+    if path == "_id" {
+        return Ok(());
+    }
+    let tx = begin(conn)?;
+    schema::ensure_collection(&tx, collection)?;
+    if !indexed_paths(&tx, collection)?.iter().any(|p| p == path) {
+        schema::create_index_table(&tx, collection, path)?;
+        fill_index(&tx, collection, path)?;
+    }
+    match schema::make_unique(&tx, collection, path) {
+        Ok(()) => {}
+        Err(Error::Backend(_)) if has_shared_value(&tx, collection, path)? => {
+            return Err(Error::DuplicateKey {
+                collection: collection.to_string(),
+                path: path.to_string(),
+            });
         }
+        Err(e) => return Err(e),
     }
     tx.commit()?;
+    Ok(())
+}
+
+/// True when two documents share a non-null key in the index on `path`.
+fn has_shared_value(conn: &Connection, collection: &str, path: &str) -> Result<bool> {
+    Ok(conn
+        .prepare(&format!(
+            "SELECT 1 FROM {} WHERE value <> ?1 GROUP BY value HAVING count(*) > 1 LIMIT 1",
+            index_table(collection, path)
+        ))?
+        .exists(params![crate::index_key::NULL_KEY])?)
+}
+
+/// Writes the index rows of `path` for every stored document.
+fn fill_index(tx: &Connection, collection: &str, path: &str) -> Result<()> {
+    let only = [path.to_string()];
+    let mut stmt = tx.prepare(&format!(
+        "SELECT id, doc FROM {}",
+        collection_table(collection)
+    ))?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let doc = parse_doc(collection, &id, row.get_ref(1)?)?;
+        update_rows(tx, collection, &only, &id, None, Some(&doc))?;
+    }
     Ok(())
 }
 

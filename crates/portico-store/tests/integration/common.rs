@@ -33,6 +33,67 @@ pub(crate) async fn sqlite() -> Fixture {
     }
 }
 
+/// The throwaway PostgreSQL cluster of this test binary, started on first use; it stops when
+/// the binary exits (see `portico_store::postgres::testing`). Without PostgreSQL installed, the
+/// tests that use it fail with a message saying what to install.
+#[cfg(feature = "postgres")]
+pub(crate) fn cluster() -> &'static portico_store::postgres::testing::TestCluster {
+    use std::sync::OnceLock;
+
+    use portico_store::postgres::testing::TestCluster;
+    static CLUSTER: OnceLock<Result<TestCluster, String>> = OnceLock::new();
+    match CLUSTER.get_or_init(TestCluster::start) {
+        Ok(cluster) => cluster,
+        Err(e) => panic!("cannot start PostgreSQL for the tests: {e}"),
+    }
+}
+
+/// A fresh PostgreSQL store on a new database of the test cluster.
+#[cfg(feature = "postgres")]
+pub(crate) async fn postgres() -> Fixture {
+    let url = tokio::task::spawn_blocking(|| cluster().create_database())
+        .await
+        .expect("create database task")
+        .expect("create database");
+    let store = portico_store::postgres::PostgresStore::open(&url)
+        .await
+        .expect("open postgres store");
+    Fixture {
+        store: Arc::new(store),
+        _dir: None,
+    }
+}
+
+/// A PostgreSQL store on one database shared by every call (created on first use), with
+/// `collection` dropped: for many short cases (the differential test) that each would
+/// otherwise pay for creating a database.
+#[cfg(feature = "postgres")]
+pub(crate) async fn postgres_shared(collection: &str) -> Fixture {
+    use std::sync::OnceLock;
+    static URL: OnceLock<String> = OnceLock::new();
+    let url = match URL.get() {
+        Some(url) => url.clone(),
+        None => {
+            let url = tokio::task::spawn_blocking(|| cluster().create_database())
+                .await
+                .expect("create database task")
+                .expect("create database");
+            URL.get_or_init(|| url).clone()
+        }
+    };
+    let store = portico_store::postgres::PostgresStore::open(&url)
+        .await
+        .expect("open postgres store");
+    store
+        .drop_collection(collection)
+        .await
+        .expect("drop the collection of the previous case");
+    Fixture {
+        store: Arc::new(store),
+        _dir: None,
+    }
+}
+
 /// The object `v` as a document (tests only build objects).
 pub(crate) fn doc(v: Value) -> Document {
     match v {

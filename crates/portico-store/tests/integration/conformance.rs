@@ -43,6 +43,11 @@ macro_rules! conformance_suite {
             numbers_are_kept_and_compared_exactly,
             numbers_are_compared_exactly_through_indexes,
             size_and_id_limits_hold_on_every_write,
+            unique_indexes_refuse_shared_values,
+            unique_indexes_through_arrays_and_nulls,
+            unique_indexes_on_updates_and_batches,
+            making_an_index_unique,
+            concurrent_inserts_of_one_unique_value,
         ]);
     };
     (@cases $backend:ident, $open:expr, [$($case:ident),* $(,)?]) => {
@@ -62,6 +67,8 @@ macro_rules! conformance_suite {
 conformance_suite!(memory, crate::common::memory());
 #[cfg(feature = "sqlite")]
 conformance_suite!(sqlite, crate::common::sqlite());
+#[cfg(feature = "postgres")]
+conformance_suite!(postgres, crate::common::postgres());
 
 type S = Arc<dyn Store>;
 
@@ -1335,4 +1342,285 @@ async fn size_and_id_limits_hold_on_every_write(store: S) {
     let got = store.get("lim", "grow").await.expect("get").expect("found");
     assert!(got.get("b").is_none());
     assert_eq!(total(&store, "lim").await, 2);
+}
+
+/// True when `r` is the duplicate-key error of `collection` and `path`.
+fn is_duplicate_key<T: std::fmt::Debug>(
+    r: &Result<T, Error>,
+    collection: &str,
+    path: &str,
+) -> bool {
+    matches!(r, Err(Error::DuplicateKey { collection: c, path: p }) if c == collection && p == path)
+}
+
+async fn unique_indexes_refuse_shared_values(store: S) {
+    store
+        .ensure_unique_index("people", "nameLower")
+        .await
+        .expect("unique index");
+    // Calling it again, or asking for a plain index on the path, changes nothing.
+    store
+        .ensure_unique_index("people", "nameLower")
+        .await
+        .expect("again");
+    store
+        .ensure_index("people", "nameLower")
+        .await
+        .expect("plain");
+    store
+        .ensure_unique_index("people", "_id")
+        .await
+        .expect("_id is unique");
+    assert!(matches!(
+        store.ensure_unique_index("people", "a..b").await,
+        Err(Error::InvalidName(_))
+    ));
+    insert(&store, "people", json!({"_id": "p1", "nameLower": "ann"})).await;
+    let again = store
+        .insert("people", doc(json!({"_id": "p2", "nameLower": "ann"})))
+        .await;
+    assert!(is_duplicate_key(&again, "people", "nameLower"), "{again:?}");
+    assert_eq!(store.get("people", "p2").await.expect("get"), None);
+    assert_eq!(total(&store, "people").await, 1);
+    // Numbers are one value across representations.
+    insert(&store, "people", json!({"_id": "n1", "nameLower": 1})).await;
+    let one = store
+        .insert("people", doc(json!({"_id": "n2", "nameLower": 1.0})))
+        .await;
+    assert!(is_duplicate_key(&one, "people", "nameLower"), "{one:?}");
+    // The index still finds, and a freed value can be taken again.
+    assert_eq!(
+        find_ids(&store, "people", json!({"nameLower": "ann"})).await,
+        ["p1"]
+    );
+    store
+        .remove("people", &sel(json!({"_id": "p1"})))
+        .await
+        .expect("remove");
+    insert(&store, "people", json!({"_id": "p3", "nameLower": "ann"})).await;
+    assert_eq!(
+        find_ids(&store, "people", json!({"nameLower": "ann"})).await,
+        ["p3"]
+    );
+    // Other collections are not constrained.
+    insert(&store, "others", json!({"nameLower": "ann"})).await;
+    insert(&store, "others", json!({"nameLower": "ann"})).await;
+}
+
+async fn unique_indexes_through_arrays_and_nulls(store: S) {
+    store
+        .ensure_unique_index("users", "emails.address")
+        .await
+        .expect("unique index");
+    insert(
+        &store,
+        "users",
+        json!({"_id": "u1", "emails": [{"address": "a"}, {"address": "b"}]}),
+    )
+    .await;
+    let taken = store
+        .insert(
+            "users",
+            doc(json!({"_id": "u2", "emails": [{"address": "c"}, {"address": "b"}]})),
+        )
+        .await;
+    assert!(
+        is_duplicate_key(&taken, "users", "emails.address"),
+        "{taken:?}"
+    );
+    // A document may repeat a value within itself.
+    insert(
+        &store,
+        "users",
+        json!({"_id": "u3", "emails": [{"address": "d"}, {"address": "d"}]}),
+    )
+    .await;
+    // Missing and null are no values: any number of documents may have them.
+    insert(&store, "users", json!({"_id": "u4"})).await;
+    insert(&store, "users", json!({"_id": "u5"})).await;
+    insert(
+        &store,
+        "users",
+        json!({"_id": "u6", "emails": [{"address": null}]}),
+    )
+    .await;
+    insert(
+        &store,
+        "users",
+        json!({"_id": "u7", "emails": [{"address": null}]}),
+    )
+    .await;
+    assert_eq!(total(&store, "users").await, 6);
+    assert_eq!(
+        find_ids(&store, "users", json!({"emails.address": "b"})).await,
+        ["u1"]
+    );
+}
+
+async fn unique_indexes_on_updates_and_batches(store: S) {
+    store
+        .ensure_unique_index("names", "key")
+        .await
+        .expect("unique index");
+    insert(&store, "names", json!({"_id": "a", "key": "x", "n": 1})).await;
+    insert(&store, "names", json!({"_id": "b", "key": "y", "n": 1})).await;
+    // Taking another document's value fails and changes nothing.
+    let take = store
+        .update(
+            "names",
+            &Selector::by_id("b"),
+            &upd(json!({"$set": {"key": "x"}})),
+            ONE,
+        )
+        .await;
+    assert!(is_duplicate_key(&take, "names", "key"), "{take:?}");
+    let b = store.get("names", "b").await.expect("get").expect("b");
+    assert_eq!(b.get("key"), Some(&json!("y")));
+    // Keeping one's own value is fine.
+    let keep = store
+        .update(
+            "names",
+            &Selector::by_id("a"),
+            &upd(json!({"$set": {"key": "x", "n": 2}})),
+            ONE,
+        )
+        .await
+        .expect("own value");
+    assert_eq!(keep.modified, 1);
+    // A multi-update making two documents share a value changes neither.
+    let both = store
+        .update(
+            "names",
+            &sel(json!({})),
+            &upd(json!({"$set": {"key": "z"}})),
+            MULTI,
+        )
+        .await;
+    assert!(is_duplicate_key(&both, "names", "key"), "{both:?}");
+    assert_eq!(
+        find_ids(&store, "names", json!({"key": "z"})).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        find_ids(&store, "names", json!({"n": {"$gte": 1}})).await,
+        ["a", "b"]
+    );
+    // An upsert inserting a taken value fails.
+    let up = store
+        .update(
+            "names",
+            &sel(json!({"key": "x", "n": 9})),
+            &upd(json!({"$set": {"m": 1}})),
+            UPSERT,
+        )
+        .await;
+    assert!(is_duplicate_key(&up, "names", "key"), "{up:?}");
+    // A value given up can be taken by another document.
+    store
+        .update(
+            "names",
+            &Selector::by_id("a"),
+            &upd(json!({"$set": {"key": "w"}})),
+            ONE,
+        )
+        .await
+        .expect("give up x");
+    store
+        .update(
+            "names",
+            &Selector::by_id("b"),
+            &upd(json!({"$set": {"key": "x"}})),
+            ONE,
+        )
+        .await
+        .expect("take x");
+    // A batch is all or none, against the collection and within itself.
+    let with_taken = store
+        .insert_many(
+            "names",
+            vec![
+                doc(json!({"_id": "c", "key": "c"})),
+                doc(json!({"_id": "d", "key": "w"})),
+            ],
+        )
+        .await;
+    assert!(
+        is_duplicate_key(&with_taken, "names", "key"),
+        "{with_taken:?}"
+    );
+    let within = store
+        .insert_many(
+            "names",
+            vec![
+                doc(json!({"_id": "e", "key": "v"})),
+                doc(json!({"_id": "f", "key": "v"})),
+            ],
+        )
+        .await;
+    assert!(is_duplicate_key(&within, "names", "key"), "{within:?}");
+    assert_eq!(total(&store, "names").await, 2);
+    assert_eq!(ids(&all_docs(store.as_ref(), "names").await), ["a", "b"]);
+}
+
+async fn making_an_index_unique(store: S) {
+    insert(&store, "tags", json!({"_id": "1", "t": "x"})).await;
+    insert(&store, "tags", json!({"_id": "2", "t": "x"})).await;
+    insert(&store, "tags", json!({"_id": "3", "t": "y"})).await;
+    // Shared values: refused, and nothing changes (duplicates can still be written).
+    let shared = store.ensure_unique_index("tags", "t").await;
+    assert!(is_duplicate_key(&shared, "tags", "t"), "{shared:?}");
+    insert(&store, "tags", json!({"_id": "4", "t": "y"})).await;
+    // A plain index with shared values stays plain when it cannot be made unique.
+    store.ensure_index("tags", "t").await.expect("plain index");
+    let shared = store.ensure_unique_index("tags", "t").await;
+    assert!(is_duplicate_key(&shared, "tags", "t"), "{shared:?}");
+    insert(&store, "tags", json!({"_id": "5", "t": "x"})).await;
+    assert_eq!(
+        find_ids(&store, "tags", json!({"t": "x"})).await,
+        ["1", "2", "5"]
+    );
+    // Once the values are distinct, the plain index becomes unique.
+    store
+        .remove("tags", &sel(json!({"_id": {"$in": ["2", "4", "5"]}})))
+        .await
+        .expect("remove");
+    store
+        .ensure_unique_index("tags", "t")
+        .await
+        .expect("unique now");
+    let dup = store
+        .insert("tags", doc(json!({"_id": "6", "t": "y"})))
+        .await;
+    assert!(is_duplicate_key(&dup, "tags", "t"), "{dup:?}");
+    assert_eq!(find_ids(&store, "tags", json!({"t": "y"})).await, ["3"]);
+}
+
+async fn concurrent_inserts_of_one_unique_value(store: S) {
+    const WRITERS: usize = 12;
+    store
+        .ensure_unique_index("accounts", "nameLower")
+        .await
+        .expect("unique index");
+    let mut tasks = Vec::new();
+    for i in 0..WRITERS {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            store
+                .insert(
+                    "accounts",
+                    doc(json!({"_id": format!("a{i}"), "nameLower": "ann"})),
+                )
+                .await
+        }));
+    }
+    let mut won = 0;
+    for task in tasks {
+        match task.await.expect("task") {
+            Ok(_) => won += 1,
+            Err(Error::DuplicateKey { .. }) => {}
+            Err(e) => panic!("unexpected error {e}"),
+        }
+    }
+    assert_eq!(won, 1);
+    assert_eq!(total(&store, "accounts").await, 1);
 }

@@ -397,6 +397,8 @@ proptest! {
             let backends: Vec<(&str, Fixture)> = vec![
                 ("memory with indexes", crate::common::memory().await),
                 ("sqlite", crate::common::sqlite().await),
+                #[cfg(feature = "postgres")]
+                ("postgres", crate::common::postgres_shared("diff").await),
             ];
             for (name, fixture) in &backends {
                 run(&s, reference.store.as_ref(), fixture.store.as_ref(), name).await;

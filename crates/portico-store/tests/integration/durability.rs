@@ -1,5 +1,6 @@
-//! Durability: a process writing to a SQLite store is killed with SIGKILL mid-stream; every write
-//! it acknowledged before dying is in the file when it is opened again.
+//! Durability: a process writing to a store is killed with SIGKILL mid-stream; every write it
+//! acknowledged before dying is there when the store is opened again (a SQLite file; a
+//! PostgreSQL database, whose server outlives the killed instance).
 //!
 //! The writer is this same test binary, run again with [`CHILD_ENV`] set and a filter selecting
 //! only [`writer_child`], so no extra binary has to be built or located.
@@ -7,16 +8,14 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use portico_store::sqlite::SqliteStore;
-use portico_store::{Document, Selector, Store, Update, UpdateOptions};
+use portico_store::{Document, Selector, Update, UpdateOptions};
 use serde_json::json;
 
-/// Set in the child's environment to the database path; without it `writer_child` does nothing.
-const CHILD_ENV: &str = "PORTICO_DURABILITY_CHILD_DB";
+/// Set in the child's environment to the store URL; without it `writer_child` does nothing.
+const CHILD_ENV: &str = "PORTICO_DURABILITY_CHILD_URL";
 
 /// Acknowledged inserts seen before the parent kills the child: enough that the WAL has been
 /// checkpointed into the database file at least once (every 1000 pages), so the kill finds
@@ -54,10 +53,25 @@ fn child_test_name() -> String {
     format!("{module}::writer_child")
 }
 
+#[cfg(feature = "sqlite")]
 #[test]
 fn acknowledged_writes_survive_sigkill() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("durable.db");
+    check_durability(&format!("sqlite:{}", db.display()));
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn acknowledged_writes_to_postgres_survive_sigkill() {
+    let url = crate::common::cluster()
+        .create_database()
+        .expect("create database");
+    check_durability(&url);
+}
+
+/// Runs the writer child on the store `url`, kills it, and checks every acknowledged write.
+fn check_durability(db: &str) {
     let exe = std::env::current_exe().expect("test binary path");
     let child = Command::new(exe)
         .args([
@@ -67,7 +81,7 @@ fn acknowledged_writes_survive_sigkill() {
             "--nocapture",
             "--test-threads=1",
         ])
-        .env(CHILD_ENV, &db)
+        .env(CHILD_ENV, db)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -110,7 +124,7 @@ fn acknowledged_writes_survive_sigkill() {
     assert!(inserted.len() >= KILL_AFTER);
 
     runtime().block_on(async {
-        let store = SqliteStore::open(&db).await.expect("reopen after kill");
+        let store = portico_store::open(db).await.expect("reopen after kill");
         for (id, seq) in &inserted {
             let doc = store
                 .get("log", id)
@@ -146,11 +160,14 @@ fn writer_child() {
     let Some(db) = std::env::var_os(CHILD_ENV) else {
         return;
     };
-    runtime().block_on(write_until_killed(Path::new(&db)));
+    let Some(url) = db.to_str() else {
+        return;
+    };
+    runtime().block_on(write_until_killed(url));
 }
 
-async fn write_until_killed(db: &Path) {
-    let store = SqliteStore::open(db).await.expect("open store in child");
+async fn write_until_killed(url: &str) {
+    let store = portico_store::open(url).await.expect("open store in child");
     let deadline = Instant::now() + CHILD_LIFETIME;
     store
         .insert("counters", doc(json!({"_id": "c", "n": 0})))

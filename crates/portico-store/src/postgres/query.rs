@@ -1,0 +1,298 @@
+//! Reading: candidates of a [`Plan`] read from PostgreSQL and decided by the reference matcher;
+//! `find`, `count` and `get` on top.
+//!
+//! Rows arrive a batch at a time and are dropped unless kept for the answer, so memory stays
+//! bounded by `skip + limit` (plus one batch) whatever the collection's size: a scan reads through
+//! a portal (a cursor inside a transaction) [`BATCH`] rows at a time, and stops as soon as the
+//! answer is complete. Lookups through the primary key or an index read their few rows in one
+//! round trip, without a transaction.
+
+use std::ops::ControlFlow;
+use std::pin::pin;
+
+use deadpool_postgres::{Client, GenericClient, Transaction};
+use futures::TryStreamExt;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Statement};
+
+use super::error::{corrupt, is_undefined_table};
+use super::plan::{Plan, may_use_index, plan};
+use super::schema::{collection_table, index_table, indexed_paths, stored_count};
+use crate::top::{Ranked, TopK};
+use crate::{Document, Query, Result, Selector};
+
+/// Rows fetched from a portal per round trip: large enough that the round trips cost little
+/// next to decoding the documents, small enough to hold little memory.
+const BATCH: i32 = 256;
+
+/// A statement parameter.
+pub(crate) type Param = Box<dyn ToSql + Sync + Send>;
+
+/// The SQL and parameters reading the candidates of `plan` (`id`, `doc`) in `_id` order.
+/// `page` (limit, offset) is applied by PostgreSQL, for a plan whose candidates all match.
+/// `for_update` locks the rows for the rest of the transaction.
+pub(crate) fn candidate_sql(
+    collection: &str,
+    plan: &Plan,
+    page: Option<(Option<i64>, i64)>,
+    for_update: bool,
+) -> (String, Vec<Param>) {
+    let table = collection_table(collection);
+    let (mut sql, mut params): (String, Vec<Param>) = match plan {
+        Plan::Id(id) => (
+            format!("SELECT id, doc FROM {table} WHERE id = $1"),
+            vec![Box::new(id.clone())],
+        ),
+        Plan::Index { path, key } => (
+            format!(
+                "SELECT c.id, c.doc FROM {index} AS x JOIN {table} AS c ON c.id = x.id \
+                 WHERE x.value = $1 ORDER BY x.id",
+                index = index_table(collection, path)
+            ),
+            vec![Box::new(key.clone())],
+        ),
+        Plan::Scan { filter: None } => (format!("SELECT id, doc FROM {table} ORDER BY id"), vec![]),
+        Plan::Scan {
+            filter: Some((path, vars)),
+        } => (
+            format!(
+                "SELECT id, doc FROM {table} WHERE body IS NULL OR \
+                 jsonb_path_match(body, $1::text::jsonpath, $2::text::jsonb, true) IS NOT FALSE \
+                 ORDER BY id"
+            ),
+            vec![Box::new(path.clone()), Box::new(vars.clone())],
+        ),
+    };
+    if let Some((limit, offset)) = page {
+        let n = params.len();
+        sql.push_str(&format!(" LIMIT ${} OFFSET ${}", n + 1, n + 2));
+        params.push(Box::new(limit));
+        params.push(Box::new(offset));
+    }
+    if for_update {
+        sql.push_str(if matches!(plan, Plan::Index { .. }) {
+            " FOR UPDATE OF c"
+        } else {
+            " FOR UPDATE"
+        });
+    }
+    (sql, params)
+}
+
+fn refs(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
+    params
+        .iter()
+        .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+        .collect()
+}
+
+/// Decodes the `(id, doc)` of a candidate row.
+pub(crate) fn decode(collection: &str, row: &Row) -> Result<(String, Document)> {
+    let id: String = row.try_get(0)?;
+    let text: &str = row.try_get(1)?;
+    let doc = serde_json::from_str(text).map_err(|e| corrupt(collection, &id, &e))?;
+    Ok((id, doc))
+}
+
+/// Calls `visit` with each candidate of the SQL, in order, until it breaks, reading through a
+/// portal inside the transaction `tx`.
+pub(crate) async fn for_each_in_tx(
+    tx: &Transaction<'_>,
+    collection: &str,
+    (sql, params): (String, Vec<Param>),
+    visit: impl FnMut(String, Document) -> Result<ControlFlow<()>> + Send,
+) -> Result<()> {
+    let stmt = tx.prepare_cached(&sql).await?;
+    through_portal(tx, collection, &stmt, &params, visit).await
+}
+
+async fn through_portal(
+    tx: &Transaction<'_>,
+    collection: &str,
+    stmt: &Statement,
+    params: &[Param],
+    mut visit: impl FnMut(String, Document) -> Result<ControlFlow<()>> + Send,
+) -> Result<()> {
+    let portal = tx.bind(stmt, &refs(params)).await?;
+    loop {
+        let rows = tx.query_portal(&portal, BATCH).await?;
+        let done = rows.len() < usize::try_from(BATCH).unwrap_or(usize::MAX);
+        for row in &rows {
+            let (id, doc) = decode(collection, row)?;
+            if visit(id, doc)?.is_break() {
+                return Ok(());
+            }
+        }
+        if done {
+            return Ok(());
+        }
+    }
+}
+
+/// Calls `visit` with each candidate of `plan` in `_id` order until it breaks; nothing when the
+/// collection does not exist. Index and primary-key plans read in one statement, scans through a
+/// portal in a read-only transaction.
+///
+/// Reads do not look the collection up first (one more round trip on every read): preparing the
+/// statement fails when its table is missing, and that reads as an empty collection.
+async fn for_each_candidate(
+    client: &mut Client,
+    collection: &str,
+    plan: &Plan,
+    page: Option<(Option<i64>, i64)>,
+    mut visit: impl FnMut(String, Document) -> Result<ControlFlow<()>> + Send,
+) -> Result<()> {
+    let (sql, params) = candidate_sql(collection, plan, page, false);
+    let stmt = match client.prepare_cached(&sql).await {
+        Ok(stmt) => stmt,
+        Err(e) if is_undefined_table(&e) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    if matches!(plan, Plan::Scan { .. }) {
+        let tx = client.build_transaction().read_only(true).start().await?;
+        through_portal(&tx, collection, &stmt, &params, visit).await?;
+        tx.commit().await?;
+        return Ok(());
+    }
+    let mut rows = pin!(client.query_raw(&stmt, refs(&params)).await?);
+    // Dropping the stream early leaves the rest of the rows for the connection to discard.
+    while let Some(row) = rows.try_next().await? {
+        let (id, doc) = decode(collection, &row)?;
+        if visit(id, doc)?.is_break() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The plan for `selector`, reading the collection's indexes only when one could be used.
+pub(crate) async fn plan_for(
+    client: &impl GenericClient,
+    collection: &str,
+    selector: &Selector,
+) -> Result<Plan> {
+    let indexes = if selector.id_equality().is_none() && may_use_index(selector) {
+        indexed_paths(client, collection).await?
+    } else {
+        Vec::new()
+    };
+    Ok(plan(selector, &indexes))
+}
+
+/// The documents `query` asks for, sorted, skipped, limited and projected.
+pub(crate) async fn find(
+    client: &mut Client,
+    collection: &str,
+    query: &Query,
+) -> Result<Vec<Document>> {
+    if query.limit == Some(0) {
+        return Ok(Vec::new());
+    }
+    let selector = &query.selector;
+    let plan = plan_for(&*client, collection, selector).await?;
+    let skip = query.skip;
+    let mut docs = Vec::new();
+    match &query.sort {
+        None if selector.is_all() => {
+            // Every row matches: PostgreSQL skips and stops, without sending skipped documents.
+            let limit = query.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+            let page = Some((limit, i64::try_from(skip).unwrap_or(i64::MAX)));
+            for_each_candidate(client, collection, &plan, page, |_, doc| {
+                docs.push(doc);
+                Ok(ControlFlow::Continue(()))
+            })
+            .await?;
+        }
+        None => {
+            let mut skipped = 0u64;
+            let limit = query.limit;
+            for_each_candidate(client, collection, &plan, None, |_, doc| {
+                if !selector.matches(&doc) {
+                    return Ok(ControlFlow::Continue(()));
+                }
+                if skipped < skip {
+                    skipped += 1;
+                    return Ok(ControlFlow::Continue(()));
+                }
+                docs.push(doc);
+                Ok(match limit {
+                    Some(l) if docs.len() as u64 >= l => ControlFlow::Break(()),
+                    _ => ControlFlow::Continue(()),
+                })
+            })
+            .await?;
+        }
+        Some(sort) => {
+            let keep = query.limit.map_or(usize::MAX, |l| {
+                usize::try_from(skip.saturating_add(l)).unwrap_or(usize::MAX)
+            });
+            let mut top = TopK::new(keep);
+            let mut seq = 0u64;
+            for_each_candidate(client, collection, &plan, None, |_, doc| {
+                if selector.matches(&doc) {
+                    top.push(Ranked { sort, seq, doc });
+                    seq += 1;
+                }
+                Ok(ControlFlow::Continue(()))
+            })
+            .await?;
+            let skip = usize::try_from(skip).unwrap_or(usize::MAX);
+            docs = top
+                .into_sorted_vec()
+                .into_iter()
+                .skip(skip)
+                .map(|r| r.doc)
+                .collect();
+        }
+    }
+    if let Some(projection) = &query.projection {
+        docs = docs.iter().map(|doc| projection.apply(doc)).collect();
+    }
+    Ok(docs)
+}
+
+/// How many documents match `selector`; the whole collection's count is read from the catalog.
+pub(crate) async fn count(
+    client: &mut Client,
+    collection: &str,
+    selector: &Selector,
+) -> Result<u64> {
+    if selector.is_all() {
+        return stored_count(client, collection).await;
+    }
+    let plan = plan_for(&*client, collection, selector).await?;
+    let mut n = 0u64;
+    for_each_candidate(client, collection, &plan, None, |_, doc| {
+        if selector.matches(&doc) {
+            n += 1;
+        }
+        Ok(ControlFlow::Continue(()))
+    })
+    .await?;
+    Ok(n)
+}
+
+/// The document with `_id == id`: one primary-key lookup, one round trip.
+pub(crate) async fn get(client: &Client, collection: &str, id: &str) -> Result<Option<Document>> {
+    let sql = format!(
+        "SELECT doc FROM {} WHERE id = $1",
+        collection_table(collection)
+    );
+    let stmt = match client.prepare_cached(&sql).await {
+        Ok(stmt) => stmt,
+        Err(e) if is_undefined_table(&e) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let row = match client.query_opt(&stmt, &[&id]).await {
+        Ok(row) => row,
+        Err(e) if is_undefined_table(&e) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let text: &str = row.try_get(0)?;
+    serde_json::from_str(text)
+        .map(Some)
+        .map_err(|e| corrupt(collection, id, &e))
+}

@@ -1,0 +1,346 @@
+//! The tables: a catalog of collections, indexes and counts, one table per collection, one table
+//! per index.
+//!
+//! Collection names and index paths come from clients, so they never appear in SQL as written.
+//! A table's name is a prefix and the lowercase hex of the name's UTF-8 bytes (`c_<hex>` for
+//! documents, `x_<hex(collection)>_<hex(path)>` for an index), as in the SQLite backend; such
+//! names hold only `[a-z0-9_]`. PostgreSQL cuts identifiers at 63 bytes, so a longer name keeps
+//! the first part of its hex and ends with a 128-bit hash of the whole (two FNV-1a hashes): two
+//! names never share a table in practice, and the mapping needs no lookup.
+//!
+//! Each collection is `(id text COLLATE "C" PRIMARY KEY, doc text, body jsonb)`:
+//!
+//! - `doc` is the document exactly as serde_json wrote it. It is what reads return. `jsonb`
+//!   alone would not do: it reorders object keys (documents keep their field order) and rewrites
+//!   number text (`1.0e2` becomes `100`), and numbers are kept exactly as sent.
+//! - `body` is the same document as `jsonb`, used only to narrow candidates in SQL (see
+//!   `plan.rs`): PostgreSQL compares its numbers exactly (`numeric`) and its strings by code
+//!   point in jsonpath, as the reference matcher does. It is `NULL` for the rare document
+//!   `jsonb` cannot hold (a string with a NUL character), and such a row is always a candidate.
+//!   Parsing the document once on write instead of on every scan is what keeps scans fast.
+//! - `COLLATE "C"` orders ids by bytes, the order of Rust strings and of the other backends.
+//!
+//! Each collection's document count is kept in `portico_counts`, changed in the transaction of
+//! every write that adds or removes documents, so counting a whole collection reads a few rows
+//! instead of the collection. The count is spread over [`COUNT_SLOTS`] rows, each write adding to
+//! one at random: concurrent inserts (from many instances) then rarely wait on one row lock
+//! until the other commits.
+
+use deadpool_postgres::{Client, GenericClient, Transaction};
+
+use super::error::is_undefined_table;
+use crate::{Error, Result};
+
+/// Rows a collection's count is spread over.
+pub(crate) const COUNT_SLOTS: i32 = 8;
+
+/// Creates the catalog tables when missing. Several instances may open one database at once:
+/// an advisory lock makes them take turns.
+pub(crate) async fn init(client: &mut Client) -> Result<()> {
+    let tx = client.transaction().await?;
+    tx.batch_execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended('portico:catalog', 0));
+         CREATE TABLE IF NOT EXISTS portico_collections (
+             name text COLLATE \"C\" PRIMARY KEY
+         );
+         CREATE TABLE IF NOT EXISTS portico_indexes (
+             collection text COLLATE \"C\" NOT NULL,
+             path text COLLATE \"C\" NOT NULL,
+             is_unique boolean NOT NULL DEFAULT false,
+             PRIMARY KEY (collection, path)
+         );
+         CREATE TABLE IF NOT EXISTS portico_counts (
+             name text COLLATE \"C\" NOT NULL,
+             slot integer NOT NULL,
+             n bigint NOT NULL,
+             PRIMARY KEY (name, slot)
+         );",
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Takes the transaction-scoped advisory lock of `collection`, which every change of its tables
+/// (creating it, adding an index, dropping it) holds, so two instances never run such DDL at once.
+pub(crate) async fn lock_ddl(tx: &Transaction<'_>, collection: &str) -> Result<()> {
+    let stmt = tx
+        .prepare_cached("SELECT pg_advisory_xact_lock(hashtextextended('portico:c:' || $1, 0))")
+        .await?;
+    tx.execute(&stmt, &[&collection]).await?;
+    Ok(())
+}
+
+/// Takes the lock every write of `collection`'s documents holds (`ROW EXCLUSIVE`, which writers
+/// share) before it reads the list of indexes. `ensure_index` takes a `SHARE` lock, which waits
+/// for those writers and holds back new ones, so no write can miss an index being created.
+/// `Ok(false)` when the collection does not exist; the transaction is then aborted.
+pub(crate) async fn lock_for_write(tx: &Transaction<'_>, collection: &str) -> Result<bool> {
+    let sql = format!(
+        "LOCK TABLE {} IN ROW EXCLUSIVE MODE",
+        collection_table(collection)
+    );
+    match tx.batch_execute(&sql).await {
+        Ok(()) => Ok(true),
+        Err(e) if is_undefined_table(&e) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Creates `collection` when missing, in its own transaction.
+pub(crate) async fn create_collection(client: &mut Client, collection: &str) -> Result<()> {
+    check_text(collection, "a collection name")?;
+    let tx = client.transaction().await?;
+    lock_ddl(&tx, collection).await?;
+    tx.batch_execute(&format!(
+        "CREATE TABLE IF NOT EXISTS {} (
+             id text COLLATE \"C\" PRIMARY KEY,
+             doc text NOT NULL,
+             body jsonb
+         )",
+        collection_table(collection)
+    ))
+    .await?;
+    let stmt = tx
+        .prepare_cached(
+            "INSERT INTO portico_collections (name) VALUES ($1) ON CONFLICT (name) DO NOTHING",
+        )
+        .await?;
+    tx.execute(&stmt, &[&collection]).await?;
+    let stmt = tx
+        .prepare_cached(
+            "INSERT INTO portico_counts (name, slot, n) \
+             SELECT $1, s, 0 FROM generate_series(0, $2 - 1) AS s \
+             ON CONFLICT (name, slot) DO NOTHING",
+        )
+        .await?;
+    tx.execute(&stmt, &[&collection, &COUNT_SLOTS]).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Refuses text PostgreSQL cannot store (a NUL character) in a name.
+pub(crate) fn check_text(name: &str, what: &str) -> Result<()> {
+    if name.contains('\0') {
+        return Err(Error::InvalidName(format!(
+            "{what} must not contain a NUL character"
+        )));
+    }
+    Ok(())
+}
+
+/// The count of `collection` kept in the catalog (0 when it does not exist).
+pub(crate) async fn stored_count(client: &Client, collection: &str) -> Result<u64> {
+    let stmt = client
+        .prepare_cached("SELECT coalesce(sum(n), 0)::bigint FROM portico_counts WHERE name = $1")
+        .await?;
+    let n: i64 = client.query_one(&stmt, &[&collection]).await?.get(0);
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// Adds `delta` to the count of `collection`, on one slot chosen at random. Call inside the
+/// write transaction that inserted or removed the documents.
+pub(crate) async fn add_to_count(tx: &Transaction<'_>, collection: &str, delta: i64) -> Result<()> {
+    if delta == 0 {
+        return Ok(());
+    }
+    let slot: i32 = rand::random_range(0..COUNT_SLOTS);
+    let stmt = tx
+        .prepare_cached("UPDATE portico_counts SET n = n + $3 WHERE name = $1 AND slot = $2")
+        .await?;
+    tx.execute(&stmt, &[&collection, &slot, &delta]).await?;
+    Ok(())
+}
+
+/// One index of a collection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IndexedPath {
+    /// The dotted path.
+    pub(crate) path: String,
+    /// True when no two documents may share a value there.
+    pub(crate) unique: bool,
+}
+
+/// The indexes of `collection`, sorted by path.
+pub(crate) async fn indexed_paths(
+    client: &impl GenericClient,
+    collection: &str,
+) -> Result<Vec<IndexedPath>> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT path, is_unique FROM portico_indexes WHERE collection = $1 ORDER BY path",
+        )
+        .await?;
+    let rows = client.query(&stmt, &[&collection]).await?;
+    Ok(rows
+        .iter()
+        .map(|row| IndexedPath {
+            path: row.get(0),
+            unique: row.get(1),
+        })
+        .collect())
+}
+
+/// Creates the (empty) index table of `path` and records it in the catalog. Call inside a
+/// transaction holding [`lock_ddl`], after checking that the index does not exist.
+pub(crate) async fn create_index_table(
+    tx: &Transaction<'_>,
+    collection: &str,
+    path: &str,
+) -> Result<()> {
+    tx.batch_execute(&format!(
+        "CREATE TABLE IF NOT EXISTS {} (
+             value bytea NOT NULL,
+             id text COLLATE \"C\" NOT NULL,
+             PRIMARY KEY (value, id)
+         )",
+        index_table(collection, path)
+    ))
+    .await?;
+    tx.execute(
+        "INSERT INTO portico_indexes (collection, path) VALUES ($1, $2) \
+         ON CONFLICT (collection, path) DO NOTHING",
+        &[&collection, &path],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Makes the index table of `path` unique over `value`, leaving out the key of `null`. Call
+/// inside a transaction holding [`lock_ddl`].
+///
+/// # Errors
+/// A PostgreSQL unique violation when stored documents share a value already.
+pub(crate) async fn make_unique(tx: &Transaction<'_>, collection: &str, path: &str) -> Result<()> {
+    let result = tx
+        .batch_execute(&format!(
+            "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} (value) WHERE value <> '\\x{}'::bytea",
+            unique_index_name(collection, path),
+            index_table(collection, path),
+            hex(crate::index_key::NULL_KEY),
+        ))
+        .await;
+    if let Err(e) = result {
+        if super::error::unique_violation_table(&e).is_some() {
+            return Err(Error::DuplicateKey {
+                collection: collection.to_string(),
+                path: path.to_string(),
+            });
+        }
+        return Err(e.into());
+    }
+    tx.execute(
+        "UPDATE portico_indexes SET is_unique = true WHERE collection = $1 AND path = $2",
+        &[&collection, &path],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Drops `collection`, its index tables and its catalog rows. Call inside a transaction holding
+/// [`lock_ddl`].
+pub(crate) async fn drop_collection(tx: &Transaction<'_>, collection: &str) -> Result<()> {
+    for index in indexed_paths(tx, collection).await? {
+        tx.batch_execute(&format!(
+            "DROP TABLE IF EXISTS {}",
+            index_table(collection, &index.path)
+        ))
+        .await?;
+    }
+    tx.batch_execute(&format!(
+        "DROP TABLE IF EXISTS {}",
+        collection_table(collection)
+    ))
+    .await?;
+    for sql in [
+        "DELETE FROM portico_indexes WHERE collection = $1",
+        "DELETE FROM portico_collections WHERE name = $1",
+        "DELETE FROM portico_counts WHERE name = $1",
+    ] {
+        tx.execute(sql, &[&collection]).await?;
+    }
+    Ok(())
+}
+
+/// The names of all collections, sorted by their UTF-8 bytes.
+pub(crate) async fn list_collections(client: &Client) -> Result<Vec<String>> {
+    let rows = client
+        .query("SELECT name FROM portico_collections ORDER BY name", &[])
+        .await?;
+    Ok(rows.iter().map(|row| row.get(0)).collect())
+}
+
+/// The quoted name of the table holding `collection`'s documents.
+pub(crate) fn collection_table(collection: &str) -> String {
+    identifier("c_", &hex(collection))
+}
+
+/// The quoted name of the table indexing `collection` by `path`: `(value bytea, id text)`,
+/// primary key `(value, id)`.
+pub(crate) fn index_table(collection: &str, path: &str) -> String {
+    identifier("x_", &format!("{}_{}", hex(collection), hex(path)))
+}
+
+fn unique_index_name(collection: &str, path: &str) -> String {
+    identifier("u_", &format!("{}_{}", hex(collection), hex(path)))
+}
+
+/// PostgreSQL's longest identifier, in bytes.
+const MAX_IDENTIFIER: usize = 63;
+
+/// `prefix` + `key` quoted, or when that is too long for PostgreSQL, `prefix` + the start of
+/// `key` + `_` + a 128-bit hash of `key` (32 hex digits).
+fn identifier(prefix: &str, key: &str) -> String {
+    if prefix.len() + key.len() <= MAX_IDENTIFIER {
+        return format!("\"{prefix}{key}\"");
+    }
+    let keep = MAX_IDENTIFIER - prefix.len() - 1 - 32;
+    let hash = format!(
+        "{:016x}{:016x}",
+        fnv1a(key, 0xcbf2_9ce4_8422_2325),
+        fnv1a(key, 0x6c62_272e_07bb_0142)
+    );
+    format!("\"{prefix}{}_{hash}\"", &key[..keep])
+}
+
+/// 64-bit FNV-1a of `s` from `basis` (stable across builds, unlike std's hasher).
+fn fnv1a(s: &str, basis: u64) -> u64 {
+    s.bytes().fold(basis, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// Lowercase hex of the UTF-8 bytes of `s`.
+pub(crate) fn hex(s: &str) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(s.len() * 2);
+    for b in s.bytes() {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_names_are_cut_and_hashed_within_the_limit() {
+        let long = "services.resume.loginTokens.hashedToken";
+        let a = index_table("users", long);
+        let b = index_table("users", "services.resume.loginTokens.hashedTokem");
+        assert!(a.len() - 2 <= MAX_IDENTIFIER, "{a}");
+        assert_ne!(a, b);
+        assert_eq!(collection_table("ab"), "\"c_6162\"");
+        for name in [&a, &b, &collection_table(&"x".repeat(200))] {
+            let inner = &name[1..name.len() - 1];
+            assert!(inner.len() <= MAX_IDENTIFIER);
+            assert!(
+                inner
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            );
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! Throwaway PostgreSQL clusters for tests: `cargo test` needs no running database service.
+//!
+//! [`TestCluster::start`] runs `initdb` into a fresh temp dir and starts the server with `pg_ctl`
+//! on a free loopback port (and a unix socket in the same dir), with `fsync` and synchronous
+//! commits off (a test never outlives the server, so only the server's own crash would lose
+//! data, and tests kill clients, not the server). A cluster is stopped and
+//! its dir removed when the value is dropped, and also, through a small watchdog process, when
+//! the test process ends without dropping it (a `static` shared by a test binary, a panic, a
+//! kill), so nothing is left behind.
+//!
+//! The binaries are Debian's (`/usr/lib/postgresql/<version>/bin`, newest first), or
+//! `$PORTICO_PG_BIN`, or `initdb` on `PATH`. Without them, starting fails with a message saying
+//! to `apt-get install postgresql`: tests that need PostgreSQL fail, they never skip.
+//!
+//! `initdb` refuses to run as root, so as root the cluster belongs to the user `nobody` and the
+//! binaries run through `runuser -u nobody`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The password of the superuser `postgres` over TCP.
+pub const PASSWORD: &str = "portico-test";
+
+/// A running throwaway PostgreSQL server; the superuser is `postgres`, with [`PASSWORD`] over
+/// TCP and trusted on the unix socket.
+#[derive(Debug)]
+pub struct TestCluster {
+    bin: PathBuf,
+    dir: PathBuf,
+    port: u16,
+    as_nobody: bool,
+    /// The server's options (port, socket dir, settings), given again on restart.
+    options: String,
+}
+
+static DATABASES: AtomicU32 = AtomicU32::new(0);
+
+impl TestCluster {
+    /// Creates and starts a new cluster.
+    ///
+    /// # Errors
+    /// A message saying what is missing or what failed (with the server's log).
+    pub fn start() -> Result<TestCluster, String> {
+        let bin = find_bin()?;
+        let as_nobody = is_root();
+        let dir = std::env::temp_dir().join(format!(
+            "portico-pg-{}-{}",
+            std::process::id(),
+            DATABASES.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {dir:?}: {e}"))?;
+        let mut cluster = TestCluster {
+            bin,
+            dir,
+            port: 0,
+            as_nobody,
+            options: String::new(),
+        };
+        if as_nobody {
+            run(Command::new("chown").arg("nobody").arg(&cluster.dir))?;
+        }
+        cluster.watch_parent()?;
+        let data = cluster.dir.join("data");
+        let pwfile = cluster.dir.join("pwfile");
+        std::fs::write(&pwfile, format!("{PASSWORD}\n"))
+            .map_err(|e| format!("cannot write {pwfile:?}: {e}"))?;
+        let pwfile_arg = format!("--pwfile={}", pwfile.display());
+        cluster.run_pg(
+            "initdb",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-U".as_ref(),
+                "postgres".as_ref(),
+                // TCP connections need the password (so tests can check wrong credentials);
+                // the unix socket is trusted (for `psql` in test setup).
+                "--auth-host=scram-sha-256".as_ref(),
+                "--auth-local=trust".as_ref(),
+                pwfile_arg.as_ref(),
+                "-E".as_ref(),
+                "UTF8".as_ref(),
+                "--no-locale".as_ref(),
+                "--no-sync".as_ref(),
+            ],
+        )?;
+        cluster.port = free_port()?;
+        cluster.options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=200 \
+             -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            cluster.port,
+            cluster.dir.display()
+        );
+        let options = cluster.options.clone();
+        let log = cluster.dir.join("server.log");
+        let started = cluster.run_pg(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-o".as_ref(),
+                options.as_ref(),
+                "-l".as_ref(),
+                log.as_os_str(),
+                "-w".as_ref(),
+                "start".as_ref(),
+            ],
+        );
+        if let Err(e) = started {
+            let log = std::fs::read_to_string(&log).unwrap_or_default();
+            return Err(format!("{e}\nserver log:\n{log}"));
+        }
+        Ok(cluster)
+    }
+
+    /// The port the server listens on (loopback).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The directory holding the server's unix socket.
+    pub fn socket_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The directory with the PostgreSQL binaries used (`pg_ctl`, `psql`, ...).
+    pub fn bin_dir(&self) -> &Path {
+        &self.bin
+    }
+
+    /// The URL of database `db` over TCP, as the superuser.
+    pub fn url(&self, db: &str) -> String {
+        format!(
+            "postgres://postgres:{PASSWORD}@127.0.0.1:{}/{db}",
+            self.port
+        )
+    }
+
+    /// Creates a new, empty database with a unique name and returns its URL.
+    ///
+    /// # Errors
+    /// When `createdb` fails.
+    pub fn create_database(&self) -> Result<String, String> {
+        let name = format!("t{}", DATABASES.fetch_add(1, Ordering::Relaxed));
+        self.sql("postgres", &format!("CREATE DATABASE {name}"))?;
+        Ok(self.url(&name))
+    }
+
+    /// Runs `sql` in database `db` with `psql` (for test setup: roles, passwords).
+    ///
+    /// # Errors
+    /// When `psql` fails.
+    pub fn sql(&self, db: &str, sql: &str) -> Result<(), String> {
+        let port = self.port.to_string();
+        run(Command::new(self.bin.join("psql"))
+            .arg("-h")
+            .arg(&self.dir)
+            .args(["-p", &port, "-U", "postgres", "-d", db])
+            .args(["-v", "ON_ERROR_STOP=1", "-q", "-c", sql]))
+    }
+
+    /// Stops the server (fast shutdown) and keeps its files, so that [`TestCluster::restart`]
+    /// can start it again: for tests of a database that goes away and comes back.
+    ///
+    /// # Errors
+    /// When `pg_ctl stop` fails.
+    pub fn stop(&self) -> Result<(), String> {
+        let data = self.dir.join("data");
+        self.run_pg(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-m".as_ref(),
+                "fast".as_ref(),
+                "-w".as_ref(),
+                "stop".as_ref(),
+            ],
+        )
+    }
+
+    /// Starts a stopped server again on the same port.
+    ///
+    /// # Errors
+    /// When `pg_ctl start` fails.
+    pub fn restart(&self) -> Result<(), String> {
+        let data = self.dir.join("data");
+        let log = self.dir.join("server.log");
+        self.run_pg(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-o".as_ref(),
+                self.options.as_ref(),
+                "-l".as_ref(),
+                log.as_os_str(),
+                "-w".as_ref(),
+                "start".as_ref(),
+            ],
+        )
+    }
+
+    /// Runs one of the PostgreSQL binaries, as `nobody` when we are root.
+    fn run_pg(&self, program: &str, args: &[&std::ffi::OsStr]) -> Result<(), String> {
+        let program = self.bin.join(program);
+        let mut cmd = if self.as_nobody {
+            let mut cmd = Command::new("runuser");
+            cmd.args(["-u", "nobody", "--"]).arg(program);
+            cmd
+        } else {
+            Command::new(program)
+        };
+        // pg_ctl's server inherits the working directory, which `nobody` may not be able to read.
+        cmd.current_dir(&self.dir).args(args);
+        run(&mut cmd)
+    }
+
+    /// Starts a watchdog that stops the server and removes the dir once this process is gone.
+    fn watch_parent(&self) -> Result<(), String> {
+        let pg_ctl = self.bin.join("pg_ctl");
+        let data = self.dir.join("data");
+        let runas = if self.as_nobody {
+            "runuser -u nobody -- "
+        } else {
+            ""
+        };
+        let script = format!(
+            "while kill -0 {pid} 2>/dev/null; do sleep 0.5; done; \
+             cd /; {runas}'{pg_ctl}' -D '{data}' -m immediate stop >/dev/null 2>&1; \
+             rm -rf '{dir}'; sleep 1; rm -rf '{dir}'",
+            pid = std::process::id(),
+            pg_ctl = pg_ctl.display(),
+            data = data.display(),
+            dir = self.dir.display(),
+        );
+        Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map(drop)
+            .map_err(|e| format!("cannot start the cluster's watchdog: {e}"))
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        let data = self.dir.join("data");
+        let _ = self.run_pg(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-m".as_ref(),
+                "immediate".as_ref(),
+                "-w".as_ref(),
+                "stop".as_ref(),
+            ],
+        );
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs `cmd`, turning a failure into a message with its output.
+fn run(cmd: &mut Command) -> Result<(), String> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{cmd:?} failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// The directory holding `initdb` and `pg_ctl`.
+fn find_bin() -> Result<PathBuf, String> {
+    if let Some(dir) = std::env::var_os("PORTICO_PG_BIN") {
+        return Ok(PathBuf::from(dir));
+    }
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let version = entry.file_name().to_str()?.parse().ok()?;
+            let bin = entry.path().join("bin");
+            bin.join("initdb").exists().then_some((version, bin))
+        })
+        .collect();
+    versions.sort();
+    if let Some((_, bin)) = versions.pop() {
+        return Ok(bin);
+    }
+    let on_path = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .find(|dir| dir.join("initdb").exists() && dir.join("pg_ctl").exists());
+    on_path.ok_or_else(|| {
+        "PostgreSQL is not installed: these tests start a throwaway PostgreSQL server and need \
+         its initdb and pg_ctl. Install it with `apt-get install -y postgresql` (Debian/Ubuntu), \
+         or point PORTICO_PG_BIN at the directory holding initdb and pg_ctl."
+            .to_string()
+    })
+}
+
+/// True when this process runs as root (`initdb` refuses to).
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
+
+/// A loopback port nobody listens on right now.
+fn free_port() -> Result<u16, String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| format!("cannot find a free port: {e}"))?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|e| format!("cannot find a free port: {e}"))
+}

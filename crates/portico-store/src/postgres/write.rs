@@ -1,0 +1,396 @@
+//! Writing: insert, update, remove, indexes and collections, each in one transaction.
+//!
+//! Every write of documents first takes the collection's `ROW EXCLUSIVE` lock (see
+//! [`schema::lock_for_write`]), then reads the list of indexes, so it maintains every index that
+//! exists when it commits. An update reads its documents with `SELECT ... FOR UPDATE`: a
+//! concurrent update of the same document (from this instance or another) waits for this one to
+//! commit and then reads the new version, so two concurrent `$set`s of different fields both
+//! land, and two `$inc`s both count. A failing step returns before `commit`; dropping the
+//! transaction rolls it back, so nothing of a failed operation is written.
+//!
+//! A collection is created on first write in its own short transaction (DDL serialised by an
+//! advisory lock), then the write starts over; at most [`ATTEMPTS`] times, in case another
+//! instance drops the collection in between.
+
+use std::ops::ControlFlow;
+
+use deadpool_postgres::{Client, Transaction};
+
+use super::error::unique_violation_table;
+use super::query::{Param, candidate_sql, for_each_in_tx, plan_for};
+use super::schema::{self, IndexedPath, collection_table, index_table, indexed_paths};
+use crate::document::prepare_insert;
+use crate::index_key::keys;
+use crate::value::split_path;
+use crate::{Document, Error, Result, Selector, Update, UpdateOptions, UpdateResult, document_id};
+
+/// How many times a write starts over after creating its collection.
+const ATTEMPTS: usize = 3;
+
+/// Refuses names PostgreSQL cannot use, as every backend refuses the empty name.
+fn check_name(collection: &str) -> Result<()> {
+    if collection.is_empty() {
+        return Err(Error::InvalidName(
+            "a collection name must not be empty".into(),
+        ));
+    }
+    schema::check_text(collection, "a collection name")
+}
+
+fn gave_up(collection: &str) -> Error {
+    Error::Backend(format!(
+        "postgres: collection {collection:?} was dropped repeatedly while being written"
+    ))
+}
+
+/// The SQL inserting a document: the exact text, and its `jsonb` copy unless the text holds a
+/// NUL character (`\u0000`), which `jsonb` cannot store.
+fn insert_sql(collection: &str) -> String {
+    format!(
+        "INSERT INTO {} (id, doc, body) VALUES ($1, $2::text, \
+         CASE WHEN strpos($2::text, '\\u0000') = 0 THEN $2::text::jsonb END)",
+        collection_table(collection)
+    )
+}
+
+/// Turns a unique violation of `collection`'s tables into [`Error::DuplicateId`] (the
+/// collection's primary key) or [`Error::DuplicateKey`] (a unique index).
+fn duplicate(
+    e: tokio_postgres::Error,
+    collection: &str,
+    indexes: &[IndexedPath],
+    id: &str,
+) -> Error {
+    let Some(table) = unique_violation_table(&e) else {
+        return e.into();
+    };
+    let quoted = format!("\"{table}\"");
+    if quoted == collection_table(collection) {
+        return Error::DuplicateId {
+            collection: collection.to_string(),
+            id: id.to_string(),
+        };
+    }
+    match indexes
+        .iter()
+        .find(|i| index_table(collection, &i.path) == quoted)
+    {
+        Some(index) => Error::DuplicateKey {
+            collection: collection.to_string(),
+            path: index.path.clone(),
+        },
+        None => e.into(),
+    }
+}
+
+/// Checks a document for what PostgreSQL cannot store, then prepares it as every backend does.
+fn prepare(doc: Document) -> Result<(String, String, Document)> {
+    let (id, doc) = prepare_insert(doc)?;
+    if id.contains('\0') {
+        return Err(Error::InvalidDocument(
+            "_id must not contain a NUL character".into(),
+        ));
+    }
+    let text = serde_json::to_string(&doc)
+        .map_err(|e| Error::InvalidDocument(format!("cannot serialize document: {e}")))?;
+    Ok((id, text, doc))
+}
+
+/// Inserts one prepared document and its index rows inside an open transaction.
+async fn insert_in(
+    tx: &Transaction<'_>,
+    collection: &str,
+    indexes: &[IndexedPath],
+    (id, text, doc): &(String, String, Document),
+) -> Result<()> {
+    let stmt = tx.prepare_cached(&insert_sql(collection)).await?;
+    tx.execute(&stmt, &[id, text])
+        .await
+        .map_err(|e| duplicate(e, collection, indexes, id))?;
+    update_rows(tx, collection, indexes, id, None, Some(doc)).await
+}
+
+/// Writes the index rows of a document: removes the keys `old` had and `new` has not, adds the
+/// keys `new` has and `old` had not (`None`: insert or removal). A key another document holds in
+/// a unique index is [`Error::DuplicateKey`].
+async fn update_rows(
+    tx: &Transaction<'_>,
+    collection: &str,
+    indexes: &[IndexedPath],
+    id: &str,
+    old: Option<&Document>,
+    new: Option<&Document>,
+) -> Result<()> {
+    for index in indexes {
+        let old_keys = old.map(|d| keys(d, &index.path)).unwrap_or_default();
+        let new_keys = new.map(|d| keys(d, &index.path)).unwrap_or_default();
+        let table = index_table(collection, &index.path);
+        let stale: Vec<&[u8]> = old_keys
+            .difference(&new_keys)
+            .map(|k| k.as_bytes())
+            .collect();
+        if !stale.is_empty() {
+            let stmt = tx
+                .prepare_cached(&format!(
+                    "DELETE FROM {table} WHERE id = $1 AND value = ANY($2)"
+                ))
+                .await?;
+            tx.execute(&stmt, &[&id, &stale]).await?;
+        }
+        let added: Vec<&[u8]> = new_keys
+            .difference(&old_keys)
+            .map(|k| k.as_bytes())
+            .collect();
+        if !added.is_empty() {
+            // Only a row that exists already is ignored; a unique index's violation is an error.
+            let stmt = tx
+                .prepare_cached(&format!(
+                    "INSERT INTO {table} (value, id) SELECT v, $1 FROM unnest($2::bytea[]) AS v \
+                     ON CONFLICT (value, id) DO NOTHING"
+                ))
+                .await?;
+            tx.execute(&stmt, &[&id, &added])
+                .await
+                .map_err(|e| duplicate(e, collection, indexes, id))?;
+        }
+    }
+    Ok(())
+}
+
+/// Inserts documents in one transaction, all or none; see [`crate::Store::insert_many`].
+pub(crate) async fn insert_many(
+    client: &mut Client,
+    collection: &str,
+    docs: Vec<Document>,
+) -> Result<Vec<String>> {
+    check_name(collection)?;
+    let prepared = docs.into_iter().map(prepare).collect::<Result<Vec<_>>>()?;
+    for _ in 0..ATTEMPTS {
+        let tx = client.transaction().await?;
+        if !schema::lock_for_write(&tx, collection).await? {
+            drop(tx);
+            schema::create_collection(client, collection).await?;
+            continue;
+        }
+        let indexes = indexed_paths(&tx, collection).await?;
+        for doc in &prepared {
+            insert_in(&tx, collection, &indexes, doc).await?;
+        }
+        schema::add_to_count(&tx, collection, count_delta(prepared.len())).await?;
+        tx.commit().await?;
+        return Ok(prepared.into_iter().map(|(id, _, _)| id).collect());
+    }
+    Err(gave_up(collection))
+}
+
+/// `n` documents as a change of the stored count.
+fn count_delta<N: TryInto<i64>>(n: N) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
+}
+
+/// The matching documents of `selector`, locked, in `_id` order; at most one unless `multi`.
+async fn matching(
+    tx: &Transaction<'_>,
+    collection: &str,
+    selector: &Selector,
+    multi: bool,
+) -> Result<Vec<(String, Document)>> {
+    let plan = plan_for(tx, collection, selector).await?;
+    let mut found = Vec::new();
+    let sql: (String, Vec<Param>) = candidate_sql(collection, &plan, None, true);
+    for_each_in_tx(tx, collection, sql, |id, doc| {
+        if selector.matches(&doc) {
+            found.push((id, doc));
+            if !multi {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    })
+    .await?;
+    Ok(found)
+}
+
+/// Updates (or upserts); see [`crate::Store::update`].
+pub(crate) async fn update(
+    client: &mut Client,
+    collection: &str,
+    selector: &Selector,
+    update: &Update,
+    options: UpdateOptions,
+) -> Result<UpdateResult> {
+    check_name(collection)?;
+    for _ in 0..ATTEMPTS {
+        let tx = client.transaction().await?;
+        if !schema::lock_for_write(&tx, collection).await? {
+            drop(tx);
+            if !options.upsert {
+                return Ok(UpdateResult::default());
+            }
+            schema::create_collection(client, collection).await?;
+            continue;
+        }
+        let indexes = indexed_paths(&tx, collection).await?;
+        let found = matching(&tx, collection, selector, options.multi).await?;
+        let mut result = UpdateResult {
+            matched: found.len() as u64,
+            ..UpdateResult::default()
+        };
+        let write_sql = format!(
+            "UPDATE {} SET doc = $2::text, \
+             body = CASE WHEN strpos($2::text, '\\u0000') = 0 THEN $2::text::jsonb END \
+             WHERE id = $1",
+            collection_table(collection)
+        );
+        for (id, old) in found {
+            let mut new = old.clone();
+            // An error returns here; the transaction is dropped and rolls back earlier documents.
+            update.apply(&mut new)?;
+            if document_id(&new) != Some(id.as_str()) {
+                return Err(Error::InvalidModifier(format!(
+                    "the update would change _id of document {id:?}"
+                )));
+            }
+            if new == old {
+                continue;
+            }
+            let text = serde_json::to_string(&new)
+                .map_err(|e| Error::InvalidModifier(format!("cannot serialize document: {e}")))?;
+            let stmt = tx.prepare_cached(&write_sql).await?;
+            tx.execute(&stmt, &[&id, &text]).await?;
+            update_rows(&tx, collection, &indexes, &id, Some(&old), Some(&new)).await?;
+            result.modified += 1;
+        }
+        if result.matched == 0 && options.upsert {
+            let doc = prepare(update.upsert_document(selector)?)?;
+            insert_in(&tx, collection, &indexes, &doc).await?;
+            schema::add_to_count(&tx, collection, 1).await?;
+            result.upserted_id = Some(doc.0);
+        }
+        tx.commit().await?;
+        return Ok(result);
+    }
+    Err(gave_up(collection))
+}
+
+/// Removes the matching documents and their index rows; see [`crate::Store::remove`].
+pub(crate) async fn remove(
+    client: &mut Client,
+    collection: &str,
+    selector: &Selector,
+) -> Result<u64> {
+    let tx = client.transaction().await?;
+    if !schema::lock_for_write(&tx, collection).await? {
+        return Ok(0);
+    }
+    let indexes = indexed_paths(&tx, collection).await?;
+    let table = collection_table(collection);
+    let removed = if selector.is_all() {
+        for index in &indexes {
+            tx.batch_execute(&format!(
+                "DELETE FROM {}",
+                index_table(collection, &index.path)
+            ))
+            .await?;
+        }
+        tx.execute(&format!("DELETE FROM {table}"), &[]).await?
+    } else {
+        let found = matching(&tx, collection, selector, true).await?;
+        let stmt = tx
+            .prepare_cached(&format!("DELETE FROM {table} WHERE id = $1"))
+            .await?;
+        for (id, doc) in &found {
+            tx.execute(&stmt, &[id]).await?;
+            update_rows(&tx, collection, &indexes, id, Some(doc), None).await?;
+        }
+        found.len() as u64
+    };
+    schema::add_to_count(&tx, collection, -count_delta(removed)).await?;
+    tx.commit().await?;
+    Ok(removed)
+}
+
+/// Creates the index on `path` (unique when asked) and fills it from the stored documents; see
+/// [`crate::Store::ensure_index`] and [`crate::Store::ensure_unique_index`].
+///
+/// It holds the collection's `SHARE` lock: writers that started before finish first (their
+/// documents are then visible to the fill), writers that come later wait and then see the index.
+pub(crate) async fn ensure_index(
+    client: &mut Client,
+    collection: &str,
+    path: &str,
+    unique: bool,
+) -> Result<()> {
+    check_name(collection)?;
+    split_path(path).map_err(|e| Error::InvalidName(format!("index path: {e}")))?;
+    schema::check_text(path, "an index path")?;
+    schema::create_collection(client, collection).await?;
+    // `_id` is the primary key already.
+    if path == "_id" {
+        return Ok(());
+    }
+    let tx = client.transaction().await?;
+    schema::lock_ddl(&tx, collection).await?;
+    tx.batch_execute(&format!(
+        "LOCK TABLE {} IN SHARE MODE",
+        collection_table(collection)
+    ))
+    .await?;
+    let existing = indexed_paths(&tx, collection).await?;
+    let current = existing.iter().find(|i| i.path == path);
+    if current.is_some_and(|i| i.unique || !unique) {
+        return Ok(());
+    }
+    if current.is_none() {
+        schema::create_index_table(&tx, collection, path).await?;
+        fill_index(&tx, collection, path).await?;
+    }
+    if unique {
+        schema::make_unique(&tx, collection, path).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Writes the index rows of `path` for every stored document, a batch of documents at a time.
+async fn fill_index(tx: &Transaction<'_>, collection: &str, path: &str) -> Result<()> {
+    let mut values: Vec<Vec<u8>> = Vec::new();
+    let mut ids: Vec<String> = Vec::new();
+    let sql = (
+        format!("SELECT id, doc FROM {}", collection_table(collection)),
+        Vec::new(),
+    );
+    let stmt = tx
+        .prepare_cached(&format!(
+            "INSERT INTO {} (value, id) SELECT * FROM unnest($1::bytea[], $2::text[]) \
+             ON CONFLICT (value, id) DO NOTHING",
+            index_table(collection, path)
+        ))
+        .await?;
+    // The keys are gathered first and written in large batches (one statement per 10,000
+    // keys); they are far smaller than the documents, which are read a batch at a time.
+    for_each_in_tx(tx, collection, sql, |id, doc| {
+        for key in keys(&doc, path) {
+            values.push(key.into_bytes());
+            ids.push(id.clone());
+        }
+        Ok(ControlFlow::Continue(()))
+    })
+    .await?;
+    for (values, ids) in values.chunks(10_000).zip(ids.chunks(10_000)) {
+        tx.execute(&stmt, &[&values, &ids]).await?;
+    }
+    Ok(())
+}
+
+/// Drops a collection with its indexes; see [`crate::Store::drop_collection`].
+pub(crate) async fn drop_collection(client: &mut Client, collection: &str) -> Result<()> {
+    if collection.contains('\0') {
+        return Ok(());
+    }
+    let tx = client.transaction().await?;
+    schema::lock_ddl(&tx, collection).await?;
+    schema::drop_collection(&tx, collection).await?;
+    tx.commit().await?;
+    Ok(())
+}
