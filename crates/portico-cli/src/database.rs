@@ -41,9 +41,15 @@ pub struct DatabaseChoice {
     pub source: String,
 }
 
+/// Shows the URL with any password hidden, and where it came from.
 impl std::fmt::Display for DatabaseChoice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (from {})", self.url, self.source)
+        write!(
+            f,
+            "{} (from {})",
+            portico_store::redact_url(&self.url),
+            self.source
+        )
     }
 }
 

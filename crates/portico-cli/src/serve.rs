@@ -262,7 +262,7 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     let bound = listener.local_addr().map_err(crate::Error::Serve)?;
     match &path {
         Some(path) => {
-            info!(config = %path.display(), database = %url, "serving");
+            info!(config = %path.display(), database = %portico_store::redact_url(&url), "serving");
             for warning in crate::check::warning_lines(path, &config) {
                 warn!("{warning}");
             }
