@@ -43,10 +43,28 @@ pub struct Config {
     /// `shutdown_grace_seconds`: how long in-flight requests may run on after SIGINT/SIGTERM
     /// (default [`crate::serve::SHUTDOWN_GRACE`]).
     pub shutdown_grace: Option<Duration>,
+    /// `openapi`: `Some(false)` turns `GET /openapi.json` off (see [`Config::serves_openapi`]).
+    pub openapi: Option<bool>,
+    /// `[metrics]`, when present and not `enabled = false`.
+    pub metrics: Option<MetricsConfig>,
     /// One per `[[api]]`, in file order.
     pub apis: Vec<ApiConfig>,
     /// `[auto]`, when present.
     pub auto: Option<AutoConfig>,
+}
+
+/// `[metrics]`: Prometheus metrics at `/metrics`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetricsConfig {
+    /// `listen`: a separate address for `/metrics`; `None` serves it beside the APIs.
+    pub listen: Option<SocketAddr>,
+}
+
+impl Config {
+    /// True unless `openapi = false`: `GET /openapi.json` answers the server's OpenAPI document.
+    pub fn serves_openapi(&self) -> bool {
+        self.openapi.unwrap_or(true)
+    }
 }
 
 /// One `[[api]]`: a route API object.

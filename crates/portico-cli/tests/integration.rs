@@ -7,6 +7,7 @@ mod integration {
     mod common;
     mod import;
     mod lifecycle;
+    mod operations;
     mod routes_api;
     mod safe_defaults;
     mod timestamps;

@@ -7,6 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 use toml::Spanned;
 
+mod metrics;
+
 use super::diagnostic::Source;
 use super::raw::{
     OneOrMany, RawApi, RawAuto, RawCollection, RawConfig, RawEndpoint, RawPublication,
@@ -77,11 +79,14 @@ impl<'a> Checker<'a> {
             .map(|(index, api)| self.api(api, api_lines.get(index).copied().unwrap_or(1)))
             .collect();
         let auto = raw.auto.map(|auto| self.auto(auto));
+        let metrics = self.metrics(raw.metrics);
         Config {
             listen,
             database,
             database_position,
             shutdown_grace: raw.shutdown_grace_seconds.map(Duration::from_secs),
+            openapi: raw.openapi,
+            metrics,
             apis,
             auto,
         }

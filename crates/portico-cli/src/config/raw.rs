@@ -18,9 +18,19 @@ pub(crate) struct RawConfig {
     pub(crate) listen: Option<Spanned<String>>,
     pub(crate) database: Option<Spanned<String>>,
     pub(crate) shutdown_grace_seconds: Option<u64>,
+    pub(crate) openapi: Option<bool>,
+    pub(crate) metrics: Option<RawMetrics>,
     #[serde(default)]
     pub(crate) api: Vec<RawApi>,
     pub(crate) auto: Option<RawAuto>,
+}
+
+/// `[metrics]`: the Prometheus endpoint.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMetrics {
+    pub(crate) enabled: Option<bool>,
+    pub(crate) listen: Option<Spanned<String>>,
 }
 
 /// One `[[api]]` table: a route API object.
