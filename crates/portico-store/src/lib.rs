@@ -56,6 +56,7 @@
 //! compares greater than a string. Client mistakes (an unknown operator, `$inc` on a string, a
 //! change of `_id`) are errors naming the problem ([`Error::is_client_error`]), never panics.
 
+mod batch;
 mod document;
 mod error;
 mod id;
@@ -74,6 +75,7 @@ pub mod memory;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
+pub use batch::{BatchError, BatchFailure, BatchOp, BatchOutcome};
 pub use document::{Document, document_id, etag, prepare_insert};
 pub use error::{Error, ErrorKind, Result};
 pub use id::{IdKind, new_id, new_object_id};
