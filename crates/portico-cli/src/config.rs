@@ -88,6 +88,9 @@ pub struct ApiConfig {
     pub login_rate_limit: Option<RateLimit>,
     /// `cors_origins`: an allow-list replacing `*`.
     pub cors_origins: Option<Vec<String>>,
+    /// `batch_limit`: the most sub-requests `POST {api}batch` takes (default
+    /// [`portico_rest::DEFAULT_BATCH_LIMIT`]); 0 serves no batch route.
+    pub batch_limit: usize,
     /// One per `[[api.collection]]`, in file order.
     pub collections: Vec<CollectionConfig>,
     /// The line of this `[[api]]` header, for messages.

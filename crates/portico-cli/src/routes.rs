@@ -91,6 +91,19 @@ fn api_routes(index: usize, api: &ApiConfig, routes: &mut Vec<RouteInfo>) {
             });
         }
     }
+    if api.batch_limit > 0 {
+        routes.push(RouteInfo {
+            method: "POST".into(),
+            path: format!("{base}batch"),
+            access: Access::Public,
+            source: format!(
+                "{door}: batch (up to {}; each write checked as its single request)",
+                api.batch_limit
+            ),
+            line: api.line,
+            group: format!("api{index}:batch"),
+        });
+    }
     for (c_index, collection) in api.collections.iter().enumerate() {
         for (endpoint, options) in &collection.endpoints {
             let mut roles = collection.role_required.clone();
@@ -404,7 +417,8 @@ mod tests {
         let c = config(
             "[[api]]\n[[api.collection]]\nname = \"items\"\n[[api.collection]]\nname = \"items\"\npath = \"secure/items\"\nauth_required = true\n",
         );
-        assert_eq!(route_table(&c).len(), 12);
+        // Six generated routes each, and the API's batch route.
+        assert_eq!(route_table(&c).len(), 13);
     }
 
     #[test]

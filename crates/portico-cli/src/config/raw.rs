@@ -46,6 +46,7 @@ pub(crate) struct RawApi {
     pub(crate) auth_failure_delay_ms: Option<u64>,
     pub(crate) login_rate_limit: Option<Spanned<RawRateLimit>>,
     pub(crate) cors_origins: Option<Spanned<Vec<String>>>,
+    pub(crate) batch_limit: Option<usize>,
     #[serde(default)]
     pub(crate) collection: Vec<RawCollection>,
 }

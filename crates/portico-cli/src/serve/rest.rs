@@ -168,6 +168,12 @@ pub(crate) fn build(api: &ApiConfig, platform: &Platform) -> crate::Result<Api> 
         rest.add_collection(platform.collection(&collection.name), options)
             .map_err(setup)?;
     }
+    if api.batch_limit > 0 {
+        rest.add_batch(portico_rest::BatchOptions {
+            max_requests: api.batch_limit,
+        })
+        .map_err(setup)?;
+    }
     Ok(rest)
 }
 
