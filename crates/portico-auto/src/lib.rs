@@ -103,6 +103,7 @@ mod api;
 mod api_error;
 mod args;
 mod collection_write;
+mod conditional;
 mod config;
 mod dispatch;
 mod error;

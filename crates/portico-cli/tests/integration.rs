@@ -3,6 +3,7 @@
 
 mod integration {
     mod auto_api;
+    mod auto_conditional;
     mod batch;
     mod check;
     mod common;
