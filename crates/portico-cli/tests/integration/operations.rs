@@ -145,3 +145,18 @@ async fn metrics_are_off_without_the_table_and_apart_with_a_listen_address() {
     let body = apart.text().await.expect("body");
     assert!(body.contains("route=\"/healthz\""), "{body}");
 }
+
+#[test]
+fn the_every_key_config_of_the_api_checks_stays_valid() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../ci/every-key.toml");
+    let ws = Workspace::new();
+    let check = ws.run(&["check", "--config", path]);
+    assert!(check.status.success(), "{}", text(&check.stderr));
+    let printed = ws.run(&["openapi", "--config", path]);
+    assert!(printed.status.success(), "{}", text(&printed.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&printed.stdout).expect("JSON");
+    // Metrics on their own listener are not on the API's listener, so not in its document.
+    assert!(doc["paths"]["/metrics"].is_null());
+    assert!(doc["paths"]["/api/v1/batch"]["post"].is_object());
+    assert!(doc["paths"]["/mine/widgets"]["get"].is_object());
+}
