@@ -5,6 +5,7 @@ mod auto;
 pub mod metrics;
 pub mod probes;
 mod rest;
+pub mod store_metrics;
 mod zero_config;
 
 pub use zero_config::{ZERO_CONFIG_API_PATH, zero_config};
@@ -256,7 +257,12 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     let (addr, listen_source) = choose_listen(options.listen.as_deref(), &config)?;
     let choice = database::choose_database(options.database.as_deref(), path.as_deref(), &config);
     let url = choice.url.clone();
-    let platform = database::open(&url).await?;
+    let platform = if config.metrics.is_some() {
+        metrics::handle()?;
+        store_metrics::open(&url).await?
+    } else {
+        database::open(&url).await?
+    };
     if path.is_none() {
         config = zero_config(&platform, &url).await?;
     }

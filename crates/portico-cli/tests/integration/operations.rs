@@ -101,6 +101,11 @@ async fn metrics_count_requests_by_route_pattern_and_status() {
         "{body}"
     );
     assert!(body.contains("route=\"other\""), "{body}");
+    // Store operations are timed too (the GETs above looked documents up by id).
+    assert!(
+        body.contains("portico_store_operation_duration_seconds_count{operation=\"get\"}"),
+        "{body}"
+    );
     assert!(
         !body.contains("/api/v1/items/a"),
         "raw paths are no labels: {body}"
