@@ -79,6 +79,36 @@ async fn health_and_readiness_answer_ok() {
 }
 
 #[tokio::test]
+async fn readiness_is_503_while_the_store_fails_and_liveness_stays() {
+    let ws = Workspace::new();
+    ws.config(CONFIG);
+    let server = ws.serve();
+    assert_eq!(server.call("GET", "/readyz", None, &[]).await.status, 200);
+    // Make the store fail the probe's lookup for real: another process writes a row that is not
+    // JSON where the probe reads (the accounts table, id `readyz-probe`), as a damaged database
+    // would hold. SQLite then answers the lookup with an error.
+    let db = rusqlite::Connection::open(ws.path("portico.db")).expect("open the database");
+    db.busy_timeout(std::time::Duration::from_secs(5))
+        .expect("busy timeout");
+    let table = format!("\"c_{}\"", hex::encode(portico_platform::USERS));
+    db.execute(
+        &format!("INSERT INTO {table} (id, doc) VALUES ('readyz-probe', 'not json')"),
+        [],
+    )
+    .expect("write the damaged row");
+    let ready = server.call("GET", "/readyz", None, &[]).await;
+    assert_eq!(ready.status, 503, "{}", ready.raw);
+    assert_eq!(ready.body["status"], "unavailable");
+    assert_eq!(server.call("GET", "/healthz", None, &[]).await.status, 200);
+    db.execute(
+        &format!("DELETE FROM {table} WHERE id = 'readyz-probe'"),
+        [],
+    )
+    .expect("repair");
+    assert_eq!(server.call("GET", "/readyz", None, &[]).await.status, 200);
+}
+
+#[tokio::test]
 async fn metrics_count_requests_by_route_pattern_and_status() {
     let ws = Workspace::new();
     ws.config(&format!("[metrics]\n{CONFIG}"));
