@@ -196,6 +196,7 @@ async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, A
             check_id(id, shared.uses_object_ids(&collection))?;
             let body = body_of(shared, &parts, body).await?.into_value()?;
             let update = update_modifier(body, id)?;
+            crate::conditional::check_if_match(&collection, &parts.headers, id).await?;
             let count = collection
                 .client_update(user_id.as_deref(), id, &update)
                 .await?;
@@ -205,6 +206,7 @@ async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, A
             let collection = collection(platform, name)?;
             let id = found.param("_id").unwrap_or_default();
             check_id(id, shared.uses_object_ids(&collection))?;
+            crate::conditional::check_if_match(&collection, &parts.headers, id).await?;
             let count = collection.client_remove(user_id.as_deref(), id).await?;
             Ok(Json(Value::from(count)).into_response())
         }

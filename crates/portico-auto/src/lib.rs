@@ -50,6 +50,15 @@
 //! | `GET /publications/api-routes` | — | `{"api-routes": [{"_id": path, "methods": [...], "path": path}]}`, each method once per path |
 //! | `POST /users/login`, `POST /users/register` ([`AutoApi::with_login`]) | credentials | `{"id", "token", "tokenExpires"}` |
 //!
+//! **Conditional writes.** `PATCH` and `DELETE /<collection>/<_id>` take `If-Match` with the
+//! document's entity tag ([`portico_store::etag`], as the routes door sends it in `ETag`): a
+//! document that changed answers 412 `{"error": "precondition-failed", ...}`. The auto API
+//! returns no document from these writes, so it sends no `ETag` itself.
+//!
+//! **OpenAPI.** [`AutoApi::routes`] describes every route; [`portico_edge::openapi::document`]
+//! makes an OpenAPI 3.1 document of it (merged with other doors' routes if you like) and
+//! [`portico_edge::openapi::router`] serves it at `/openapi.json`.
+//!
 //! **Requests** are read by the shared HTTP edge ([`portico_edge`]), exactly as the routes door
 //! reads them: bodies under a size limit, JSON or bracketed forms by content type (another
 //! content type is 415), `:name` path patterns, bearer tokens, the client address.
@@ -103,6 +112,7 @@ mod api;
 mod api_error;
 mod args;
 mod collection_write;
+mod conditional;
 mod config;
 mod dispatch;
 mod error;

@@ -49,6 +49,10 @@ pub struct Config {
     /// believed when working out a client's address for login limits, on both front doors
     /// (none by default: the TCP peer is the client).
     pub trusted_proxies: portico_edge::TrustedProxies,
+    /// `openapi`: `Some(false)` turns `GET /openapi.json` off (see [`Config::serves_openapi`]).
+    pub openapi: Option<bool>,
+    /// `[metrics]`, when present and not `enabled = false`.
+    pub metrics: Option<MetricsConfig>,
     /// One per `[[api]]`, in file order.
     pub apis: Vec<ApiConfig>,
     /// `[auto]`, when present.
@@ -101,6 +105,20 @@ impl Default for ConnectionLimits {
     }
 }
 
+/// `[metrics]`: Prometheus metrics at `/metrics`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetricsConfig {
+    /// `listen`: a separate address for `/metrics`; `None` serves it beside the APIs.
+    pub listen: Option<SocketAddr>,
+}
+
+impl Config {
+    /// True unless `openapi = false`: `GET /openapi.json` answers the server's OpenAPI document.
+    pub fn serves_openapi(&self) -> bool {
+        self.openapi.unwrap_or(true)
+    }
+}
+
 /// One `[[api]]`: a route API object.
 #[derive(Debug, Clone)]
 pub struct ApiConfig {
@@ -124,6 +142,9 @@ pub struct ApiConfig {
     pub login_rate_limit: Option<RateLimit>,
     /// `cors_origins`: an allow-list replacing `*`.
     pub cors_origins: Option<Vec<String>>,
+    /// `batch_limit`: the most sub-requests `POST {api}batch` takes (default
+    /// [`portico_rest::DEFAULT_BATCH_LIMIT`]); 0 serves no batch route.
+    pub batch_limit: usize,
     /// One per `[[api.collection]]`, in file order.
     pub collections: Vec<CollectionConfig>,
     /// The line of this `[[api]]` header, for messages.

@@ -32,6 +32,7 @@ pub mod config;
 pub mod database;
 mod error;
 pub mod import;
+pub mod openapi;
 pub mod routes;
 pub mod serve;
 pub mod users;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use portico_cli::{check, database, import, routes, serve, users};
+use portico_cli::{check, database, import, openapi, routes, serve, users};
 
 /// A zero-code REST server from a TOML file, on embedded SQLite.
 #[derive(Debug, Parser)]
@@ -50,6 +50,15 @@ enum Command {
         /// Config file (default: ./portico.toml when it exists).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+    },
+    /// Print the OpenAPI 3.1 document `serve` answers at /openapi.json.
+    Openapi {
+        /// Config file (default: ./portico.toml when it exists).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Store URL whose collections the zero-config default serves (no config file only).
+        #[arg(long, value_name = "URL")]
+        database: Option<String>,
     },
     /// Validate the config; print every mistake with its line and key.
     Check {
@@ -229,6 +238,13 @@ async fn run(command: Command) -> portico_cli::Result<()> {
             }
             let table = routes::route_table(&config).map_err(portico_cli::Error::Setup)?;
             say(routes::format_table(&table).trim_end());
+            Ok(())
+        }
+        Command::Openapi { config, database } => {
+            let document = openapi::run(config, database).await?;
+            let text = serde_json::to_string_pretty(&document)
+                .map_err(|e| portico_cli::Error::Setup(format!("the OpenAPI document: {e}")))?;
+            say(text);
             Ok(())
         }
         Command::Check { config, database } => {

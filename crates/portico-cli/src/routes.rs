@@ -219,6 +219,7 @@ pub fn format_table(routes: &[RouteDoc]) -> String {
         let door = match route.door {
             Door::Routes => "api",
             Door::Auto => "auto",
+            Door::Server => "server",
         };
         let mut source = format!("{door}: {}", route.summary);
         if !route.rules.is_empty() {

@@ -4,8 +4,11 @@
 pub mod admin;
 pub(crate) mod auto;
 mod connections;
+pub mod metrics;
+pub mod probes;
 mod redact;
 pub(crate) mod rest;
+pub mod store_metrics;
 mod zero_config;
 
 pub use zero_config::{ZERO_CONFIG_API_PATH, zero_config};
@@ -57,21 +60,67 @@ pub fn init_logging() {
 }
 
 /// Builds the whole application the config declares on `platform`: one router per `[[api]]`,
-/// then the auto API when `[auto]` is present (it answers every other path).
+/// then the auto API when `[auto]` is present (it answers every other path), with the health
+/// probes, `/openapi.json` (unless `openapi = false`) and `/metrics` (when `[metrics]` serves
+/// it beside the APIs).
 ///
 /// # Errors
 /// [`crate::Error::Setup`] when a front door refuses the config (a duplicate path, a bad
 /// header...), [`crate::Error::Platform`] when a collection cannot be declared.
 pub fn build_app(config: &Config, platform: &Platform) -> crate::Result<Router> {
+    Ok(build_server(config, platform)?.router)
+}
+
+/// The application [`build_app`] makes, and every route it serves as data.
+pub struct App {
+    /// The application.
+    pub router: Router,
+    /// What it serves: both doors' routes, then the server's own.
+    pub routes: Vec<portico_edge::RouteDoc>,
+}
+
+/// As [`build_app`], keeping the route descriptions (read by `/openapi.json`, `portico
+/// openapi` and the metrics' route labels).
+///
+/// # Errors
+/// As [`build_app`].
+pub fn build_server(config: &Config, platform: &Platform) -> crate::Result<App> {
     declare_collections(config, platform)?;
     let mut routers = Vec::new();
+    let mut routes = Vec::new();
     for api in &config.apis {
-        routers.push(rest::router(api, platform)?);
+        let rest = rest::build(api, platform)?;
+        routes.extend(rest.describe());
+        routers.push(rest.router());
     }
     let auto_router = match &config.auto {
-        Some(auto) => Some(auto::router(config, auto, platform)?),
+        Some(auto) => {
+            let api = auto::build(config, auto, platform)?;
+            routes.extend(auto::docs(auto, &api)?);
+            Some(auto::into_router(auto, &api)?)
+        }
         None => None,
     };
+    routes.extend(probes::docs());
+    routers.push(probes::router(platform.clone()));
+    let metrics_here = config.metrics.as_ref().is_some_and(|m| m.listen.is_none());
+    if metrics_here {
+        routes.push(
+            portico_edge::RouteDoc::new(
+                portico_edge::Door::Server,
+                axum::http::Method::GET,
+                metrics::METRICS_PATH,
+                portico_edge::Access::Public,
+            )
+            .summary("Prometheus metrics (text format)"),
+        );
+        routers.push(metrics::router(metrics::handle()?));
+    }
+    if config.serves_openapi() {
+        routes.push(crate::openapi::self_doc());
+        let document = crate::openapi::document(&routes);
+        routers.push(portico_edge::openapi::router(document));
+    }
     // A merge of two routers claiming one path panics inside axum; the config check refuses
     // such configs, and this turns any case it missed into a setup error instead of a crash.
     let merged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
@@ -85,14 +134,19 @@ pub fn build_app(config: &Config, platform: &Platform) -> crate::Result<Router> 
         };
         app.layer(axum::middleware::map_response(one_not_found))
     }));
-    merged.map_err(|panic| {
+    let mut router = merged.map_err(|panic| {
         let reason = panic
             .downcast_ref::<String>()
             .cloned()
             .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
             .unwrap_or_else(|| "two routes overlap".to_owned());
         crate::Error::Setup(reason)
-    })
+    })?;
+    if config.metrics.is_some() {
+        metrics::handle()?;
+        router = metrics::track(router, metrics::RouteLabels::new(&routes));
+    }
+    Ok(App { router, routes })
 }
 
 /// Declares every collection the config names with its options (object ids, timestamps) before
@@ -246,7 +300,12 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     let (addr, listen_source) = choose_listen(options.listen.as_deref(), &config)?;
     let choice = database::choose_database(options.database.as_deref(), path.as_deref(), &config);
     let url = choice.url.clone();
-    let platform = database::open(&url).await?;
+    let platform = if config.metrics.is_some() {
+        metrics::handle()?;
+        store_metrics::open(&url).await?
+    } else {
+        database::open(&url).await?
+    };
     if path.is_none() {
         config = zero_config(&platform, &url).await?;
     }
@@ -260,6 +319,9 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
             source,
         })?;
     let bound = listener.local_addr().map_err(crate::Error::Serve)?;
+    if let Some(metrics_addr) = config.metrics.as_ref().and_then(|m| m.listen) {
+        metrics::serve_apart(metrics_addr).await?;
+    }
     match &path {
         Some(path) => {
             info!(config = %path.display(), database = %portico_store::redact_url(&url), "serving");

@@ -7,6 +7,8 @@
 mod integration {
     mod admin_page;
     mod auto_api;
+    mod auto_conditional;
+    mod batch;
     mod check;
     mod common;
     mod hygiene;
@@ -14,6 +16,7 @@ mod integration {
     mod lifecycle;
     mod log_secrets;
     mod login_parity;
+    mod operations;
     mod routes_api;
     mod safe_defaults;
     mod scale_out;

@@ -12,6 +12,7 @@
 //! | login tokens on requests, and an extractor for host handlers | [`request_token`], [`AuthenticatedUser`] |
 //! | error statuses: one mapping, `portico_platform::Error::status_code` (store errors by their kind) | — |
 //! | route descriptions, read by every listing | [`RouteDoc`] |
+//! | an OpenAPI 3.1 document from route descriptions, and a router serving it | [`openapi::document`], [`openapi::router`] |
 //!
 //! ```
 //! use portico_edge::{ParsedBody, PathPattern, RequestPath, parse_body};
@@ -31,6 +32,7 @@ mod auth;
 mod body;
 mod client;
 mod form;
+pub mod openapi;
 mod path;
 mod route;
 

@@ -16,6 +16,9 @@ pub enum Door {
     Routes,
     /// The auto API (methods, publications, collection writes).
     Auto,
+    /// The server around the doors (health probes, the OpenAPI document, metrics): plain JSON
+    /// or text, no envelope.
+    Server,
 }
 
 /// Who may call a route.

@@ -29,6 +29,8 @@ pub(crate) struct Route {
     pub(crate) body_limit: Option<usize>,
     /// Descriptions of generated endpoints, by method name.
     pub(crate) docs: Vec<(&'static str, EndpointDoc)>,
+    /// The generated collection behind the route, for batches.
+    pub(crate) generated: Option<crate::collection::Generated>,
 }
 
 /// What a route built by the API itself (login, generated collections) adds to a hand-made one.
@@ -38,6 +40,8 @@ pub(crate) struct RouteExtras {
     pub(crate) body_limit: Option<usize>,
     /// Descriptions by method name.
     pub(crate) docs: Vec<(&'static str, EndpointDoc)>,
+    /// The generated collection behind the route, for batches.
+    pub(crate) generated: Option<crate::collection::Generated>,
 }
 
 /// An API object: a base path (plus version), options, and routes. Several can live side by
@@ -239,6 +243,7 @@ impl Api {
             allow,
             body_limit: extras.body_limit,
             docs: extras.docs,
+            generated: extras.generated,
         });
         self.routes
             .write()

@@ -53,8 +53,8 @@ mod reply;
 pub use api::{Api, RouteInfo, normalize_api_path};
 pub use auth::{AuthOutcome, AuthUserHook, LoginHook};
 pub use collection::{
-    AccessScope, AfterEvent, AfterHook, BeforeHook, CollectionEndpoint, CollectionOptions,
-    HookEvent, Op,
+    AccessScope, AfterEvent, AfterHook, BatchOptions, BeforeHook, CollectionEndpoint,
+    CollectionOptions, DEFAULT_BATCH_LIMIT, HookEvent, Op,
 };
 pub use context::Context;
 pub use endpoint::{Endpoint, Endpoints, IntoEndpoint, IntoRoles, ResolvedOptions, RouteOptions};

@@ -60,6 +60,7 @@ pub(crate) fn add_login_routes(api: &mut Api) -> Result<()> {
         RouteExtras {
             body_limit: Some(LOGIN_BODY_LIMIT),
             docs: vec![("POST", login_doc)],
+            ..RouteExtras::default()
         },
     )?;
     let token_path = api.options.auth.token_path.clone();
@@ -81,6 +82,7 @@ pub(crate) fn add_login_routes(api: &mut Api) -> Result<()> {
         RouteExtras {
             body_limit: Some(LOGIN_BODY_LIMIT),
             docs: vec![("POST", logout_doc()), ("GET", logout_doc())],
+            ..RouteExtras::default()
         },
     )
 }

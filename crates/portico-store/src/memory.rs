@@ -15,6 +15,8 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+mod batch;
+
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -486,6 +488,13 @@ impl Store for MemoryStore {
     async fn drop_collection(&self, collection: &str) -> Result<()> {
         self.write().remove(collection);
         Ok(())
+    }
+
+    async fn batch(
+        &self,
+        ops: Vec<crate::BatchOp>,
+    ) -> std::result::Result<Vec<crate::BatchOutcome>, crate::BatchError> {
+        self.apply_batch(ops)
     }
 
     async fn list_collections(&self) -> Result<Vec<String>> {

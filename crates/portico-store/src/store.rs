@@ -2,7 +2,10 @@
 
 use async_trait::async_trait;
 
-use crate::{Document, Projection, Result, Selector, Sort, Update};
+use crate::{
+    BatchError, BatchFailure, BatchOp, BatchOutcome, Document, Projection, Result, Selector, Sort,
+    Update,
+};
 
 /// What `find` returns and in what order: a selector plus sort, skip, limit and projection.
 #[derive(Debug, Clone, Default)]
@@ -169,4 +172,18 @@ pub trait Store: Send + Sync + 'static {
     /// # Errors
     /// Backend failures.
     async fn list_collections(&self) -> Result<Vec<String>>;
+
+    /// Applies `ops` in order, all or nothing, in one transaction: a reader sees either none of
+    /// them or all of them, and when one fails nothing is written. Each write sees the ones
+    /// before it (insert a document, then update it). Returns what each write did, in order.
+    ///
+    /// Backends without atomic batches keep this default, which writes nothing and fails with
+    /// [`BatchFailure::Unsupported`] (never a non-atomic fallback).
+    ///
+    /// # Errors
+    /// [`BatchError`] naming the first write that failed and why; nothing is written then.
+    async fn batch(&self, ops: Vec<BatchOp>) -> std::result::Result<Vec<BatchOutcome>, BatchError> {
+        let _ = ops;
+        Err(BatchError::new(0, BatchFailure::Unsupported))
+    }
 }

@@ -7,6 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 use toml::Spanned;
 
+mod metrics;
+
 use super::diagnostic::Source;
 use super::raw::{
     OneOrMany, RawApi, RawAuto, RawCollection, RawConfig, RawEndpoint, RawPublication, RawServer,
@@ -103,12 +105,15 @@ impl<'a> Checker<'a> {
             .server
             .map(|server| self.server(server))
             .unwrap_or_default();
+        let metrics = self.metrics(raw.metrics);
         Config {
             listen,
             database,
             database_position,
             trusted_proxies,
             shutdown_grace: raw.shutdown_grace_seconds.map(Duration::from_secs),
+            openapi: raw.openapi,
+            metrics,
             apis,
             auto,
             admin,
@@ -260,6 +265,7 @@ impl<'a> Checker<'a> {
             auth_failure_delay: raw.auth_failure_delay_ms.map(Duration::from_millis),
             login_rate_limit,
             cors_origins,
+            batch_limit: raw.batch_limit.unwrap_or(portico_rest::DEFAULT_BATCH_LIMIT),
             collections,
             line,
         }

@@ -19,6 +19,8 @@ pub(crate) struct RawConfig {
     pub(crate) database: Option<Spanned<String>>,
     pub(crate) shutdown_grace_seconds: Option<u64>,
     pub(crate) trusted_proxies: Option<Spanned<Vec<String>>>,
+    pub(crate) openapi: Option<bool>,
+    pub(crate) metrics: Option<RawMetrics>,
     #[serde(default)]
     pub(crate) api: Vec<RawApi>,
     pub(crate) auto: Option<RawAuto>,
@@ -36,6 +38,14 @@ pub(crate) struct RawServer {
     pub(crate) max_connections: Option<Spanned<u64>>,
 }
 
+/// `[metrics]`: the Prometheus endpoint.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMetrics {
+    pub(crate) enabled: Option<bool>,
+    pub(crate) listen: Option<Spanned<String>>,
+}
+
 /// One `[[api]]` table: a route API object.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -49,6 +59,7 @@ pub(crate) struct RawApi {
     pub(crate) auth_failure_delay_ms: Option<u64>,
     pub(crate) login_rate_limit: Option<Spanned<RawRateLimit>>,
     pub(crate) cors_origins: Option<Spanned<Vec<String>>>,
+    pub(crate) batch_limit: Option<usize>,
     #[serde(default)]
     pub(crate) collection: Vec<RawCollection>,
 }

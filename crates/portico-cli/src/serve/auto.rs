@@ -28,19 +28,22 @@ fn response_headers(auto: &AutoConfig) -> Vec<(String, String)> {
     headers
 }
 
-/// The auto API router: write endpoints, publications, the route listing, the login add-on
-/// and bearer-token authentication.
+/// The auto API router of an API built by [`build`]: write endpoints, publications, the route
+/// listing, the login add-on and bearer-token authentication.
 ///
 /// # Errors
-/// [`crate::Error::Setup`] when the front door refuses a route or a header;
-/// [`crate::Error::Platform`] when a publication cannot be registered.
-pub(crate) fn router(
-    config: &Config,
-    auto: &AutoConfig,
-    platform: &Platform,
-) -> crate::Result<Router> {
-    build(config, auto, platform)?
-        .router()
+/// [`crate::Error::Setup`] when the front door refuses a route or a header.
+pub(crate) fn into_router(auto: &AutoConfig, api: &AutoApi) -> crate::Result<Router> {
+    api.router()
+        .map_err(|err| crate::Error::Setup(format!("[auto] (line {}): {err}", auto.line)))
+}
+
+/// What an auto API built by [`build`] serves, as route descriptions.
+///
+/// # Errors
+/// As [`into_router`].
+pub(crate) fn docs(auto: &AutoConfig, api: &AutoApi) -> crate::Result<Vec<portico_edge::RouteDoc>> {
+    api.routes()
         .map_err(|err| crate::Error::Setup(format!("[auto] (line {}): {err}", auto.line)))
 }
 

@@ -1,6 +1,5 @@
 //! One routes API (`portico_rest::Api`) per `[[api]]`.
 
-use axum::Router;
 use portico_platform::Platform;
 use portico_rest::{
     AccessScope, Api, ApiOptions, BeforeHook, CollectionOptions, Context, CorsOptions, DelayRange,
@@ -149,18 +148,10 @@ async fn may_manage_accounts(platform: &Platform, user_id: &str, admin_roles: &[
     }
 }
 
-/// The router of one `[[api]]` with all its collections.
-///
-/// # Errors
-/// [`crate::Error::Setup`] naming the API and what the front door refused.
-pub(crate) fn router(api: &ApiConfig, platform: &Platform) -> crate::Result<Router> {
-    Ok(build(api, platform)?.router())
-}
-
 /// The routes API of one `[[api]]` with all its collections.
 ///
 /// # Errors
-/// As [`router`].
+/// [`crate::Error::Setup`] naming the API and what the front door refused.
 pub(crate) fn build(api: &ApiConfig, platform: &Platform) -> crate::Result<Api> {
     build_each(api, platform).map_err(|(line, message)| {
         crate::Error::Setup(format!(
@@ -190,6 +181,12 @@ pub(crate) fn build_each(api: &ApiConfig, platform: &Platform) -> Result<Api, (u
                 };
                 (collection.line, message)
             })?;
+    }
+    if api.batch_limit > 0 {
+        rest.add_batch(portico_rest::BatchOptions {
+            max_requests: api.batch_limit,
+        })
+        .map_err(|e| (api.line, e.to_string()))?;
     }
     Ok(rest)
 }

@@ -56,6 +56,8 @@ pub async fn zero_config(platform: &Platform, url: &str) -> crate::Result<Config
             auth_failure_delay: None,
             login_rate_limit: None,
             cors_origins: None,
+            // Read-only: nothing to batch.
+            batch_limit: 0,
             collections,
             line: 0,
         }],

@@ -1,5 +1,6 @@
 //! Generated collection routes (`add_collection`): getAll, post, get, put, patch, delete.
 
+mod batch;
 mod client_body;
 mod conditional;
 mod handlers;
@@ -22,6 +23,8 @@ use crate::describe::EndpointDoc;
 use crate::{Api, Context, Endpoint, Endpoints, Error, Reply, Result, RouteOptions};
 use records::{Accounts, Documents, Records};
 
+pub(crate) use batch::Generated;
+pub use batch::{BatchOptions, DEFAULT_BATCH_LIMIT};
 pub use hooks::{AfterEvent, AfterHook, BeforeHook, HookEvent};
 pub use scope::AccessScope;
 
@@ -260,6 +263,7 @@ impl Api {
         let mut item = Endpoints::new();
         let mut list_docs = Vec::new();
         let mut item_docs = Vec::new();
+        let mut batchable = Vec::new();
         for op in Op::ALL {
             if options.excluded.contains(&op) {
                 continue;
@@ -270,6 +274,7 @@ impl Api {
                 None => Endpoint::options(),
             };
             if endpoint.action.is_none() {
+                batchable.push(op);
                 let state = state.clone();
                 endpoint = endpoint.action(move |ctx: Context| {
                     let state = state.clone();
@@ -307,6 +312,7 @@ impl Api {
         if !list.is_empty() {
             let extras = RouteExtras {
                 docs: list_docs,
+                generated: Some(Generated::new(&state, &batchable)),
                 ..RouteExtras::default()
             };
             self.insert_route_with(list_matcher, route_options.clone(), list, extras)?;
@@ -314,6 +320,7 @@ impl Api {
         if !item.is_empty() {
             let extras = RouteExtras {
                 docs: item_docs,
+                generated: Some(Generated::new(&state, &batchable)),
                 ..RouteExtras::default()
             };
             self.insert_route_with(item_matcher, route_options, item, extras)?;

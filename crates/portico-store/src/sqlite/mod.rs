@@ -313,4 +313,17 @@ impl Store for SqliteStore {
     async fn list_collections(&self) -> Result<Vec<String>> {
         self.with_reader(schema::list_collections).await
     }
+
+    async fn batch(
+        &self,
+        ops: Vec<crate::BatchOp>,
+    ) -> std::result::Result<Vec<crate::BatchOutcome>, crate::BatchError> {
+        let pool = Arc::clone(&self.pool);
+        let ran =
+            run_blocking(move || Ok(pool.write(move |conn| Ok(write::batch(conn, ops))))).await;
+        match ran {
+            Ok(Ok(done)) => done,
+            Ok(Err(e)) | Err(e) => Err(crate::BatchError::new(0, e)),
+        }
+    }
 }

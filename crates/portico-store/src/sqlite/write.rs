@@ -7,6 +7,10 @@
 //! file. A failing step returns before `commit`, and dropping the transaction rolls it back, so a
 //! multi-document update whose modifier fails on the third document changes nothing.
 
+mod batch;
+
+pub(crate) use batch::batch;
+
 use std::ops::ControlFlow;
 
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};

@@ -48,6 +48,9 @@ macro_rules! conformance_suite {
             unique_indexes_on_updates_and_batches,
             making_an_index_unique,
             concurrent_inserts_of_one_unique_value,
+            batch_applies_in_order_and_returns_documents,
+            batch_whose_third_write_fails_writes_nothing,
+            batch_is_atomic_for_a_concurrent_reader,
         ]);
     };
     (@cases $backend:ident, $open:expr, [$($case:ident),* $(,)?]) => {
@@ -1623,4 +1626,165 @@ async fn concurrent_inserts_of_one_unique_value(store: S) {
     }
     assert_eq!(won, 1);
     assert_eq!(total(&store, "accounts").await, 1);
+}
+
+async fn batch_applies_in_order_and_returns_documents(store: Arc<dyn Store>) {
+    use portico_store::{BatchOp, BatchOutcome};
+    store
+        .insert("b", doc(json!({"_id": "old", "n": 1})))
+        .await
+        .unwrap();
+    let done = store
+        .batch(vec![
+            BatchOp::Insert {
+                collection: "b".into(),
+                doc: doc(json!({"_id": "new", "n": 5})),
+            },
+            BatchOp::Update {
+                collection: "b".into(),
+                selector: sel(json!({"_id": "new"})),
+                update: Update::parse(&json!({"$inc": {"n": 1}})).unwrap(),
+            },
+            BatchOp::Remove {
+                collection: "b".into(),
+                selector: sel(json!({"_id": "old"})),
+            },
+            BatchOp::Insert {
+                collection: "other".into(),
+                doc: doc(json!({"x": true})),
+            },
+        ])
+        .await
+        .unwrap();
+    assert_eq!(done.len(), 4);
+    assert_eq!(
+        done[0],
+        BatchOutcome::Inserted(doc(json!({"_id": "new", "n": 5})))
+    );
+    assert_eq!(
+        done[1],
+        BatchOutcome::Updated(doc(json!({"_id": "new", "n": 6})))
+    );
+    assert_eq!(
+        done[2],
+        BatchOutcome::Removed(doc(json!({"_id": "old", "n": 1})))
+    );
+    let BatchOutcome::Inserted(generated) = &done[3] else {
+        panic!("{:?}", done[3])
+    };
+    assert!(document_id(generated).is_some());
+    assert_eq!(ids(&all_docs(store.as_ref(), "b").await), ["new"]);
+    assert_eq!(store.count("b", &Selector::all()).await.unwrap(), 1);
+    assert_eq!(store.count("other", &Selector::all()).await.unwrap(), 1);
+}
+
+async fn batch_whose_third_write_fails_writes_nothing(store: Arc<dyn Store>) {
+    use portico_store::{BatchFailure, BatchOp};
+    store
+        .insert("b", doc(json!({"_id": "keep", "n": 1})))
+        .await
+        .unwrap();
+    let third_fails = |third: BatchOp| {
+        vec![
+            BatchOp::Insert {
+                collection: "b".into(),
+                doc: doc(json!({"_id": "a"})),
+            },
+            BatchOp::Update {
+                collection: "b".into(),
+                selector: sel(json!({"_id": "keep"})),
+                update: Update::parse(&json!({"$set": {"n": 2}})).unwrap(),
+            },
+            third,
+            BatchOp::Insert {
+                collection: "b".into(),
+                doc: doc(json!({"_id": "z"})),
+            },
+        ]
+    };
+    let cases = [
+        BatchOp::Insert {
+            collection: "b".into(),
+            doc: doc(json!({"_id": "a"})),
+        },
+        BatchOp::Remove {
+            collection: "b".into(),
+            selector: sel(json!({"_id": "missing"})),
+        },
+        BatchOp::Update {
+            collection: "b".into(),
+            selector: sel(json!({"_id": "keep"})),
+            update: Update::parse(&json!({"$push": {"n": 1}})).unwrap(),
+        },
+        BatchOp::Remove {
+            collection: "fresh".into(),
+            selector: Selector::all(),
+        },
+    ];
+    for third in cases {
+        let err = store.batch(third_fails(third)).await.unwrap_err();
+        assert_eq!(err.index, 2, "{err}");
+        if matches!(err.failure, BatchFailure::Unsupported) {
+            panic!("{err}");
+        }
+        assert_eq!(
+            all_docs(store.as_ref(), "b").await,
+            vec![doc(json!({"_id": "keep", "n": 1}))]
+        );
+        assert_eq!(store.count("b", &Selector::all()).await.unwrap(), 1);
+        assert_eq!(store.count("b", &sel(json!({"n": 2}))).await.unwrap(), 0);
+    }
+    assert!(matches!(
+        store
+            .batch(vec![BatchOp::Remove {
+                collection: "b".into(),
+                selector: sel(json!({"_id": "x"}))
+            }])
+            .await
+            .unwrap_err()
+            .failure,
+        BatchFailure::NoMatch
+    ));
+}
+
+async fn batch_is_atomic_for_a_concurrent_reader(store: Arc<dyn Store>) {
+    use portico_store::BatchOp;
+    // Each batch moves one unit from account a to account b: a reader must always see the sum.
+    store
+        .insert("acct", doc(json!({"_id": "a", "n": 1000})))
+        .await
+        .unwrap();
+    store
+        .insert("acct", doc(json!({"_id": "b", "n": 0})))
+        .await
+        .unwrap();
+    let writer = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            for _ in 0..200 {
+                let step = |id: &str, by: i64| BatchOp::Update {
+                    collection: "acct".into(),
+                    selector: sel(json!({"_id": id})),
+                    update: Update::parse(&json!({"$inc": {"n": by}})).unwrap(),
+                };
+                store
+                    .batch(vec![step("a", -1), step("b", 1)])
+                    .await
+                    .unwrap();
+            }
+        })
+    };
+    let mut reads = 0;
+    while !writer.is_finished() {
+        let docs = store.find("acct", &Query::default()).await.unwrap();
+        let sum: i64 = docs.iter().map(|d| d["n"].as_i64().unwrap()).sum();
+        assert_eq!(sum, 1000, "a reader saw half a batch: {docs:?}");
+        reads += 1;
+        tokio::task::yield_now().await;
+    }
+    writer.await.unwrap();
+    let docs = store.find("acct", &Query::default()).await.unwrap();
+    assert_eq!(docs[0]["n"], 800);
+    assert_eq!(docs[1]["n"], 200);
+    assert!(reads > 0);
 }

@@ -1,0 +1,159 @@
+//! Prometheus metrics (`[metrics]`): request counts and latency histograms per route pattern,
+//! method and status, rendered by `metrics-exporter-prometheus` at `/metrics`.
+//!
+//! Labels stay bounded whatever clients send: the route is the pattern the front doors
+//! describe (`/api/v1/articles/:id`), or `other` for a path no pattern matches (404s, regex
+//! routes), and an unusual method is `other` too.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{Method, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use portico_edge::{PathPattern, PathTable, RequestPath, RouteDoc};
+
+/// The path metrics are served at.
+pub const METRICS_PATH: &str = "/metrics";
+
+/// Requests served, by `method`, `route` and `status`.
+pub const REQUESTS: &str = "portico_http_requests_total";
+/// Request latency in seconds (a histogram), by `method`, `route` and `status`.
+pub const DURATION: &str = "portico_http_request_duration_seconds";
+
+/// Latency buckets, seconds: from a cached read to a slow write.
+const BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
+
+/// The process-wide recorder's handle, installed on first use (a process has one recorder).
+///
+/// # Errors
+/// [`crate::Error::Setup`] when another recorder was installed first.
+pub fn handle() -> crate::Result<PrometheusHandle> {
+    static HANDLE: OnceLock<Result<PrometheusHandle, String>> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &BUCKETS)
+                .map_err(|e| e.to_string())?
+                .build_recorder();
+            let handle = recorder.handle();
+            metrics::set_global_recorder(recorder).map_err(|e| e.to_string())?;
+            Ok(handle)
+        })
+        .clone()
+        .map_err(|e| crate::Error::Setup(format!("[metrics]: {e}")))
+}
+
+/// The route patterns requests are counted under.
+#[derive(Default)]
+pub struct RouteLabels {
+    table: PathTable<String>,
+}
+
+impl RouteLabels {
+    /// The patterns of `routes` (regex routes are left out: they count as `other`).
+    pub fn new(routes: &[RouteDoc]) -> Self {
+        let mut table = PathTable::new();
+        for route in routes {
+            let Some(relative) = route.path.strip_prefix('/') else {
+                continue;
+            };
+            if let Ok(pattern) = PathPattern::parse(relative) {
+                // One pattern serves several methods: the first insert wins, the rest are
+                // duplicates by design.
+                let _ = table.insert(pattern, route.path.clone());
+            }
+        }
+        RouteLabels { table }
+    }
+
+    /// The label of a request path.
+    pub fn label(&self, path: &str) -> String {
+        RequestPath::parse(path)
+            .and_then(|path| self.table.find(&path).map(|(_, label, _)| label.clone()))
+            .unwrap_or_else(|| "other".to_owned())
+    }
+}
+
+/// Wraps `app` so every request is counted and timed.
+pub fn track(app: Router, labels: RouteLabels) -> Router {
+    app.layer(axum::middleware::from_fn_with_state(
+        Arc::new(labels),
+        record,
+    ))
+}
+
+async fn record(State(labels): State<Arc<RouteLabels>>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = method_label(request.method());
+    let route = labels.label(request.uri().path());
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    let labels = [
+        ("method", method.to_owned()),
+        ("route", route),
+        ("status", status),
+    ];
+    metrics::counter!(REQUESTS, &labels).increment(1);
+    metrics::histogram!(DURATION, &labels).record(started.elapsed().as_secs_f64());
+    response
+}
+
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+}
+
+/// `GET /metrics`: the Prometheus text format.
+pub fn router(handle: PrometheusHandle) -> Router {
+    Router::new().route(
+        METRICS_PATH,
+        get(move || {
+            let handle = handle.clone();
+            async move {
+                (
+                    [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+                    handle.render(),
+                )
+                    .into_response()
+            }
+        }),
+    )
+}
+
+/// Serves `/metrics` alone on `addr` (`[metrics] listen`), in the background until the
+/// process ends; the line `metrics on http://ADDR/metrics` says where once it listens.
+///
+/// # Errors
+/// [`crate::Error::Listen`] when the address cannot be bound.
+pub async fn serve_apart(addr: std::net::SocketAddr) -> crate::Result<()> {
+    let app = router(handle()?);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| crate::Error::Listen {
+            addr: addr.to_string(),
+            source,
+        })?;
+    let bound = listener.local_addr().map_err(crate::Error::Serve)?;
+    tracing::info!("metrics on http://{bound}{METRICS_PATH}");
+    tokio::spawn(async move {
+        if let Err(err) = axum::serve(listener, app).await {
+            tracing::warn!("the metrics listener stopped: {err}");
+        }
+    });
+    Ok(())
+}

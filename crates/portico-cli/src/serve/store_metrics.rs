@@ -1,0 +1,134 @@
+//! Store operation latency for `[metrics]`: the store wrapped so every operation records its
+//! duration in `portico_store_operation_duration_seconds{operation}` (a histogram) and its
+//! failures in `portico_store_errors_total{operation}`.
+//!
+//! Only a server with `[metrics]` opens its store this way; without it the store is not
+//! wrapped and costs nothing.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use portico_platform::Platform;
+use portico_store::{
+    BatchError, BatchOp, BatchOutcome, Document, Query, Selector, Store, Update, UpdateOptions,
+    UpdateResult,
+};
+
+use crate::config::check_database_url;
+
+/// Store operation latency in seconds, by `operation` (`get`, `find`, `update`...).
+pub const STORE_DURATION: &str = "portico_store_operation_duration_seconds";
+/// Store operations that failed, by `operation`.
+pub const STORE_ERRORS: &str = "portico_store_errors_total";
+
+/// A store whose every operation is timed.
+struct Measured(Arc<dyn Store>);
+
+async fn timed<T, E>(
+    operation: &'static str,
+    work: impl Future<Output = Result<T, E>>,
+) -> Result<T, E> {
+    let started = Instant::now();
+    let result = work.await;
+    metrics::histogram!(STORE_DURATION, "operation" => operation)
+        .record(started.elapsed().as_secs_f64());
+    if result.is_err() {
+        metrics::counter!(STORE_ERRORS, "operation" => operation).increment(1);
+    }
+    result
+}
+
+type StoreResult<T> = portico_store::Result<T>;
+
+#[async_trait]
+impl Store for Measured {
+    async fn insert(&self, collection: &str, doc: Document) -> StoreResult<String> {
+        timed("insert", self.0.insert(collection, doc)).await
+    }
+
+    async fn insert_many(&self, collection: &str, docs: Vec<Document>) -> StoreResult<Vec<String>> {
+        timed("insert_many", self.0.insert_many(collection, docs)).await
+    }
+
+    async fn find(&self, collection: &str, query: &Query) -> StoreResult<Vec<Document>> {
+        timed("find", self.0.find(collection, query)).await
+    }
+
+    async fn find_one(
+        &self,
+        collection: &str,
+        selector: &Selector,
+    ) -> StoreResult<Option<Document>> {
+        timed("find_one", self.0.find_one(collection, selector)).await
+    }
+
+    async fn get(&self, collection: &str, id: &str) -> StoreResult<Option<Document>> {
+        timed("get", self.0.get(collection, id)).await
+    }
+
+    async fn count(&self, collection: &str, selector: &Selector) -> StoreResult<u64> {
+        timed("count", self.0.count(collection, selector)).await
+    }
+
+    async fn update(
+        &self,
+        collection: &str,
+        selector: &Selector,
+        update: &Update,
+        options: UpdateOptions,
+    ) -> StoreResult<UpdateResult> {
+        timed(
+            "update",
+            self.0.update(collection, selector, update, options),
+        )
+        .await
+    }
+
+    async fn remove(&self, collection: &str, selector: &Selector) -> StoreResult<u64> {
+        timed("remove", self.0.remove(collection, selector)).await
+    }
+
+    async fn ensure_index(&self, collection: &str, path: &str) -> StoreResult<()> {
+        timed("ensure_index", self.0.ensure_index(collection, path)).await
+    }
+
+    async fn ensure_unique_index(&self, collection: &str, path: &str) -> StoreResult<()> {
+        timed(
+            "ensure_unique_index",
+            self.0.ensure_unique_index(collection, path),
+        )
+        .await
+    }
+
+    async fn drop_collection(&self, collection: &str) -> StoreResult<()> {
+        timed("drop_collection", self.0.drop_collection(collection)).await
+    }
+
+    async fn list_collections(&self) -> StoreResult<Vec<String>> {
+        timed("list_collections", self.0.list_collections()).await
+    }
+
+    async fn batch(&self, ops: Vec<BatchOp>) -> Result<Vec<BatchOutcome>, BatchError> {
+        timed("batch", self.0.batch(ops)).await
+    }
+}
+
+/// Opens the platform on `url` as [`crate::database::open`] does, its store timed.
+///
+/// # Errors
+/// As [`crate::database::open`].
+pub async fn open(url: &str) -> crate::Result<Platform> {
+    let failed = |message: String| crate::Error::Database {
+        url: url.to_owned(),
+        message,
+    };
+    check_database_url(url).map_err(failed)?;
+    let store = portico_store::open(url)
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    Platform::with_store(Arc::new(Measured(store)))
+        .await
+        .map_err(|e| failed(e.to_string()))
+}
