@@ -200,7 +200,11 @@ fn selectors_parse_and_match_without_panicking() {
             let mut sorted = docs.clone();
             sorted.sort_by(|x, y| s.compare(x, y));
         });
-        let _ = Projection::parse(&value).map(|p| docs.iter().map(|d| p.apply(d)).count());
+        if let Ok(p) = Projection::parse(&value) {
+            for d in &docs {
+                let _ = p.apply(d);
+            }
+        }
     });
     assert!(runs > 0);
 }
