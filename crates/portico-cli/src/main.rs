@@ -1,5 +1,7 @@
 //! The `portico` binary: parses its arguments and calls `portico_cli`. No behaviour lives here.
 
+mod allocator;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -206,6 +208,7 @@ async fn run(command: Command) -> portico_cli::Result<()> {
             database,
         } => {
             serve::init_logging();
+            allocator::init();
             serve::run(serve::ServeOptions {
                 config,
                 listen,

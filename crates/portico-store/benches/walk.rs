@@ -110,5 +110,9 @@ fn sqlite_size_scan(c: &mut Criterion) {
     group.finish();
 }
 
-criterion::criterion_group!(benches, walks, sqlite_size_scan);
-criterion::criterion_main!(benches);
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    walks(&mut c);
+    sqlite_size_scan(&mut c);
+    c.final_summary();
+}
