@@ -44,6 +44,10 @@ pub struct ApiOptions {
     pub default_page_size: u64,
     /// Largest `limit` a generated getAll accepts (1000 by default); larger ones are clamped.
     pub max_page_size: u64,
+    /// Largest page a generated getAll sends, in bytes of JSON (16 MiB by default): a page of
+    /// large documents stops early, and its `Link` header names where the next page starts. So
+    /// a list's memory is bounded by bytes as well as by count.
+    pub max_reply_bytes: usize,
     /// The proxies whose `X-Forwarded-For` is believed when working out the client address for
     /// login limits (none by default: the TCP peer is the client).
     pub trusted_proxies: portico_edge::TrustedProxies,
@@ -68,6 +72,7 @@ impl Default for ApiOptions {
             body_limit: 50 * 1024 * 1024,
             default_page_size: 100,
             max_page_size: 1000,
+            max_reply_bytes: 16 * 1024 * 1024,
             trusted_proxies: portico_edge::TrustedProxies::none(),
         }
     }

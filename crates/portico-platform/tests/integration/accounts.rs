@@ -448,3 +448,15 @@ async fn signups_race_across_instances_on_sqlite() -> TestResult {
 async fn signups_race_across_instances_on_postgres() -> TestResult {
     signups_race_across_instances(&crate::common::postgres_database().await?).await
 }
+
+/// A platform can be opened inside a spawned task or a handler: `Platform::open` is `Send`.
+#[tokio::test]
+async fn a_platform_opens_inside_a_spawned_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("spawned.db").display());
+    let opened =
+        tokio::spawn(async move { Platform::open(&url).await.map(|p| p.collection_names()) })
+            .await
+            .unwrap();
+    assert!(opened.is_ok());
+}

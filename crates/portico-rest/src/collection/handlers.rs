@@ -105,6 +105,72 @@ pub(crate) async fn run(state: &CollectionState, op: Op, ctx: Context) -> Reply 
     reply
 }
 
+/// Documents read from the store per query while a page is filled.
+const CHUNK: u64 = 50;
+
+/// Counts the bytes of a JSON encoding without keeping them.
+struct Counter(usize);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Reads one page, `CHUNK` documents at a time, as the client sees them: up to the page's
+/// limit, or until the documents' JSON passes `max_reply_bytes` (at least one document is
+/// always sent). Returns the documents and the page size the `Link` header should use.
+async fn read_page(
+    state: &CollectionState,
+    selector: Selector,
+    params: &ListParams,
+    projection: Option<portico_store::Projection>,
+) -> Result<(Vec<Value>, u64), Reply> {
+    let mut items = Vec::new();
+    let mut bytes = 0usize;
+    let mut read = 0u64;
+    while read < params.limit {
+        let want = (params.limit - read).min(CHUNK);
+        let query = Query {
+            selector: selector.clone(),
+            sort: params.sort.clone(),
+            skip: params.skip.saturating_add(read),
+            limit: Some(want),
+            projection: projection.clone(),
+        };
+        let docs = state
+            .collection
+            .find(&query)
+            .await
+            .map_err(platform_error)?;
+        let got = docs.len() as u64;
+        for doc in docs {
+            let item = state.records.show(doc);
+            let mut counter = Counter(0);
+            if serde_json::to_writer(&mut counter, &item).is_err() {
+                return Err(Reply::internal("a document could not be encoded"));
+            }
+            bytes = bytes.saturating_add(counter.0);
+            if bytes > state.max_reply_bytes && !items.is_empty() {
+                // Full: the next page starts at this document.
+                let page = items.len() as u64;
+                return Ok((items, page));
+            }
+            items.push(item);
+        }
+        read += got;
+        if got < want {
+            break;
+        }
+    }
+    Ok((items, params.limit))
+}
+
 async fn get_all(state: &CollectionState, ctx: &Context) -> Result<Outcome, Reply> {
     let params = ListParams::parse(
         &ctx.query_params,
@@ -118,18 +184,7 @@ async fn get_all(state: &CollectionState, ctx: &Context) -> Result<Outcome, Repl
         .count(&selector)
         .await
         .map_err(platform_error)?;
-    let query = Query {
-        selector,
-        sort: params.sort.clone(),
-        skip: params.skip,
-        limit: Some(params.limit),
-        projection,
-    };
-    let docs = state
-        .collection
-        .find(&query)
-        .await
-        .map_err(platform_error)?;
+    let (items, page) = read_page(state, selector, &params, projection).await?;
     let mut headers = vec![("X-Total-Count".to_owned(), total.to_string())];
     // Under `Router::nest` the request's uri lost the outer prefix; links use the original one.
     let uri = ctx
@@ -137,10 +192,10 @@ async fn get_all(state: &CollectionState, ctx: &Context) -> Result<Outcome, Repl
         .extensions
         .get::<axum::extract::OriginalUri>()
         .map_or(&ctx.request.uri, |o| &o.0);
-    if let Some(link) = link_header(uri.path(), uri.query(), params.skip, params.limit, total) {
+    if let Some(link) = link_header(uri.path(), uri.query(), params.skip, page, total) {
         headers.push(("Link".to_owned(), link));
     }
-    let items = Value::Array(docs.into_iter().map(|d| state.records.show(d)).collect());
+    let items = Value::Array(items);
     let tag = list_etag(&items, total);
     if not_modified(
         &ctx.request.headers,

@@ -215,6 +215,7 @@ pub(crate) struct CollectionState {
     pub(crate) after: Option<AfterHook>,
     pub(crate) default_page_size: u64,
     pub(crate) max_page_size: u64,
+    pub(crate) max_reply_bytes: usize,
 }
 
 impl Api {
@@ -258,6 +259,7 @@ impl Api {
                 .default_page_size
                 .unwrap_or(self.options.default_page_size),
             max_page_size: options.max_page_size.unwrap_or(self.options.max_page_size),
+            max_reply_bytes: self.options.max_reply_bytes,
         });
         let mut list = Endpoints::new();
         let mut item = Endpoints::new();

@@ -44,6 +44,7 @@
 //! Connections are plain TCP or unix sockets, without TLS: run the database on a trusted network
 //! or the same machine.
 
+mod batch;
 mod error;
 mod plan;
 mod pool;
@@ -167,6 +168,17 @@ impl Store for PostgresStore {
     async fn drop_collection(&self, collection: &str) -> Result<()> {
         let mut client = self.client().await?;
         write::drop_collection(&mut client, collection).await
+    }
+
+    async fn batch(
+        &self,
+        ops: Vec<crate::BatchOp>,
+    ) -> std::result::Result<Vec<crate::BatchOutcome>, crate::BatchError> {
+        let mut client = self
+            .client()
+            .await
+            .map_err(|e| crate::BatchError::new(0, e))?;
+        batch::batch(&mut client, ops).await
     }
 
     async fn list_collections(&self) -> Result<Vec<String>> {

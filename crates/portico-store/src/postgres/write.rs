@@ -28,7 +28,7 @@ use crate::{Document, Error, Result, Selector, Update, UpdateOptions, UpdateResu
 const ATTEMPTS: usize = 3;
 
 /// Refuses names PostgreSQL cannot use, as every backend refuses the empty name.
-fn check_name(collection: &str) -> Result<()> {
+pub(super) fn check_name(collection: &str) -> Result<()> {
     if collection.is_empty() {
         return Err(Error::InvalidName(
             "a collection name must not be empty".into(),
@@ -84,7 +84,7 @@ fn duplicate(
 }
 
 /// Checks a document for what PostgreSQL cannot store, then prepares it as every backend does.
-fn prepare(doc: Document) -> Result<(String, String, Document)> {
+pub(super) fn prepare(doc: Document) -> Result<(String, String, Document)> {
     let (id, doc) = prepare_insert(doc)?;
     if id.contains('\0') {
         return Err(Error::InvalidDocument(
@@ -97,7 +97,7 @@ fn prepare(doc: Document) -> Result<(String, String, Document)> {
 }
 
 /// Inserts one prepared document and its index rows inside an open transaction.
-async fn insert_in(
+pub(super) async fn insert_in(
     tx: &Transaction<'_>,
     collection: &str,
     indexes: &[IndexedPath],
@@ -113,7 +113,7 @@ async fn insert_in(
 /// Writes the index rows of a document: removes the keys `old` had and `new` has not, adds the
 /// keys `new` has and `old` had not (`None`: insert or removal). A key another document holds in
 /// a unique index is [`Error::DuplicateKey`].
-async fn update_rows(
+pub(super) async fn update_rows(
     tx: &Transaction<'_>,
     collection: &str,
     indexes: &[IndexedPath],
@@ -189,7 +189,7 @@ fn count_delta<N: TryInto<i64>>(n: N) -> i64 {
 }
 
 /// The matching documents of `selector`, locked, in `_id` order; at most one unless `multi`.
-async fn matching(
+pub(super) async fn matching(
     tx: &Transaction<'_>,
     collection: &str,
     selector: &Selector,
@@ -256,6 +256,7 @@ pub(crate) async fn update(
             }
             let text = serde_json::to_string(&new)
                 .map_err(|e| Error::InvalidModifier(format!("cannot serialize document: {e}")))?;
+            crate::check_len(text.len())?;
             let stmt = tx.prepare_cached(&write_sql).await?;
             tx.execute(&stmt, &[&id, &text]).await?;
             update_rows(&tx, collection, &indexes, &id, Some(&old), Some(&new)).await?;

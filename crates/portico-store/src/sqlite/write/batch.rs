@@ -62,6 +62,7 @@ fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchFailure
                 let text = serde_json::to_string(&new).map_err(|e| {
                     Error::InvalidModifier(format!("cannot serialize document: {e}"))
                 })?;
+                crate::check_len(text.len())?;
                 tx.prepare_cached(&format!(
                     "UPDATE {} SET doc = ?2 WHERE id = ?1",
                     collection_table(&collection)

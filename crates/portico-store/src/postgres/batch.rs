@@ -1,0 +1,122 @@
+//! [`crate::Store::batch`] for PostgreSQL: every write in one transaction, each matched row
+//! locked (`FOR UPDATE`) as it is read. Other sessions see the state before the commit until it
+//! happens, then all of it; a failing write returns before the commit, and dropping the
+//! transaction rolls the earlier ones back.
+
+use deadpool_postgres::{Client, Transaction};
+
+use super::schema::{self, collection_table, indexed_paths};
+use super::write::{insert_in, matching, prepare, update_rows};
+use crate::{BatchError, BatchFailure, BatchOp, BatchOutcome, Error, document_id};
+
+/// Applies `ops` in one transaction; see [`crate::Store::batch`].
+pub(crate) async fn batch(
+    client: &mut Client,
+    ops: Vec<BatchOp>,
+) -> Result<Vec<BatchOutcome>, BatchError> {
+    // Tables are made before the transaction (DDL waits for other writers); a batch that then
+    // fails leaves at most an empty collection behind.
+    for (index, op) in ops.iter().enumerate() {
+        if let BatchOp::Insert { collection, .. } = op {
+            super::write::check_name(collection).map_err(|e| BatchError::new(index, e))?;
+            schema::create_collection(client, collection)
+                .await
+                .map_err(|e| BatchError::new(index, e))?;
+        }
+    }
+    let tx = client
+        .transaction()
+        .await
+        .map_err(|e| BatchError::new(0, Error::from(e)))?;
+    let mut done = Vec::with_capacity(ops.len());
+    for (index, op) in ops.into_iter().enumerate() {
+        let outcome = apply(&tx, op)
+            .await
+            .map_err(|failure| BatchError::new(index, failure))?;
+        done.push(outcome);
+    }
+    let last = done.len().saturating_sub(1);
+    tx.commit()
+        .await
+        .map_err(|e| BatchError::new(last, Error::from(e)))?;
+    Ok(done)
+}
+
+async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchFailure> {
+    match op {
+        BatchOp::Insert { collection, doc } => {
+            if !schema::lock_for_write(tx, &collection).await? {
+                return Err(Error::Backend(format!("collection {collection:?} vanished")).into());
+            }
+            let indexes = indexed_paths(tx, &collection).await?;
+            let prepared = prepare(doc)?;
+            insert_in(tx, &collection, &indexes, &prepared).await?;
+            schema::add_to_count(tx, &collection, 1).await?;
+            Ok(BatchOutcome::Inserted(prepared.2))
+        }
+        BatchOp::Update {
+            collection,
+            selector,
+            update,
+        } => {
+            if !schema::lock_for_write(tx, &collection).await? {
+                return Err(BatchFailure::NoMatch);
+            }
+            let indexes = indexed_paths(tx, &collection).await?;
+            let (id, old) = matching(tx, &collection, &selector, false)
+                .await?
+                .into_iter()
+                .next()
+                .ok_or(BatchFailure::NoMatch)?;
+            let mut new = old.clone();
+            update.apply(&mut new)?;
+            if document_id(&new) != Some(id.as_str()) {
+                return Err(Error::InvalidModifier(format!(
+                    "the update would change _id of document {id:?}"
+                ))
+                .into());
+            }
+            if new != old {
+                let text = serde_json::to_string(&new).map_err(|e| {
+                    Error::InvalidModifier(format!("cannot serialize document: {e}"))
+                })?;
+                crate::check_len(text.len())?;
+                let sql = format!(
+                    "UPDATE {} SET doc = $2::text, \
+                     body = CASE WHEN strpos($2::text, '\\u0000') = 0 THEN $2::text::jsonb END \
+                     WHERE id = $1",
+                    collection_table(&collection)
+                );
+                let stmt = tx.prepare_cached(&sql).await.map_err(Error::from)?;
+                tx.execute(&stmt, &[&id, &text])
+                    .await
+                    .map_err(Error::from)?;
+                update_rows(tx, &collection, &indexes, &id, Some(&old), Some(&new)).await?;
+            }
+            Ok(BatchOutcome::Updated(new))
+        }
+        BatchOp::Remove {
+            collection,
+            selector,
+        } => {
+            if !schema::lock_for_write(tx, &collection).await? {
+                return Err(BatchFailure::NoMatch);
+            }
+            let indexes = indexed_paths(tx, &collection).await?;
+            let (id, old) = matching(tx, &collection, &selector, false)
+                .await?
+                .into_iter()
+                .next()
+                .ok_or(BatchFailure::NoMatch)?;
+            let sql = format!(
+                "DELETE FROM {} WHERE id = $1",
+                collection_table(&collection)
+            );
+            let stmt = tx.prepare_cached(&sql).await.map_err(Error::from)?;
+            tx.execute(&stmt, &[&id]).await.map_err(Error::from)?;
+            update_rows(tx, &collection, &indexes, &id, Some(&old), None).await?;
+            schema::add_to_count(tx, &collection, -1).await?;
+            Ok(BatchOutcome::Removed(old))
+        }
+    }
+}
