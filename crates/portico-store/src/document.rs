@@ -112,6 +112,34 @@ fn prepare_fields(mut doc: Document) -> Result<(String, Document)> {
     }
 }
 
+/// Applies `update` to the stored document `old` (whose `_id` is `id`), as every backend's
+/// update and batch paths do: the new document and its JSON text, or `None` when the update
+/// changes nothing.
+///
+/// # Errors
+/// The modifier's own error, [`Error::InvalidModifier`] when the update would change `_id` or
+/// the result cannot be encoded, [`Error::DocumentTooLarge`] past [`MAX_DOCUMENT_BYTES`].
+pub(crate) fn apply_update(
+    old: &Document,
+    update: &crate::Update,
+    id: &str,
+) -> Result<Option<(Document, String)>> {
+    let mut new = old.clone();
+    update.apply(&mut new)?;
+    if document_id(&new) != Some(id) {
+        return Err(Error::InvalidModifier(format!(
+            "the update would change _id of document {id:?}"
+        )));
+    }
+    if new == *old {
+        return Ok(None);
+    }
+    let text = serde_json::to_string(&new)
+        .map_err(|e| Error::InvalidModifier(format!("cannot serialize document: {e}")))?;
+    check_len(text.len())?;
+    Ok(Some((new, text)))
+}
+
 /// A strong entity tag of a stored document: 32 hex characters of the SHA-256 of its JSON
 /// encoding. Any change to the document (a field, a value, their order) changes it; the same
 /// stored document always gives the same tag. HTTP doors send it quoted in `ETag` and compare it

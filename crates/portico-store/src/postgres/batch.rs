@@ -7,7 +7,7 @@ use deadpool_postgres::{Client, Transaction};
 
 use super::schema::{self, collection_table, indexed_paths};
 use super::write::{insert_in, matching, prepare, update_rows};
-use crate::{BatchError, BatchFailure, BatchOp, BatchOutcome, Error, document_id};
+use crate::{BatchError, BatchFailure, BatchOp, BatchOutcome, Error};
 
 /// Applies `ops` in one transaction; see [`crate::Store::batch`].
 pub(crate) async fn batch(
@@ -68,31 +68,23 @@ async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchF
                 .into_iter()
                 .next()
                 .ok_or(BatchFailure::NoMatch)?;
-            let mut new = old.clone();
-            update.apply(&mut new)?;
-            if document_id(&new) != Some(id.as_str()) {
-                return Err(Error::InvalidModifier(format!(
-                    "the update would change _id of document {id:?}"
-                ))
-                .into());
-            }
-            if new != old {
-                let text = serde_json::to_string(&new).map_err(|e| {
-                    Error::InvalidModifier(format!("cannot serialize document: {e}"))
-                })?;
-                crate::check_len(text.len())?;
-                let sql = format!(
-                    "UPDATE {} SET doc = $2::text, \
+            let new = match crate::document::apply_update(&old, &update, &id)? {
+                None => old,
+                Some((new, text)) => {
+                    let sql = format!(
+                        "UPDATE {} SET doc = $2::text, \
                      body = CASE WHEN strpos($2::text, '\\u0000') = 0 THEN $2::text::jsonb END \
                      WHERE id = $1",
-                    collection_table(&collection)
-                );
-                let stmt = tx.prepare_cached(&sql).await.map_err(Error::from)?;
-                tx.execute(&stmt, &[&id, &text])
-                    .await
-                    .map_err(Error::from)?;
-                update_rows(tx, &collection, &indexes, &id, Some(&old), Some(&new)).await?;
-            }
+                        collection_table(&collection)
+                    );
+                    let stmt = tx.prepare_cached(&sql).await.map_err(Error::from)?;
+                    tx.execute(&stmt, &[&id, &text])
+                        .await
+                        .map_err(Error::from)?;
+                    update_rows(tx, &collection, &indexes, &id, Some(&old), Some(&new)).await?;
+                    new
+                }
+            };
             Ok(BatchOutcome::Updated(new))
         }
         BatchOp::Remove {

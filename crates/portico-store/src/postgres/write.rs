@@ -22,7 +22,7 @@ use super::schema::{self, IndexedPath, collection_table, index_table, indexed_pa
 use crate::document::prepare_insert;
 use crate::index_key::keys;
 use crate::value::split_path;
-use crate::{Document, Error, Result, Selector, Update, UpdateOptions, UpdateResult, document_id};
+use crate::{Document, Error, Result, Selector, Update, UpdateOptions, UpdateResult};
 
 /// How many times a write starts over after creating its collection.
 const ATTEMPTS: usize = 3;
@@ -243,20 +243,10 @@ pub(crate) async fn update(
             collection_table(collection)
         );
         for (id, old) in found {
-            let mut new = old.clone();
             // An error returns here; the transaction is dropped and rolls back earlier documents.
-            update.apply(&mut new)?;
-            if document_id(&new) != Some(id.as_str()) {
-                return Err(Error::InvalidModifier(format!(
-                    "the update would change _id of document {id:?}"
-                )));
-            }
-            if new == old {
+            let Some((new, text)) = crate::document::apply_update(&old, update, &id)? else {
                 continue;
-            }
-            let text = serde_json::to_string(&new)
-                .map_err(|e| Error::InvalidModifier(format!("cannot serialize document: {e}")))?;
-            crate::check_len(text.len())?;
+            };
             let stmt = tx.prepare_cached(&write_sql).await?;
             tx.execute(&stmt, &[&id, &text]).await?;
             update_rows(&tx, collection, &indexes, &id, Some(&old), Some(&new)).await?;

@@ -20,7 +20,7 @@ use super::index::{self, update_rows};
 use super::plan::{for_each_candidate, parse_doc, plan};
 use super::schema::{self, collection_exists, collection_table, index_table, indexed_paths};
 use crate::document::prepare_insert;
-use crate::{Document, Error, Result, Selector, Update, UpdateOptions, UpdateResult, document_id};
+use crate::{Document, Error, Result, Selector, Update, UpdateOptions, UpdateResult};
 
 /// Starts a write transaction that holds the write lock from its first statement.
 fn begin(conn: &mut Connection) -> Result<Transaction<'_>> {
@@ -145,20 +145,10 @@ pub(crate) fn update(
             collection_table(collection)
         ))?;
         for (id, old) in found {
-            let mut new = old.clone();
             // An error returns here; the transaction is dropped and rolls back earlier documents.
-            update.apply(&mut new)?;
-            if document_id(&new) != Some(id.as_str()) {
-                return Err(Error::InvalidModifier(format!(
-                    "the update would change _id of document {id:?}"
-                )));
-            }
-            if new == old {
+            let Some((new, text)) = crate::document::apply_update(&old, update, &id)? else {
                 continue;
-            }
-            let text = serde_json::to_string(&new)
-                .map_err(|e| Error::InvalidModifier(format!("cannot serialize document: {e}")))?;
-            crate::check_len(text.len())?;
+            };
             write.execute(params![id, text])?;
             update_rows(&tx, collection, &paths, &id, Some(&old), Some(&new))?;
             result.modified += 1;

@@ -8,7 +8,7 @@ use rusqlite::{Connection, Transaction, params};
 use super::{begin, check_name, insert_in, matching};
 use crate::sqlite::index::update_rows;
 use crate::sqlite::schema::{self, collection_exists, collection_table, indexed_paths};
-use crate::{BatchError, BatchFailure, BatchOp, BatchOutcome, Error, document_id};
+use crate::{BatchError, BatchFailure, BatchOp, BatchOutcome, Error};
 
 /// Applies `ops` in one transaction; see [`crate::Store::batch`].
 pub(crate) fn batch(
@@ -50,28 +50,20 @@ fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchFailure
                 .into_iter()
                 .next()
                 .ok_or(BatchFailure::NoMatch)?;
-            let mut new = old.clone();
-            update.apply(&mut new)?;
-            if document_id(&new) != Some(id.as_str()) {
-                return Err(Error::InvalidModifier(format!(
-                    "the update would change _id of document {id:?}"
-                ))
-                .into());
-            }
-            if new != old {
-                let text = serde_json::to_string(&new).map_err(|e| {
-                    Error::InvalidModifier(format!("cannot serialize document: {e}"))
-                })?;
-                crate::check_len(text.len())?;
-                tx.prepare_cached(&format!(
-                    "UPDATE {} SET doc = ?2 WHERE id = ?1",
-                    collection_table(&collection)
-                ))
-                .map_err(Error::from)?
-                .execute(params![id, text])
-                .map_err(Error::from)?;
-                update_rows(tx, &collection, &paths, &id, Some(&old), Some(&new))?;
-            }
+            let new = match crate::document::apply_update(&old, &update, &id)? {
+                None => old,
+                Some((new, text)) => {
+                    tx.prepare_cached(&format!(
+                        "UPDATE {} SET doc = ?2 WHERE id = ?1",
+                        collection_table(&collection)
+                    ))
+                    .map_err(Error::from)?
+                    .execute(params![id, text])
+                    .map_err(Error::from)?;
+                    update_rows(tx, &collection, &paths, &id, Some(&old), Some(&new))?;
+                    new
+                }
+            };
             Ok(BatchOutcome::Updated(new))
         }
         BatchOp::Remove {
