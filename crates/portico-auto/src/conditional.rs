@@ -4,23 +4,14 @@
 //!
 //! The auto API answers these writes with a count, never a document, so it sends no `ETag`
 //! itself; clients get tags from the routes door (or compute [`portico_store::etag`] of what
-//! a publication sent). The tag is compared just before the write, on the document as stored;
-//! the write itself goes through the collection's rules (`Collection::client_update`), which
-//! select by `_id` only, so a writer racing in between is not caught yet (see the crate docs).
+//! a publication sent). The write goes through the collection's rules
+//! ([`portico_platform::Collection::client_update_if`]), which check the tag again inside the
+//! write's transaction: of two clients writing with the same tag, exactly one succeeds.
 
-use http::{HeaderMap, StatusCode};
-use portico_platform::Collection;
+use http::HeaderMap;
+use portico_platform::IfMatch;
 
 use crate::ApiError;
-
-/// 412 for a document that changed (or went) since the client read it.
-fn precondition_failed() -> ApiError {
-    ApiError::new(
-        StatusCode::PRECONDITION_FAILED,
-        "precondition-failed",
-        "The document changed since it was read (If-Match)",
-    )
-}
 
 /// The strong tags an `If-Match` value lists (`"a", W/"b"` gives `a` and `b`), or `None` for
 /// `*`.
@@ -38,35 +29,22 @@ fn tags(value: &str) -> Option<Vec<&str>> {
     )
 }
 
-/// Checks `If-Match` against the document `id` of `collection`: nothing to check without the
-/// header; `*` needs the document to exist; a tag list needs its tag among them.
+/// Reads `If-Match` as the condition a collection write must meet: none without the header,
+/// [`IfMatch::Any`] for `*`, else the listed tags.
 ///
 /// # Errors
-/// 400 for a header that names no tag, 412 when the document does not match, a store error
-/// when it cannot be read.
-pub(crate) async fn check_if_match(
-    collection: &Collection,
-    headers: &HeaderMap,
-    id: &str,
-) -> Result<(), ApiError> {
+/// 400 for a header that names no tag.
+pub(crate) fn if_match(headers: &HeaderMap) -> Result<IfMatch, ApiError> {
     let Some(value) = headers.get(http::header::IF_MATCH) else {
-        return Ok(());
+        return Ok(IfMatch::Absent);
     };
-    let text = value.to_str().unwrap_or_default();
-    let wanted = tags(text);
-    if wanted.as_ref().is_some_and(Vec::is_empty) {
-        return Err(ApiError::bad_request(
+    match tags(value.to_str().unwrap_or_default()) {
+        None => Ok(IfMatch::Any),
+        Some(tags) if tags.is_empty() => Err(ApiError::bad_request(
             "invalid-if-match",
             "If-Match must be * or a list of quoted entity tags",
-        ));
-    }
-    let Some(doc) = collection.get(id).await? else {
-        return Err(precondition_failed());
-    };
-    match wanted {
-        None => Ok(()),
-        Some(tags) if tags.contains(&portico_store::etag(&doc).as_str()) => Ok(()),
-        Some(_) => Err(precondition_failed()),
+        )),
+        Some(tags) => Ok(IfMatch::Tags(tags.into_iter().map(str::to_owned).collect())),
     }
 }
 

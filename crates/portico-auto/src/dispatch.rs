@@ -196,9 +196,9 @@ async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, A
             check_id(id, shared.uses_object_ids(&collection))?;
             let body = body_of(shared, &parts, body).await?.into_value()?;
             let update = update_modifier(body, id)?;
-            crate::conditional::check_if_match(&collection, &parts.headers, id).await?;
+            let if_match = crate::conditional::if_match(&parts.headers)?;
             let count = collection
-                .client_update(user_id.as_deref(), id, &update)
+                .client_update_if(user_id.as_deref(), id, &update, &if_match)
                 .await?;
             Ok(Json(Value::from(count)).into_response())
         }
@@ -206,8 +206,10 @@ async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, A
             let collection = collection(platform, name)?;
             let id = found.param("_id").unwrap_or_default();
             check_id(id, shared.uses_object_ids(&collection))?;
-            crate::conditional::check_if_match(&collection, &parts.headers, id).await?;
-            let count = collection.client_remove(user_id.as_deref(), id).await?;
+            let if_match = crate::conditional::if_match(&parts.headers)?;
+            let count = collection
+                .client_remove_if(user_id.as_deref(), id, &if_match)
+                .await?;
             Ok(Json(Value::from(count)).into_response())
         }
     }

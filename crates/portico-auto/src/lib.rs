@@ -52,7 +52,9 @@
 //!
 //! **Conditional writes.** `PATCH` and `DELETE /<collection>/<_id>` take `If-Match` with the
 //! document's entity tag ([`portico_store::etag`], as the routes door sends it in `ETag`): a
-//! document that changed answers 412 `{"error": "precondition-failed", ...}`. The auto API
+//! document that changed answers 412 `{"error": "precondition-failed", ...}`. The tag is
+//! checked inside the write's transaction, so of two writers sending the same tag exactly one
+//! succeeds. `If-Match: *` only requires the document to exist. The auto API
 //! returns no document from these writes, so it sends no `ETag` itself.
 //!
 //! **OpenAPI.** [`AutoApi::routes`] describes every route; [`portico_edge::openapi::document`]

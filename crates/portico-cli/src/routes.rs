@@ -111,11 +111,56 @@ fn build(config: &Config) -> Result<Vec<RouteDoc>, Vec<Refusal>> {
             }),
         }
     }
+    refusals.extend(server_path_clashes(config, &routes));
     if refusals.is_empty() {
         Ok(routes)
     } else {
         Err(refusals)
     }
+}
+
+/// Paths the server itself answers beside the doors: the health probes, `/openapi.json` and
+/// `/metrics` when served, and everything under the admin page's path.
+fn server_paths(config: &Config) -> (Vec<&'static str>, Option<String>) {
+    let mut exact = vec![crate::serve::probes::HEALTHZ, crate::serve::probes::READYZ];
+    if config.serves_openapi() {
+        exact.push(portico_edge::openapi::OPENAPI_PATH);
+    }
+    if config.metrics.as_ref().is_some_and(|m| m.listen.is_none()) {
+        exact.push(crate::serve::metrics::METRICS_PATH);
+    }
+    let admin = config.admin.enabled.then(|| config.admin.path.clone());
+    (exact, admin)
+}
+
+/// A door's route on a path the server answers itself (a collection named `healthz` on an
+/// [[api]] at the root, say) would be shadowed: refused, naming the [[api]] or [auto] line.
+fn server_path_clashes(config: &Config, routes: &[RouteDoc]) -> Vec<Refusal> {
+    let (exact, admin) = server_paths(config);
+    let clash =
+        |path: &str| exact.contains(&path) || admin.as_deref().is_some_and(|a| path.starts_with(a));
+    let Some(doc) = routes.iter().find(|doc| clash(&doc.path)) else {
+        return Vec::new();
+    };
+    let (line, key) = match doc.door {
+        portico_edge::Door::Auto => (config.auto.as_ref().map_or(1, |a| a.line), "auto"),
+        _ => (
+            config
+                .apis
+                .iter()
+                .find(|api| doc.path.starts_with(&api.base_path()))
+                .map_or(1, |api| api.line),
+            "api.collection.path",
+        ),
+    };
+    vec![Refusal {
+        line,
+        key,
+        message: format!(
+            "{} {} is a path the server answers itself (health probes, /openapi.json, /metrics, the admin page); give the collection another `path` or the [[api]] an `api_path`",
+            doc.method, doc.path
+        ),
+    }]
 }
 
 /// Every route `config` serves, door by door, as the doors describe them.
@@ -328,6 +373,30 @@ mod tests {
                 .iter()
                 .any(|r| r.method == http::Method::DELETE && r.path == "/feed/:_id")
         );
+    }
+
+    #[test]
+    fn a_collection_on_a_server_path_is_refused() {
+        let errors =
+            Config::parse("[[api]]\napi_path = \"/\"\n[[api.collection]]\nname = \"healthz\"\n")
+                .err()
+                .unwrap_or_default();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.message.contains("/healthz") && e.line == 1),
+            "{errors:?}"
+        );
+        let errors = Config::parse(
+            "[[api]]\napi_path = \"/\"\n[[api.collection]]\nname = \"items\"\npath = \"openapi.json\"\n",
+        )
+        .err()
+        .unwrap_or_default();
+        assert!(!errors.is_empty(), "/openapi.json is the server's");
+        let fine = Config::parse(
+            "openapi = false\n[[api]]\napi_path = \"/\"\n[[api.collection]]\nname = \"items\"\npath = \"openapi.json\"\n",
+        );
+        assert!(fine.is_ok(), "{:?}", fine.err());
     }
 
     #[test]

@@ -489,6 +489,25 @@ impl Collection {
         id: &str,
         modifier: &Value,
     ) -> Result<u64> {
+        self.client_update_if(user_id, id, modifier, &IfMatch::Absent)
+            .await
+    }
+
+    /// [`Collection::client_update`] as a conditional write (`If-Match`): with
+    /// [`IfMatch::Any`] the document must exist, with [`IfMatch::Tags`] it must still have one
+    /// of the tags ([`portico_store::etag`]). The tag the rules saw is checked again inside the
+    /// write's transaction, so of two writers racing with the same tag exactly one succeeds.
+    ///
+    /// # Errors
+    /// As [`Collection::client_update`], and [`Error::PreconditionFailed`] when the document is
+    /// missing, has another tag, or changed between the check and the write.
+    pub async fn client_update_if(
+        &self,
+        user_id: Option<&str>,
+        id: &str,
+        modifier: &Value,
+        if_match: &IfMatch,
+    ) -> Result<u64> {
         let update = Update::parse(modifier)?;
         if update.is_replacement() {
             return Err(Error::InvalidArgument(
@@ -496,7 +515,7 @@ impl Collection {
             ));
         }
         self.refuse_without_allow(true)?;
-        let Some(doc) = self.get(id).await? else {
+        let Some((doc, selector)) = self.conditional_target(id, if_match).await? else {
             return Ok(0);
         };
         let fields = update.field_names();
@@ -513,13 +532,11 @@ impl Collection {
         self.validate(&changed)?;
         let result = self
             .store()
-            .update(
-                self.name(),
-                &Selector::by_id(id),
-                &update,
-                UpdateOptions::default(),
-            )
+            .update(self.name(), &selector, &update, UpdateOptions::default())
             .await?;
+        if result.matched == 0 && !matches!(if_match, IfMatch::Absent) {
+            return Err(Error::PreconditionFailed);
+        }
         Ok(result.matched)
     }
 
@@ -530,13 +547,74 @@ impl Collection {
     /// # Errors
     /// [`Error::AccessDenied`], store failures.
     pub async fn client_remove(&self, user_id: Option<&str>, id: &str) -> Result<u64> {
+        self.client_remove_if(user_id, id, &IfMatch::Absent).await
+    }
+
+    /// [`Collection::client_remove`] as a conditional write (`If-Match`), checked inside the
+    /// remove's transaction as for [`Collection::client_update_if`].
+    ///
+    /// # Errors
+    /// As [`Collection::client_remove`], and [`Error::PreconditionFailed`].
+    pub async fn client_remove_if(
+        &self,
+        user_id: Option<&str>,
+        id: &str,
+        if_match: &IfMatch,
+    ) -> Result<u64> {
         self.refuse_without_allow(false)?;
-        let Some(doc) = self.get(id).await? else {
+        let Some((doc, selector)) = self.conditional_target(id, if_match).await? else {
             return Ok(0);
         };
         self.check(user_id, Write::Remove(&doc)).await?;
-        self.remove(&Selector::by_id(id)).await
+        let removed = self.remove(&selector).await?;
+        if removed == 0 && !matches!(if_match, IfMatch::Absent) {
+            return Err(Error::PreconditionFailed);
+        }
+        Ok(removed)
     }
+
+    /// The document `id` a client write would change, and the selector the write must use:
+    /// by `_id` alone, and for a tag condition also by the entity tag read now, so the store
+    /// re-checks it inside the write's transaction. `None` when an unconditional write finds no
+    /// document.
+    async fn conditional_target(
+        &self,
+        id: &str,
+        if_match: &IfMatch,
+    ) -> Result<Option<(Document, Selector)>> {
+        let Some(doc) = self.get(id).await? else {
+            return match if_match {
+                IfMatch::Absent => Ok(None),
+                _ => Err(Error::PreconditionFailed),
+            };
+        };
+        let selector = Selector::by_id(id);
+        let selector = match if_match {
+            IfMatch::Absent | IfMatch::Any => selector,
+            IfMatch::Tags(tags) => {
+                let tag = portico_store::etag(&doc);
+                if !tags.contains(&tag) {
+                    return Err(Error::PreconditionFailed);
+                }
+                selector.and_etag(tag)
+            }
+        };
+        Ok(Some((doc, selector)))
+    }
+}
+
+/// What a client's conditional write expects of the stored document: the meaning of an
+/// `If-Match` header.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum IfMatch {
+    /// No condition (no header): write whatever is stored; a missing document is a count of 0.
+    #[default]
+    Absent,
+    /// `*`: the document must exist (a document removed before the write is a failed
+    /// precondition, not a count of 0).
+    Any,
+    /// The document must still have one of these entity tags ([`portico_store::etag`]).
+    Tags(Vec<String>),
 }
 
 /// The top-level fields of a user record no client write may set (see

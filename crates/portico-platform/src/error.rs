@@ -38,6 +38,10 @@ pub enum Error {
     /// Method or publication options set after definition, or twice (a setup error).
     #[error("method options: {0}")]
     MethodOptions(String),
+    /// A conditional write (`If-Match`) found the document changed since the client read it, or
+    /// gone.
+    #[error("The document changed since it was read (If-Match)")]
+    PreconditionFailed,
     /// An argument is not acceptable (a bad `$date`, a malformed schema, a bad collection name...).
     #[error("{0}")]
     InvalidArgument(String),
@@ -58,6 +62,7 @@ impl Error {
             | Error::UserExists(_)
             | Error::LoginFailed
             | Error::UserNotFound
+            | Error::PreconditionFailed
             | Error::InvalidArgument(_) => true,
             Error::Duplicate(_) | Error::MethodOptions(_) | Error::Internal(_) => false,
         }
@@ -71,7 +76,7 @@ impl Error {
 
     /// The HTTP status a front door answers with. This is the one mapping of errors to
     /// statuses both doors use: 400 for bad input, 401 for a failed login, 403 for access
-    /// denied, 404 for an unknown user, 409 for a duplicate `_id` or unique key, 413 for a
+    /// denied, 404 for an unknown user, 412 for a failed `If-Match`, 409 for a duplicate `_id` or unique key, 413 for a
     /// document over the store's size limit, 503 while the database is unavailable, 500 for
     /// everything else internal.
     pub fn status_code(&self) -> u16 {
@@ -86,6 +91,7 @@ impl Error {
             Error::AccessDenied | Error::ProtectedField(_) => 403,
             Error::LoginFailed => 401,
             Error::UserNotFound => 404,
+            Error::PreconditionFailed => 412,
             e if e.is_client_error() => 400,
             _ => 500,
         }
@@ -105,6 +111,7 @@ mod tests {
         assert_eq!(Error::ProtectedField("roles".into()).status_code(), 403);
         assert_eq!(Error::LoginFailed.status_code(), 401);
         assert_eq!(Error::UserNotFound.status_code(), 404);
+        assert_eq!(Error::PreconditionFailed.status_code(), 412);
         assert_eq!(Error::Validation(vec!["x".into()]).status_code(), 400);
         assert_eq!(Error::UserExists("taken".into()).status_code(), 400);
         assert_eq!(Error::Internal("boom".into()).status_code(), 500);

@@ -75,7 +75,7 @@ pub use accounts::{
     Accounts, AccountsConfig, LoginToken, NewUser, Password, TOKEN_PATH, USERS, UserSelector,
     hash_token, import_value, password_digest, public_user, user_has_any_role,
 };
-pub use collection::{Collection, CollectionOptions, PROTECTED_ACCOUNT_FIELDS};
+pub use collection::{Collection, CollectionOptions, IfMatch, PROTECTED_ACCOUNT_FIELDS};
 pub use cursor::Cursor;
 pub use endpoint::{ArgsExtractor, EndpointOptions, HttpMethod, UnknownHttpMethod};
 pub use error::{Error, Result};

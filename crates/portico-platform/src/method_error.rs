@@ -137,6 +137,9 @@ impl From<Error> for MethodError {
                     .with_status(status)
                     .with_details(details)
             }
+            Error::PreconditionFailed => {
+                MethodError::new("precondition-failed", e.to_string()).with_status(status)
+            }
             Error::InvalidUser(msg) => MethodError::new("invalid-user", msg).with_status(status),
             Error::UserExists(msg) => MethodError::new("user-exists", msg).with_status(status),
             Error::InvalidArgument(msg) => {

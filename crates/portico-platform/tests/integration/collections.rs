@@ -144,6 +144,28 @@ on_every_backend! {
         Ok(())
     }
 
+    async fn conditional_client_writes_need_the_current_tag(p: Platform) -> TestResult {
+        use portico_platform::IfMatch;
+        let notes = p.collection("notes");
+        notes.allow(Rules::new().update(|_, _, _, _| async { true }).remove(|_, _| async { true }));
+        let id = notes.insert(doc(json!({"n": 1}))).await?;
+        let tag = portico_store::etag(&notes.get(&id).await?.ok_or("inserted")?);
+        let by_tag = IfMatch::Tags(vec!["other".into(), tag.clone()]);
+        let set = |n: i64| json!({"$set": {"n": n}});
+        assert_eq!(notes.client_update_if(None, &id, &set(2), &by_tag).await?, 1);
+        // The same tag again: the document has changed since.
+        assert!(matches!(notes.client_update_if(None, &id, &set(3), &by_tag).await, Err(Error::PreconditionFailed)));
+        assert!(matches!(notes.client_remove_if(None, &id, &by_tag).await, Err(Error::PreconditionFailed)));
+        assert_eq!(notes.get(&id).await?.ok_or("kept")?["n"], json!(2));
+        assert_eq!(notes.client_update_if(None, &id, &set(4), &IfMatch::Any).await?, 1);
+        assert_eq!(notes.client_remove_if(None, &id, &IfMatch::Any).await?, 1);
+        // `*` on a missing document fails; no condition is a count of 0.
+        assert!(matches!(notes.client_update_if(None, &id, &set(5), &IfMatch::Any).await, Err(Error::PreconditionFailed)));
+        assert_eq!(notes.client_update_if(None, &id, &set(5), &IfMatch::Absent).await?, 0);
+        assert_eq!(Error::PreconditionFailed.status_code(), 412);
+        Ok(())
+    }
+
     async fn a_deny_overrides_every_allow(p: Platform) -> TestResult {
         let posts = p.collection("posts");
         posts.allow(
