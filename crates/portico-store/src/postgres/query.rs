@@ -17,7 +17,7 @@ use tokio_postgres::{Row, Statement};
 
 use super::error::{corrupt, is_undefined_table};
 use super::plan::{Plan, may_use_index, plan};
-use super::schema::{collection_table, index_table, indexed_paths, stored_count};
+use super::schema::{IndexedPath, collection_table, index_table, indexed_paths, stored_count};
 use crate::top::{Ranked, TopK};
 use crate::{Document, Query, Result, Selector};
 
@@ -111,11 +111,21 @@ async fn through_portal(
     collection: &str,
     stmt: &Statement,
     params: &[Param],
-    mut visit: impl FnMut(String, Document) -> Result<ControlFlow<()>> + Send,
+    visit: impl FnMut(String, Document) -> Result<ControlFlow<()>> + Send,
 ) -> Result<()> {
     let portal = tx.bind(stmt, &refs(params)).await?;
+    read_portal(tx, collection, &portal, visit).await
+}
+
+/// Calls `visit` with the rows of `portal`, [`BATCH`] at a time, until it breaks.
+async fn read_portal(
+    tx: &Transaction<'_>,
+    collection: &str,
+    portal: &tokio_postgres::Portal,
+    mut visit: impl FnMut(String, Document) -> Result<ControlFlow<()>> + Send,
+) -> Result<()> {
     loop {
-        let rows = tx.query_portal(&portal, BATCH).await?;
+        let rows = tx.query_portal(portal, BATCH).await?;
         let done = rows.len() < usize::try_from(BATCH).unwrap_or(usize::MAX);
         for row in &rows {
             let (id, doc) = decode(collection, row)?;
@@ -129,32 +139,57 @@ async fn through_portal(
     }
 }
 
-/// Calls `visit` with each candidate of `plan` in `_id` order until it breaks; nothing when the
-/// collection does not exist. Index and primary-key plans read in one statement, scans through a
-/// portal in a read-only transaction.
+/// Calls `visit` with each candidate of `selector` in `_id` order until it breaks; nothing when
+/// the collection does not exist. Index and primary-key plans read in one statement, scans
+/// through a portal in a read-only transaction. `page` is for a selector matching everything.
 ///
 /// Reads do not look the collection up first (one more round trip on every read): preparing the
-/// statement fails when its table is missing, and that reads as an empty collection.
+/// statement fails when its table is missing, and that reads as an empty collection. Nor, for a
+/// selector with one equality, the list of indexes: the index table is read directly, and a
+/// missing one means a scan. This is sound because an index table becomes visible only in the
+/// transaction that fills it (`ensure_index`), so one that exists is complete.
 async fn for_each_candidate(
     client: &mut Client,
     collection: &str,
-    plan: &Plan,
+    selector: &Selector,
     page: Option<(Option<i64>, i64)>,
     mut visit: impl FnMut(String, Document) -> Result<ControlFlow<()>> + Send,
 ) -> Result<()> {
-    let (sql, params) = candidate_sql(collection, plan, page, false);
-    let stmt = match client.prepare_cached(&sql).await {
-        Ok(stmt) => stmt,
+    let guessed = guessed_plan(selector);
+    let mut plan = match &guessed {
+        Some(plan) => plan.clone(),
+        None => plan_for(&*client, collection, selector).await?,
+    };
+    let (stmt, params) = loop {
+        let (sql, params) = candidate_sql(collection, &plan, page, false);
+        match client.prepare_cached(&sql).await {
+            Ok(stmt) => break (stmt, params),
+            Err(e) if is_undefined_table(&e) && matches!(plan, Plan::Index { .. }) => {
+                plan = scan_plan(selector);
+            }
+            Err(e) if is_undefined_table(&e) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+    };
+    if matches!(plan, Plan::Scan { .. }) {
+        return scan(client, collection, &stmt, &params, visit).await;
+    }
+    let rows = match client.query_raw(&stmt, refs(&params)).await {
+        Ok(rows) => rows,
+        // An index dropped since the statement was prepared: scan instead.
+        Err(e) if is_undefined_table(&e) && matches!(plan, Plan::Index { .. }) => {
+            let (sql, params) = candidate_sql(collection, &scan_plan(selector), None, false);
+            let stmt = match client.prepare_cached(&sql).await {
+                Ok(stmt) => stmt,
+                Err(e) if is_undefined_table(&e) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            };
+            return scan(client, collection, &stmt, &params, visit).await;
+        }
         Err(e) if is_undefined_table(&e) => return Ok(()),
         Err(e) => return Err(e.into()),
     };
-    if matches!(plan, Plan::Scan { .. }) {
-        let tx = client.build_transaction().read_only(true).start().await?;
-        through_portal(&tx, collection, &stmt, &params, visit).await?;
-        tx.commit().await?;
-        return Ok(());
-    }
-    let mut rows = pin!(client.query_raw(&stmt, refs(&params)).await?);
+    let mut rows = pin!(rows);
     // Dropping the stream early leaves the rest of the rows for the connection to discard.
     while let Some(row) = rows.try_next().await? {
         let (id, doc) = decode(collection, &row)?;
@@ -163,6 +198,53 @@ async fn for_each_candidate(
         }
     }
     Ok(())
+}
+
+/// Runs a scan's statement through a portal in a read-only transaction. A statement prepared
+/// while the collection existed fails to bind once it is dropped: that reads as empty.
+async fn scan(
+    client: &mut Client,
+    collection: &str,
+    stmt: &Statement,
+    params: &[Param],
+    visit: impl FnMut(String, Document) -> Result<ControlFlow<()>> + Send,
+) -> Result<()> {
+    let tx = client.build_transaction().read_only(true).start().await?;
+    let portal = match tx.bind(stmt, &refs(params)).await {
+        Ok(portal) => portal,
+        Err(e) if is_undefined_table(&e) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    read_portal(&tx, collection, &portal, visit).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The plan of a selector whose candidates can be found without reading the list of indexes:
+/// a primary-key lookup, or the index of its one equality (when that index exists; see
+/// [`for_each_candidate`]).
+fn guessed_plan(selector: &Selector) -> Option<Plan> {
+    if let Some(id) = selector.id_equality() {
+        return Some(Plan::Id(id.to_owned()));
+    }
+    match selector.equalities().as_slice() {
+        [(path, _)] => match plan(
+            selector,
+            &[IndexedPath {
+                path: (*path).to_owned(),
+                unique: false,
+            }],
+        ) {
+            plan @ Plan::Index { .. } => Some(plan),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The plan of `selector` on a collection without indexes.
+fn scan_plan(selector: &Selector) -> Plan {
+    plan(selector, &[])
 }
 
 /// The plan for `selector`, reading the collection's indexes only when one could be used.
@@ -189,7 +271,6 @@ pub(crate) async fn find(
         return Ok(Vec::new());
     }
     let selector = &query.selector;
-    let plan = plan_for(&*client, collection, selector).await?;
     let skip = query.skip;
     let mut docs = Vec::new();
     match &query.sort {
@@ -197,7 +278,7 @@ pub(crate) async fn find(
             // Every row matches: PostgreSQL skips and stops, without sending skipped documents.
             let limit = query.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
             let page = Some((limit, i64::try_from(skip).unwrap_or(i64::MAX)));
-            for_each_candidate(client, collection, &plan, page, |_, doc| {
+            for_each_candidate(client, collection, selector, page, |_, doc| {
                 docs.push(doc);
                 Ok(ControlFlow::Continue(()))
             })
@@ -206,7 +287,7 @@ pub(crate) async fn find(
         None => {
             let mut skipped = 0u64;
             let limit = query.limit;
-            for_each_candidate(client, collection, &plan, None, |_, doc| {
+            for_each_candidate(client, collection, selector, None, |_, doc| {
                 if !selector.matches(&doc) {
                     return Ok(ControlFlow::Continue(()));
                 }
@@ -228,7 +309,7 @@ pub(crate) async fn find(
             });
             let mut top = TopK::new(keep);
             let mut seq = 0u64;
-            for_each_candidate(client, collection, &plan, None, |_, doc| {
+            for_each_candidate(client, collection, selector, None, |_, doc| {
                 if selector.matches(&doc) {
                     top.push(Ranked { sort, seq, doc });
                     seq += 1;
@@ -260,9 +341,8 @@ pub(crate) async fn count(
     if selector.is_all() {
         return stored_count(client, collection).await;
     }
-    let plan = plan_for(&*client, collection, selector).await?;
     let mut n = 0u64;
-    for_each_candidate(client, collection, &plan, None, |_, doc| {
+    for_each_candidate(client, collection, selector, None, |_, doc| {
         if selector.matches(&doc) {
             n += 1;
         }

@@ -46,6 +46,58 @@ async fn instances_share_documents_indexes_and_counts() {
     );
 }
 
+/// A lookup by one equality reads the index table directly when there is one (no catalog read):
+/// it must see an index another instance made, and fall back to a scan when the index goes
+/// away under a statement prepared for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_equality_lookups_follow_indexes_made_and_dropped_elsewhere() {
+    let (a, b) = two_instances().await;
+    let by_tag = Selector::parse(&json!({"tags": "y"})).expect("selector");
+    let ids = |docs: Vec<portico_store::Document>| -> Vec<serde_json::Value> {
+        docs.into_iter()
+            .filter_map(|d| d.get("_id").cloned())
+            .collect()
+    };
+    let query = portico_store::Query::new(by_tag.clone());
+    assert!(
+        b.find("notes", &query)
+            .await
+            .expect("no collection")
+            .is_empty()
+    );
+    a.insert("notes", doc(json!({"_id": "n1", "tags": ["y"]})))
+        .await
+        .expect("insert");
+    assert_eq!(
+        ids(b.find("notes", &query).await.expect("scan")),
+        vec![json!("n1")]
+    );
+    a.ensure_index("notes", "tags").await.expect("index on a");
+    a.insert("notes", doc(json!({"_id": "n2", "tags": ["x", "y"]})))
+        .await
+        .expect("insert");
+    for _ in 0..3 {
+        assert_eq!(
+            ids(b.find("notes", &query).await.expect("indexed")),
+            vec![json!("n1"), json!("n2")]
+        );
+        assert_eq!(b.count("notes", &by_tag).await.expect("count"), 2);
+    }
+    // The collection (and its index) goes; a new one without an index takes its place.
+    a.drop_collection("notes").await.expect("drop");
+    a.insert("notes", doc(json!({"_id": "n3", "tags": "y"})))
+        .await
+        .expect("insert");
+    for _ in 0..3 {
+        assert_eq!(
+            ids(b.find("notes", &query).await.expect("scan again")),
+            vec![json!("n3")]
+        );
+    }
+    a.drop_collection("notes").await.expect("drop");
+    assert!(b.find("notes", &query).await.expect("gone").is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn instances_race_for_one_unique_value_and_one_document() {
     let (a, b) = two_instances().await;
