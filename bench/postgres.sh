@@ -102,13 +102,12 @@ if [ "$BIG" -gt 0 ]; then
   rm -f "$work/big.json"
 fi
 
-serve() { # config port -> pid
+serve() { # config port (started as a job of this shell, so the cleanup stops it)
   RUST_LOG=warn taskset -c 0 $BIN/portico serve --config "$work/$1.toml" --listen "127.0.0.1:$2" >/dev/null 2>&1 &
-  echo $!
 }
-sqlite_pid=$(serve sqlite 3921)
-pg_pid=$(serve postgres 3922)
-pg2_pid=$(serve postgres 3923)
+serve sqlite 3921; sqlite_pid=$!
+serve postgres 3922; pg_pid=$!
+serve postgres 3923; pg2_pid=$!
 for port in 3921 3922 3923; do
   for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/api/items/item-0000000" && break; sleep 0.1; done
 done
@@ -157,4 +156,5 @@ if [ "$BIG" -gt 0 ]; then
   read -r krps kp99 kbad <<<"$(wrk_run 3922 get.lua "$CONNS" /api/items/ "" "$ITEMS")"
   echo "postgres get-by-id: $BIG docs $brps req/s p99 ${bp99} ms; $ITEMS docs $krps req/s p99 ${kp99} ms; ratio $(ratio "$brps" "$krps") (non-2xx $bbad/$kbad)"
 fi
-echo "peak RSS (VmHWM): sqlite $(awk '/VmHWM/ {print $2, $3}' /proc/$sqlite_pid/status), postgres one $(awk '/VmHWM/ {print $2, $3}' /proc/$pg_pid/status), postgres two $(awk '/VmHWM/ {print $2, $3}' /proc/$pg2_pid/status)"
+hwm() { awk '/VmHWM/ {print $2, $3}' "/proc/$1/status" 2>/dev/null || echo "? (the server is gone)"; }
+echo "peak RSS (VmHWM): sqlite $(hwm $sqlite_pid), postgres one $(hwm $pg_pid), postgres two $(hwm $pg2_pid)"

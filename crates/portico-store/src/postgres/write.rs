@@ -110,6 +110,76 @@ pub(super) async fn insert_in(
     update_rows(tx, collection, indexes, id, None, Some(doc)).await
 }
 
+/// Documents [`insert_many`] writes per statement: one round trip for the documents and one per
+/// index, instead of one per document (an import of 1M documents took minutes row by row).
+const CHUNK: usize = 1000;
+
+/// Inserts `chunk` with one statement per table, inside a savepoint. When a statement fails (a
+/// duplicate `_id` or unique key, say), the savepoint is rolled back and the chunk inserted row
+/// by row, which names the offending document exactly; the error then aborts the whole batch.
+async fn insert_chunk(
+    tx: &mut Transaction<'_>,
+    collection: &str,
+    indexes: &[IndexedPath],
+    chunk: &[(String, String, Document)],
+) -> Result<()> {
+    let savepoint = tx.savepoint("portico_chunk").await?;
+    match insert_rows(&savepoint, collection, indexes, chunk).await {
+        Ok(()) => savepoint.commit().await?,
+        Err(_) => {
+            savepoint.rollback().await?;
+            for doc in chunk {
+                insert_in(tx, collection, indexes, doc).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The statements of [`insert_chunk`]: every document of `chunk`, then each index's rows.
+async fn insert_rows(
+    tx: &Transaction<'_>,
+    collection: &str,
+    indexes: &[IndexedPath],
+    chunk: &[(String, String, Document)],
+) -> Result<()> {
+    let stmt = tx
+        .prepare_cached(&format!(
+            "INSERT INTO {} (id, doc, body) \
+             SELECT i, t, CASE WHEN strpos(t, '\\u0000') = 0 THEN t::jsonb END \
+             FROM unnest($1::text[], $2::text[]) AS u(i, t)",
+            collection_table(collection)
+        ))
+        .await?;
+    let ids: Vec<&str> = chunk.iter().map(|(id, _, _)| id.as_str()).collect();
+    let texts: Vec<&str> = chunk.iter().map(|(_, text, _)| text.as_str()).collect();
+    tx.execute(&stmt, &[&ids, &texts]).await?;
+    for index in indexes {
+        let rows: Vec<(String, &str)> = chunk
+            .iter()
+            .flat_map(|(id, _, doc)| {
+                keys(doc, &index.path)
+                    .into_iter()
+                    .map(move |key| (key, id.as_str()))
+            })
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let values: Vec<&[u8]> = rows.iter().map(|(key, _)| key.as_bytes()).collect();
+        let owners: Vec<&str> = rows.iter().map(|(_, id)| *id).collect();
+        let stmt = tx
+            .prepare_cached(&format!(
+                "INSERT INTO {} (value, id) SELECT * FROM unnest($1::bytea[], $2::text[]) \
+                 ON CONFLICT (value, id) DO NOTHING",
+                index_table(collection, &index.path)
+            ))
+            .await?;
+        tx.execute(&stmt, &[&values, &owners]).await?;
+    }
+    Ok(())
+}
+
 /// Writes the index rows of a document: removes the keys `old` had and `new` has not, adds the
 /// keys `new` has and `old` had not (`None`: insert or removal). A key another document holds in
 /// a unique index is [`Error::DuplicateKey`].
@@ -173,8 +243,16 @@ pub(crate) async fn insert_many(
             continue;
         }
         let indexes = indexed_paths(&tx, collection).await?;
-        for doc in &prepared {
+        if let [doc] = prepared.as_slice() {
             insert_in(&tx, collection, &indexes, doc).await?;
+        } else {
+            let mut tx = tx;
+            for chunk in prepared.chunks(CHUNK) {
+                insert_chunk(&mut tx, collection, &indexes, chunk).await?;
+            }
+            schema::add_to_count(&tx, collection, count_delta(prepared.len())).await?;
+            tx.commit().await?;
+            return Ok(prepared.into_iter().map(|(id, _, _)| id).collect());
         }
         schema::add_to_count(&tx, collection, count_delta(prepared.len())).await?;
         tx.commit().await?;

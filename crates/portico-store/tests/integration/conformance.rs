@@ -213,6 +213,59 @@ async fn insert_many_is_all_or_nothing(store: S) {
         store.count("fresh", &Selector::all()).await.expect("count"),
         0
     );
+    large_batches_are_all_or_nothing(&store).await;
+}
+
+/// Batches larger than a backend's write chunk: a duplicate `_id` or unique key deep inside one
+/// still names the document and writes nothing; a good one is fully indexed.
+async fn large_batches_are_all_or_nothing(store: &S) {
+    store.ensure_index("big", "tag").await.expect("index");
+    store
+        .ensure_unique_index("big", "email")
+        .await
+        .expect("unique index");
+    let batch = |n: usize| -> Vec<portico_store::Document> {
+        (0..n)
+            .map(|i| {
+                doc(json!({"_id": format!("d{i:05}"), "tag": ["t", i % 7], "email": format!("{i}@x")}))
+            })
+            .collect()
+    };
+    let mut dup_id = batch(2500);
+    dup_id[2400] = doc(json!({"_id": "d01234", "email": "other@x"}));
+    match store.insert_many("big", dup_id).await {
+        Err(Error::DuplicateId { id, .. }) => assert_eq!(id, "d01234"),
+        other => panic!("expected DuplicateId, got {other:?}"),
+    }
+    let mut dup_key = batch(2500);
+    dup_key[1900] = doc(json!({"_id": "zz", "email": "3@x"}));
+    match store.insert_many("big", dup_key).await {
+        Err(Error::DuplicateKey { path, .. }) => assert_eq!(path, "email"),
+        other => panic!("expected DuplicateKey, got {other:?}"),
+    }
+    assert_eq!(
+        store.count("big", &Selector::all()).await.expect("count"),
+        0
+    );
+    store.insert_many("big", batch(2500)).await.expect("insert");
+    assert_eq!(
+        store.count("big", &Selector::all()).await.expect("count"),
+        2500
+    );
+    let by_tag = Selector::parse(&json!({"tag": 3})).expect("selector");
+    assert_eq!(store.count("big", &by_tag).await.expect("count"), 357);
+    let by_email = Selector::parse(&json!({"email": "2499@x"})).expect("selector");
+    let found = store.find_one("big", &by_email).await.expect("find");
+    assert_eq!(
+        found.and_then(|d| d.get("_id").cloned()),
+        Some(json!("d02499"))
+    );
+    assert!(
+        store
+            .insert("big", doc(json!({"email": "17@x"})))
+            .await
+            .is_err()
+    );
 }
 
 async fn invalid_documents_are_refused(store: S) {
