@@ -5,7 +5,7 @@
 
 use deadpool_postgres::{Client, Transaction};
 
-use super::schema::{self, collection_table, indexed_paths};
+use super::schema::{self, collection_table};
 use super::write::{insert_in, matching, prepare, update_rows};
 use crate::{BatchError, BatchFailure, BatchOp, BatchOutcome, Error};
 
@@ -45,10 +45,9 @@ pub(crate) async fn batch(
 async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchFailure> {
     match op {
         BatchOp::Insert { collection, doc } => {
-            if !schema::lock_for_write(tx, &collection).await? {
+            let Some(indexes) = schema::lock_and_indexes(tx, &collection).await? else {
                 return Err(Error::Backend(format!("collection {collection:?} vanished")).into());
-            }
-            let indexes = indexed_paths(tx, &collection).await?;
+            };
             let prepared = prepare(doc)?;
             insert_in(tx, &collection, &indexes, &prepared).await?;
             schema::add_to_count(tx, &collection, 1).await?;
@@ -59,10 +58,9 @@ async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchF
             selector,
             update,
         } => {
-            if !schema::lock_for_write(tx, &collection).await? {
+            let Some(indexes) = schema::lock_and_indexes(tx, &collection).await? else {
                 return Err(BatchFailure::NoMatch);
-            }
-            let indexes = indexed_paths(tx, &collection).await?;
+            };
             let (id, old) = matching(tx, &collection, &selector, false)
                 .await?
                 .into_iter()
@@ -91,10 +89,9 @@ async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchF
             collection,
             selector,
         } => {
-            if !schema::lock_for_write(tx, &collection).await? {
+            let Some(indexes) = schema::lock_and_indexes(tx, &collection).await? else {
                 return Err(BatchFailure::NoMatch);
-            }
-            let indexes = indexed_paths(tx, &collection).await?;
+            };
             let (id, old) = matching(tx, &collection, &selector, false)
                 .await?
                 .into_iter()

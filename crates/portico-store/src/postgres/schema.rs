@@ -87,6 +87,23 @@ pub(crate) async fn lock_for_write(tx: &Transaction<'_>, collection: &str) -> Re
     }
 }
 
+/// [`lock_for_write`], then the list of indexes, in one round trip (the two statements are
+/// pipelined). `None` when the collection does not exist (the list's error, an aborted
+/// transaction, is then moot); the transaction is aborted.
+pub(crate) async fn lock_and_indexes(
+    tx: &Transaction<'_>,
+    collection: &str,
+) -> Result<Option<Vec<IndexedPath>>> {
+    let (locked, indexes) = tokio::join!(
+        lock_for_write(tx, collection),
+        indexed_paths(tx, collection)
+    );
+    if !locked? {
+        return Ok(None);
+    }
+    indexes.map(Some)
+}
+
 /// Creates `collection` when missing, in its own transaction.
 pub(crate) async fn create_collection(client: &mut Client, collection: &str) -> Result<()> {
     check_text(collection, "a collection name")?;

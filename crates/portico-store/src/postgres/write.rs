@@ -237,14 +237,21 @@ pub(crate) async fn insert_many(
     let prepared = docs.into_iter().map(prepare).collect::<Result<Vec<_>>>()?;
     for _ in 0..ATTEMPTS {
         let tx = client.transaction().await?;
-        if !schema::lock_for_write(&tx, collection).await? {
+        let Some(indexes) = schema::lock_and_indexes(&tx, collection).await? else {
             drop(tx);
             schema::create_collection(client, collection).await?;
             continue;
-        }
-        let indexes = indexed_paths(&tx, collection).await?;
+        };
         if let [doc] = prepared.as_slice() {
-            insert_in(&tx, collection, &indexes, doc).await?;
+            // The document and the count in one round trip; a refused insert's error comes
+            // first (the count's is then only the aborted transaction).
+            let (inserted, counted) = tokio::join!(
+                insert_in(&tx, collection, &indexes, doc),
+                schema::add_to_count(&tx, collection, 1)
+            );
+            inserted?;
+            counted?;
+            tx.commit().await?;
         } else {
             let mut tx = tx;
             for chunk in prepared.chunks(CHUNK) {
@@ -252,10 +259,7 @@ pub(crate) async fn insert_many(
             }
             schema::add_to_count(&tx, collection, count_delta(prepared.len())).await?;
             tx.commit().await?;
-            return Ok(prepared.into_iter().map(|(id, _, _)| id).collect());
         }
-        schema::add_to_count(&tx, collection, count_delta(prepared.len())).await?;
-        tx.commit().await?;
         return Ok(prepared.into_iter().map(|(id, _, _)| id).collect());
     }
     Err(gave_up(collection))
@@ -300,15 +304,14 @@ pub(crate) async fn update(
     check_name(collection)?;
     for _ in 0..ATTEMPTS {
         let tx = client.transaction().await?;
-        if !schema::lock_for_write(&tx, collection).await? {
+        let Some(indexes) = schema::lock_and_indexes(&tx, collection).await? else {
             drop(tx);
             if !options.upsert {
                 return Ok(UpdateResult::default());
             }
             schema::create_collection(client, collection).await?;
             continue;
-        }
-        let indexes = indexed_paths(&tx, collection).await?;
+        };
         let found = matching(&tx, collection, selector, options.multi).await?;
         let mut result = UpdateResult {
             matched: found.len() as u64,
@@ -349,10 +352,9 @@ pub(crate) async fn remove(
     selector: &Selector,
 ) -> Result<u64> {
     let tx = client.transaction().await?;
-    if !schema::lock_for_write(&tx, collection).await? {
+    let Some(indexes) = schema::lock_and_indexes(&tx, collection).await? else {
         return Ok(0);
-    }
-    let indexes = indexed_paths(&tx, collection).await?;
+    };
     let table = collection_table(collection);
     let removed = if selector.is_all() {
         for index in &indexes {
