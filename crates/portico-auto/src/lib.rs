@@ -117,6 +117,7 @@ mod config;
 mod dispatch;
 mod error;
 mod layers;
+mod live;
 mod login;
 mod route;
 mod route_doc;
