@@ -173,6 +173,12 @@ impl Platform {
         self.inner.live.open_streams()
     }
 
+    /// How many distinct live queries are evaluated now (identical queries of many streams
+    /// share one).
+    pub fn open_live_queries(&self) -> usize {
+        self.inner.live.open_queries()
+    }
+
     /// The handler of the publication `name`.
     pub(crate) fn publication_handler(&self, name: &str) -> Option<PublicationHandler> {
         read(&self.inner.publications)

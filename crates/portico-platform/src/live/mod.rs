@@ -101,6 +101,11 @@ impl Hub {
             .saturating_sub(self.permits.available_permits())
     }
 
+    /// How many distinct live queries are evaluated.
+    pub(crate) fn open_queries(&self) -> usize {
+        self.lock().queries.len()
+    }
+
     /// Starts following the store's feed (once).
     fn start(self: &Arc<Self>) -> Result<(), MethodError> {
         let mut state = self.lock();
