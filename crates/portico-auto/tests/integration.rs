@@ -30,3 +30,7 @@ mod publications;
 mod routes;
 #[path = "integration/sqlite.rs"]
 mod sqlite;
+#[path = "integration/live.rs"]
+mod live;
+#[path = "integration/sse.rs"]
+mod sse;
