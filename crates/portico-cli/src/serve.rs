@@ -300,11 +300,15 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     let (addr, listen_source) = choose_listen(options.listen.as_deref(), &config)?;
     let choice = database::choose_database(options.database.as_deref(), path.as_deref(), &config);
     let url = choice.url.clone();
+    let platform_config = portico_platform::PlatformConfig {
+        live: config.live.clone(),
+        ..portico_platform::PlatformConfig::default()
+    };
     let platform = if config.metrics.is_some() {
         metrics::handle()?;
-        store_metrics::open(&url).await?
+        store_metrics::open(&url, platform_config).await?
     } else {
-        database::open(&url).await?
+        database::open_with(&url, platform_config).await?
     };
     if path.is_none() {
         config = zero_config(&platform, &url).await?;
