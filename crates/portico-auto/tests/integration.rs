@@ -34,3 +34,5 @@ mod sqlite;
 mod live;
 #[path = "integration/sse.rs"]
 mod sse;
+#[path = "integration/browser.rs"]
+mod browser;
