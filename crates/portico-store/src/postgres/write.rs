@@ -17,9 +17,11 @@ use std::ops::ControlFlow;
 use deadpool_postgres::{Client, Transaction};
 
 use super::error::unique_violation_table;
+use super::feed;
 use super::query::{Param, candidate_sql, for_each_in_tx, plan_for};
 use super::schema::{self, IndexedPath, collection_table, index_table, indexed_paths};
 use crate::document::prepare_insert;
+use crate::feed::{Change, ChangeKind};
 use crate::index_key::keys;
 use crate::value::split_path;
 use crate::{Document, Error, Result, Selector, Update, UpdateOptions, UpdateResult};
@@ -177,8 +179,11 @@ pub(crate) async fn insert_many(
             insert_in(&tx, collection, &indexes, doc).await?;
         }
         schema::add_to_count(&tx, collection, count_delta(prepared.len())).await?;
+        let ids: Vec<String> = prepared.into_iter().map(|(id, _, _)| id).collect();
+        let change = Change::documents(collection, ids.clone(), ChangeKind::Insert);
+        feed::notify(&tx, &change).await?;
         tx.commit().await?;
-        return Ok(prepared.into_iter().map(|(id, _, _)| id).collect());
+        return Ok(ids);
     }
     Err(gave_up(collection))
 }
@@ -242,6 +247,7 @@ pub(crate) async fn update(
              WHERE id = $1",
             collection_table(collection)
         );
+        let mut changed = Vec::new();
         for (id, old) in found {
             // An error returns here; the transaction is dropped and rolls back earlier documents.
             let Some((new, text)) = crate::document::apply_update(&old, update, &id)? else {
@@ -251,12 +257,18 @@ pub(crate) async fn update(
             tx.execute(&stmt, &[&id, &text]).await?;
             update_rows(&tx, collection, &indexes, &id, Some(&old), Some(&new)).await?;
             result.modified += 1;
+            changed.push(id);
         }
         if result.matched == 0 && options.upsert {
             let doc = prepare(update.upsert_document(selector)?)?;
             insert_in(&tx, collection, &indexes, &doc).await?;
             schema::add_to_count(&tx, collection, 1).await?;
+            changed.push(doc.0.clone());
             result.upserted_id = Some(doc.0);
+        }
+        if !changed.is_empty() {
+            let change = Change::documents(collection, changed, ChangeKind::Update);
+            feed::notify(&tx, &change).await?;
         }
         tx.commit().await?;
         return Ok(result);
@@ -276,6 +288,7 @@ pub(crate) async fn remove(
     }
     let indexes = indexed_paths(&tx, collection).await?;
     let table = collection_table(collection);
+    let mut ids = Vec::new();
     let removed = if selector.is_all() {
         for index in &indexes {
             tx.batch_execute(&format!(
@@ -294,9 +307,14 @@ pub(crate) async fn remove(
             tx.execute(&stmt, &[id]).await?;
             update_rows(&tx, collection, &indexes, id, Some(doc), None).await?;
         }
-        found.len() as u64
+        ids = found.into_iter().map(|(id, _)| id).collect();
+        ids.len() as u64
     };
     schema::add_to_count(&tx, collection, -count_delta(removed)).await?;
+    if removed > 0 {
+        // Removing everything names no ids: any document of the collection went.
+        feed::notify(&tx, &Change::documents(collection, ids, ChangeKind::Remove)).await?;
+    }
     tx.commit().await?;
     Ok(removed)
 }
@@ -382,6 +400,10 @@ pub(crate) async fn drop_collection(client: &mut Client, collection: &str) -> Re
     let tx = client.transaction().await?;
     schema::lock_ddl(&tx, collection).await?;
     schema::drop_collection(&tx, collection).await?;
+    let change = Change::Resync {
+        collection: Some(collection.into()),
+    };
+    feed::notify(&tx, &change).await?;
     tx.commit().await?;
     Ok(())
 }
