@@ -61,3 +61,46 @@ async fn the_binary_streams_lists_and_publications_within_its_cap() {
     assert_eq!(end.expect("ended within 1 s").0, "end");
     assert!(list.ends().await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_on_one_instance_reaches_a_stream_on_the_other() {
+    let ws = Workspace::on_postgres();
+    ws.config(CONFIG);
+    ws.add_user("ann", "ann-password", &[]);
+    let a = ws.serve();
+    let b = ws.serve();
+    let (token, _) = a.rest_login("/api/", "ann", "ann-password").await;
+
+    let mut on_b = Sse::open(stream(&b, "/api/items", &token)).await;
+    assert_eq!(on_b.next().await.0, "ready");
+    let mut things_on_b =
+        Sse::open(reqwest::Client::new().get(b.url("/publications/things"))).await;
+    assert_eq!(things_on_b.next().await.0, "ready");
+
+    let created = a
+        .call("POST", "/api/items", Some(json!({"name": "from A"})), &x_auth(&token))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.raw);
+    let id = created.body["data"]["_id"].as_str().unwrap().to_owned();
+    let (name, data) = on_b.next().await;
+    assert_eq!((name.as_str(), &data["id"], &data["fields"]["name"]), ("added", &json!(id), &json!("from A")));
+    let patched = a
+        .call("PATCH", &format!("/api/items/{id}"), Some(json!({"name": "changed on A"})), &x_auth(&token))
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.raw);
+    let (name, data) = on_b.next().await;
+    assert_eq!((name.as_str(), &data["fields"]["name"]), ("changed", &json!("changed on A")));
+
+    let r = a.call("POST", "/things", Some(json!({"a": 1, "secret": 2})), &[]).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    let (name, data) = things_on_b.next().await;
+    assert_eq!((name.as_str(), &data["fields"]["a"]), ("added", &json!(1)));
+    assert!(data["fields"].get("secret").is_none(), "{data}");
+
+    // Logout on A ends the stream on B within 1 s.
+    let out = a.call("POST", "/api/logout", None, &x_auth(&token)).await;
+    assert_eq!(out.status, 200, "{}", out.raw);
+    let end = tokio::time::timeout(Duration::from_secs(1), on_b.next()).await;
+    assert_eq!(end.expect("B's stream ended within 1 s").0, "end");
+    assert!(on_b.ends().await);
+}
