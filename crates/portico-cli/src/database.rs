@@ -131,7 +131,10 @@ pub async fn open(url: &str) -> crate::Result<Platform> {
 ///
 /// # Errors
 /// As [`open`].
-pub async fn open_with(url: &str, config: portico_platform::PlatformConfig) -> crate::Result<Platform> {
+pub async fn open_with(
+    url: &str,
+    config: portico_platform::PlatformConfig,
+) -> crate::Result<Platform> {
     check_database_url(url).map_err(|message| crate::Error::Database {
         url: portico_store::redact_url(url),
         message,

@@ -58,10 +58,7 @@ pub fn event_stream(stream: LiveStream, ping: Duration) -> Response {
         http::header::CACHE_CONTROL,
         http::HeaderValue::from_static("no-cache"),
     );
-    headers.insert(
-        "x-accel-buffering",
-        http::HeaderValue::from_static("no"),
-    );
+    headers.insert("x-accel-buffering", http::HeaderValue::from_static("no"));
     response
 }
 

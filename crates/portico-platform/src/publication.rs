@@ -182,7 +182,11 @@ impl Subscription {
     /// True once a live subscriber went away (or its stream was ended): a handler that
     /// publishes by hand from a task of its own stops then. Always false for a snapshot.
     pub fn is_stopped(&self) -> bool {
-        self.with(|p| p.sink.as_ref().is_some_and(crate::live::HandSink::is_stopped))
+        self.with(|p| {
+            p.sink
+                .as_ref()
+                .is_some_and(crate::live::HandSink::is_stopped)
+        })
     }
 
     /// True once [`Subscription::ready`] was called.

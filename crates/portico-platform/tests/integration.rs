@@ -45,11 +45,11 @@ mod collections;
 mod common;
 #[path = "integration/import.rs"]
 mod import;
+#[path = "integration/live.rs"]
+mod live;
 #[path = "integration/login.rs"]
 mod login;
 #[path = "integration/methods.rs"]
 mod methods;
 #[path = "integration/publications.rs"]
 mod publications;
-#[path = "integration/live.rs"]
-mod live;

@@ -106,17 +106,24 @@ pub fn batch_targets(ops: &[BatchOp]) -> Vec<(Arc<str>, ChangeKind)> {
 }
 
 /// The changes of a committed batch: one per write, with the `_id` of the document it wrote.
-pub fn batch_changes(targets: Vec<(Arc<str>, ChangeKind)>, outcomes: &[BatchOutcome]) -> Vec<Change> {
+pub fn batch_changes(
+    targets: Vec<(Arc<str>, ChangeKind)>,
+    outcomes: &[BatchOutcome],
+) -> Vec<Change> {
     targets
         .into_iter()
         .zip(outcomes)
         .map(|((collection, kind), outcome)| {
             let doc = match outcome {
-                BatchOutcome::Inserted(d) | BatchOutcome::Updated(d) | BatchOutcome::Removed(d) => d,
+                BatchOutcome::Inserted(d) | BatchOutcome::Updated(d) | BatchOutcome::Removed(d) => {
+                    d
+                }
             };
             Change::Documents {
                 collection,
-                ids: document_id(doc).map(|id| vec![id.to_owned()]).unwrap_or_default(),
+                ids: document_id(doc)
+                    .map(|id| vec![id.to_owned()])
+                    .unwrap_or_default(),
                 kind,
             }
         })

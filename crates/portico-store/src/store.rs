@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 
 use crate::{
-    BatchError, BatchFailure, BatchOp, BatchOutcome, Change, Document, Projection, Result, Selector, Sort,
-    Update,
+    BatchError, BatchFailure, BatchOp, BatchOutcome, Change, Document, Projection, Result,
+    Selector, Sort, Update,
 };
 
 /// What `find` returns and in what order: a selector plus sort, skip, limit and projection.

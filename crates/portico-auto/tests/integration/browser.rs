@@ -36,7 +36,9 @@ async fn a_browser_sees_a_document_added_changed_and_removed() {
             .remove(|_, _| async { true }),
     );
     p.publish("todos", |sub, _| async move {
-        Ok(vec![sub.platform().collection("todos").cursor(Query::default())])
+        Ok(vec![
+            sub.platform().collection("todos").cursor(Query::default()),
+        ])
     })
     .unwrap();
     let (tx, mut reports) = mpsc::channel::<Value>(4);

@@ -2,9 +2,7 @@
 //! HTTP; writes through the API reach the stream; logout ends it; the stream cap answers 503.
 
 use portico_auto::{AutoApi, BearerTokenLayer};
-use portico_platform::{
-    LiveConfig, Platform, PlatformConfig, Query, Rules, Selector, hash_token,
-};
+use portico_platform::{LiveConfig, Platform, PlatformConfig, Query, Rules, Selector, hash_token};
 use serde_json::{Value, json};
 
 use crate::common::{Server, serve, user_with_token};
@@ -22,8 +20,13 @@ async fn app(p: &Platform) -> Server {
     );
     p.publish("mine", |sub, _args| async move {
         let owner = sub.user_id().unwrap_or_default().to_owned();
-        let selector = Selector::parse(&json!({"owner": owner})).map_err(portico_platform::Error::from)?;
-        Ok(vec![sub.platform().collection("todos").cursor(Query::new(selector))])
+        let selector =
+            Selector::parse(&json!({"owner": owner})).map_err(portico_platform::Error::from)?;
+        Ok(vec![
+            sub.platform()
+                .collection("todos")
+                .cursor(Query::new(selector)),
+        ])
     })
     .unwrap();
     serve(
@@ -42,44 +45,80 @@ async fn a_publication_streams_writes_made_through_the_api() {
     let (ada, token) = user_with_token(&p, "ada").await;
     let (_bo, other) = user_with_token(&p, "bo").await;
     p.collection("todos")
-        .insert(crate::common::doc(json!({"_id": "t0", "owner": ada, "title": "first"})))
+        .insert(crate::common::doc(
+            json!({"_id": "t0", "owner": ada, "title": "first"}),
+        ))
         .await
         .unwrap();
 
     // The snapshot is unchanged.
     let snapshot = s.get_as("/publications/mine", &token).await;
-    assert_eq!(snapshot.json, json!({"todos": [{"_id": "t0", "owner": ada, "title": "first"}]}));
+    assert_eq!(
+        snapshot.json,
+        json!({"todos": [{"_id": "t0", "owner": ada, "title": "first"}]})
+    );
 
-    let mut stream = Sse::open(s.client.get(s.url("/publications/mine")).bearer_auth(&token)).await;
+    let mut stream = Sse::open(
+        s.client
+            .get(s.url("/publications/mine"))
+            .bearer_auth(&token),
+    )
+    .await;
     assert_eq!(
         stream.next().await,
-        ("added".into(), json!({"collection": "todos", "id": "t0", "fields": {"owner": ada, "title": "first"}}))
+        (
+            "added".into(),
+            json!({"collection": "todos", "id": "t0", "fields": {"owner": ada, "title": "first"}})
+        )
     );
     assert_eq!(stream.next().await, ("ready".into(), json!({})));
 
     // Another user's document is outside the publication's selector.
-    let r = s.post_as("/todos", json!({"owner": _bo, "title": "not mine"}), &other).await;
+    let r = s
+        .post_as("/todos", json!({"owner": _bo, "title": "not mine"}), &other)
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    let r = s.post_as("/todos", json!({"owner": ada, "title": "second"}), &token).await;
+    let r = s
+        .post_as("/todos", json!({"owner": ada, "title": "second"}), &token)
+        .await;
     let id = r.json.as_str().unwrap().to_owned();
     assert_eq!(
         stream.next().await,
-        ("added".into(), json!({"collection": "todos", "id": id, "fields": {"owner": ada, "title": "second"}}))
+        (
+            "added".into(),
+            json!({"collection": "todos", "id": id, "fields": {"owner": ada, "title": "second"}})
+        )
     );
-    let r = s.patch(&format!("/todos/{id}"), json!({"done": true}), Some(&token)).await;
+    let r = s
+        .patch(&format!("/todos/{id}"), json!({"done": true}), Some(&token))
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(
         stream.next().await,
-        ("changed".into(), json!({"collection": "todos", "id": id, "fields": {"done": true}, "cleared": []}))
+        (
+            "changed".into(),
+            json!({"collection": "todos", "id": id, "fields": {"done": true}, "cleared": []})
+        )
     );
     let r = s.delete(&format!("/todos/{id}"), Some(&token)).await;
     assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!(stream.next().await, ("removed".into(), json!({"collection": "todos", "id": id})));
+    assert_eq!(
+        stream.next().await,
+        ("removed".into(), json!({"collection": "todos", "id": id}))
+    );
 
     // Logout (the token leaves the user's record) ends the stream.
-    assert!(p.accounts().remove_hashed_token(&ada, &hash_token(&token)).await.unwrap());
+    assert!(
+        p.accounts()
+            .remove_hashed_token(&ada, &hash_token(&token))
+            .await
+            .unwrap()
+    );
     let end = tokio::time::timeout(std::time::Duration::from_secs(1), stream.next()).await;
-    assert_eq!(end.expect("ended within 1 s"), ("end".into(), json!({"reason": "logged-out"})));
+    assert_eq!(
+        end.expect("ended within 1 s"),
+        ("end".into(), json!({"reason": "logged-out"}))
+    );
     assert!(stream.ends().await);
 }
 

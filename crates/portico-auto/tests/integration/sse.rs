@@ -60,7 +60,8 @@ impl Sse {
                 .await
                 .expect("no event within 10 s")
                 .expect("stream error")?;
-            self.buffer.push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
+            self.buffer
+                .push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
         }
     }
 

@@ -178,20 +178,24 @@ impl<'a> Checker<'a> {
     /// `[live]`: each limit within its range.
     fn live(&mut self, raw: RawLive) -> portico_platform::LiveConfig {
         let defaults = portico_platform::LiveConfig::default();
-        let mut number = |value: Option<Spanned<u64>>, key: &str, range: (u64, u64), default: u64| {
-            match value {
+        let mut number =
+            |value: Option<Spanned<u64>>, key: &str, range: (u64, u64), default: u64| match value {
                 None => default,
                 Some(v) if (range.0..=range.1).contains(v.get_ref()) => *v.get_ref(),
                 Some(v) => {
                     self.error(
                         &v,
                         key,
-                        format!("{} is out of range; write {} to {}", v.get_ref(), range.0, range.1),
+                        format!(
+                            "{} is out of range; write {} to {}",
+                            v.get_ref(),
+                            range.0,
+                            range.1
+                        ),
                     );
                     default
                 }
-            }
-        };
+            };
         let as_usize = |n: u64, default: usize| usize::try_from(n).unwrap_or(default);
         let max_streams = number(
             raw.max_streams,
@@ -199,7 +203,12 @@ impl<'a> Checker<'a> {
             (0, 1_000_000),
             defaults.max_streams as u64,
         );
-        let buffer = number(raw.buffer, "live.buffer", (1, 65_536), defaults.buffer as u64);
+        let buffer = number(
+            raw.buffer,
+            "live.buffer",
+            (1, 65_536),
+            defaults.buffer as u64,
+        );
         let ping = number(
             raw.ping_secs,
             "live.ping_secs",

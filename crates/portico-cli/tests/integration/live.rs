@@ -31,21 +31,38 @@ async fn the_binary_streams_lists_and_publications_within_its_cap() {
 
     let mut list = Sse::open(stream(&server, "/api/items", &token)).await;
     assert_eq!(list.next().await.0, "ready");
-    let mut things = Sse::open(reqwest::Client::new().get(server.url("/publications/things"))).await;
+    let mut things =
+        Sse::open(reqwest::Client::new().get(server.url("/publications/things"))).await;
     assert_eq!(things.next().await.0, "ready");
 
     // The cap of 2 is reached.
     let refused = server
-        .call("GET", "/api/items", None, &[("X-Auth-Token", token.as_str()), ("Accept", "text/event-stream")])
+        .call(
+            "GET",
+            "/api/items",
+            None,
+            &[
+                ("X-Auth-Token", token.as_str()),
+                ("Accept", "text/event-stream"),
+            ],
+        )
         .await;
     assert_eq!(refused.status, 503, "{}", refused.raw);
 
     let created = server
-        .call("POST", "/api/items", Some(json!({"name": "x"})), &x_auth(&token))
+        .call(
+            "POST",
+            "/api/items",
+            Some(json!({"name": "x"})),
+            &x_auth(&token),
+        )
         .await;
     assert_eq!(created.status, 201, "{}", created.raw);
     let (name, data) = list.next().await;
-    assert_eq!((name.as_str(), &data["fields"]["name"]), ("added", &json!("x")));
+    assert_eq!(
+        (name.as_str(), &data["fields"]["name"]),
+        ("added", &json!("x"))
+    );
 
     let r = server
         .call("POST", "/things", Some(json!({"a": 1, "secret": "s"})), &[])
@@ -53,9 +70,14 @@ async fn the_binary_streams_lists_and_publications_within_its_cap() {
     assert_eq!(r.status, 200, "{}", r.raw);
     let (name, data) = things.next().await;
     assert_eq!((name.as_str(), &data["fields"]["a"]), ("added", &json!(1)));
-    assert!(data["fields"].get("secret").is_none(), "the projection applies: {data}");
+    assert!(
+        data["fields"].get("secret").is_none(),
+        "the projection applies: {data}"
+    );
 
-    let out = server.call("POST", "/api/logout", None, &x_auth(&token)).await;
+    let out = server
+        .call("POST", "/api/logout", None, &x_auth(&token))
+        .await;
     assert_eq!(out.status, 200, "{}", out.raw);
     let end = tokio::time::timeout(Duration::from_secs(1), list.next()).await;
     assert_eq!(end.expect("ended within 1 s").0, "end");
@@ -78,20 +100,38 @@ async fn a_write_on_one_instance_reaches_a_stream_on_the_other() {
     assert_eq!(things_on_b.next().await.0, "ready");
 
     let created = a
-        .call("POST", "/api/items", Some(json!({"name": "from A"})), &x_auth(&token))
+        .call(
+            "POST",
+            "/api/items",
+            Some(json!({"name": "from A"})),
+            &x_auth(&token),
+        )
         .await;
     assert_eq!(created.status, 201, "{}", created.raw);
     let id = created.body["data"]["_id"].as_str().unwrap().to_owned();
     let (name, data) = on_b.next().await;
-    assert_eq!((name.as_str(), &data["id"], &data["fields"]["name"]), ("added", &json!(id), &json!("from A")));
+    assert_eq!(
+        (name.as_str(), &data["id"], &data["fields"]["name"]),
+        ("added", &json!(id), &json!("from A"))
+    );
     let patched = a
-        .call("PATCH", &format!("/api/items/{id}"), Some(json!({"name": "changed on A"})), &x_auth(&token))
+        .call(
+            "PATCH",
+            &format!("/api/items/{id}"),
+            Some(json!({"name": "changed on A"})),
+            &x_auth(&token),
+        )
         .await;
     assert_eq!(patched.status, 200, "{}", patched.raw);
     let (name, data) = on_b.next().await;
-    assert_eq!((name.as_str(), &data["fields"]["name"]), ("changed", &json!("changed on A")));
+    assert_eq!(
+        (name.as_str(), &data["fields"]["name"]),
+        ("changed", &json!("changed on A"))
+    );
 
-    let r = a.call("POST", "/things", Some(json!({"a": 1, "secret": 2})), &[]).await;
+    let r = a
+        .call("POST", "/things", Some(json!({"a": 1, "secret": 2})), &[])
+        .await;
     assert_eq!(r.status, 200, "{}", r.raw);
     let (name, data) = things_on_b.next().await;
     assert_eq!((name.as_str(), &data["fields"]["a"]), ("added", &json!(1)));

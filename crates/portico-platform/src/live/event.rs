@@ -76,7 +76,9 @@ impl LiveEvent {
                 id,
                 fields,
                 cleared,
-            } => json!({"collection": &**collection, "id": id, "fields": fields, "cleared": cleared}),
+            } => {
+                json!({"collection": &**collection, "id": id, "fields": fields, "cleared": cleared})
+            }
             LiveEvent::Removed { collection, id } => json!({"collection": &**collection, "id": id}),
             LiveEvent::End { reason } => json!({"reason": reason}),
         }

@@ -169,7 +169,10 @@ mod tests {
     #[test]
     fn a_document_stays_while_any_source_publishes_it() {
         let mut m = MergeBox::new(2);
-        assert_eq!(m.apply(0, &added("1", json!({"a": 1}))).unwrap().name(), "added");
+        assert_eq!(
+            m.apply(0, &added("1", json!({"a": 1}))).unwrap().name(),
+            "added"
+        );
         let second = m.apply(1, &added("1", json!({"a": 9, "b": 2}))).unwrap();
         // The earlier source wins `a`; `b` is new.
         assert_eq!(second.data()["fields"], json!({"b": 2}));

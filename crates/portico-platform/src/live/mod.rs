@@ -130,7 +130,11 @@ impl Hub {
         self: &Arc<Self>,
         caller: LiveCaller,
     ) -> Result<(Arc<Control>, tokio::sync::OwnedSemaphorePermit), MethodError> {
-        let permit = self.permits.clone().try_acquire_owned().map_err(|_| full())?;
+        let permit = self
+            .permits
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| full())?;
         self.start()?;
         let control = Arc::new(Control::new(caller));
         if let (Some(user_id), Some(_)) = (&control.caller.user_id, &control.caller.token) {

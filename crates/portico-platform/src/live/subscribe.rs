@@ -184,20 +184,13 @@ impl Platform {
             }
         }
         sources.push(hand_rx);
-        let mut initial: std::collections::VecDeque<Arc<LiveEvent>> =
-            merge_box.initial().into();
+        let mut initial: std::collections::VecDeque<Arc<LiveEvent>> = merge_box.initial().into();
         let ready_now = !cursors.is_empty() || published.ready;
         if ready_now {
             initial.push_back(Arc::new(LiveEvent::Ready));
         }
         let (out_tx, out_rx) = mpsc::channel(buffer);
-        tokio::spawn(merge::run(
-            merge_box,
-            sources,
-            out_tx,
-            control,
-            ready_now,
-        ));
+        tokio::spawn(merge::run(merge_box, sources, out_tx, control, ready_now));
         Ok(LiveStream::new(initial, out_rx, membership))
     }
 }

@@ -233,13 +233,24 @@ async fn a_publication_by_hand_streams_its_calls() -> TestResult {
         });
         Ok(vec![])
     })?;
-    let mut s = p.subscribe_live("ticker", LiveCaller::anonymous(), vec![]).await?;
-    assert_eq!(next(&mut s).await?.1, json!({"collection": "ticks", "id": "t1", "fields": {"n": 1}}));
+    let mut s = p
+        .subscribe_live("ticker", LiveCaller::anonymous(), vec![])
+        .await?;
+    assert_eq!(
+        next(&mut s).await?.1,
+        json!({"collection": "ticks", "id": "t1", "fields": {"n": 1}})
+    );
     // No cursor and no ready() before the handler returned: ready comes when it calls it.
     assert_eq!(next(&mut s).await?.0, "ready");
-    assert_eq!(next(&mut s).await?.1, json!({"collection": "ticks", "id": "t1", "fields": {"n": 2}, "cleared": []}));
+    assert_eq!(
+        next(&mut s).await?.1,
+        json!({"collection": "ticks", "id": "t1", "fields": {"n": 2}, "cleared": []})
+    );
     assert_eq!(next(&mut s).await?.1["id"], "t2");
-    assert_eq!(next(&mut s).await?, ("removed".into(), json!({"collection": "ticks", "id": "t1"})));
+    assert_eq!(
+        next(&mut s).await?,
+        ("removed".into(), json!({"collection": "ticks", "id": "t1"}))
+    );
     Ok(())
 }
 
@@ -257,23 +268,35 @@ fn limited(max_streams: usize, buffer: usize) -> PlatformConfig {
 #[tokio::test]
 async fn the_stream_cap_refuses_with_503() -> TestResult {
     let p = Platform::open_with("memory:", limited(2, 16)).await?;
-    let a = p.live_query("c", Query::default(), LiveCaller::anonymous()).await?;
-    let _b = p.live_query("c", Query::default(), LiveCaller::anonymous()).await?;
+    let a = p
+        .live_query("c", Query::default(), LiveCaller::anonymous())
+        .await?;
+    let _b = p
+        .live_query("c", Query::default(), LiveCaller::anonymous())
+        .await?;
     let refused = p
         .live_query("c", Query::default(), LiveCaller::anonymous())
         .await
         .unwrap_err();
-    assert_eq!((refused.error.as_str(), refused.status), ("too-many-streams", Some(503)));
+    assert_eq!(
+        (refused.error.as_str(), refused.status),
+        ("too-many-streams", Some(503))
+    );
     drop(a);
-    p.live_query("c", Query::default(), LiveCaller::anonymous()).await?;
+    p.live_query("c", Query::default(), LiveCaller::anonymous())
+        .await?;
     Ok(())
 }
 
 #[tokio::test]
 async fn a_slow_subscriber_is_ended_not_buffered() -> TestResult {
     let p = Platform::open_with("memory:", limited(10, 4)).await?;
-    let mut slow = p.live_query("c", Query::default(), LiveCaller::anonymous()).await?;
-    let mut fast = p.live_query("c", Query::default(), LiveCaller::anonymous()).await?;
+    let mut slow = p
+        .live_query("c", Query::default(), LiveCaller::anonymous())
+        .await?;
+    let mut fast = p
+        .live_query("c", Query::default(), LiveCaller::anonymous())
+        .await?;
     let c = p.collection("c");
     for i in 0..10 {
         c.insert(doc(json!({"_id": format!("d{i}")}))).await?;
@@ -304,15 +327,21 @@ async fn an_expired_token_ends_the_stream() -> TestResult {
         ..PlatformConfig::default()
     };
     let p = Platform::open_with("memory:", config).await?;
-    let user = p.accounts().create_user(portico_platform::NewUser {
-        username: Some("bo".into()),
-        password: Some(portico_platform::Password::Plain("pw".into())),
-        ..Default::default()
-    }).await?;
+    let user = p
+        .accounts()
+        .create_user(portico_platform::NewUser {
+            username: Some("bo".into()),
+            password: Some(portico_platform::Password::Plain("pw".into())),
+            ..Default::default()
+        })
+        .await?;
     let token = p.accounts().new_login_token(&user).await?;
     let caller = LiveCaller::with_token(&user, TOKEN_PATH, hash_token(&token.token));
     let mut s = p.live_query("c", Query::default(), caller).await?;
     assert_eq!(next(&mut s).await?.0, "ready");
-    assert_eq!(next(&mut s).await?, ("end".into(), json!({"reason": "expired"})));
+    assert_eq!(
+        next(&mut s).await?,
+        ("end".into(), json!({"reason": "expired"}))
+    );
     Ok(())
 }

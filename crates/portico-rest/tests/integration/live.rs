@@ -87,8 +87,13 @@ async fn a_list_streams_with_where_fields_and_scope() {
         token_for(&platform, &bob).await,
     );
     let app = App::new(&platform).await;
-    app.write("POST", "/notes", &ta, json!({"text": "one", "tag": "x", "n": 1}))
-        .await;
+    app.write(
+        "POST",
+        "/notes",
+        &ta,
+        json!({"text": "one", "tag": "x", "n": 1}),
+    )
+    .await;
 
     let unauthenticated = app
         .client
@@ -116,7 +121,10 @@ async fn a_list_streams_with_where_fields_and_scope() {
     let id = created["data"]["_id"].as_str().unwrap().to_owned();
     assert_eq!(
         s.next().await,
-        ("added".into(), json!({"collection": "notes", "id": id, "fields": {"text": "two", "tag": "x"}}))
+        (
+            "added".into(),
+            json!({"collection": "notes", "id": id, "fields": {"text": "two", "tag": "x"}})
+        )
     );
     // A change of a field outside `fields` is not seen; one inside is.
     app.write("PATCH", &format!("/notes/{id}"), &ta, json!({"n": 5}))
@@ -125,7 +133,10 @@ async fn a_list_streams_with_where_fields_and_scope() {
         .await;
     assert_eq!(
         s.next().await,
-        ("changed".into(), json!({"collection": "notes", "id": id, "fields": {"text": "2"}, "cleared": []}))
+        (
+            "changed".into(),
+            json!({"collection": "notes", "id": id, "fields": {"text": "2"}, "cleared": []})
+        )
     );
     app.write("DELETE", &format!("/notes/{id}"), &ta, json!({}))
         .await;

@@ -16,8 +16,8 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio_postgres::{AsyncMessage, NoTls};
 
-use crate::feed::{Change, ChangeFeed, ChangeKind};
 use crate::Result;
+use crate::feed::{Change, ChangeFeed, ChangeKind};
 
 /// The notification channel every instance listens on.
 pub(crate) const CHANNEL: &str = "portico_changes";
@@ -117,7 +117,9 @@ pub(crate) async fn listen(config: tokio_postgres::Config, feed: Weak<ChangeFeed
                 if listening {
                     backoff = Duration::from_millis(100);
                     if !first {
-                        tracing::info!("postgres change feed: listening again; re-checking everything");
+                        tracing::info!(
+                            "postgres change feed: listening again; re-checking everything"
+                        );
                     }
                     // Whatever was sent while no one listened is lost: re-check everything.
                     if let Some(feed) = feed.upgrade() {
@@ -127,7 +129,9 @@ pub(crate) async fn listen(config: tokio_postgres::Config, feed: Weak<ChangeFeed
                     if !pump(&mut messages, &feed).await {
                         return;
                     }
-                    tracing::warn!("postgres change feed: the listening connection closed; reconnecting");
+                    tracing::warn!(
+                        "postgres change feed: the listening connection closed; reconnecting"
+                    );
                 }
                 drop(client);
             }
@@ -142,7 +146,10 @@ pub(crate) async fn listen(config: tokio_postgres::Config, feed: Weak<ChangeFeed
 
 /// Publishes notifications until the connection ends (true) or the feed is gone (false).
 async fn pump(
-    messages: &mut futures::stream::BoxStream<'_, std::result::Result<AsyncMessage, tokio_postgres::Error>>,
+    messages: &mut futures::stream::BoxStream<
+        '_,
+        std::result::Result<AsyncMessage, tokio_postgres::Error>,
+    >,
     feed: &Weak<ChangeFeed>,
 ) -> bool {
     let mut safety = tokio::time::interval(SAFETY_RECHECK);
@@ -181,7 +188,10 @@ pub(crate) struct Feed {
 
 impl Feed {
     /// A reader of the feed; the first call starts the listener (inside a tokio runtime).
-    pub(crate) fn subscribe(&self, config: &tokio_postgres::Config) -> tokio::sync::broadcast::Receiver<Change> {
+    pub(crate) fn subscribe(
+        &self,
+        config: &tokio_postgres::Config,
+    ) -> tokio::sync::broadcast::Receiver<Change> {
         let rx = self.feed.subscribe();
         self.started.get_or_init(|| {
             tokio::spawn(listen(config.clone(), Arc::downgrade(&self.feed)));
@@ -204,7 +214,10 @@ mod tests {
         let big = Change::documents("c", many, ChangeKind::Remove);
         let text = encode(&big);
         assert!(text.len() < 8000);
-        assert_eq!(decode(&text), Some(Change::documents("c", vec![], ChangeKind::Remove)));
+        assert_eq!(
+            decode(&text),
+            Some(Change::documents("c", vec![], ChangeKind::Remove))
+        );
         assert_eq!(decode("not json"), None);
     }
 }

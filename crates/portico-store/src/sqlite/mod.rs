@@ -132,7 +132,11 @@ impl SqliteStore {
         let ids = self
             .with_writer(move |conn| write::insert_many(conn, &name, docs))
             .await?;
-        self.committed(Change::documents(collection, ids.clone(), ChangeKind::Insert));
+        self.committed(Change::documents(
+            collection,
+            ids.clone(),
+            ChangeKind::Insert,
+        ));
         Ok(ids)
     }
 
@@ -192,7 +196,11 @@ impl Store for SqliteStore {
         let id = self
             .with_writer(move |conn| write::insert(conn, &name, doc))
             .await?;
-        self.committed(Change::documents(collection, vec![id.clone()], ChangeKind::Insert));
+        self.committed(Change::documents(
+            collection,
+            vec![id.clone()],
+            ChangeKind::Insert,
+        ));
         Ok(id)
     }
 
