@@ -176,6 +176,12 @@ impl Hub {
             if created {
                 tokio::spawn(query.clone().run(self.store.clone()));
             }
+            // Should this caller go away during the first evaluation, nobody would ever leave
+            // the query it created: the guard closes it then.
+            let mut guard = Unused {
+                hub: self,
+                query: created.then(|| query.clone()),
+            };
             if let Err(e) = query.initialized().await {
                 self.forget(&query);
                 return Err(MethodError::internal(format!("live query failed: {e}")));
@@ -190,7 +196,9 @@ impl Hub {
                 tx: tx.clone(),
                 control: control.clone(),
             };
-            if let Some(initial) = query.join(subscriber) {
+            let joined = query.join(subscriber);
+            guard.query = None;
+            if let Some(initial) = joined {
                 return Ok((query, id, initial));
             }
             // It closed between lookup and join (its last subscriber left): make a new one.
@@ -269,6 +277,22 @@ impl Hub {
         for control in state.callers.values().flatten().filter_map(Weak::upgrade) {
             if control.expired(now) {
                 control.end("expired");
+            }
+        }
+    }
+}
+
+/// Closes a query its creator never joined (see [`Hub::join`]).
+struct Unused<'a> {
+    hub: &'a Hub,
+    query: Option<Arc<LiveQuery>>,
+}
+
+impl Drop for Unused<'_> {
+    fn drop(&mut self) {
+        if let Some(query) = self.query.take() {
+            if query.close_if_unused() {
+                self.hub.forget(&query);
             }
         }
     }

@@ -91,7 +91,7 @@ impl LiveQuery {
     pub(crate) fn mark(&self, ids: &[String]) {
         {
             let mut pending = lock(&self.pending);
-            if ids.is_empty() || self.windowed {
+            if ids.is_empty() {
                 pending.full = true;
             } else if !pending.full {
                 pending.ids.extend(ids.iter().cloned());
@@ -142,6 +142,19 @@ impl LiveQuery {
         Some(initial)
     }
 
+    /// Closes the query when nobody joined it (its creator went away during the first
+    /// evaluation); true when it closed.
+    pub(crate) fn close_if_unused(&self) -> bool {
+        let mut state = lock(&self.state);
+        if !state.subscribers.is_empty() {
+            return false;
+        }
+        state.closed = true;
+        drop(state);
+        self.wake.notify_one();
+        true
+    }
+
     /// Removes a subscriber; true when none is left (then the query is closed).
     pub(crate) fn leave(&self, id: u64) -> bool {
         let mut state = lock(&self.state);
@@ -183,13 +196,39 @@ impl LiveQuery {
         }
     }
 
+    /// Whether any of `ids` can change a window: one that is in it, or one that matches now.
+    async fn touches_window(
+        &self,
+        store: &Arc<dyn Store>,
+        ids: &HashSet<String>,
+    ) -> portico_store::Result<bool> {
+        for id in ids {
+            if lock(&self.state).docs.contains_key(id) {
+                return Ok(true);
+            }
+            let doc = store.get(&self.collection, id).await?;
+            if doc.is_some_and(|d| self.query.selector.matches(&d)) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Re-reads what `pending` names and sends the differences.
     async fn evaluate(
         &self,
         store: &Arc<dyn Store>,
         pending: Pending,
     ) -> portico_store::Result<()> {
-        if pending.full {
+        // A window (skip or limit) can gain a document because another left it, so it is read
+        // again whole, but only when a changed document is in it or matches now: a write to a
+        // document it never shows costs one read by id.
+        let full = pending.full
+            || (self.windowed && self.touches_window(store, &pending.ids).await?);
+        if self.windowed && !full {
+            return Ok(());
+        }
+        if full {
             let docs = store.find(&self.collection, &self.query).await?;
             let mut new = Map::new();
             for doc in docs {

@@ -169,6 +169,7 @@ impl Platform {
             }
             sources.push(rx);
         }
+        let nothing_by_hand = published.collections.is_empty();
         for (collection, docs) in published.collections {
             let Value::Object(docs) = docs else { continue };
             let collection: Arc<str> = collection.as_str().into();
@@ -185,7 +186,10 @@ impl Platform {
         }
         sources.push(hand_rx);
         let mut initial: std::collections::VecDeque<Arc<LiveEvent>> = merge_box.initial().into();
-        let ready_now = !cursors.is_empty() || published.ready;
+        // Ready at once unless the handler publishes by hand and has not said it is ready (it
+        // will call `ready` itself); a handler that returned no cursor and published nothing
+        // is ready too.
+        let ready_now = !cursors.is_empty() || published.ready || nothing_by_hand;
         if ready_now {
             initial.push_back(Arc::new(LiveEvent::Ready));
         }
