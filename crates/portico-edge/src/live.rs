@@ -2,7 +2,7 @@
 //!
 //! A request asks for a stream with `Accept: text/event-stream` ([`wants_event_stream`]). The
 //! answer ([`event_stream`]) is `200 text/event-stream` whose events are the platform's
-//! [`LiveEvent`]s: `event: <name>` and one `data:` line of JSON each, and a `: ping` comment
+//! `LiveEvent`s: `event: <name>` and one `data:` line of JSON each, and a `: ping` comment
 //! whenever the stream was quiet for the configured interval (15 s by default), so proxies
 //! keep it open. The stream ends after an `end` event when the caller is logged out, the token
 //! expires or the client reads too slowly; a client that reconnects gets a fresh initial set.
@@ -14,7 +14,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use http::HeaderMap;
-use portico_platform::{LiveEvent, LiveStream};
+use portico_platform::{LiveStream, SentEvent};
 
 /// True when the request's `Accept` header names `text/event-stream`.
 ///
@@ -39,10 +39,8 @@ pub fn wants_event_stream(headers: &HeaderMap) -> bool {
 }
 
 /// One event in SSE form: its name and its JSON data on one line.
-fn sse_event(event: &LiveEvent) -> Event {
-    Event::default()
-        .event(event.name())
-        .data(event.data().to_string())
+fn sse_event(event: &SentEvent) -> Event {
+    Event::default().event(event.name()).data(event.json())
 }
 
 /// The response streaming `stream` as server-sent events, with a `: ping` comment after

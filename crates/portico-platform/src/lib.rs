@@ -81,7 +81,7 @@ pub use collection::{Collection, CollectionOptions, PROTECTED_ACCOUNT_FIELDS};
 pub use cursor::Cursor;
 pub use endpoint::{ArgsExtractor, EndpointOptions, HttpMethod, UnknownHttpMethod};
 pub use error::{Error, Result};
-pub use live::{LiveCaller, LiveConfig, LiveEvent, LiveStream};
+pub use live::{LiveCaller, LiveConfig, LiveEvent, LiveStream, SentEvent};
 pub use login::{ACCOUNT_FACTOR, Limit, LoginError, LoginLimits, LoginService};
 pub use method::{Invocation, MethodInfo, MethodOptions, MethodReply};
 pub use method_error::{MethodError, arg};

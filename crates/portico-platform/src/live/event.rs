@@ -95,6 +95,39 @@ impl LiveEvent {
     }
 }
 
+/// An event as its subscribers get it: the [`LiveEvent`] (reachable through `Deref`) with its
+/// JSON data encoded once, however many subscribers it goes to.
+#[derive(Debug)]
+pub struct SentEvent {
+    event: LiveEvent,
+    json: String,
+}
+
+impl SentEvent {
+    pub(crate) fn new(event: LiveEvent) -> Arc<SentEvent> {
+        let json = event.data().to_string();
+        Arc::new(SentEvent { event, json })
+    }
+
+    /// The event.
+    pub fn event(&self) -> &LiveEvent {
+        &self.event
+    }
+
+    /// [`LiveEvent::data`] as JSON text.
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+}
+
+impl std::ops::Deref for SentEvent {
+    type Target = LiveEvent;
+
+    fn deref(&self) -> &LiveEvent {
+        &self.event
+    }
+}
+
 /// The document's fields without `_id`.
 pub(crate) fn fields_of(mut doc: Document) -> Document {
     doc.shift_remove("_id");

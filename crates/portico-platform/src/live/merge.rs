@@ -15,7 +15,7 @@ use portico_store::Document;
 use tokio::sync::mpsc;
 
 use super::caller::Control;
-use super::event::{LiveEvent, diff};
+use super::event::{LiveEvent, SentEvent, diff};
 
 type Key = (Arc<str>, String);
 
@@ -91,12 +91,12 @@ impl MergeBox {
     }
 
     /// The current view as `added` events, in first-published order.
-    pub(crate) fn initial(&self) -> Vec<Arc<LiveEvent>> {
+    pub(crate) fn initial(&self) -> Vec<Arc<SentEvent>> {
         self.order
             .iter()
             .filter_map(|key| {
                 let doc = Self::merged(self.docs.get(key)?)?;
-                Some(Arc::new(LiveEvent::Added {
+                Some(SentEvent::new(LiveEvent::Added {
                     collection: key.0.clone(),
                     id: key.1.clone(),
                     fields: doc,
@@ -111,12 +111,12 @@ impl MergeBox {
 /// own `ready` call is forwarded once).
 pub(crate) async fn run(
     mut merge: MergeBox,
-    sources: Vec<mpsc::Receiver<Arc<LiveEvent>>>,
-    out: mpsc::Sender<Arc<LiveEvent>>,
+    sources: Vec<mpsc::Receiver<Arc<SentEvent>>>,
+    out: mpsc::Sender<Arc<SentEvent>>,
     control: Arc<Control>,
     mut ready_sent: bool,
 ) {
-    let mut all: SelectAll<BoxStream<'static, (usize, Arc<LiveEvent>)>> = SelectAll::new();
+    let mut all: SelectAll<BoxStream<'static, (usize, Arc<SentEvent>)>> = SelectAll::new();
     for (index, rx) in sources.into_iter().enumerate() {
         all.push(
             futures::stream::unfold(rx, move |mut rx| async move {
@@ -132,7 +132,7 @@ pub(crate) async fn run(
             _ = ended.wait_for(Option::is_some) => return,
         };
         let Some((source, event)) = next else { return };
-        let outgoing = match &*event {
+        let outgoing = match event.event() {
             LiveEvent::Ready if !ready_sent => {
                 ready_sent = true;
                 Some(LiveEvent::Ready)
@@ -140,7 +140,7 @@ pub(crate) async fn run(
             _ => merge.apply(source, &event),
         };
         if let Some(event) = outgoing {
-            match out.try_send(Arc::new(event)) {
+            match out.try_send(SentEvent::new(event)) {
                 Ok(()) => {}
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     control.end("slow-subscriber");

@@ -34,7 +34,7 @@ use tokio::sync::{Semaphore, broadcast, mpsc};
 
 pub use caller::LiveCaller;
 pub use config::LiveConfig;
-pub use event::LiveEvent;
+pub use event::{LiveEvent, SentEvent};
 pub use stream::LiveStream;
 
 pub(crate) use caller::Control;
@@ -153,9 +153,9 @@ impl Hub {
     pub(crate) async fn join(
         self: &Arc<Self>,
         cursor: &Cursor,
-        tx: mpsc::Sender<Arc<LiveEvent>>,
+        tx: mpsc::Sender<Arc<SentEvent>>,
         control: &Arc<Control>,
-    ) -> Result<(Arc<LiveQuery>, u64, Vec<Arc<LiveEvent>>), MethodError> {
+    ) -> Result<(Arc<LiveQuery>, u64, Vec<Arc<SentEvent>>), MethodError> {
         let key = format!("{}\u{0}{:?}", cursor.collection, cursor.query);
         loop {
             let (query, created) = {
@@ -322,11 +322,11 @@ async fn follow(hub: Weak<Hub>, mut rx: broadcast::Receiver<Change>) {
 
 /// A stream reading one query directly: its initial set, `ready`, then the query's events.
 pub(crate) fn direct_stream(
-    initial: Vec<Arc<LiveEvent>>,
-    rx: mpsc::Receiver<Arc<LiveEvent>>,
+    initial: Vec<Arc<SentEvent>>,
+    rx: mpsc::Receiver<Arc<SentEvent>>,
     membership: Membership,
 ) -> LiveStream {
-    let mut initial: VecDeque<Arc<LiveEvent>> = initial.into();
-    initial.push_back(Arc::new(LiveEvent::Ready));
+    let mut initial: VecDeque<Arc<SentEvent>> = initial.into();
+    initial.push_back(SentEvent::new(LiveEvent::Ready));
     LiveStream::new(initial, rx, membership)
 }

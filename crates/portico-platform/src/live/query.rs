@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{Notify, mpsc, watch};
 
 use super::caller::Control;
-use super::event::{LiveEvent, diff, fields_of};
+use super::event::{LiveEvent, SentEvent, diff, fields_of};
 
 /// More changed ids than this at once: run the whole query instead of reading each.
 const MAX_PENDING_IDS: usize = 256;
@@ -32,7 +32,7 @@ struct Pending {
 /// One subscriber of a query.
 pub(crate) struct Subscriber {
     pub(crate) id: u64,
-    pub(crate) tx: mpsc::Sender<Arc<LiveEvent>>,
+    pub(crate) tx: mpsc::Sender<Arc<SentEvent>>,
     pub(crate) control: Arc<Control>,
 }
 
@@ -119,7 +119,7 @@ impl LiveQuery {
 
     /// Adds a subscriber and returns the current result as its initial `added` events.
     /// `None` when the query closed meanwhile (join another one).
-    pub(crate) fn join(&self, subscriber: Subscriber) -> Option<Vec<Arc<LiveEvent>>> {
+    pub(crate) fn join(&self, subscriber: Subscriber) -> Option<Vec<Arc<SentEvent>>> {
         let mut state = lock(&self.state);
         if state.closed {
             return None;
@@ -128,7 +128,7 @@ impl LiveQuery {
             .docs
             .iter()
             .map(|(id, fields)| {
-                Arc::new(LiveEvent::Added {
+                SentEvent::new(LiveEvent::Added {
                     collection: self.collection.clone(),
                     id: id.clone(),
                     fields: match fields {
@@ -223,8 +223,8 @@ impl LiveQuery {
         // A window (skip or limit) can gain a document because another left it, so it is read
         // again whole, but only when a changed document is in it or matches now: a write to a
         // document it never shows costs one read by id.
-        let full = pending.full
-            || (self.windowed && self.touches_window(store, &pending.ids).await?);
+        let full =
+            pending.full || (self.windowed && self.touches_window(store, &pending.ids).await?);
         if self.windowed && !full {
             return Ok(());
         }
@@ -311,7 +311,7 @@ fn send(state: &mut State, events: Vec<LiveEvent>) {
     if events.is_empty() {
         return;
     }
-    let events: Vec<Arc<LiveEvent>> = events.into_iter().map(Arc::new).collect();
+    let events: Vec<Arc<SentEvent>> = events.into_iter().map(SentEvent::new).collect();
     state.subscribers.retain(|sub| {
         if sub.control.ended().is_some() {
             return false;

@@ -12,7 +12,7 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 use super::Hub;
 use super::caller::Control;
-use super::event::LiveEvent;
+use super::event::{LiveEvent, SentEvent};
 use super::query::LiveQuery;
 
 /// What a stream gives back when it is dropped: its place in each query it follows, its
@@ -39,8 +39,8 @@ impl Drop for Membership {
 /// the caller's token is logged out or expires, or when the subscriber fell further behind
 /// than its buffer; dropping it unsubscribes.
 pub struct LiveStream {
-    initial: VecDeque<Arc<LiveEvent>>,
-    rx: mpsc::Receiver<Arc<LiveEvent>>,
+    initial: VecDeque<Arc<SentEvent>>,
+    rx: mpsc::Receiver<Arc<SentEvent>>,
     control: Arc<Control>,
     ended: BoxFuture<'static, ()>,
     done: bool,
@@ -58,8 +58,8 @@ impl fmt::Debug for LiveStream {
 
 impl LiveStream {
     pub(crate) fn new(
-        initial: VecDeque<Arc<LiveEvent>>,
-        rx: mpsc::Receiver<Arc<LiveEvent>>,
+        initial: VecDeque<Arc<SentEvent>>,
+        rx: mpsc::Receiver<Arc<SentEvent>>,
         membership: Membership,
     ) -> LiveStream {
         let control = membership.control.clone();
@@ -79,7 +79,7 @@ impl LiveStream {
 }
 
 impl Stream for LiveStream {
-    type Item = Arc<LiveEvent>;
+    type Item = Arc<SentEvent>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         if self.done {
@@ -88,7 +88,7 @@ impl Stream for LiveStream {
         if self.ended.as_mut().poll(cx).is_ready() {
             self.done = true;
             let reason = self.control.ended().unwrap_or("closed");
-            return Poll::Ready(Some(Arc::new(LiveEvent::End { reason })));
+            return Poll::Ready(Some(SentEvent::new(LiveEvent::End { reason })));
         }
         if let Some(event) = self.initial.pop_front() {
             return Poll::Ready(Some(event));

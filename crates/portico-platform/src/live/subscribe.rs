@@ -9,20 +9,20 @@ use portico_store::{Document, document_id};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::event::LiveEvent;
+use super::event::{LiveEvent, SentEvent};
 use super::{Control, LiveCaller, LiveStream, Membership, MergeBox, direct_stream, merge};
 use crate::{Cursor, MethodError, Platform, Subscription};
 
 /// Where a live publication's by-hand calls go once its handler returned.
 #[derive(Debug)]
 pub(crate) struct HandSink {
-    tx: mpsc::Sender<Arc<LiveEvent>>,
+    tx: mpsc::Sender<Arc<SentEvent>>,
     control: Arc<Control>,
 }
 
 impl HandSink {
     fn send(&self, event: LiveEvent) {
-        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(Arc::new(event)) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(SentEvent::new(event)) {
             self.control.end("slow-subscriber");
         }
     }
@@ -185,13 +185,13 @@ impl Platform {
             }
         }
         sources.push(hand_rx);
-        let mut initial: std::collections::VecDeque<Arc<LiveEvent>> = merge_box.initial().into();
+        let mut initial: std::collections::VecDeque<Arc<SentEvent>> = merge_box.initial().into();
         // Ready at once unless the handler publishes by hand and has not said it is ready (it
         // will call `ready` itself); a handler that returned no cursor and published nothing
         // is ready too.
         let ready_now = !cursors.is_empty() || published.ready || nothing_by_hand;
         if ready_now {
-            initial.push_back(Arc::new(LiveEvent::Ready));
+            initial.push_back(SentEvent::new(LiveEvent::Ready));
         }
         let (out_tx, out_rx) = mpsc::channel(buffer);
         tokio::spawn(merge::run(merge_box, sources, out_tx, control, ready_now));
