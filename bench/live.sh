@@ -5,7 +5,7 @@
 #     they stay open;
 #  3. 1,000 streams following one publication while WRITES documents are inserted one after the
 #     other (every 20 ms): write-acknowledged-to-event p50/p99 over every (write, subscriber),
-#     with get-by-id under wrk at the same time;
+#     alone, then with get-by-id under wrk at the same time;
 #  4. with PG=1: two instances on one throwaway PostgreSQL, 1,000 streams on B, writes through A.
 # Usage: bench/live.sh [SUBSCRIBERS] [WRITES]   (needs wrk; PG=1 needs Debian's postgresql)
 # The server is pinned to CPU 0, wrk and live-load to CPU 1 (they share it).
@@ -77,6 +77,9 @@ idle=$!
 sleep 3
 getbyid 3921 "with $SUBS idle streams"
 wait $idle
+echo "-- $SUBS streams, $WRITES writes, nothing else running"
+taskset -c 1 $BIN/live-load latency http://127.0.0.1:3921/publications/things "$SUBS" "$WRITES"
+echo "-- the same with get-by-id under wrk"
 taskset -c 1 $BIN/live-load latency http://127.0.0.1:3921/publications/things "$SUBS" "$WRITES" &
 active=$!
 sleep 2
