@@ -14,8 +14,9 @@
 //! a change marks the live queries of its collection (their own tasks re-evaluate them), and a
 //! change of a `users` document re-checks the tokens of that user's streams, so a logout (a
 //! write to the user's record, on any instance of a shared database) ends them within moments.
-//! A subscriber that lags behind the feed's backlog makes every query re-run (never unbounded
-//! memory); a reconnecting client gets a fresh initial set (there is no event log to resume).
+//! Should the hub itself fall behind the feed's bounded backlog, every query re-runs (never
+//! unbounded memory); a slow subscriber has its own bounded buffer and is ended when it fills. A
+//! reconnecting client gets a fresh initial set (there is no event log to resume).
 
 mod caller;
 mod config;
