@@ -178,6 +178,9 @@ async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, A
             Ok((status, Json(reply.value)).into_response())
         }
         Target::Publication(name) => {
+            if portico_edge::wants_event_stream(&parts.headers) {
+                return crate::live::publication(shared, &route, parts, body, found, name).await;
+            }
             let args = request_args(shared, &route, parts, body, found).await?;
             let published = platform.subscribe(name, user_id, args).await?;
             Ok(Json(Value::Object(published)).into_response())
@@ -231,7 +234,7 @@ fn collection(platform: &Platform, name: &str) -> Result<Collection, ApiError> {
 
 /// The positional arguments of a method or publication call: its `args_extractor`, or the
 /// default rule of [`crate::args`].
-async fn request_args(
+pub(crate) async fn request_args(
     shared: &Shared,
     route: &Route,
     parts: Parts,

@@ -99,6 +99,14 @@
 //! who may call it, rules, JSON Schemas of the bodies where known); the `api-routes` listing is
 //! made from it, and `portico routes` and API documents can read it too.
 //!
+//! **Live publications.** A publication's url requested with `Accept: text/event-stream` streams
+//! server-sent events instead of answering once: `added` (each document of the initial set, then
+//! each one that comes to match), `ready`, `changed` and `removed`, each with a JSON `data` line,
+//! and a `: ping` comment after 15 s of quiet (see [`portico_platform::Platform::subscribe_live`]
+//! and [`portico_edge::event_stream`]). It runs as the caller and ends (`end` event) when the
+//! caller's token is logged out or expires; a server with its `max_streams` open answers 503
+//! `{"error":"too-many-streams",...}`. A reconnecting client gets a fresh initial set.
+//!
 //! **Late definitions.** Methods, publications and collections defined after
 //! [`AutoApi::router`] are served too: a request that finds no route makes the router look at
 //! the platform's registries again.
@@ -119,6 +127,7 @@ mod config;
 mod dispatch;
 mod error;
 mod layers;
+mod live;
 mod login;
 mod route;
 mod route_doc;

@@ -8,6 +8,8 @@ mod common;
 
 #[path = "integration/auth.rs"]
 mod auth;
+#[path = "integration/browser.rs"]
+mod browser;
 #[path = "integration/collections.rs"]
 mod collections;
 #[path = "integration/errors.rs"]
@@ -16,6 +18,8 @@ mod errors;
 mod headers;
 #[path = "integration/late.rs"]
 mod late;
+#[path = "integration/live.rs"]
+mod live;
 #[path = "integration/login.rs"]
 mod login;
 #[path = "integration/login_parity.rs"]
@@ -30,3 +34,5 @@ mod publications;
 mod routes;
 #[path = "integration/sqlite.rs"]
 mod sqlite;
+#[path = "integration/sse.rs"]
+mod sse;

@@ -61,6 +61,9 @@ pub struct Config {
     pub admin: AdminConfig,
     /// `[server]`: how long and how many connections `serve` keeps.
     pub server: ConnectionLimits,
+    /// `[live]`: limits of live streams (`max_streams`, default 10,000; `buffer` events per
+    /// subscriber, default 256; `ping_secs`, default 15).
+    pub live: portico_platform::LiveConfig,
 }
 
 /// `[server]`: the bounds `serve` puts on client connections, so that slow or idle clients

@@ -124,11 +124,22 @@ pub fn check_lasting(choice: &DatabaseChoice, effect: Effect) -> crate::Result<(
 /// is not in this build, or the database cannot be opened (a PostgreSQL server that cannot be
 /// reached or refuses the credentials). The URL in the message has no password.
 pub async fn open(url: &str) -> crate::Result<Platform> {
+    open_with(url, portico_platform::PlatformConfig::default()).await
+}
+
+/// Opens the platform on `url` with `config` (the live stream limits of `serve`).
+///
+/// # Errors
+/// As [`open`].
+pub async fn open_with(
+    url: &str,
+    config: portico_platform::PlatformConfig,
+) -> crate::Result<Platform> {
     check_database_url(url).map_err(|message| crate::Error::Database {
         url: portico_store::redact_url(url),
         message,
     })?;
-    Platform::open(url)
+    Platform::open_with(url, config)
         .await
         .map_err(|err| crate::Error::Database {
             url: portico_store::redact_url(url),

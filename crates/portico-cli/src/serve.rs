@@ -114,7 +114,7 @@ pub fn build_server(config: &Config, platform: &Platform) -> crate::Result<App> 
             )
             .summary("Prometheus metrics (text format)"),
         );
-        routers.push(metrics::router(metrics::handle()?));
+        routers.push(metrics::router(metrics::handle()?, platform.clone()));
     }
     if config.serves_openapi() {
         routes.push(crate::openapi::self_doc());
@@ -300,11 +300,15 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     let (addr, listen_source) = choose_listen(options.listen.as_deref(), &config)?;
     let choice = database::choose_database(options.database.as_deref(), path.as_deref(), &config);
     let url = choice.url.clone();
+    let platform_config = portico_platform::PlatformConfig {
+        live: config.live.clone(),
+        ..portico_platform::PlatformConfig::default()
+    };
     let platform = if config.metrics.is_some() {
         metrics::handle()?;
-        store_metrics::open(&url).await?
+        store_metrics::open(&url, platform_config).await?
     } else {
-        database::open(&url).await?
+        database::open_with(&url, platform_config).await?
     };
     if path.is_none() {
         config = zero_config(&platform, &url).await?;
@@ -320,7 +324,7 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         })?;
     let bound = listener.local_addr().map_err(crate::Error::Serve)?;
     if let Some(metrics_addr) = config.metrics.as_ref().and_then(|m| m.listen) {
-        metrics::serve_apart(metrics_addr).await?;
+        metrics::serve_apart(metrics_addr, platform.clone()).await?;
     }
     match &path {
         Some(path) => {

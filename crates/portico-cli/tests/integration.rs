@@ -14,12 +14,14 @@ mod integration {
     mod hygiene;
     mod import;
     mod lifecycle;
+    mod live;
     mod log_secrets;
     mod login_parity;
     mod operations;
     mod routes_api;
     mod safe_defaults;
     mod scale_out;
+    mod sse;
     mod timestamps;
     mod users;
     mod workspace;

@@ -53,6 +53,7 @@
 //! | [`Accounts`] | users in the layout existing apps use, argon2id/bcrypt, hashed login tokens |
 //! | [`Platform::method`], [`Platform::call`] | named async server functions, [`MethodError`] |
 //! | [`Platform::publish`], [`Platform::subscribe`] | named queries returning [`Cursor`]s |
+//! | [`Platform::subscribe_live`], [`Platform::live_query`] | publications and queries followed live: [`LiveStream`] of [`LiveEvent`]s |
 //! | [`RateLimiter`] | failure limits for login routes, kept in the store (shared by instances) |
 
 mod accounts;
@@ -60,6 +61,7 @@ mod collection;
 mod cursor;
 mod endpoint;
 mod error;
+mod live;
 mod login;
 mod method;
 mod method_error;
@@ -79,6 +81,7 @@ pub use collection::{Collection, CollectionOptions, IfMatch, PROTECTED_ACCOUNT_F
 pub use cursor::Cursor;
 pub use endpoint::{ArgsExtractor, EndpointOptions, HttpMethod, UnknownHttpMethod};
 pub use error::{Error, Result};
+pub use live::{LiveCaller, LiveConfig, LiveEvent, LiveStream, SentEvent};
 pub use login::{ACCOUNT_FACTOR, Limit, LoginError, LoginLimits, LoginService};
 pub use method::{Invocation, MethodInfo, MethodOptions, MethodReply};
 pub use method_error::{MethodError, arg};

@@ -23,6 +23,8 @@ use crate::{
 pub struct PlatformConfig {
     /// Settings of the accounts service.
     pub accounts: AccountsConfig,
+    /// Limits of live streams.
+    pub live: crate::LiveConfig,
 }
 
 struct MethodEntry {
@@ -43,6 +45,7 @@ struct Inner {
     collections: RwLock<BTreeMap<String, Collection>>,
     methods: RwLock<BTreeMap<String, MethodEntry>>,
     publications: RwLock<BTreeMap<String, PublicationEntry>>,
+    live: Arc<crate::live::Hub>,
 }
 
 /// The host-program model: a store, named collections with rules, accounts, and the method and
@@ -121,8 +124,14 @@ impl Platform {
     ) -> Result<Platform> {
         let accounts = Accounts::new(store.clone(), config.accounts);
         accounts.prepare().await?;
+        let live = Arc::new(crate::live::Hub::new(
+            store.clone(),
+            accounts.clone(),
+            config.live,
+        ));
         Ok(Platform {
             inner: Arc::new(Inner {
+                live,
                 store,
                 accounts,
                 collections: RwLock::new(BTreeMap::new()),
@@ -147,6 +156,34 @@ impl Platform {
     /// The accounts service.
     pub fn accounts(&self) -> &Accounts {
         &self.inner.accounts
+    }
+
+    /// The live queries (see [`Platform::subscribe_live`]).
+    pub(crate) fn live_hub(&self) -> &Arc<crate::live::Hub> {
+        &self.inner.live
+    }
+
+    /// The limits of live streams.
+    pub fn live_config(&self) -> &crate::LiveConfig {
+        self.inner.live.config()
+    }
+
+    /// How many live streams are open now.
+    pub fn open_live_streams(&self) -> usize {
+        self.inner.live.open_streams()
+    }
+
+    /// How many distinct live queries are evaluated now (identical queries of many streams
+    /// share one).
+    pub fn open_live_queries(&self) -> usize {
+        self.inner.live.open_queries()
+    }
+
+    /// The handler of the publication `name`.
+    pub(crate) fn publication_handler(&self, name: &str) -> Option<PublicationHandler> {
+        read(&self.inner.publications)
+            .get(name)
+            .map(|e| e.handler.clone())
     }
 
     // ----- collections -----

@@ -28,6 +28,8 @@ pub struct PublicationInfo {
 pub(crate) struct Published {
     pub(crate) collections: Map<String, Value>,
     pub(crate) ready: bool,
+    /// For a live subscription once its handler returned: where by-hand calls go as events.
+    pub(crate) sink: Option<crate::live::HandSink>,
 }
 
 impl Published {
@@ -121,13 +123,20 @@ impl Subscription {
     /// Publishes the document `id` of `collection` with `fields` (an `_id` in `fields` is ignored).
     /// Adding an id twice merges the fields.
     pub fn added(&self, collection: &str, id: &str, fields: Document) {
-        self.with(|p| p.merge(collection, id, fields));
+        self.with(|p| match &p.sink {
+            Some(sink) => sink.added(collection, id, fields),
+            None => p.merge(collection, id, fields),
+        });
     }
 
     /// Changes fields of a published document; a field whose new value is `null` is removed.
     /// A document that was not added is ignored.
     pub fn changed(&self, collection: &str, id: &str, fields: Document) {
         self.with(|p| {
+            if let Some(sink) = &p.sink {
+                sink.changed(collection, id, fields);
+                return;
+            }
             let Some(Value::Object(docs)) = p.collections.get_mut(collection) else {
                 return;
             };
@@ -150,6 +159,10 @@ impl Subscription {
     /// Withdraws a published document.
     pub fn removed(&self, collection: &str, id: &str) {
         self.with(|p| {
+            if let Some(sink) = &p.sink {
+                sink.removed(collection, id);
+                return;
+            }
             if let Some(Value::Object(docs)) = p.collections.get_mut(collection) {
                 docs.shift_remove(id);
             }
@@ -158,7 +171,22 @@ impl Subscription {
 
     /// Marks the initial set of documents as complete.
     pub fn ready(&self) {
-        self.with(|p| p.ready = true);
+        self.with(|p| {
+            if let Some(sink) = &p.sink {
+                sink.ready();
+            }
+            p.ready = true;
+        });
+    }
+
+    /// True once a live subscriber went away (or its stream was ended): a handler that
+    /// publishes by hand from a task of its own stops then. Always false for a snapshot.
+    pub fn is_stopped(&self) -> bool {
+        self.with(|p| {
+            p.sink
+                .as_ref()
+                .is_some_and(crate::live::HandSink::is_stopped)
+        })
     }
 
     /// True once [`Subscription::ready`] was called.
@@ -168,6 +196,15 @@ impl Subscription {
 
     pub(crate) fn take(&self) -> Published {
         self.with(std::mem::take)
+    }
+
+    /// Takes what the handler published so far and sends every later by-hand call to `sink`.
+    pub(crate) fn take_live(&self, sink: crate::live::HandSink) -> Published {
+        self.with(|p| {
+            let taken = std::mem::take(p);
+            p.sink = Some(sink);
+            taken
+        })
     }
 }
 

@@ -45,6 +45,8 @@ mod collections;
 mod common;
 #[path = "integration/import.rs"]
 mod import;
+#[path = "integration/live.rs"]
+mod live;
 #[path = "integration/login.rs"]
 mod login;
 #[path = "integration/methods.rs"]

@@ -163,6 +163,10 @@ impl ApiInner {
             ctx.user = Some(caller.user);
             ctx.user_id = Some(caller.user_id);
             ctx.hashed_token = caller.hashed_token;
+            if portico_edge::wants_event_stream(&ctx.request.headers) {
+                let path = crate::collection::live::TokenPath(self.auth.token_path.clone());
+                ctx.request.extensions.insert(path);
+            }
         }
         Ok(ctx)
     }

@@ -35,6 +35,12 @@
 //!
 //! To run the blog example and try it with curl, see the crate README.
 //!
+//! **Live lists.** A generated collection's getAll url requested with `Accept: text/event-stream`
+//! streams server-sent events (`added`, `ready`, `changed`, `removed`, and `end` when the caller
+//! is logged out) instead of answering one page: the same `where`, `sort`, `skip`, `limit`,
+//! `fields`, access scope and authentication as the snapshot (see
+//! [`portico_platform::Platform::live_query`]). A server with its `max_streams` open answers 503.
+//!
 #![doc = include_str!("../GUIDE.md")]
 
 mod api;

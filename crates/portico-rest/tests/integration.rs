@@ -13,12 +13,14 @@ mod integration {
     mod config;
     mod edge;
     mod listing;
+    mod live;
     mod login;
     mod replies;
     mod routes;
     mod scope;
     mod server;
     mod sqlite;
+    mod sse;
     mod users;
     mod versions;
 }

@@ -38,6 +38,7 @@
 //! | [`Update`] | `$set $unset $inc $push $pull $addToSet` (with `$each`), or a whole-document replacement keeping `_id` |
 //! | [`Sort`], [`Projection`], [`Query`] | sort on dotted paths, skip, limit, inclusion or exclusion of fields |
 //! | [`Store`] | the async, object-safe backend trait; [`open`] picks a backend from a URL |
+//! | [`feed`] | the change feed: what each committed write changed, for live queries ([`Store::changes`]) |
 //! | [`json`] | bounded parsing of JSON bodies: nesting and value count checked before anything is built |
 //! | limits | documents up to [`MAX_DOCUMENT_BYTES`] (16 MiB of JSON), `_id`s up to [`MAX_ID_BYTES`] (512), on every write |
 //!
@@ -66,6 +67,7 @@
 mod batch;
 mod document;
 mod error;
+pub mod feed;
 mod id;
 mod index_key;
 pub mod json;
@@ -92,6 +94,7 @@ pub use document::{
     prepare_insert,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use feed::{Change, ChangeFeed, ChangeKind};
 pub use id::{IdKind, new_id, new_object_id};
 pub use modifier::Update;
 pub use projection::Projection;

@@ -21,6 +21,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::document::prepare_insert;
+use crate::feed::{Change, ChangeKind};
 use crate::index_key::{NULL_KEY, keys, unique_keys, value_key};
 use crate::top::TopK;
 use crate::value::split_path;
@@ -48,6 +49,8 @@ use crate::{
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     collections: RwLock<HashMap<String, Collection>>,
+    /// Told after each write, while the write lock is still held (so in commit order).
+    feed: crate::ChangeFeed,
 }
 
 #[derive(Debug, Default)]
@@ -282,9 +285,16 @@ impl Store for MemoryStore {
         check_name(collection)?;
         let (id, doc) = prepare_insert(doc)?;
         let mut all = self.write();
-        all.entry(collection.to_string())
+        let id = all
+            .entry(collection.to_string())
             .or_default()
-            .insert(collection, id, doc)
+            .insert(collection, id, doc)?;
+        self.feed.publish(Change::documents(
+            collection,
+            vec![id.clone()],
+            ChangeKind::Insert,
+        ));
+        Ok(id)
     }
 
     async fn insert_many(&self, collection: &str, docs: Vec<Document>) -> Result<Vec<String>> {
@@ -317,6 +327,11 @@ impl Store for MemoryStore {
         for (id, doc) in prepared {
             ids.push(target.insert(collection, id, doc)?);
         }
+        self.feed.publish(Change::documents(
+            collection,
+            ids.clone(),
+            ChangeKind::Insert,
+        ));
         Ok(ids)
     }
 
@@ -398,6 +413,8 @@ impl Store for MemoryStore {
             let (id, doc) = prepare_insert(update.upsert_document(selector)?)?;
             let coll = all.entry(collection.to_string()).or_default();
             result.upserted_id = Some(coll.insert(collection, id, doc)?);
+            self.feed
+                .publish(Change::of_update(collection, selector, &result));
             return Ok(result);
         }
         if let Some(coll) = all.get_mut(collection) {
@@ -405,6 +422,11 @@ impl Store for MemoryStore {
                 changes.iter().map(|(id, doc)| (id.as_str(), doc)).collect();
             coll.check_unique(collection, &batch)?;
             result.modified = changes.len() as u64;
+            if !changes.is_empty() {
+                let ids = changes.iter().map(|(id, _)| id.clone()).collect();
+                self.feed
+                    .publish(Change::documents(collection, ids, ChangeKind::Update));
+            }
             for (id, new) in changes {
                 // Old keys out before new keys in: a key both versions hold must stay.
                 if let Some(old) = coll.docs.remove(&id) {
@@ -428,7 +450,12 @@ impl Store for MemoryStore {
                 coll.index_remove(id, &old);
             }
         }
-        Ok(ids.len() as u64)
+        let removed = ids.len() as u64;
+        if removed > 0 {
+            self.feed
+                .publish(Change::documents(collection, ids, ChangeKind::Remove));
+        }
+        Ok(removed)
     }
 
     async fn ensure_index(&self, collection: &str, path: &str) -> Result<()> {
@@ -487,6 +514,9 @@ impl Store for MemoryStore {
 
     async fn drop_collection(&self, collection: &str) -> Result<()> {
         self.write().remove(collection);
+        self.feed.publish(Change::Resync {
+            collection: Some(collection.into()),
+        });
         Ok(())
     }
 
@@ -494,7 +524,16 @@ impl Store for MemoryStore {
         &self,
         ops: Vec<crate::BatchOp>,
     ) -> std::result::Result<Vec<crate::BatchOutcome>, crate::BatchError> {
-        self.apply_batch(ops)
+        let targets = crate::feed::batch_targets(&ops);
+        let outcomes = self.apply_batch(ops)?;
+        for change in crate::feed::batch_changes(targets, &outcomes) {
+            self.feed.publish(change);
+        }
+        Ok(outcomes)
+    }
+
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
+        Some(self.feed.subscribe())
     }
 
     async fn list_collections(&self) -> Result<Vec<String>> {

@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 
 use crate::{
-    BatchError, BatchFailure, BatchOp, BatchOutcome, Document, Projection, Result, Selector, Sort,
-    Update,
+    BatchError, BatchFailure, BatchOp, BatchOutcome, Change, Document, Projection, Result,
+    Selector, Sort, Update,
 };
 
 /// What `find` returns and in what order: a selector plus sort, skip, limit and projection.
@@ -185,5 +185,16 @@ pub trait Store: Send + Sync + 'static {
     async fn batch(&self, ops: Vec<BatchOp>) -> std::result::Result<Vec<BatchOutcome>, BatchError> {
         let _ = ops;
         Err(BatchError::new(0, BatchFailure::Unsupported))
+    }
+
+    /// A reader of the store's change feed: every write committed from now on, as a
+    /// [`Change`] (see [`crate::feed`]). Backends without a feed keep this default, `None`,
+    /// and then nothing can follow their documents live.
+    ///
+    /// The memory and SQLite backends tell the writes of this process; the PostgreSQL backend
+    /// starts listening on its own connection on the first call and tells the writes of every
+    /// instance on the database.
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
+        None
     }
 }

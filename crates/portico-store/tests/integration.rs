@@ -28,6 +28,8 @@ mod differential;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 #[path = "integration/durability.rs"]
 mod durability;
+#[path = "integration/feed.rs"]
+mod feed;
 #[path = "integration/fuzz.rs"]
 mod fuzz;
 #[cfg(feature = "postgres")]

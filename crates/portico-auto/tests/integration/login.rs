@@ -183,6 +183,7 @@ async fn register_forbidden_is_403() {
             forbid_client_account_creation: true,
             ..AccountsConfig::default()
         },
+        ..Default::default()
     };
     let p = Platform::open_with("memory:", config).await.unwrap();
     let s = app(&p, LoginOptions::default()).await;

@@ -11,7 +11,8 @@ mod metrics;
 
 use super::diagnostic::Source;
 use super::raw::{
-    OneOrMany, RawApi, RawAuto, RawCollection, RawConfig, RawEndpoint, RawPublication, RawServer,
+    OneOrMany, RawApi, RawAuto, RawCollection, RawConfig, RawEndpoint, RawLive, RawPublication,
+    RawServer,
 };
 use super::{
     ApiConfig, AutoConfig, CollectionConfig, CollectionRules, Config, ConfigError,
@@ -106,7 +107,9 @@ impl<'a> Checker<'a> {
             .map(|server| self.server(server))
             .unwrap_or_default();
         let metrics = self.metrics(raw.metrics);
+        let live = raw.live.map(|live| self.live(live)).unwrap_or_default();
         Config {
+            live,
             listen,
             database,
             database_position,
@@ -169,6 +172,53 @@ impl<'a> Checker<'a> {
             body_timeout,
             keep_alive_timeout,
             max_connections,
+        }
+    }
+
+    /// `[live]`: each limit within its range.
+    fn live(&mut self, raw: RawLive) -> portico_platform::LiveConfig {
+        let defaults = portico_platform::LiveConfig::default();
+        let mut number =
+            |value: Option<Spanned<u64>>, key: &str, range: (u64, u64), default: u64| match value {
+                None => default,
+                Some(v) if (range.0..=range.1).contains(v.get_ref()) => *v.get_ref(),
+                Some(v) => {
+                    self.error(
+                        &v,
+                        key,
+                        format!(
+                            "{} is out of range; write {} to {}",
+                            v.get_ref(),
+                            range.0,
+                            range.1
+                        ),
+                    );
+                    default
+                }
+            };
+        let as_usize = |n: u64, default: usize| usize::try_from(n).unwrap_or(default);
+        let max_streams = number(
+            raw.max_streams,
+            "live.max_streams",
+            (0, 1_000_000),
+            defaults.max_streams as u64,
+        );
+        let buffer = number(
+            raw.buffer,
+            "live.buffer",
+            (1, 65_536),
+            defaults.buffer as u64,
+        );
+        let ping = number(
+            raw.ping_secs,
+            "live.ping_secs",
+            (1, 3600),
+            defaults.ping.as_secs(),
+        );
+        portico_platform::LiveConfig {
+            max_streams: as_usize(max_streams, defaults.max_streams),
+            buffer: as_usize(buffer, defaults.buffer),
+            ping: Duration::from_secs(ping),
         }
     }
 

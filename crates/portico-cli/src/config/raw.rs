@@ -26,6 +26,16 @@ pub(crate) struct RawConfig {
     pub(crate) auto: Option<RawAuto>,
     pub(crate) admin: Option<super::admin::RawAdmin>,
     pub(crate) server: Option<RawServer>,
+    pub(crate) live: Option<RawLive>,
+}
+
+/// `[live]`: limits of live streams (server-sent events).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLive {
+    pub(crate) max_streams: Option<Spanned<u64>>,
+    pub(crate) buffer: Option<Spanned<u64>>,
+    pub(crate) ping_secs: Option<Spanned<u64>>,
 }
 
 /// `[server]`: connection limits.

@@ -337,3 +337,25 @@ fn server_limits_have_defaults_and_ranges() {
         ]
     );
 }
+
+#[test]
+fn live_limits_have_defaults_and_ranges() {
+    let config = match Config::parse("") {
+        Ok(c) => c,
+        Err(e) => panic!("{e:?}"),
+    };
+    assert_eq!(config.live, portico_platform::LiveConfig::default());
+    let config = match Config::parse("[live]\nmax_streams = 50\nbuffer = 8\nping_secs = 2\n") {
+        Ok(c) => c,
+        Err(e) => panic!("{e:?}"),
+    };
+    assert_eq!(config.live.max_streams, 50);
+    assert_eq!(config.live.buffer, 8);
+    assert_eq!(config.live.ping, Duration::from_secs(2));
+    let errs = errors("[live]\nbuffer = 0\nping_secs = 0\nmax = 1\n");
+    let found: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.key.as_str())).collect();
+    assert!(found.contains(&(4, "live.max")), "{errs:?}");
+    let errs = errors("[live]\nbuffer = 0\nping_secs = 0\n");
+    let found: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.key.as_str())).collect();
+    assert_eq!(found, [(2, "live.buffer"), (3, "live.ping_secs")]);
+}

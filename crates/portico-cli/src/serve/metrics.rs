@@ -1,5 +1,6 @@
 //! Prometheus metrics (`[metrics]`): request counts and latency histograms per route pattern,
-//! method and status, rendered by `metrics-exporter-prometheus` at `/metrics`.
+//! method and status, and the open live streams and queries, rendered by
+//! `metrics-exporter-prometheus` at `/metrics`.
 //!
 //! Labels stay bounded whatever clients send: the route is the pattern the front doors
 //! describe (`/api/v1/articles/:id`), or `other` for a path no pattern matches (404s, regex
@@ -24,6 +25,11 @@ pub const METRICS_PATH: &str = "/metrics";
 pub const REQUESTS: &str = "portico_http_requests_total";
 /// Request latency in seconds (a histogram), by `method`, `route` and `status`.
 pub const DURATION: &str = "portico_http_request_duration_seconds";
+
+/// Live streams (server-sent events) open now, a gauge.
+pub const LIVE_STREAMS: &str = "portico_live_streams_open";
+/// Distinct live queries evaluated now (identical queries of many streams share one), a gauge.
+pub const LIVE_QUERIES: &str = "portico_live_queries_open";
 
 /// Latency buckets, seconds: from a cached read to a slow write.
 const BUCKETS: [f64; 12] = [
@@ -118,13 +124,18 @@ fn method_label(method: &Method) -> &'static str {
     }
 }
 
-/// `GET /metrics`: the Prometheus text format.
-pub fn router(handle: PrometheusHandle) -> Router {
+/// `GET /metrics`: the Prometheus text format, with the platform's gauges read at each scrape.
+pub fn router(handle: PrometheusHandle, platform: portico_platform::Platform) -> Router {
     Router::new().route(
         METRICS_PATH,
         get(move || {
-            let handle = handle.clone();
+            let (handle, platform) = (handle.clone(), platform.clone());
             async move {
+                #[allow(clippy::cast_precision_loss)] // counts far below 2^52
+                {
+                    metrics::gauge!(LIVE_STREAMS).set(platform.open_live_streams() as f64);
+                    metrics::gauge!(LIVE_QUERIES).set(platform.open_live_queries() as f64);
+                }
                 (
                     [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
                     handle.render(),
@@ -140,8 +151,11 @@ pub fn router(handle: PrometheusHandle) -> Router {
 ///
 /// # Errors
 /// [`crate::Error::Listen`] when the address cannot be bound.
-pub async fn serve_apart(addr: std::net::SocketAddr) -> crate::Result<()> {
-    let app = router(handle()?);
+pub async fn serve_apart(
+    addr: std::net::SocketAddr,
+    platform: portico_platform::Platform,
+) -> crate::Result<()> {
+    let app = router(handle()?, platform);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| crate::Error::Listen {

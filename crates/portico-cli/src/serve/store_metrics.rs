@@ -113,13 +113,17 @@ impl Store for Measured {
     async fn batch(&self, ops: Vec<BatchOp>) -> Result<Vec<BatchOutcome>, BatchError> {
         timed("batch", self.0.batch(ops)).await
     }
+
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<portico_store::Change>> {
+        self.0.changes()
+    }
 }
 
 /// Opens the platform on `url` as [`crate::database::open`] does, its store timed.
 ///
 /// # Errors
 /// As [`crate::database::open`].
-pub async fn open(url: &str) -> crate::Result<Platform> {
+pub async fn open(url: &str, config: portico_platform::PlatformConfig) -> crate::Result<Platform> {
     let failed = |message: String| crate::Error::Database {
         url: url.to_owned(),
         message,
@@ -128,7 +132,7 @@ pub async fn open(url: &str) -> crate::Result<Platform> {
     let store = portico_store::open(url)
         .await
         .map_err(|e| failed(e.to_string()))?;
-    Platform::with_store(Arc::new(Measured(store)))
+    Platform::with_store_config(Arc::new(Measured(store)), config)
         .await
         .map_err(|e| failed(e.to_string()))
 }

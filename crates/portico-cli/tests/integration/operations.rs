@@ -140,6 +140,7 @@ async fn metrics_count_requests_by_route_pattern_and_status() {
         !body.contains("/api/v1/items/a"),
         "raw paths are no labels: {body}"
     );
+    assert!(body.contains("portico_live_streams_open 0"), "{body}");
     assert!(
         body.contains("portico_http_request_duration_seconds_bucket{method=\"GET\",route=\"/api/v1/items/:id\",status=\"404\",le=\"0.0005\"}"),
         "{body}"

@@ -394,6 +394,7 @@ async fn token_lifetime_is_configurable() -> TestResult {
             token_lifetime: Duration::milliseconds(50),
             ..AccountsConfig::default()
         },
+        ..Default::default()
     };
     let p = Platform::open_with("memory:", config).await?;
     let accounts = p.accounts();

@@ -172,6 +172,9 @@ async fn read_page(
 }
 
 async fn get_all(state: &CollectionState, ctx: &Context) -> Result<Outcome, Reply> {
+    if portico_edge::wants_event_stream(&ctx.request.headers) {
+        return Err(super::live::get_all(state, ctx).await);
+    }
     let params = ListParams::parse(
         &ctx.query_params,
         state.default_page_size,

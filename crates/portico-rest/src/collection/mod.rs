@@ -6,6 +6,7 @@ mod conditional;
 mod handlers;
 mod hooks;
 mod list;
+pub(crate) mod live;
 mod records;
 mod scope;
 

@@ -185,6 +185,7 @@ async fn anonymous_signups_refused_when_the_platform_forbids_them() {
             forbid_client_account_creation: true,
             ..Default::default()
         },
+        ..Default::default()
     };
     let platform = portico_platform::Platform::open_with("memory:", config)
         .await

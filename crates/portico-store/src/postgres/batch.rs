@@ -28,6 +28,7 @@ pub(crate) async fn batch(
         .transaction()
         .await
         .map_err(|e| BatchError::new(0, Error::from(e)))?;
+    let targets = crate::feed::batch_targets(&ops);
     let mut done = Vec::with_capacity(ops.len());
     for (index, op) in ops.into_iter().enumerate() {
         let outcome = apply(&tx, op)
@@ -36,6 +37,11 @@ pub(crate) async fn batch(
         done.push(outcome);
     }
     let last = done.len().saturating_sub(1);
+    for change in crate::feed::batch_changes(targets, &done) {
+        super::feed::notify(&tx, &change)
+            .await
+            .map_err(|e| BatchError::new(last, e))?;
+    }
     tx.commit()
         .await
         .map_err(|e| BatchError::new(last, Error::from(e)))?;

@@ -27,6 +27,7 @@
 //! | `plan.rs` | narrowing the candidates of a selector in SQL (primary key, index table, jsonpath) |
 //! | `query.rs` | `find`, `count`, `get`: candidates decided by the reference matcher, in batches |
 //! | `write.rs` | insert, update, remove, `ensure_index`, drop, each one transaction |
+//! | `feed.rs` | the change feed: notifications sent in each write transaction, a listener per instance |
 //! | `error.rs` | PostgreSQL's errors as the store's, [`crate::Error::Unavailable`] among them |
 //!
 //! The layout is the SQLite backend's: a table per collection with the document's exact text,
@@ -46,6 +47,7 @@
 
 mod batch;
 mod error;
+mod feed;
 mod plan;
 mod pool;
 mod query;
@@ -63,6 +65,9 @@ use crate::{Document, Query, Result, Selector, Store, Update, UpdateOptions, Upd
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool,
+    /// Settings of the change feed's listening connection.
+    config: tokio_postgres::Config,
+    feed: std::sync::Arc<feed::Feed>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -86,8 +91,12 @@ impl PostgresStore {
     /// server cannot be reached, refuses the credentials, or has no such database (the message
     /// says which); [`crate::Error::Backend`] when the catalog cannot be created.
     pub async fn open(url: &str) -> Result<PostgresStore> {
-        let pool = pool::build(url)?;
-        let store = PostgresStore { pool };
+        let (pool, config) = pool::build_with_config(url)?;
+        let store = PostgresStore {
+            pool,
+            config,
+            feed: std::sync::Arc::default(),
+        };
         let mut client = store.client().await?;
         schema::init(&mut client).await?;
         Ok(store)
@@ -184,5 +193,9 @@ impl Store for PostgresStore {
     async fn list_collections(&self) -> Result<Vec<String>> {
         let client = self.client().await?;
         schema::list_collections(&client).await
+    }
+
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<crate::Change>> {
+        Some(self.feed.subscribe(&self.config))
     }
 }

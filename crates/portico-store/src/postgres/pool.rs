@@ -27,11 +27,12 @@ pub(crate) const POOL_TIMEOUT: Duration = Duration::from_secs(30);
 /// their round trips, few enough that many instances fit PostgreSQL's default of 100.
 pub(crate) const MAX_CONNECTIONS: usize = 16;
 
-/// Builds the pool for a store URL; no connection is made yet.
+/// Builds the pool for a store URL (no connection is made yet), and returns it with the
+/// connection settings (the change feed's listener makes a connection of its own with them).
 ///
 /// # Errors
 /// [`Error::InvalidUrl`] when `url` is not a PostgreSQL connection URL.
-pub(crate) fn build(url: &str) -> Result<Pool> {
+pub(crate) fn build_with_config(url: &str) -> Result<(Pool, tokio_postgres::Config)> {
     let invalid = |reason: String| Error::InvalidUrl {
         url: crate::redact_url(url),
         reason,
@@ -55,7 +56,7 @@ pub(crate) fn build(url: &str) -> Result<Pool> {
     config.keepalives(true);
     config.keepalives_idle(Duration::from_secs(30));
     let manager = Manager::from_config(
-        config,
+        config.clone(),
         NoTls,
         ManagerConfig {
             // A cheap check when a connection leaves the pool: is it closed? A query on a
@@ -70,6 +71,7 @@ pub(crate) fn build(url: &str) -> Result<Pool> {
         .recycle_timeout(Some(POOL_TIMEOUT))
         .runtime(Runtime::Tokio1)
         .build()
+        .map(|pool| (pool, config))
         .map_err(|e| Error::Open(format!("postgres: cannot build the connection pool: {e}")))
 }
 
@@ -79,13 +81,13 @@ mod tests {
 
     #[tokio::test]
     async fn urls_are_checked_without_connecting() {
-        assert!(build("postgres://ann:pw@localhost:5432/app").is_ok());
-        assert!(build("postgresql:///app?host=/tmp/sock&user=ann").is_ok());
+        assert!(build_with_config("postgres://ann:pw@localhost:5432/app").is_ok());
+        assert!(build_with_config("postgresql:///app?host=/tmp/sock&user=ann").is_ok());
         assert!(matches!(
-            build("postgres://localhost:notaport/app"),
+            build_with_config("postgres://localhost:notaport/app"),
             Err(Error::InvalidUrl { .. })
         ));
-        match build("postgres://ann:secret@localhost:nope/app") {
+        match build_with_config("postgres://ann:secret@localhost:nope/app") {
             Err(Error::InvalidUrl { url, .. }) => assert!(!url.contains("secret"), "{url}"),
             other => panic!("expected InvalidUrl, got {:?}", other.map(|_| ())),
         }

@@ -17,9 +17,11 @@ use std::ops::ControlFlow;
 use deadpool_postgres::{Client, Transaction};
 
 use super::error::unique_violation_table;
+use super::feed;
 use super::query::{Param, candidate_sql, for_each_in_tx, plan_for};
 use super::schema::{self, IndexedPath, collection_table, index_table, indexed_paths};
 use crate::document::prepare_insert;
+use crate::feed::{Change, ChangeKind};
 use crate::index_key::keys;
 use crate::value::split_path;
 use crate::{Document, Error, Result, Selector, Update, UpdateOptions, UpdateResult};
@@ -242,15 +244,19 @@ pub(crate) async fn insert_many(
             schema::create_collection(client, collection).await?;
             continue;
         };
+        let ids: Vec<String> = prepared.iter().map(|(id, _, _)| id.clone()).collect();
+        let change = Change::documents(collection, ids.clone(), ChangeKind::Insert);
         if let [doc] = prepared.as_slice() {
-            // The document and the count in one round trip; a refused insert's error comes
-            // first (the count's is then only the aborted transaction).
-            let (inserted, counted) = tokio::join!(
+            // The document, the count and the notification in one round trip; a refused
+            // insert's error comes first (the others' are then only the aborted transaction).
+            let (inserted, counted, notified) = tokio::join!(
                 insert_in(&tx, collection, &indexes, doc),
-                schema::add_to_count(&tx, collection, 1)
+                schema::add_to_count(&tx, collection, 1),
+                feed::notify(&tx, &change)
             );
             inserted?;
             counted?;
+            notified?;
             tx.commit().await?;
         } else {
             let mut tx = tx;
@@ -258,9 +264,10 @@ pub(crate) async fn insert_many(
                 insert_chunk(&mut tx, collection, &indexes, chunk).await?;
             }
             schema::add_to_count(&tx, collection, count_delta(prepared.len())).await?;
+            feed::notify(&tx, &change).await?;
             tx.commit().await?;
         }
-        return Ok(prepared.into_iter().map(|(id, _, _)| id).collect());
+        return Ok(ids);
     }
     Err(gave_up(collection))
 }
@@ -323,6 +330,7 @@ pub(crate) async fn update(
              WHERE id = $1",
             collection_table(collection)
         );
+        let mut changed = Vec::new();
         for (id, old) in found {
             // An error returns here; the transaction is dropped and rolls back earlier documents.
             let Some((new, text)) = crate::document::apply_update(&old, update, &id)? else {
@@ -332,12 +340,18 @@ pub(crate) async fn update(
             tx.execute(&stmt, &[&id, &text]).await?;
             update_rows(&tx, collection, &indexes, &id, Some(&old), Some(&new)).await?;
             result.modified += 1;
+            changed.push(id);
         }
         if result.matched == 0 && options.upsert {
             let doc = prepare(update.upsert_document(selector)?)?;
             insert_in(&tx, collection, &indexes, &doc).await?;
             schema::add_to_count(&tx, collection, 1).await?;
+            changed.push(doc.0.clone());
             result.upserted_id = Some(doc.0);
+        }
+        if !changed.is_empty() {
+            let change = Change::documents(collection, changed, ChangeKind::Update);
+            feed::notify(&tx, &change).await?;
         }
         tx.commit().await?;
         return Ok(result);
@@ -356,6 +370,7 @@ pub(crate) async fn remove(
         return Ok(0);
     };
     let table = collection_table(collection);
+    let mut ids = Vec::new();
     let removed = if selector.is_all() {
         for index in &indexes {
             tx.batch_execute(&format!(
@@ -374,9 +389,14 @@ pub(crate) async fn remove(
             tx.execute(&stmt, &[id]).await?;
             update_rows(&tx, collection, &indexes, id, Some(doc), None).await?;
         }
-        found.len() as u64
+        ids = found.into_iter().map(|(id, _)| id).collect();
+        ids.len() as u64
     };
     schema::add_to_count(&tx, collection, -count_delta(removed)).await?;
+    if removed > 0 {
+        // Removing everything names no ids: any document of the collection went.
+        feed::notify(&tx, &Change::documents(collection, ids, ChangeKind::Remove)).await?;
+    }
     tx.commit().await?;
     Ok(removed)
 }
@@ -462,6 +482,10 @@ pub(crate) async fn drop_collection(client: &mut Client, collection: &str) -> Re
     let tx = client.transaction().await?;
     schema::lock_ddl(&tx, collection).await?;
     schema::drop_collection(&tx, collection).await?;
+    let change = Change::Resync {
+        collection: Some(collection.into()),
+    };
+    feed::notify(&tx, &change).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -65,6 +65,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use self::pool::Pool;
+use crate::feed::{Change, ChangeKind};
 use crate::{Document, Error, Query, Result, Selector, Store, Update, UpdateOptions, UpdateResult};
 
 /// Reader connections per store: enough for the two or four cores of a small server to read in
@@ -86,6 +87,8 @@ const INLINE_PAGE_ROWS: u64 = 32;
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: Arc<Pool>,
+    /// Told after each committed write of this process (see [`SqliteStore::committed`]).
+    feed: crate::ChangeFeed,
 }
 
 impl SqliteStore {
@@ -107,6 +110,7 @@ impl SqliteStore {
         .await?;
         Ok(SqliteStore {
             pool: Arc::new(pool),
+            feed: crate::ChangeFeed::new(),
         })
     }
 
@@ -124,9 +128,22 @@ impl SqliteStore {
     where
         I: IntoIterator<Item = Document> + Send + 'static,
     {
-        let collection = collection.to_owned();
-        self.with_writer(move |conn| write::insert_many(conn, &collection, docs))
-            .await
+        let name = collection.to_owned();
+        let ids = self
+            .with_writer(move |conn| write::insert_many(conn, &name, docs))
+            .await?;
+        self.committed(Change::documents(
+            collection,
+            ids.clone(),
+            ChangeKind::Insert,
+        ));
+        Ok(ids)
+    }
+
+    /// The change feed hook: called once a write has committed, with what it changed. Writes
+    /// of other processes on the same file are not seen (out of scope, as the docs say).
+    fn committed(&self, change: Change) {
+        self.feed.publish(change);
     }
 
     /// Runs `f` on a reader connection in the blocking pool.
@@ -175,9 +192,16 @@ where
 #[async_trait]
 impl Store for SqliteStore {
     async fn insert(&self, collection: &str, doc: Document) -> Result<String> {
-        let collection = collection.to_owned();
-        self.with_writer(move |conn| write::insert(conn, &collection, doc))
-            .await
+        let name = collection.to_owned();
+        let id = self
+            .with_writer(move |conn| write::insert(conn, &name, doc))
+            .await?;
+        self.committed(Change::documents(
+            collection,
+            vec![id.clone()],
+            ChangeKind::Insert,
+        ));
+        Ok(id)
     }
 
     async fn insert_many(&self, collection: &str, docs: Vec<Document>) -> Result<Vec<String>> {
@@ -276,18 +300,28 @@ impl Store for SqliteStore {
         update: &Update,
         options: UpdateOptions,
     ) -> Result<UpdateResult> {
-        let collection = collection.to_owned();
-        let selector = selector.clone();
+        let name = collection.to_owned();
+        let owned = selector.clone();
         let update = update.clone();
-        self.with_writer(move |conn| write::update(conn, &collection, &selector, &update, options))
-            .await
+        let result = self
+            .with_writer(move |conn| write::update(conn, &name, &owned, &update, options))
+            .await?;
+        if result.modified > 0 || result.upserted_id.is_some() {
+            self.committed(Change::of_update(collection, selector, &result));
+        }
+        Ok(result)
     }
 
     async fn remove(&self, collection: &str, selector: &Selector) -> Result<u64> {
-        let collection = collection.to_owned();
-        let selector = selector.clone();
-        self.with_writer(move |conn| write::remove(conn, &collection, &selector))
-            .await
+        let name = collection.to_owned();
+        let owned = selector.clone();
+        let removed = self
+            .with_writer(move |conn| write::remove(conn, &name, &owned))
+            .await?;
+        if removed > 0 {
+            self.committed(Change::of_remove(collection, selector));
+        }
+        Ok(removed)
     }
 
     async fn ensure_index(&self, collection: &str, path: &str) -> Result<()> {
@@ -305,9 +339,13 @@ impl Store for SqliteStore {
     }
 
     async fn drop_collection(&self, collection: &str) -> Result<()> {
-        let collection = collection.to_owned();
-        self.with_writer(move |conn| write::drop_collection(conn, &collection))
-            .await
+        let name = collection.to_owned();
+        self.with_writer(move |conn| write::drop_collection(conn, &name))
+            .await?;
+        self.committed(Change::Resync {
+            collection: Some(collection.into()),
+        });
+        Ok(())
     }
 
     async fn list_collections(&self) -> Result<Vec<String>> {
@@ -319,11 +357,20 @@ impl Store for SqliteStore {
         ops: Vec<crate::BatchOp>,
     ) -> std::result::Result<Vec<crate::BatchOutcome>, crate::BatchError> {
         let pool = Arc::clone(&self.pool);
+        let targets = crate::feed::batch_targets(&ops);
         let ran =
             run_blocking(move || Ok(pool.write(move |conn| Ok(write::batch(conn, ops))))).await;
-        match ran {
-            Ok(Ok(done)) => done,
-            Ok(Err(e)) | Err(e) => Err(crate::BatchError::new(0, e)),
+        let outcomes = match ran {
+            Ok(Ok(done)) => done?,
+            Ok(Err(e)) | Err(e) => return Err(crate::BatchError::new(0, e)),
+        };
+        for change in crate::feed::batch_changes(targets, &outcomes) {
+            self.committed(change);
         }
+        Ok(outcomes)
+    }
+
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
+        Some(self.feed.subscribe())
     }
 }

@@ -1,0 +1,146 @@
+//! Who a live stream runs as, and the checks that end it when that caller's token is logged out
+//! or expires.
+
+use std::sync::{Mutex, PoisonError};
+
+use chrono::{DateTime, Utc};
+use portico_store::{Document, lookup_path};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::Accounts;
+
+/// Where the login tokens of a user record are, and the part of a token path inside them.
+const LOGIN_TOKENS: &str = "services.resume.loginTokens";
+
+/// Who a live stream runs as: anonymous, or a user authenticated with a hashed token at a path
+/// of the user record (re-checked whenever that user's record changes, and at the token's
+/// expiry), or a user trusted without a token (never re-checked).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LiveCaller {
+    pub(crate) user_id: Option<String>,
+    pub(crate) token: Option<(String, String)>,
+}
+
+impl LiveCaller {
+    /// An anonymous caller.
+    pub fn anonymous() -> LiveCaller {
+        LiveCaller::default()
+    }
+
+    /// The user `user_id`, authenticated by the hashed token `hashed` found at `path` of its
+    /// record (the default path is [`crate::TOKEN_PATH`]). The stream ends when the record no
+    /// longer holds the token there (logout) or the token expires.
+    pub fn with_token(
+        user_id: impl Into<String>,
+        path: impl Into<String>,
+        hashed: impl Into<String>,
+    ) -> LiveCaller {
+        LiveCaller {
+            user_id: Some(user_id.into()),
+            token: Some((path.into(), hashed.into())),
+        }
+    }
+
+    /// The user `user_id`, trusted as is (a host's own authentication): nothing ends the stream
+    /// but the client.
+    pub fn trusted(user_id: impl Into<String>) -> LiveCaller {
+        LiveCaller {
+            user_id: Some(user_id.into()),
+            token: None,
+        }
+    }
+
+    /// The user id, `None` when anonymous.
+    pub fn user_id(&self) -> Option<&str> {
+        self.user_id.as_deref()
+    }
+}
+
+/// When the token `hashed` at `path` of `user` expires (tokens under the login-token list only).
+fn expiry(accounts: &Accounts, user: &Document, path: &str, hashed: &str) -> Option<DateTime<Utc>> {
+    let field = path.strip_prefix("services.resume.loginTokens.")?;
+    let lifetime = accounts.config().token_lifetime;
+    lookup_path(user, LOGIN_TOKENS)
+        .into_iter()
+        .flat_map(|v| match v {
+            Value::Array(items) => items.iter().collect::<Vec<_>>(),
+            other => vec![other],
+        })
+        .filter_map(Value::as_object)
+        .filter(|entry| {
+            lookup_path(entry, field)
+                .into_iter()
+                .any(|v| v.as_str() == Some(hashed))
+        })
+        .filter_map(|entry| entry.get("when").and_then(crate::time::parse_date))
+        .map(|when| when + lifetime)
+        .max()
+}
+
+/// One open stream's control: its caller, the token's expiry, and the switch that ends it.
+#[derive(Debug)]
+pub(crate) struct Control {
+    pub(crate) caller: LiveCaller,
+    expires: Mutex<Option<DateTime<Utc>>>,
+    end: watch::Sender<Option<&'static str>>,
+}
+
+impl Control {
+    pub(crate) fn new(caller: LiveCaller) -> Control {
+        Control {
+            caller,
+            expires: Mutex::new(None),
+            end: watch::channel(None).0,
+        }
+    }
+
+    /// Ends the stream with `reason` (the first reason wins).
+    pub(crate) fn end(&self, reason: &'static str) {
+        self.end.send_if_modified(|r| {
+            if r.is_none() {
+                *r = Some(reason);
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    pub(crate) fn ended(&self) -> Option<&'static str> {
+        *self.end.borrow()
+    }
+
+    pub(crate) fn watch(&self) -> watch::Receiver<Option<&'static str>> {
+        self.end.subscribe()
+    }
+
+    /// True when the token's expiry has passed.
+    pub(crate) fn expired(&self, now: DateTime<Utc>) -> bool {
+        self.expires
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some_and(|at| at <= now)
+    }
+
+    /// Looks the caller's token up again: ends the stream when it no longer finds the caller,
+    /// else notes the token's expiry. A trusted or anonymous caller is never ended.
+    pub(crate) async fn recheck(&self, accounts: &Accounts) {
+        let (Some(user_id), Some((path, hashed))) = (&self.caller.user_id, &self.caller.token)
+        else {
+            return;
+        };
+        match accounts.user_by_hashed_token(path, hashed).await {
+            Ok(Some(user)) if portico_store::document_id(&user) == Some(user_id.as_str()) => {
+                *self.expires.lock().unwrap_or_else(PoisonError::into_inner) =
+                    expiry(accounts, &user, path, hashed);
+            }
+            Ok(_) => self.end("logged-out"),
+            Err(e) => {
+                // Fail closed: a stream whose caller cannot be checked does not go on.
+                tracing::warn!(error = %e, "live stream: could not re-check the caller's token");
+                self.end("error");
+            }
+        }
+    }
+}

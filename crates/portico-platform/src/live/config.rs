@@ -1,0 +1,28 @@
+//! [`LiveConfig`]: the limits of live streams.
+
+use std::time::Duration;
+
+/// Limits of live streams (see [`crate::PlatformConfig::live`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveConfig {
+    /// The most streams open at once on this server; one more is refused (the doors answer
+    /// 503). 10,000 by default.
+    pub max_streams: usize,
+    /// Events buffered per subscriber. A subscriber that lets this many pile up (a client that
+    /// reads too slowly) has its stream ended, so no subscriber holds unbounded memory. 256
+    /// by default.
+    pub buffer: usize,
+    /// How often an idle stream sends a keep-alive comment (`: ping`), so proxies keep it open.
+    /// 15 s by default.
+    pub ping: Duration,
+}
+
+impl Default for LiveConfig {
+    fn default() -> Self {
+        LiveConfig {
+            max_streams: 10_000,
+            buffer: 256,
+            ping: Duration::from_secs(15),
+        }
+    }
+}

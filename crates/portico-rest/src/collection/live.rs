@@ -1,0 +1,65 @@
+//! A generated collection's getAll url requested with `Accept: text/event-stream`: the same
+//! list (its `where`, `sort`, `skip`, `limit` and `fields`, the collection's access scope, the
+//! route's authentication) followed live as server-sent events (see
+//! [`portico_edge::event_stream`]). The stream runs as the caller and ends when the caller's
+//! token is logged out or expires. The collection's after hook does not see stream events.
+
+use portico_platform::LiveCaller;
+use portico_store::Query;
+
+use super::list::ListParams;
+use super::{CollectionState, scoped};
+use crate::{Context, Reply};
+
+/// The token path the request was authenticated with (`auth.token`), left in the request's
+/// extensions by the dispatcher for streaming requests.
+#[derive(Debug, Clone)]
+pub(crate) struct TokenPath(pub(crate) String);
+
+/// Who the stream runs as.
+fn caller(ctx: &Context) -> LiveCaller {
+    let path = ctx.request.extensions.get::<TokenPath>();
+    match (&ctx.user_id, &ctx.hashed_token, path) {
+        (Some(user_id), Some(hashed), Some(path)) => {
+            LiveCaller::with_token(user_id.clone(), path.0.clone(), hashed.clone())
+        }
+        (Some(user_id), _, _) => LiveCaller::trusted(user_id.clone()),
+        (None, _, _) => LiveCaller::anonymous(),
+    }
+}
+
+/// Streams the list `ctx` asks for; the reply is the stream, or the error a snapshot would get.
+pub(crate) async fn get_all(state: &CollectionState, ctx: &Context) -> Reply {
+    match stream(state, ctx).await {
+        Ok(reply) | Err(reply) => reply,
+    }
+}
+
+async fn stream(state: &CollectionState, ctx: &Context) -> Result<Reply, Reply> {
+    let params = ListParams::parse(
+        &ctx.query_params,
+        state.default_page_size,
+        state.max_page_size,
+    )?;
+    let projection = state.records.list_projection(&params)?;
+    let selector = scoped(state, ctx, params.filter.clone())?;
+    let query = Query {
+        selector,
+        sort: params.sort.clone(),
+        skip: params.skip,
+        limit: Some(params.limit),
+        projection,
+    };
+    let platform = &ctx.platform;
+    let stream = platform
+        .live_query(state.collection.name(), query, caller(ctx))
+        .await
+        .map_err(|e| match e.status {
+            Some(status) if status != 500 => Reply::error(status, e.reason.unwrap_or(e.error)),
+            _ => Reply::internal(e.reason.unwrap_or(e.error)),
+        })?;
+    Ok(Reply::raw(portico_edge::event_stream(
+        stream,
+        platform.live_config().ping,
+    )))
+}

@@ -1,0 +1,223 @@
+//! The change feed on PostgreSQL: every write sends a notification inside its own transaction
+//! (PostgreSQL delivers it only when, and only if, the transaction commits), and every instance
+//! listens on a dedicated connection and publishes what it hears to its in-process feed.
+//!
+//! The listener reconnects by itself (with a growing pause, up to [`MAX_BACKOFF`]) and then
+//! publishes a [`Change::Resync`]: notifications sent while it was away are lost, so everything
+//! is re-checked. A slow safety re-check ([`SAFETY_RECHECK`]) does the same, so a notification
+//! missed for any other reason heals itself. A payload that would not fit PostgreSQL's 8000-byte
+//! limit names the collection only (any of its documents may have changed).
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use deadpool_postgres::Transaction;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio_postgres::{AsyncMessage, NoTls};
+
+use crate::Result;
+use crate::feed::{Change, ChangeFeed, ChangeKind};
+
+/// The notification channel every instance listens on.
+pub(crate) const CHANNEL: &str = "portico_changes";
+
+/// How often everything is re-checked even without a missed notification.
+pub(crate) const SAFETY_RECHECK: Duration = Duration::from_secs(30);
+
+/// The longest pause between two attempts to reconnect the listener.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Payloads larger than this name the collection only (PostgreSQL refuses 8000 bytes or more).
+const MAX_PAYLOAD: usize = 7000;
+
+fn kind_code(kind: ChangeKind) -> &'static str {
+    match kind {
+        ChangeKind::Insert => "i",
+        ChangeKind::Update => "u",
+        ChangeKind::Remove => "r",
+    }
+}
+
+/// The payload of `change`.
+fn encode(change: &Change) -> String {
+    let value = match change {
+        Change::Documents {
+            collection,
+            ids,
+            kind,
+        } => {
+            let full = json!({"c": &**collection, "k": kind_code(*kind), "ids": ids}).to_string();
+            if full.len() <= MAX_PAYLOAD {
+                return full;
+            }
+            json!({"c": &**collection, "k": kind_code(*kind), "ids": []})
+        }
+        Change::Resync { collection } => json!({"c": collection.as_deref(), "k": "s"}),
+    };
+    value.to_string()
+}
+
+/// The change a payload tells; `None` for one that is not Portico's.
+fn decode(payload: &str) -> Option<Change> {
+    let value: Value = serde_json::from_str(payload).ok()?;
+    let collection = value.get("c").and_then(Value::as_str);
+    let kind = match value.get("k")?.as_str()? {
+        "i" => ChangeKind::Insert,
+        "u" => ChangeKind::Update,
+        "r" => ChangeKind::Remove,
+        "s" => {
+            return Some(Change::Resync {
+                collection: collection.map(Into::into),
+            });
+        }
+        _ => return None,
+    };
+    let ids = value
+        .get("ids")?
+        .as_array()?
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    Some(Change::documents(collection?, ids, kind))
+}
+
+/// Sends `change` inside `tx`: delivered to every listener when `tx` commits, never otherwise.
+pub(crate) async fn notify(tx: &Transaction<'_>, change: &Change) -> Result<()> {
+    let stmt = tx.prepare_cached("SELECT pg_notify($1, $2)").await?;
+    tx.execute(&stmt, &[&CHANNEL, &encode(change)]).await?;
+    Ok(())
+}
+
+/// Listens for notifications on a connection of its own and publishes them to `feed`, until
+/// the store holding `feed` is gone.
+pub(crate) async fn listen(config: tokio_postgres::Config, feed: Weak<ChangeFeed>) {
+    let mut backoff = Duration::from_millis(100);
+    let mut first = true;
+    loop {
+        if feed.strong_count() == 0 {
+            return;
+        }
+        match config.connect(NoTls).await {
+            Ok((client, mut connection)) => {
+                let mut messages =
+                    futures::stream::poll_fn(move |cx| connection.poll_message(cx)).boxed();
+                // The connection must be polled while LISTEN runs, and after.
+                let sql = format!("LISTEN {CHANNEL}");
+                let listening = {
+                    let listen = client.batch_execute(&sql);
+                    tokio::pin!(listen);
+                    loop {
+                        tokio::select! {
+                            done = &mut listen => break done.is_ok(),
+                            message = messages.next() => if message.is_none() { break false },
+                        }
+                    }
+                };
+                if listening {
+                    backoff = Duration::from_millis(100);
+                    if !first {
+                        tracing::info!(
+                            "postgres change feed: listening again; re-checking everything"
+                        );
+                    }
+                    // Whatever was sent while no one listened is lost: re-check everything.
+                    if let Some(feed) = feed.upgrade() {
+                        feed.publish(Change::Resync { collection: None });
+                    }
+                    first = false;
+                    if !pump(&mut messages, &feed).await {
+                        return;
+                    }
+                    tracing::warn!(
+                        "postgres change feed: the listening connection closed; reconnecting"
+                    );
+                }
+                drop(client);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "postgres change feed: cannot connect the listener; retrying");
+            }
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// Publishes notifications until the connection ends (true) or the feed is gone (false).
+async fn pump(
+    messages: &mut futures::stream::BoxStream<
+        '_,
+        std::result::Result<AsyncMessage, tokio_postgres::Error>,
+    >,
+    feed: &Weak<ChangeFeed>,
+) -> bool {
+    let mut safety = tokio::time::interval(SAFETY_RECHECK);
+    safety.tick().await;
+    // A dropped store closes its listening connection within a second.
+    let mut alive = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = alive.tick() => if feed.strong_count() == 0 { return false },
+            message = messages.next() => match message {
+                Some(Ok(AsyncMessage::Notification(n))) => {
+                    let Some(feed) = feed.upgrade() else { return false };
+                    if n.channel() == CHANNEL {
+                        if let Some(change) = decode(n.payload()) {
+                            feed.publish(change);
+                        }
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => return true,
+            },
+            _ = safety.tick() => {
+                let Some(feed) = feed.upgrade() else { return false };
+                feed.publish(Change::Resync { collection: None });
+            }
+        }
+    }
+}
+
+/// The feed of a store, and whether its listener was started.
+#[derive(Debug, Default)]
+pub(crate) struct Feed {
+    pub(crate) feed: Arc<ChangeFeed>,
+    started: std::sync::OnceLock<()>,
+}
+
+impl Feed {
+    /// A reader of the feed; the first call starts the listener (inside a tokio runtime).
+    pub(crate) fn subscribe(
+        &self,
+        config: &tokio_postgres::Config,
+    ) -> tokio::sync::broadcast::Receiver<Change> {
+        let rx = self.feed.subscribe();
+        self.started.get_or_init(|| {
+            tokio::spawn(listen(config.clone(), Arc::downgrade(&self.feed)));
+        });
+        rx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_round_trip_and_large_ones_name_the_collection() {
+        let change = Change::documents("c", vec!["a".into(), "b".into()], ChangeKind::Update);
+        assert_eq!(decode(&encode(&change)), Some(change));
+        let resync = Change::Resync { collection: None };
+        assert_eq!(decode(&encode(&resync)), Some(resync));
+        let many: Vec<String> = (0..2000).map(|i| format!("id-{i}")).collect();
+        let big = Change::documents("c", many, ChangeKind::Remove);
+        let text = encode(&big);
+        assert!(text.len() < 8000);
+        assert_eq!(
+            decode(&text),
+            Some(Change::documents("c", vec![], ChangeKind::Remove))
+        );
+        assert_eq!(decode("not json"), None);
+    }
+}
