@@ -89,6 +89,7 @@ pub mod sqlite;
 pub use batch::{BatchError, BatchFailure, BatchOp, BatchOutcome};
 pub use document::{
     Document, MAX_DOCUMENT_BYTES, MAX_ID_BYTES, check_len, check_size, document_id, etag,
+    etag_of_json,
     prepare_insert,
 };
 pub use error::{Error, ErrorKind, Result};
@@ -98,5 +99,6 @@ pub use projection::Projection;
 pub use selector::Selector;
 pub use sort::Sort;
 pub use store::{Query, Store, UpdateOptions, UpdateResult};
+pub(crate) use store::encode_all;
 pub use url::{open, redact_url};
 pub use value::{compare_values, lookup_path};

@@ -93,6 +93,17 @@ pub trait Store: Send + Sync + 'static {
     /// Backend failures.
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>>;
 
+    /// The documents [`Store::find`] returns, each as its compact JSON text (an object), for a
+    /// reply that embeds them as they are. A backend that stores JSON text answers a query
+    /// without filter, sort or projection from that text, without decoding a document; this
+    /// default encodes what `find` returns.
+    ///
+    /// # Errors
+    /// As [`Store::find`].
+    async fn find_json(&self, collection: &str, query: &Query) -> Result<Vec<String>> {
+        encode_all(&self.find(collection, query).await?)
+    }
+
     /// Returns the first document matching `selector`, if any.
     ///
     /// # Errors
@@ -186,4 +197,18 @@ pub trait Store: Send + Sync + 'static {
         let _ = ops;
         Err(BatchError::new(0, BatchFailure::Unsupported))
     }
+}
+
+/// Each document as its compact JSON text (what [`Store::find_json`] returns by default).
+///
+/// # Errors
+/// [`crate::Error::Backend`] when a document cannot be encoded (a map with string keys always
+/// can; kept as an error rather than a panic).
+pub(crate) fn encode_all(docs: &[Document]) -> Result<Vec<String>> {
+    docs.iter()
+        .map(|doc| {
+            serde_json::to_string(doc)
+                .map_err(|e| crate::Error::Backend(format!("cannot encode a document: {e}")))
+        })
+        .collect()
 }

@@ -56,6 +56,10 @@ impl Store for Measured {
         timed("find", self.0.find(collection, query)).await
     }
 
+    async fn find_json(&self, collection: &str, query: &Query) -> StoreResult<Vec<String>> {
+        timed("find", self.0.find_json(collection, query)).await
+    }
+
     async fn find_one(
         &self,
         collection: &str,

@@ -213,6 +213,26 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn find_json(&self, collection: &str, query: &Query) -> Result<Vec<String>> {
+        // A page of the whole collection in `_id` order is sent as stored: the rows' JSON text,
+        // with no document decoded and encoded again (a list endpoint without filter or sort).
+        // Anything else is `find`, encoded.
+        if !(query.selector.is_all() && query.sort.is_none() && query.projection.is_none()) {
+            return crate::encode_all(&self.find(collection, query).await?);
+        }
+        let (skip, limit) = (query.skip, query.limit);
+        if limit.is_some_and(|limit| skip.saturating_add(limit) <= INLINE_PAGE_ROWS)
+            && let Some(Ok(found)) = self
+                .pool
+                .try_read_now(|conn| query::page_json(conn, collection, skip, limit))
+        {
+            return Ok(found);
+        }
+        let collection = collection.to_owned();
+        self.with_reader(move |conn| query::page_json(conn, &collection, skip, limit))
+            .await
+    }
+
     async fn find_one(&self, collection: &str, selector: &Selector) -> Result<Option<Document>> {
         // Lookups through the primary key or an index (a login token on every authenticated
         // request) are point reads too, and run inline like `get` below, within a budget of
