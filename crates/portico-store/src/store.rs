@@ -184,6 +184,19 @@ pub trait Store: Send + Sync + 'static {
     /// Backend failures.
     async fn list_collections(&self) -> Result<Vec<String>>;
 
+    /// A number that differs from any earlier answer once a write to `collection` may have
+    /// committed since, made through this store, another store on the same data or another
+    /// process. Read it before reading data you mean to keep (a cache); while it is unchanged,
+    /// nothing you read since has changed. `None` when the backend cannot tell cheaply (many
+    /// servers on one PostgreSQL database): then nothing read may be cached.
+    ///
+    /// It may change more often than needed (the SQLite backend changes it on a commit to any
+    /// collection), never less.
+    fn change_stamp(&self, collection: &str) -> Option<u64> {
+        let _ = collection;
+        None
+    }
+
     /// Applies `ops` in order, all or nothing, in one transaction: a reader sees either none of
     /// them or all of them, and when one fails nothing is written. Each write sees the ones
     /// before it (insert a document, then update it). Returns what each write did, in order.

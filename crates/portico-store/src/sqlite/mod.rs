@@ -330,6 +330,13 @@ impl Store for SqliteStore {
             .await
     }
 
+    fn change_stamp(&self, _collection: &str) -> Option<u64> {
+        // SQLite's data version of the whole file: any commit on another connection changes
+        // it, also one of another process (`portico users remove` beside the server), so a
+        // cache keyed on it never outlives a write it did not see.
+        self.pool.data_version()
+    }
+
     async fn list_collections(&self) -> Result<Vec<String>> {
         self.with_reader(schema::list_collections).await
     }
