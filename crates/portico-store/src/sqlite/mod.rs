@@ -31,6 +31,7 @@
 //! | `plan.rs` | narrowing the candidates of a selector with SQL (primary key, index, text) |
 //! | `query.rs` | `find`, `count`, `get`: candidates decided by the reference matcher, paged |
 //! | `write.rs` | insert, update, remove, `ensure_index`, drop, each one transaction |
+//! | `group.rs` | group commit: concurrent single inserts share one transaction, each in a savepoint |
 //!
 //! Each collection is a table `(id TEXT PRIMARY KEY, doc TEXT)` holding the document as JSON
 //! text. An acknowledged write survives the process being killed (see `pool.rs` for why WAL
@@ -49,6 +50,7 @@
 //! hand-off costs about as much as they do.
 
 mod error;
+mod group;
 mod index;
 mod plan;
 mod pool;
@@ -86,6 +88,8 @@ const INLINE_PAGE_ROWS: u64 = 32;
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: Arc<Pool>,
+    /// Single inserts waiting for their group commit (see `group.rs`).
+    inserts: Arc<group::InsertQueue>,
 }
 
 impl SqliteStore {
@@ -107,6 +111,7 @@ impl SqliteStore {
         .await?;
         Ok(SqliteStore {
             pool: Arc::new(pool),
+            inserts: Arc::default(),
         })
     }
 
@@ -175,9 +180,9 @@ where
 #[async_trait]
 impl Store for SqliteStore {
     async fn insert(&self, collection: &str, doc: Document) -> Result<String> {
-        let collection = collection.to_owned();
-        self.with_writer(move |conn| write::insert(conn, &collection, doc))
-            .await
+        // Concurrent inserts share a transaction (group commit); each is answered once the
+        // transaction holding it committed.
+        self.inserts.insert(&self.pool, collection, doc).await
     }
 
     async fn insert_many(&self, collection: &str, docs: Vec<Document>) -> Result<Vec<String>> {
