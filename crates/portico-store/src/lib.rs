@@ -89,8 +89,7 @@ pub mod sqlite;
 pub use batch::{BatchError, BatchFailure, BatchOp, BatchOutcome};
 pub use document::{
     Document, MAX_DOCUMENT_BYTES, MAX_ID_BYTES, check_len, check_size, document_id, etag,
-    etag_of_json,
-    prepare_insert,
+    etag_of_json, prepare_insert,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use id::{IdKind, new_id, new_object_id};
@@ -98,7 +97,7 @@ pub use modifier::Update;
 pub use projection::Projection;
 pub use selector::Selector;
 pub use sort::Sort;
-pub use store::{Query, Store, UpdateOptions, UpdateResult};
 pub(crate) use store::encode_all;
+pub use store::{Query, Store, UpdateOptions, UpdateResult};
 pub use url::{open, redact_url};
 pub use value::{compare_values, lookup_path};

@@ -98,7 +98,9 @@ async fn change_stamps_move_on_writes_and_are_absent_in_memory() -> TestResult {
     let (_dir, p) = crate::common::sqlite().await?;
     let before = p.store().change_stamp(USERS).ok_or("sqlite has a stamp")?;
     assert_eq!(p.store().change_stamp(USERS), Some(before));
-    p.collection("other").insert(crate::common::doc(json!({"a": 1}))).await?;
+    p.collection("other")
+        .insert(crate::common::doc(json!({"a": 1})))
+        .await?;
     assert_ne!(p.store().change_stamp(USERS), Some(before));
     let m = crate::common::memory().await?;
     assert_eq!(m.store().change_stamp(USERS), None);

