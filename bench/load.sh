@@ -5,11 +5,12 @@
 # Usage: YARDSTICK=/path/to/yardstick bench/load.sh
 #   YARDSTICK  the yardstick directory (seed.py, wrk/, rust/); default ../shared/bench beside the repo
 #   ITEMS      seeded documents (default 10000)      SECS    seconds per measurement (default 10)
-#   ROUNDS     rounds per workload, medians reported (default 3)
+#   ROUNDS     rounds (servers take turns in each), medians reported (default 3)
 #   CONNS      wrk connections (default 32)          WARMUP  seconds of warm-up first (default 2)
 #   PROFILE    cargo profile for portico (default release; `profiling` keeps symbols for perf)
 #   NO_BUILD=1 use the binaries already built       KEEP=1 keep the work directory
-#   PORTICO_BIN  measure this portico binary instead of target/$PROFILE/portico (an older build)
+#   PORTICO_BIN  measure this portico binary instead of target/$PROFILE/portico
+#   PORTICO_BEFORE  also measure this (older) portico binary in the same run, for before/after
 # Needs wrk, taskset, python3. Server pinned to CPU 0, wrk to CPU 1, one server at a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -85,7 +86,9 @@ start() {
     portico*)
       rm -f "$work/portico-run.db"*
       for f in "$work"/portico.db*; do cp "$f" "$work/portico-run${f#"$work"/portico}"; done
-      RUST_LOG=$2 taskset -c 0 "$PORTICO" serve --config "$work/portico.toml" \
+      local bin=$PORTICO
+      if [ "$1" = portico-before ]; then bin=$PORTICO_BEFORE; fi
+      RUST_LOG=$2 taskset -c 0 "$bin" serve --config "$work/portico.toml" \
         --listen "127.0.0.1:$port" >/dev/null 2>>"$work/$1.log" & ;;
   esac
   server_pid=$!
@@ -126,22 +129,26 @@ measure() {
   echo "  $1 $2 round $3: $line" >&2
 }
 
-# run SERVER LOG_LEVEL WORKLOADS...: rounds of each workload (insert last: it grows the data).
+# run ROUND SERVER LOG_LEVEL WORKLOADS...: one round of each workload (insert last: it grows
+# the data), then the server's peak RSS.
 run() {
-  local name=$1 level=$2
-  shift 2
+  local round=$1 name=$2 level=$3
+  shift 3
   start "$name" "$level"
-  for r in $(seq 1 "$ROUNDS"); do
-    for w in "$@"; do measure "$name" "$w" "$r"; done
-  done
+  for w in "$@"; do measure "$name" "$w" "$round"; done
   echo "$name rss $(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")" >> "$results"
   stop
 }
 
-run bare - get
-run axum-sqlite - get auth-get list insert
-run portico warn get auth-get list insert
-run portico-log info get list
+# Servers take turns within each round, so a machine whose load drifts during the run treats
+# them alike; each start is on a fresh copy of the data.
+for r in $(seq 1 "$ROUNDS"); do
+  run "$r" bare - get
+  run "$r" axum-sqlite - get auth-get list insert
+  run "$r" portico warn get auth-get list insert
+  if [ -n "${PORTICO_BEFORE:-}" ]; then run "$r" portico-before warn get auth-get list insert; fi
+  run "$r" portico-log info get list
+done
 
 python3 - "$results" "$ITEMS" "$CONNS" "$SECS" "$ROUNDS" <<'PY'
 import statistics, sys
@@ -150,7 +157,7 @@ runs, rss = {}, {}
 for line in open(path):
     f = line.split()
     if f[1] == "rss":
-        rss[f[0]] = int(f[2]) / 1024
+        rss[f[0]] = max(rss.get(f[0], 0), int(f[2]) / 1024)
         continue
     kv = dict(x.split("=", 1) for x in f[4:])
     runs.setdefault((f[0], f[1]), []).append(kv)
@@ -169,6 +176,17 @@ for w, label in names.items():
     vs_bare = f"{p / b:.2f}x" if b else "-"
     print(f"| {label} | {b and f'{b:,.0f}' or '-'} | {a:,.0f} | {p:,.0f} | {p / a:.2f}x | {vs_bare} | "
           f"{ap / 1000:.2f} | {pp / 1000:.2f} | {pp / ap:.2f}x | {bad('axum-sqlite', w)}/{bad('portico', w)} |")
+if ("portico-before", "get") in runs:
+    print("\nbefore (PORTICO_BEFORE) in the same run:\n")
+    print("| workload | before req/s | vs axum-sqlite | before p99 ms | p99 ratio | after / before |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for w, label in names.items():
+        a, p, q = med("axum-sqlite", w, "rps"), med("portico", w, "rps"), med("portico-before", w, "rps")
+        ap, qp = med("axum-sqlite", w, "p99_us"), med("portico-before", w, "p99_us")
+        print(f"| {label} | {q:,.0f} | {q / a:.2f}x | {qp / 1000:.2f} | {qp / ap:.2f}x | {p / q:.2f}x |")
+    bg, bag = med("portico-before", "get", "rps"), med("portico-before", "auth-get", "rps")
+    print(f"\nbefore: authenticated / unauthenticated get by id: {bag / bg:.2f}x; "
+          f"errors {sum(bad('portico-before', w) for w in names)}")
 g, ag = med("portico", "get", "rps"), med("portico", "auth-get", "rps")
 print(f"\nportico authenticated / unauthenticated get by id: {ag / g:.2f}x")
 for w in ("get", "list"):
