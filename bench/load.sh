@@ -1,91 +1,196 @@
 #!/usr/bin/env bash
-# Load run: `portico serve` against the hand-written axum + rusqlite baseline, same machine, same run.
-# Usage: bench/load.sh [ITEMS] [SECONDS]   (needs wrk: apt-get install wrk)
-# PROFILE=profiling bench/load.sh builds with symbols and debug info, for perf while it runs.
-# Server pinned to CPU 0, wrk to CPU 1. Prints req/s and p99 for each scenario and the ratios.
+# Load run: `portico serve` beside the yardstick's reference servers (`peer-bare`, the ceiling,
+# and `peer-axum-sqlite`, the hand-written baseline), in ONE run, on the same seeded data.
+#
+# Usage: YARDSTICK=/path/to/yardstick bench/load.sh
+#   YARDSTICK  the yardstick directory (seed.py, wrk/, rust/); default ../shared/bench beside the repo
+#   ITEMS      seeded documents (default 10000)      SECS    seconds per measurement (default 10)
+#   ROUNDS     rounds (servers take turns in each), medians reported (default 3)
+#   CONNS      wrk connections (default 32)          WARMUP  seconds of warm-up first (default 2)
+#   PROFILE    cargo profile for portico (default release; `profiling` keeps symbols for perf)
+#   NO_BUILD=1 use the binaries already built       KEEP=1 keep the work directory
+#   PORTICO_BIN  measure this portico binary instead of target/$PROFILE/portico
+#   PORTICO_BEFORE  also measure this (older) portico binary in the same run, for before/after
+# Needs wrk, taskset, python3. Server pinned to CPU 0, wrk to CPU 1, one server at a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ITEMS=${1:-10000}
-SECS=${2:-10}
-CONNS=${CONNS:-32}
-command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
-PROFILE=${PROFILE:-release}
-cargo build --profile "$PROFILE" -q -p portico-cli -p portico-bench-baseline
-BIN=target/$PROFILE
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+repo=$(pwd)
 
-# Seed both databases with the same items.
-python3 - "$ITEMS" > "$work/items.json" <<'PY'
-import json, sys
-n = int(sys.argv[1])
-sys.stdout.write("[")
-for i in range(n):
-    if i: sys.stdout.write(",")
-    sys.stdout.write(json.dumps({"_id": "item-%07d" % i, "title": "Item %d" % i, "n": i, "tags": ["bench", "load"]}))
-sys.stdout.write("]")
-PY
+YARDSTICK=${YARDSTICK:-$repo/../shared/bench}
+if [ ! -f "$YARDSTICK/seed.py" ] || [ ! -d "$YARDSTICK/wrk" ] || [ ! -f "$YARDSTICK/rust/Cargo.toml" ]; then
+  echo "no yardstick directory at '$YARDSTICK' (seed.py, wrk/, rust/Cargo.toml);" >&2
+  echo "set YARDSTICK=/path/to/it (see bench/README.md)" >&2
+  exit 2
+fi
+YARDSTICK=$(cd "$YARDSTICK" && pwd)
+for tool in wrk taskset python3 curl; do
+  command -v "$tool" >/dev/null || { echo "$tool is not installed" >&2; exit 2; }
+done
+ITEMS=${ITEMS:-10000}
+SECS=${SECS:-10}
+ROUNDS=${ROUNDS:-3}
+CONNS=${CONNS:-32}
+WARMUP=${WARMUP:-2}
+PROFILE=${PROFILE:-release}
+PEER_TARGET=${PEER_TARGET:-/tmp/portico-bench-target}
+
+if [ "${NO_BUILD:-0}" != 1 ]; then
+  CARGO_TARGET_DIR=$PEER_TARGET cargo build --release -q --manifest-path "$YARDSTICK/rust/Cargo.toml"
+  cargo build --profile "$PROFILE" -q -p portico-cli
+fi
+PORTICO=${PORTICO_BIN:-$repo/target/$PROFILE/portico}
+BARE=$PEER_TARGET/release/peer-bare
+AXUM=$PEER_TARGET/release/peer-axum-sqlite
+
+work=$(mktemp -d /tmp/portico-load.XXXXXX)
+server_pid=
+cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
+  if [ "${KEEP:-0}" = 1 ]; then echo "kept $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+python3 "$YARDSTICK/seed.py" --out "$work/data" --items "$ITEMS" >/dev/null
+data=$work/data
+token=$(cat "$data/token.txt")
+# Portico gets the same items and the same user (its token) through `portico import`.
+"$PORTICO" import --database "sqlite:$work/portico.db" --collection items "$data/portico-items.json" >/dev/null
+"$PORTICO" import --database "sqlite:$work/portico.db" --collection users "$data/portico-users.json" >/dev/null
 cat > "$work/portico.toml" <<TOML
-database = "sqlite:$work/portico.db"
+database = "sqlite:$work/portico-run.db"
 [[api]]
 api_path = "api/"
 use_default_auth = true
 auth_failure_delay_ms = 0
 [[api.collection]]
 name = "items"
-auth_required = false   # the insert scenario writes anonymously, as the baseline does
+auth_required = false   # the insert workload writes anonymously, as the baseline does
 [[api.collection]]
 name = "items"
 path = "secure/items"
 auth_required = true
 TOML
-$BIN/portico import --database "sqlite:$work/portico.db" --collection items "$work/items.json" >/dev/null
-$BIN/portico users add --database "sqlite:$work/portico.db" --username bench --password bench-password >/dev/null
 
-taskset -c 0 $BIN/baseline-server "$work/base.db" 127.0.0.1:3911 "$ITEMS" >/dev/null &
-base_pid=$!
-taskset -c 0 $BIN/portico serve --config "$work/portico.toml" --listen 127.0.0.1:3912 >/dev/null 2>&1 &
-portico_pid=$!
-for port in 3911 3912; do
-  for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/api/items/item-0000000" && break; sleep 0.1; done
-done
-token=$(curl -sf -H 'Content-Type: application/json' -d '{"username":"bench","password":"bench-password"}' \
-  http://127.0.0.1:3912/api/login | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["authToken"])')
+results=$work/results.tsv
+: > "$results"
+port=3190
 
-run() { # name port script token prefix
-  local out
-  out=$(ITEMS=$ITEMS TOKEN=$4 PREFIX=$5 taskset -c 1 wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -s "bench/wrk/$3" "http://127.0.0.1:$2" 2>&1)
-  local rps p99
-  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-  local non2xx
-  non2xx=$(awk '/Non-2xx/ {print $5}' <<<"$out")
-  echo "$1 $rps $p99 ${non2xx:-0}"
+# start NAME LOG_LEVEL: starts one server pinned to CPU 0 on a fresh copy of its data.
+start() {
+  port=$((port + 1))
+  case $1 in
+    bare) PORT=$port taskset -c 0 "$BARE" 2>/dev/null & ;;
+    axum-sqlite)
+      rm -f "$work/peer.db"*; cp "$data/seed.db" "$work/peer.db"
+      DB_PATH=$work/peer.db PORT=$port taskset -c 0 "$AXUM" 2>/dev/null & ;;
+    portico*)
+      rm -f "$work/portico-run.db"*
+      for f in "$work"/portico.db*; do cp "$f" "$work/portico-run${f#"$work"/portico}"; done
+      local bin=$PORTICO
+      if [ "$1" = portico-before ]; then bin=$PORTICO_BEFORE; fi
+      RUST_LOG=$2 taskset -c 0 "$bin" serve --config "$work/portico.toml" \
+        --listen "127.0.0.1:$port" >/dev/null 2>>"$work/$1.log" & ;;
+  esac
+  server_pid=$!
+  local first
+  first=$(head -1 "$data/ids.txt")
+  for _ in $(seq 1 100); do
+    curl -sf -o /dev/null "http://127.0.0.1:$port/api/items/$first" && return 0
+    sleep 0.1
+  done
+  echo "$1 did not answer on port $port" >&2
+  exit 1
 }
-to_ms() { awk '{v=$1; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}' <<<"$1"; }
 
-printf "%-22s %12s %10s %12s %10s %8s %8s\n" scenario base_rps base_p99 portico_rps portico_p99 rps_x p99_x
-for scenario in "get-by-id get_by_id.lua - /api/items/" "auth-get-by-id get_by_id.lua TOKEN /api/secure/items/" "list-20 list.lua - -" "insert insert.lua - -"; do
-  read -r name script tok prefix <<<"$scenario"
-  [ "$prefix" = "-" ] && prefix=""
-  btok=""; ptok=""
-  if [ "$tok" = "TOKEN" ]; then btok=bench-token; ptok=$token; fi
-  read -r _ brps bp99 bbad <<<"$(run "$name" 3911 "$script" "$btok" "$prefix")"
-  read -r _ prps pp99 pbad <<<"$(run "$name" 3912 "$script" "$ptok" "$prefix")"
-  bms=$(to_ms "$bp99"); pms=$(to_ms "$pp99")
-  printf "%-22s %12s %10s %12s %10s %8.2f %8.2f  (non-2xx: %s / %s)\n" "$name" "$brps" "$bp99" "$prps" "$pp99" \
-    "$(awk -v a="$prps" -v b="$brps" 'BEGIN{print a/b}')" "$(awk -v a="$pms" -v b="$bms" 'BEGIN{print a/b}')" "$bbad" "$pbad"
+stop() {
+  kill "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=
+}
+
+# measure SERVER WORKLOAD ROUND: one wrk run against the server started last, appended to results.
+measure() {
+  local env=(IDS_FILE="$data/ids.txt" PATH_PREFIX=/api/items/) script=random_get.lua url=http://127.0.0.1:$port
+  case $2 in
+    get) ;;
+    auth-get) env=(IDS_FILE="$data/ids.txt" PATH_PREFIX=/api/secure/items/ TOKEN="$token") ;;
+    list) script=fixed.lua; env=(); url=$url/api/items?limit=20 ;;
+    insert) script=fixed.lua; url=$url/api/items
+      env=(METHOD=POST BODY='{"name":"New item","email":"new@example.com","age":33,"active":true,"city":"Oslo","score":12.5}') ;;
+  esac
+  if [ "$WARMUP" != 0 ]; then
+    env "${env[@]}" taskset -c 1 wrk -t1 -c"$CONNS" -d"${WARMUP}s" -s "$YARDSTICK/wrk/$script" "$url" >/dev/null 2>&1
+  fi
+  local line
+  line=$(env "${env[@]}" taskset -c 1 wrk -t1 -c"$CONNS" --timeout 10s -d"${SECS}s" --latency \
+    -s "$YARDSTICK/wrk/$script" "$url" 2>&1 | grep '^RESULT' || true)
+  [ -n "$line" ] || { echo "wrk gave no RESULT line for $1 $2" >&2; exit 1; }
+  echo "$1 $2 $3 $line" >> "$results"
+  echo "  $1 $2 round $3: $line" >&2
+}
+
+# run ROUND SERVER LOG_LEVEL WORKLOADS...: one round of each workload (insert last: it grows
+# the data), then the server's peak RSS.
+run() {
+  local round=$1 name=$2 level=$3
+  shift 3
+  start "$name" "$level"
+  for w in "$@"; do measure "$name" "$w" "$round"; done
+  echo "$name rss $(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")" >> "$results"
+  stop
+}
+
+# Servers take turns within each round, so a machine whose load drifts during the run treats
+# them alike; each start is on a fresh copy of the data.
+for r in $(seq 1 "$ROUNDS"); do
+  run "$r" bare - get
+  run "$r" axum-sqlite - get auth-get list insert
+  run "$r" portico warn get auth-get list insert
+  if [ -n "${PORTICO_BEFORE:-}" ]; then run "$r" portico-before warn get auth-get list insert; fi
+  run "$r" portico-log info get list
 done
-# A burst of logins (password hashing) beside get-by-id on Portico: compare get-by-id's p99 with
-# and without it. Four login connections run for the whole get-by-id measurement.
-read -r _ quiet_rps quiet_p99 _ <<<"$(run get-by-id 3912 get_by_id.lua "" /api/items/)"
-taskset -c 1 wrk -t1 -c4 -d"$((SECS + 2))s" -s bench/wrk/login.lua http://127.0.0.1:3912 > "$work/login.out" 2>&1 &
-login_pid=$!
-sleep 1
-read -r _ burst_rps burst_p99 _ <<<"$(run get-by-id 3912 get_by_id.lua "" /api/items/)"
-wait "$login_pid" || true
-logins=$(awk '/Requests\/sec/ {print $2}' "$work/login.out")
-printf "login burst: get-by-id p99 %s quiet, %s during %s logins/s (p99 x%.2f; req/s %s -> %s)\n" \
-  "$quiet_p99" "$burst_p99" "$logins" "$(awk -v a="$(to_ms "$burst_p99")" -v b="$(to_ms "$quiet_p99")" 'BEGIN{print a/b}')" \
-  "$quiet_rps" "$burst_rps"
-echo "peak RSS (VmHWM): baseline $(awk '/VmHWM/ {print $2, $3}' /proc/$base_pid/status), portico $(awk '/VmHWM/ {print $2, $3}' /proc/$portico_pid/status)"
+
+python3 - "$results" "$ITEMS" "$CONNS" "$SECS" "$ROUNDS" <<'PY'
+import statistics, sys
+path, items, conns, secs, rounds = sys.argv[1:]
+runs, rss = {}, {}
+for line in open(path):
+    f = line.split()
+    if f[1] == "rss":
+        rss[f[0]] = max(rss.get(f[0], 0), int(f[2]) / 1024)
+        continue
+    kv = dict(x.split("=", 1) for x in f[4:])
+    runs.setdefault((f[0], f[1]), []).append(kv)
+def med(server, workload, key):
+    rs = runs.get((server, workload))
+    return statistics.median(float(r[key]) for r in rs) if rs else None
+def bad(server, workload):
+    return sum(int(r["bad_status"]) + int(r["sock_errors"]) for r in runs.get((server, workload), []))
+print(f"\n{items} items, wrk -t1 -c{conns}, {secs}s x {rounds} rounds, medians; server on CPU 0, wrk on CPU 1\n")
+names = {"get": "get by id", "auth-get": "authenticated get by id", "list": "list of 20", "insert": "insert"}
+print("| workload | bare req/s | axum-sqlite req/s | portico req/s | vs axum-sqlite | vs bare | axum p99 ms | portico p99 ms | p99 ratio | errors |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for w, label in names.items():
+    b, a, p = med("bare", w, "rps"), med("axum-sqlite", w, "rps"), med("portico", w, "rps")
+    ap, pp = med("axum-sqlite", w, "p99_us"), med("portico", w, "p99_us")
+    vs_bare = f"{p / b:.2f}x" if b else "-"
+    print(f"| {label} | {b and f'{b:,.0f}' or '-'} | {a:,.0f} | {p:,.0f} | {p / a:.2f}x | {vs_bare} | "
+          f"{ap / 1000:.2f} | {pp / 1000:.2f} | {pp / ap:.2f}x | {bad('axum-sqlite', w)}/{bad('portico', w)} |")
+if ("portico-before", "get") in runs:
+    print("\nbefore (PORTICO_BEFORE) in the same run:\n")
+    print("| workload | before req/s | vs axum-sqlite | before p99 ms | p99 ratio | after / before |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for w, label in names.items():
+        a, p, q = med("axum-sqlite", w, "rps"), med("portico", w, "rps"), med("portico-before", w, "rps")
+        ap, qp = med("axum-sqlite", w, "p99_us"), med("portico-before", w, "p99_us")
+        print(f"| {label} | {q:,.0f} | {q / a:.2f}x | {qp / 1000:.2f} | {qp / ap:.2f}x | {p / q:.2f}x |")
+    bg, bag = med("portico-before", "get", "rps"), med("portico-before", "auth-get", "rps")
+    print(f"\nbefore: authenticated / unauthenticated get by id: {bag / bg:.2f}x; "
+          f"errors {sum(bad('portico-before', w) for w in names)}")
+g, ag = med("portico", "get", "rps"), med("portico", "auth-get", "rps")
+print(f"\nportico authenticated / unauthenticated get by id: {ag / g:.2f}x")
+for w in ("get", "list"):
+    on, off = med("portico-log", w, "rps"), med("portico", w, "rps")
+    print(f"portico request log on / off, {names[w]}: {on / off:.2f}x ({on:,.0f} vs {off:,.0f} req/s)")
+print("peak RSS (VmHWM): " + ", ".join(f"{k} {v:.1f} MiB" for k, v in rss.items()))
+PY

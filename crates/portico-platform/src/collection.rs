@@ -237,6 +237,15 @@ impl Collection {
         Ok(self.store().find(self.name(), query).await?)
     }
 
+    /// The documents matching `query`, each as its compact JSON text (see
+    /// [`Store::find_json`]): for a reply that embeds them without decoding them.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn find_json(&self, query: &Query) -> Result<Vec<String>> {
+        Ok(self.store().find_json(self.name(), query).await?)
+    }
+
     /// The first document matching `selector`.
     ///
     /// # Errors

@@ -53,3 +53,5 @@ mod login;
 mod methods;
 #[path = "integration/publications.rs"]
 mod publications;
+#[path = "integration/token_cache.rs"]
+mod token_cache;

@@ -27,6 +27,8 @@ pub(crate) enum ReplyBody {
     Value(Value),
     /// Bytes sent as they are.
     Bytes(Bytes),
+    /// A JSON value already encoded compactly: sent as it is, or re-indented for a pretty API.
+    Json(Bytes),
     /// A response the handler built itself.
     Raw(Box<axum::response::Response>),
     /// The endpoint returned nothing.
@@ -68,6 +70,26 @@ impl Reply {
             status: response.status(),
             headers: Vec::new(),
             body: ReplyBody::Raw(Box::new(response)),
+        }
+    }
+
+    /// A JSend success whose `data` is a JSON array given as the compact JSON texts of its
+    /// elements (documents as stored), so they are sent without being decoded and encoded again.
+    pub(crate) fn success_json_array(items: &[String]) -> Reply {
+        let len = items.iter().map(|i| i.len() + 1).sum::<usize>();
+        let mut body = Vec::with_capacity(len + 32);
+        body.extend_from_slice(br#"{"status":"success","data":["#);
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(item.as_bytes());
+        }
+        body.extend_from_slice(b"]}");
+        Reply {
+            status: StatusCode::OK,
+            headers: Vec::new(),
+            body: ReplyBody::Json(Bytes::from(body)),
         }
     }
 
@@ -361,6 +383,13 @@ impl Renderer {
             .unwrap_or(false);
         let bytes = match body {
             ReplyBody::Bytes(b) => b,
+            ReplyBody::Json(b) if !self.pretty => b,
+            // Pretty APIs are for reading, not speed: decode and indent (the text is JSON we
+            // encoded, so decoding succeeds; if not, it is sent as it is).
+            ReplyBody::Json(b) => match serde_json::from_slice::<Value>(&b) {
+                Ok(v) => Bytes::from(self.encode_json(&v)),
+                Err(_) => b,
+            },
             ReplyBody::Value(Value::String(s)) if !is_json => Bytes::from(s),
             ReplyBody::Value(v) => Bytes::from(self.encode_json(&v)),
             ReplyBody::Raw(_) | ReplyBody::Nothing | ReplyBody::Failed(_) => Bytes::new(),

@@ -91,7 +91,7 @@ pub mod sqlite;
 pub use batch::{BatchError, BatchFailure, BatchOp, BatchOutcome};
 pub use document::{
     Document, MAX_DOCUMENT_BYTES, MAX_ID_BYTES, check_len, check_size, document_id, etag,
-    prepare_insert,
+    etag_of_json, prepare_insert,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use feed::{Change, ChangeFeed, ChangeKind};
@@ -100,6 +100,7 @@ pub use modifier::Update;
 pub use projection::Projection;
 pub use selector::Selector;
 pub use sort::Sort;
+pub(crate) use store::encode_all;
 pub use store::{Query, Store, UpdateOptions, UpdateResult};
 pub use url::{open, redact_url};
 pub use value::{compare_values, lookup_path};

@@ -93,6 +93,17 @@ pub trait Store: Send + Sync + 'static {
     /// Backend failures.
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>>;
 
+    /// The documents [`Store::find`] returns, each as its compact JSON text (an object), for a
+    /// reply that embeds them as they are. A backend that stores JSON text answers a query
+    /// without filter, sort or projection from that text, without decoding a document; this
+    /// default encodes what `find` returns.
+    ///
+    /// # Errors
+    /// As [`Store::find`].
+    async fn find_json(&self, collection: &str, query: &Query) -> Result<Vec<String>> {
+        encode_all(&self.find(collection, query).await?)
+    }
+
     /// Returns the first document matching `selector`, if any.
     ///
     /// # Errors
@@ -173,6 +184,19 @@ pub trait Store: Send + Sync + 'static {
     /// Backend failures.
     async fn list_collections(&self) -> Result<Vec<String>>;
 
+    /// A number that differs from any earlier answer once a write to `collection` may have
+    /// committed since, made through this store, another store on the same data or another
+    /// process. Read it before reading data you mean to keep (a cache); while it is unchanged,
+    /// nothing you read since has changed. `None` when the backend cannot tell cheaply (many
+    /// servers on one PostgreSQL database): then nothing read may be cached.
+    ///
+    /// It may change more often than needed (the SQLite backend changes it on a commit to any
+    /// collection), never less.
+    fn change_stamp(&self, collection: &str) -> Option<u64> {
+        let _ = collection;
+        None
+    }
+
     /// Applies `ops` in order, all or nothing, in one transaction: a reader sees either none of
     /// them or all of them, and when one fails nothing is written. Each write sees the ones
     /// before it (insert a document, then update it). Returns what each write did, in order.
@@ -197,4 +221,18 @@ pub trait Store: Send + Sync + 'static {
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
         None
     }
+}
+
+/// Each document as its compact JSON text (what [`Store::find_json`] returns by default).
+///
+/// # Errors
+/// [`crate::Error::Backend`] when a document cannot be encoded (a map with string keys always
+/// can; kept as an error rather than a panic).
+pub(crate) fn encode_all(docs: &[Document]) -> Result<Vec<String>> {
+    docs.iter()
+        .map(|doc| {
+            serde_json::to_string(doc)
+                .map_err(|e| crate::Error::Backend(format!("cannot encode a document: {e}")))
+        })
+        .collect()
 }

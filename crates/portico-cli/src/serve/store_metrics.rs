@@ -56,6 +56,10 @@ impl Store for Measured {
         timed("find", self.0.find(collection, query)).await
     }
 
+    async fn find_json(&self, collection: &str, query: &Query) -> StoreResult<Vec<String>> {
+        timed("find", self.0.find_json(collection, query)).await
+    }
+
     async fn find_one(
         &self,
         collection: &str,
@@ -104,6 +108,10 @@ impl Store for Measured {
 
     async fn drop_collection(&self, collection: &str) -> StoreResult<()> {
         timed("drop_collection", self.0.drop_collection(collection)).await
+    }
+
+    fn change_stamp(&self, collection: &str) -> Option<u64> {
+        self.0.change_stamp(collection)
     }
 
     async fn list_collections(&self) -> StoreResult<Vec<String>> {

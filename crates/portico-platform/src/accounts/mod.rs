@@ -20,6 +20,7 @@ mod lookup;
 mod password;
 mod roles;
 mod token;
+mod token_cache;
 
 use std::collections::HashSet;
 use std::sync::{Arc, PoisonError};
@@ -121,6 +122,8 @@ struct Inner {
     signup: tokio::sync::Mutex<()>,
     /// Token paths known to be indexed (the default one, and custom ones once looked up).
     indexed_token_paths: std::sync::Mutex<HashSet<String>>,
+    /// Tokens resolved before, kept until the users collection is written (see `token_cache.rs`).
+    tokens: token_cache::TokenCache,
 }
 
 /// The accounts service (get it with [`crate::Platform::accounts`]). Cheap to clone.
@@ -166,6 +169,7 @@ impl Accounts {
                 config,
                 signup: tokio::sync::Mutex::new(()),
                 indexed_token_paths: std::sync::Mutex::new(HashSet::from([TOKEN_PATH.to_string()])),
+                tokens: token_cache::TokenCache::default(),
             }),
         }
     }
@@ -680,20 +684,24 @@ impl Accounts {
                 "invalid token path {path:?}"
             )));
         }
+        let store = self.store();
+        if let Some(user) = self.inner.tokens.get(store, USERS, path, hashed) {
+            return Ok(Some(user));
+        }
+        // Read before the lookup: a write committing after this point makes the entry stale.
+        let stamp = token_cache::TokenCache::stamp(store, USERS);
         self.ensure_token_index(path).await?;
-        let Some(user) = self
-            .store()
-            .find_one(USERS, &lookup::exact(path, hashed)?)
-            .await?
-        else {
+        let Some(user) = store.find_one(USERS, &lookup::exact(path, hashed)?).await? else {
             return Ok(None);
         };
         let Some(field) = path.strip_prefix("services.resume.loginTokens.") else {
+            if let Some(stamp) = stamp {
+                self.inner.tokens.put(stamp, path, hashed, &user, None);
+            }
             return Ok(Some(user));
         };
         let lifetime = self.inner.config.token_lifetime;
-        let now = Utc::now();
-        let live = lookup_path(&user, LOGIN_TOKENS)
+        let expires = lookup_path(&user, LOGIN_TOKENS)
             .into_iter()
             .flat_map(|v| match v {
                 Value::Array(items) => items.iter().collect::<Vec<_>>(),
@@ -705,13 +713,18 @@ impl Accounts {
                     .into_iter()
                     .any(|v| v.as_str() == Some(hashed))
             })
-            .any(|entry| {
-                entry
-                    .get("when")
-                    .and_then(parse_date)
-                    .is_some_and(|when| when + lifetime > now)
-            });
-        Ok(live.then_some(user))
+            .filter_map(|entry| entry.get("when").and_then(parse_date))
+            .map(|when| when + lifetime)
+            .max();
+        let Some(expires) = expires.filter(|at| Utc::now() < *at) else {
+            return Ok(None);
+        };
+        if let Some(stamp) = stamp {
+            self.inner
+                .tokens
+                .put(stamp, path, hashed, &user, Some(expires));
+        }
+        Ok(Some(user))
     }
 
     /// Removes one login token (logout); true when the user held it.

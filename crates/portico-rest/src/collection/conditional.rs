@@ -79,9 +79,38 @@ pub(crate) fn list_etag(items: &Value, total: u64) -> String {
     format!("W/\"{}\"", portico_store::etag(&doc))
 }
 
+/// [`list_etag`] of a page given as its documents' compact JSON texts: the same tag, computed
+/// from the text `{"items":[...],"total":N}` without decoding a document.
+pub(crate) fn list_etag_json(items: &[String], total: u64) -> String {
+    let mut text = Vec::with_capacity(items.iter().map(|i| i.len() + 1).sum::<usize>() + 32);
+    text.extend_from_slice(b"{\"items\":[");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            text.push(b',');
+        }
+        text.extend_from_slice(item.as_bytes());
+    }
+    text.extend_from_slice(format!("],\"total\":{total}}}").as_bytes());
+    format!("W/\"{}\"", portico_store::etag_of_json(&text))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn list_tags_agree_from_values_and_from_text() {
+        let items = vec![
+            serde_json::json!({"_id": "a", "n": 1.5, "s": "é\"x"}),
+            serde_json::json!({"_id": "b", "tags": [1, 2]}),
+        ];
+        let texts: Vec<String> = items.iter().map(Value::to_string).collect();
+        assert_eq!(
+            list_etag(&Value::Array(items), 7),
+            list_etag_json(&texts, 7)
+        );
+        assert_ne!(list_etag_json(&texts, 7), list_etag_json(&texts, 8));
+    }
 
     fn headers(name: http::HeaderName, value: &str) -> HeaderMap {
         let mut h = HeaderMap::new();

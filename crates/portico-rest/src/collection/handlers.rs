@@ -6,7 +6,8 @@ use serde_json::{Map, Value, json};
 
 use super::client_body::BodyUse;
 use super::conditional::{
-    IfMatch, if_match, list_etag, not_modified, not_modified_reply, precondition_failed,
+    IfMatch, if_match, list_etag, list_etag_json, not_modified, not_modified_reply,
+    precondition_failed,
 };
 use super::list::{ListParams, link_header};
 use super::records::{Target, checked};
@@ -23,6 +24,15 @@ struct Outcome {
 }
 
 impl Outcome {
+    /// The JSend success carrying the data, with the headers.
+    fn into_reply(self) -> Reply {
+        let mut reply = Reply::success(self.data);
+        for (name, value) in self.headers {
+            reply = reply.with_header(name, value);
+        }
+        reply
+    }
+
     fn data(data: Value) -> Outcome {
         Outcome {
             data,
@@ -68,6 +78,13 @@ pub(crate) async fn run(state: &CollectionState, op: Op, ctx: Context) -> Reply 
         };
     }
     let id = event.id.as_deref();
+    if op == Op::GetAll && state.after.is_none() && state.records.tagged() {
+        // Documents shown as stored and no after hook to hand them to: the page is sent as the
+        // store's JSON text (see `get_all_json`).
+        return match get_all_json(state, &ctx).await {
+            Ok(reply) | Err(reply) => reply,
+        };
+    }
     let result = match op {
         Op::GetAll => get_all(state, &ctx).await,
         Op::Post => post(state, &ctx, event.body.unwrap_or_default()).await,
@@ -95,12 +112,9 @@ pub(crate) async fn run(state: &CollectionState, op: Op, ctx: Context) -> Reply 
         }
         None => outcome.data,
     };
-    let mut reply = Reply::success(data);
+    let mut reply = Outcome { data, ..outcome }.into_reply();
     if op == Op::Post {
         reply = reply.with_status(201);
-    }
-    for (name, value) in outcome.headers {
-        reply = reply.with_header(name, value);
     }
     reply
 }
@@ -171,6 +185,95 @@ async fn read_page(
     Ok((items, params.limit))
 }
 
+/// [`read_page`] for documents shown as stored, as their JSON text: the store answers a page
+/// of a whole collection from the stored text without decoding a document, and the size budget
+/// is counted on that text.
+async fn read_page_json(
+    state: &CollectionState,
+    selector: Selector,
+    params: &ListParams,
+) -> Result<(Vec<String>, u64), Reply> {
+    let mut items: Vec<String> = Vec::new();
+    let mut bytes = 0usize;
+    let mut read = 0u64;
+    while read < params.limit {
+        let want = (params.limit - read).min(CHUNK);
+        let query = Query {
+            selector: selector.clone(),
+            sort: params.sort.clone(),
+            skip: params.skip.saturating_add(read),
+            limit: Some(want),
+            projection: None,
+        };
+        let docs = state
+            .collection
+            .find_json(&query)
+            .await
+            .map_err(platform_error)?;
+        let got = docs.len() as u64;
+        for doc in docs {
+            bytes = bytes.saturating_add(doc.len());
+            if bytes > state.max_reply_bytes && !items.is_empty() {
+                // Full: the next page starts at this document.
+                let page = items.len() as u64;
+                return Ok((items, page));
+            }
+            items.push(doc);
+        }
+        read += got;
+        if got < want {
+            break;
+        }
+    }
+    Ok((items, params.limit))
+}
+
+/// The getAll reply when documents are shown as stored and no after hook runs: the same
+/// status, headers and body as [`get_all`], with the documents' stored JSON text embedded as it
+/// is instead of decoded and encoded again.
+async fn get_all_json(state: &CollectionState, ctx: &Context) -> Result<Reply, Reply> {
+    let params = ListParams::parse(
+        &ctx.query_params,
+        state.default_page_size,
+        state.max_page_size,
+    )?;
+    if state.records.list_projection(&params)?.is_some() {
+        let outcome = get_all(state, ctx).await?;
+        return Ok(outcome.into_reply());
+    }
+    let selector = scoped(state, ctx, params.filter.clone())?;
+    let total = state
+        .collection
+        .count(&selector)
+        .await
+        .map_err(platform_error)?;
+    let (items, page) = read_page_json(state, selector, &params).await?;
+    let tag = list_etag_json(&items, total);
+    if not_modified(
+        &ctx.request.headers,
+        tag.trim_start_matches("W/").trim_matches('"'),
+    ) {
+        return Err(not_modified_reply(tag));
+    }
+    let mut reply =
+        Reply::success_json_array(&items).with_header("X-Total-Count", total.to_string());
+    if let Some(link) = list_link(ctx, &params, page, total) {
+        reply = reply.with_header("Link", link);
+    }
+    Ok(reply.with_header("ETag", tag))
+}
+
+/// The `Link` header of a page: under `Router::nest` the request's uri lost the outer prefix,
+/// so links use the original one.
+fn list_link(ctx: &Context, params: &ListParams, page: u64, total: u64) -> Option<String> {
+    let uri = ctx
+        .request
+        .extensions
+        .get::<axum::extract::OriginalUri>()
+        .map_or(&ctx.request.uri, |o| &o.0);
+    link_header(uri.path(), uri.query(), params.skip, page, total)
+}
+
 async fn get_all(state: &CollectionState, ctx: &Context) -> Result<Outcome, Reply> {
     if portico_edge::wants_event_stream(&ctx.request.headers) {
         return Err(super::live::get_all(state, ctx).await);
@@ -189,13 +292,7 @@ async fn get_all(state: &CollectionState, ctx: &Context) -> Result<Outcome, Repl
         .map_err(platform_error)?;
     let (items, page) = read_page(state, selector, &params, projection).await?;
     let mut headers = vec![("X-Total-Count".to_owned(), total.to_string())];
-    // Under `Router::nest` the request's uri lost the outer prefix; links use the original one.
-    let uri = ctx
-        .request
-        .extensions
-        .get::<axum::extract::OriginalUri>()
-        .map_or(&ctx.request.uri, |o| &o.0);
-    if let Some(link) = link_header(uri.path(), uri.query(), params.skip, page, total) {
+    if let Some(link) = list_link(ctx, &params, page, total) {
         headers.push(("Link".to_owned(), link));
     }
     let items = Value::Array(items);

@@ -31,6 +31,7 @@
 //! | `plan.rs` | narrowing the candidates of a selector with SQL (primary key, index, text) |
 //! | `query.rs` | `find`, `count`, `get`: candidates decided by the reference matcher, paged |
 //! | `write.rs` | insert, update, remove, `ensure_index`, drop, each one transaction |
+//! | `group.rs` | group commit: concurrent single inserts share one transaction, each in a savepoint |
 //!
 //! Each collection is a table `(id TEXT PRIMARY KEY, doc TEXT)` holding the document as JSON
 //! text. An acknowledged write survives the process being killed (see `pool.rs` for why WAL
@@ -49,6 +50,7 @@
 //! hand-off costs about as much as they do.
 
 mod error;
+mod group;
 mod index;
 mod plan;
 mod pool;
@@ -89,6 +91,8 @@ pub struct SqliteStore {
     pool: Arc<Pool>,
     /// Told after each committed write of this process (see [`SqliteStore::committed`]).
     feed: crate::ChangeFeed,
+    /// Single inserts waiting for their group commit (see `group.rs`).
+    inserts: Arc<group::InsertQueue>,
 }
 
 impl SqliteStore {
@@ -111,6 +115,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             pool: Arc::new(pool),
             feed: crate::ChangeFeed::new(),
+            inserts: Arc::default(),
         })
     }
 
@@ -192,10 +197,9 @@ where
 #[async_trait]
 impl Store for SqliteStore {
     async fn insert(&self, collection: &str, doc: Document) -> Result<String> {
-        let name = collection.to_owned();
-        let id = self
-            .with_writer(move |conn| write::insert(conn, &name, doc))
-            .await?;
+        // Concurrent inserts share a transaction (group commit); each is answered once the
+        // transaction holding it committed.
+        let id = self.inserts.insert(&self.pool, collection, doc).await?;
         self.committed(Change::documents(
             collection,
             vec![id.clone()],
@@ -234,6 +238,26 @@ impl Store for SqliteStore {
         let collection = collection.to_owned();
         let query = query.clone();
         self.with_reader(move |conn| query::find(conn, &collection, &query))
+            .await
+    }
+
+    async fn find_json(&self, collection: &str, query: &Query) -> Result<Vec<String>> {
+        // A page of the whole collection in `_id` order is sent as stored: the rows' JSON text,
+        // with no document decoded and encoded again (a list endpoint without filter or sort).
+        // Anything else is `find`, encoded.
+        if !(query.selector.is_all() && query.sort.is_none() && query.projection.is_none()) {
+            return crate::encode_all(&self.find(collection, query).await?);
+        }
+        let (skip, limit) = (query.skip, query.limit);
+        if limit.is_some_and(|limit| skip.saturating_add(limit) <= INLINE_PAGE_ROWS)
+            && let Some(Ok(found)) = self
+                .pool
+                .try_read_now(|conn| query::page_json(conn, collection, skip, limit))
+        {
+            return Ok(found);
+        }
+        let collection = collection.to_owned();
+        self.with_reader(move |conn| query::page_json(conn, &collection, skip, limit))
             .await
     }
 
@@ -346,6 +370,13 @@ impl Store for SqliteStore {
             collection: Some(collection.into()),
         });
         Ok(())
+    }
+
+    fn change_stamp(&self, _collection: &str) -> Option<u64> {
+        // SQLite's data version of the whole file: any commit on another connection changes
+        // it, also one of another process (`portico users remove` beside the server), so a
+        // cache keyed on it never outlives a write it did not see.
+        self.pool.data_version()
     }
 
     async fn list_collections(&self) -> Result<Vec<String>> {

@@ -30,6 +30,8 @@ pub(crate) struct Pool {
     writer: Mutex<Connection>,
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
+    /// A read-only connection that only asks `PRAGMA data_version` (see [`Pool::data_version`]).
+    watcher: Mutex<Connection>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -93,7 +95,15 @@ impl Pool {
             configure(&reader).map_err(open_error)?;
             pool_readers.push(Mutex::new(reader));
         }
+        let watcher = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(open_error)?;
+        configure(&watcher).map_err(open_error)?;
+        watcher.busy_timeout(Duration::ZERO).map_err(open_error)?;
         Ok(Pool {
+            watcher: Mutex::new(watcher),
             path: path.to_path_buf(),
             writer: Mutex::new(writer),
             readers: pool_readers,
@@ -132,6 +142,21 @@ impl Pool {
 }
 
 impl Pool {
+    /// SQLite's `PRAGMA data_version` as seen by the watcher connection: it changes whenever a
+    /// transaction that changed the database committed on another connection since the last
+    /// call, the writer of this pool and any other process alike (the watcher itself never
+    /// writes). `None` when it cannot be read (then nothing may be cached).
+    ///
+    /// The watcher's busy timeout is zero: a read is never refused in WAL mode, and if the file
+    /// is locked in a way that would make us wait, the answer is `None` rather than a stall.
+    pub(crate) fn data_version(&self) -> Option<u64> {
+        let conn = lock(&self.watcher);
+        conn.prepare_cached("PRAGMA data_version")
+            .and_then(|mut stmt| stmt.query_row([], |row| row.get::<_, i64>(0)))
+            .ok()
+            .and_then(|v| u64::try_from(v).ok())
+    }
+
     /// Runs `f` on a reader that is idle right now, never waiting: `None` when every reader is
     /// busy. While `f` runs the reader's busy timeout is zero, so a lock held by someone else
     /// makes `f` fail at once (with `SQLITE_BUSY`) instead of sleeping; callers retry in the

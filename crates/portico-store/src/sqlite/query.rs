@@ -54,6 +54,68 @@ pub(crate) fn find(conn: &Connection, collection: &str, query: &Query) -> Result
     Ok(docs)
 }
 
+/// The stored JSON text of a page of the whole collection in `_id` order (`skip` rows passed
+/// over, at most `limit`): the answer of [`find`] for a query without filter, sort or
+/// projection, with no document decoded. Each text is checked to be one JSON object, so a row
+/// changed behind our back is reported as [`find`] reports it, never sent as broken JSON.
+pub(crate) fn page_json(
+    conn: &Connection,
+    collection: &str,
+    skip: u64,
+    limit: Option<u64>,
+) -> Result<Vec<String>> {
+    if limit == Some(0) {
+        return Ok(Vec::new());
+    }
+    let table = collection_table(collection);
+    or_missing(conn, collection, || {
+        // A first page reads the table from its start and stops after `limit` rows, with no
+        // parameters: bound LIMIT/OFFSET values make SQLite re-prepare the statement on every
+        // run (measured: 13% of a list request spent in sqlite3Reprepare), so they are used
+        // only for later pages, where SQLite passes over the skipped rows itself.
+        let mut stmt;
+        let mut rows = if skip == 0 {
+            stmt = conn.prepare_cached(&format!("SELECT id, doc FROM {table} ORDER BY id"))?;
+            stmt.query([])?
+        } else {
+            let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+            let offset = i64::try_from(skip).unwrap_or(i64::MAX);
+            stmt = conn.prepare_cached(&format!(
+                "SELECT id, doc FROM {table} ORDER BY id LIMIT ?1 OFFSET ?2"
+            ))?;
+            stmt.query(params![limit, offset])?
+        };
+        let limit = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        let mut out = Vec::new();
+        while out.len() < limit
+            && let Some(row) = rows.next()?
+        {
+            let ValueRef::Text(text) = row.get_ref(1)? else {
+                let id: String = row.get(0)?;
+                return Err(not_text(collection, &id));
+            };
+            let checked = std::str::from_utf8(text)
+                .ok()
+                .filter(|t| t.trim_start().starts_with('{'))
+                .and_then(|t| {
+                    serde_json::from_str::<serde::de::IgnoredAny>(t)
+                        .is_ok()
+                        .then(|| t.to_owned())
+                });
+            match checked {
+                Some(text) => out.push(text),
+                None => {
+                    let id: String = row.get(0)?;
+                    return Err(crate::Error::Backend(format!(
+                        "sqlite: stored document {id:?} of collection {collection:?} is not a JSON object"
+                    )));
+                }
+            }
+        }
+        Ok(out)
+    })
+}
+
 /// The answer to `query`, when that is quick to know: its candidates come from the primary key,
 /// or from an index that holds at most `budget` entries for the value (counted in the index
 /// alone, before any document is read). `Ok(None)` means "not quick": the caller runs [`find`]

@@ -1055,3 +1055,56 @@ proptest::proptest! {
         });
     }
 }
+
+/// Concurrent single inserts are committed in groups: every one is answered for itself (a
+/// duplicate `_id` fails alone, the others of its group are written), every acknowledged one is
+/// in the file after reopening, and the kept count matches. A unique index refusing one insert
+/// of a group leaves the rest of the group written too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_inserts_commit_in_groups_and_fail_alone() {
+    let (dir, store) = open_temp().await;
+    store.ensure_unique_index("items", "email").await.unwrap();
+    store
+        .insert("items", doc(json!({"_id": "taken", "email": "e-taken"})))
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for n in 0..200 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let d = match n % 10 {
+                // A duplicate `_id`, and a duplicate unique value: both must fail alone.
+                3 => json!({"_id": "taken", "email": format!("e{n}")}),
+                7 => json!({"_id": format!("d{n:03}"), "email": "e-taken"}),
+                _ => json!({"_id": format!("d{n:03}"), "email": format!("e{n}")}),
+            };
+            (n, store.insert("items", doc(d)).await)
+        }));
+    }
+    let mut acknowledged = Vec::new();
+    for task in tasks {
+        let (n, result) = task.await.unwrap();
+        match (n % 10, result) {
+            (3, Err(Error::DuplicateId { .. })) | (7, Err(Error::DuplicateKey { .. })) => {}
+            (3 | 7, other) => panic!("insert {n} should fail alone: {other:?}"),
+            (_, Ok(id)) => acknowledged.push(id),
+            (_, Err(e)) => panic!("insert {n} failed: {e}"),
+        }
+    }
+    assert_eq!(acknowledged.len(), 160);
+    drop(store);
+    let store = SqliteStore::open(dir.path().join("store.db"))
+        .await
+        .unwrap();
+    for id in &acknowledged {
+        assert!(store.get("items", id).await.unwrap().is_some(), "{id}");
+    }
+    assert_eq!(store.count("items", &Selector::all()).await.unwrap(), 161);
+    let counted = store
+        .find("items", &Query::new(Selector::all()))
+        .await
+        .unwrap()
+        .len();
+    assert_eq!(counted, 161);
+    assert_index_consistent(&store, "items", "email").await;
+}

@@ -23,31 +23,19 @@ use crate::document::prepare_insert;
 use crate::{Document, Error, Result, Selector, Update, UpdateOptions, UpdateResult};
 
 /// Starts a write transaction that holds the write lock from its first statement.
-fn begin(conn: &mut Connection) -> Result<Transaction<'_>> {
+pub(crate) fn begin(conn: &mut Connection) -> Result<Transaction<'_>> {
     Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
 }
 
 /// Refuses the empty collection name, as every backend does. Any other name is safe: see
 /// [`schema`] for how names become tables.
-fn check_name(collection: &str) -> Result<()> {
+pub(crate) fn check_name(collection: &str) -> Result<()> {
     if collection.is_empty() {
         return Err(Error::InvalidName(
             "a collection name must not be empty".into(),
         ));
     }
     Ok(())
-}
-
-/// Inserts one document; see [`crate::Store::insert`].
-pub(crate) fn insert(conn: &mut Connection, collection: &str, doc: Document) -> Result<String> {
-    check_name(collection)?;
-    let tx = begin(conn)?;
-    schema::ensure_collection(&tx, collection)?;
-    let paths = indexed_paths(&tx, collection)?;
-    let id = insert_in(&tx, collection, &paths, doc)?;
-    schema::add_to_count(&tx, collection, 1)?;
-    tx.commit()?;
-    Ok(id)
 }
 
 /// Inserts many documents in one transaction: all of them, or none when one fails.
@@ -75,7 +63,7 @@ fn count_delta<N: TryInto<i64>>(n: N) -> i64 {
 }
 
 /// Inserts `doc` and its index rows inside an open transaction.
-fn insert_in(
+pub(crate) fn insert_in(
     conn: &Connection,
     collection: &str,
     paths: &[String],

@@ -1,0 +1,190 @@
+//! Group commit of single inserts: concurrent inserts share one transaction.
+//!
+//! Each commit in WAL mode appends every page the transaction dirtied (the table's leaf, the
+//! catalog row holding the count, index pages) to the WAL, and takes the write lock, the
+//! thread hand-off and the `BEGIN`/`COMMIT` statements once. Under concurrent inserts, most of
+//! a single insert's cost is that per-commit work. So inserts queue here, and whoever finds no
+//! commit under way becomes the leader: on the blocking pool it takes every queued insert, runs
+//! them in one `BEGIN IMMEDIATE` transaction, each inside its own savepoint (a failing insert,
+//! a duplicate `_id`, is rolled back alone and reported to its caller alone; the others go on),
+//! commits, and only then answers each caller ([`acknowledge_committed`]). It repeats while
+//! inserts keep arriving. A caller is answered only after the commit that holds its document,
+//! so every acknowledged insert is as durable as before (see `pool.rs`).
+//!
+//! When the commit itself fails, nothing of the group is written and every caller gets the
+//! error. A lone insert is a group of one: one transaction, as before.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use super::pool::Pool;
+use super::schema;
+use super::write::{begin, check_name, insert_in};
+use crate::{Document, Error, Result};
+
+/// One queued insert and where its answer goes.
+struct Job {
+    collection: String,
+    doc: Document,
+    reply: oneshot::Sender<Result<String>>,
+}
+
+/// The queue of inserts waiting for a commit, and whether a leader is draining it.
+#[derive(Default)]
+pub(crate) struct InsertQueue {
+    state: Mutex<QueueState>,
+}
+
+#[derive(Default)]
+struct QueueState {
+    jobs: Vec<Job>,
+    leader: bool,
+}
+
+impl std::fmt::Debug for InsertQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InsertQueue").finish_non_exhaustive()
+    }
+}
+
+/// Most inserts in one transaction: bounds how long the first of a group waits for the last.
+const MAX_GROUP: usize = 256;
+
+impl InsertQueue {
+    /// Inserts `doc` into `collection` in the next group commit; answers once it is committed.
+    pub(crate) async fn insert(
+        self: &Arc<Self>,
+        pool: &Arc<Pool>,
+        collection: &str,
+        doc: Document,
+    ) -> Result<String> {
+        check_name(collection)?;
+        let (reply, answer) = oneshot::channel();
+        let lead = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.jobs.push(Job {
+                collection: collection.to_owned(),
+                doc,
+                reply,
+            });
+            !std::mem::replace(&mut state.leader, true)
+        };
+        if lead {
+            let queue = Arc::clone(self);
+            let pool = Arc::clone(pool);
+            // Not awaited: the leader answers through the channels, also the caller's own.
+            drop(tokio::task::spawn_blocking(move || queue.lead(&pool)));
+        }
+        answer.await.unwrap_or_else(|_| {
+            Err(Error::Backend(
+                "sqlite: the insert was dropped before it committed".into(),
+            ))
+        })
+    }
+
+    /// Runs groups until the queue is empty, then steps down (under the queue's lock, so an
+    /// insert queued meanwhile is either taken by this loop or starts a new leader).
+    fn lead(&self, pool: &Pool) {
+        let _step_down_on_panic = StepDown(self);
+        loop {
+            let jobs = {
+                let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+                if state.jobs.is_empty() {
+                    state.leader = false;
+                    return;
+                }
+                let take = state.jobs.len().min(MAX_GROUP);
+                state.jobs.drain(..take).collect::<Vec<_>>()
+            };
+            let mut done = Vec::new();
+            match pool.write(|conn| run_group(conn, jobs, &mut done)) {
+                Ok(()) => acknowledge_committed(done),
+                Err(e) => answer_failed(done, &e),
+            }
+        }
+    }
+}
+
+/// Clears the leader flag if the leader panics, so later inserts start a new one instead of
+/// waiting for ever (the callers of the group being run get "dropped").
+struct StepDown<'a>(&'a InsertQueue);
+
+impl Drop for StepDown<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .leader = false;
+        }
+    }
+}
+
+/// Runs a group in one transaction, each insert in its own savepoint, filling `done` with each
+/// caller and its answer. `Ok` once the transaction committed; an error when it could not
+/// begin or commit, and then nothing of the group is written.
+fn run_group(
+    conn: &mut Connection,
+    jobs: Vec<Job>,
+    done: &mut Vec<(Job, Result<String>)>,
+) -> Result<()> {
+    let tx = match begin(conn) {
+        Ok(tx) => tx,
+        Err(e) => {
+            done.extend(jobs.into_iter().map(|job| (job, Err(same_error(&e)))));
+            return Err(e);
+        }
+    };
+    for mut job in jobs {
+        let doc = std::mem::take(&mut job.doc);
+        let result = one_insert(&tx, &job.collection, doc);
+        done.push((job, result));
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// One insert inside the group's transaction, in a savepoint: on failure only its own changes
+/// are rolled back.
+fn one_insert(conn: &Connection, collection: &str, doc: Document) -> Result<String> {
+    conn.prepare_cached("SAVEPOINT portico_insert")?
+        .execute([])?;
+    let result = (|| {
+        schema::ensure_collection(conn, collection)?;
+        let paths = schema::indexed_paths(conn, collection)?;
+        let id = insert_in(conn, collection, &paths, doc)?;
+        schema::add_to_count(conn, collection, 1)?;
+        Ok(id)
+    })();
+    if result.is_err() {
+        conn.prepare_cached("ROLLBACK TO portico_insert")?
+            .execute([])?;
+    }
+    conn.prepare_cached("RELEASE portico_insert")?.execute([])?;
+    result
+}
+
+/// THE point where each insert of a group is committed: the transaction holding it has
+/// committed, and its caller is answered now (an `_id`, or the error of that insert alone).
+/// Anything that must follow a committed insert (a change notification) belongs here.
+fn acknowledge_committed(done: Vec<(Job, Result<String>)>) {
+    for (job, result) in done {
+        // A caller that went away no longer wants the answer; its insert is committed anyway.
+        let _ = job.reply.send(result);
+    }
+}
+
+/// Every caller of a group that did not commit gets the group's error: none of it is written.
+fn answer_failed(done: Vec<(Job, Result<String>)>, e: &Error) {
+    for (job, _) in done {
+        let _ = job.reply.send(Err(same_error(e)));
+    }
+}
+
+/// A copy of `e` for each caller of a failed group (the store's errors are not `Clone`).
+fn same_error(e: &Error) -> Error {
+    Error::Backend(e.to_string())
+}
