@@ -34,5 +34,6 @@ mod publications;
 mod routes;
 #[path = "integration/sqlite.rs"]
 mod sqlite;
-#[path = "integration/sse.rs"]
+// One SSE reader for every crate's live tests.
+#[path = "../../portico-rest/tests/integration/sse.rs"]
 mod sse;

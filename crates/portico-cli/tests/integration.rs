@@ -21,6 +21,8 @@ mod integration {
     mod routes_api;
     mod safe_defaults;
     mod scale_out;
+    // One SSE reader for every crate's live tests.
+    #[path = "../../../portico-rest/tests/integration/sse.rs"]
     mod sse;
     mod timestamps;
     mod users;

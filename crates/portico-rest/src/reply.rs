@@ -31,6 +31,9 @@ pub(crate) enum ReplyBody {
     Json(Bytes),
     /// A response the handler built itself.
     Raw(Box<axum::response::Response>),
+    /// A streaming response (server-sent events): sent with the API's default and CORS headers
+    /// added where it has none of its own, its content type kept.
+    Stream(Box<axum::response::Response>),
     /// The endpoint returned nothing.
     Nothing,
     /// The endpoint failed; the message is logged, never sent.
@@ -62,6 +65,17 @@ impl Reply {
     pub fn text(body: impl Into<String>) -> Reply {
         Reply::new(Value::String(body.into()))
             .with_header("content-type", "text/plain; charset=utf-8")
+    }
+
+    /// A streaming response (such as server-sent events) sent with the API's default and CORS
+    /// headers, which a browser needs to read it from another origin; the response's own
+    /// headers (its content type among them) win.
+    pub(crate) fn stream(response: axum::response::Response) -> Reply {
+        Reply {
+            status: response.status(),
+            headers: Vec::new(),
+            body: ReplyBody::Stream(Box::new(response)),
+        }
     }
 
     /// A response the handler built itself: sent untouched (no default headers, no encoding).
@@ -343,6 +357,15 @@ impl Renderer {
         } = reply;
         let body = match body {
             ReplyBody::Raw(response) => return *response,
+            ReplyBody::Stream(response) => {
+                let mut response = *response;
+                for (name, value) in &base {
+                    if !response.headers().contains_key(name) {
+                        response.headers_mut().insert(name, value.clone());
+                    }
+                }
+                return response;
+            }
             ReplyBody::Nothing => {
                 tracing::error!("endpoint returned nothing");
                 status = StatusCode::INTERNAL_SERVER_ERROR;
@@ -392,7 +415,10 @@ impl Renderer {
             },
             ReplyBody::Value(Value::String(s)) if !is_json => Bytes::from(s),
             ReplyBody::Value(v) => Bytes::from(self.encode_json(&v)),
-            ReplyBody::Raw(_) | ReplyBody::Nothing | ReplyBody::Failed(_) => Bytes::new(),
+            ReplyBody::Raw(_)
+            | ReplyBody::Stream(_)
+            | ReplyBody::Nothing
+            | ReplyBody::Failed(_) => Bytes::new(),
         };
         let mut response = axum::response::Response::new(Body::from(bytes));
         *response.status_mut() = status;

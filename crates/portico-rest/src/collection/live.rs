@@ -58,7 +58,7 @@ async fn stream(state: &CollectionState, ctx: &Context) -> Result<Reply, Reply> 
             Some(status) if status != 500 => Reply::error(status, e.reason.unwrap_or(e.error)),
             _ => Reply::internal(e.reason.unwrap_or(e.error)),
         })?;
-    Ok(Reply::raw(portico_edge::event_stream(
+    Ok(Reply::stream(portico_edge::event_stream(
         stream,
         platform.live_config().ping,
     )))

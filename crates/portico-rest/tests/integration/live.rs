@@ -104,7 +104,17 @@ async fn a_list_streams_with_where_fields_and_scope() {
         .unwrap();
     assert_eq!(unauthenticated.status().as_u16(), 401);
 
-    let mut s = Sse::open(app.get(r#"/notes?where={"tag":"x"}&fields=text,tag"#, &ta)).await;
+    let mut s = Sse::open(
+        app.get(r#"/notes?where={"tag":"x"}&fields=text,tag"#, &ta)
+            .header("origin", "https://app.example"),
+    )
+    .await;
+    // The API's CORS headers come with the stream, as with a snapshot (a page on another
+    // origin reads it); its own content type is kept.
+    assert!(
+        s.header("access-control-allow-origin").is_some(),
+        "no CORS header on the stream"
+    );
     let (name, first) = s.next().await;
     assert_eq!(name, "added");
     assert_eq!(first["fields"], json!({"text": "one", "tag": "x"}));

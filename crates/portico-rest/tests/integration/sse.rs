@@ -37,6 +37,15 @@ impl Sse {
         }
     }
 
+    /// A header of the stream's response.
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    }
+
     /// The next event or comment, `None` when the stream ended; panics after 10 s of silence.
     pub async fn next_any(&mut self) -> Option<SseEvent> {
         loop {
