@@ -126,6 +126,16 @@ impl Store for PostgresStore {
         query::find(&mut client, collection, query).await
     }
 
+    async fn find_json(&self, collection: &str, query: &Query) -> Result<Vec<String>> {
+        // A page of the whole collection in `_id` order is sent as stored (a list endpoint
+        // without filter or sort); anything else is `find`, encoded.
+        if !(query.selector.is_all() && query.sort.is_none() && query.projection.is_none()) {
+            return crate::encode_all(&self.find(collection, query).await?);
+        }
+        let client = self.client().await?;
+        query::page_json(&client, collection, query.skip, query.limit).await
+    }
+
     async fn find_one(&self, collection: &str, selector: &Selector) -> Result<Option<Document>> {
         let mut client = self.client().await?;
         let query = Query {

@@ -332,6 +332,53 @@ pub(crate) async fn find(
     Ok(docs)
 }
 
+/// A page of the whole collection in `_id` order as the stored JSON text, with no document
+/// decoded and encoded again (see [`crate::Store::find_json`]). Each text is checked to be one
+/// JSON object, without building it.
+pub(crate) async fn page_json(
+    client: &Client,
+    collection: &str,
+    skip: u64,
+    limit: Option<u64>,
+) -> Result<Vec<String>> {
+    if limit == Some(0) {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT id, doc FROM {} ORDER BY id LIMIT $1 OFFSET $2",
+        collection_table(collection)
+    );
+    let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+    let offset = i64::try_from(skip).unwrap_or(i64::MAX);
+    let rows = match client.prepare_cached(&sql).await {
+        Ok(stmt) => client.query(&stmt, &[&limit, &offset]).await,
+        Err(e) => Err(e),
+    };
+    let rows = match rows {
+        Ok(rows) => rows,
+        Err(e) if is_undefined_table(&e) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    rows.iter()
+        .map(|row| {
+            let text: &str = row.try_get(1)?;
+            match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+                Ok(_) if text.trim_start().starts_with('{') => Ok(text.to_owned()),
+                Ok(_) => {
+                    let id: String = row.try_get(0)?;
+                    Err(crate::Error::Backend(format!(
+                        "postgres: stored document {id:?} of collection {collection:?} is not a JSON object"
+                    )))
+                }
+                Err(e) => {
+                    let id: String = row.try_get(0)?;
+                    Err(corrupt(collection, &id, &e))
+                }
+            }
+        })
+        .collect()
+}
+
 /// How many documents match `selector`; the whole collection's count is read from the catalog.
 pub(crate) async fn count(
     client: &mut Client,

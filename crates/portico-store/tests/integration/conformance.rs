@@ -22,6 +22,7 @@ macro_rules! conformance_suite {
             invalid_documents_are_refused,
             insert_many_returns_ids_in_order,
             insert_many_is_all_or_nothing,
+            find_json_is_find_encoded,
             selector_operators,
             selector_operators_through_indexes,
             invalid_selectors_name_the_problem,
@@ -265,6 +266,51 @@ async fn large_batches_are_all_or_nothing(store: &S) {
             .insert("big", doc(json!({"email": "17@x"})))
             .await
             .is_err()
+    );
+}
+
+/// `find_json` answers what `find` does, each document as its compact JSON text: pages of the
+/// whole collection (which backends read as stored) and everything else alike.
+async fn find_json_is_find_encoded(store: S) {
+    for i in 0..30 {
+        insert(
+            &store,
+            "j",
+            json!({"_id": format!("k{i:02}"), "n": i, "s": "é\u{1F600}", "o": {"b": [1, 2.5]}}),
+        )
+        .await;
+    }
+    let page = |skip: u64, limit: Option<u64>| Query {
+        skip,
+        limit,
+        ..Query::new(Selector::all())
+    };
+    let mut filtered = Query::new(Selector::parse(&json!({"n": {"$gte": 10}})).expect("selector"));
+    filtered.limit = Some(5);
+    for (name, query) in [
+        ("first page", page(0, Some(20))),
+        ("later page", page(20, Some(20))),
+        ("everything", page(0, None)),
+        ("past the end", page(40, Some(5))),
+        ("no rows", page(0, Some(0))),
+        ("filtered", filtered),
+    ] {
+        let expected: Vec<String> = store
+            .find("j", &query)
+            .await
+            .expect("find")
+            .iter()
+            .map(|d| serde_json::to_string(d).expect("encode"))
+            .collect();
+        let texts = store.find_json("j", &query).await.expect("find_json");
+        assert_eq!(texts, expected, "{name}");
+    }
+    assert!(
+        store
+            .find_json("nothing-here", &page(0, Some(20)))
+            .await
+            .expect("missing")
+            .is_empty()
     );
 }
 
