@@ -88,9 +88,12 @@ pub trait Store: Send + Sync + 'static {
     ///
     /// Memory use is bounded by `skip + limit` (plus the backend's page size), not by the
     /// collection's size, so large collections are listed page by page with `skip`/`limit`.
+    /// Without a sort, `skip` costs no memory; with one, `skip + limit` is at most
+    /// [`crate::MAX_SORTED_WINDOW`].
     ///
     /// # Errors
-    /// Backend failures.
+    /// [`crate::Error::InvalidSort`] for a sorted query whose `skip + limit` is over
+    /// [`crate::MAX_SORTED_WINDOW`]; backend failures.
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>>;
 
     /// The documents [`Store::find`] returns, each as its compact JSON text (an object), for a

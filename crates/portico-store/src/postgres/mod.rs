@@ -122,6 +122,7 @@ impl Store for PostgresStore {
     }
 
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>> {
+        crate::top::check_sorted_window(query)?;
         let mut client = self.client().await?;
         query::find(&mut client, collection, query).await
     }

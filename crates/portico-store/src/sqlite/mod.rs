@@ -214,6 +214,7 @@ impl Store for SqliteStore {
     }
 
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>> {
+        crate::top::check_sorted_window(query)?;
         // A query answered through the primary key or an index with few entries for the value
         // is a handful of point reads: inline, as `find_one` and `get` below.
         if let Some(Ok(Some(found))) = self

@@ -26,6 +26,7 @@ macro_rules! conformance_suite {
             selector_operators_through_indexes,
             invalid_selectors_name_the_problem,
             find_sorts_skips_limits_and_projects,
+            sorted_windows_past_the_bound_are_refused,
             find_one_and_count,
             whole_collection_count_follows_every_write,
             modifiers,
@@ -559,6 +560,59 @@ async fn find_sorts_skips_limits_and_projects(store: S) {
     assert_eq!(
         found.into_iter().map(Value::Object).collect::<Vec<_>>(),
         [json!({"_id": "d", "n": 3, "title": "w"})]
+    );
+}
+
+async fn sorted_windows_past_the_bound_are_refused(store: S) {
+    for (id, n) in [("a", 2), ("b", 1), ("c", 3)] {
+        insert(&store, "w", json!({"_id": id, "n": n})).await;
+    }
+    let max = portico_store::MAX_SORTED_WINDOW;
+    let q = |sort: bool, skip: u64, limit: Option<u64>| Query {
+        sort: sort.then(|| Sort::parse_list("-n").expect("sort")),
+        skip,
+        limit,
+        ..Query::default()
+    };
+    // At the bound: answered (past the end, so empty), on `find` and `find_json`.
+    let at = q(true, max - 1, Some(1));
+    assert!(store.find("w", &at).await.expect("at the bound").is_empty());
+    assert!(store.find_json("w", &at).await.expect("json").is_empty());
+    assert_eq!(
+        ids(&store
+            .find("w", &q(true, 1, Some(max - 1)))
+            .await
+            .expect("find")),
+        ["a", "b"]
+    );
+    // One past it, by skip, by limit, or by a skip without limit: refused as bad input.
+    for query in [
+        q(true, max, Some(1)),
+        q(true, 0, Some(max + 1)),
+        q(true, max + 1, None),
+        q(true, u64::MAX, Some(u64::MAX)),
+    ] {
+        for err in [
+            store.find("w", &query).await.err(),
+            store.find_json("w", &query).await.err(),
+        ] {
+            let err = err.expect("refused");
+            assert!(matches!(err, Error::InvalidSort(_)), "{err:?}");
+            assert!(err.is_client_error(), "{err}");
+            let text = err.to_string();
+            assert!(text.contains(&max.to_string()), "{text}");
+            assert!(text.contains("\"n\": {\"$gt\""), "{text}");
+        }
+    }
+    // Without a sort, any skip streams: nothing is held, nothing is refused.
+    let unsorted = store.find("w", &q(false, max * 10, Some(max * 10))).await;
+    assert!(unsorted.expect("unsorted").is_empty());
+    assert_eq!(
+        ids(&store
+            .find("w", &q(false, 1, Some(max * 10)))
+            .await
+            .expect("find")),
+        ["b", "c"]
     );
 }
 
