@@ -101,7 +101,7 @@ pub use projection::Projection;
 pub use selector::Selector;
 pub use sort::Sort;
 pub(crate) use store::encode_all;
-pub use store::{Query, Store, UpdateOptions, UpdateResult};
+pub use store::{DocumentBatches, Query, Store, UpdateOptions, UpdateResult};
 pub use top::MAX_SORTED_WINDOW;
 pub use url::{open, redact_url};
 pub use value::{compare_values, lookup_path};
