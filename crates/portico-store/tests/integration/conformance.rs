@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use portico_store::{
-    Error, Projection, Query, Selector, Sort, Store, Update, UpdateOptions, UpdateResult,
+    Document, Error, Projection, Query, Selector, Sort, Store, Update, UpdateOptions, UpdateResult,
     document_id,
 };
 use serde_json::{Value, json};
@@ -22,6 +22,7 @@ macro_rules! conformance_suite {
             invalid_documents_are_refused,
             insert_many_returns_ids_in_order,
             insert_many_is_all_or_nothing,
+            insert_stream_is_all_or_nothing,
             selector_operators,
             selector_operators_through_indexes,
             invalid_selectors_name_the_problem,
@@ -215,6 +216,82 @@ async fn insert_many_is_all_or_nothing(store: S) {
         0
     );
     large_batches_are_all_or_nothing(&store).await;
+}
+
+/// Batches of `size` documents `{prefix}{i}` (with an indexed field), `batches` of them.
+fn numbered_batches(
+    prefix: &str,
+    batches: usize,
+    size: usize,
+) -> Vec<Result<Vec<Document>, Error>> {
+    (0..batches)
+        .map(|b| {
+            Ok((0..size)
+                .map(|i| doc(json!({"_id": format!("{prefix}{}", b * size + i), "k": i})))
+                .collect())
+        })
+        .collect()
+}
+
+async fn insert_stream_is_all_or_nothing(store: S) {
+    store.ensure_index("st", "k").await.expect("index");
+    insert(&store, "st", json!({"_id": "x", "k": -1})).await;
+    let stream = |items: Vec<Result<Vec<Document>, Error>>| -> portico_store::DocumentBatches {
+        Box::new(items.into_iter())
+    };
+    // Several batches, then an error of the stream itself: nothing written.
+    let mut failing = numbered_batches("a", 3, 700);
+    failing.push(Err(Error::InvalidDocument("the file ends early".into())));
+    match store.insert_stream("st", stream(failing)).await {
+        Err(Error::InvalidDocument(m)) => assert_eq!(m, "the file ends early"),
+        other => panic!("expected the stream's error, got {other:?}"),
+    }
+    // An existing `_id`, and one repeated across batches, in the last batch: nothing written.
+    for last in ["x", "a5"] {
+        let mut batches = numbered_batches("a", 3, 700);
+        batches.push(Ok(vec![
+            doc(json!({"_id": "z"})),
+            doc(json!({"_id": last})),
+        ]));
+        match store.insert_stream("st", stream(batches)).await {
+            Err(Error::DuplicateId { id, .. }) => assert_eq!(id, last),
+            other => panic!("expected DuplicateId {last}, got {other:?}"),
+        }
+    }
+    assert_eq!(store.count("st", &Selector::all()).await.expect("count"), 1);
+    assert_eq!(
+        find_ids(&store, "st", json!({"k": 5})).await,
+        Vec::<String>::new()
+    );
+    assert!(store.get("st", "z").await.expect("get").is_none());
+    // A good stream writes every document, counted and indexed; into a new collection too.
+    let n = store
+        .insert_stream("st", stream(numbered_batches("a", 3, 700)))
+        .await
+        .expect("stream");
+    assert_eq!(n, 2100);
+    assert_eq!(
+        store.count("st", &Selector::all()).await.expect("count"),
+        2101
+    );
+    assert_eq!(
+        find_ids(&store, "st", json!({"k": 5})).await,
+        ["a1405", "a5", "a705"]
+    );
+    let n = store
+        .insert_stream("fresh", stream(numbered_batches("f", 2, 3)))
+        .await
+        .expect("stream");
+    assert_eq!(n, 6);
+    assert_eq!(
+        store.count("fresh", &Selector::all()).await.expect("count"),
+        6
+    );
+    let empty = store
+        .insert_stream("st", stream(Vec::new()))
+        .await
+        .expect("empty stream");
+    assert_eq!(empty, 0);
 }
 
 /// Batches larger than a backend's write chunk: a duplicate `_id` or unique key deep inside one
