@@ -229,6 +229,55 @@ impl Collection {
         Ok(self.store().insert_many(self.name(), docs).await?)
     }
 
+    /// Inserts every document of `batches`, all or none, and returns how many it inserted: an
+    /// import of any size that holds a batch at a time ([`Store::insert_stream`]).
+    ///
+    /// Each document is checked as by [`Collection::insert_many`] as its batch comes. `batches`
+    /// may block (a channel from a reader thread); an error it yields stops the stream.
+    ///
+    /// # Errors
+    /// The first error of `batches`, or as [`Collection::insert_many`]; nothing is written then.
+    pub async fn insert_stream<I>(&self, batches: I) -> Result<u64>
+    where
+        I: Iterator<Item = Result<Vec<Document>>> + Send + 'static,
+    {
+        // A refusal that is not the store's goes to the store as an error that stops the
+        // stream, and is kept here to be returned as it was.
+        let refused: Arc<std::sync::Mutex<Option<Error>>> = Arc::default();
+        let keep = Arc::clone(&refused);
+        let this = self.clone();
+        let checked = batches.map(move |batch| {
+            let checked = batch.and_then(|mut docs| {
+                for doc in &mut docs {
+                    this.ensure_id(doc)?;
+                    this.stamp_new(doc);
+                    this.validate(doc)?;
+                }
+                Ok(docs)
+            });
+            checked.map_err(|e| match e {
+                Error::Store(e) => e,
+                other => {
+                    let message = other.to_string();
+                    *keep.lock().unwrap_or_else(PoisonError::into_inner) = Some(other);
+                    portico_store::Error::InvalidDocument(message)
+                }
+            })
+        });
+        match self
+            .store()
+            .insert_stream(self.name(), Box::new(checked))
+            .await
+        {
+            Ok(n) => Ok(n),
+            Err(e) => Err(refused
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()
+                .unwrap_or(Error::Store(e))),
+        }
+    }
+
     /// The documents matching `query`.
     ///
     /// # Errors

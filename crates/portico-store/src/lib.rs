@@ -37,10 +37,10 @@
 //! | [`Selector`] | equality on dotted paths (array elements included), `$eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not $all $size $elemMatch $regex` (+ `$options`) |
 //! | [`Update`] | `$set $unset $inc $push $pull $addToSet` (with `$each`), or a whole-document replacement keeping `_id` |
 //! | [`Sort`], [`Projection`], [`Query`] | sort on dotted paths, skip, limit, inclusion or exclusion of fields |
-//! | [`Store`] | the async, object-safe backend trait; [`open`] picks a backend from a URL |
+//! | [`Store`] | the async, object-safe backend trait; [`open`] picks a backend from a URL; [`Store::insert_stream`] writes a stream of any size all or nothing |
 //! | [`feed`] | the change feed: what each committed write changed, for live queries ([`Store::changes`]) |
 //! | [`json`] | bounded parsing of JSON bodies: nesting and value count checked before anything is built |
-//! | limits | documents up to [`MAX_DOCUMENT_BYTES`] (16 MiB of JSON), `_id`s up to [`MAX_ID_BYTES`] (512), on every write |
+//! | limits | documents up to [`MAX_DOCUMENT_BYTES`] (16 MiB of JSON), `_id`s up to [`MAX_ID_BYTES`] (512), on every write; a sorted query's `skip + limit` up to [`MAX_SORTED_WINDOW`] (10,000) |
 //!
 //! | cargo feature | backend | URL |
 //! |---|---|---|
@@ -101,6 +101,7 @@ pub use projection::Projection;
 pub use selector::Selector;
 pub use sort::Sort;
 pub(crate) use store::encode_all;
-pub use store::{Query, Store, UpdateOptions, UpdateResult};
+pub use store::{DocumentBatches, Query, Store, UpdateOptions, UpdateResult};
+pub use top::MAX_SORTED_WINDOW;
 pub use url::{open, redact_url};
 pub use value::{compare_values, lookup_path};

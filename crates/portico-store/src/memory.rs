@@ -23,7 +23,7 @@ use serde_json::Value;
 use crate::document::prepare_insert;
 use crate::feed::{Change, ChangeKind};
 use crate::index_key::{NULL_KEY, keys, unique_keys, value_key};
-use crate::top::TopK;
+use crate::top::{TopK, check_sorted_window};
 use crate::value::split_path;
 use crate::{
     Document, Error, Query, Result, Selector, Sort, Store, Update, UpdateOptions, UpdateResult,
@@ -336,6 +336,7 @@ impl Store for MemoryStore {
     }
 
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>> {
+        check_sorted_window(query)?;
         let all = self.read();
         let Some(coll) = all.get(collection) else {
             return Ok(Vec::new());

@@ -32,6 +32,10 @@ impl Query {
     }
 }
 
+/// The documents of [`Store::insert_stream`], batch by batch: each item is a batch to insert, or
+/// an error that stops the stream (and writes nothing).
+pub type DocumentBatches = Box<dyn Iterator<Item = Result<Vec<Document>>> + Send>;
+
 /// Options of [`Store::update`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct UpdateOptions {
@@ -84,13 +88,40 @@ pub trait Store: Send + Sync + 'static {
     /// both cases nothing is written.
     async fn insert_many(&self, collection: &str, docs: Vec<Document>) -> Result<Vec<String>>;
 
+    /// Inserts every document of `batches` into `collection`, all or none, and returns how many
+    /// it inserted: one all-or-nothing write of any size, read batch by batch (an import of a
+    /// file larger than memory).
+    ///
+    /// Each document is handled as by [`Store::insert_many`]. When a batch is an error, a
+    /// document is invalid or an `_id` exists already or repeats, nothing is written and that
+    /// error is returned. The iterator is driven where the backend writes (it may block, as a
+    /// channel from a reader thread does); SQLite holds its writer for the whole stream and
+    /// PostgreSQL one transaction. This default collects every batch and calls
+    /// [`Store::insert_many`] (memory grows with the stream); the change feed gets one change
+    /// without ids.
+    ///
+    /// # Errors
+    /// The first error of `batches`, or as [`Store::insert_many`]; nothing is written then.
+    async fn insert_stream(&self, collection: &str, batches: DocumentBatches) -> Result<u64> {
+        let mut docs = Vec::new();
+        for batch in batches {
+            docs.extend(batch?);
+        }
+        let n = docs.len() as u64;
+        self.insert_many(collection, docs).await?;
+        Ok(n)
+    }
+
     /// Returns the documents matching `query`, sorted, skipped, limited and projected.
     ///
     /// Memory use is bounded by `skip + limit` (plus the backend's page size), not by the
     /// collection's size, so large collections are listed page by page with `skip`/`limit`.
+    /// Without a sort, `skip` costs no memory; with one, `skip + limit` is at most
+    /// [`crate::MAX_SORTED_WINDOW`].
     ///
     /// # Errors
-    /// Backend failures.
+    /// [`crate::Error::InvalidSort`] for a sorted query whose `skip + limit` is over
+    /// [`crate::MAX_SORTED_WINDOW`]; backend failures.
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>>;
 
     /// The documents [`Store::find`] returns, each as its compact JSON text (an object), for a

@@ -3,7 +3,42 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use crate::{Document, Sort};
+use crate::{Document, Error, Query, Result, Sort};
+
+/// The most documents a sorted [`Query`] may skip and return together (`skip + limit`).
+///
+/// No backend sorts through an index: a sorted page is chosen by reading every match and keeping
+/// the best `skip + limit` in memory, so this bounds the memory of one sorted query (about 10,000
+/// documents, a few MB for small ones) whatever the collection's size. A sorted query past it is
+/// refused with [`Error::InvalidSort`] (a client error) saying how to page instead: filter on the
+/// sort field from the last value seen (`{"field": {"$gt": last}}`) rather than skipping. A query
+/// without a sort may skip any number of documents: it streams in `_id` order and keeps none.
+pub const MAX_SORTED_WINDOW: u64 = 10_000;
+
+/// Refuses a sorted `query` whose `skip + limit` is over [`MAX_SORTED_WINDOW`] (a sorted query
+/// without a limit counts its `skip` only: what it returns is what it asked for).
+///
+/// # Errors
+/// [`Error::InvalidSort`] with a message for the client on how to page.
+pub(crate) fn check_sorted_window(query: &Query) -> Result<()> {
+    let Some(sort) = &query.sort else {
+        return Ok(());
+    };
+    let window = query.skip.saturating_add(query.limit.unwrap_or(0));
+    if window <= MAX_SORTED_WINDOW {
+        return Ok(());
+    }
+    let field = sort
+        .keys()
+        .first()
+        .map_or("the sort field", |(path, _)| path.as_str());
+    Err(Error::InvalidSort(format!(
+        "a sorted query may skip and return at most {MAX_SORTED_WINDOW} documents in all \
+         (skip + limit is {window}); to page further, keep the sort and filter on `{field}` \
+         from the last value you saw instead of skipping (e.g. where {{\"{field}\": \
+         {{\"$gt\": <last value>}}}} with a small skip for ties)"
+    )))
+}
 
 /// Keeps the `keep` smallest items pushed so far (by `Ord`) in a max-heap whose top is the first
 /// to go, so a sorted page of `skip + limit` documents never holds more than that many.

@@ -225,3 +225,37 @@ async fn publication_args_extractor_reads_the_query_string() {
     assert_eq!(r.status, 400);
     assert_eq!(r.json["reason"], "?title= is required");
 }
+
+#[tokio::test]
+async fn a_sorted_cursor_past_the_window_is_400_saying_how_to_page() {
+    let p = seeded().await;
+    let max = portico_store::MAX_SORTED_WINDOW;
+    let options = PublicationOptions {
+        url: Some("deep/:0".into()),
+        ..PublicationOptions::default()
+    };
+    p.publish_with_options("deep", options, move |sub, args| async move {
+        let skip: String = portico_platform::arg(&args, 0)?;
+        let skip: u64 = skip
+            .parse()
+            .map_err(|_| MethodError::invalid_arguments("skip is a number"))?;
+        let query = Query {
+            sort: Some(
+                portico_store::Sort::parse_list("title")
+                    .map_err(|e| MethodError::from(portico_platform::Error::from(e)))?,
+            ),
+            skip,
+            limit: Some(1),
+            ..Query::default()
+        };
+        Ok(vec![sub.platform().collection("todos").cursor(query)])
+    })
+    .unwrap();
+    let s = app(&p).await;
+    let within = s.get(&format!("/deep/{}", max - 1)).await;
+    assert_eq!(within.status, 200, "{}", within.text);
+    let past = s.get(&format!("/deep/{max}")).await;
+    assert_eq!(past.status, 400, "{}", past.text);
+    assert!(past.text.contains(&max.to_string()), "{}", past.text);
+    assert!(past.text.contains("$gt"), "{}", past.text);
+}

@@ -52,6 +52,15 @@ impl Store for Measured {
         timed("insert_many", self.0.insert_many(collection, docs)).await
     }
 
+    async fn insert_stream(
+        &self,
+        collection: &str,
+        batches: portico_store::DocumentBatches,
+    ) -> StoreResult<u64> {
+        // Forwarded, not the trait's default: the default would collect the whole stream.
+        timed("insert_many", self.0.insert_stream(collection, batches)).await
+    }
+
     async fn find(&self, collection: &str, query: &Query) -> StoreResult<Vec<Document>> {
         timed("find", self.0.find(collection, query)).await
     }

@@ -339,3 +339,80 @@ fn users_whose_name_or_email_is_taken_in_any_case_are_refused_whole() {
     assert!(import("fine.json").status.success());
     assert_eq!(count(), 2);
 }
+
+/// A file of `n` documents `s0000`.. whose last element is `last` (its batches before it have
+/// been handed to the store by the time it is read).
+fn export_ending_with(n: usize, last: &str) -> String {
+    let mut items: Vec<String> = (0..n - 1)
+        .map(|i| format!(r#"{{"_id": "s{i:04}", "n": {i}, "tags": ["a", "b"]}}"#))
+        .collect();
+    items.push(last.to_owned());
+    format!("[{}]", items.join(","))
+}
+
+/// An import that fails at its last element (after several batches) writes nothing, whatever
+/// the reason; the same documents then import whole.
+fn a_failure_at_the_last_element_leaves_the_collection_unchanged(ws: &Workspace) {
+    let db = ws.database();
+    let import = |file: &str| ws.run(&["import", "--database", &db, "--collection", "items", file]);
+    std::fs::write(ws.path("seed.json"), r#"[{"_id": "old", "n": -1}]"#).expect("fixture");
+    let out = import("seed.json");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let n = 3500;
+    for (file, last, expected) in [
+        (
+            "bad.json",
+            r#"{"at": {"$date": "yesterday"}}"#.to_owned(),
+            format!("element {}", n - 1),
+        ),
+        (
+            "existing.json",
+            r#"{"_id": "old"}"#.to_owned(),
+            "1 document already exists in `items` (old); nothing was imported".to_owned(),
+        ),
+        (
+            "twice.json",
+            r#"{"_id": "s0007"}"#.to_owned(),
+            r#"`_id` "s0007" appears twice in the file; nothing was imported"#.to_owned(),
+        ),
+        (
+            "truncated.json",
+            r#"{"_id": "end""#.to_owned(),
+            "not valid JSON".to_owned(),
+        ),
+    ] {
+        std::fs::write(ws.path(file), export_ending_with(n, &last)).expect("fixture");
+        let out = import(file);
+        assert!(!out.status.success(), "{file}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(&expected), "{file}: {stderr}");
+    }
+    // None of the failed files' documents were written: all of them import now, once.
+    std::fs::write(
+        ws.path("good.json"),
+        export_ending_with(n, r#"{"_id": "last"}"#),
+    )
+    .expect("fixture");
+    let out = import("good.json");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout).trim(),
+        format!("imported {n} documents into items")
+    );
+    let again = import("good.json");
+    assert!(
+        text(&again.stderr).contains(&format!("{n} documents already exist")),
+        "{}",
+        text(&again.stderr)
+    );
+}
+
+#[test]
+fn a_failing_import_writes_nothing_on_sqlite() {
+    a_failure_at_the_last_element_leaves_the_collection_unchanged(&Workspace::new());
+}
+
+#[test]
+fn a_failing_import_writes_nothing_on_postgres() {
+    a_failure_at_the_last_element_leaves_the_collection_unchanged(&Workspace::on_postgres());
+}

@@ -84,7 +84,8 @@ pub(crate) async fn run(state: &CollectionState, op: Op, ctx: Context) -> Reply 
         && !portico_edge::wants_event_stream(&ctx.request.headers)
     {
         // Documents shown as stored and no after hook to hand them to: the page is sent as the
-        // store's JSON text (see `get_all_json`).
+        // store's JSON text (see `get_all_json`). A live list (`Accept: text/event-stream`)
+        // goes to `get_all`, which streams it.
         return match get_all_json(state, &ctx).await {
             Ok(reply) | Err(reply) => reply,
         };

@@ -149,3 +149,51 @@ async fn links_keep_the_outer_prefix_when_nested() {
     let link = resp.header("link").unwrap();
     assert_eq!(link, "</outer/api/books?skip=2&limit=2>; rel=\"next\"");
 }
+
+#[tokio::test]
+async fn sorted_lists_past_the_window_are_400_saying_how_to_page() {
+    let r = seeded(5, opts(), CollectionOptions::new()).await;
+    let max = portico_store::MAX_SORTED_WINDOW;
+    // Up to the bound, a sorted page is answered (here past the end: empty).
+    let at = call(
+        &r,
+        "GET",
+        &format!("/api/books?sort=-n&skip={}&limit=1", max - 1),
+        None,
+    )
+    .await;
+    assert_eq!(at.status, 200, "{}", at.text);
+    assert_eq!(at.json()["data"], json!([]));
+    // Past it: a JSend error naming the bound and the way to page, not a 500.
+    let past = call(
+        &r,
+        "GET",
+        &format!("/api/books?sort=-n&skip={max}&limit=1"),
+        None,
+    )
+    .await;
+    assert_eq!(past.status, 400, "{}", past.text);
+    let body = past.json();
+    assert_eq!(body["status"], "error", "{body}");
+    let msg = body["message"].as_str().unwrap_or("").to_owned();
+    assert!(msg.contains(&max.to_string()), "{msg}");
+    assert!(msg.contains(r#"where {"n": {"$gt""#), "{msg}");
+    // The filter on the sort field it suggests pages on.
+    let filter = enc(r#"{"n": {"$lt": 2}}"#);
+    let next = call(
+        &r,
+        "GET",
+        &format!("/api/books?sort=-n&where={filter}"),
+        None,
+    )
+    .await;
+    let titles: Vec<Value> = next.json()["data"]
+        .as_array()
+        .map(|a| a.iter().map(|d| d["title"].clone()).collect())
+        .unwrap_or_default();
+    assert_eq!(titles, [json!("t001"), json!("t000")]);
+    // Without a sort, any skip is answered.
+    let unsorted = call(&r, "GET", &format!("/api/books?skip={}", max * 100), None).await;
+    assert_eq!(unsorted.status, 200, "{}", unsorted.text);
+    assert_eq!(unsorted.json()["data"], json!([]));
+}

@@ -121,7 +121,17 @@ impl Store for PostgresStore {
         write::insert_many(&mut client, collection, docs).await
     }
 
+    async fn insert_stream(
+        &self,
+        collection: &str,
+        batches: crate::DocumentBatches,
+    ) -> Result<u64> {
+        let mut client = self.client().await?;
+        write::insert_stream(&mut client, collection, batches).await
+    }
+
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>> {
+        crate::top::check_sorted_window(query)?;
         let mut client = self.client().await?;
         query::find(&mut client, collection, query).await
     }

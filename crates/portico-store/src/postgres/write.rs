@@ -272,6 +272,54 @@ pub(crate) async fn insert_many(
     Err(gave_up(collection))
 }
 
+/// Inserts every document of `batches` in one transaction, in chunks as [`insert_many`] does,
+/// rolled back at the first error; see [`crate::Store::insert_stream`]. The iterator may block
+/// (a channel from a reader thread): each batch is taken on tokio's blocking pool.
+pub(crate) async fn insert_stream(
+    client: &mut Client,
+    collection: &str,
+    batches: crate::DocumentBatches,
+) -> Result<u64> {
+    check_name(collection)?;
+    let mut batches = Some(batches);
+    for _ in 0..ATTEMPTS {
+        let mut tx = client.transaction().await?;
+        let Some(indexes) = schema::lock_and_indexes(&tx, collection).await? else {
+            drop(tx);
+            schema::create_collection(client, collection).await?;
+            continue;
+        };
+        let mut n = 0u64;
+        while let Some(mut rest) = batches.take() {
+            let (rest, next) = tokio::task::spawn_blocking(move || {
+                let next = rest.next();
+                (rest, next)
+            })
+            .await
+            .map_err(|e| Error::Backend(format!("reading the stream stopped: {e}")))?;
+            let Some(batch) = next else {
+                break;
+            };
+            batches = Some(rest);
+            let prepared = batch?
+                .into_iter()
+                .map(prepare)
+                .collect::<Result<Vec<_>>>()?;
+            for chunk in prepared.chunks(CHUNK) {
+                insert_chunk(&mut tx, collection, &indexes, chunk).await?;
+            }
+            n += prepared.len() as u64;
+        }
+        schema::add_to_count(&tx, collection, count_delta(n)).await?;
+        // Which ids is not kept (a stream may be millions): listeners re-read the collection.
+        let change = Change::documents(collection, Vec::new(), ChangeKind::Insert);
+        feed::notify(&tx, &change).await?;
+        tx.commit().await?;
+        return Ok(n);
+    }
+    Err(gave_up(collection))
+}
+
 /// `n` documents as a change of the stored count.
 fn count_delta<N: TryInto<i64>>(n: N) -> i64 {
     n.try_into().unwrap_or(i64::MAX)

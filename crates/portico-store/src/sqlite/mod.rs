@@ -213,7 +213,27 @@ impl Store for SqliteStore {
         SqliteStore::insert_many(self, collection, docs).await
     }
 
+    async fn insert_stream(
+        &self,
+        collection: &str,
+        batches: crate::DocumentBatches,
+    ) -> Result<u64> {
+        // One writer transaction, fed as the batches come: memory holds a batch, not the stream.
+        let name = collection.to_owned();
+        let n = self
+            .with_writer(move |conn| write::insert_stream(conn, &name, batches))
+            .await?;
+        // Which ids is not kept (a stream may be millions): listeners re-read the collection.
+        self.committed(Change::documents(
+            collection,
+            Vec::new(),
+            ChangeKind::Insert,
+        ));
+        Ok(n)
+    }
+
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>> {
+        crate::top::check_sorted_window(query)?;
         // A query answered through the primary key or an index with few entries for the value
         // is a handful of point reads: inline, as `find_one` and `get` below.
         if let Some(Ok(Some(found))) = self

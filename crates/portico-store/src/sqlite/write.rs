@@ -57,6 +57,29 @@ pub(crate) fn insert_many(
     Ok(ids)
 }
 
+/// Inserts every document of `batches` in one transaction, rolled back at the first error (of
+/// a batch or of a document); see [`crate::Store::insert_stream`].
+pub(crate) fn insert_stream(
+    conn: &mut Connection,
+    collection: &str,
+    batches: crate::DocumentBatches,
+) -> Result<u64> {
+    check_name(collection)?;
+    let tx = begin(conn)?;
+    schema::ensure_collection(&tx, collection)?;
+    let paths = indexed_paths(&tx, collection)?;
+    let mut n = 0u64;
+    for batch in batches {
+        for doc in batch? {
+            insert_in(&tx, collection, &paths, doc)?;
+            n += 1;
+        }
+    }
+    schema::add_to_count(&tx, collection, count_delta(n))?;
+    tx.commit()?;
+    Ok(n)
+}
+
 /// `n` documents as a change of the stored count.
 fn count_delta<N: TryInto<i64>>(n: N) -> i64 {
     n.try_into().unwrap_or(i64::MAX)

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use portico_store::{
-    Error, Projection, Query, Selector, Sort, Store, Update, UpdateOptions, UpdateResult,
+    Document, Error, Projection, Query, Selector, Sort, Store, Update, UpdateOptions, UpdateResult,
     document_id,
 };
 use serde_json::{Value, json};
@@ -23,10 +23,12 @@ macro_rules! conformance_suite {
             insert_many_returns_ids_in_order,
             insert_many_is_all_or_nothing,
             find_json_is_find_encoded,
+            insert_stream_is_all_or_nothing,
             selector_operators,
             selector_operators_through_indexes,
             invalid_selectors_name_the_problem,
             find_sorts_skips_limits_and_projects,
+            sorted_windows_past_the_bound_are_refused,
             find_one_and_count,
             whole_collection_count_follows_every_write,
             modifiers,
@@ -215,6 +217,82 @@ async fn insert_many_is_all_or_nothing(store: S) {
         0
     );
     large_batches_are_all_or_nothing(&store).await;
+}
+
+/// Batches of `size` documents `{prefix}{i}` (with an indexed field), `batches` of them.
+fn numbered_batches(
+    prefix: &str,
+    batches: usize,
+    size: usize,
+) -> Vec<Result<Vec<Document>, Error>> {
+    (0..batches)
+        .map(|b| {
+            Ok((0..size)
+                .map(|i| doc(json!({"_id": format!("{prefix}{}", b * size + i), "k": i})))
+                .collect())
+        })
+        .collect()
+}
+
+async fn insert_stream_is_all_or_nothing(store: S) {
+    store.ensure_index("st", "k").await.expect("index");
+    insert(&store, "st", json!({"_id": "x", "k": -1})).await;
+    let stream = |items: Vec<Result<Vec<Document>, Error>>| -> portico_store::DocumentBatches {
+        Box::new(items.into_iter())
+    };
+    // Several batches, then an error of the stream itself: nothing written.
+    let mut failing = numbered_batches("a", 3, 700);
+    failing.push(Err(Error::InvalidDocument("the file ends early".into())));
+    match store.insert_stream("st", stream(failing)).await {
+        Err(Error::InvalidDocument(m)) => assert_eq!(m, "the file ends early"),
+        other => panic!("expected the stream's error, got {other:?}"),
+    }
+    // An existing `_id`, and one repeated across batches, in the last batch: nothing written.
+    for last in ["x", "a5"] {
+        let mut batches = numbered_batches("a", 3, 700);
+        batches.push(Ok(vec![
+            doc(json!({"_id": "z"})),
+            doc(json!({"_id": last})),
+        ]));
+        match store.insert_stream("st", stream(batches)).await {
+            Err(Error::DuplicateId { id, .. }) => assert_eq!(id, last),
+            other => panic!("expected DuplicateId {last}, got {other:?}"),
+        }
+    }
+    assert_eq!(store.count("st", &Selector::all()).await.expect("count"), 1);
+    assert_eq!(
+        find_ids(&store, "st", json!({"k": 5})).await,
+        Vec::<String>::new()
+    );
+    assert!(store.get("st", "z").await.expect("get").is_none());
+    // A good stream writes every document, counted and indexed; into a new collection too.
+    let n = store
+        .insert_stream("st", stream(numbered_batches("a", 3, 700)))
+        .await
+        .expect("stream");
+    assert_eq!(n, 2100);
+    assert_eq!(
+        store.count("st", &Selector::all()).await.expect("count"),
+        2101
+    );
+    assert_eq!(
+        find_ids(&store, "st", json!({"k": 5})).await,
+        ["a1405", "a5", "a705"]
+    );
+    let n = store
+        .insert_stream("fresh", stream(numbered_batches("f", 2, 3)))
+        .await
+        .expect("stream");
+    assert_eq!(n, 6);
+    assert_eq!(
+        store.count("fresh", &Selector::all()).await.expect("count"),
+        6
+    );
+    let empty = store
+        .insert_stream("st", stream(Vec::new()))
+        .await
+        .expect("empty stream");
+    assert_eq!(empty, 0);
 }
 
 /// Batches larger than a backend's write chunk: a duplicate `_id` or unique key deep inside one
@@ -605,6 +683,59 @@ async fn find_sorts_skips_limits_and_projects(store: S) {
     assert_eq!(
         found.into_iter().map(Value::Object).collect::<Vec<_>>(),
         [json!({"_id": "d", "n": 3, "title": "w"})]
+    );
+}
+
+async fn sorted_windows_past_the_bound_are_refused(store: S) {
+    for (id, n) in [("a", 2), ("b", 1), ("c", 3)] {
+        insert(&store, "w", json!({"_id": id, "n": n})).await;
+    }
+    let max = portico_store::MAX_SORTED_WINDOW;
+    let q = |sort: bool, skip: u64, limit: Option<u64>| Query {
+        sort: sort.then(|| Sort::parse_list("-n").expect("sort")),
+        skip,
+        limit,
+        ..Query::default()
+    };
+    // At the bound: answered (past the end, so empty), on `find` and `find_json`.
+    let at = q(true, max - 1, Some(1));
+    assert!(store.find("w", &at).await.expect("at the bound").is_empty());
+    assert!(store.find_json("w", &at).await.expect("json").is_empty());
+    assert_eq!(
+        ids(&store
+            .find("w", &q(true, 1, Some(max - 1)))
+            .await
+            .expect("find")),
+        ["a", "b"]
+    );
+    // One past it, by skip, by limit, or by a skip without limit: refused as bad input.
+    for query in [
+        q(true, max, Some(1)),
+        q(true, 0, Some(max + 1)),
+        q(true, max + 1, None),
+        q(true, u64::MAX, Some(u64::MAX)),
+    ] {
+        for err in [
+            store.find("w", &query).await.err(),
+            store.find_json("w", &query).await.err(),
+        ] {
+            let err = err.expect("refused");
+            assert!(matches!(err, Error::InvalidSort(_)), "{err:?}");
+            assert!(err.is_client_error(), "{err}");
+            let text = err.to_string();
+            assert!(text.contains(&max.to_string()), "{text}");
+            assert!(text.contains("\"n\": {\"$gt\""), "{text}");
+        }
+    }
+    // Without a sort, any skip streams: nothing is held, nothing is refused.
+    let unsorted = store.find("w", &q(false, max * 10, Some(max * 10))).await;
+    assert!(unsorted.expect("unsorted").is_empty());
+    assert_eq!(
+        ids(&store
+            .find("w", &q(false, 1, Some(max * 10)))
+            .await
+            .expect("find")),
+        ["b", "c"]
     );
 }
 
