@@ -3,7 +3,7 @@
 # and `peer-axum-sqlite`, the hand-written baseline), in ONE run, on the same seeded data.
 #
 # Usage: YARDSTICK=/path/to/yardstick bench/load.sh
-#   YARDSTICK  the yardstick directory (seed.py, wrk/, rust/); default ../shared/bench beside the repo
+#   YARDSTICK  the yardstick directory (seed.py, wrk/, rust/); required outside the development machines
 #   ITEMS      seeded documents (default 10000)      SECS    seconds per measurement (default 10)
 #   ROUNDS     rounds (servers take turns in each), medians reported (default 3)
 #   CONNS      wrk connections (default 32)          WARMUP  seconds of warm-up first (default 2)
