@@ -210,6 +210,19 @@ impl Collection {
         Ok(self.store().insert(self.name(), doc).await?)
     }
 
+    /// [`Collection::insert`], returning the document as stored (with its `_id` and
+    /// timestamps), so a reply can show it without reading it back.
+    ///
+    /// # Errors
+    /// As [`Collection::insert`].
+    pub async fn insert_returning(&self, mut doc: Document) -> Result<Document> {
+        self.ensure_id(&mut doc)?;
+        self.stamp_new(&mut doc);
+        self.validate(&doc)?;
+        self.store().insert(self.name(), doc.clone()).await?;
+        Ok(doc)
+    }
+
     /// Inserts every document of `docs`, all or none, and returns their `_id`s in order.
     ///
     /// Each document is checked as by [`Collection::insert`] (a new `_id` of the collection's

@@ -322,8 +322,13 @@ async fn post(
     body: Map<String, Value>,
 ) -> Result<Outcome, Reply> {
     let body = checked(body, BodyUse::Create, None)?;
-    let id = state.records.insert(state, ctx, body).await?;
-    let created = state.collection.get(&id).await.map_err(platform_error)?;
+    // The stored document when the kind knows it (no read-back: after a write, a read on
+    // another connection finds its page cache stale and refills it).
+    let (id, stored) = state.records.insert(state, ctx, body).await?;
+    let created = match stored {
+        Some(doc) => Some(doc),
+        None => state.collection.get(&id).await.map_err(platform_error)?,
+    };
     Ok(Outcome {
         data: created.map_or(Value::Null, |d| state.records.show(d)),
         headers: Vec::new(),

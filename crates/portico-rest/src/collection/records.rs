@@ -26,13 +26,14 @@ pub(crate) trait Records: Send + Sync {
     /// conditional (see `conditional.rs`).
     fn tagged(&self) -> bool;
 
-    /// Inserts a checked client body; returns the new `_id`.
+    /// Inserts a checked client body; returns the new `_id`, and the document as stored when
+    /// the kind knows it without reading it back.
     async fn insert(
         &self,
         state: &CollectionState,
         ctx: &Context,
         body: Document,
-    ) -> Result<String, Reply>;
+    ) -> Result<(String, Option<Document>), Reply>;
 
     /// Replaces (`how` is [`BodyUse::Replace`]) or changes the target document with a checked
     /// body; `false` when the caller cannot see such a document (or its tag differs).
@@ -103,11 +104,21 @@ impl Records for Documents {
         state: &CollectionState,
         ctx: &Context,
         mut body: Document,
-    ) -> Result<String, Reply> {
+    ) -> Result<(String, Option<Document>), Reply> {
         if let Some(scope) = &state.scope {
             body.extend(scope.stamp(ctx));
         }
-        state.collection.insert(body).await.map_err(platform_error)
+        let stored = state
+            .collection
+            .insert_returning(body)
+            .await
+            .map_err(platform_error)?;
+        let id = stored
+            .get("_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        Ok((id, Some(stored)))
     }
 
     async fn update(
@@ -242,7 +253,7 @@ impl Records for Accounts {
         _state: &CollectionState,
         ctx: &Context,
         body: Document,
-    ) -> Result<String, Reply> {
+    ) -> Result<(String, Option<Document>), Reply> {
         let accounts = ctx.platform.accounts();
         // An anonymous sign-up is a client creating an account; an authenticated caller
         // passed the endpoint's auth and role checks, which the host set up on purpose.
@@ -261,7 +272,13 @@ impl Records for Accounts {
             profile,
             roles: Vec::new(),
         };
-        accounts.create_user(new_user).await.map_err(platform_error)
+        let id = accounts
+            .create_user(new_user)
+            .await
+            .map_err(platform_error)?;
+        // The account as stored holds more than the body (hashed password, timestamps): read
+        // it back to show it.
+        Ok((id, None))
     }
 
     async fn update(
