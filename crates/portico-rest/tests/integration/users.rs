@@ -225,3 +225,84 @@ async fn anonymous_signups_refused_when_the_platform_forbids_them() {
         201
     );
 }
+
+/// The token cache (on SQLite) never outlives a write through the users collection's own CRUD:
+/// a token used (and so cached) just before its user is removed, or has its tokens cleared by
+/// an update through the routes door, is refused on the very next request.
+#[tokio::test]
+async fn users_crud_writes_end_cached_tokens_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("cache.db").display());
+    let platform = portico_platform::Platform::open(&url).await.unwrap();
+    let admin = user(&platform, "admin", "pw-123456", &["admin"]).await;
+    let admin_token = token_for(&platform, &admin).await;
+    let mut api = Api::new(
+        ApiOptions {
+            use_default_auth: true,
+            ..opts()
+        },
+        platform.clone(),
+    )
+    .unwrap();
+    api.add_collection(
+        platform.collection("users"),
+        CollectionOptions::new().route_options(RouteOptions::new().role_required("admin")),
+    )
+    .unwrap();
+    api.add_collection(
+        platform.collection("notes"),
+        CollectionOptions::new().route_options(RouteOptions::new().auth_required(true)),
+    )
+    .unwrap();
+    let r = api.router();
+
+    // Removal through DELETE /api/users/:id.
+    let ann = user(&platform, "ann", "pw-123456", &[]).await;
+    let ann_token = token_for(&platform, &ann).await;
+    for _ in 0..3 {
+        assert_eq!(
+            call(&r, "GET", "/api/notes", Some(&ann_token)).await.status,
+            200
+        );
+    }
+    let removed = call(
+        &r,
+        "DELETE",
+        &format!("/api/users/{ann}"),
+        Some(&admin_token),
+    )
+    .await;
+    assert_eq!(removed.status, 200, "{}", removed.text);
+    assert_eq!(
+        call(&r, "GET", "/api/notes", Some(&ann_token)).await.status,
+        401
+    );
+
+    // A change through PATCH /api/users/:id (the profile) leaves the token valid; a logout
+    // through the API then ends it on the next request.
+    let bob = user(&platform, "bob", "pw-123456", &[]).await;
+    let bob_token = token_for(&platform, &bob).await;
+    assert_eq!(
+        call(&r, "GET", "/api/notes", Some(&bob_token)).await.status,
+        200
+    );
+    let patched = call_json(
+        &r,
+        "PATCH",
+        &format!("/api/users/{bob}"),
+        Some(&admin_token),
+        &json!({"profile": {"name": "Bob"}}),
+    )
+    .await;
+    assert_eq!(patched.status, 200, "{}", patched.text);
+    assert_eq!(
+        call(&r, "GET", "/api/notes", Some(&bob_token)).await.status,
+        200
+    );
+    let out = call(&r, "POST", "/api/logout", Some(&bob_token)).await;
+    assert_eq!(out.status, 200, "{}", out.text);
+    assert_eq!(
+        call(&r, "GET", "/api/notes", Some(&bob_token)).await.status,
+        401
+    );
+}
