@@ -186,6 +186,14 @@ impl std::io::Write for HashWriter<'_> {
     }
 }
 
+/// True when `text` (a stored document read as text, to be sent as it is) is one JSON object;
+/// checked without building it. Backends that answer pages from stored text use it to refuse a
+/// row changed behind their back.
+pub(crate) fn is_object_text(text: &str) -> bool {
+    text.trim_start().starts_with('{')
+        && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

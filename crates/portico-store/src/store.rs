@@ -23,6 +23,12 @@ pub struct Query {
 }
 
 impl Query {
+    /// True for a page of a whole collection in `_id` order (no filter, sort or projection):
+    /// what a backend can answer from stored text ([`Store::find_json`]).
+    pub(crate) fn is_plain_page(&self) -> bool {
+        self.selector.is_all() && self.sort.is_none() && self.projection.is_none()
+    }
+
     /// A query matching `selector`, with no sort, skip, limit or projection.
     pub fn new(selector: Selector) -> Self {
         Query {

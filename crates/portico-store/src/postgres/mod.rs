@@ -139,7 +139,7 @@ impl Store for PostgresStore {
     async fn find_json(&self, collection: &str, query: &Query) -> Result<Vec<String>> {
         // A page of the whole collection in `_id` order is sent as stored (a list endpoint
         // without filter or sort); anything else is `find`, encoded.
-        if !(query.selector.is_all() && query.sort.is_none() && query.projection.is_none()) {
+        if !query.is_plain_page() {
             return crate::encode_all(&self.find(collection, query).await?);
         }
         let client = self.client().await?;

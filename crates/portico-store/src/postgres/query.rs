@@ -362,19 +362,13 @@ pub(crate) async fn page_json(
     rows.iter()
         .map(|row| {
             let text: &str = row.try_get(1)?;
-            match serde_json::from_str::<serde::de::IgnoredAny>(text) {
-                Ok(_) if text.trim_start().starts_with('{') => Ok(text.to_owned()),
-                Ok(_) => {
-                    let id: String = row.try_get(0)?;
-                    Err(crate::Error::Backend(format!(
-                        "postgres: stored document {id:?} of collection {collection:?} is not a JSON object"
-                    )))
-                }
-                Err(e) => {
-                    let id: String = row.try_get(0)?;
-                    Err(corrupt(collection, &id, &e))
-                }
+            if crate::document::is_object_text(text) {
+                return Ok(text.to_owned());
             }
+            let id: String = row.try_get(0)?;
+            Err(crate::Error::Backend(format!(
+                "postgres: stored document {id:?} of collection {collection:?} is not a JSON object"
+            )))
         })
         .collect()
 }

@@ -265,7 +265,7 @@ impl Store for SqliteStore {
         // A page of the whole collection in `_id` order is sent as stored: the rows' JSON text,
         // with no document decoded and encoded again (a list endpoint without filter or sort).
         // Anything else is `find`, encoded.
-        if !(query.selector.is_all() && query.sort.is_none() && query.projection.is_none()) {
+        if !query.is_plain_page() {
             return crate::encode_all(&self.find(collection, query).await?);
         }
         let (skip, limit) = (query.skip, query.limit);

@@ -96,12 +96,8 @@ pub(crate) fn page_json(
             };
             let checked = std::str::from_utf8(text)
                 .ok()
-                .filter(|t| t.trim_start().starts_with('{'))
-                .and_then(|t| {
-                    serde_json::from_str::<serde::de::IgnoredAny>(t)
-                        .is_ok()
-                        .then(|| t.to_owned())
-                });
+                .filter(|t| crate::document::is_object_text(t))
+                .map(str::to_owned);
             match checked {
                 Some(text) => out.push(text),
                 None => {
