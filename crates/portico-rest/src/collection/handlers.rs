@@ -141,15 +141,21 @@ impl std::io::Write for Counter {
     }
 }
 
-/// Reads one page, `CHUNK` documents at a time, as the client sees them: up to the page's
-/// limit, or until the documents' JSON passes `max_reply_bytes` (at least one document is
-/// always sent). Returns the documents and the page size the `Link` header should use.
-async fn read_page(
+/// Reads one page, `CHUNK` documents at a time: up to the page's limit, or until the items'
+/// JSON passes `max_reply_bytes` (at least one item is always sent). `fetch` reads one chunk
+/// and gives each item with its encoded size. Returns the items and the page size the `Link`
+/// header should use.
+async fn read_chunks<T, F, Fut>(
     state: &CollectionState,
     selector: Selector,
     params: &ListParams,
     projection: Option<portico_store::Projection>,
-) -> Result<(Vec<Value>, u64), Reply> {
+    mut fetch: F,
+) -> Result<(Vec<T>, u64), Reply>
+where
+    F: FnMut(Query) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<(T, usize)>, Reply>>,
+{
     let mut items = Vec::new();
     let mut bytes = 0usize;
     let mut read = 0u64;
@@ -162,21 +168,12 @@ async fn read_page(
             limit: Some(want),
             projection: projection.clone(),
         };
-        let docs = state
-            .collection
-            .find(&query)
-            .await
-            .map_err(platform_error)?;
-        let got = docs.len() as u64;
-        for doc in docs {
-            let item = state.records.show(doc);
-            let mut counter = Counter(0);
-            if serde_json::to_writer(&mut counter, &item).is_err() {
-                return Err(Reply::internal("a document could not be encoded"));
-            }
-            bytes = bytes.saturating_add(counter.0);
+        let chunk = fetch(query).await?;
+        let got = chunk.len() as u64;
+        for (item, size) in chunk {
+            bytes = bytes.saturating_add(size);
             if bytes > state.max_reply_bytes && !items.is_empty() {
-                // Full: the next page starts at this document.
+                // Full: the next page starts at this item.
                 let page = items.len() as u64;
                 return Ok((items, page));
             }
@@ -190,6 +187,33 @@ async fn read_page(
     Ok((items, params.limit))
 }
 
+/// One page as the client sees the documents (see [`read_chunks`]).
+async fn read_page(
+    state: &CollectionState,
+    selector: Selector,
+    params: &ListParams,
+    projection: Option<portico_store::Projection>,
+) -> Result<(Vec<Value>, u64), Reply> {
+    read_chunks(state, selector, params, projection, |query| async move {
+        let docs = state
+            .collection
+            .find(&query)
+            .await
+            .map_err(platform_error)?;
+        docs.into_iter()
+            .map(|doc| {
+                let item = state.records.show(doc);
+                let mut counter = Counter(0);
+                if serde_json::to_writer(&mut counter, &item).is_err() {
+                    return Err(Reply::internal("a document could not be encoded"));
+                }
+                Ok((item, counter.0))
+            })
+            .collect()
+    })
+    .await
+}
+
 /// [`read_page`] for documents shown as stored, as their JSON text: the store answers a page
 /// of a whole collection from the stored text without decoding a document, and the size budget
 /// is counted on that text.
@@ -198,39 +222,21 @@ async fn read_page_json(
     selector: Selector,
     params: &ListParams,
 ) -> Result<(Vec<String>, u64), Reply> {
-    let mut items: Vec<String> = Vec::new();
-    let mut bytes = 0usize;
-    let mut read = 0u64;
-    while read < params.limit {
-        let want = (params.limit - read).min(CHUNK);
-        let query = Query {
-            selector: selector.clone(),
-            sort: params.sort.clone(),
-            skip: params.skip.saturating_add(read),
-            limit: Some(want),
-            projection: None,
-        };
+    read_chunks(state, selector, params, None, |query| async move {
         let docs = state
             .collection
             .find_json(&query)
             .await
             .map_err(platform_error)?;
-        let got = docs.len() as u64;
-        for doc in docs {
-            bytes = bytes.saturating_add(doc.len());
-            if bytes > state.max_reply_bytes && !items.is_empty() {
-                // Full: the next page starts at this document.
-                let page = items.len() as u64;
-                return Ok((items, page));
-            }
-            items.push(doc);
-        }
-        read += got;
-        if got < want {
-            break;
-        }
-    }
-    Ok((items, params.limit))
+        Ok(docs
+            .into_iter()
+            .map(|doc| {
+                let size = doc.len();
+                (doc, size)
+            })
+            .collect())
+    })
+    .await
 }
 
 /// The getAll reply when documents are shown as stored and no after hook runs: the same
