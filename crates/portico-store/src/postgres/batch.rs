@@ -5,8 +5,8 @@
 
 use deadpool_postgres::{Client, Transaction};
 
-use super::schema::{self, collection_table};
-use super::write::{insert_in, matching, prepare, update_rows};
+use super::schema::{self, IndexedPath, collection_table};
+use super::write::{insert_in, matching, prepare, update_rows, update_sql};
 use crate::{BatchError, BatchFailure, BatchOp, BatchOutcome, Error};
 
 /// Applies `ops` in one transaction; see [`crate::Store::batch`].
@@ -48,6 +48,24 @@ pub(crate) async fn batch(
     Ok(done)
 }
 
+/// The collection's indexes (its write lock taken) and the first document `selector` matches,
+/// locked; no collection or no match is [`BatchFailure::NoMatch`].
+async fn first_match(
+    tx: &Transaction<'_>,
+    collection: &str,
+    selector: &crate::Selector,
+) -> Result<(Vec<IndexedPath>, String, crate::Document), BatchFailure> {
+    let Some(indexes) = schema::lock_and_indexes(tx, collection).await? else {
+        return Err(BatchFailure::NoMatch);
+    };
+    let (id, old) = matching(tx, collection, selector, false)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or(BatchFailure::NoMatch)?;
+    Ok((indexes, id, old))
+}
+
 async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchFailure> {
     match op {
         BatchOp::Insert { collection, doc } => {
@@ -64,24 +82,14 @@ async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchF
             selector,
             update,
         } => {
-            let Some(indexes) = schema::lock_and_indexes(tx, &collection).await? else {
-                return Err(BatchFailure::NoMatch);
-            };
-            let (id, old) = matching(tx, &collection, &selector, false)
-                .await?
-                .into_iter()
-                .next()
-                .ok_or(BatchFailure::NoMatch)?;
+            let (indexes, id, old) = first_match(tx, &collection, &selector).await?;
             let new = match crate::document::apply_update(&old, &update, &id)? {
                 None => old,
                 Some((new, text)) => {
-                    let sql = format!(
-                        "UPDATE {} SET doc = $2::text, \
-                     body = CASE WHEN strpos($2::text, '\\u0000') = 0 THEN $2::text::jsonb END \
-                     WHERE id = $1",
-                        collection_table(&collection)
-                    );
-                    let stmt = tx.prepare_cached(&sql).await.map_err(Error::from)?;
+                    let stmt = tx
+                        .prepare_cached(&update_sql(&collection))
+                        .await
+                        .map_err(Error::from)?;
                     tx.execute(&stmt, &[&id, &text])
                         .await
                         .map_err(Error::from)?;
@@ -95,14 +103,7 @@ async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchF
             collection,
             selector,
         } => {
-            let Some(indexes) = schema::lock_and_indexes(tx, &collection).await? else {
-                return Err(BatchFailure::NoMatch);
-            };
-            let (id, old) = matching(tx, &collection, &selector, false)
-                .await?
-                .into_iter()
-                .next()
-                .ok_or(BatchFailure::NoMatch)?;
+            let (indexes, id, old) = first_match(tx, &collection, &selector).await?;
             let sql = format!(
                 "DELETE FROM {} WHERE id = $1",
                 collection_table(&collection)

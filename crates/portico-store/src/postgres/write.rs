@@ -55,6 +55,17 @@ fn insert_sql(collection: &str) -> String {
     )
 }
 
+/// The SQL replacing a document's text (`$2`) and its `jsonb` copy by `_id` (`$1`), as
+/// [`insert_sql`] writes them.
+pub(super) fn update_sql(collection: &str) -> String {
+    format!(
+        "UPDATE {} SET doc = $2::text, \
+         body = CASE WHEN strpos($2::text, '\\u0000') = 0 THEN $2::text::jsonb END \
+         WHERE id = $1",
+        collection_table(collection)
+    )
+}
+
 /// Turns a unique violation of `collection`'s tables into [`Error::DuplicateId`] (the
 /// collection's primary key) or [`Error::DuplicateKey`] (a unique index).
 fn duplicate(
@@ -372,12 +383,7 @@ pub(crate) async fn update(
             matched: found.len() as u64,
             ..UpdateResult::default()
         };
-        let write_sql = format!(
-            "UPDATE {} SET doc = $2::text, \
-             body = CASE WHEN strpos($2::text, '\\u0000') = 0 THEN $2::text::jsonb END \
-             WHERE id = $1",
-            collection_table(collection)
-        );
+        let write_sql = update_sql(collection);
         let mut changed = Vec::new();
         for (id, old) in found {
             // An error returns here; the transaction is dropped and rolls back earlier documents.
