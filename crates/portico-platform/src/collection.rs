@@ -324,6 +324,15 @@ impl Collection {
         Ok(self.store().get(self.name(), id).await?)
     }
 
+    /// The document with `_id == id` as its compact JSON text (see [`Store::get_json`]): for
+    /// a reply that embeds it without decoding it.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn get_json(&self, id: &str) -> Result<Option<String>> {
+        Ok(self.store().get_json(self.name(), id).await?)
+    }
+
     /// How many documents match `selector`.
     ///
     /// # Errors

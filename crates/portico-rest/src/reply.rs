@@ -107,6 +107,20 @@ impl Reply {
         }
     }
 
+    /// A JSend success whose data is `item`, the compact JSON text of one value, embedded as
+    /// it is (a stored document sent without decoding it).
+    pub(crate) fn success_json(item: &str) -> Reply {
+        let mut body = Vec::with_capacity(item.len() + 30);
+        body.extend_from_slice(br#"{"status":"success","data":"#);
+        body.extend_from_slice(item.as_bytes());
+        body.push(b'}');
+        Reply {
+            status: StatusCode::OK,
+            headers: Vec::new(),
+            body: ReplyBody::Json(Bytes::from(body)),
+        }
+    }
+
     /// A JSend success: `{"status": "success", "data": data}`.
     pub fn success(data: impl Into<Value>) -> Reply {
         Reply::new(json!({"status": "success", "data": data.into()}))

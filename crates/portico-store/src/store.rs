@@ -153,6 +153,19 @@ pub trait Store: Send + Sync + 'static {
     /// Backend failures.
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Document>>;
 
+    /// The document [`Store::get`] returns, as its compact JSON text (an object), for a reply
+    /// that embeds it as it is. A backend that stores JSON text answers with that text, without
+    /// decoding the document; this default encodes what `get` returns.
+    ///
+    /// # Errors
+    /// As [`Store::get`].
+    async fn get_json(&self, collection: &str, id: &str) -> Result<Option<String>> {
+        match self.get(collection, id).await? {
+            Some(doc) => Ok(encode_all(std::slice::from_ref(&doc))?.pop()),
+            None => Ok(None),
+        }
+    }
+
     /// Counts the documents matching `selector`.
     ///
     /// Counting a whole collection (`Selector::all()`) reads no document: the backends keep each

@@ -81,6 +81,10 @@ impl Store for Measured {
         timed("get", self.0.get(collection, id)).await
     }
 
+    async fn get_json(&self, collection: &str, id: &str) -> StoreResult<Option<String>> {
+        timed("get", self.0.get_json(collection, id)).await
+    }
+
     async fn count(&self, collection: &str, selector: &Selector) -> StoreResult<u64> {
         timed("count", self.0.count(collection, selector)).await
     }

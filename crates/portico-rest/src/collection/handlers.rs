@@ -90,6 +90,13 @@ pub(crate) async fn run(state: &CollectionState, op: Op, ctx: Context) -> Reply 
             Ok(reply) | Err(reply) => reply,
         };
     }
+    if op == Op::Get && state.after.is_none() && state.records.tagged() && state.scope.is_none() {
+        // The same for one document read by id: its stored text is the reply's data, and its
+        // entity tag is computed from that text (see `get_json`).
+        return match get_json(state, &ctx, id).await {
+            Ok(reply) | Err(reply) => reply,
+        };
+    }
     let result = match op {
         Op::GetAll => get_all(state, &ctx).await,
         Op::Post => post(state, &ctx, event.body.unwrap_or_default()).await,
@@ -373,6 +380,28 @@ async fn get(state: &CollectionState, ctx: &Context, id: Option<&str>) -> Result
         }
     }
     Ok(outcome)
+}
+
+/// The get reply when the document is shown as stored, unscoped, with no after hook: the
+/// same status, headers and body as [`get`], from the document's stored JSON text (no decoding,
+/// no encoding; the entity tag is the one [`portico_store::etag`] gives the decoded document).
+async fn get_json(
+    state: &CollectionState,
+    ctx: &Context,
+    id: Option<&str>,
+) -> Result<Reply, Reply> {
+    let id = id.ok_or_else(not_found)?;
+    let text = state
+        .collection
+        .get_json(id)
+        .await
+        .map_err(platform_error)?
+        .ok_or_else(not_found)?;
+    let tag = portico_store::etag_of_json(text.as_bytes());
+    if not_modified(&ctx.request.headers, &tag) {
+        return Err(not_modified_reply(format!("\"{tag}\"")));
+    }
+    Ok(Reply::success_json(&text).with_header("ETag", format!("\"{tag}\"")))
 }
 
 /// The write's target: its id and the tag `If-Match` asks for. A kind without tags can never

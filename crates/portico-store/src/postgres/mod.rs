@@ -163,6 +163,11 @@ impl Store for PostgresStore {
         query::get(&client, collection, id).await
     }
 
+    async fn get_json(&self, collection: &str, id: &str) -> Result<Option<String>> {
+        let client = self.client().await?;
+        query::get_json(&client, collection, id).await
+    }
+
     async fn count(&self, collection: &str, selector: &Selector) -> Result<u64> {
         let mut client = self.client().await?;
         query::count(&mut client, collection, selector).await

@@ -394,6 +394,37 @@ pub(crate) async fn count(
 }
 
 /// The document with `_id == id`: one primary-key lookup, one round trip.
+/// The document `id` as its stored JSON text (checked to be one JSON object), or `None`.
+pub(crate) async fn get_json(
+    client: &Client,
+    collection: &str,
+    id: &str,
+) -> Result<Option<String>> {
+    let sql = format!(
+        "SELECT doc FROM {} WHERE id = $1",
+        collection_table(collection)
+    );
+    let row = match client.prepare_cached(&sql).await {
+        Ok(stmt) => client.query_opt(&stmt, &[&id]).await,
+        Err(e) => Err(e),
+    };
+    let row = match row {
+        Ok(row) => row,
+        Err(e) if is_undefined_table(&e) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let text: &str = row.try_get(0)?;
+    if crate::document::is_object_text(text) {
+        return Ok(Some(text.to_owned()));
+    }
+    Err(crate::Error::Backend(format!(
+        "postgres: stored document {id:?} of collection {collection:?} is not a JSON object"
+    )))
+}
+
 pub(crate) async fn get(client: &Client, collection: &str, id: &str) -> Result<Option<Document>> {
     let sql = format!(
         "SELECT doc FROM {} WHERE id = $1",

@@ -321,6 +321,21 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn get_json(&self, collection: &str, id: &str) -> Result<Option<String>> {
+        // `get` with the stored text instead of the decoded document: inline when a reader is
+        // idle, as `get`.
+        if let Some(Ok(found)) = self
+            .pool
+            .try_read_now(|conn| query::get_json(conn, collection, id))
+        {
+            return Ok(found);
+        }
+        let collection = collection.to_owned();
+        let id = id.to_owned();
+        self.with_reader(move |conn| query::get_json(conn, &collection, &id))
+            .await
+    }
+
     async fn count(&self, collection: &str, selector: &Selector) -> Result<u64> {
         // Counting a whole collection reads one catalog row (the count kept by every write):
         // a point read, inline like `get`.

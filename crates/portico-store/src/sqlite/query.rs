@@ -314,6 +314,33 @@ pub(crate) fn get(conn: &Connection, collection: &str, id: &str) -> Result<Optio
     or_missing(conn, collection, || get_existing(conn, collection, id))
 }
 
+/// The document `id` as its stored JSON text (checked to be one JSON object, without building
+/// it), or `None`.
+pub(crate) fn get_json(conn: &Connection, collection: &str, id: &str) -> Result<Option<String>> {
+    or_missing(conn, collection, || {
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT doc FROM {} WHERE id = ?1",
+            collection_table(collection)
+        ))?;
+        let text = stmt
+            .query_row(params![id], |row| {
+                Ok(match row.get_ref(0)? {
+                    ValueRef::Text(text) => std::str::from_utf8(text)
+                        .ok()
+                        .filter(|t| crate::document::is_object_text(t))
+                        .map(str::to_owned),
+                    _ => None,
+                })
+            })
+            .optional()?;
+        match text {
+            None => Ok(None),
+            Some(Some(text)) => Ok(Some(text)),
+            Some(None) => Err(not_text(collection, id)),
+        }
+    })
+}
+
 fn get_existing(conn: &Connection, collection: &str, id: &str) -> Result<Option<Document>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT doc FROM {} WHERE id = ?1",

@@ -23,6 +23,7 @@ macro_rules! conformance_suite {
             insert_many_returns_ids_in_order,
             insert_many_is_all_or_nothing,
             find_json_is_find_encoded,
+            get_json_is_get_encoded,
             insert_stream_is_all_or_nothing,
             selector_operators,
             selector_operators_through_indexes,
@@ -390,6 +391,52 @@ async fn find_json_is_find_encoded(store: S) {
             .expect("missing")
             .is_empty()
     );
+}
+
+/// `get_json` answers what `get` does, as the document's compact JSON text, and the entity tag
+/// of that text is the document's.
+async fn get_json_is_get_encoded(store: S) {
+    insert(
+        &store,
+        "g",
+        json!({"_id": "a", "n": 12.50, "big": 12345678901234567890_u64, "s": "é\u{1F600}\"", "o": {"b": [1, 2.5, null]}}),
+    )
+    .await;
+    let doc = store.get("g", "a").await.expect("get").expect("found");
+    let text = store
+        .get_json("g", "a")
+        .await
+        .expect("get_json")
+        .expect("found");
+    assert_eq!(text, serde_json::to_string(&doc).expect("encode"));
+    assert_eq!(
+        portico_store::etag_of_json(text.as_bytes()),
+        portico_store::etag(&doc)
+    );
+    assert_eq!(store.get_json("g", "b").await.expect("missing id"), None);
+    assert_eq!(
+        store
+            .get_json("nothing-here", "a")
+            .await
+            .expect("missing collection"),
+        None
+    );
+    // After a write, the new text.
+    store
+        .update(
+            "g",
+            &sel(json!({"_id": "a"})),
+            &Update::parse(&json!({"$set": {"n": 13}})).expect("update"),
+            UpdateOptions::default(),
+        )
+        .await
+        .expect("update");
+    let text = store
+        .get_json("g", "a")
+        .await
+        .expect("get_json")
+        .expect("found");
+    assert!(text.contains("\"n\":13"), "{text}");
 }
 
 async fn invalid_documents_are_refused(store: S) {
