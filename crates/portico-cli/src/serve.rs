@@ -7,6 +7,7 @@ mod connections;
 pub mod metrics;
 pub mod probes;
 mod redact;
+mod request_log;
 pub(crate) mod rest;
 pub mod store_metrics;
 mod zero_config;
@@ -21,8 +22,7 @@ use axum::Router;
 use axum::http::StatusCode;
 use portico_platform::Platform;
 use tower_http::timeout::RequestBodyTimeoutLayer;
-use tower_http::trace::{DefaultOnResponse, TraceLayer};
-use tracing::{Level, info, warn};
+use tracing::{info, warn};
 
 use crate::config::{Config, DEFAULT_LISTEN};
 use crate::database;
@@ -211,25 +211,13 @@ async fn not_found() -> (StatusCode, axum::Json<serde_json::Value>) {
     )
 }
 
-/// Wraps the application in the request log: one `info` line per request, written when its
-/// response is ready (method, URI, status, latency). The URI's query has the values of
-/// credential-like parameters (`token`, `access_token`, `X-Auth-Token`, `password`, ... in any
-/// case or encoding) redacted; headers and bodies are never logged.
+/// Wraps the application in the request log: one `info` line per request (target
+/// `portico::request`), written when its response is ready (method, URI, version, status,
+/// latency). The URI's query has the values of credential-like parameters (`token`,
+/// `access_token`, `X-Auth-Token`, `password`, ... in any case or encoding) redacted; headers
+/// and bodies are never logged.
 pub fn with_request_log(app: Router) -> Router {
-    app.layer(
-        TraceLayer::new_for_http()
-            .make_span_with(|request: &axum::http::Request<axum::body::Body>| {
-                tracing::span!(
-                    Level::INFO,
-                    "request",
-                    method = %request.method(),
-                    uri = %redact::redacted_uri(request.uri()),
-                    version = ?request.version(),
-                )
-            })
-            .on_request(())
-            .on_response(DefaultOnResponse::new().level(Level::INFO)),
-    )
+    app.layer(request_log::RequestLogLayer)
 }
 
 /// Fails a request whose body pauses longer than `timeout` between two chunks (a client that

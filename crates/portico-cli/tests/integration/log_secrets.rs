@@ -107,3 +107,43 @@ async fn a_token_sent_every_way_never_reaches_the_trace_log() {
         assert!(leaks.is_empty(), "{secret} leaked:\n{}", leaks.join("\n"));
     }
 }
+
+/// At the default level each request is one line with its method, URI (redacted), status and
+/// latency; `portico::request=off` drops those lines and keeps the server's others.
+#[tokio::test]
+async fn the_request_log_is_one_line_per_request_and_can_be_turned_off() {
+    let ws = Workspace::new();
+    ws.config(CONFIG);
+    let server = ws.serve();
+    for path in ["/healthz?verbose=1", "/api/items?token=abc", "/nowhere"] {
+        server.call("GET", path, None, &[]).await;
+    }
+    let (clean, log) = server.stop();
+    assert!(clean, "{log}");
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("request")).collect();
+    let line_of = |uri: &str| {
+        let found: Vec<&&str> = lines.iter().filter(|l| l.contains(uri)).collect();
+        assert_eq!(found.len(), 1, "one line for {uri}:\n{log}");
+        found[0].to_string()
+    };
+    let health = line_of("uri=/healthz?verbose=1");
+    assert!(
+        health.contains("INFO") && health.contains("method=GET"),
+        "{health}"
+    );
+    assert!(
+        health.contains("status=200") && health.contains("latency="),
+        "{health}"
+    );
+    let items = line_of("uri=/api/items?token=[redacted]");
+    assert!(items.contains("status=401"), "{items}");
+    assert!(!log.contains("abc"), "{log}");
+    assert!(line_of("uri=/nowhere").contains("status=404"));
+
+    let server = ws.serve_logging("info,portico::request=off");
+    server.call("GET", "/healthz?verbose=1", None, &[]).await;
+    let (clean, log) = server.stop();
+    assert!(clean, "{log}");
+    assert!(!log.contains("uri=/healthz"), "{log}");
+    assert!(log.contains("INFO serving"), "{log}");
+}
