@@ -49,6 +49,7 @@
 //! whole collection, which run inline when a reader connection is idle because the thread
 //! hand-off costs about as much as they do.
 
+mod checkpoint;
 mod error;
 mod group;
 mod index;

@@ -11,11 +11,12 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::checkpoint::{self, Checkpoints};
 use crate::{Error, Result};
 
 /// How long a connection waits for another process's lock before giving up with `SQLITE_BUSY`.
@@ -32,6 +33,17 @@ pub(crate) struct Pool {
     next_reader: AtomicUsize,
     /// A read-only connection that only asks `PRAGMA data_version` (see [`Pool::data_version`]).
     watcher: Mutex<Connection>,
+    /// The checkpoint thread's counter (see [`super::checkpoint`]); `None` when the writer
+    /// checkpoints by itself.
+    checkpoints: Option<Arc<Checkpoints>>,
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        if let Some(checkpoints) = &self.checkpoints {
+            checkpoints.stop();
+        }
+    }
 }
 
 impl std::fmt::Debug for Pool {
@@ -102,7 +114,15 @@ impl Pool {
         .map_err(open_error)?;
         configure(&watcher).map_err(open_error)?;
         watcher.busy_timeout(Duration::ZERO).map_err(open_error)?;
+        // Checkpoints off the writer's path when a thread can take them (see `checkpoint`).
+        let checkpoints = checkpoint::start(path);
+        if checkpoints.is_some() {
+            writer
+                .pragma_update(None, "wal_autocheckpoint", checkpoint::FALLBACK_PAGES)
+                .map_err(open_error)?;
+        }
         Ok(Pool {
+            checkpoints,
             watcher: Mutex::new(watcher),
             path: path.to_path_buf(),
             writer: Mutex::new(writer),
@@ -119,7 +139,11 @@ impl Pool {
     /// Runs `f` on the writer connection, waiting for it if another write is running.
     pub(crate) fn write<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
         let mut conn = lock(&self.writer);
-        f(&mut conn)
+        let result = f(&mut conn);
+        if let Some(checkpoints) = &self.checkpoints {
+            checkpoints.wrote();
+        }
+        result
     }
 
     /// Runs `f` on a reader connection: the first idle one, or else the next in turn.

@@ -1108,3 +1108,33 @@ async fn concurrent_inserts_commit_in_groups_and_fail_alone() {
     assert_eq!(counted, 161);
     assert_index_consistent(&store, "items", "email").await;
 }
+
+/// Writes reach the database file through the checkpoint thread, not only the WAL: the writer's
+/// own threshold (64 MiB) is far above what is written here, so the file grows only if the
+/// thread checkpoints.
+#[tokio::test]
+async fn the_checkpoint_thread_moves_writes_into_the_database_file() {
+    let (dir, store) = open_temp().await;
+    let file = dir.path().join("store.db");
+    let size = || std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+    let before = size();
+    // 30 writes of 20 KB: about 200 WAL pages, under even SQLite's default threshold (1,000).
+    let payload = "x".repeat(20_000);
+    for i in 0..30 {
+        store
+            .insert("c", doc(json!({"_id": format!("d{i}"), "p": payload})))
+            .await
+            .expect("insert");
+    }
+    let mut grew = false;
+    for _ in 0..80 {
+        if size() > before + 500_000 {
+            grew = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(grew, "database file {before} -> {} bytes", size());
+    // Everything is still there, read through the pool.
+    assert_eq!(store.count("c", &Selector::all()).await.expect("count"), 30);
+}
