@@ -207,14 +207,17 @@ async fn run(command: Command) -> portico_cli::Result<()> {
             listen,
             database,
         } => {
-            serve::init_logging();
+            let log = serve::init_logging();
             allocator::init();
-            serve::run(serve::ServeOptions {
+            let served = serve::run(serve::ServeOptions {
                 config,
                 listen,
                 database,
             })
-            .await
+            .await;
+            // Every buffered log line is written before the process goes on to exit.
+            drop(log);
+            served
         }
         Command::Users { command } => run_users(command).await,
         Command::Import {

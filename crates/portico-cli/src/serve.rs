@@ -46,17 +46,31 @@ pub const LISTENING: &str = "listening on http://";
 /// says otherwise. Short: a client that stopped sending half-way must not hold a restart.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// Logs to standard error at `info` (one line per request), or as `RUST_LOG` says.
-pub fn init_logging() {
+/// Logs to standard error at `info` (one line per request), or as `RUST_LOG` says. Keep the
+/// returned guard until the process ends: dropping it writes out the lines still buffered.
+///
+/// Lines are formatted on the thread that logs them and written by a thread of their own,
+/// buffered, one `write` per batch: a write per line to a file or pipe showed as a third of the
+/// request log's cost in a profile of get-by-id. No line is dropped: when the writer falls
+/// behind (a full pipe), logging threads wait for it.
+#[must_use = "dropping the guard at once stops the log writer"]
+pub fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("portico-log")
+        .finish(std::io::BufWriter::with_capacity(64 * 1024, std::io::stderr()));
     // A second call (tests) finds a subscriber set already; that one is kept.
-    let _ = tracing_subscriber::fmt()
+    tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(writer)
+        .with_ansi(ansi)
         .with_target(false)
-        .try_init();
+        .try_init()
+        .ok()
+        .map(|()| guard)
 }
 
 /// Builds the whole application the config declares on `platform`: one router per `[[api]]`,
