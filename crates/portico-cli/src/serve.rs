@@ -61,7 +61,10 @@ pub fn init_logging() -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .lossy(false)
         .thread_name("portico-log")
-        .finish(std::io::BufWriter::with_capacity(64 * 1024, std::io::stderr()));
+        .finish(std::io::BufWriter::with_capacity(
+            64 * 1024,
+            std::io::stderr(),
+        ));
     // A second call (tests) finds a subscriber set already; that one is kept.
     tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -308,6 +308,15 @@ impl Collection {
         Ok(self.store().find_json(self.name(), query).await?)
     }
 
+    /// [`Collection::find_json`] and the number of documents `query.selector` matches, read
+    /// together (see [`Store::find_json_counted`]): a list page and its total.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn find_json_counted(&self, query: &Query) -> Result<(Vec<String>, u64)> {
+        Ok(self.store().find_json_counted(self.name(), query).await?)
+    }
+
     /// The first document matching `selector`.
     ///
     /// # Errors

@@ -141,6 +141,22 @@ pub trait Store: Send + Sync + 'static {
         encode_all(&self.find(collection, query).await?)
     }
 
+    /// [`Store::find_json`] together with [`Store::count`] of `query.selector` (a list page and
+    /// its total). A backend that can reads both from one snapshot, so the total is the one the
+    /// page was cut from; this default reads the count, then the page.
+    ///
+    /// # Errors
+    /// As [`Store::find_json`] and [`Store::count`].
+    async fn find_json_counted(
+        &self,
+        collection: &str,
+        query: &Query,
+    ) -> Result<(Vec<String>, u64)> {
+        let total = self.count(collection, &query.selector).await?;
+        let page = self.find_json(collection, query).await?;
+        Ok((page, total))
+    }
+
     /// Returns the first document matching `selector`, if any.
     ///
     /// # Errors

@@ -69,6 +69,14 @@ impl Store for Measured {
         timed("find", self.0.find_json(collection, query)).await
     }
 
+    async fn find_json_counted(
+        &self,
+        collection: &str,
+        query: &Query,
+    ) -> StoreResult<(Vec<String>, u64)> {
+        timed("find", self.0.find_json_counted(collection, query)).await
+    }
+
     async fn find_one(
         &self,
         collection: &str,

@@ -1,6 +1,8 @@
 //! One handler per generated operation (getAll, post, get, put, patch, delete), each written
 //! once over [`Records`], and the before/after hooks around them.
 
+use std::sync::atomic::Ordering;
+
 use portico_store::{Query, Selector};
 use serde_json::{Map, Value, json};
 
@@ -223,27 +225,45 @@ async fn read_page(
 
 /// [`read_page`] for documents shown as stored, as their JSON text: the store answers a page
 /// of a whole collection from the stored text without decoding a document, and the size budget
-/// is counted on that text.
+/// is counted on that text. The first chunk is read with the total count of `selector` (one
+/// snapshot where the store can), which is returned too; `None` when no chunk was read.
 async fn read_page_json(
     state: &CollectionState,
     selector: Selector,
     params: &ListParams,
-) -> Result<(Vec<String>, u64), Reply> {
-    read_chunks(state, selector, params, None, |query| async move {
-        let docs = state
-            .collection
-            .find_json(&query)
-            .await
-            .map_err(platform_error)?;
-        Ok(docs
-            .into_iter()
-            .map(|doc| {
-                let size = doc.len();
-                (doc, size)
-            })
-            .collect())
+) -> Result<(Vec<String>, u64, Option<u64>), Reply> {
+    // Set by the first chunk's read (an atomic only because the future must be `Send`).
+    let total = std::sync::atomic::AtomicU64::new(u64::MAX);
+    let (items, page) = read_chunks(state, selector, params, None, |query| {
+        let total = &total;
+        async move {
+            let docs = if total.load(Ordering::Relaxed) == u64::MAX {
+                let (docs, n) = state
+                    .collection
+                    .find_json_counted(&query)
+                    .await
+                    .map_err(platform_error)?;
+                total.store(n, Ordering::Relaxed);
+                docs
+            } else {
+                state
+                    .collection
+                    .find_json(&query)
+                    .await
+                    .map_err(platform_error)?
+            };
+            Ok(docs
+                .into_iter()
+                .map(|doc| {
+                    let size = doc.len();
+                    (doc, size)
+                })
+                .collect())
+        }
     })
-    .await
+    .await?;
+    let total = total.into_inner();
+    Ok((items, page, (total != u64::MAX).then_some(total)))
 }
 
 /// The getAll reply when documents are shown as stored and no after hook runs: the same
@@ -260,12 +280,15 @@ async fn get_all_json(state: &CollectionState, ctx: &Context) -> Result<Reply, R
         return Ok(outcome.into_reply());
     }
     let selector = scoped(state, ctx, params.filter.clone())?;
-    let total = state
-        .collection
-        .count(&selector)
-        .await
-        .map_err(platform_error)?;
-    let (items, page) = read_page_json(state, selector, &params).await?;
+    let (items, page, counted) = read_page_json(state, selector.clone(), &params).await?;
+    let total = match counted {
+        Some(total) => total,
+        None => state
+            .collection
+            .count(&selector)
+            .await
+            .map_err(platform_error)?,
+    };
     let tag = list_etag_json(&items, total);
     if not_modified(
         &ctx.request.headers,

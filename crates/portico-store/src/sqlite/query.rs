@@ -314,6 +314,32 @@ pub(crate) fn get(conn: &Connection, collection: &str, id: &str) -> Result<Optio
     or_missing(conn, collection, || get_existing(conn, collection, id))
 }
 
+/// Runs `f` inside one read transaction on `conn` (a reader): every statement of `f` sees one
+/// snapshot, and the WAL read lock is taken once. The transaction ends with `f`, committed
+/// (nothing was written) or rolled back when `f` failed.
+pub(crate) fn in_read_transaction<T>(
+    conn: &Connection,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    conn.prepare_cached("BEGIN")?.execute([])?;
+    let result = f();
+    let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+    let ended = conn
+        .prepare_cached(end)
+        .and_then(|mut stmt| stmt.execute([]));
+    match (result, ended) {
+        (Ok(value), Ok(_)) => Ok(value),
+        (Err(e), _) => {
+            if !conn.is_autocommit() {
+                // A reader must never be left inside a transaction: it would pin its snapshot.
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            Err(e)
+        }
+        (Ok(_), Err(e)) => Err(e.into()),
+    }
+}
+
 /// The document `id` as its stored JSON text (checked to be one JSON object, without building
 /// it), or `None`.
 pub(crate) fn get_json(conn: &Connection, collection: &str, id: &str) -> Result<Option<String>> {

@@ -24,6 +24,7 @@ macro_rules! conformance_suite {
             insert_many_is_all_or_nothing,
             find_json_is_find_encoded,
             get_json_is_get_encoded,
+            find_json_counted_is_find_json_and_count,
             insert_stream_is_all_or_nothing,
             selector_operators,
             selector_operators_through_indexes,
@@ -391,6 +392,49 @@ async fn find_json_is_find_encoded(store: S) {
             .expect("missing")
             .is_empty()
     );
+}
+
+/// `find_json_counted` is `find_json` with `count` of the query's selector, for pages of the
+/// whole collection (read in one snapshot where the backend can) and filtered ones alike.
+async fn find_json_counted_is_find_json_and_count(store: S) {
+    for i in 0..12 {
+        insert(&store, "fc", json!({"_id": format!("k{i:02}"), "n": i})).await;
+    }
+    let page = |skip: u64, limit: Option<u64>| Query {
+        skip,
+        limit,
+        ..Query::new(Selector::all())
+    };
+    let mut filtered = Query::new(Selector::parse(&json!({"n": {"$gte": 5}})).expect("selector"));
+    filtered.limit = Some(3);
+    for (name, query, total) in [
+        ("first page", page(0, Some(5)), 12),
+        ("later page", page(10, Some(5)), 12),
+        ("past the end", page(20, Some(5)), 12),
+        ("no rows", page(0, Some(0)), 12),
+        ("filtered", filtered, 7),
+    ] {
+        let expected = store.find_json("fc", &query).await.expect("find_json");
+        let (texts, n) = store
+            .find_json_counted("fc", &query)
+            .await
+            .expect("counted");
+        assert_eq!(texts, expected, "{name}");
+        assert_eq!(n, total, "{name}");
+    }
+    let (texts, n) = store
+        .find_json_counted("nothing-here", &page(0, Some(5)))
+        .await
+        .expect("missing");
+    assert!(texts.is_empty());
+    assert_eq!(n, 0);
+    // The reader is usable afterwards (no transaction left open): a write shows at once.
+    insert(&store, "fc", json!({"_id": "k99", "n": 99})).await;
+    let (_, n) = store
+        .find_json_counted("fc", &page(0, Some(5)))
+        .await
+        .expect("again");
+    assert_eq!(n, 13);
 }
 
 /// `get_json` answers what `get` does, as the document's compact JSON text, and the entity tag
