@@ -101,8 +101,9 @@ pub trait Store: Send + Sync + 'static {
     /// Each document is handled as by [`Store::insert_many`]. When a batch is an error, a
     /// document is invalid or an `_id` exists already or repeats, nothing is written and that
     /// error is returned. The iterator is driven where the backend writes (it may block, as a
-    /// channel from a reader thread does); SQLite holds its writer for the whole stream and
-    /// PostgreSQL one transaction. This default collects every batch and calls
+    /// channel from a reader thread does); SQLite holds its writer for the whole stream, with
+    /// a page cache of up to 192 MiB for it (put back to 2 MiB after), and PostgreSQL one
+    /// transaction. This default collects every batch and calls
     /// [`Store::insert_many`] (memory grows with the stream); the change feed gets one change
     /// without ids.
     ///

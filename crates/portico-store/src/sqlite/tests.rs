@@ -1138,3 +1138,26 @@ async fn the_checkpoint_thread_moves_writes_into_the_database_file() {
     // Everything is still there, read through the pool.
     assert_eq!(store.count("c", &Selector::all()).await.expect("count"), 30);
 }
+
+/// A stream loads with a larger page cache and puts SQLite's default back after, also when
+/// it fails.
+#[tokio::test]
+async fn a_stream_puts_the_page_cache_back() {
+    let (_dir, store) = open_temp().await;
+    let cache = |store: &SqliteStore| {
+        store
+            .pool
+            .write(|conn| Ok(conn.pragma_query_value(None, "cache_size", |r| r.get::<_, i64>(0))?))
+            .expect("cache_size")
+    };
+    let before = cache(&store);
+    let docs: crate::DocumentBatches =
+        Box::new(vec![Ok(vec![doc(json!({"_id": "a"})), doc(json!({"_id": "b"}))])].into_iter());
+    assert_eq!(store.insert_stream("s", docs).await.expect("stream"), 2);
+    assert_eq!(cache(&store), before);
+    let failing: crate::DocumentBatches =
+        Box::new(vec![Ok(vec![doc(json!({"_id": "c"})), doc(json!({"_id": "a"}))])].into_iter());
+    assert!(store.insert_stream("s", failing).await.is_err());
+    assert_eq!(cache(&store), before);
+    assert_eq!(store.count("s", &Selector::all()).await.expect("count"), 2);
+}

@@ -65,6 +65,26 @@ pub(crate) fn insert_stream(
     batches: crate::DocumentBatches,
 ) -> Result<u64> {
     check_name(collection)?;
+    // A stream is a bulk load: ids arrive in any order, so the rows land all over the table's
+    // B-tree, and with SQLite's default 2 MB page cache most inserts re-read pages the cache
+    // just dropped. A larger cache for the load, put back after, bounds that memory.
+    let previous: i64 = conn.pragma_query_value(None, "cache_size", |row| row.get(0))?;
+    conn.pragma_update(None, "cache_size", BULK_CACHE_KIB)?;
+    let loaded = insert_stream_in(conn, collection, batches);
+    let restored = conn.pragma_update(None, "cache_size", previous);
+    let n = loaded?;
+    restored?;
+    Ok(n)
+}
+
+/// The page cache of a bulk load, in KiB (SQLite's negative `cache_size`): 192 MiB.
+const BULK_CACHE_KIB: i64 = -192 * 1024;
+
+fn insert_stream_in(
+    conn: &mut Connection,
+    collection: &str,
+    batches: crate::DocumentBatches,
+) -> Result<u64> {
     let tx = begin(conn)?;
     schema::ensure_collection(&tx, collection)?;
     let paths = indexed_paths(&tx, collection)?;
