@@ -393,13 +393,13 @@ pub(crate) async fn count(
     Ok(n)
 }
 
-/// The document with `_id == id`: one primary-key lookup, one round trip.
-/// The document `id` as its stored JSON text (checked to be one JSON object), or `None`.
-pub(crate) async fn get_json(
+/// The row of document `id` (its stored text in column 0), or `None` when there is none or the
+/// collection has no table: one primary-key lookup, one round trip.
+async fn stored_row(
     client: &Client,
     collection: &str,
     id: &str,
-) -> Result<Option<String>> {
+) -> Result<Option<tokio_postgres::Row>> {
     let sql = format!(
         "SELECT doc FROM {} WHERE id = $1",
         collection_table(collection)
@@ -408,12 +408,20 @@ pub(crate) async fn get_json(
         Ok(stmt) => client.query_opt(&stmt, &[&id]).await,
         Err(e) => Err(e),
     };
-    let row = match row {
-        Ok(row) => row,
-        Err(e) if is_undefined_table(&e) => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
-    let Some(row) = row else {
+    match row {
+        Ok(row) => Ok(row),
+        Err(e) if is_undefined_table(&e) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The document `id` as its stored JSON text (checked to be one JSON object), or `None`.
+pub(crate) async fn get_json(
+    client: &Client,
+    collection: &str,
+    id: &str,
+) -> Result<Option<String>> {
+    let Some(row) = stored_row(client, collection, id).await? else {
         return Ok(None);
     };
     let text: &str = row.try_get(0)?;
@@ -425,22 +433,9 @@ pub(crate) async fn get_json(
     )))
 }
 
+/// The document with `_id == id`: one primary-key lookup, one round trip.
 pub(crate) async fn get(client: &Client, collection: &str, id: &str) -> Result<Option<Document>> {
-    let sql = format!(
-        "SELECT doc FROM {} WHERE id = $1",
-        collection_table(collection)
-    );
-    let stmt = match client.prepare_cached(&sql).await {
-        Ok(stmt) => stmt,
-        Err(e) if is_undefined_table(&e) => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
-    let row = match client.query_opt(&stmt, &[&id]).await {
-        Ok(row) => row,
-        Err(e) if is_undefined_table(&e) => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
-    let Some(row) = row else {
+    let Some(row) = stored_row(client, collection, id).await? else {
         return Ok(None);
     };
     let text: &str = row.try_get(0)?;

@@ -7,7 +7,7 @@
 use std::ops::ControlFlow;
 
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 
 use super::error::corrupt;
 use super::plan::{Plan, for_each_candidate, not_text, plan};
@@ -327,16 +327,35 @@ pub(crate) fn in_read_transaction<T>(
     let ended = conn
         .prepare_cached(end)
         .and_then(|mut stmt| stmt.execute([]));
-    match (result, ended) {
-        (Ok(value), Ok(_)) => Ok(value),
-        (Err(e), _) => {
-            if !conn.is_autocommit() {
-                // A reader must never be left inside a transaction: it would pin its snapshot.
-                let _ = conn.execute_batch("ROLLBACK");
-            }
-            Err(e)
-        }
-        (Ok(_), Err(e)) => Err(e.into()),
+    if !conn.is_autocommit() {
+        // The end failed: a reader must never be left inside a transaction (it would pin its
+        // snapshot), so roll back whatever happened.
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    let value = result?;
+    ended?;
+    Ok(value)
+}
+
+/// The stored text of document `id` handed to `read`: `None` when there is no such row, an
+/// error when the row holds something other than text. One primary-key lookup.
+fn read_stored<T>(
+    conn: &Connection,
+    collection: &str,
+    id: &str,
+    read: impl FnOnce(&[u8]) -> Result<T>,
+) -> Result<Option<T>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT doc FROM {} WHERE id = ?1",
+        collection_table(collection)
+    ))?;
+    let mut rows = stmt.query(params![id])?;
+    let Some(row) = rows.next()? else {
+        return Ok(None);
+    };
+    match row.get_ref(0)? {
+        ValueRef::Text(text) => read(text).map(Some),
+        _ => Err(not_text(collection, id)),
     }
 }
 
@@ -344,46 +363,18 @@ pub(crate) fn in_read_transaction<T>(
 /// it), or `None`.
 pub(crate) fn get_json(conn: &Connection, collection: &str, id: &str) -> Result<Option<String>> {
     or_missing(conn, collection, || {
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT doc FROM {} WHERE id = ?1",
-            collection_table(collection)
-        ))?;
-        let text = stmt
-            .query_row(params![id], |row| {
-                Ok(match row.get_ref(0)? {
-                    ValueRef::Text(text) => std::str::from_utf8(text)
-                        .ok()
-                        .filter(|t| crate::document::is_object_text(t))
-                        .map(str::to_owned),
-                    _ => None,
-                })
-            })
-            .optional()?;
-        match text {
-            None => Ok(None),
-            Some(Some(text)) => Ok(Some(text)),
-            Some(None) => Err(not_text(collection, id)),
-        }
+        read_stored(conn, collection, id, |text| {
+            std::str::from_utf8(text)
+                .ok()
+                .filter(|t| crate::document::is_object_text(t))
+                .map(str::to_owned)
+                .ok_or_else(|| not_text(collection, id))
+        })
     })
 }
 
 fn get_existing(conn: &Connection, collection: &str, id: &str) -> Result<Option<Document>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT doc FROM {} WHERE id = ?1",
-        collection_table(collection)
-    ))?;
-    let doc = stmt
-        .query_row(params![id], |row| {
-            Ok(match row.get_ref(0)? {
-                ValueRef::Text(text) => serde_json::from_slice::<Document>(text).map_err(Some),
-                _ => Err(None),
-            })
-        })
-        .optional()?;
-    match doc {
-        None => Ok(None),
-        Some(Ok(doc)) => Ok(Some(doc)),
-        Some(Err(Some(e))) => Err(corrupt(collection, id, &e)),
-        Some(Err(None)) => Err(not_text(collection, id)),
-    }
+    read_stored(conn, collection, id, |text| {
+        serde_json::from_slice::<Document>(text).map_err(|e| corrupt(collection, id, &e))
+    })
 }
