@@ -1,8 +1,6 @@
 //! One handler per generated operation (getAll, post, get, put, patch, delete), each written
 //! once over [`Records`], and the before/after hooks around them.
 
-use std::sync::atomic::Ordering;
-
 use portico_store::{Query, Selector};
 use serde_json::{Map, Value, json};
 
@@ -232,18 +230,18 @@ async fn read_page_json(
     selector: Selector,
     params: &ListParams,
 ) -> Result<(Vec<String>, u64, Option<u64>), Reply> {
-    // Set by the first chunk's read (an atomic only because the future must be `Send`).
-    let total = std::sync::atomic::AtomicU64::new(u64::MAX);
+    // Set by the first chunk's read.
+    let total = std::sync::OnceLock::new();
     let (items, page) = read_chunks(state, selector, params, None, |query| {
         let total = &total;
         async move {
-            let docs = if total.load(Ordering::Relaxed) == u64::MAX {
+            let docs = if total.get().is_none() {
                 let (docs, n) = state
                     .collection
                     .find_json_counted(&query)
                     .await
                     .map_err(platform_error)?;
-                total.store(n, Ordering::Relaxed);
+                let _ = total.set(n);
                 docs
             } else {
                 state
@@ -262,8 +260,7 @@ async fn read_page_json(
         }
     })
     .await?;
-    let total = total.into_inner();
-    Ok((items, page, (total != u64::MAX).then_some(total)))
+    Ok((items, page, total.into_inner()))
 }
 
 /// The getAll reply when documents are shown as stored and no after hook runs: the same
