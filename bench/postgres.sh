@@ -2,6 +2,7 @@
 # Load run: `portico serve` on PostgreSQL against the same server on SQLite, and two instances on
 # one PostgreSQL database against one, in the same run on the same machine.
 # Usage: bench/postgres.sh [ITEMS] [SECONDS] [BIG]   (needs wrk and Debian's postgresql)
+#   env PORTICO_BIN=path: measure that binary instead of building target/release/portico.
 #   ITEMS  documents in `items` (default 10000); SECONDS per workload (default 10);
 #   BIG    documents in a second collection `big` for get-by-id at scale (default 0: skipped;
 #          1000000 compares 1M with ITEMS in this run and reports the instance's peak RSS).
@@ -18,8 +19,14 @@ PG_PORT=${PG_PORT:-55433}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 [ -x "$pg_bin/initdb" ] || { echo "PostgreSQL is not installed (apt-get install postgresql)"; exit 1; }
-cargo build --release -q -p portico-cli
-BIN=$PWD/target/release
+# PORTICO_BIN=path measures that binary (no build); else target/release/portico, built here.
+if [ -n "${PORTICO_BIN:-}" ]; then
+  BIN=$(mktemp -d /tmp/portico-bench-bin.XXXXXX)
+  ln -s "$(realpath "$PORTICO_BIN")" "$BIN/portico"
+else
+  cargo build --release -q -p portico-cli
+  BIN=$PWD/target/release
+fi
 work=$(mktemp -d /tmp/portico-bench-pg.XXXXXX)
 chmod 755 "$work"
 as_pg=()

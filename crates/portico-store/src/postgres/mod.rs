@@ -146,6 +146,20 @@ impl Store for PostgresStore {
         query::page_json(&client, collection, query.skip, query.limit).await
     }
 
+    async fn find_json_counted(
+        &self,
+        collection: &str,
+        query: &Query,
+    ) -> Result<(Vec<String>, u64)> {
+        // A page of the whole collection and its total: one statement, one round trip.
+        if !query.is_plain_page() {
+            let total = self.count(collection, &query.selector).await?;
+            return Ok((self.find_json(collection, query).await?, total));
+        }
+        let client = self.client().await?;
+        query::page_json_counted(&client, collection, query.skip, query.limit).await
+    }
+
     async fn find_one(&self, collection: &str, selector: &Selector) -> Result<Option<Document>> {
         let mut client = self.client().await?;
         let query = Query {

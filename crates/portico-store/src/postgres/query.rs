@@ -360,17 +360,68 @@ pub(crate) async fn page_json(
         Err(e) => return Err(e.into()),
     };
     rows.iter()
-        .map(|row| {
-            let text: &str = row.try_get(1)?;
-            if crate::document::is_object_text(text) {
-                return Ok(text.to_owned());
-            }
-            let id: String = row.try_get(0)?;
-            Err(crate::Error::Backend(format!(
-                "postgres: stored document {id:?} of collection {collection:?} is not a JSON object"
-            )))
-        })
+        .map(|row| object_text(row, collection, 0, 1))
         .collect()
+}
+
+/// [`page_json`] and the kept count of the whole collection, read by ONE statement: one round
+/// trip and one snapshot, so the total is the one the page was cut from (the two reads of the
+/// trait's default are two round trips, each with its own snapshot). The count is the outer
+/// row, so an empty page still brings it.
+pub(crate) async fn page_json_counted(
+    client: &Client,
+    collection: &str,
+    skip: u64,
+    limit: Option<u64>,
+) -> Result<(Vec<String>, u64)> {
+    if limit == Some(0) {
+        return Ok((Vec::new(), stored_count(client, collection).await?));
+    }
+    let sql = format!(
+        "SELECT c.n, p.id, p.doc \
+         FROM (SELECT coalesce(sum(n), 0)::bigint AS n FROM portico_counts WHERE name = $3) c \
+         LEFT JOIN LATERAL (SELECT id, doc FROM {} ORDER BY id LIMIT $1 OFFSET $2) p ON true \
+         ORDER BY p.id",
+        collection_table(collection)
+    );
+    let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+    let offset = i64::try_from(skip).unwrap_or(i64::MAX);
+    let rows = match client.prepare_cached(&sql).await {
+        Ok(stmt) => client.query(&stmt, &[&limit, &offset, &collection]).await,
+        Err(e) => Err(e),
+    };
+    let rows = match rows {
+        Ok(rows) => rows,
+        Err(e) if is_undefined_table(&e) => {
+            return Ok((Vec::new(), stored_count(client, collection).await?));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let total = match rows.first() {
+        Some(row) => u64::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0),
+        None => 0,
+    };
+    let mut page = Vec::with_capacity(rows.len());
+    for row in &rows {
+        // An empty page is the count's row alone, with no document.
+        if row.try_get::<_, Option<&str>>(2)?.is_some() {
+            page.push(object_text(row, collection, 1, 2)?);
+        }
+    }
+    Ok((page, total))
+}
+
+/// Column `doc` of `row` (a stored document) as text checked to be one JSON object, without
+/// building it; column `id` is its id, for the error.
+fn object_text(row: &Row, collection: &str, id: usize, doc: usize) -> Result<String> {
+    let text: &str = row.try_get(doc)?;
+    if crate::document::is_object_text(text) {
+        return Ok(text.to_owned());
+    }
+    let id: String = row.try_get(id)?;
+    Err(crate::Error::Backend(format!(
+        "postgres: stored document {id:?} of collection {collection:?} is not a JSON object"
+    )))
 }
 
 /// How many documents match `selector`; the whole collection's count is read from the catalog.

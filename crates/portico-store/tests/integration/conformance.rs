@@ -428,6 +428,24 @@ async fn find_json_counted_is_find_json_and_count(store: S) {
         .expect("missing");
     assert!(texts.is_empty());
     assert_eq!(n, 0);
+    // A name with a quote, and a collection that exists but is empty.
+    insert(&store, "it's", json!({"_id": "q1", "n": 1})).await;
+    let (texts, n) = store
+        .find_json_counted("it's", &page(0, Some(5)))
+        .await
+        .expect("quoted name");
+    assert_eq!(texts, vec![r#"{"_id":"q1","n":1}"#.to_owned()]);
+    assert_eq!(n, 1);
+    store
+        .remove("it's", &Selector::all())
+        .await
+        .expect("remove");
+    let (texts, n) = store
+        .find_json_counted("it's", &page(0, Some(5)))
+        .await
+        .expect("emptied");
+    assert!(texts.is_empty());
+    assert_eq!(n, 0);
     // The reader is usable afterwards (no transaction left open): a write shows at once.
     insert(&store, "fc", json!({"_id": "k99", "n": 99})).await;
     let (_, n) = store
