@@ -146,6 +146,31 @@ impl Pool {
         result
     }
 
+    /// Runs `f` on the writer connection now if no other write holds it, with SQLite's busy
+    /// timeout at zero (a write lock held by another process fails at once instead of
+    /// waiting); `None` when the writer is in use. For writes run on an async worker.
+    pub(crate) fn try_write_now<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T>,
+    ) -> Option<Result<T>> {
+        let mut conn = match self.writer.try_lock() {
+            Ok(conn) => conn,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        if conn.busy_timeout(Duration::ZERO).is_err() {
+            return None;
+        }
+        let result = f(&mut conn);
+        if let Some(checkpoints) = &self.checkpoints {
+            checkpoints.wrote();
+        }
+        if let Err(e) = conn.busy_timeout(BUSY_TIMEOUT) {
+            return Some(Err(e.into()));
+        }
+        Some(result)
+    }
+
     /// Runs `f` on a reader connection: the first idle one, or else the next in turn.
     pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         if self.readers.is_empty() {

@@ -1109,6 +1109,83 @@ async fn concurrent_inserts_commit_in_groups_and_fail_alone() {
     assert_index_consistent(&store, "items", "email").await;
 }
 
+/// An insert that finds SQLite's write lock held by another connection (another process, in
+/// effect) is not refused: the group waits in the blocking pool and commits once the lock is
+/// released. One that runs on the async worker while the lock is free commits at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inserts_wait_for_a_write_lock_held_elsewhere() {
+    let (_dir, store) = open_temp().await;
+    store
+        .insert("items", doc(json!({"_id": "first"})))
+        .await
+        .expect("insert with the lock free");
+    let other = raw(&store);
+    other
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect("take the write lock");
+    let mut tasks = Vec::new();
+    for n in 0..20 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            store
+                .insert("items", doc(json!({"_id": format!("d{n:02}")})))
+                .await
+        }));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        tasks.iter().all(|t| !t.is_finished()),
+        "no insert is answered while another connection holds the write lock"
+    );
+    other.execute_batch("COMMIT").expect("release the lock");
+    for task in tasks {
+        task.await
+            .expect("task")
+            .expect("insert after the lock is released");
+    }
+    assert_eq!(
+        store.count("items", &Selector::all()).await.expect("count"),
+        21
+    );
+}
+
+/// A caller that goes away while its insert waits for a group (a client that disconnects)
+/// does not block the inserts after it. On one thread, so that the caller is dropped at each
+/// step of its insert in turn (after 0, 1, 2 or 3 turns of the scheduler).
+#[tokio::test(flavor = "current_thread")]
+async fn an_abandoned_insert_blocks_no_later_insert() {
+    let (_dir, store) = open_temp().await;
+    for round in 0..50 {
+        let leader = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .insert("items", doc(json!({"_id": format!("gone{round:02}")})))
+                    .await
+            })
+        };
+        for _ in 0..round % 4 {
+            tokio::task::yield_now().await;
+        }
+        leader.abort();
+        let after = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            store.insert("items", doc(json!({"_id": format!("kept{round:02}")}))),
+        )
+        .await
+        .expect("a later insert is answered");
+        after.expect("insert");
+    }
+    let kept = store
+        .count(
+            "items",
+            &Selector::parse(&json!({"_id": {"$regex": "^kept"}})).expect("selector"),
+        )
+        .await
+        .expect("count");
+    assert_eq!(kept, 50);
+}
+
 /// Writes reach the database file through the checkpoint thread, not only the WAL: the writer's
 /// own threshold (64 MiB) is far above what is written here, so the file grows only if the
 /// thread checkpoints.
