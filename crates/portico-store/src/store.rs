@@ -153,9 +153,7 @@ pub trait Store: Send + Sync + 'static {
         collection: &str,
         query: &Query,
     ) -> Result<(Vec<String>, u64)> {
-        let total = self.count(collection, &query.selector).await?;
-        let page = self.find_json(collection, query).await?;
-        Ok((page, total))
+        count_then_page(self, collection, query).await
     }
 
     /// Returns the first document matching `selector`, if any.
@@ -288,6 +286,22 @@ pub trait Store: Send + Sync + 'static {
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
         None
     }
+}
+
+/// [`Store::count`] of `query.selector`, then [`Store::find_json`]: what
+/// [`Store::find_json_counted`] does by default, and what a backend's own version falls back
+/// to for the queries it cannot read in one snapshot.
+///
+/// # Errors
+/// As [`Store::find_json`] and [`Store::count`].
+pub(crate) async fn count_then_page<S: Store + ?Sized>(
+    store: &S,
+    collection: &str,
+    query: &Query,
+) -> Result<(Vec<String>, u64)> {
+    let total = store.count(collection, &query.selector).await?;
+    let page = store.find_json(collection, query).await?;
+    Ok((page, total))
 }
 
 /// Each document as its compact JSON text (what [`Store::find_json`] returns by default).

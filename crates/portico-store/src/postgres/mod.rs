@@ -153,8 +153,7 @@ impl Store for PostgresStore {
     ) -> Result<(Vec<String>, u64)> {
         // A page of the whole collection and its total: one statement, one round trip.
         if !query.is_plain_page() {
-            let total = self.count(collection, &query.selector).await?;
-            return Ok((self.find_json(collection, query).await?, total));
+            return crate::count_then_page(self, collection, query).await;
         }
         let client = self.client().await?;
         query::page_json_counted(&client, collection, query.skip, query.limit).await

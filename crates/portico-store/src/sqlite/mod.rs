@@ -304,9 +304,7 @@ impl Store for SqliteStore {
         {
             return Ok(found);
         }
-        let total = self.count(collection, &query.selector).await?;
-        let page = self.find_json(collection, query).await?;
-        Ok((page, total))
+        crate::count_then_page(self, collection, query).await
     }
 
     async fn find_one(&self, collection: &str, selector: &Selector) -> Result<Option<Document>> {
