@@ -414,11 +414,20 @@ pub(crate) async fn page_json_counted(
 /// Column `doc` of `row` (a stored document) as text checked to be one JSON object, without
 /// building it; column `id` is its id, for the error.
 fn object_text(row: &Row, collection: &str, id: usize, doc: usize) -> Result<String> {
-    let text: &str = row.try_get(doc)?;
+    checked_object_text(row.try_get(doc)?, collection, || Ok(row.try_get(id)?))
+}
+
+/// `text` (stored document `id`, asked for only to report a bad one) checked to be one JSON
+/// object, without building it.
+fn checked_object_text(
+    text: &str,
+    collection: &str,
+    id: impl FnOnce() -> Result<String>,
+) -> Result<String> {
     if crate::document::is_object_text(text) {
         return Ok(text.to_owned());
     }
-    let id: String = row.try_get(id)?;
+    let id = id()?;
     Err(crate::Error::Backend(format!(
         "postgres: stored document {id:?} of collection {collection:?} is not a JSON object"
     )))
@@ -475,13 +484,7 @@ pub(crate) async fn get_json(
     let Some(row) = stored_row(client, collection, id).await? else {
         return Ok(None);
     };
-    let text: &str = row.try_get(0)?;
-    if crate::document::is_object_text(text) {
-        return Ok(Some(text.to_owned()));
-    }
-    Err(crate::Error::Backend(format!(
-        "postgres: stored document {id:?} of collection {collection:?} is not a JSON object"
-    )))
+    checked_object_text(row.try_get(0)?, collection, || Ok(id.to_owned())).map(Some)
 }
 
 /// The document with `_id == id`: one primary-key lookup, one round trip.
