@@ -158,17 +158,11 @@ impl Pool {
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
         };
-        if conn.busy_timeout(Duration::ZERO).is_err() {
-            return None;
-        }
-        let result = f(&mut conn);
+        let result = without_waiting(&mut conn, f);
         if let Some(checkpoints) = &self.checkpoints {
             checkpoints.wrote();
         }
-        if let Err(e) = conn.busy_timeout(BUSY_TIMEOUT) {
-            return Some(Err(e.into()));
-        }
-        Some(result)
+        result
     }
 
     /// Runs `f` on a reader connection: the first idle one, or else the next in turn.
@@ -217,22 +211,32 @@ impl Pool {
         let start = self.next_reader.fetch_add(1, Ordering::Relaxed);
         let n = self.readers.len();
         for i in 0..n {
-            let conn = match self.readers[(start + i) % n].try_lock() {
+            let mut conn = match self.readers[(start + i) % n].try_lock() {
                 Ok(conn) => conn,
                 Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
                 Err(std::sync::TryLockError::WouldBlock) => continue,
             };
-            if conn.busy_timeout(Duration::ZERO).is_err() {
-                return None;
-            }
-            let result = f(&conn);
-            if let Err(e) = conn.busy_timeout(BUSY_TIMEOUT) {
-                return Some(Err(e.into()));
-            }
-            return Some(result);
+            return without_waiting(&mut conn, |conn| f(conn));
         }
         None
     }
+}
+
+/// Runs `f` on `conn` with SQLite's busy timeout at zero (a lock held elsewhere fails at once
+/// instead of waiting), then puts the pool's timeout back. `None` when the timeout cannot be
+/// changed (nothing ran).
+fn without_waiting<T>(
+    conn: &mut Connection,
+    f: impl FnOnce(&mut Connection) -> Result<T>,
+) -> Option<Result<T>> {
+    if conn.busy_timeout(Duration::ZERO).is_err() {
+        return None;
+    }
+    let result = f(conn);
+    if let Err(e) = conn.busy_timeout(BUSY_TIMEOUT) {
+        return Some(Err(e.into()));
+    }
+    Some(result)
 }
 
 /// Locks a connection mutex. A panic while a connection was held leaves no open transaction
