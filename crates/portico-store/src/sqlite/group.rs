@@ -103,27 +103,22 @@ impl InsertQueue {
     /// free; then steps down, or leaves the leading to the caller when inserts queued
     /// meanwhile. False, with nothing taken from the queue, when the writer or the lock is
     /// busy: the caller leads on the blocking pool, where waiting is harmless.
+    ///
+    /// The queue is not empty here: the insert that made this leader queued its job, and only
+    /// a leader takes jobs. So `done` is empty exactly when nothing was taken.
     fn lead_inline(&self, pool: &Pool) -> bool {
         let _step_down_on_panic = StepDown(self);
         let mut done = Vec::new();
-        let mut took = false;
         let outcome = pool.try_write_now(|conn| {
             // Begun before any job is taken: a busy lock leaves the queue as it was.
             let tx = begin(conn)?;
-            let jobs = self.take_group();
-            took = true;
-            run_in(tx, jobs, &mut done)
+            run_in(tx, self.take_group(), &mut done)
         });
-        // `take_group` found the queue empty and stepped down: nothing more to do.
-        let stepped_down = done.is_empty();
         match outcome {
             None => return false,
-            Some(_) if !took => return false,
+            Some(_) if done.is_empty() => return false,
             Some(Ok(())) => acknowledge_committed(done),
             Some(Err(e)) => answer_failed(done, &e),
-        }
-        if stepped_down {
-            return true;
         }
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if state.jobs.is_empty() {
