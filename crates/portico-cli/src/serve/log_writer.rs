@@ -177,9 +177,9 @@ mod tests {
 
     /// An output the test can read while the writer thread writes to it.
     #[derive(Clone, Default)]
-    struct Shared(Arc<Mutex<Vec<u8>>>);
+    struct Output(Arc<Mutex<Vec<u8>>>);
 
-    impl Write for Shared {
+    impl Write for Output {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
             self.0.lock().unwrap().extend_from_slice(bytes);
             Ok(bytes.len())
@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn lines_arrive_soon_in_order_and_all_are_written_when_the_guard_drops() {
-        let out = Shared::default();
+        let out = Output::default();
         let (writer, guard) = start(out.clone(), "test-log").unwrap();
         writer.make_writer().write_all(b"first\n").unwrap();
         let mut seen = false;
@@ -243,7 +243,7 @@ mod tests {
     #[test]
     fn a_slow_output_holds_loggers_instead_of_growing_without_bound() {
         /// Takes its time over every write, as a full pipe would.
-        struct Slow(Shared);
+        struct Slow(Output);
         impl Write for Slow {
             fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
                 std::thread::sleep(Duration::from_millis(50));
@@ -253,7 +253,7 @@ mod tests {
                 Ok(())
             }
         }
-        let out = Shared::default();
+        let out = Output::default();
         let (writer, guard) = start(Slow(out.clone()), "test-slow-log").unwrap();
         let line = vec![b'y'; 1023];
         let mut most = 0;
