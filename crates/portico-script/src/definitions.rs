@@ -1,0 +1,103 @@
+//! What the application's modules defined while they loaded.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::LoadError;
+
+/// A method or publication defined by a script.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub struct Definition {
+    /// Its name.
+    pub name: String,
+    /// A custom url (`:0`, `:1`... segments are arguments).
+    pub url: Option<String>,
+    /// The HTTP method that calls it.
+    #[serde(rename = "httpMethod")]
+    pub http_method: Option<String>,
+    /// Where it was defined (`server/main.ts:12:1`).
+    pub place: String,
+}
+
+/// One HTTP method of a script route.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub struct EndpointDefinition {
+    /// The endpoint's own `authRequired`, overriding the route's.
+    #[serde(rename = "authRequired")]
+    pub auth_required: Option<bool>,
+    /// Roles the endpoint accepts besides the route's.
+    #[serde(rename = "roleRequired", deserialize_with = "roles")]
+    pub role_required: Vec<String>,
+}
+
+/// A route added with `api(path).addRoute(...)`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub struct RouteDefinition {
+    /// Its position in the program's route list (what [`crate::Scripts::call_route`] takes).
+    pub index: usize,
+    /// The API's base path (`api/v1`), as `[[api]]` declares it (api_path and version).
+    pub api: String,
+    /// The route's path under the API (`items/:id`).
+    pub path: String,
+    /// The route's `authRequired`.
+    #[serde(rename = "authRequired")]
+    pub auth_required: bool,
+    /// The route's `roleRequired`.
+    #[serde(rename = "roleRequired", deserialize_with = "roles")]
+    pub role_required: Vec<String>,
+    /// Where it was added.
+    pub place: String,
+    /// Its endpoints by lower-case HTTP method name.
+    pub methods: std::collections::BTreeMap<String, EndpointDefinition>,
+}
+
+/// An allow or deny function.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub struct RuleDefinition {
+    /// The collection.
+    pub collection: String,
+    /// Its position among the collection's rules.
+    pub index: usize,
+    /// `allow` or `deny`.
+    pub kind: String,
+    /// `insert`, `update` or `remove`.
+    pub op: String,
+    /// Where it was given.
+    pub place: String,
+}
+
+/// Everything the modules defined.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub struct Definitions {
+    /// `methods({...})`.
+    pub methods: Vec<Definition>,
+    /// `publish(...)`.
+    pub publications: Vec<Definition>,
+    /// `api(...).addRoute(...)`.
+    pub routes: Vec<RouteDefinition>,
+    /// `collection(...).allow/deny(...)`.
+    pub rules: Vec<RuleDefinition>,
+}
+
+fn roles<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => vec![s],
+        Value::Array(items) => items
+            .into_iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
+impl Definitions {
+    pub(crate) fn from_json(value: Value) -> Result<Definitions, LoadError> {
+        serde_json::from_value(value)
+            .map_err(|e| LoadError::Definition(format!("malformed definitions: {e}")))
+    }
+}

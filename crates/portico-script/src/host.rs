@@ -1,0 +1,265 @@
+//! Host operations: what a script's `await` waits for. Each runs on the server's async
+//! runtime, through the platform (so timestamps, schemas and live streams see script writes),
+//! as trusted server code: allow/deny rules do not apply. An answer is JSON text; a failure is
+//! the JSON of the auto API's error body plus its status, which the prelude throws as a
+//! `PorticoError`.
+
+use portico_platform::{
+    MethodError, NewUser, Password, Platform, Query, Selector, Update, UpdateOptions, public_user,
+    user_has_any_role,
+};
+use portico_store::{Projection, Sort};
+use serde_json::{Map, Value, json};
+
+use crate::shared::Shared;
+
+type Answer = Result<String, MethodError>;
+
+/// Runs the host operation `op` with its JSON `payload`.
+pub(crate) async fn run(shared: &Shared, op: &str, payload: &str) -> Result<String, String> {
+    let answer = match serde_json::from_str::<Value>(payload) {
+        Ok(payload) => dispatch(shared, op, payload).await,
+        Err(e) => Err(MethodError::invalid_arguments(format!("bad payload: {e}"))),
+    };
+    answer.map_err(|e| {
+        let mut body = e.to_body();
+        if let Value::Object(map) = &mut body {
+            map.insert("status".into(), json!(e.status_or_default()));
+        }
+        body.to_string()
+    })
+}
+
+fn bad(reason: impl Into<String>) -> MethodError {
+    MethodError::new("bad-request", reason.into()).with_status(400)
+}
+
+fn text(payload: &Value, key: &str) -> Result<String, MethodError> {
+    payload
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| bad(format!("{key} must be a string")))
+}
+
+fn object(payload: &Value, key: &str) -> Result<Map<String, Value>, MethodError> {
+    match payload.get(key) {
+        Some(Value::Object(m)) => Ok(m.clone()),
+        _ => Err(bad(format!("{key} must be an object"))),
+    }
+}
+
+fn store_error(e: portico_store::Error) -> MethodError {
+    MethodError::from(portico_platform::Error::from(e))
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Answer {
+    serde_json::to_string(value).map_err(|e| MethodError::internal(e.to_string()))
+}
+
+fn selector(payload: &Value) -> Result<Selector, MethodError> {
+    Selector::parse(payload.get("selector").unwrap_or(&Value::Null)).map_err(store_error)
+}
+
+/// A query from `{selector, options: {sort, skip, limit, fields}}`.
+fn query(payload: &Value) -> Result<Query, MethodError> {
+    let mut query = Query::new(selector(payload)?);
+    let options = payload.get("options").cloned().unwrap_or(Value::Null);
+    if let Some(sort) = options.get("sort").filter(|v| !v.is_null()) {
+        query.sort = Some(Sort::parse(sort).map_err(store_error)?);
+    }
+    if let Some(skip) = options.get("skip").filter(|v| !v.is_null()) {
+        query.skip = skip
+            .as_u64()
+            .ok_or_else(|| bad("skip must be a whole number"))?;
+    }
+    if let Some(limit) = options.get("limit").filter(|v| !v.is_null()) {
+        query.limit = Some(
+            limit
+                .as_u64()
+                .ok_or_else(|| bad("limit must be a whole number"))?,
+        );
+    }
+    if let Some(fields) = options.get("fields").filter(|v| !v.is_null()) {
+        query.projection = Some(Projection::parse(fields).map_err(store_error)?);
+    }
+    Ok(query)
+}
+
+/// The JSON array of stored document texts.
+fn array(texts: &[String]) -> String {
+    let mut out = String::with_capacity(texts.iter().map(|t| t.len() + 1).sum::<usize>() + 2);
+    out.push('[');
+    for (i, t) in texts.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(t);
+    }
+    out.push(']');
+    out
+}
+
+async fn dispatch(shared: &Shared, op: &str, payload: Value) -> Answer {
+    let platform = &shared.platform;
+    match op {
+        "find" => {
+            let collection = platform.collection(&text(&payload, "collection")?);
+            let query = query(&payload)?;
+            let texts = collection.find_json(&query).await?;
+            Ok(array(&texts))
+        }
+        "findOne" => {
+            let collection = platform.collection(&text(&payload, "collection")?);
+            let mut query = query(&payload)?;
+            if query.projection.is_none()
+                && query.sort.is_none()
+                && let Some(id) = query
+                    .selector
+                    .id_equality()
+                    .filter(|_| is_id_only(&payload))
+            {
+                return Ok(collection
+                    .get_json(id)
+                    .await?
+                    .unwrap_or_else(|| "null".to_owned()));
+            }
+            query.limit = Some(1);
+            let texts = collection.find_json(&query).await?;
+            Ok(texts
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| "null".to_owned()))
+        }
+        "count" => {
+            let collection = platform.collection(&text(&payload, "collection")?);
+            to_json(&collection.count(&selector(&payload)?).await?)
+        }
+        "insert" => {
+            let collection = platform.collection(&text(&payload, "collection")?);
+            let doc = object(&payload, "doc")?;
+            let id = collection.insert(doc).await?;
+            to_json(&id)
+        }
+        "update" => {
+            let collection = platform.collection(&text(&payload, "collection")?);
+            let selector = selector(&payload)?;
+            let modifier = payload.get("modifier").cloned().unwrap_or(Value::Null);
+            let update = Update::parse(&modifier).map_err(store_error)?;
+            let options = payload.get("options").cloned().unwrap_or(Value::Null);
+            let options = UpdateOptions {
+                multi: options
+                    .get("multi")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+                upsert: options
+                    .get("upsert")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            };
+            let result = collection.update(&selector, &update, options).await?;
+            to_json(&result.matched.max(u64::from(result.upserted_id.is_some())))
+        }
+        "remove" => {
+            let collection = platform.collection(&text(&payload, "collection")?);
+            let removed = collection.remove(&selector(&payload)?).await?;
+            to_json(&removed)
+        }
+        "fetch" => shared.http.fetch(&payload, shared.config.timeout).await,
+        op if op.starts_with("accounts.") || op.starts_with("roles.") => {
+            accounts(platform, op, &payload).await
+        }
+        other => Err(bad(format!("unknown host operation {other:?}"))),
+    }
+}
+
+/// True when the selector is exactly `{_id: "..."}`.
+fn is_id_only(payload: &Value) -> bool {
+    payload
+        .get("selector")
+        .and_then(Value::as_object)
+        .is_some_and(|m| m.len() == 1 && m.get("_id").is_some_and(Value::is_string))
+}
+
+fn user_id(payload: &Value) -> Result<String, MethodError> {
+    text(payload, "userId")
+}
+
+fn roles_of(payload: &Value) -> Vec<String> {
+    payload
+        .get("roles")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn accounts(platform: &Platform, op: &str, payload: &Value) -> Answer {
+    let accounts = platform.accounts();
+    let optional = |key: &str| payload.get(key).and_then(Value::as_str).map(str::to_owned);
+    match op {
+        "accounts.createUser" => {
+            let id = accounts
+                .create_user(NewUser {
+                    username: optional("username"),
+                    email: optional("email"),
+                    password: optional("password").map(Password::Plain),
+                    profile: payload.get("profile").filter(|p| p.is_object()).cloned(),
+                    roles: roles_of(payload),
+                })
+                .await?;
+            to_json(&id)
+        }
+        "accounts.findUser" => {
+            let user = if let Some(id) = optional("id") {
+                accounts.find_user_by_id(&id).await?
+            } else if let Some(name) = optional("username") {
+                accounts.find_user_by_username(&name).await?
+            } else if let Some(email) = optional("email") {
+                accounts.find_user_by_email(&email).await?
+            } else {
+                return Err(bad("give an id, a username or an email"));
+            };
+            to_json(&user.map(|u| public_user(&u)))
+        }
+        "accounts.setPassword" => {
+            let password = text(payload, "password")?;
+            accounts
+                .set_password(&user_id(payload)?, Password::Plain(password))
+                .await?;
+            Ok("null".to_owned())
+        }
+        "accounts.logoutEverywhere" => {
+            to_json(&accounts.remove_all_tokens(&user_id(payload)?).await?)
+        }
+        "roles.add" => {
+            accounts
+                .add_roles(&user_id(payload)?, &roles_of(payload))
+                .await?;
+            Ok("null".to_owned())
+        }
+        "roles.remove" => {
+            accounts
+                .remove_roles(&user_id(payload)?, &roles_of(payload))
+                .await?;
+            Ok("null".to_owned())
+        }
+        "roles.is" => {
+            let user = accounts.find_user_by_id(&user_id(payload)?).await?;
+            to_json(&user.is_some_and(|u| user_has_any_role(&u, &roles_of(payload))))
+        }
+        "roles.get" => {
+            let user = accounts.find_user_by_id(&user_id(payload)?).await?;
+            to_json(
+                &user
+                    .and_then(|u| u.get("roles").cloned())
+                    .unwrap_or_else(|| json!([])),
+            )
+        }
+        other => Err(bad(format!("unknown host operation {other:?}"))),
+    }
+}

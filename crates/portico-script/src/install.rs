@@ -1,0 +1,217 @@
+//! Script methods, publications and rules registered on the platform like Rust ones.
+
+use portico_platform::{Cursor, EndpointOptions, MethodError, Platform, Query, Rules, public_user};
+use portico_store::{Projection, Selector, Sort};
+use serde_json::{Value, json};
+
+use crate::error::{CallError, LoadError};
+use crate::runtime::Kind;
+use crate::{Definition, Scripts};
+
+/// The auto API's error for a failed script call. Anything but a `PorticoError` is logged
+/// (message, script stack) and answered as an internal error that says nothing of it.
+pub(crate) fn method_error(error: CallError, what: &str) -> MethodError {
+    match error {
+        CallError::Portico {
+            error,
+            reason,
+            details,
+            status,
+        } => {
+            let mut e = MethodError::new(error, reason.unwrap_or_default());
+            if e.reason.as_deref() == Some("") {
+                e.reason = None;
+            }
+            if let Some(details) = details {
+                e = e.with_details(details);
+            }
+            if let Some(status) = status {
+                e = e.with_status(status);
+            }
+            e
+        }
+        CallError::Failed { message } => MethodError::internal(format!("{what}: {message}")),
+        CallError::Stopped { reason } => MethodError::internal(format!("{what}: {reason}")),
+    }
+}
+
+fn options(def: &Definition, kind: &str) -> Result<EndpointOptions, LoadError> {
+    let mut options = EndpointOptions {
+        url: def.url.clone(),
+        ..EndpointOptions::default()
+    };
+    if let Some(method) = &def.http_method {
+        options.http_method = Some(method.parse().map_err(|e| {
+            LoadError::Definition(format!("{kind} {:?} at {}: {e}", def.name, def.place))
+        })?);
+    }
+    Ok(options)
+}
+
+fn taken(kind: &str, def: &Definition, e: &portico_platform::Error) -> LoadError {
+    LoadError::Definition(format!(
+        "{kind} {:?} defined at {} is defined already elsewhere ({e})",
+        def.name, def.place
+    ))
+}
+
+/// The public record of `user_id`, for `this.user`.
+async fn user_of(platform: &Platform, user_id: Option<&str>) -> Value {
+    match user_id {
+        Some(id) => match platform.accounts().find_user_by_id(id).await {
+            Ok(Some(user)) => Value::Object(public_user(&user)),
+            _ => Value::Null,
+        },
+        None => Value::Null,
+    }
+}
+
+/// A query from the prelude's `{collection, selector, options}`.
+fn cursor(value: &Value) -> Result<Cursor, MethodError> {
+    let bad = |e: portico_store::Error| MethodError::from(portico_platform::Error::from(e));
+    let collection = value
+        .get("collection")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut query =
+        Query::new(Selector::parse(value.get("selector").unwrap_or(&Value::Null)).map_err(bad)?);
+    let options = value.get("options").cloned().unwrap_or(Value::Null);
+    if let Some(sort) = options.get("sort").filter(|v| !v.is_null()) {
+        query.sort = Some(Sort::parse(sort).map_err(bad)?);
+    }
+    query.skip = options.get("skip").and_then(Value::as_u64).unwrap_or(0);
+    query.limit = options.get("limit").and_then(Value::as_u64);
+    if let Some(fields) = options.get("fields").filter(|v| !v.is_null()) {
+        query.projection = Some(Projection::parse(fields).map_err(bad)?);
+    }
+    Ok(Cursor::new(collection, query))
+}
+
+pub(crate) fn install(scripts: &Scripts, platform: &Platform) -> Result<(), LoadError> {
+    let defs = scripts.definitions().clone();
+    for def in &defs.methods {
+        let name = def.name.clone();
+        let scripts = scripts.clone();
+        let handler = move |inv: portico_platform::Invocation, args: Vec<Value>| {
+            let scripts = scripts.clone();
+            let name = name.clone();
+            async move {
+                let user = user_of(inv.platform(), inv.user_id()).await;
+                let context = json!({ "userId": inv.user_id(), "user": user });
+                match scripts
+                    .call(Kind::Method, &name, &context, &Value::Array(args))
+                    .await
+                {
+                    Ok(outcome) => {
+                        if let Some(status) = outcome.status {
+                            inv.set_http_status_code(status);
+                        }
+                        Ok(outcome.value)
+                    }
+                    Err(e) => Err(method_error(e, &format!("method {name:?}"))),
+                }
+            }
+        };
+        let result = if def.url.is_some() || def.http_method.is_some() {
+            platform.method_with_options(&def.name, options(def, "method")?, handler)
+        } else {
+            platform.method(&def.name, handler)
+        };
+        result.map_err(|e| taken("method", def, &e))?;
+    }
+    for def in &defs.publications {
+        let name = def.name.clone();
+        let scripts = scripts.clone();
+        let handler = move |sub: portico_platform::Subscription, args: Vec<Value>| {
+            let scripts = scripts.clone();
+            let name = name.clone();
+            async move {
+                let user = user_of(sub.platform(), sub.user_id()).await;
+                let context = json!({ "userId": sub.user_id(), "user": user });
+                let outcome = scripts
+                    .call(Kind::Publish, &name, &context, &Value::Array(args))
+                    .await
+                    .map_err(|e| method_error(e, &format!("publication {name:?}")))?;
+                publish(&sub, &outcome.value)
+            }
+        };
+        platform
+            .publish_with_options(&def.name, options(def, "publication")?, handler)
+            .map_err(|e| taken("publication", def, &e))?;
+    }
+    for rule in &defs.rules {
+        let collection = platform.collection(&rule.collection);
+        let deny = rule.kind == "deny";
+        let ask = {
+            let scripts = scripts.clone();
+            let name = rule.collection.clone();
+            let index = rule.index;
+            let place = rule.place.clone();
+            move |args: Value| {
+                let scripts = scripts.clone();
+                let name = name.clone();
+                let place = place.clone();
+                async move {
+                    match scripts
+                        .call(Kind::Rule, &name, &json!({ "index": index }), &args)
+                        .await
+                    {
+                        Ok(outcome) => outcome.value.as_bool().unwrap_or(false),
+                        Err(e) => {
+                            tracing::error!(target: "portico::script", script = %place, "a rule of collection {name:?} failed, so the write is refused: {e}");
+                            // A failing rule never lets a write through.
+                            deny
+                        }
+                    }
+                }
+            }
+        };
+        let rules = match rule.op.as_str() {
+            "insert" => Rules::new().insert(move |user, doc| ask(json!([user, doc]))),
+            "update" => Rules::new().update(move |user, doc, fields, modifier| {
+                ask(json!([user, doc, fields, modifier]))
+            }),
+            _ => Rules::new().remove(move |user, doc| ask(json!([user, doc]))),
+        };
+        let rules = rules.described(format!("{} function at {}", rule.kind, rule.place));
+        if deny {
+            collection.deny(rules);
+        } else {
+            collection.allow(rules);
+        }
+    }
+    Ok(())
+}
+
+/// Applies a publication's answer `{cursors, events}` to `sub`.
+fn publish(
+    sub: &portico_platform::Subscription,
+    value: &Value,
+) -> Result<Vec<Cursor>, MethodError> {
+    let empty = Vec::new();
+    let fields = |v: Option<&Value>| match v {
+        Some(Value::Object(m)) => m.clone(),
+        _ => serde_json::Map::new(),
+    };
+    for event in value
+        .get("events")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty)
+    {
+        let part = |i: usize| event.get(i).and_then(Value::as_str).unwrap_or_default();
+        match part(0) {
+            "added" => sub.added(part(1), part(2), fields(event.get(3))),
+            "changed" => sub.changed(part(1), part(2), fields(event.get(3))),
+            "removed" => sub.removed(part(1), part(2)),
+            "ready" => sub.ready(),
+            _ => {}
+        }
+    }
+    value
+        .get("cursors")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty)
+        .iter()
+        .map(cursor)
+        .collect()
+}

@@ -1,0 +1,145 @@
+// Types of the "portico" module that Portico's scripts import (printed by `portico types`).
+// Save as portico.d.ts next to your scripts; editors then complete and check TypeScript.
+
+declare module "portico" {
+  /** JSON a document may hold. */
+  export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+  /** A stored document: a JSON object with a string `_id`. */
+  export interface Document { _id: string; [field: string]: Json }
+  /** A user record without its secrets. */
+  export interface User {
+    _id: string;
+    username?: string;
+    emails?: { address: string; verified: boolean }[];
+    profile?: { [key: string]: Json };
+    roles?: string[];
+  }
+  /** A Mongo-style selector, or an `_id`. */
+  export type Selector = string | { [path: string]: Json };
+  export interface FindOptions {
+    sort?: { [path: string]: 1 | -1 | "asc" | "desc" } | [string, "asc" | "desc"][];
+    skip?: number;
+    limit?: number;
+    fields?: { [path: string]: 0 | 1 };
+  }
+  export interface Cursor<T = Document> {
+    readonly collection: string;
+    fetch(): Promise<T[]>;
+    count(): Promise<number>;
+    forEach(f: (doc: T) => void): Promise<void>;
+    map<U>(f: (doc: T) => U): Promise<U[]>;
+  }
+  export type Modifier = { [operator: string]: Json } | { [field: string]: Json };
+  export interface Rules<T = Document> {
+    insert?(userId: string | null, doc: T): boolean | Promise<boolean>;
+    update?(userId: string | null, doc: T, fieldNames: string[], modifier: Modifier): boolean | Promise<boolean>;
+    remove?(userId: string | null, doc: T): boolean | Promise<boolean>;
+  }
+  export interface Collection<T = Document> {
+    readonly name: string;
+    find(selector?: Selector, options?: FindOptions): Cursor<T>;
+    findOne(selector?: Selector, options?: FindOptions): Promise<T | null>;
+    /** Resolves to the new document's `_id`. */
+    insert(doc: Omit<T, "_id"> & { _id?: string }): Promise<string>;
+    /** Resolves to the number of documents matched (or 1 for an upsert that inserted). */
+    update(selector: Selector, modifier: Modifier, options?: { multi?: boolean; upsert?: boolean }): Promise<number>;
+    /** Resolves to the number of documents removed. */
+    remove(selector: Selector): Promise<number>;
+    /** Rules for client writes (any deny refuses; one allow must pass). */
+    allow(rules: Rules<T>): void;
+    deny(rules: Rules<T>): void;
+  }
+  export function collection<T = Document>(name: string): Collection<T>;
+
+  export interface MethodContext {
+    readonly userId: string | null;
+    readonly user: User | null;
+    /** The HTTP status of a successful reply. */
+    setHttpStatusCode(code: number): void;
+  }
+  export type MethodFunction = (this: MethodContext, ...args: any[]) => any;
+  export interface MethodOptions { url?: string; httpMethod?: "get" | "post" | "put" | "patch" | "delete"; run: MethodFunction }
+  export function methods(defs: { [name: string]: MethodFunction | MethodOptions }): void;
+
+  export interface PublicationContext {
+    readonly userId: string | null;
+    readonly user: User | null;
+    added(collection: string, id: string, fields: { [key: string]: Json }): void;
+    changed(collection: string, id: string, fields: { [key: string]: Json }): void;
+    removed(collection: string, id: string): void;
+    ready(): void;
+  }
+  export function publish(
+    name: string,
+    f: (this: PublicationContext, ...args: any[]) => Cursor<any> | Cursor<any>[] | void | Promise<Cursor<any> | Cursor<any>[] | void>,
+    options?: { url?: string; httpMethod?: "get" | "post" | "put" | "patch" | "delete" },
+  ): void;
+
+  export interface EndpointContext {
+    readonly urlParams: { [name: string]: string };
+    readonly queryParams: { [name: string]: Json };
+    readonly bodyParams: Json;
+    readonly user: User | null;
+    readonly userId: string | null;
+    readonly request: { method: string; url: string; headers: { [name: string]: string } };
+    readonly response: {
+      statusCode: number;
+      setHeader(name: string, value: string): void;
+      writeHead(status: number, headers?: { [name: string]: string }): void;
+      write(chunk: string): void;
+      end(chunk?: string): void;
+    };
+    /** Says the endpoint wrote `this.response` itself. */
+    done(): void;
+  }
+  export type Reply = Json | { statusCode?: number; headers?: { [name: string]: string }; body: Json };
+  export type Action = (this: EndpointContext) => Reply | Promise<Reply> | void | Promise<void>;
+  export interface Endpoint { authRequired?: boolean; roleRequired?: string | string[]; action: Action }
+  export interface RouteOptions { authRequired?: boolean; roleRequired?: string | string[] }
+  type Endpoints = { get?: Action | Endpoint; post?: Action | Endpoint; put?: Action | Endpoint; patch?: Action | Endpoint; delete?: Action | Endpoint; options?: Action | Endpoint };
+  export interface Api {
+    addRoute(path: string, options: RouteOptions, endpoints: Endpoints): Api;
+    addRoute(path: string, endpoints: Endpoints): Api;
+  }
+  /** The `[[api]]` of the config whose base path (api_path and version) is `path`. */
+  export function api(path: string): Api;
+
+  export const accounts: {
+    createUser(options: { username?: string; email?: string; password?: string; profile?: { [key: string]: Json }; roles?: string[] }): Promise<string>;
+    findUserById(id: string): Promise<User | null>;
+    findUserByUsername(username: string): Promise<User | null>;
+    findUserByEmail(email: string): Promise<User | null>;
+    setPassword(userId: string, password: string): Promise<void>;
+    /** Removes every login token of the user; resolves to how many. */
+    logoutEverywhere(userId: string): Promise<number>;
+  };
+  export const roles: {
+    addUsersToRoles(userId: string, roles: string | string[]): Promise<void>;
+    removeUsersFromRoles(userId: string, roles: string | string[]): Promise<void>;
+    userIsInRole(userId: string, roles: string | string[]): Promise<boolean>;
+    getRolesForUser(userId: string): Promise<string[]>;
+  };
+
+  /** Thrown from a method: the auto API's 400 (or `statusCode`) with `{error, reason, details}`. */
+  export class PorticoError extends Error {
+    constructor(error: string, reason?: string, details?: Json);
+    error: string;
+    reason?: string;
+    details?: Json;
+    statusCode?: number;
+  }
+}
+
+/** `fetch` reaches only the hosts of `[scripts] fetch_hosts`, over http://. */
+declare function fetch(
+  url: string,
+  init?: { method?: string; headers?: { [name: string]: string }; body?: string },
+): Promise<{
+  status: number;
+  ok: boolean;
+  statusText: string;
+  url: string;
+  headers: { get(name: string): string | null; has(name: string): boolean };
+  text(): Promise<string>;
+  json(): Promise<any>;
+}>;

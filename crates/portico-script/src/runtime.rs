@@ -1,0 +1,392 @@
+//! One script runtime: a QuickJS runtime and context on a thread of their own, running many
+//! calls at once.
+//!
+//! The engine is single-threaded, so each runtime owns a thread and receives work as messages:
+//! a call from the host, or the answer to a host operation (a data API call, a `fetch`) that a
+//! script awaits. A host operation runs on the server's async runtime; while it waits, the
+//! runtime's thread serves other calls. So one runtime runs any number of calls concurrently,
+//! interleaved at their `await`s, and a pool of them spreads the work over the cores.
+//!
+//! Limits are the engine's, not the script's: each stretch of JavaScript the thread runs (a
+//! call's start, or one promise job) gets `timeout` before the interrupt handler stops it with
+//! an uncatchable error; the heap is capped at `memory_mb`; the native stack at
+//! [`MAX_STACK`]. After a stop the runtime serves the next call as before.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Persistent, Runtime};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::error::{CallError, LoadError};
+use crate::modules::Loader;
+use crate::shared::Shared;
+
+/// The engine's limit on JavaScript's native stack (deep recursion is a `RangeError` past it).
+pub(crate) const MAX_STACK: usize = 1024 * 1024;
+/// The thread's own stack: room for [`MAX_STACK`] and the engine's native frames around it.
+const THREAD_STACK: usize = 4 * MAX_STACK;
+
+/// What a call of a script function returned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The value, as JSON (`undefined` is `null`).
+    pub value: Value,
+    /// A status the script set (`this.setHttpStatusCode`).
+    pub status: Option<u16>,
+}
+
+/// The kinds of call the prelude's dispatcher knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Load,
+    Method,
+    Publish,
+    Route,
+    Rule,
+    /// Not a script call: the runtime's memory use.
+    Memory,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Load => "load",
+            Kind::Method => "method",
+            Kind::Publish => "publish",
+            Kind::Route => "route",
+            Kind::Rule => "rule",
+            Kind::Memory => "memory",
+        }
+    }
+}
+
+pub(crate) type Reply = oneshot::Sender<Result<Outcome, CallError>>;
+
+pub(crate) enum Message {
+    Call {
+        kind: Kind,
+        name: String,
+        context: String,
+        args: String,
+        reply: Reply,
+    },
+    HostDone {
+        request: u64,
+        result: Result<String, String>,
+    },
+}
+
+/// The handle of one runtime thread.
+pub(crate) struct RuntimeHandle {
+    sender: mpsc::Sender<Message>,
+}
+
+impl RuntimeHandle {
+    /// Starts a runtime on a thread of its own, loaded with the prelude (the main module is
+    /// loaded by a [`Kind::Load`] call).
+    pub(crate) fn start(shared: Arc<Shared>, index: usize) -> Result<RuntimeHandle, LoadError> {
+        let (sender, receiver) = mpsc::channel();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let own = sender.clone();
+        std::thread::Builder::new()
+            .name(format!("portico-script-{index}"))
+            .stack_size(THREAD_STACK)
+            .spawn(move || match Engine::new(shared, own) {
+                Ok(engine) => {
+                    let _ = ready_tx.send(Ok(()));
+                    engine.serve(&receiver);
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                }
+            })
+            .map_err(|e| LoadError::Engine(e.to_string()))?;
+        ready_rx
+            .recv()
+            .map_err(|_| LoadError::Engine("the runtime thread ended at start".into()))??;
+        Ok(RuntimeHandle { sender })
+    }
+
+    /// Sends a call; the answer comes on `reply`.
+    pub(crate) fn call(
+        &self,
+        kind: Kind,
+        name: String,
+        context: String,
+        args: String,
+        reply: Reply,
+    ) {
+        let message = Message::Call {
+            kind,
+            name,
+            context,
+            args,
+            reply,
+        };
+        if let Err(mpsc::SendError(Message::Call { reply, .. })) = self.sender.send(message) {
+            let _ = reply.send(Err(CallError::Stopped {
+                reason: "the script runtime has stopped".into(),
+            }));
+        }
+    }
+}
+
+/// The calls and host operations in flight on one runtime.
+#[derive(Default)]
+struct State {
+    next_id: u64,
+    calls: HashMap<u64, Reply>,
+    /// Host operations awaited by a script: their promise's resolve and reject functions, and
+    /// the call whose turn started them.
+    host: HashMap<
+        u64,
+        (
+            Persistent<Function<'static>>,
+            Persistent<Function<'static>>,
+            u64,
+        ),
+    >,
+    /// The call whose turn runs now.
+    owner: u64,
+}
+
+impl State {
+    fn id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn answer(&mut self, id: u64, result: Result<Outcome, CallError>) {
+        if let Some(reply) = self.calls.remove(&id) {
+            let _ = reply.send(result);
+        }
+    }
+}
+
+struct Engine {
+    runtime: Runtime,
+    context: Context,
+    state: Rc<RefCell<State>>,
+    deadline: Rc<Cell<Option<Instant>>>,
+    timeout: Duration,
+    dispatch: Persistent<Function<'static>>,
+}
+
+impl Engine {
+    fn new(shared: Arc<Shared>, sender: mpsc::Sender<Message>) -> Result<Engine, LoadError> {
+        let engine = |e: rquickjs::Error| LoadError::Engine(e.to_string());
+        let runtime = Runtime::new().map_err(engine)?;
+        runtime.set_memory_limit(shared.config.memory_mb.saturating_mul(1024 * 1024));
+        runtime.set_max_stack_size(MAX_STACK);
+        let deadline: Rc<Cell<Option<Instant>>> = Rc::new(Cell::new(None));
+        {
+            let deadline = deadline.clone();
+            runtime.set_interrupt_handler(Some(Box::new(move || {
+                deadline.get().is_some_and(|d| Instant::now() >= d)
+            })));
+        }
+        runtime.set_loader(Loader::new(shared.clone()), Loader::new(shared.clone()));
+        let context = Context::full(&runtime).map_err(engine)?;
+        let state = Rc::new(RefCell::new(State::default()));
+        let dispatch = context.with(|ctx| -> Result<_, LoadError> {
+            let globals = ctx.globals();
+            globals
+                .set(
+                    "__portico_host",
+                    host_function(&ctx, &shared, &state, sender)?,
+                )
+                .map_err(engine)?;
+            globals
+                .set("__portico_done", done_function(&ctx, &state)?)
+                .map_err(engine)?;
+            globals
+                .set("__portico_log", crate::console::function(&ctx)?)
+                .map_err(engine)?;
+            ctx.eval::<(), _>(include_str!("prelude.js"))
+                .catch(&ctx)
+                .map_err(|e| LoadError::Engine(format!("prelude: {e}")))?;
+            let dispatch: Function = globals.get("__portico_dispatch").map_err(engine)?;
+            Ok(Persistent::save(&ctx, dispatch))
+        })?;
+        Ok(Engine {
+            runtime,
+            context,
+            state,
+            deadline,
+            timeout: shared.config.timeout,
+            dispatch,
+        })
+    }
+
+    fn serve(self, receiver: &mpsc::Receiver<Message>) {
+        while let Ok(message) = receiver.recv() {
+            match message {
+                Message::Call {
+                    kind,
+                    name,
+                    context,
+                    args,
+                    reply,
+                } => {
+                    if kind == Kind::Memory {
+                        self.runtime.run_gc();
+                        let used = self.runtime.memory_usage().memory_used_size;
+                        let _ = reply.send(Ok(Outcome {
+                            value: Value::from(used),
+                            status: None,
+                        }));
+                        continue;
+                    }
+                    let id = {
+                        let mut state = self.state.borrow_mut();
+                        if state.calls.len() > 1024 {
+                            state.calls.retain(|_, r| !r.is_closed());
+                        }
+                        let id = state.id();
+                        state.calls.insert(id, reply);
+                        id
+                    };
+                    let dispatch = self.dispatch.clone();
+                    self.turn(id, move |ctx| {
+                        let f = dispatch.restore(ctx)?;
+                        f.call::<_, ()>((id as f64, kind.as_str(), name, context, args))
+                    });
+                }
+                Message::HostDone { request, result } => {
+                    let Some((resolve, reject, owner)) =
+                        self.state.borrow_mut().host.remove(&request)
+                    else {
+                        continue;
+                    };
+                    self.turn(owner, move |ctx| match result {
+                        Ok(text) => resolve.restore(ctx)?.call::<_, ()>((text,)),
+                        Err(text) => reject.restore(ctx)?.call::<_, ()>((text,)),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Runs `f` and then every promise job it made ready, each with a fresh time budget. A
+    /// stop (time, memory) fails the call `owner`.
+    fn turn<F>(&self, owner: u64, f: F)
+    where
+        F: for<'js> FnOnce(&Ctx<'js>) -> rquickjs::Result<()>,
+    {
+        self.state.borrow_mut().owner = owner;
+        self.deadline.set(Some(Instant::now() + self.timeout));
+        let failure = self
+            .context
+            .with(|ctx| f(&ctx).catch(&ctx).err().map(|e| caught_message(&e)));
+        if let Some(message) = failure {
+            self.stop(owner, message);
+        }
+        loop {
+            self.deadline.set(Some(Instant::now() + self.timeout));
+            match self.runtime.execute_pending_job() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(job) => {
+                    let message = job.0.with(|ctx| {
+                        caught_message(&CaughtError::from_error(&ctx, rquickjs::Error::Exception))
+                    });
+                    self.stop(owner, message);
+                }
+            }
+        }
+        self.deadline.set(None);
+    }
+
+    fn stop(&self, owner: u64, message: String) {
+        let reason = if message.contains("interrupted") {
+            format!(
+                "the script ran longer than timeout_ms ({} ms) without awaiting, and was stopped",
+                self.timeout.as_millis()
+            )
+        } else if message.contains("out of memory") {
+            "the script runtime ran out of memory (memory_mb) and the call was stopped".to_owned()
+        } else {
+            message
+        };
+        self.state
+            .borrow_mut()
+            .answer(owner, Err(CallError::Stopped { reason }));
+    }
+}
+
+fn caught_message(e: &CaughtError<'_>) -> String {
+    match e {
+        CaughtError::Exception(e) => {
+            let mut text = e.message().unwrap_or_default();
+            if let Some(stack) = e.stack() {
+                text.push('\n');
+                text.push_str(stack.trim_end());
+            }
+            text
+        }
+        CaughtError::Value(v) => format!("{v:?}"),
+        CaughtError::Error(e) => e.to_string(),
+    }
+}
+
+/// `__portico_done(id, json)`: the prelude's answer to a call.
+fn done_function<'js>(
+    ctx: &Ctx<'js>,
+    state: &Rc<RefCell<State>>,
+) -> Result<Function<'js>, LoadError> {
+    let state = state.clone();
+    Function::new(ctx.clone(), move |id: f64, text: String| {
+        let result = crate::outcome::parse(&text);
+        state.borrow_mut().answer(id as u64, result);
+    })
+    .map_err(|e| LoadError::Engine(e.to_string()))
+}
+
+/// `__portico_host(op, json)`: starts a host operation on the server's async runtime and
+/// returns a promise of its JSON answer.
+fn host_function<'js>(
+    ctx: &Ctx<'js>,
+    shared: &Arc<Shared>,
+    state: &Rc<RefCell<State>>,
+    sender: mpsc::Sender<Message>,
+) -> Result<Function<'js>, LoadError> {
+    let state = state.clone();
+    let shared = shared.clone();
+    Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>,
+              op: String,
+              payload: String|
+              -> rquickjs::Result<rquickjs::Promise<'js>> {
+            let (promise, resolve, reject) = ctx.promise()?;
+            let request = {
+                let mut state = state.borrow_mut();
+                let request = state.id();
+                let owner = state.owner;
+                state.host.insert(
+                    request,
+                    (
+                        Persistent::save(&ctx, resolve),
+                        Persistent::save(&ctx, reject),
+                        owner,
+                    ),
+                );
+                request
+            };
+            let sender = sender.clone();
+            let shared = shared.clone();
+            shared.tokio.clone().spawn(async move {
+                let result = crate::host::run(&shared, &op, &payload).await;
+                let _ = sender.send(Message::HostDone { request, result });
+            });
+            Ok(promise)
+        },
+    )
+    .map_err(|e| LoadError::Engine(e.to_string()))
+}
