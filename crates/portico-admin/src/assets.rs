@@ -5,7 +5,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use http::{HeaderValue, header};
 
-use crate::page::AdminState;
+use crate::state::AdminState;
 
 const INDEX: &str = include_str!("../assets/index.html");
 const SCRIPT: &str = include_str!("../assets/app.js");

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::api_error::{ApiError, ApiResult, object_body};
-use crate::page::AdminState;
+use crate::state::AdminState;
 
 /// Rows a page of documents holds unless `limit` says otherwise, and the most it may ask for.
 const DEFAULT_PAGE: u64 = 20;

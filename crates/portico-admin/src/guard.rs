@@ -8,7 +8,7 @@ use portico_edge::AuthenticatedUser;
 use portico_platform::user_has_any_role;
 
 use crate::api_error::ApiError;
-use crate::page::AdminState;
+use crate::state::AdminState;
 
 /// Lets a request through only with the token of a user holding the admin role: 401 without a
 /// valid token, 403 for any other user. The user is left in the request's extensions.

@@ -63,9 +63,12 @@ mod api_error;
 mod assets;
 mod collections;
 mod guard;
-mod page;
-mod routes;
+mod route_list;
+mod router;
 mod session;
+mod state;
 mod users;
 
-pub use page::{AdminPage, DEFAULT_PATH, DEFAULT_ROLE, InvalidPath, OPENAPI_PATH, normalize_path};
+pub use router::{
+    AdminPage, DEFAULT_PATH, DEFAULT_ROLE, InvalidPath, OPENAPI_PATH, normalize_path,
+};

@@ -10,7 +10,7 @@ use portico_platform::{LoginError, public_user, user_has_any_role};
 use serde_json::{Value, json};
 
 use crate::api_error::{ApiError, ApiResult, json_body};
-use crate::page::AdminState;
+use crate::state::AdminState;
 
 /// A login body is a name and a password: a few hundred bytes.
 const LOGIN_BODY_LIMIT: usize = 16 * 1024;

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::api_error::{ApiError, ApiResult, object_body};
-use crate::page::AdminState;
+use crate::state::AdminState;
 
 /// What the page shows of an account: [`public_user`] and when it was made.
 fn shown(user: &Document) -> Document {

@@ -10,11 +10,12 @@ use portico_platform::{MethodOptions, Platform};
 use serde_json::Value;
 
 use crate::auth::{BearerTokenLayer, TokenAuthLayer};
-use crate::dispatch::{Shared, dispatch};
+use crate::dispatch::dispatch;
 use crate::layers::{add_response_headers, catch_panic, default_response_headers};
 use crate::login::{LOGIN_ROUTES, LoginOptions, PasswordLogin};
 use crate::route::RouteTable;
 use crate::route_doc::listing;
+use crate::state::Shared;
 use crate::{AutoConfig, Error, Result};
 
 /// The automatic JSON HTTP API of a [`Platform`].

@@ -4,10 +4,9 @@
 //! All requests go through one handler so that methods, publications and collections defined
 //! after the router was built are reachable: when the table has no route for a request, the
 //! handler checks whether the platform's registries changed since the table was built, rebuilds
-//! it if so, and looks again. A request for a route that exists costs one read lock and a scan
-//! of the table; only misses look at the registries.
+//! it if so, and looks again (see [`crate::state::Shared`]).
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Body;
@@ -15,102 +14,15 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use http::request::Parts;
 use http::{HeaderValue, Method, StatusCode};
-use portico_edge::{AuthenticatedUser, ParsedBody, PathMatch, parse_body, parse_form, read_body};
-use portico_platform::{Collection, IdKind, Platform};
+use portico_edge::{AuthenticatedUser, ParsedBody, PathMatch, parse_body, read_body};
+use portico_platform::{Collection, Platform};
 use serde_json::Value;
 
-use crate::args::{ArgsRequest, default_args};
+use crate::ApiError;
 use crate::collection_write::{check_id, insert_document, update_modifier};
-use crate::route::{Lookup, Route, RouteTable, Target};
+use crate::route::{Route, Target};
 use crate::route_doc::listing;
-use crate::{ApiError, AutoConfig};
-
-/// What every request handler shares.
-pub(crate) struct Shared {
-    pub(crate) platform: Platform,
-    pub(crate) config: AutoConfig,
-    pub(crate) body_limit: usize,
-    /// Routes served by other routers (the login add-on), listed by `api-routes`.
-    pub(crate) listed: Vec<(Method, &'static str, &'static str)>,
-    table: RwLock<Arc<RouteTable>>,
-}
-
-/// A lookup that owns what it found, so the table lock is not held across awaits.
-enum Resolved {
-    Found(Route, PathMatch),
-    OtherMethods(Vec<Method>),
-    NotFound,
-}
-
-impl Shared {
-    pub(crate) fn new(
-        platform: Platform,
-        config: AutoConfig,
-        body_limit: usize,
-        listed: Vec<(Method, &'static str, &'static str)>,
-        table: RouteTable,
-    ) -> Shared {
-        Shared {
-            platform,
-            config,
-            body_limit,
-            listed,
-            table: RwLock::new(Arc::new(table)),
-        }
-    }
-
-    fn table(&self) -> Arc<RouteTable> {
-        self.table
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// The current table, rebuilt first when the platform's registries changed.
-    pub(crate) fn refresh(&self) -> Arc<RouteTable> {
-        let current = self.table();
-        if current.is_current(&self.platform) {
-            return current;
-        }
-        let (table, errors) = RouteTable::build(
-            &self.platform,
-            &self.config,
-            &self.listed,
-            Some(current.registry()),
-        );
-        for error in errors {
-            // Setup-time errors were fatal in `AutoApi::router`; a definition made later can only
-            // be reported here.
-            tracing::error!(%error, "auto API: an endpoint defined after startup was skipped");
-        }
-        let table = Arc::new(table);
-        *self.table.write().unwrap_or_else(PoisonError::into_inner) = table.clone();
-        table
-    }
-
-    fn resolve_in(table: &RouteTable, method: &Method, path: &str) -> Resolved {
-        match table.lookup(method, path) {
-            Lookup::Found(route, found) => Resolved::Found(route.clone(), found),
-            Lookup::OtherMethods(methods) => Resolved::OtherMethods(methods),
-            Lookup::NotFound => Resolved::NotFound,
-        }
-    }
-
-    /// Whether ids of `collection` are object ids: listed in `object_id_collections`, or
-    /// declared on the platform with [`IdKind::ObjectId`].
-    fn uses_object_ids(&self, collection: &Collection) -> bool {
-        collection.id_kind() == IdKind::ObjectId
-            || self.config.is_object_id_collection(collection.name())
-    }
-
-    fn resolve(&self, method: &Method, path: &str) -> Resolved {
-        let resolved = Self::resolve_in(&self.table(), method, path);
-        if let Resolved::Found(..) = resolved {
-            return resolved;
-        }
-        Self::resolve_in(&self.refresh(), method, path)
-    }
-}
+use crate::state::{Resolved, Shared, request_args};
 
 /// The axum handler behind every auto API route.
 pub(crate) async fn dispatch(State(shared): State<Arc<Shared>>, req: Request) -> Response {
@@ -135,6 +47,7 @@ fn preflight(allow: &[Method]) -> Response {
     response
 }
 
+/// Finds the request's route and answers it, by what the route names.
 async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, ApiError> {
     let path = parts.uri.path().to_owned();
     let (route, found) = match shared.resolve(&parts.method, &path) {
@@ -155,67 +68,124 @@ async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, A
         .extensions
         .get::<AuthenticatedUser>()
         .map(|user| user.user_id().to_owned());
-    let platform = &shared.platform;
-
+    let request = Matched {
+        shared,
+        route: &route,
+        parts,
+        body,
+        found,
+        user_id,
+    };
     match &route.target {
         Target::Preflight | Target::Listed(_) => {
             let table = shared.refresh();
             Ok(preflight(&table.methods_at(&path)))
         }
         Target::ApiRoutes => Ok(Json(listing(&shared.refresh().docs(None))).into_response()),
-        Target::Method(name) => {
-            let args = request_args(shared, &route, parts, body, found).await?;
-            let reply = platform.call(name, user_id, args).await?;
-            let status = match reply.status {
-                None => StatusCode::OK,
-                Some(code) => StatusCode::from_u16(code).map_err(|_| {
-                    ApiError::internal(format!("method {name:?} set the invalid status {code}"))
-                })?,
-            };
-            if status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED {
-                return Ok(status.into_response());
-            }
-            Ok((status, Json(reply.value)).into_response())
-        }
-        Target::Publication(name) => {
-            if portico_edge::wants_event_stream(&parts.headers) {
-                return crate::live::publication(shared, &route, parts, body, found, name).await;
-            }
-            let args = request_args(shared, &route, parts, body, found).await?;
-            let published = platform.subscribe(name, user_id, args).await?;
-            Ok(Json(Value::Object(published)).into_response())
-        }
-        Target::Insert(name) => {
-            let collection = collection(platform, name)?;
-            let object_ids = shared.uses_object_ids(&collection);
-            let body = body_of(shared, &parts, body).await?.into_value()?;
-            let doc = insert_document(body, object_ids)?;
-            let id = collection.client_insert(user_id.as_deref(), doc).await?;
-            Ok(Json(Value::String(id)).into_response())
-        }
-        Target::Update(name) => {
-            let collection = collection(platform, name)?;
-            let id = found.param("_id").unwrap_or_default();
-            check_id(id, shared.uses_object_ids(&collection))?;
-            let body = body_of(shared, &parts, body).await?.into_value()?;
-            let update = update_modifier(body, id)?;
-            let if_match = crate::conditional::if_match(&parts.headers)?;
-            let count = collection
-                .client_update_if(user_id.as_deref(), id, &update, &if_match)
-                .await?;
-            Ok(Json(Value::from(count)).into_response())
-        }
-        Target::Remove(name) => {
-            let collection = collection(platform, name)?;
-            let id = found.param("_id").unwrap_or_default();
-            check_id(id, shared.uses_object_ids(&collection))?;
-            let if_match = crate::conditional::if_match(&parts.headers)?;
-            let count = collection
-                .client_remove_if(user_id.as_deref(), id, &if_match)
-                .await?;
-            Ok(Json(Value::from(count)).into_response())
-        }
+        Target::Method(name) => call_method(request, name).await,
+        Target::Publication(name) => publication(request, name).await,
+        Target::Insert(name) => insert(request, name).await,
+        Target::Update(name) => update(request, name).await,
+        Target::Remove(name) => remove(request, name).await,
     }
+}
+
+/// A request whose route was found, with its caller.
+struct Matched<'a> {
+    shared: &'a Shared,
+    route: &'a Route,
+    parts: Parts,
+    body: Body,
+    found: PathMatch,
+    user_id: Option<String>,
+}
+
+impl Matched<'_> {
+    /// The call's positional arguments, and its caller.
+    async fn into_args(self) -> Result<(Vec<Value>, Option<String>), ApiError> {
+        let args = request_args(self.shared, self.route, self.parts, self.body, self.found).await?;
+        Ok((args, self.user_id))
+    }
+}
+
+/// Calls the method `name`; its reply is the method's value, with the status it set.
+async fn call_method(request: Matched<'_>, name: &str) -> Result<Response, ApiError> {
+    let shared = request.shared;
+    let (args, user_id) = request.into_args().await?;
+    let reply = shared.platform.call(name, user_id, args).await?;
+    let status = match reply.status {
+        None => StatusCode::OK,
+        Some(code) => StatusCode::from_u16(code).map_err(|_| {
+            ApiError::internal(format!("method {name:?} set the invalid status {code}"))
+        })?,
+    };
+    if status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED {
+        return Ok(status.into_response());
+    }
+    Ok((status, Json(reply.value)).into_response())
+}
+
+/// Answers the publication `name` once, or follows it live for `Accept: text/event-stream`.
+async fn publication(request: Matched<'_>, name: &str) -> Result<Response, ApiError> {
+    let shared = request.shared;
+    if portico_edge::wants_event_stream(&request.parts.headers) {
+        let Matched {
+            route,
+            parts,
+            body,
+            found,
+            ..
+        } = request;
+        return crate::live::publication(shared, route, parts, body, found, name).await;
+    }
+    let (args, user_id) = request.into_args().await?;
+    let published = shared.platform.subscribe(name, user_id, args).await?;
+    Ok(Json(Value::Object(published)).into_response())
+}
+
+/// Inserts the body into the collection `name`; the reply is the new `_id`.
+async fn insert(request: Matched<'_>, name: &str) -> Result<Response, ApiError> {
+    let shared = request.shared;
+    let collection = collection(&shared.platform, name)?;
+    let object_ids = shared.uses_object_ids(&collection);
+    let body = body_of(shared, &request.parts, request.body)
+        .await?
+        .into_value()?;
+    let doc = insert_document(body, object_ids)?;
+    let id = collection
+        .client_insert(request.user_id.as_deref(), doc)
+        .await?;
+    Ok(Json(Value::String(id)).into_response())
+}
+
+/// Updates the document `:_id` of the collection `name` with the body; the reply is the count.
+async fn update(request: Matched<'_>, name: &str) -> Result<Response, ApiError> {
+    let shared = request.shared;
+    let collection = collection(&shared.platform, name)?;
+    let id = request.found.param("_id").unwrap_or_default();
+    check_id(id, shared.uses_object_ids(&collection))?;
+    let body = body_of(shared, &request.parts, request.body)
+        .await?
+        .into_value()?;
+    let update = update_modifier(body, id)?;
+    let if_match = crate::conditional::if_match(&request.parts.headers)?;
+    let count = collection
+        .client_update_if(request.user_id.as_deref(), id, &update, &if_match)
+        .await?;
+    Ok(Json(Value::from(count)).into_response())
+}
+
+/// Removes the document `:_id` of the collection `name`; the reply is the count.
+async fn remove(request: Matched<'_>, name: &str) -> Result<Response, ApiError> {
+    let shared = request.shared;
+    let collection = collection(&shared.platform, name)?;
+    let id = request.found.param("_id").unwrap_or_default();
+    check_id(id, shared.uses_object_ids(&collection))?;
+    let if_match = crate::conditional::if_match(&request.parts.headers)?;
+    let count = collection
+        .client_remove_if(request.user_id.as_deref(), id, &if_match)
+        .await?;
+    Ok(Json(Value::from(count)).into_response())
 }
 
 /// Reads and parses a request body through the edge, under the configured limit.
@@ -230,34 +200,4 @@ fn collection(platform: &Platform, name: &str) -> Result<Collection, ApiError> {
             "collection {name:?} has a route but is not declared"
         ))
     })
-}
-
-/// The positional arguments of a method or publication call: its `args_extractor`, or the
-/// default rule of [`crate::args`].
-pub(crate) async fn request_args(
-    shared: &Shared,
-    route: &Route,
-    parts: Parts,
-    body: Body,
-    found: PathMatch,
-) -> Result<Vec<Value>, ApiError> {
-    let url_args = found.numbered(route.arg_count);
-    let raw_body = read_body(&parts.headers, body, shared.body_limit).await?;
-    let parsed = parse_body(&parts.headers, &raw_body)?;
-    let Some(extractor) = &route.extractor else {
-        return default_args(&url_args, parsed);
-    };
-    let query = parse_form(parts.uri.query().unwrap_or_default().as_bytes())
-        .map_err(|e| ApiError::bad_request("invalid-query", e.to_string()))?;
-    let request = ArgsRequest {
-        method: parts.method,
-        uri: parts.uri,
-        headers: parts.headers,
-        params: found.params,
-        url_args,
-        query,
-        body: parsed,
-        raw_body,
-    };
-    (extractor.0)(request).await.map_err(ApiError::from)
 }

@@ -131,6 +131,7 @@ mod live;
 mod login;
 mod route;
 mod route_doc;
+mod state;
 
 pub use api::AutoApi;
 pub use api_error::ApiError;

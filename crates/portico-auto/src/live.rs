@@ -10,8 +10,8 @@ use portico_edge::{AuthenticatedUser, PathMatch};
 use portico_platform::{LiveCaller, TOKEN_PATH};
 
 use crate::ApiError;
-use crate::dispatch::{Shared, request_args};
 use crate::route::Route;
+use crate::state::{Shared, request_args};
 
 /// Who the stream runs as: the request's authenticated user (re-checked through its token), or
 /// no one.

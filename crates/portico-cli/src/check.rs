@@ -4,7 +4,7 @@ use std::path::Path;
 
 use crate::config::{Config, ConfigError, ConfigErrors, check_database_url};
 use crate::database::choose_database;
-use crate::routes::route_table;
+use crate::doors::{Doors, refused};
 
 /// What `portico check` prints for a valid config.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +33,8 @@ pub fn warning_lines(path: &Path, config: &Config) -> Vec<String> {
 /// none) could not be opened.
 pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report> {
     let config = Config::load(path)?;
+    // What the doors refuse is a mistake in the file too, reported before the database.
+    let doors = Doors::build_scratch(&config).map_err(|errors| refused(Some(path), errors))?;
     let choice = choose_database(database, Some(path), &config);
     let from_config = choice.source.starts_with("`database`");
     let url = choice.url;
@@ -54,7 +56,7 @@ pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report>
         });
     }
     Ok(Report {
-        summary: summary(path, &config),
+        summary: summary(path, &config, &doors),
         warnings: warning_lines(path, &config),
     })
 }
@@ -119,10 +121,10 @@ pub async fn check_database(url: &str) -> Result<(), String> {
     opened
 }
 
-/// The summary `check` prints for a valid config.
-pub fn summary(path: &Path, config: &Config) -> String {
+/// The summary `check` prints for a valid config whose doors are `doors`.
+pub fn summary(path: &Path, config: &Config, doors: &Doors) -> String {
     let collections: usize = config.apis.iter().map(|a| a.collections.len()).sum();
-    let routes = route_table(config).map_or(0, |r| r.len());
+    let routes = doors.routes.len();
     let auto = match &config.auto {
         Some(auto) => format!(
             "the auto API ({} publication{}, rules for {} collection{})",

@@ -4,6 +4,7 @@
 //! does not check out is ever served.
 
 mod admin;
+mod api_paths;
 mod checker;
 mod diagnostic;
 mod raw;
@@ -12,7 +13,7 @@ mod value;
 mod warning;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -441,6 +442,27 @@ impl std::fmt::Display for ConfigErrors {
 }
 
 impl Config {
+    /// The collections the auto API serves writes for: `[auto] collections`, or every
+    /// collection the config names anywhere when it has none.
+    pub fn auto_write_collections(&self, auto: &AutoConfig) -> Vec<String> {
+        match &auto.collections {
+            Some(list) => list.clone(),
+            None => {
+                let mut all: Vec<String> = self
+                    .apis
+                    .iter()
+                    .flat_map(|a| a.collections.iter().map(|c| c.name.clone()))
+                    .chain(auto.rules.iter().map(|r| r.collection.clone()))
+                    .chain(auto.publications.iter().map(|p| p.collection.clone()))
+                    .chain(auto.object_id_collections.iter().cloned())
+                    .collect();
+                all.sort();
+                all.dedup();
+                all
+            }
+        }
+    }
+
     /// Every collection the config names (route APIs, auto API writes, rules, publications,
     /// object-id collections), sorted, without duplicates.
     pub fn collection_names(&self) -> Vec<String> {
@@ -475,35 +497,19 @@ impl Config {
         !(api_off || auto_off)
     }
 
-    /// Reads and checks the config file at `path`.
-    ///
-    /// # Errors
-    /// [`crate::Error::ReadConfig`] when the file cannot be read, [`crate::Error::Config`] with
-    /// every mistake otherwise.
-    pub fn load(path: &Path) -> crate::Result<Config> {
-        let text = std::fs::read_to_string(path).map_err(|source| crate::Error::ReadConfig {
-            path: path.to_owned(),
-            source,
-        })?;
-        Config::parse(&text).map_err(|errors| {
-            crate::Error::Config(ConfigErrors {
-                file: path.to_owned(),
-                errors,
-            })
-        })
-    }
-
-    /// Checks the text of a config file.
+    /// Checks the text of a config file: its syntax, keys, types and values, and that no two
+    /// route APIs share a base path. It builds nothing: what the front doors refuse (two routes
+    /// on one path...) is found by building them, with [`crate::doors::Doors::build`].
     ///
     /// # Errors
     /// Every mistake, in line order.
     pub fn parse(text: &str) -> Result<Config, Vec<ConfigError>> {
         let (raw, mut errors) = diagnostic::parse_all::<RawConfig>(text);
         let config = raw.map(|raw| Checker::new(text, &mut errors).config(raw));
-        // Route conflicts are found by building the front doors, which needs an otherwise valid
-        // config.
+        // Two APIs on one base path are checked once the rest is valid; routes that clash
+        // inside the doors are found by building them (`crate::doors::Doors::build`).
         if let (Some(config), true) = (&config, errors.is_empty()) {
-            errors.extend(crate::routes::conflicts(config));
+            errors.extend(api_paths::clashes(config));
         }
         errors.sort_by_key(|e| (e.line, e.column));
         errors.dedup();

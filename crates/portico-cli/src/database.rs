@@ -1,10 +1,33 @@
-//! Which store a command uses, and opening the platform on it with a clear message.
+//! Which config file and store a command uses: reading the config, choosing the store and
+//! opening the platform on it, each with a clear message.
 
 use std::path::{Path, PathBuf};
 
 use portico_platform::Platform;
 
-use crate::config::{Config, DEFAULT_CONFIG_FILE, DEFAULT_DATABASE, check_database_url};
+use crate::config::{
+    Config, ConfigErrors, DEFAULT_CONFIG_FILE, DEFAULT_DATABASE, check_database_url,
+};
+
+impl Config {
+    /// Reads and checks the config file at `path` (see [`Config::parse`]).
+    ///
+    /// # Errors
+    /// [`crate::Error::ReadConfig`] when the file cannot be read, [`crate::Error::Config`] with
+    /// every mistake otherwise.
+    pub fn load(path: &Path) -> crate::Result<Config> {
+        let text = std::fs::read_to_string(path).map_err(|source| crate::Error::ReadConfig {
+            path: path.to_owned(),
+            source,
+        })?;
+        Config::parse(&text).map_err(|errors| {
+            crate::Error::Config(ConfigErrors {
+                file: path.to_owned(),
+                errors,
+            })
+        })
+    }
+}
 
 /// The config file a command reads: `--config FILE` when given (it must exist), otherwise
 /// `portico.toml` in the working directory when it exists, otherwise none.

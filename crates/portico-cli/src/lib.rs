@@ -1,8 +1,9 @@
 //! The `portico` server: a zero-code REST server from a TOML file, on embedded SQLite.
 //!
 //! The `portico` binary is glue: it parses its arguments and calls the functions of this crate,
-//! which read and check the config ([`config`]), serve it ([`serve`]), manage users ([`users`]),
-//! import JSON exports ([`import`]) and list routes ([`routes`]).
+//! which read and check the config ([`config`]), build the front doors it declares once
+//! ([`doors`]), serve them ([`serve`]), manage users ([`users`]), import JSON exports
+//! ([`import`]) and list routes ([`routes`]).
 //!
 //! ```
 //! use portico_cli::config::Config;
@@ -30,6 +31,7 @@
 pub mod check;
 pub mod config;
 pub mod database;
+pub mod doors;
 mod error;
 pub mod import;
 pub mod openapi;

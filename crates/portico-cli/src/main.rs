@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use portico_cli::{check, database, import, openapi, routes, serve, users};
+use portico_cli::{check, database, doors, import, openapi, routes, serve, users};
 
 /// A zero-code REST server from a TOML file, on embedded SQLite.
 #[derive(Debug, Parser)]
@@ -242,8 +242,9 @@ async fn run(command: Command) -> portico_cli::Result<()> {
                 ));
                 return Ok(());
             }
-            let table = routes::route_table(&config).map_err(portico_cli::Error::Setup)?;
-            say(routes::format_table(&table).trim_end());
+            let doors = doors::Doors::build_scratch(&config)
+                .map_err(|errors| doors::refused(path.as_deref(), errors))?;
+            say(routes::format_table(&doors.routes).trim_end());
             Ok(())
         }
         Command::Openapi { config, database } => {

@@ -1,33 +1,12 @@
-//! The server's OpenAPI 3.1 document: made by `portico_edge::openapi` from the route
-//! descriptions of everything `serve` builds, so `GET /openapi.json` and `portico openapi`
-//! print the same document and neither can drift from what is served.
+//! `portico openapi`: the server's OpenAPI 3.1 document (see [`document`]), printed for a config
+//! without serving it.
 
 use std::path::PathBuf;
 
-use portico_edge::{Access, Door, RouteDoc, openapi};
-use serde_json::{Value, json};
+use serde_json::Value;
 
+pub use crate::serve::openapi::{TITLE, document, self_doc};
 use crate::{database, serve};
-
-/// The document's title.
-pub const TITLE: &str = "Portico";
-
-/// The OpenAPI document describing `routes` (as [`serve::App::routes`] lists them).
-pub fn document(routes: &[RouteDoc]) -> Value {
-    openapi::document(routes, TITLE, env!("CARGO_PKG_VERSION"))
-}
-
-/// The description of `GET /openapi.json` itself.
-pub fn self_doc() -> RouteDoc {
-    RouteDoc::new(
-        Door::Server,
-        axum::http::Method::GET,
-        openapi::OPENAPI_PATH,
-        Access::Public,
-    )
-    .summary("this OpenAPI document")
-    .reply_body(json!({"type": "object", "required": ["openapi", "paths"]}))
-}
 
 /// `portico openapi`: the document `serve` would answer at `/openapi.json` for the same config
 /// (even when the config turns that route off).
@@ -51,6 +30,8 @@ pub async fn run(config: Option<PathBuf>, database_flag: Option<String>) -> crat
     };
     // The route itself is part of the document even when `openapi = false` keeps it off.
     config.openapi = Some(true);
-    let app = serve::build_server(&config, &platform)?;
+    let doors = crate::doors::Doors::build(&config, &platform)
+        .map_err(|errors| crate::doors::refused(path.as_deref(), errors))?;
+    let app = serve::assemble(&config, &platform, doors)?;
     Ok(document(&app.routes))
 }

@@ -2,14 +2,13 @@
 //! until SIGINT or SIGTERM.
 
 pub mod admin;
-pub(crate) mod auto;
 mod connections;
 mod log_writer;
 pub mod metrics;
+pub mod openapi;
 pub mod probes;
 mod redact;
 mod request_log;
-pub(crate) mod rest;
 pub mod store_metrics;
 mod zero_config;
 
@@ -28,6 +27,7 @@ use tracing::{info, warn};
 
 use crate::config::{Config, DEFAULT_LISTEN};
 use crate::database;
+use crate::doors::{Doors, refused};
 
 /// The arguments of `portico serve`.
 #[derive(Debug, Clone, Default)]
@@ -107,22 +107,21 @@ pub struct App {
 /// # Errors
 /// As [`build_app`].
 pub fn build_server(config: &Config, platform: &Platform) -> crate::Result<App> {
-    declare_collections(config, platform)?;
-    let mut routers = Vec::new();
-    let mut routes = Vec::new();
-    for api in &config.apis {
-        let rest = rest::build(api, platform)?;
-        routes.extend(rest.describe());
-        routers.push(rest.router());
-    }
-    let auto_router = match &config.auto {
-        Some(auto) => {
-            let api = auto::build(config, auto, platform)?;
-            routes.extend(auto::docs(auto, &api)?);
-            Some(auto::into_router(auto, &api)?)
-        }
-        None => None,
-    };
+    let doors = Doors::build(config, platform).map_err(|errors| refused(None, errors))?;
+    assemble(config, platform, doors)
+}
+
+/// The application around `doors` (built from `config` on `platform`): the doors' routers, the
+/// health probes, `/metrics` and `/openapi.json` as the config says, and the one 404.
+///
+/// # Errors
+/// [`crate::Error::Setup`] when two routers claim one path or the metrics cannot be set up.
+pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Result<App> {
+    let Doors {
+        apis: mut routers,
+        auto: auto_router,
+        mut routes,
+    } = doors;
     routes.extend(probes::docs());
     routers.push(probes::router(platform.clone()));
     let metrics_here = config.metrics.as_ref().is_some_and(|m| m.listen.is_none());
@@ -139,12 +138,12 @@ pub fn build_server(config: &Config, platform: &Platform) -> crate::Result<App> 
         routers.push(metrics::router(metrics::handle()?, platform.clone()));
     }
     if config.serves_openapi() {
-        routes.push(crate::openapi::self_doc());
-        let document = crate::openapi::document(&routes);
+        routes.push(openapi::self_doc());
+        let document = openapi::document(&routes);
         routers.push(portico_edge::openapi::router(document));
     }
-    // A merge of two routers claiming one path panics inside axum; the config check refuses
-    // such configs, and this turns any case it missed into a setup error instead of a crash.
+    // A merge of two routers claiming one path panics inside axum; the doors refuse such
+    // configs, and this turns any case they missed into a setup error instead of a crash.
     let merged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
         let mut app = Router::new();
         for router in routers {
@@ -169,38 +168,6 @@ pub fn build_server(config: &Config, platform: &Platform) -> crate::Result<App> 
         router = metrics::track(router, metrics::RouteLabels::new(&routes));
     }
     Ok(App { router, routes })
-}
-
-/// Declares every collection the config names with its options (object ids, timestamps) before
-/// anything asks for one by name: a plain `platform.collection(name)` first would fix the
-/// defaults, and declaring other options afterwards is refused by the platform. The accounts'
-/// `users` collection keeps its own layout (it has `createdAt` already).
-///
-/// # Errors
-/// [`crate::Error::Platform`] when a collection is declared already with other options.
-pub fn declare_collections(config: &Config, platform: &Platform) -> crate::Result<()> {
-    for name in config.collection_names() {
-        if name == portico_platform::USERS {
-            continue;
-        }
-        let object_id = config
-            .auto
-            .as_ref()
-            .is_some_and(|auto| auto.object_id_collections.contains(&name));
-        platform.define_collection(
-            &name,
-            portico_platform::CollectionOptions {
-                id_kind: if object_id {
-                    portico_platform::IdKind::ObjectId
-                } else {
-                    portico_platform::IdKind::Random
-                },
-                timestamps: config.timestamps(&name),
-                ..Default::default()
-            },
-        )?;
-    }
-    Ok(())
 }
 
 /// Every path no door has a route for gets the one 404 body of [`not_found`], whichever door's
@@ -323,8 +290,13 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     if path.is_none() {
         config = zero_config(&platform, &url).await?;
     }
-    let app = build_app(&config, &platform)?;
-    let app = admin::mount(app, &config, &platform).await?;
+    // The doors are built once: served, listed on the admin page and described in the
+    // OpenAPI document. What they refuse is a mistake in the config file.
+    let doors =
+        Doors::build(&config, &platform).map_err(|errors| refused(path.as_deref(), errors))?;
+    let door_routes = doors.routes.clone();
+    let app = assemble(&config, &platform, doors)?.router;
+    let app = admin::mount(app, &config, &platform, door_routes).await?;
     let app = with_request_log(with_body_timeout(app, config.server.body_timeout));
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -476,14 +448,14 @@ mod tests {
         let mut served = std::collections::BTreeSet::new();
         if let Some(auto_config) = &config.auto {
             let _ = auto_config;
-            if let Err(e) = declare_collections(&config, &platform) {
+            if let Err(e) = crate::doors::declare_collections(&config, &platform) {
                 panic!("{e}");
             }
         }
         for api in &config.apis {
-            let rest = match rest::build(api, &platform) {
+            let rest = match crate::doors::rest::build_each(api, &platform) {
                 Ok(r) => r,
-                Err(e) => panic!("{e}"),
+                Err(e) => panic!("{e:?}"),
             };
             for route in rest.routes() {
                 for method in route.methods {
@@ -494,11 +466,12 @@ mod tests {
             }
         }
         if let Some(auto_config) = &config.auto {
-            let listing =
-                match auto::build(&config, auto_config, &platform).map(|a| a.route_listing()) {
-                    Ok(Ok(listing)) => listing,
-                    other => panic!("{other:?}"),
-                };
+            let listing = match crate::doors::auto::api(&config, auto_config, &platform)
+                .map(|a| a.route_listing())
+            {
+                Ok(Ok(listing)) => listing,
+                other => panic!("{other:?}"),
+            };
             for entry in listing["api-routes"]
                 .as_array()
                 .cloned()

@@ -1,6 +1,7 @@
-//! The [`Api`] object: configuration, the route table, and the axum router it serves.
+//! The [`Api`] builder: configuration, adding routes to its [`RouteTable`], and the axum router
+//! it serves.
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::Request;
@@ -11,38 +12,9 @@ use portico_platform::{LoginLimits, LoginService, Platform};
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::cors::BaseHeaders;
-use crate::describe::EndpointDoc;
 use crate::reply::Renderer;
+use crate::route_table::{Route, RouteExtras, RouteTable, compile};
 use crate::{ApiOptions, Endpoints, Error, Result, RouteOptions};
-
-/// The route table an [`Api`] and every router it made share, so routes added after
-/// [`Api::router`] are served too.
-pub(crate) type SharedRoutes = Arc<RwLock<PathTable<Arc<Route>>>>;
-
-/// One route: a compiled path, its options and endpoints.
-pub(crate) struct Route {
-    pub(crate) options: RouteOptions,
-    pub(crate) endpoints: Endpoints,
-    /// The `Allow` header value: the route's methods.
-    pub(crate) allow: HeaderValue,
-    /// A body limit of the route's own, below the API's.
-    pub(crate) body_limit: Option<usize>,
-    /// Descriptions of generated endpoints, by method name.
-    pub(crate) docs: Vec<(&'static str, EndpointDoc)>,
-    /// The generated collection behind the route, for batches.
-    pub(crate) generated: Option<crate::collection::Generated>,
-}
-
-/// What a route built by the API itself (login, generated collections) adds to a hand-made one.
-#[derive(Debug, Default)]
-pub(crate) struct RouteExtras {
-    /// A body limit below the API's.
-    pub(crate) body_limit: Option<usize>,
-    /// Descriptions by method name.
-    pub(crate) docs: Vec<(&'static str, EndpointDoc)>,
-    /// The generated collection behind the route, for batches.
-    pub(crate) generated: Option<crate::collection::Generated>,
-}
 
 /// An API object: a base path (plus version), options, and routes. Several can live side by
 /// side; each gives an [`axum::Router`] and the routers merge (give each a distinct base path
@@ -65,7 +37,7 @@ pub struct Api {
     pub(crate) options: ApiOptions,
     pub(crate) platform: Platform,
     pub(crate) prefix: String,
-    pub(crate) routes: SharedRoutes,
+    pub(crate) routes: RouteTable,
     pub(crate) base_headers: BaseHeaders,
     pub(crate) logins: LoginService,
 }
@@ -121,12 +93,19 @@ impl Api {
             options,
             platform,
             prefix,
-            routes: SharedRoutes::default(),
+            routes: RouteTable::default(),
             base_headers,
             logins,
         };
         if api.options.use_default_auth {
-            crate::login::add_login_routes(&mut api)?;
+            for (path, endpoints, extras) in crate::login::routes(&api.options) {
+                api.insert_route_with(
+                    compile(&path.into())?,
+                    RouteOptions::default(),
+                    endpoints,
+                    extras,
+                )?;
+            }
         }
         Ok(api)
     }
@@ -165,7 +144,7 @@ impl Api {
     }
 
     pub(crate) fn table(&self) -> std::sync::RwLockReadGuard<'_, PathTable<Arc<Route>>> {
-        self.routes.read().unwrap_or_else(PoisonError::into_inner)
+        self.routes.read()
     }
 
     /// Adds a route at `path` with default route options: the short form of
@@ -206,7 +185,7 @@ impl Api {
 
     /// True when a route exists at `pattern`'s path.
     pub(crate) fn has_route(&self, pattern: &PathPattern) -> bool {
-        self.table().iter().any(|(p, _)| p.key() == pattern.key())
+        self.routes.has(pattern)
     }
 
     pub(crate) fn insert_route(
@@ -237,19 +216,15 @@ impl Api {
         }
         let allow = HeaderValue::from_str(&methods.join(", "))
             .map_err(|_| Error::InvalidOption("method list".into()))?;
-        let route = Arc::new(Route {
+        let route = Route {
             options,
             endpoints,
             allow,
             body_limit: extras.body_limit,
             docs: extras.docs,
             generated: extras.generated,
-        });
-        self.routes
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(pattern, route)
-            .map_err(|e| Error::DuplicatePath(e.0))
+        };
+        self.routes.insert(pattern, route)
     }
 
     /// The axum router serving this API under its base path. Merge several with
@@ -299,14 +274,6 @@ impl Api {
             )
         }))
     }
-}
-
-/// Compiles a route path, with the crate's error.
-pub(crate) fn compile(path: &RoutePath) -> Result<PathPattern> {
-    PathPattern::compile(path).map_err(|e| Error::InvalidPath {
-        path: e.path,
-        reason: e.reason,
-    })
 }
 
 /// Normalises an API base path: the leading slash is dropped, a trailing slash added, and the

@@ -1,89 +1,10 @@
-//! Authenticating callers: the `auth.user` hook, its three outcomes, and role checks.
+//! Authenticating callers through the `auth.user` hook (or the default token rule), and
+//! letting them in by the endpoint's roles.
 
-use std::future::Future;
-use std::sync::Arc;
-
-use futures::FutureExt;
-use futures::future::BoxFuture;
 use portico_store::Document;
-use serde_json::Value;
 
+use crate::auth_hooks::AuthOutcome;
 use crate::{AuthOptions, Context, Reply};
-
-/// A shared async function of the context.
-type HookFn<T> = Arc<dyn Fn(&Context) -> BoxFuture<'static, T> + Send + Sync>;
-
-/// What the `auth.user` hook says about a caller.
-#[derive(Debug)]
-pub enum AuthOutcome {
-    /// This user record, trusted as is.
-    User(Document),
-    /// The user whose record holds this *hashed* token at `auth.token_path` (and, when
-    /// `user_id` is set, whose `_id` is that).
-    Token {
-        /// The hashed token (see `portico_platform::hash_token`).
-        hashed_token: String,
-        /// The `_id` the record must also have.
-        user_id: Option<String>,
-    },
-    /// This reply is sent instead of running the endpoint.
-    Error(Reply),
-    /// No credentials: 401 where authentication is required.
-    Anonymous,
-}
-
-/// The `auth.user` hook: called with the endpoint context (without user) to identify the caller.
-#[derive(Clone)]
-pub struct AuthUserHook(HookFn<AuthOutcome>);
-
-impl AuthUserHook {
-    /// Wraps a function. Read what you need from the context before the `async` block:
-    ///
-    /// ```
-    /// # use portico_rest::{AuthUserHook, AuthOutcome, Context};
-    /// let hook = AuthUserHook::new(|ctx: &Context| {
-    ///     let token = ctx.header("x-api-key").map(portico_platform::hash_token);
-    ///     async move {
-    ///         match token {
-    ///             Some(hashed_token) => AuthOutcome::Token { hashed_token, user_id: None },
-    ///             None => AuthOutcome::Anonymous,
-    ///         }
-    ///     }
-    /// });
-    /// # let _ = hook;
-    /// ```
-    pub fn new<F, Fut>(f: F) -> AuthUserHook
-    where
-        F: Fn(&Context) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = AuthOutcome> + Send + 'static,
-    {
-        AuthUserHook(Arc::new(move |ctx| f(ctx).boxed()))
-    }
-
-    pub(crate) fn call(&self, ctx: &Context) -> BoxFuture<'static, AuthOutcome> {
-        (self.0)(ctx)
-    }
-}
-
-/// An on-logged-in / on-logged-out hook: called with the context (user set); the value it
-/// returns, when any, is added to the reply as `data.extra`.
-#[derive(Clone)]
-pub struct LoginHook(HookFn<Option<Value>>);
-
-impl LoginHook {
-    /// Wraps a function.
-    pub fn new<F, Fut>(f: F) -> LoginHook
-    where
-        F: Fn(&Context) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Option<Value>> + Send + 'static,
-    {
-        LoginHook(Arc::new(move |ctx| f(ctx).boxed()))
-    }
-
-    pub(crate) fn call(&self, ctx: &Context) -> BoxFuture<'static, Option<Value>> {
-        (self.0)(ctx)
-    }
-}
 
 /// The default `auth.user`: the hashed `X-Auth-Token` header (or `access_token` query parameter
 /// when allowed), and `X-User-Id` when sent.
@@ -106,6 +27,7 @@ fn default_outcome(ctx: &Context, options: &AuthOptions) -> AuthOutcome {
 }
 
 /// An authenticated caller.
+#[derive(Clone)]
 pub(crate) struct Caller {
     pub(crate) user: Document,
     pub(crate) user_id: String,
@@ -170,4 +92,39 @@ pub(crate) async fn authenticate(ctx: &Context, options: &AuthOptions) -> Result
         AuthOutcome::Error(reply) => Err(reply),
         AuthOutcome::Anonymous => Err(unauthorized()),
     }
+}
+
+/// Lets the caller of `ctx` in when its endpoint's options need one: authenticates (or takes
+/// `known`, the caller found already for an earlier request of the same batch), checks the
+/// roles, and sets the user on the context. `known` is left holding the caller.
+///
+/// # Errors
+/// The reply to send instead: 401 (or the `auth.user` hook's own reply), 403 without a role.
+pub(crate) async fn admit(
+    ctx: &mut Context,
+    options: &AuthOptions,
+    known: &mut Option<Caller>,
+) -> Result<(), Reply> {
+    if !ctx.options.auth_required {
+        return Ok(());
+    }
+    let caller = match known {
+        Some(caller) => caller.clone(),
+        None => {
+            let caller = authenticate(ctx, options).await?;
+            *known = Some(caller.clone());
+            caller
+        }
+    };
+    let roles = &ctx.options.role_required;
+    if !roles.is_empty() && !portico_platform::user_has_any_role(&caller.user, roles) {
+        return Err(forbidden());
+    }
+    ctx.user = Some(caller.user);
+    ctx.user_id = Some(caller.user_id);
+    ctx.hashed_token = caller.hashed_token;
+    if portico_edge::wants_event_stream(&ctx.request.headers) {
+        ctx.token_path = Some(options.token_path.clone());
+    }
+    Ok(())
 }

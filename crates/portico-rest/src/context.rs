@@ -8,8 +8,6 @@ use portico_platform::Platform;
 use portico_store::Document;
 use serde_json::{Map, Value};
 
-use crate::ResolvedOptions;
-
 /// What an endpoint's action receives.
 #[derive(Clone)]
 pub struct Context {
@@ -38,8 +36,21 @@ pub struct Context {
     pub client_addr: Option<IpAddr>,
     /// The hashed token the caller authenticated with (used by logout).
     pub(crate) hashed_token: Option<String>,
+    /// Where the caller's hashed token is kept on the user record (`auth.token`), set for a
+    /// request authenticated with a token that asks for an event stream: the stream re-checks
+    /// the token there and ends when it is logged out.
+    pub(crate) token_path: Option<String>,
     pub(crate) logins: portico_platform::LoginService,
     pub(crate) body_state: BodyState,
+}
+
+/// The fully resolved options of an endpoint, as its action sees them on the [`Context`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResolvedOptions {
+    /// True when the caller had to be authenticated.
+    pub auth_required: bool,
+    /// Accepted roles: the route's plus the endpoint's.
+    pub role_required: Vec<String>,
 }
 
 /// What the request body held, for endpoints that need data.

@@ -1,30 +1,27 @@
 //! Serving one request: route lookup, 404/405, body, authentication, roles, the action, reply.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, PoisonError};
 
 use axum::extract::Request;
 use axum::response::Response;
 use futures::FutureExt;
 use http::header::{ACCESS_CONTROL_ALLOW_METHODS, ALLOW, CONTENT_TYPE, ORIGIN};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
-use portico_edge::{
-    BodyError, ParsedBody, RequestPath, TrustedProxies, parse_body, parse_form, read_body,
-};
+use portico_edge::{BodyError, ParsedBody, TrustedProxies, parse_body, parse_form, read_body};
 use portico_platform::{LoginService, Platform};
 use serde_json::{Map, Value};
 
-use crate::api::{Route, SharedRoutes};
-use crate::auth::{authenticate, forbidden};
+use crate::auth::admit;
 use crate::context::BodyState;
 use crate::cors::BaseHeaders;
 use crate::reply::Renderer;
+use crate::route_table::{Params, Route, RouteTable};
 use crate::{AuthOptions, Context, DelayRange, Endpoint, Reply, RouteOptions};
 
 /// A snapshot of an [`crate::Api`], shared by the requests its router serves.
 pub(crate) struct ApiInner {
     pub(crate) prefix: String,
-    pub(crate) routes: SharedRoutes,
+    pub(crate) routes: RouteTable,
     pub(crate) logins: LoginService,
     pub(crate) platform: Platform,
     pub(crate) renderer: Renderer,
@@ -36,9 +33,6 @@ pub(crate) struct ApiInner {
     pub(crate) trusted_proxies: TrustedProxies,
 }
 
-/// Parameters a path captured, in path order.
-type Params = Vec<(String, String)>;
-
 fn not_found() -> Reply {
     Reply::error(404, "API endpoint does not exist")
 }
@@ -49,7 +43,7 @@ impl ApiInner {
     pub(crate) async fn serve(&self, req: Request) -> Response {
         let (parts, body) = req.into_parts();
         let base = self.base_headers.for_origin(parts.headers.get(ORIGIN));
-        let Some((route, params)) = self.find(parts.uri.path()) else {
+        let Some((route, params)) = self.routes.find(&self.prefix, parts.uri.path()) else {
             let mut response = self.finish(not_found(), base).await;
             response.extensions_mut().insert(portico_edge::NoRoute);
             return response;
@@ -83,20 +77,6 @@ impl ApiInner {
             Err(reply) => reply,
         };
         self.finish(reply, base).await
-    }
-
-    /// The route a request path names, with the parameters it captured.
-    fn find(&self, path: &str) -> Option<(Arc<Route>, Params)> {
-        let relative = match path.strip_prefix(self.prefix.as_str()) {
-            Some(rest) => rest,
-            None if path == self.prefix.trim_end_matches('/') => "",
-            None => return None,
-        };
-        let path = RequestPath::parse(relative)?;
-        let table = self.routes.read().unwrap_or_else(PoisonError::into_inner);
-        table
-            .find(&path)
-            .map(|(_, route, found)| (route.clone(), found.params))
     }
 
     /// Reads the body and query, and authenticates the caller when the endpoint needs one.
@@ -151,23 +131,11 @@ impl ApiInner {
             platform: self.platform.clone(),
             client_addr,
             hashed_token: None,
+            token_path: None,
             logins: self.logins.clone(),
             body_state,
         };
-        if ctx.options.auth_required {
-            let caller = authenticate(&ctx, &self.auth).await?;
-            let roles = &ctx.options.role_required;
-            if !roles.is_empty() && !portico_platform::user_has_any_role(&caller.user, roles) {
-                return Err(forbidden());
-            }
-            ctx.user = Some(caller.user);
-            ctx.user_id = Some(caller.user_id);
-            ctx.hashed_token = caller.hashed_token;
-            if portico_edge::wants_event_stream(&ctx.request.headers) {
-                let path = crate::collection::live::TokenPath(self.auth.token_path.clone());
-                ctx.request.extensions.insert(path);
-            }
-        }
+        admit(&mut ctx, &self.auth, &mut None).await?;
         Ok(ctx)
     }
 

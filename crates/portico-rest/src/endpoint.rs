@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use crate::{Context, IntoReply, Reply};
+use crate::{Context, IntoReply, Reply, ResolvedOptions};
 
 /// The type-erased action of an endpoint.
 pub(crate) type Action = Arc<dyn Fn(Context) -> BoxFuture<'static, Reply> + Send + Sync>;
@@ -192,15 +192,6 @@ where
     fn into_endpoint(self) -> Endpoint {
         Endpoint::new(self)
     }
-}
-
-/// The fully resolved options of an endpoint, as its action sees them on the [`Context`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ResolvedOptions {
-    /// True when the caller had to be authenticated.
-    pub auth_required: bool,
-    /// Accepted roles: the route's plus the endpoint's.
-    pub role_required: Vec<String>,
 }
 
 /// The endpoints of a route, one per HTTP method (at least one is needed).

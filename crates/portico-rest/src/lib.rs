@@ -45,26 +45,31 @@
 
 mod api;
 mod auth;
+mod auth_hooks;
 mod collection;
 mod context;
 mod cors;
 mod describe;
 mod dispatch;
 mod endpoint;
+mod endpoint_doc;
 mod error;
 mod login;
+mod op;
 mod options;
 mod reply;
+mod route_table;
 
 pub use api::{Api, RouteInfo, normalize_api_path};
-pub use auth::{AuthOutcome, AuthUserHook, LoginHook};
+pub use auth_hooks::{AuthOutcome, AuthUserHook, LoginHook};
 pub use collection::{
     AccessScope, AfterEvent, AfterHook, BatchOptions, BeforeHook, CollectionEndpoint,
-    CollectionOptions, DEFAULT_BATCH_LIMIT, HookEvent, Op,
+    CollectionOptions, DEFAULT_BATCH_LIMIT, HookEvent,
 };
-pub use context::Context;
-pub use endpoint::{Endpoint, Endpoints, IntoEndpoint, IntoRoles, ResolvedOptions, RouteOptions};
+pub use context::{Context, ResolvedOptions};
+pub use endpoint::{Endpoint, Endpoints, IntoEndpoint, IntoRoles, RouteOptions};
 pub use error::{Error, Result};
+pub use op::Op;
 pub use options::{ApiOptions, AuthOptions, CorsOptions, DelayRange, LoginRateLimit, RateLimit};
 pub use portico_edge::{AuthenticatedUser, RoutePath, TrustedProxies};
 pub use reply::{IntoReply, Reply};

@@ -6,9 +6,9 @@ use portico_platform::LoginError;
 use portico_store::Update;
 use serde_json::{Map, Value, json};
 
-use crate::api::RouteExtras;
-use crate::describe::EndpointDoc;
-use crate::{Api, Context, Endpoint, Endpoints, LoginHook, Reply, Result, RouteOptions};
+use crate::endpoint_doc::EndpointDoc;
+use crate::route_table::RouteExtras;
+use crate::{ApiOptions, Context, Endpoint, Endpoints, LoginHook, Reply};
 
 const DEFAULT_TOKEN_PATH: &str = "services.resume.loginTokens.hashedToken";
 
@@ -27,8 +27,10 @@ fn too_many(retry_after: Duration) -> Reply {
         .with_header("retry-after", secs.max(1).to_string())
 }
 
-pub(crate) fn add_login_routes(api: &mut Api) -> Result<()> {
-    let on_in = api.options.on_logged_in.clone();
+/// The login and logout routes of an API with `options`: path (relative to the API), endpoints
+/// and what the API adds to them.
+pub(crate) fn routes(options: &ApiOptions) -> Vec<(&'static str, Endpoints, RouteExtras)> {
+    let on_in = options.on_logged_in.clone();
     let login = Endpoint::new(move |ctx: Context| {
         let on_in = on_in.clone();
         async move { login(ctx, on_in.as_ref()).await }
@@ -53,18 +55,17 @@ pub(crate) fn add_login_routes(api: &mut Api) -> Result<()> {
                 "when": {"type": "string", "format": "date-time"}
             }
         }));
-    api.insert_route_with(
-        crate::api::compile(&"login".into())?,
-        RouteOptions::default(),
+    let login_route = (
+        "login",
         Endpoints::new().post(login),
         RouteExtras {
             body_limit: Some(LOGIN_BODY_LIMIT),
             docs: vec![("POST", login_doc)],
             ..RouteExtras::default()
         },
-    )?;
-    let token_path = api.options.auth.token_path.clone();
-    let on_out = api.options.on_logged_out.clone();
+    );
+    let token_path = options.auth.token_path.clone();
+    let on_out = options.on_logged_out.clone();
     let logout = Endpoint::new(move |ctx: Context| {
         let token_path = token_path.clone();
         let on_out = on_out.clone();
@@ -75,16 +76,16 @@ pub(crate) fn add_login_routes(api: &mut Api) -> Result<()> {
         EndpointDoc::new("log out: the request's token stops working")
             .reply(json!({"type": "object", "properties": {"message": {"type": "string"}}}))
     };
-    api.insert_route_with(
-        crate::api::compile(&"logout".into())?,
-        RouteOptions::default(),
+    let logout_route = (
+        "logout",
         Endpoints::new().post(logout.clone()).get(logout),
         RouteExtras {
             body_limit: Some(LOGIN_BODY_LIMIT),
             docs: vec![("POST", logout_doc()), ("GET", logout_doc())],
             ..RouteExtras::default()
         },
-    )
+    );
+    vec![login_route, logout_route]
 }
 
 async fn login(mut ctx: Context, on_in: Option<&LoginHook>) -> Reply {

@@ -6,21 +6,18 @@ use portico_platform::Platform;
 
 use crate::config::Config;
 
-/// Every route the config's front doors serve, as the doors themselves describe them
-/// ([`crate::routes::route_table`]).
-///
-/// # Errors
-/// As [`super::build_app`].
-pub(crate) async fn route_docs(config: &Config) -> crate::Result<Vec<RouteDoc>> {
-    crate::routes::route_table(config).map_err(crate::Error::Setup)
-}
-
-/// `app` with the admin page merged in at `[admin] path` for holders of `[admin] role`, or `app`
-/// as it is when `[admin] enabled = false`.
+/// `app` with the admin page merged in at `[admin] path` for holders of `[admin] role`, listing
+/// `routes` (the front doors' own, as [`crate::doors::Doors`] holds them), or `app` as it is
+/// when `[admin] enabled = false`.
 ///
 /// # Errors
 /// [`crate::Error::Setup`] for an unusable path or one a front door serves already.
-pub async fn mount(app: Router, config: &Config, platform: &Platform) -> crate::Result<Router> {
+pub async fn mount(
+    app: Router,
+    config: &Config,
+    platform: &Platform,
+    routes: Vec<RouteDoc>,
+) -> crate::Result<Router> {
     if !config.admin.enabled {
         return Ok(app);
     }
@@ -28,7 +25,7 @@ pub async fn mount(app: Router, config: &Config, platform: &Platform) -> crate::
     let admin = portico_admin::AdminPage::new(platform.clone())
         .path(config.admin.path.clone())
         .role(config.admin.role.clone())
-        .routes(route_docs(config).await?)
+        .routes(routes)
         .router()
         .map_err(|err| crate::Error::Setup(format!("[admin] path: {err}")))?;
     // Two routers claiming one path make axum panic on merge; say which key to change instead.

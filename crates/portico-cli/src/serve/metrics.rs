@@ -18,8 +18,7 @@ use axum::routing::get;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use portico_edge::{PathPattern, PathTable, RequestPath, RouteDoc};
 
-/// The path metrics are served at.
-pub const METRICS_PATH: &str = "/metrics";
+pub use crate::doors::server_paths::METRICS_PATH;
 
 /// Requests served, by `method`, `route` and `status`.
 pub const REQUESTS: &str = "portico_http_requests_total";

@@ -11,10 +11,7 @@ use portico_edge::{Access, Door, RouteDoc};
 use portico_platform::Platform;
 use serde_json::{Value, json};
 
-/// The liveness probe's path.
-pub const HEALTHZ: &str = "/healthz";
-/// The readiness probe's path.
-pub const READYZ: &str = "/readyz";
+pub use crate::doors::server_paths::{HEALTHZ, READYZ};
 
 /// How long `/readyz` waits for the store before calling it down: an orchestrator's probe
 /// usually times out after a few seconds, and a store that slow is not ready either.

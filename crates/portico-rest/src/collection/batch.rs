@@ -14,21 +14,22 @@
 //! `users` collection (accounts are created by the accounts service), and collections with a
 //! JSON Schema (validating inside the transaction is not done yet).
 
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use http::Method;
-use portico_edge::RequestPath;
 use portico_store::{BatchFailure, BatchOp, BatchOutcome, Document, Update};
 use serde_json::{Value, json};
 
 use super::client_body::BodyUse;
 use super::records::checked;
-use super::{CollectionState, Op, not_found, scoped};
-use crate::api::{RouteExtras, SharedRoutes, compile};
-use crate::auth::{authenticate, forbidden};
-use crate::describe::EndpointDoc;
+use super::{CollectionState, not_found, scoped};
+use crate::auth::{Caller, admit};
+use crate::endpoint_doc::EndpointDoc;
 use crate::options::AuthOptions;
-use crate::{Api, Context, Endpoint, Endpoints, Reply, Result, RouteOptions};
+use crate::route_table::{BatchTarget, RouteExtras, RouteTable, compile};
+use crate::{Api, Context, Endpoint, Endpoints, Op, Reply, Result, RouteOptions};
 
 /// How many sub-requests a batch may hold unless [`BatchOptions::max_requests`] says otherwise.
 pub const DEFAULT_BATCH_LIMIT: usize = 100;
@@ -45,32 +46,6 @@ impl Default for BatchOptions {
     fn default() -> Self {
         BatchOptions {
             max_requests: DEFAULT_BATCH_LIMIT,
-        }
-    }
-}
-
-/// The generated collection behind a route, and which of its operations run the generated
-/// action (those a batch may include).
-#[derive(Clone)]
-pub(crate) struct Generated {
-    state: Arc<CollectionState>,
-    ops: Vec<Op>,
-}
-
-impl std::fmt::Debug for Generated {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Generated")
-            .field("collection", &self.state.collection.name())
-            .field("ops", &self.ops)
-            .finish()
-    }
-}
-
-impl Generated {
-    pub(crate) fn new(state: &Arc<CollectionState>, ops: &[Op]) -> Generated {
-        Generated {
-            state: state.clone(),
-            ops: ops.to_vec(),
         }
     }
 }
@@ -145,19 +120,16 @@ fn reply_schema() -> Value {
 }
 
 struct Batch {
-    routes: SharedRoutes,
+    routes: RouteTable,
     prefix: String,
     auth: AuthOptions,
     max: usize,
 }
 
-/// The caller, authenticated once for the whole batch when a sub-request needs it.
-type Caller = (Document, String);
-
 /// One checked sub-request: the write, and how to show its outcome.
 struct Planned {
     op: BatchOp,
-    state: Arc<CollectionState>,
+    target: Arc<dyn BatchTarget>,
 }
 
 /// The failing sub-request's reply: its status, a JSend error naming its index.
@@ -193,13 +165,13 @@ impl Batch {
                 Err(reply) => return failed(index, &reply),
             }
         }
-        let (ops, shown): (Vec<_>, Vec<_>) = planned.into_iter().map(|p| (p.op, p.state)).unzip();
+        let (ops, shown): (Vec<_>, Vec<_>) = planned.into_iter().map(|p| (p.op, p.target)).unzip();
         match ctx.platform.store().batch(ops).await {
             Ok(outcomes) => {
                 let items: Vec<Value> = outcomes
                     .into_iter()
                     .zip(shown)
-                    .map(|(outcome, state)| show(&state, outcome))
+                    .map(|(outcome, target)| target.show(outcome))
                     .collect();
                 Reply::success(Value::Array(items))
             }
@@ -262,17 +234,13 @@ impl Batch {
         if url.contains('?') || url.contains('#') {
             return Err(bad("A batch url has no query string"));
         }
-        let relative = match url.strip_prefix(self.prefix.as_str()) {
-            Some(rest) => rest,
-            None if url.starts_with('/') => return Err(not_found()),
-            None => url,
-        };
-        let path = RequestPath::parse(relative).ok_or_else(not_found)?;
-        let (route, params) = {
-            let table = self.routes.read().unwrap_or_else(PoisonError::into_inner);
-            let (_, route, found) = table.find(&path).ok_or_else(not_found)?;
-            (route.clone(), found.params)
-        };
+        // The dispatcher's lookup: a path under the API's base path, or one relative to it.
+        let (route, params) = if url.starts_with('/') {
+            self.routes.find(&self.prefix, url)
+        } else {
+            self.routes.find_relative(url)
+        }
+        .ok_or_else(not_found)?;
         let url_params: std::collections::BTreeMap<String, String> = params.into_iter().collect();
         let id = url_params.get("id").cloned();
         let (op, endpoint) = match (&method, &id) {
@@ -292,41 +260,44 @@ impl Batch {
                 "This endpoint has an action of its own and cannot be batched",
             ));
         }
-        let state = generated.state.clone();
-        batchable(&state)?;
-        let options = endpoint.resolve(&route.options);
+        let target = generated.target.clone();
+        target.batchable()?;
         let mut sub = ctx.clone();
         sub.user = None;
         sub.user_id = None;
-        if options.auth_required {
-            let (user, user_id) = match caller {
-                Some(c) => c.clone(),
-                None => {
-                    let found = authenticate(ctx, &self.auth).await?;
-                    let c = (found.user, found.user_id);
-                    *caller = Some(c.clone());
-                    c
-                }
-            };
-            let roles = &options.role_required;
-            if !roles.is_empty() && !portico_platform::user_has_any_role(&user, roles) {
-                return Err(forbidden());
-            }
-            sub.user = Some(user);
-            sub.user_id = Some(user_id);
-        }
-        sub.options = options;
+        sub.options = endpoint.resolve(&route.options);
+        admit(&mut sub, &self.auth, caller).await?;
         sub.url_params = url_params;
         let body = match (op, request.get("body")) {
             (Op::Delete, _) => None,
             (_, Some(Value::Object(map))) => Some(map.clone()),
             _ => return Err(bad("The request body must be an object")),
         };
-        let op_write = write(&state, &sub, op, id.as_deref(), body).await?;
+        let op_write = target.write(&sub, op, id.as_deref(), body).await?;
         Ok(Planned {
             op: op_write,
-            state,
+            target,
         })
+    }
+}
+
+impl BatchTarget for CollectionState {
+    fn batchable(&self) -> std::result::Result<(), Reply> {
+        batchable(self)
+    }
+
+    fn write<'a>(
+        &'a self,
+        ctx: &'a Context,
+        op: Op,
+        id: Option<&'a str>,
+        body: Option<Document>,
+    ) -> BoxFuture<'a, std::result::Result<BatchOp, Reply>> {
+        write(self, ctx, op, id, body).boxed()
+    }
+
+    fn show(&self, outcome: BatchOutcome) -> Value {
+        show(self, outcome)
     }
 }
 

@@ -11,7 +11,8 @@ use super::conditional::{
 };
 use super::list::{ListParams, link_header};
 use super::records::{Target, checked};
-use super::{AfterEvent, CollectionState, HookEvent, Op, not_found, platform_error, scoped};
+use super::{AfterEvent, CollectionState, HookEvent, not_found, platform_error, scoped};
+use crate::Op;
 use crate::context::BodyState;
 use crate::dispatch::body_error;
 use crate::{Context, Reply};

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use portico_store::Document;
 use serde_json::Value;
 
-use super::Op;
+use crate::Op;
 use crate::Reply;
 
 /// What a before hook sees and may change.

@@ -11,17 +11,12 @@ use super::list::ListParams;
 use super::{CollectionState, scoped};
 use crate::{Context, Reply};
 
-/// The token path the request was authenticated with (`auth.token`), left in the request's
-/// extensions by the dispatcher for streaming requests.
-#[derive(Debug, Clone)]
-pub(crate) struct TokenPath(pub(crate) String);
-
-/// Who the stream runs as.
+/// Who the stream runs as: re-checked through the token the caller authenticated with, at
+/// the token path the dispatcher left on the context.
 fn caller(ctx: &Context) -> LiveCaller {
-    let path = ctx.request.extensions.get::<TokenPath>();
-    match (&ctx.user_id, &ctx.hashed_token, path) {
+    match (&ctx.user_id, &ctx.hashed_token, &ctx.token_path) {
         (Some(user_id), Some(hashed), Some(path)) => {
-            LiveCaller::with_token(user_id.clone(), path.0.clone(), hashed.clone())
+            LiveCaller::with_token(user_id.clone(), path.clone(), hashed.clone())
         }
         (Some(user_id), _, _) => LiveCaller::trusted(user_id.clone()),
         (None, _, _) => LiveCaller::anonymous(),

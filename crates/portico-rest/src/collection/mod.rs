@@ -6,90 +6,25 @@ mod conditional;
 mod handlers;
 mod hooks;
 mod list;
-pub(crate) mod live;
+mod live;
 mod records;
 mod scope;
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 
 use portico_platform::Collection;
 use portico_store::Selector;
 use serde_json::{Value, json};
 
-use crate::api::{RouteExtras, compile};
-use crate::describe::EndpointDoc;
-use crate::{Api, Context, Endpoint, Endpoints, Error, Reply, Result, RouteOptions};
+use crate::endpoint_doc::EndpointDoc;
+use crate::route_table::{Generated, RouteExtras, compile};
+use crate::{Api, Context, Endpoint, Endpoints, Error, Op, Reply, Result, RouteOptions};
 use records::{Accounts, Documents, Records};
 
-pub(crate) use batch::Generated;
 pub use batch::{BatchOptions, DEFAULT_BATCH_LIMIT};
 pub use hooks::{AfterEvent, AfterHook, BeforeHook, HookEvent};
 pub use scope::AccessScope;
-
-/// The name of a generated endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Op {
-    /// `GET {api}<path>`: list.
-    GetAll,
-    /// `POST {api}<path>`: create (201).
-    Post,
-    /// `GET {api}<path>/:id`: read one.
-    Get,
-    /// `PUT {api}<path>/:id`: replace.
-    Put,
-    /// `PATCH {api}<path>/:id`: change some fields.
-    Patch,
-    /// `DELETE {api}<path>/:id`: remove.
-    Delete,
-}
-
-impl Op {
-    /// Every generated endpoint.
-    pub const ALL: [Op; 6] = [
-        Op::GetAll,
-        Op::Post,
-        Op::Get,
-        Op::Put,
-        Op::Patch,
-        Op::Delete,
-    ];
-
-    /// The spec's name: `getAll`, `post`, `get`, `put`, `patch`, `delete`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::GetAll => "getAll",
-            Op::Post => "post",
-            Op::Get => "get",
-            Op::Put => "put",
-            Op::Patch => "patch",
-            Op::Delete => "delete",
-        }
-    }
-}
-
-impl fmt::Display for Op {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Op {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Op> {
-        Op::ALL
-            .into_iter()
-            .find(|op| op.name() == s)
-            .ok_or_else(|| {
-                Error::InvalidOption(format!(
-                    "unknown collection endpoint {s:?} (use getAll, post, get, put, patch or delete)"
-                ))
-            })
-    }
-}
 
 /// How one generated endpoint is configured: `false` suppresses it; an [`Endpoint`] sets its
 /// options, and its action (when given) replaces the default behaviour.
@@ -315,7 +250,10 @@ impl Api {
         if !list.is_empty() {
             let extras = RouteExtras {
                 docs: list_docs,
-                generated: Some(Generated::new(&state, &batchable)),
+                generated: Some(Generated {
+                    target: state.clone(),
+                    ops: batchable.clone(),
+                }),
                 ..RouteExtras::default()
             };
             self.insert_route_with(list_matcher, route_options.clone(), list, extras)?;
@@ -323,7 +261,10 @@ impl Api {
         if !item.is_empty() {
             let extras = RouteExtras {
                 docs: item_docs,
-                generated: Some(Generated::new(&state, &batchable)),
+                generated: Some(Generated {
+                    target: state,
+                    ops: batchable,
+                }),
                 ..RouteExtras::default()
             };
             self.insert_route_with(item_matcher, route_options, item, extras)?;
@@ -413,14 +354,6 @@ pub(crate) fn scoped(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn op_names_round_trip() {
-        for op in Op::ALL {
-            assert_eq!(op.name().parse::<Op>().unwrap(), op);
-        }
-        assert!("list".parse::<Op>().is_err());
-    }
 
     #[test]
     fn excluded_names_are_checked() {

@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use serde_json::{Value, json};
 
-use crate::page::AdminState;
+use crate::state::AdminState;
 
 /// `GET api/routes`: `{routes: [RouteDoc], openapi}`.
 pub(crate) async fn list(State(state): State<AdminState>) -> Json<Value> {

@@ -151,17 +151,7 @@ async fn may_manage_accounts(platform: &Platform, user_id: &str, admin_roles: &[
 /// The routes API of one `[[api]]` with all its collections.
 ///
 /// # Errors
-/// [`crate::Error::Setup`] naming the API and what the front door refused.
-pub(crate) fn build(api: &ApiConfig, platform: &Platform) -> crate::Result<Api> {
-    build_each(api, platform).map_err(|(line, message)| {
-        crate::Error::Setup(format!(
-            "[[api]] {} (line {line}): {message}",
-            api.base_path()
-        ))
-    })
-}
-
-/// [`build`], naming the config line of the declaration the front door refused.
+/// What the front door refused, with the config line of the declaration.
 pub(crate) fn build_each(api: &ApiConfig, platform: &Platform) -> Result<Api, (usize, String)> {
     let mut rest =
         Api::new(api_options(api), platform.clone()).map_err(|e| (api.line, e.to_string()))?;

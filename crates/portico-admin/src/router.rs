@@ -1,13 +1,15 @@
-//! [`AdminPage`]: the builder of the admin router.
+//! [`AdminPage`]: the builder of the admin router, and the router it makes (the page, its
+//! assets and its JSON API under one path).
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::{get, post, put};
 use portico_edge::RouteDoc;
-use portico_platform::{LoginLimits, LoginService, Platform};
+use portico_platform::{LoginLimits, Platform};
 
-use crate::{assets, collections, guard, routes, session, users};
+use crate::state::{AdminState, RouteSource};
+use crate::{assets, collections, guard, route_list, session, users};
 
 /// Where the page is served unless told otherwise.
 pub const DEFAULT_PATH: &str = "/_/";
@@ -15,8 +17,6 @@ pub const DEFAULT_PATH: &str = "/_/";
 pub const DEFAULT_ROLE: &str = "admin";
 /// Where the page links the server's OpenAPI document unless told otherwise.
 pub const OPENAPI_PATH: &str = "/openapi.json";
-
-type RouteSource = Arc<dyn Fn() -> Vec<RouteDoc> + Send + Sync>;
 
 /// The admin page and its JSON API, as an `axum::Router` to merge into an application.
 ///
@@ -80,16 +80,6 @@ pub fn normalize_path(path: &str) -> Result<String, InvalidPath> {
         }
     }
     Ok(format!("/{trimmed}"))
-}
-
-/// What every handler shares.
-#[derive(Clone)]
-pub(crate) struct AdminState {
-    pub(crate) platform: Platform,
-    pub(crate) role: String,
-    pub(crate) login: LoginService,
-    pub(crate) routes: RouteSource,
-    pub(crate) openapi: Option<String>,
 }
 
 impl AdminPage {
@@ -183,7 +173,7 @@ impl AdminPage {
             .route(&api("/users/{id}/roles"), put(users::set_roles))
             .route(&api("/users/{id}/password"), put(users::set_password))
             .route(&api("/users/{id}/logout"), post(users::logout_everywhere))
-            .route(&api("/routes"), get(routes::list))
+            .route(&api("/routes"), get(route_list::list))
             // Unknown API paths answer as the known ones do: 401/403 before 404, so nothing
             // about the API can be learnt without the admin role.
             .route(&api("/{*rest}"), axum::routing::any(guard::no_such_call))

@@ -3,6 +3,7 @@
 
 use axum::Router;
 use portico_auto::{AutoApi, BearerTokenLayer, LoginOptions};
+use portico_edge::RouteDoc;
 use portico_platform::{
     Collection, Cursor, Document, HttpMethod, MethodError, Platform, PublicationOptions, Query,
     Rules, Selector, user_has_any_role,
@@ -11,7 +12,6 @@ use portico_store::{Projection, Sort};
 use serde_json::Value;
 
 use crate::config::{AutoConfig, Config, PublicationConfig, Rule, USER_ID_PLACEHOLDER};
-use crate::routes::auto_write_collections;
 
 /// The headers every auto API response carries: the front door's defaults
 /// (`Cache-Control: no-store`, `Pragma: no-cache`), overridden and extended by
@@ -28,35 +28,33 @@ fn response_headers(auto: &AutoConfig) -> Vec<(String, String)> {
     headers
 }
 
-/// The auto API router of an API built by [`build`]: write endpoints, publications, the route
-/// listing, the login add-on and bearer-token authentication.
+/// The auto API of `[auto]` on `platform` (see [`api`]): its router (write endpoints,
+/// publications, the route listing, the login add-on and bearer-token authentication) and what
+/// it serves, as route descriptions.
 ///
 /// # Errors
-/// [`crate::Error::Setup`] when the front door refuses a route or a header.
-pub(crate) fn into_router(auto: &AutoConfig, api: &AutoApi) -> crate::Result<Router> {
-    api.router()
-        .map_err(|err| crate::Error::Setup(format!("[auto] (line {}): {err}", auto.line)))
-}
-
-/// What an auto API built by [`build`] serves, as route descriptions.
-///
-/// # Errors
-/// As [`into_router`].
-pub(crate) fn docs(auto: &AutoConfig, api: &AutoApi) -> crate::Result<Vec<portico_edge::RouteDoc>> {
-    api.routes()
-        .map_err(|err| crate::Error::Setup(format!("[auto] (line {}): {err}", auto.line)))
+/// What the front door or the platform refused, in words.
+pub(crate) fn build(
+    config: &Config,
+    auto: &AutoConfig,
+    platform: &Platform,
+) -> Result<(Router, Vec<RouteDoc>), String> {
+    let api = api(config, auto, platform).map_err(|e| e.to_string())?;
+    let routes = api.routes().map_err(|e| e.to_string())?;
+    let router = api.router().map_err(|e| e.to_string())?;
+    Ok((router, routes))
 }
 
 /// The auto API of `[auto]`, its rules and publications registered on `platform`.
 ///
 /// # Errors
 /// [`crate::Error::Platform`] or [`crate::Error::Setup`] when a publication cannot be registered.
-pub(crate) fn build(
+pub(crate) fn api(
     config: &Config,
     auto: &AutoConfig,
     platform: &Platform,
 ) -> crate::Result<AutoApi> {
-    let writable = auto_write_collections(config, auto);
+    let writable = config.auto_write_collections(auto);
     for name in &writable {
         platform.collection(name);
     }

@@ -1,0 +1,189 @@
+//! The front doors a config declares, built once: one routes API (`portico_rest::Api`) per
+//! `[[api]]` and the auto API (`portico_auto::AutoApi`) of `[auto]`, with every route they serve
+//! as data ([`portico_edge::RouteDoc`]).
+//!
+//! [`Doors::build`] is the one place a config becomes front doors. `serve` builds them on its
+//! platform and serves their routers; `portico routes`, `portico check` and `portico openapi`
+//! read what they serve; the admin page lists their routes. So no listing can drift from what
+//! is served, and a declaration a door refuses (two routes on one path, a route on a path the
+//! server answers itself) is reported once, naming its config line.
+
+pub(crate) mod auto;
+pub(crate) mod rest;
+pub mod server_paths;
+
+use std::path::Path;
+
+use axum::Router;
+use portico_edge::RouteDoc;
+use portico_platform::Platform;
+
+use crate::config::{Config, ConfigError, ConfigErrors};
+
+/// The front doors of one config, built on one platform.
+pub struct Doors {
+    /// One router per `[[api]]`, in file order.
+    pub apis: Vec<Router>,
+    /// The auto API's router, when `[auto]` is present (it answers every path the routes APIs
+    /// do not).
+    pub auto: Option<Router>,
+    /// What the doors serve: every `[[api]]`'s routes in file order, then the auto API's.
+    pub routes: Vec<RouteDoc>,
+}
+
+impl std::fmt::Debug for Doors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Doors")
+            .field("apis", &self.apis.len())
+            .field("auto", &self.auto.is_some())
+            .field("routes", &self.routes.len())
+            .finish()
+    }
+}
+
+impl Doors {
+    /// Declares the config's collections on `platform` and builds every door on it.
+    ///
+    /// # Errors
+    /// Every declaration the doors refused, each with the config line and key that made it: two
+    /// routes on one path (within an API, or the auto API under a routes API's base path), a
+    /// route on a path the server answers itself, a collection declared with other options.
+    pub fn build(config: &Config, platform: &Platform) -> Result<Doors, Vec<ConfigError>> {
+        if let Err(e) = declare_collections(config, platform) {
+            return Err(vec![refusal(1, "api.collection", e.to_string())]);
+        }
+        let mut refusals = Vec::new();
+        let mut doors = Doors {
+            apis: Vec::new(),
+            auto: None,
+            routes: Vec::new(),
+        };
+        for api in &config.apis {
+            match rest::build_each(api, platform) {
+                Ok(rest) => {
+                    doors.routes.extend(rest.describe());
+                    doors.apis.push(rest.router());
+                }
+                Err((line, message)) => {
+                    refusals.push(refusal(line, "api.collection.path", message))
+                }
+            }
+        }
+        if let Some(auto) = &config.auto {
+            match auto::build(config, auto, platform) {
+                Ok((router, routes)) => {
+                    refusals.extend(auto_under_an_api(config, auto, &routes));
+                    doors.routes.extend(routes);
+                    doors.auto = Some(router);
+                }
+                Err(message) => refusals.push(refusal(auto.line, "auto", message)),
+            }
+        }
+        refusals.extend(server_paths::clashes(config, &doors.routes));
+        if refusals.is_empty() {
+            Ok(doors)
+        } else {
+            Err(refusals)
+        }
+    }
+
+    /// [`Doors::build`] on a platform over an empty in-memory store: what the config serves,
+    /// without a database (a config file's routes do not depend on the data).
+    ///
+    /// # Errors
+    /// As [`Doors::build`].
+    pub fn build_scratch(config: &Config) -> Result<Doors, Vec<ConfigError>> {
+        // The memory store's futures need no runtime (no I/O, no timers), so this runs the same
+        // inside or outside one.
+        let platform = futures::executor::block_on(Platform::open("memory:"))
+            .map_err(|e| vec![refusal(1, "database", e.to_string())])?;
+        Doors::build(config, &platform)
+    }
+}
+
+/// The error of a command whose config the doors refused: the config's mistakes in `file` when
+/// there is one, otherwise (a config made by the server itself) a setup error listing them.
+pub fn refused(file: Option<&Path>, errors: Vec<ConfigError>) -> crate::Error {
+    match file {
+        Some(file) => crate::Error::Config(ConfigErrors {
+            file: file.to_owned(),
+            errors,
+        }),
+        None => crate::Error::Setup(lines(&errors)),
+    }
+}
+
+/// Refusals as text, one `line N: message` a line.
+pub(crate) fn lines(errors: &[ConfigError]) -> String {
+    errors
+        .iter()
+        .map(|r| format!("line {}: {}", r.line, r.message))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn refusal(line: usize, key: &str, message: String) -> ConfigError {
+    ConfigError {
+        line,
+        column: 1,
+        key: key.to_owned(),
+        message,
+    }
+}
+
+/// The auto API's first route under a routes API's base path, which that API answers wholly.
+fn auto_under_an_api(
+    config: &Config,
+    auto: &crate::config::AutoConfig,
+    routes: &[RouteDoc],
+) -> Option<ConfigError> {
+    routes.iter().find_map(|doc| {
+        let api = config
+            .apis
+            .iter()
+            .find(|api| doc.path.starts_with(&api.base_path()))?;
+        Some(refusal(
+            auto.line,
+            "auto",
+            format!(
+                "two routes on one path: {} {} of the auto API is under the base path {} of the [[api]] at line {}, which answers every path below it",
+                doc.method,
+                doc.path,
+                api.base_path(),
+                api.line
+            ),
+        ))
+    })
+}
+
+/// Declares every collection the config names with its options (object ids, timestamps) before
+/// anything asks for one by name: a plain `platform.collection(name)` first would fix the
+/// defaults, and declaring other options afterwards is refused by the platform. The accounts'
+/// `users` collection keeps its own layout (it has `createdAt` already).
+///
+/// # Errors
+/// [`crate::Error::Platform`] when a collection is declared already with other options.
+pub fn declare_collections(config: &Config, platform: &Platform) -> crate::Result<()> {
+    for name in config.collection_names() {
+        if name == portico_platform::USERS {
+            continue;
+        }
+        let object_id = config
+            .auto
+            .as_ref()
+            .is_some_and(|auto| auto.object_id_collections.contains(&name));
+        platform.define_collection(
+            &name,
+            portico_platform::CollectionOptions {
+                id_kind: if object_id {
+                    portico_platform::IdKind::ObjectId
+                } else {
+                    portico_platform::IdKind::Random
+                },
+                timestamps: config.timestamps(&name),
+                ..Default::default()
+            },
+        )?;
+    }
+    Ok(())
+}
