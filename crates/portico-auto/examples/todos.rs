@@ -1,4 +1,4 @@
-//! A small todo app served through the auto API on 127.0.0.1:3000.
+//! A small todo app served through the auto API on 127.0.0.1:3000 (or `TODOS_LISTEN`).
 //!
 //! ```text
 //! cargo run -p portico-auto --example todos
@@ -197,8 +197,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_token_authentication(BearerTokenLayer::new())
         .router()?;
 
-    let addr = SocketAddr::from(([127, 0, 0, 1], 3000));
+    // TODOS_LISTEN picks another address (`127.0.0.1:0`: a free port, as the client's tests use).
+    let addr: SocketAddr = match std::env::var("TODOS_LISTEN") {
+        Ok(listen) => listen.parse()?,
+        Err(_) => SocketAddr::from(([127, 0, 0, 1], 3000)),
+    };
     let listener = tokio::net::TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
     println!("todos: auto API on http://{addr} (store {store})");
     println!("routes: curl http://{addr}/publications/api-routes");
     axum::serve(

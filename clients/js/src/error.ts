@@ -1,0 +1,56 @@
+/**
+ * Every failure of a call, whatever its cause: an error reply of either door, a reply that is not
+ * what the door sends, a network failure, a timeout or an abort.
+ */
+export class PorticoError extends Error {
+  /** The HTTP status of the reply; 0 when there was no reply (network, timeout, abort). */
+  readonly status: number;
+  /**
+   * What kind of failure: the auto API's `error` (`access-denied`, `unauthorized`, ...), the
+   * routes door's JSend `status` (`error` or `fail`), or, without a reply, `network-error`,
+   * `timeout` or `aborted`; `invalid-reply` for a reply that is not the door's JSON, `no-etag`
+   * for an `ifMatch` document the client holds no tag for.
+   */
+  readonly code: string;
+  /** The JSend `data` or the auto API's `data` of the error reply, when it has one. */
+  readonly data?: unknown;
+  /** The auto API's `details`, when the reply has them. */
+  readonly details?: unknown;
+  /** Seconds to wait before trying again, from a `Retry-After` header (429, 503). */
+  readonly retryAfter?: number;
+
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    extra: { data?: unknown; details?: unknown; retryAfter?: number; cause?: unknown } = {},
+  ) {
+    super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
+    this.name = 'PorticoError';
+    this.status = status;
+    this.code = code;
+    if (extra.data !== undefined) this.data = extra.data;
+    if (extra.details !== undefined) this.details = extra.details;
+    if (extra.retryAfter !== undefined) this.retryAfter = extra.retryAfter;
+  }
+}
+
+/** The error an error reply stands for: the auto API's `{error, reason}` or JSend's `{status, message}`. */
+export function replyError(status: number, body: unknown, headers: Headers): PorticoError {
+  const retry = Number(headers.get('retry-after'));
+  const extra: { data?: unknown; details?: unknown; retryAfter?: number } = {};
+  if (headers.has('retry-after') && Number.isFinite(retry)) extra.retryAfter = retry;
+  if (body && typeof body === 'object') {
+    const b = body as Record<string, unknown>;
+    extra.data = b.data;
+    if (typeof b.error === 'string') {
+      extra.details = b.details;
+      return new PorticoError(status, b.error, typeof b.reason === 'string' ? b.reason : b.error, extra);
+    }
+    if (typeof b.status === 'string' && typeof b.message === 'string') {
+      return new PorticoError(status, b.status, b.message, extra);
+    }
+  }
+  const text = typeof body === 'string' && body ? body : `HTTP ${status}`;
+  return new PorticoError(status, 'error', text, extra);
+}

@@ -1,0 +1,175 @@
+import { Auth, type TokenStore, tokenStore } from './auth.js';
+import { type BatchOp, type BatchResult, Collection, type Doc, type NewDoc, type Patch, type WriteOptions, ifMatchHeader } from './collection.js';
+import { PorticoError } from './error.js';
+import { type CallOptions, type Transport, jsend, send } from './http.js';
+import { type LiveHandlers, type LiveOptions, Subscription } from './live.js';
+
+/** Options of a client. */
+export interface PorticoOptions {
+  /** The routes door's base path, version included (`"api/v1/"`; default `"api/"`). */
+  api?: string;
+  /** Where the auto API is mounted (default: the root, `""`). */
+  auto?: string;
+  /**
+   * Where the login token is kept: `"memory"` (the default), `"localStorage"` (shared by the
+   * origin's tabs, kept across restarts), `"sessionStorage"` (this tab), or any `{get, set, remove}`.
+   */
+  tokenStore?: 'memory' | 'localStorage' | 'sessionStorage' | TokenStore;
+  /** The key the token store keeps the session under (default `"portico.auth"`). */
+  tokenKey?: string;
+  /** Which door `login` uses: the routes door's `{api}login` (default) or the auto API's `/users/login`. */
+  loginVia?: 'routes' | 'auto';
+  /** Milliseconds before a call fails with code `timeout` (default 30000; 0: never). */
+  timeout?: number;
+  /** The `fetch` to use (default: the global one). */
+  fetch?: typeof fetch;
+}
+
+/** Options of a publication: where it is served, when it has its own `url` and `http_method`. */
+export interface PublicationOptions extends CallOptions {
+  /**
+   * Its path (default `publications/<name>`); `:0`, `:1`, ... take the arguments of those
+   * positions, as the server's url parameters do.
+   */
+  path?: string;
+  /** `GET` (default) or `POST`; a `POST` sends the arguments not in the path as a JSON array. */
+  method?: 'GET' | 'POST';
+}
+
+/** A collection's write endpoints of the auto API (`POST /<name>`, `PATCH`/`DELETE /<name>/:_id`), under its rules. */
+export class CollectionWrite<T extends object = Doc> {
+  /** @internal */
+  constructor(
+    private readonly t: Transport,
+    private readonly path: string,
+  ) {}
+
+  /** Inserts a document; returns its new `_id`. */
+  async insert(doc: NewDoc<T>, options: CallOptions = {}): Promise<string> {
+    const reply = await send(this.t, 'auto', { ...options, method: 'POST', path: this.path, body: doc });
+    return reply.body as string;
+  }
+
+  /** Sets the fields of `patch`; returns how many documents changed (0 or 1). */
+  async update(id: string, patch: Patch<T>, options: WriteOptions = {}): Promise<number> {
+    const headers = ifMatchHeader(options.ifMatch);
+    return (await send(this.t, 'auto', { ...options, method: 'PATCH', path: this.path + '/' + encodeURIComponent(id), body: patch, headers })).body as number;
+  }
+
+  /** Removes the document; returns how many were removed (0 or 1). */
+  async remove(id: string, options: WriteOptions = {}): Promise<number> {
+    const headers = ifMatchHeader(options.ifMatch);
+    return (await send(this.t, 'auto', { ...options, method: 'DELETE', path: this.path + '/' + encodeURIComponent(id), headers })).body as number;
+  }
+}
+
+/** `name`'s path under `base`, and the request that carries `args`. */
+function publicationTarget(base: string, name: string, args: unknown[], options: PublicationOptions) {
+  const used = new Set<number>();
+  let path = (options.path ?? base + 'publications/' + encodeURIComponent(name)).replace(/:(\d+)/g, (_, n) => {
+    used.add(Number(n));
+    return encodeURIComponent(String(args[Number(n)]));
+  });
+  const rest = args.filter((_, i) => !used.has(i));
+  const method = options.method ?? 'GET';
+  if (method === 'GET') for (const arg of rest) path += '/' + encodeURIComponent(String(arg));
+  return { path, method, ...(method !== 'GET' && rest.length > 0 && { body: rest }) };
+}
+
+/**
+ * A client of one Portico server: `auth`, the routes door's collections, and the auto API's
+ * methods, collection writes and publications, live or once.
+ *
+ * ```ts
+ * const pc = new Portico('http://127.0.0.1:3000', { api: 'api/v1/' });
+ * await pc.auth.login({ username: 'ed', password: 'ed-secret' });
+ * const { items, total } = await pc.collection<Article>('articles').list({ sort: '-createdAt', limit: 10 });
+ * ```
+ */
+export class Portico {
+  /** The server's base URL. */
+  readonly url: string;
+  /** Logging in and out, and who is logged in. */
+  readonly auth: Auth;
+  /** @internal */
+  readonly transport: Transport;
+  readonly #api: string;
+  readonly #auto: string;
+
+  constructor(url: string, options: PorticoOptions = {}) {
+    const base = url.replace(/\/*$/, '/');
+    this.url = base;
+    const dir = (p: string) => p.replace(/^\/+/, '').replace(/([^/])$/, '$1/');
+    this.#api = dir(options.api ?? 'api/');
+    this.#auto = dir(options.auto ?? '');
+    const fetcher = options.fetch ?? globalThis.fetch?.bind(globalThis);
+    if (!fetcher) throw new PorticoError(0, 'error', 'No fetch: pass options.fetch');
+    this.transport = {
+      base,
+      fetch: fetcher,
+      timeout: options.timeout ?? 30000,
+      token: () => this.auth.token,
+      refused: (token) => this.auth.ended(token),
+    };
+    const store = options.tokenStore;
+    this.auth = new Auth(this.transport, tokenStore(store), options.tokenKey ?? 'portico.auth', this.#api, options.loginVia ?? 'routes', this.#auto, store === 'localStorage');
+  }
+
+  /** A generated collection of the routes door (`{api}<name>`). */
+  collection<T extends object = Doc>(name: string): Collection<T> {
+    return new Collection<T>(this, this.transport, name, this.#api);
+  }
+
+  /** A collection's write endpoints on the auto API. */
+  collectionWrite<T extends object = Doc>(name: string): CollectionWrite<T> {
+    return new CollectionWrite<T>(this.transport, this.#auto + encodeURIComponent(name));
+  }
+
+  /** Calls a method of the auto API (`POST /methods/<name>` with the arguments as a JSON array); returns its result. */
+  call<R = unknown>(name: string, ...args: unknown[]): Promise<R> {
+    return this.apply<R>(name, args);
+  }
+
+  /** `call` with the arguments as an array and call options (`signal`, `timeout`). */
+  async apply<R = unknown>(name: string, args: unknown[], options: CallOptions = {}): Promise<R> {
+    const reply = await send(this.transport, 'auto', { ...options, method: 'POST', path: this.#auto + 'methods/' + encodeURIComponent(name), body: args });
+    return reply.body as R;
+  }
+
+  /** A publication's documents once: `{ <collection>: [documents] }`. */
+  async publication<T extends object = Doc>(name: string, args: unknown[] = [], options: PublicationOptions = {}): Promise<Record<string, T[]>> {
+    const reply = await send(this.transport, 'auto', { ...options, ...publicationTarget(this.#auto, name, args, options) });
+    return reply.body as Record<string, T[]>;
+  }
+
+  /**
+   * Follows a publication live: `handlers` hear each document that comes, changes and goes,
+   * and `sub.docs()` holds the current ones. Runs as the user logged in now; a logout ends it.
+   */
+  subscribe<T extends object = Doc>(
+    name: string,
+    args: unknown[] = [],
+    handlers: LiveHandlers<T & Doc> = {},
+    options: LiveOptions & PublicationOptions = {},
+  ): Subscription<T & Doc> {
+    return new Subscription<T & Doc>(this, 'auto', publicationTarget(this.#auto, name, args, options), handlers, options);
+  }
+
+  /**
+   * Several writes to this API's collections as the logged-in user (`POST {api}batch`), all in
+   * one transaction or none: when one fails, the call fails with that write's status and
+   * `data.index`, and nothing is written.
+   */
+  async batch(ops: BatchOp[], options: CallOptions = {}): Promise<BatchResult[]> {
+    const requests = ops.map((op) => {
+      if (!op.collection) throw new PorticoError(0, 'error', 'A batch write names no collection');
+      let url = '/' + this.#api + encodeURIComponent(op.collection);
+      if (op.op !== 'create') url += '/' + encodeURIComponent(op.id);
+      const method = { create: 'POST', update: 'PATCH', replace: 'PUT', remove: 'DELETE' }[op.op];
+      const body = op.op === 'update' ? op.patch : op.op === 'remove' ? undefined : op.doc;
+      return { method, url, ...(body !== undefined && { body }) };
+    });
+    const reply = await send(this.transport, 'routes', { ...options, method: 'POST', path: this.#api + 'batch', body: { requests } });
+    return jsend<BatchResult[]>(reply);
+  }
+}

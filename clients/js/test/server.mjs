@@ -1,0 +1,155 @@
+// Runs the real `portico` binary for the tests: a config and a SQLite file in a temporary
+// directory, `portico serve` on a free port (read from its `listening on http://` line), and
+// `portico users add`. PORTICO_BIN names the binary (the cargo test that runs `npm test` sets
+// it); by default the workspace's debug build. A missing binary fails the tests, saying so.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const BIN = process.env.PORTICO_BIN || resolve(here, '../../../target/debug/portico');
+
+function requireBinary(path, how) {
+  if (!existsSync(path)) throw new Error(`${path} does not exist: ${how}`);
+}
+
+/** A temporary directory with `portico.toml` holding `config` (`DB` is replaced by the database path). */
+export function workspace(config) {
+  requireBinary(BIN, 'build it with `cargo build -p portico-cli` or set PORTICO_BIN');
+  const dir = mkdtempSync(join(tmpdir(), 'portico-client-'));
+  const db = join(dir, 'portico.db');
+  writeFileSync(join(dir, 'portico.toml'), config.replaceAll('DB', db));
+  return {
+    dir,
+    db,
+    config: join(dir, 'portico.toml'),
+    /** `portico users add ...`; returns the new account's id. */
+    addUser(username, password, ...roles) {
+      const args = ['users', 'add', '--config', join(dir, 'portico.toml'), '--username', username, '--password', password];
+      for (const role of roles) args.push('--role', role);
+      const out = spawnSync(BIN, args, { cwd: dir, encoding: 'utf8' });
+      if (out.status !== 0) throw new Error(`portico users add failed: ${out.stderr}`);
+      return out.stdout.trim().split('\n').pop();
+    },
+    remove() {
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Starts `command args` and resolves once it prints `listening on http://ADDR` (or `auto API on
+ * http://ADDR`); `stop()` sends SIGTERM and waits for the exit.
+ */
+export function start(command, args, options = {}) {
+  const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => {
+    stderr = (stderr + chunk).slice(-20000);
+  });
+  const exited = new Promise((done) => child.on('exit', (code, signal) => done({ code, signal })));
+  return new Promise((ok, fail) => {
+    let stdout = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      fail(new Error(`${command} did not start within 20 s:\n${stderr}`));
+    }, 20000);
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+      const m = stdout.match(/on (http:\/\/[^\s]+)/);
+      if (!m) return;
+      clearTimeout(timer);
+      const url = m[1].replace(/\/$/, '');
+      ok({
+        url,
+        port: Number(new URL(url).port),
+        child,
+        stderr: () => stderr,
+        async stop(signal = 'SIGTERM') {
+          if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+          return exited;
+        },
+      });
+    });
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      fail(e);
+    });
+    exited.then(({ code }) => {
+      clearTimeout(timer);
+      fail(new Error(`${command} exited with ${code} before listening:\n${stderr}`));
+    });
+  });
+}
+
+/** `portico serve` on the workspace's config, on a free port (or `listen`). */
+export function serve(ws, listen = '127.0.0.1:0') {
+  return start(BIN, ['serve', '--config', ws.config, '--listen', listen], {
+    cwd: ws.dir,
+    env: { ...process.env, RUST_LOG: 'warn', PORTICO_LISTEN: '', PORTICO_DATABASE: '', PORT: '' },
+  });
+}
+
+/** The auto API's `todos` example (real methods: `todos.add`, ...) on `store`, on a free port. */
+export function serveTodos(store) {
+  const bin = process.env.PORTICO_TODOS_BIN || resolve(dirname(BIN), 'examples/todos');
+  requireBinary(bin, 'build it with `cargo build -p portico-auto --example todos` or set PORTICO_TODOS_BIN');
+  return start(bin, [], { env: { ...process.env, RUST_LOG: 'warn', TODOS_STORE: store, TODOS_LISTEN: '127.0.0.1:0' } });
+}
+
+/** Resolves when `check()` is true, polling every 10 ms; fails after `ms` with `what`. */
+export async function until(check, what, ms = 10000) {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** The config the tests serve: a routes API with login, plain, role-written and owner-scoped collections, and the auto API. */
+export const CONFIG = `
+database = "sqlite:DB"
+shutdown_grace_seconds = 1
+
+[[api]]
+api_path = "api/"
+version = "v1"
+use_default_auth = true
+auth_failure_delay_ms = 0
+login_rate_limit = { attempts = 50, per_seconds = 10 }
+
+[[api.collection]]
+name = "tasks"
+max_page_size = 50
+
+[[api.collection]]
+name = "articles"
+endpoints = { post = { role_required = "editor" }, patch = { role_required = "editor" }, delete = { role_required = "editor" } }
+
+[[api.collection]]
+name = "notes"
+owner_field = "ownerId"
+auth_required = true
+
+[auto]
+collections = ["widgets"]
+response_headers = { "Access-Control-Allow-Origin" = "*" }
+allow_register = true
+
+[auto.rules.widgets]
+insert = "owner:ownerId"
+update = "owner:ownerId"
+remove = "owner:ownerId"
+
+[[auto.publication]]
+name = "widgets"
+collection = "widgets"
+selector = {}
+sort = { createdAt = -1 }
+fields = { secret = 0 }
+
+[live]
+ping_secs = 1
+`;
