@@ -61,47 +61,49 @@ interface Event {
   data: string;
 }
 
-/** Splits a stream of SSE text into events (`event:` and `data:` lines, comments skipped). */
-async function* events(body: ReadableStream<Uint8Array>, alive: () => void): AsyncGenerator<Event> {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
+/**
+ * An SSE parser: give it the stream's text as it comes, get back the events completed so far
+ * (`event:` and `data:` lines; comments, ids and retries skipped). Parsing a whole chunk at a time
+ * keeps the per-event cost to the parsing itself.
+ */
+function sse(): (text: string) => Event[] {
   let buffer = '';
   let event = 'message';
   let data: string[] = [];
-  try {
+  return (text) => {
+    const out: Event[] = [];
+    buffer += text;
+    // Servers end lines with \n; \r\n and \r are allowed too, and looked for only when present.
+    const cr = buffer.includes('\r');
+    let start = 0;
     for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      alive();
-      buffer += decoder.decode(value, { stream: true });
-      let start = 0;
-      for (;;) {
-        const nl = buffer.slice(start).search(/\r\n|\r|\n/);
-        if (nl < 0) break;
-        const end = start + nl;
+      let end = buffer.indexOf('\n', start);
+      if (cr) {
+        const m = buffer.slice(start).search(/\r\n|\r|\n/);
+        end = m < 0 ? -1 : start + m;
         // A lone \r at the end of the buffer may be the first half of \r\n.
-        if (buffer[end] === '\r' && end + 1 === buffer.length) break;
-        const line = buffer.slice(start, end);
-        start = end + (buffer.startsWith('\r\n', end) ? 2 : 1);
-        if (line === '') {
-          if (data.length) yield { event, data: data.join('\n') };
-          event = 'message';
-          data = [];
-          continue;
-        }
-        const colon = line.indexOf(':');
-        if (colon === 0) continue;
-        const field = colon < 0 ? line : line.slice(0, colon);
-        let value = colon < 0 ? '' : line.slice(colon + 1);
-        if (value.startsWith(' ')) value = value.slice(1);
-        if (field === 'event') event = value;
-        else if (field === 'data') data.push(value);
+        if (end + 1 === buffer.length && buffer[end] === '\r') break;
       }
-      buffer = buffer.slice(start);
+      if (end < 0) break;
+      const line = buffer.slice(start, end);
+      start = end + (buffer.startsWith('\r\n', end) ? 2 : 1);
+      if (line === '') {
+        if (data.length) out.push({ event, data: data.join('\n') });
+        event = 'message';
+        data = [];
+        continue;
+      }
+      const colon = line.indexOf(':');
+      if (colon === 0) continue;
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? '' : line.slice(colon + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'event') event = value;
+      else if (field === 'data') data.push(value);
     }
-  } finally {
-    reader.cancel().catch(() => {});
-  }
+    buffer = buffer.slice(start);
+    return out;
+  };
 }
 
 /** A handler call whose exception is reported without stopping the subscription. */
@@ -289,37 +291,49 @@ export class Subscription<T extends object> {
 
   /** Applies the events of one connection until it closes. */
   async #read(body: ReadableStream<Uint8Array>, alive: () => void): Promise<void> {
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    const parse = sse();
     let fresh: Cache<T> | null = new Map();
-    for await (const { event, data } of events(body, alive)) {
-        if (this.#ended) break;
-        const e = JSON.parse(data) as { collection?: string; id?: string; fields?: Record<string, unknown>; cleared?: string[]; reason?: string };
-        if (event === 'end') {
-          const reason = e.reason ?? 'error';
-          if (reason === 'logged-out' || reason === 'expired') {
-            if (this.#token) this.pc.auth.ended(this.#token);
-            this.#end(reason);
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done || this.#ended) return;
+        alive();
+        for (const { event, data } of parse(decoder.decode(value, { stream: true }))) {
+          if (this.#ended) return;
+          const e = JSON.parse(data) as { collection?: string; id?: string; fields?: Record<string, unknown>; cleared?: string[]; reason?: string };
+          if (event === 'end') {
+            const reason = e.reason ?? 'error';
+            if (reason === 'logged-out' || reason === 'expired') {
+              if (this.#token) this.pc.auth.ended(this.#token);
+              this.#end(reason);
+            }
+            return;
           }
-          break;
-        }
-        if (event === 'ready') {
-          if (fresh) this.#reconcile(fresh);
-          fresh = null;
-          this.#healthy = true;
-          if (!this.#readyOnce) {
-            this.#readyOnce = true;
-            this.#resolveReady();
-            call(this.handlers.ready);
+          if (event === 'ready') {
+            if (fresh) this.#reconcile(fresh);
+            fresh = null;
+            this.#healthy = true;
+            if (!this.#readyOnce) {
+              this.#readyOnce = true;
+              this.#resolveReady();
+              call(this.handlers.ready);
+            }
+            continue;
           }
-          continue;
+          const collection = e.collection ?? '';
+          const id = e.id ?? '';
+          if (fresh) {
+            // The initial set is gathered, then compared with the cache at `ready`.
+            if (event === 'added') docsOf(fresh, collection).set(id, { _id: id, ...e.fields } as T);
+            continue;
+          }
+          this.#apply(event, collection, id, e.fields ?? {}, e.cleared ?? []);
         }
-        const collection = e.collection ?? '';
-        const id = e.id ?? '';
-        if (fresh) {
-          // The initial set is gathered, then compared with the cache at `ready`.
-          if (event === 'added') docsOf(fresh, collection).set(id, { ...e.fields, _id: id } as T);
-          continue;
-        }
-        this.#apply(event, collection, id, e.fields ?? {}, e.cleared ?? []);
+      }
+    } finally {
+      reader.cancel().catch(() => {});
     }
   }
 
@@ -328,13 +342,16 @@ export class Subscription<T extends object> {
     const docs = docsOf(this.#cache, collection);
     const before = docs.get(id);
     if (event === 'added') {
-      const doc = { ...fields, _id: id } as T;
+      const doc = { _id: id, ...fields } as T;
       docs.set(id, doc);
       if (before) call(this.handlers.changed, doc, before, collection);
       else call(this.handlers.added, doc, collection);
     } else if (event === 'changed' && before) {
-      const doc = { ...before, ...fields } as Record<string, unknown>;
-      for (const name of cleared) delete doc[name];
+      // A new object (handlers keep `previous` as it was), built without `delete`, which would
+      // make the object slow to use.
+      const doc: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(before)) if (!cleared.includes(k)) doc[k] = v;
+      Object.assign(doc, fields);
       docs.set(id, doc as T);
       call(this.handlers.changed, doc as T, before, collection);
     } else if (event === 'removed' && before) {

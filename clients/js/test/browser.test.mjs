@@ -95,6 +95,28 @@ test('a page logs in, subscribes, and sees another client insert', async () => {
   await page.close();
 });
 
+test('with localStorage, a login and a logout in one tab are seen by another', async () => {
+  const context = await browser.newContext();
+  const [a, b] = [await context.newPage(), await context.newPage()];
+  for (const page of [a, b]) {
+    await page.goto(pages.url);
+    await page.evaluate((url) => {
+      window.shared = new window.Portico(url, { api: 'api/v1/', tokenStore: 'localStorage' });
+      window.seen = [];
+      window.shared.auth.onChange((user) => window.seen.push(user ? user.username : null));
+    }, server.url);
+  }
+  await a.evaluate(() => window.shared.auth.login({ username: 'ed', password: 'ed-secret' }));
+  await until(() => b.evaluate(() => window.shared.auth.user?.username === 'ed'), 'the other tab to see the login');
+  // The other tab uses the session: its calls carry the token.
+  const note = await b.evaluate(() => window.shared.collection('notes').create({ text: 'from tab b' }));
+  assert.equal(note.ownerId, await a.evaluate(() => window.shared.auth.user.id));
+  await a.evaluate(() => window.shared.auth.logout());
+  await until(() => b.evaluate(() => window.shared.auth.user === null), 'the other tab to see the logout');
+  assert.deepEqual(await b.evaluate(() => window.seen), ['ed', null]);
+  await context.close();
+});
+
 test('events per second one subscription applies to its cache in Chromium', async () => {
   const page = await browser.newPage();
   await page.goto(pages.url);

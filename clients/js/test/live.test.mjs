@@ -202,3 +202,34 @@ describe('live', () => {
     sub.stop();
   });
 });
+
+test('the SSE reader: \\r\\n and \\r line ends, comments, multi-line data, events split anywhere', async () => {
+  // Portico sends \n; other servers and proxies may send the other line ends SSE allows.
+  const { createServer } = await import('node:http');
+  const text =
+    ': hello\r\nevent: added\r\ndata: {"collection":"c","id":"a",\r\ndata: "fields":{"x":1}}\r\n\r\n' +
+    'event: ready\rdata: {}\r\r' +
+    'event: changed\ndata: {"collection":"c","id":"a","fields":{"y":"é"},"cleared":["x"]}\n\n' +
+    'event: added\r\ndata: {"collection":"c","id":"b","fields":{}}\r\n\r\n';
+  const bytes = Buffer.from(text);
+  const http = createServer(async (req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    // One byte at a time: every boundary, the \r\n pairs and the two bytes of é included.
+    for (const byte of bytes) {
+      res.write(Buffer.from([byte]));
+      await new Promise((r) => setImmediate(r));
+    }
+  });
+  await new Promise((r) => http.listen(0, '127.0.0.1', r));
+  try {
+    const pc = new Portico(`http://127.0.0.1:${http.address().port}`);
+    const sub = pc.subscribe('p', [], {}, { reconnect: { minDelay: 60000 } });
+    await sub.ready;
+    await until(() => sub.get('b'), 'the last event');
+    assert.deepEqual(sub.get('a'), { _id: 'a', y: 'é' });
+    sub.stop();
+  } finally {
+    http.closeAllConnections();
+    await new Promise((r) => http.close(r));
+  }
+});

@@ -13,6 +13,7 @@ mod integration {
     mod common;
     mod hygiene;
     mod import;
+    mod js_client;
     mod lifecycle;
     mod live;
     mod log_secrets;
