@@ -87,6 +87,18 @@ test('a page logs in, subscribes, and sees another client insert', async () => {
   assert.ok(api.some((r) => r.headers['x-auth-token'] === token && r.headers.accept === 'text/event-stream'), 'the stream carried the token in a header');
   assert.equal(requests.filter((r) => r.url.includes(token)).length, 0, 'no URL holds the token');
 
+  // A conditional write from the other origin: the tag is readable (ETag exposed) and If-Match
+  // passes the preflight.
+  const conditional = await page.evaluate(async () => {
+    const tasks = window.pc.collection('tasks');
+    const doc = await tasks.create({ title: 'c: conditional', list: 'elsewhere' });
+    const read = await tasks.get(doc._id);
+    await tasks.update(doc._id, { title: 'c: changed' }, { ifMatch: read });
+    const stale = await tasks.update(doc._id, { title: 'c: lost' }, { ifMatch: read }).catch((e) => e.status);
+    return { stale, title: (await tasks.get(doc._id)).title };
+  });
+  assert.deepEqual(conditional, { stale: 412, title: 'c: changed' });
+
   // Logging out ends the subscription in the page.
   await page.evaluate(() => window.pc.auth.logout());
   await until(() => page.evaluate(() => window.sub.endReason === 'logged-out'), 'the subscription to end');
@@ -115,6 +127,25 @@ test('with localStorage, a login and a logout in one tab are seen by another', a
   await until(() => b.evaluate(() => window.shared.auth.user === null), 'the other tab to see the logout');
   assert.deepEqual(await b.evaluate(() => window.seen), ['ed', null]);
   await context.close();
+});
+
+test('the auto API from another origin: register, a rule-checked insert, a live publication', async () => {
+  const page = await browser.newPage();
+  await page.goto(pages.url);
+  const seen = await page.evaluate(async (url) => {
+    const pc = new window.Portico(url, { api: 'api/v1/' });
+    const me = await pc.auth.register({ username: 'page-user', password: 'page-secret' });
+    const added = [];
+    const sub = pc.subscribe('widgets', [], { added: (w) => added.push(w.name) });
+    await sub.ready;
+    const id = await pc.collectionWrite('widgets').insert({ name: 'from the page', ownerId: me.id });
+    while (!sub.get(id)) await new Promise((r) => setTimeout(r, 10));
+    const denied = await pc.collectionWrite('widgets').insert({ name: 'not mine', ownerId: 'x' }).catch((e) => e.code);
+    sub.stop();
+    return { added, denied, count: await pc.collectionWrite('widgets').remove(id) };
+  }, server.url);
+  assert.deepEqual(seen, { added: ['from the page'], denied: 'access-denied', count: 1 });
+  await page.close();
 });
 
 test('events per second one subscription applies to its cache in Chromium', async () => {

@@ -135,7 +135,7 @@ auth_required = true
 
 [auto]
 collections = ["widgets"]
-response_headers = { "Access-Control-Allow-Origin" = "*" }
+response_headers = { "Access-Control-Allow-Origin" = "*", "Access-Control-Allow-Headers" = "Content-Type, Authorization", "Access-Control-Allow-Methods" = "GET, POST, PATCH, DELETE, OPTIONS" }
 allow_register = true
 
 [auto.rules.widgets]

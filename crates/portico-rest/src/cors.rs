@@ -36,7 +36,9 @@ impl BaseHeaders {
             let allow_headers = match &options.cors.allow_headers {
                 Some(list) => list.join(", "),
                 None => {
-                    let mut h = "Origin, X-Requested-With, Content-Type, Accept".to_owned();
+                    let mut h =
+                        "Origin, X-Requested-With, Content-Type, Accept, If-Match, If-None-Match"
+                            .to_owned();
                     if options.use_default_auth {
                         h.push_str(", X-User-Id, X-Auth-Token");
                     }
@@ -121,6 +123,13 @@ mod tests {
                 .to_str()
                 .unwrap()
                 .contains("X-Auth-Token")
+        );
+        // A browser client on another origin may send conditional writes and read their tags.
+        let allowed = h["access-control-allow-headers"].to_str().unwrap();
+        assert!(allowed.contains("If-Match") && allowed.contains("If-None-Match"));
+        assert_eq!(
+            h["access-control-expose-headers"],
+            "X-Total-Count, Link, ETag"
         );
         assert_eq!(h["content-type"], "application/json");
     }

@@ -84,10 +84,11 @@ pub struct CorsOptions {
     /// `None`: any origin (`*`). `Some(list)`: only these origins; a listed request `Origin` is
     /// echoed back (with `Vary: Origin`), any other gets no allow-origin header.
     pub allow_origins: Option<Vec<String>>,
-    /// `None`: `Origin, X-Requested-With, Content-Type, Accept`, plus `X-User-Id, X-Auth-Token`
-    /// when default auth is on. `Some(list)`: exactly these.
+    /// `None`: `Origin, X-Requested-With, Content-Type, Accept, If-Match, If-None-Match`, plus
+    /// `X-User-Id, X-Auth-Token` when default auth is on. `Some(list)`: exactly these.
     pub allow_headers: Option<Vec<String>>,
-    /// Response headers a browser script may read (`X-Total-Count, Link` by default).
+    /// Response headers a browser script may read (`X-Total-Count, Link, ETag` by default: a
+    /// page's paging, and the tag a conditional write sends back).
     pub expose_headers: Vec<String>,
 }
 
@@ -96,7 +97,7 @@ impl Default for CorsOptions {
         CorsOptions {
             allow_origins: None,
             allow_headers: None,
-            expose_headers: vec!["X-Total-Count".into(), "Link".into()],
+            expose_headers: vec!["X-Total-Count".into(), "Link".into(), "ETag".into()],
         }
     }
 }
