@@ -189,7 +189,7 @@ export class Subscription<T extends object> {
     return this.#ended;
   }
 
-  /** Ends the subscription: the stream is closed and no handler is called any more. */
+  /** Ends the subscription: the stream is closed, and `end('stopped')` is the last handler call. */
   stop(): void {
     this.#end('stopped');
   }
