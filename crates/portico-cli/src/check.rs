@@ -4,7 +4,7 @@ use std::path::Path;
 
 use crate::config::{Config, ConfigError, ConfigErrors, check_database_url};
 use crate::database::choose_database;
-use crate::doors::{Doors, refused};
+use crate::doors::Doors;
 
 /// What `portico check` prints for a valid config.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +34,9 @@ pub fn warning_lines(path: &Path, config: &Config) -> Vec<String> {
 pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report> {
     let config = Config::load(path)?;
     // What the doors refuse is a mistake in the file too, reported before the database.
-    let doors = Doors::build_scratch(&config).map_err(|errors| refused(Some(path), errors))?;
+    // The scripts are loaded as `serve` loads them (on a scratch store), so their syntax,
+    // import and type errors, and collisions with the config, fail the check.
+    let (doors, scripts) = Doors::build_scratch_with_scripts(&config, Some(path)).await?;
     let choice = choose_database(database, Some(path), &config);
     let from_config = choice.source.starts_with("`database`");
     let url = choice.url;
@@ -55,8 +57,21 @@ pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report>
             },
         });
     }
+    let mut summary = summary(path, &config, &doors);
+    if let Some(scripts) = &scripts {
+        let defs = scripts.definitions();
+        summary.push_str(&format!(
+            ", scripts: {} method{}, {} publication{}, {} route{}",
+            defs.methods.len(),
+            plural(defs.methods.len()),
+            defs.publications.len(),
+            plural(defs.publications.len()),
+            defs.routes.len(),
+            plural(defs.routes.len())
+        ));
+    }
     Ok(Report {
-        summary: summary(path, &config, &doors),
+        summary,
         warnings: warning_lines(path, &config),
     })
 }

@@ -13,7 +13,7 @@ mod value;
 mod warning;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -65,6 +65,45 @@ pub struct Config {
     /// `[live]`: limits of live streams (`max_streams`, default 10,000; `buffer` events per
     /// subscriber, default 256; `ping_secs`, default 15).
     pub live: portico_platform::LiveConfig,
+    /// `[scripts]`, when present: application logic in JavaScript or TypeScript.
+    pub scripts: Option<ScriptsConfig>,
+    /// Every `schema = "..."` of a collection (`[[api.collection]]` and `[auto.schemas]`),
+    /// sorted by collection.
+    pub schemas: Vec<SchemaFile>,
+    /// The JSON Schemas of [`Config::schemas`], read by [`Config::load`] from the config
+    /// file's folder, by collection.
+    pub schema_values: std::collections::BTreeMap<String, Value>,
+    /// The config file's folder (set by [`Config::load`]): scripts and schema files are found
+    /// relative to it.
+    pub folder: Option<PathBuf>,
+}
+
+/// `[scripts]`: the main module and the limits of its runtimes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptsConfig {
+    /// `main`: the main module (`.js` or `.ts`), relative to the config file's folder.
+    pub main: PathBuf,
+    /// `timeout_ms` (default 5000): the longest a single call may run.
+    pub timeout: Duration,
+    /// `memory_mb` (default 64): the heap limit of each script runtime.
+    pub memory_mb: usize,
+    /// `fetch_hosts` (default none): `host[:port]` a script's `fetch()` may reach.
+    pub fetch_hosts: Vec<String>,
+    /// `runtimes` (default: one per core): how many script runtimes run calls.
+    pub runtimes: Option<usize>,
+    /// The line of `[scripts]`, for messages.
+    pub line: usize,
+}
+
+/// A collection's JSON Schema file (`schema = "schemas/todos.json"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaFile {
+    /// The collection.
+    pub collection: String,
+    /// The file, relative to the config file's folder, as written.
+    pub path: String,
+    /// The line of the `schema` key, for messages.
+    pub line: usize,
 }
 
 /// `[server]`: the bounds `serve` puts on client connections, so that slow or idle clients
@@ -281,6 +320,8 @@ pub struct CollectionConfig {
     /// `self_only = true` or `owner_field = "_id"` (the `users` collection only): callers see
     /// and change only their own account (holders of `admin_role` every account).
     pub self_only: bool,
+    /// `schema`: a JSON Schema file every write must satisfy.
+    pub schema: Option<String>,
     /// The line of `name`, for messages.
     pub line: usize,
 }
@@ -344,6 +385,8 @@ pub struct AutoConfig {
     pub rules: Vec<CollectionRules>,
     /// `[[auto.publication]]`, in file order.
     pub publications: Vec<PublicationConfig>,
+    /// `[auto.schemas]`: JSON Schema files by collection.
+    pub schemas: Vec<SchemaFile>,
     /// The line of the `[auto]` header, for messages.
     pub line: usize,
 }
@@ -477,6 +520,7 @@ impl Config {
             names.extend(auto.rules.iter().map(|r| r.collection.clone()));
             names.extend(auto.publications.iter().map(|p| p.collection.clone()));
         }
+        names.extend(self.schemas.iter().map(|s| s.collection.clone()));
         names.sort();
         names.dedup();
         names
@@ -495,6 +539,51 @@ impl Config {
             .as_ref()
             .is_some_and(|auto| auto.no_timestamps.iter().any(|n| n == collection));
         !(api_off || auto_off)
+    }
+
+    /// Reads the JSON Schema files the config names (`schema = "..."`), relative to the folder
+    /// of the config file at `path`, into [`Config::schema_values`], and remembers that folder
+    /// in [`Config::folder`].
+    ///
+    /// # Errors
+    /// [`crate::Error::Config`] naming the line of each schema that cannot be read or is not a
+    /// JSON object.
+    pub fn read_schema_files(&mut self, path: &Path) -> crate::Result<()> {
+        let folder = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let mut errors = Vec::new();
+        for schema in &self.schemas {
+            let file = folder.join(&schema.path);
+            let mistake = |message: String| ConfigError {
+                line: schema.line,
+                column: 1,
+                key: "schema".into(),
+                message,
+            };
+            match std::fs::read_to_string(&file) {
+                Ok(text) => match serde_json::from_str::<Value>(&text) {
+                    Ok(value @ Value::Object(_)) => {
+                        self.schema_values.insert(schema.collection.clone(), value);
+                    }
+                    Ok(_) => errors.push(mistake(format!(
+                        "{}: a JSON Schema must be a JSON object",
+                        schema.path
+                    ))),
+                    Err(e) => errors.push(mistake(format!("{}: not JSON: {e}", schema.path))),
+                },
+                Err(e) => errors.push(mistake(format!("cannot read {}: {e}", file.display()))),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(crate::Error::Config(ConfigErrors {
+                file: path.to_owned(),
+                errors,
+            }));
+        }
+        self.folder = Some(folder);
+        Ok(())
     }
 
     /// Checks the text of a config file: its syntax, keys, types and values, and that no two

@@ -20,12 +20,14 @@ impl Config {
             path: path.to_owned(),
             source,
         })?;
-        Config::parse(&text).map_err(|errors| {
+        let mut config = Config::parse(&text).map_err(|errors| {
             crate::Error::Config(ConfigErrors {
                 file: path.to_owned(),
                 errors,
             })
-        })
+        })?;
+        config.read_schema_files(path)?;
+        Ok(config)
     }
 }
 

@@ -52,6 +52,10 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// The application's scripts (`[scripts]`) could not be loaded: the message names the
+    /// file, line and column.
+    #[error("{0}")]
+    Script(String),
     /// Serving failed after start.
     #[error("server error: {0}")]
     Serve(std::io::Error),

@@ -26,7 +26,8 @@
 //! | `portico users add\|list\|password\|logout\|remove\|roles add\|roles remove` | manages accounts |
 //! | `portico import --collection NAME FILE` | imports a JSON array export |
 //! | `portico routes [--config FILE]` | prints every route |
-//! | `portico check [--config FILE]` | validates the config |
+//! | `portico check [--config FILE]` | validates the config (and loads `[scripts]`) |
+//! | `portico types` | prints the TypeScript declarations of the scripts' `"portico"` module |
 
 pub mod check;
 pub mod config;
@@ -36,6 +37,7 @@ mod error;
 pub mod import;
 pub mod openapi;
 pub mod routes;
+pub mod scripts;
 pub mod serve;
 pub mod users;
 

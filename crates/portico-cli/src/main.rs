@@ -53,6 +53,9 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+    /// Print the TypeScript declarations of the `"portico"` module that scripts import (save
+    /// them as portico.d.ts beside the scripts).
+    Types,
     /// Print the OpenAPI 3.1 document `serve` answers at /openapi.json.
     Openapi {
         /// Config file (default: ./portico.toml when it exists).
@@ -242,9 +245,13 @@ async fn run(command: Command) -> portico_cli::Result<()> {
                 ));
                 return Ok(());
             }
-            let doors = doors::Doors::build_scratch(&config)
-                .map_err(|errors| doors::refused(path.as_deref(), errors))?;
+            let (doors, _scripts) =
+                doors::Doors::build_scratch_with_scripts(&config, path.as_deref()).await?;
             say(routes::format_table(&doors.routes).trim_end());
+            Ok(())
+        }
+        Command::Types => {
+            say(portico_script::TYPES.trim_end());
             Ok(())
         }
         Command::Openapi { config, database } => {

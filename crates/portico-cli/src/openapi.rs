@@ -30,7 +30,9 @@ pub async fn run(config: Option<PathBuf>, database_flag: Option<String>) -> crat
     };
     // The route itself is part of the document even when `openapi = false` keeps it off.
     config.openapi = Some(true);
-    let doors = crate::doors::Doors::build(&config, &platform)
+    crate::doors::declare_collections(&config, &platform)?;
+    let scripts = crate::scripts::load(&config, &platform).await?;
+    let doors = crate::doors::Doors::build_with(&config, &platform, scripts.as_ref())
         .map_err(|errors| crate::doors::refused(path.as_deref(), errors))?;
     let app = serve::assemble(&config, &platform, doors)?;
     Ok(document(&app.routes))

@@ -292,8 +292,10 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     }
     // The doors are built once: served, listed on the admin page and described in the
     // OpenAPI document. What they refuse is a mistake in the config file.
-    let doors =
-        Doors::build(&config, &platform).map_err(|errors| refused(path.as_deref(), errors))?;
+    crate::doors::declare_collections(&config, &platform)?;
+    let scripts = crate::scripts::load(&config, &platform).await?;
+    let doors = Doors::build_with(&config, &platform, scripts.as_ref())
+        .map_err(|errors| refused(path.as_deref(), errors))?;
     let door_routes = doors.routes.clone();
     let app = assemble(&config, &platform, doors)?.router;
     let app = admin::mount(app, &config, &platform, door_routes).await?;

@@ -22,6 +22,7 @@ mod integration {
     mod routes_api;
     mod safe_defaults;
     mod scale_out;
+    mod scripts;
     // One SSE reader for every crate's live tests.
     #[path = "../../../portico-rest/tests/integration/sse.rs"]
     mod sse;

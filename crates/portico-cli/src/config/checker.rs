@@ -12,11 +12,12 @@ mod metrics;
 use super::diagnostic::Source;
 use super::raw::{
     OneOrMany, RawApi, RawAuto, RawCollection, RawConfig, RawEndpoint, RawLive, RawPublication,
-    RawServer,
+    RawScripts, RawServer,
 };
 use super::{
     ApiConfig, AutoConfig, CollectionConfig, CollectionRules, Config, ConfigError,
-    ConnectionLimits, EndpointName, EndpointOptions, PublicationConfig, RateLimit, Rule, value,
+    ConnectionLimits, EndpointName, EndpointOptions, PublicationConfig, RateLimit, Rule,
+    SchemaFile, ScriptsConfig, value,
 };
 
 /// Turns raw structs into checked ones, collecting mistakes.
@@ -108,7 +109,41 @@ impl<'a> Checker<'a> {
             .unwrap_or_default();
         let metrics = self.metrics(raw.metrics);
         let live = raw.live.map(|live| self.live(live)).unwrap_or_default();
+        let scripts = raw.scripts.map(|scripts| self.scripts(scripts));
+        let mut schemas: Vec<SchemaFile> = apis
+            .iter()
+            .flat_map(|api| &api.collections)
+            .filter_map(|c| {
+                c.schema.as_ref().map(|path| SchemaFile {
+                    collection: c.name.clone(),
+                    path: path.clone(),
+                    line: c.line,
+                })
+            })
+            .collect();
+        if let Some(auto) = &auto {
+            schemas.extend(auto.schemas.iter().cloned());
+        }
+        schemas.sort_by(|a, b| a.collection.cmp(&b.collection));
+        for pair in schemas.windows(2) {
+            if pair[0].collection == pair[1].collection && pair[0].path != pair[1].path {
+                self.errors.push(ConfigError {
+                    line: pair[1].line,
+                    column: 1,
+                    key: "schema".into(),
+                    message: format!(
+                        "collection `{}` has two schema files: {} (line {}) and {}",
+                        pair[0].collection, pair[0].path, pair[0].line, pair[1].path
+                    ),
+                });
+            }
+        }
+        schemas.dedup_by(|a, b| a.collection == b.collection);
         Config {
+            scripts,
+            schemas,
+            schema_values: BTreeMap::new(),
+            folder: None,
             live,
             listen,
             database,
@@ -481,6 +516,60 @@ impl<'a> Checker<'a> {
             admin_role,
             self_only,
             timestamps: raw.timestamps.unwrap_or(true),
+            schema: raw
+                .schema
+                .map(|schema| self.schema_path(&schema, &format!("{key}.schema"))),
+        }
+    }
+
+    /// A schema file name: a relative path to a `.json` file.
+    fn schema_path(&mut self, path: &Spanned<String>, key: &str) -> String {
+        let text = path.get_ref();
+        if text.trim().is_empty() || !text.ends_with(".json") {
+            self.error(
+                path,
+                key,
+                "write the path of a JSON Schema file, as in \"schemas/todos.json\"",
+            );
+        }
+        text.clone()
+    }
+
+    fn scripts(&mut self, spanned: Spanned<RawScripts>) -> ScriptsConfig {
+        let line = self.line(&spanned);
+        let raw = spanned.into_inner();
+        let main = raw.main.get_ref();
+        let is_module = [".js", ".mjs", ".ts", ".mts"]
+            .iter()
+            .any(|ext| main.ends_with(ext));
+        if !is_module || std::path::Path::new(main).is_absolute() {
+            self.error(
+                &raw.main,
+                "scripts.main",
+                "write the path of a .js or .ts file relative to the config file's folder, as in \"server/main.ts\"",
+            );
+        }
+        let mut positive = |value: Option<Spanned<u64>>, key: &str, default: u64| match value {
+            Some(v) if *v.get_ref() == 0 => {
+                self.error(&v, key, "must be at least 1");
+                default
+            }
+            Some(v) => v.into_inner(),
+            None => default,
+        };
+        let timeout = positive(raw.timeout_ms, "scripts.timeout_ms", 5000);
+        let memory_mb = positive(raw.memory_mb, "scripts.memory_mb", 64);
+        let runtimes = raw
+            .runtimes
+            .map(|r| positive(Some(r), "scripts.runtimes", 1));
+        let fetch_hosts = raw.fetch_hosts.map(Spanned::into_inner).unwrap_or_default();
+        ScriptsConfig {
+            main: std::path::PathBuf::from(raw.main.into_inner()),
+            timeout: Duration::from_millis(timeout),
+            memory_mb: usize::try_from(memory_mb).unwrap_or(usize::MAX),
+            fetch_hosts,
+            runtimes: runtimes.map(|r| usize::try_from(r).unwrap_or(1)),
+            line,
         }
     }
 
@@ -562,6 +651,19 @@ impl<'a> Checker<'a> {
                 line,
             });
         }
+        let mut schemas = Vec::new();
+        for (collection, path) in raw.schemas {
+            let key = format!("auto.schemas.{collection}");
+            if let Err(message) = check_collection_name(&collection) {
+                self.error(&path, &key, message);
+            }
+            let line = self.line(&path);
+            schemas.push(SchemaFile {
+                collection,
+                path: self.schema_path(&path, &key),
+                line,
+            });
+        }
         let mut names = BTreeSet::new();
         let publications = raw
             .publication
@@ -587,6 +689,7 @@ impl<'a> Checker<'a> {
             allow_register: raw.allow_register.unwrap_or(true),
             rules,
             publications,
+            schemas,
             line: self.source.header_line("auto").unwrap_or(1),
         }
     }

@@ -27,6 +27,18 @@ pub(crate) struct RawConfig {
     pub(crate) admin: Option<super::admin::RawAdmin>,
     pub(crate) server: Option<RawServer>,
     pub(crate) live: Option<RawLive>,
+    pub(crate) scripts: Option<Spanned<RawScripts>>,
+}
+
+/// `[scripts]`: application logic in JavaScript or TypeScript.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScripts {
+    pub(crate) main: Spanned<String>,
+    pub(crate) timeout_ms: Option<Spanned<u64>>,
+    pub(crate) memory_mb: Option<Spanned<u64>>,
+    pub(crate) fetch_hosts: Option<Spanned<Vec<String>>>,
+    pub(crate) runtimes: Option<Spanned<u64>>,
 }
 
 /// `[live]`: limits of live streams (server-sent events).
@@ -97,6 +109,7 @@ pub(crate) struct RawCollection {
     pub(crate) admin_role: Option<Spanned<OneOrMany>>,
     pub(crate) self_only: Option<Spanned<bool>>,
     pub(crate) timestamps: Option<bool>,
+    pub(crate) schema: Option<Spanned<String>>,
 }
 
 /// `endpoints = { getAll = {...}, put = false }`.
@@ -193,6 +206,8 @@ pub(crate) struct RawAuto {
     pub(crate) rules: BTreeMap<String, Spanned<RawRules>>,
     #[serde(default)]
     pub(crate) publication: Vec<RawPublication>,
+    #[serde(default)]
+    pub(crate) schemas: BTreeMap<String, Spanned<String>>,
 }
 
 /// `[auto.rules.<collection>]`: the allow rules of one collection.

@@ -49,6 +49,20 @@ impl Doors {
     /// routes on one path (within an API, or the auto API under a routes API's base path), a
     /// route on a path the server answers itself, a collection declared with other options.
     pub fn build(config: &Config, platform: &Platform) -> Result<Doors, Vec<ConfigError>> {
+        Doors::build_with(config, platform, None)
+    }
+
+    /// [`Doors::build`] with the routes of the application's scripts (loaded by
+    /// [`crate::scripts::load`] on `platform`, which holds their methods and publications
+    /// already) handed to the `[[api]]` they name.
+    ///
+    /// # Errors
+    /// As [`Doors::build`].
+    pub fn build_with(
+        config: &Config,
+        platform: &Platform,
+        scripts: Option<&portico_script::Scripts>,
+    ) -> Result<Doors, Vec<ConfigError>> {
         if let Err(e) = declare_collections(config, platform) {
             return Err(vec![refusal(1, "api.collection", e.to_string())]);
         }
@@ -59,7 +73,14 @@ impl Doors {
             routes: Vec::new(),
         };
         for api in &config.apis {
-            match rest::build_each(api, platform) {
+            let built = rest::build_each(api, platform).and_then(|mut rest| {
+                if let Some(scripts) = scripts {
+                    crate::scripts::add_routes(&mut rest, &api.base_path(), scripts)
+                        .map_err(|e| (api.line, e.to_string()))?;
+                }
+                Ok(rest)
+            });
+            match built {
                 Ok(rest) => {
                     doors.routes.extend(rest.describe());
                     doors.apis.push(rest.router());
@@ -85,6 +106,25 @@ impl Doors {
         } else {
             Err(refusals)
         }
+    }
+
+    /// [`Doors::build_with`] on a platform over an empty in-memory store, with the config's
+    /// scripts loaded on it: what the config and its scripts serve, without a database. Also
+    /// returns the scripts, `None` without `[scripts]`.
+    ///
+    /// # Errors
+    /// [`crate::Error::Script`] when the scripts do not load (file, line and column named);
+    /// what the doors refuse, as [`refused`] says it for `file`.
+    pub async fn build_scratch_with_scripts(
+        config: &Config,
+        file: Option<&Path>,
+    ) -> crate::Result<(Doors, Option<portico_script::Scripts>)> {
+        let platform = Platform::open("memory:").await?;
+        declare_collections(config, &platform)?;
+        let scripts = crate::scripts::load(config, &platform).await?;
+        let doors = Doors::build_with(config, &platform, scripts.as_ref())
+            .map_err(|errors| refused(file, errors))?;
+        Ok((doors, scripts))
     }
 
     /// [`Doors::build`] on a platform over an empty in-memory store: what the config serves,
@@ -181,7 +221,7 @@ pub fn declare_collections(config: &Config, platform: &Platform) -> crate::Resul
                     portico_platform::IdKind::Random
                 },
                 timestamps: config.timestamps(&name),
-                ..Default::default()
+                schema: config.schema_values.get(&name).cloned(),
             },
         )?;
     }

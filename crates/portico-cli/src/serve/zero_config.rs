@@ -41,6 +41,7 @@ pub async fn zero_config(platform: &Platform, url: &str) -> crate::Result<Config
             admin_role: Vec::new(),
             timestamps: false,
             self_only: false,
+            schema: None,
             line: 0,
         })
         .collect();

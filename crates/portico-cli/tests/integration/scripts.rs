@@ -1,0 +1,500 @@
+//! `[scripts]`: application logic in TypeScript/JavaScript, observed through the binary over
+//! HTTP (methods, publications, routes, rules, schema files, faults, fetch, concurrency).
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::common::{Workspace, text};
+
+const CONFIG: &str = r#"
+[scripts]
+main = "server/main.ts"
+timeout_ms = 1500
+memory_mb = 32
+fetch_hosts = ["127.0.0.1:FETCH_PORT"]
+
+[[api]]
+use_default_auth = true
+
+[[api.collection]]
+name = "todos"
+schema = "schemas/todos.json"
+
+[auto]
+collections = ["todos", "notes"]
+"#;
+
+const SCHEMA: &str = r#"{
+  "type": "object",
+  "required": ["title"],
+  "properties": { "title": { "type": "string", "minLength": 1 }, "done": { "type": "boolean" } }
+}"#;
+
+const MAIN: &str = r#"
+import { methods, publish, api, collection, accounts, roles, PorticoError } from "portico";
+import { shout } from "./lib/text.ts";
+
+interface Todo { _id?: string; title: string; done?: boolean; owner?: string | null }
+
+const todos = collection<Todo>("todos");
+
+methods({
+  echo(...args: unknown[]) { return args.length === 1 ? args[0] : args; },
+  whoami() { return { userId: this.userId, username: this.user ? this.user.username : null }; },
+  shout(s: string): string { return shout(s); },
+  async addTodo(title: string) {
+    this.setHttpStatusCode(201);
+    return await todos.insert({ title, done: false, owner: this.userId });
+  },
+  async countTodos() { return await todos.find({}).count(); },
+  refuse() { throw new PorticoError("not-yours", "That is not yours", { id: 7 }); },
+  teapot() { const e = new PorticoError("teapot", "I am one"); (e as any).statusCode = 418; throw e; },
+  broken() { throw new Error("secret internal detail"); },
+  spin() { for (;;) {} },
+  logs() { console.log("hello from a script"); return 1; },
+  async slowFetch(url: string) {
+    const r = await fetch(url);
+    return { status: r.status, body: await r.text() };
+  },
+  rename: { url: "todos/:0/rename", httpMethod: "post", async run(id: string, title: string) {
+    return await todos.update(id, { $set: { title } });
+  } },
+  async makeUser(name: string) {
+    const id = await accounts.createUser({ username: name, password: "pw-" + name });
+    await roles.addUsersToRoles(id, "editor");
+    return { id, editor: await roles.userIsInRole(id, ["editor"]) };
+  },
+});
+
+publish("openTodos", function () {
+  return todos.find({ done: false }, { sort: { title: 1 }, fields: { owner: 0 } });
+});
+
+publish("byHand", function (n: number = 3) {
+  for (let i = 0; i < n; i++) this.added("numbers", "n" + i, { value: i });
+  this.ready();
+});
+
+collection("notes").allow({
+  insert(userId: string | null, doc: any) { return doc.text !== "forbidden"; },
+});
+collection("notes").deny({
+  insert(userId: string | null, doc: any) { if (doc.text === "crash") throw new Error("rule broke"); return false; },
+});
+
+api("api").addRoute("hello/:name", {
+  get() { return { hi: this.urlParams.name, q: this.queryParams.q ?? null }; },
+  post: { authRequired: true, action() { return { statusCode: 202, headers: { "X-From": "script" }, body: { by: this.userId } }; } },
+});
+api("api").addRoute("todo/:id", {
+  async get() {
+    const t = await todos.findOne(this.urlParams.id);
+    if (!t) throw Object.assign(new PorticoError("not-found", "No such todo"), { statusCode: 404 });
+    return t;
+  },
+});
+api("api").addRoute("raw", {
+  get() { this.response.writeHead(200, { "Content-Type": "text/plain" }); this.response.end("plain text"); this.done(); },
+});
+"#;
+
+const LIB: &str =
+    "export function shout(s: string): string {\n  return s.toUpperCase() + \"!\";\n}\n";
+
+/// A local HTTP server answering every request after `delay` with "pong"; its port.
+async fn slow_server(delay: Duration) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let app = axum::Router::new().fallback(move || async move {
+        tokio::time::sleep(delay).await;
+        "pong"
+    });
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    port
+}
+
+fn workspace(fetch_port: u16, main: &str) -> Workspace {
+    let ws = Workspace::new();
+    ws.config(&CONFIG.replace("FETCH_PORT", &fetch_port.to_string()));
+    for (name, body) in [
+        ("server/main.ts", main),
+        ("server/lib/text.ts", LIB),
+        ("schemas/todos.json", SCHEMA),
+    ] {
+        let path = ws.path(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+    }
+    ws
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_methods_routes_publications_and_rules_over_http() {
+    let port = slow_server(Duration::from_millis(1000)).await;
+    let ws = workspace(port, MAIN);
+    ws.add_user("ann", "ann-password", &[]);
+    let server = ws.serve();
+
+    // Methods, as the auto API serves Rust methods.
+    let r = server
+        .call(
+            "POST",
+            "/methods/echo",
+            Some(json!([{"n": 12345678901_i64, "f": 1.5}])),
+            &[],
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body.clone()),
+        (200, json!({"n": 12345678901_i64, "f": 1.5})),
+        "{}",
+        r.raw
+    );
+    let r = server
+        .call("POST", "/methods/shout", Some(json!(["hi"])), &[])
+        .await;
+    assert_eq!(r.body, json!("HI!"), "{}", r.raw);
+    let r = server.call("POST", "/methods/whoami", None, &[]).await;
+    assert_eq!(
+        r.body,
+        json!({"userId": null, "username": null}),
+        "{}",
+        r.raw
+    );
+    let (token, ann_id) = server.auto_login("ann", "ann-password").await;
+    let auth = format!("Bearer {token}");
+    let r = server
+        .call("POST", "/methods/whoami", None, &[("Authorization", &auth)])
+        .await;
+    assert_eq!(
+        r.body,
+        json!({"userId": ann_id, "username": "ann"}),
+        "{}",
+        r.raw
+    );
+    let r = server.call("POST", "/methods/refuse", None, &[]).await;
+    assert_eq!(r.status, 400, "{}", r.raw);
+    assert_eq!(
+        r.body,
+        json!({"error": "not-yours", "reason": "That is not yours", "details": {"id": 7}})
+    );
+    let r = server.call("POST", "/methods/teapot", None, &[]).await;
+    assert_eq!(
+        (r.status, r.body["error"].clone()),
+        (418, json!("teapot")),
+        "{}",
+        r.raw
+    );
+    let r = server.call("POST", "/methods/broken", None, &[]).await;
+    assert_eq!(r.status, 500, "{}", r.raw);
+    assert!(!r.raw.contains("secret"), "{}", r.raw);
+    let r = server.call("POST", "/methods/logs", None, &[]).await;
+    assert_eq!(r.body, json!(1));
+
+    // The data API goes through the platform: the schema file refuses a bad todo.
+    let r = server
+        .call(
+            "POST",
+            "/methods/addTodo",
+            Some(json!(["milk"])),
+            &[("Authorization", &auth)],
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.raw);
+    let todo_id = r.body.as_str().unwrap().to_owned();
+    let r = server
+        .call("POST", "/methods/addTodo", Some(json!([""])), &[])
+        .await;
+    assert_eq!(r.status, 400, "{}", r.raw);
+    let r = server
+        .call(
+            "POST",
+            "/api/todos",
+            Some(json!({"title": 5})),
+            &[("X-User-Id", "x")],
+        )
+        .await;
+    assert!(r.status == 400 || r.status == 401, "{}", r.raw);
+    let r = server.call("POST", "/methods/countTodos", None, &[]).await;
+    assert_eq!(r.body, json!(1));
+    let r = server
+        .call(
+            "POST",
+            &format!("/todos/{todo_id}/rename"),
+            Some(json!(["bread"])),
+            &[],
+        )
+        .await;
+    assert_eq!((r.status, r.body.clone()), (200, json!(1)), "{}", r.raw);
+
+    // Publications: a cursor (with sort and fields), and by hand.
+    let r = server
+        .call("GET", "/publications/openTodos", None, &[])
+        .await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    let list = r.body["todos"].as_array().cloned().unwrap_or_default();
+    assert_eq!(list.len(), 1, "{}", r.raw);
+    assert_eq!(list[0]["title"], "bread");
+    assert!(list[0].get("owner").is_none(), "{}", r.raw);
+    let r = server
+        .call("POST", "/publications/byHand", Some(json!([3])), &[])
+        .await;
+    assert_eq!(
+        r.body["numbers"].as_array().map(Vec::len),
+        Some(3),
+        "{}",
+        r.raw
+    );
+
+    // Allow/deny functions decide client writes; a rule that throws refuses the write.
+    let r = server
+        .call(
+            "POST",
+            "/notes",
+            Some(json!({"text": "fine"})),
+            &[("Authorization", &auth)],
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    let r = server
+        .call(
+            "POST",
+            "/notes",
+            Some(json!({"text": "forbidden"})),
+            &[("Authorization", &auth)],
+        )
+        .await;
+    assert_eq!(r.status, 403, "{}", r.raw);
+    let r = server
+        .call(
+            "POST",
+            "/notes",
+            Some(json!({"text": "crash"})),
+            &[("Authorization", &auth)],
+        )
+        .await;
+    assert_eq!(r.status, 403, "{}", r.raw);
+
+    // Routes, with the endpoint context and the reply forms.
+    let r = server.call("GET", "/api/hello/bob?q=1", None, &[]).await;
+    assert_eq!(
+        (r.status, r.body.clone()),
+        (200, json!({"hi": "bob", "q": "1"})),
+        "{}",
+        r.raw
+    );
+    let r = server
+        .call("POST", "/api/hello/bob", Some(json!({})), &[])
+        .await;
+    assert_eq!(r.status, 401, "{}", r.raw);
+    let (rest_token, rest_id) = server.rest_login("/api/", "ann", "ann-password").await;
+    let r = server
+        .call(
+            "POST",
+            "/api/hello/bob",
+            Some(json!({})),
+            &[("X-Auth-Token", &rest_token), ("X-User-Id", &rest_id)],
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.header("x-from")),
+        (202, Some("script")),
+        "{}",
+        r.raw
+    );
+    assert_eq!(r.body, json!({"by": rest_id}));
+    let r = server
+        .call("GET", &format!("/api/todo/{todo_id}"), None, &[])
+        .await;
+    assert_eq!(r.body["title"], "bread", "{}", r.raw);
+    let r = server.call("GET", "/api/todo/nope", None, &[]).await;
+    assert_eq!(r.status, 404, "{}", r.raw);
+    let r = server.call("GET", "/api/raw", None, &[]).await;
+    assert_eq!((r.status, r.raw.as_str()), (200, "plain text"));
+
+    // Accounts and roles from a script.
+    let r = server
+        .call("POST", "/methods/makeUser", Some(json!(["cy"])), &[])
+        .await;
+    assert_eq!(r.body["editor"], true, "{}", r.raw);
+
+    // The fetch allow-list: a listed host answers; another port is refused.
+    let r = server
+        .call(
+            "POST",
+            "/methods/slowFetch",
+            Some(json!([format!("http://127.0.0.1:{port}/ping")])),
+            &[],
+        )
+        .await;
+    assert_eq!(r.body, json!({"status": 200, "body": "pong"}), "{}", r.raw);
+    let r = server
+        .call(
+            "POST",
+            "/methods/slowFetch",
+            Some(json!(["http://127.0.0.1:1/x"])),
+            &[],
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"].clone()),
+        (400, json!("fetch-refused")),
+        "{}",
+        r.raw
+    );
+
+    // 100 calls that each await a 1 s fetch run at once, and other requests are served meanwhile.
+    let started = Instant::now();
+    let url = format!("http://127.0.0.1:{port}/slow");
+    let calls = (0..100).map(|_| {
+        server.call(
+            "POST",
+            "/methods/slowFetch",
+            Some(json!([url.clone()])),
+            &[],
+        )
+    });
+    let during = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let t = Instant::now();
+        let r = server
+            .call("GET", &format!("/api/todos/{todo_id}"), None, &[])
+            .await;
+        (r.status, t.elapsed())
+    };
+    let (replies, (status, took)) = tokio::join!(futures::future::join_all(calls), during);
+    let elapsed = started.elapsed();
+    assert!(
+        replies.iter().all(|r| r.status == 200),
+        "{:?}",
+        replies.iter().find(|r| r.status != 200).map(|r| &r.raw)
+    );
+    assert!(
+        elapsed < Duration::from_secs(5),
+        "100 concurrent 1 s fetches took {elapsed:?}"
+    );
+    assert_eq!(status, 200);
+    assert!(
+        took < Duration::from_millis(900),
+        "a get-by-id waited {took:?} behind the scripts"
+    );
+
+    // A call past timeout_ms is stopped with a 500; the server goes on serving scripts.
+    let t = Instant::now();
+    let r = server.call("POST", "/methods/spin", None, &[]).await;
+    assert_eq!(r.status, 500, "{}", r.raw);
+    assert!(t.elapsed() < Duration::from_secs(5));
+    for _ in 0..4 {
+        let r = server
+            .call("POST", "/methods/shout", Some(json!(["again"])), &[])
+            .await;
+        assert_eq!(r.body, json!("AGAIN!"));
+    }
+
+    // The routes listing and the OpenAPI document name the script's methods and routes.
+    let doc = server.call("GET", "/openapi.json", None, &[]).await;
+    let paths = doc.body["paths"].as_object().cloned().unwrap_or_default();
+    for path in [
+        "/methods/echo",
+        "/api/hello/{name}",
+        "/publications/openTodos",
+        "/todos/{0}/rename",
+    ] {
+        assert!(
+            paths.contains_key(path),
+            "{path} missing from {:?}",
+            paths.keys().collect::<Vec<_>>()
+        );
+    }
+
+    let (_, log) = server.stop();
+    assert!(
+        log.contains("secret internal detail") && log.contains("server/main.ts:"),
+        "{log}"
+    );
+    assert!(
+        log.contains("hello from a script") && log.contains("server/main.ts:"),
+        "{log}"
+    );
+    assert!(log.contains("timeout_ms"), "{log}");
+}
+
+#[test]
+fn load_errors_stop_serve_and_fail_check_with_their_position() {
+    let cases = [
+        ("const a: number = 1;\nconst b = ;\n", "server/main.ts:2:"),
+        ("import './nope.ts';\n", "server/main.ts:1:8"),
+        ("\n\nenum Color { Red }\n", "server/main.ts:3:1"),
+        (
+            "import { publish, collection } from 'portico';\npublish('dup', function () { return collection('x').find(); });\n",
+            "line",
+        ),
+    ];
+    for (main, expected) in cases {
+        let ws = workspace(1, main);
+        if expected == "line" {
+            ws.config(&format!(
+                "{}\n[[auto.publication]]\nname = \"dup\"\ncollection = \"todos\"\n",
+                CONFIG.replace("FETCH_PORT", "1")
+            ));
+        }
+        let out = ws.run(&["check", "--config", "portico.toml"]);
+        let err = text(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{main}: check passed: {}",
+            text(&out.stdout)
+        );
+        assert!(err.contains(expected), "{main}: {err}");
+        if expected == "line" {
+            assert!(
+                err.contains("server/main.ts:2:") && err.contains("[[auto.publication]] (line"),
+                "{err}"
+            );
+        }
+        let out = ws.run(&[
+            "serve",
+            "--config",
+            "portico.toml",
+            "--listen",
+            "127.0.0.1:0",
+        ]);
+        assert!(!out.status.success(), "{main}: serve started");
+        assert!(
+            text(&out.stderr).contains(expected),
+            "{main}: {}",
+            text(&out.stderr)
+        );
+    }
+    let ws = workspace(1, MAIN);
+    let out = ws.run(&["check", "--config", "portico.toml"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("scripts: 14 methods, 2 publications, 3 routes"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn types_are_printed_for_editors() {
+    let ws = Workspace::new();
+    let out = ws.run(&["types"]);
+    assert!(out.status.success());
+    let types = text(&out.stdout);
+    assert!(types.contains("declare module \"portico\""), "{types}");
+    for name in [
+        "methods",
+        "publish",
+        "api",
+        "collection",
+        "accounts",
+        "roles",
+        "PorticoError",
+    ] {
+        assert!(types.contains(name), "{name}");
+    }
+}
