@@ -116,8 +116,8 @@ async fn slow_server(delay: Duration) -> u16 {
     port
 }
 
-fn workspace(fetch_port: u16, main: &str) -> Workspace {
-    let ws = Workspace::new();
+/// Writes the config (with `fetch_port` allowed), the scripts and the schema into `ws`.
+fn write_app(ws: &Workspace, fetch_port: u16, main: &str) {
     ws.config(&CONFIG.replace("FETCH_PORT", &fetch_port.to_string()));
     for (name, body) in [
         ("server/main.ts", main),
@@ -128,6 +128,11 @@ fn workspace(fetch_port: u16, main: &str) -> Workspace {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, body).unwrap();
     }
+}
+
+fn workspace(fetch_port: u16, main: &str) -> Workspace {
+    let ws = Workspace::new();
+    write_app(&ws, fetch_port, main);
     ws
 }
 
@@ -495,4 +500,55 @@ fn types_are_printed_for_editors() {
     ] {
         assert!(types.contains(name), "{name}");
     }
+}
+
+/// The same data API, route and publication on PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_run_on_postgres() {
+    let ws = Workspace::on_postgres();
+    write_app(&ws, 1, MAIN);
+    ws.add_user("ann", "ann-password", &[]);
+    let server = ws.serve();
+    let (token, _) = server.auto_login("ann", "ann-password").await;
+    let auth = format!("Bearer {token}");
+    let r = server
+        .call(
+            "POST",
+            "/methods/addTodo",
+            Some(json!(["milk"])),
+            &[("Authorization", &auth)],
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.raw);
+    let id = r.body.as_str().unwrap().to_owned();
+    let r = server
+        .call("POST", "/methods/addTodo", Some(json!([""])), &[])
+        .await;
+    assert_eq!(r.status, 400, "schema: {}", r.raw);
+    let r = server
+        .call("GET", &format!("/api/todo/{id}"), None, &[])
+        .await;
+    assert_eq!(r.body["title"], "milk", "{}", r.raw);
+    let r = server
+        .call("GET", "/publications/openTodos", None, &[])
+        .await;
+    assert_eq!(
+        r.body["todos"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        r.raw
+    );
+    let r = server
+        .call(
+            "POST",
+            "/notes",
+            Some(json!({"text": "forbidden"})),
+            &[("Authorization", &auth)],
+        )
+        .await;
+    assert_eq!(r.status, 403, "{}", r.raw);
+    let r = server
+        .call("POST", "/methods/makeUser", Some(json!(["cy"])), &[])
+        .await;
+    assert_eq!(r.body["editor"], true, "{}", r.raw);
 }
