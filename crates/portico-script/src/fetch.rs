@@ -11,10 +11,26 @@ use serde_json::{Map, Value, json};
 /// The largest response body a script may read (a bigger one fails the `fetch`).
 const MAX_BODY: usize = 16 * 1024 * 1024;
 
+fn failed(url: &str, e: &reqwest::Error) -> MethodError {
+    MethodError::new("fetch-failed", format!("fetch({url:?}): {}", chain(e))).with_status(502)
+}
+
 /// An HTTP client limited to a list of hosts.
 pub(crate) struct Client {
     http: reqwest::Client,
     hosts: Vec<String>,
+}
+
+/// An error with its causes, `a: b: c`.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 fn refused(reason: String) -> MethodError {
@@ -82,7 +98,7 @@ impl Client {
             .to_ascii_uppercase();
         let method = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|_| refused(format!("fetch: bad method {method:?}")))?;
-        let mut request = self.http.request(method, url).timeout(timeout);
+        let mut request = self.http.request(method.clone(), url).timeout(timeout);
         if let Some(Value::Object(headers)) = payload.get("headers") {
             for (name, value) in headers {
                 let value = value
@@ -94,9 +110,20 @@ impl Client {
         if let Some(body) = payload.get("body").and_then(Value::as_str) {
             request = request.body(body.to_owned());
         }
-        let mut response = request.send().await.map_err(|e| {
-            MethodError::new("fetch-failed", format!("fetch({url_text:?}): {e}")).with_status(502)
-        })?;
+        // A kept-alive connection the server closed meanwhile fails the send; a GET or HEAD is
+        // safe to send again, once.
+        let retry = matches!(method, reqwest::Method::GET | reqwest::Method::HEAD)
+            .then(|| request.try_clone())
+            .flatten();
+        let mut response = match request.send().await {
+            Ok(response) => response,
+            Err(e) => match retry {
+                Some(again) if !e.is_timeout() => {
+                    again.send().await.map_err(|e| failed(url_text, &e))?
+                }
+                _ => return Err(failed(url_text, &e)),
+            },
+        };
         let status = response.status();
         let mut headers = Map::new();
         for (name, value) in response.headers() {
@@ -106,9 +133,7 @@ impl Client {
             );
         }
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| {
-            MethodError::new("fetch-failed", format!("fetch({url_text:?}): {e}")).with_status(502)
-        })? {
+        while let Some(chunk) = response.chunk().await.map_err(|e| failed(url_text, &e))? {
             if body.len() + chunk.len() > MAX_BODY {
                 return Err(MethodError::new(
                     "fetch-failed",

@@ -10,7 +10,7 @@ use super::common::{Workspace, text};
 const CONFIG: &str = r#"
 [scripts]
 main = "server/main.ts"
-timeout_ms = 1500
+timeout_ms = 3000
 memory_mb = 32
 fetch_hosts = ["127.0.0.1:FETCH_PORT"]
 
