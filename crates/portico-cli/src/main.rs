@@ -31,6 +31,10 @@ enum Command {
         /// config, else sqlite:./portico.db).
         #[arg(long, value_name = "URL")]
         database: Option<String>,
+        /// Reload the `[scripts]` files when they change (calls in flight finish on the old
+        /// code; an edit that does not load leaves the old code serving).
+        #[arg(long)]
+        watch: bool,
     },
     /// Manage user accounts.
     Users {
@@ -209,6 +213,7 @@ async fn run(command: Command) -> portico_cli::Result<()> {
             config,
             listen,
             database,
+            watch,
         } => {
             let log = serve::init_logging();
             allocator::init();
@@ -216,6 +221,7 @@ async fn run(command: Command) -> portico_cli::Result<()> {
                 config,
                 listen,
                 database,
+                watch,
             })
             .await;
             // Every buffered log line is written before the process goes on to exit.

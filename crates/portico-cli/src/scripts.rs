@@ -53,6 +53,52 @@ pub async fn load(config: &Config, platform: &Platform) -> crate::Result<Option<
     Ok(Some(scripts))
 }
 
+/// How often `serve --watch` looks at the script files.
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// The modification times of `files`.
+fn stamps(files: &[std::path::PathBuf]) -> Vec<Option<std::time::SystemTime>> {
+    files
+        .iter()
+        .map(|f| std::fs::metadata(f).and_then(|m| m.modified()).ok())
+        .collect()
+}
+
+/// `serve --watch`: a task that reloads `scripts` whenever one of their files changes. Calls in
+/// flight finish on the old code; an edit that does not load is logged and the old code goes
+/// on serving. Names added or removed by an edit need a restart (the doors are built once).
+pub fn watch(scripts: Scripts) {
+    tokio::spawn(async move {
+        let mut files = scripts.files();
+        files.sort();
+        let mut seen = stamps(&files);
+        loop {
+            tokio::time::sleep(WATCH_EVERY).await;
+            let now = stamps(&files);
+            if now == seen {
+                continue;
+            }
+            seen = now;
+            match scripts.reload().await {
+                Ok(definitions) => {
+                    tracing::info!("scripts reloaded: later calls run the new code");
+                    if definitions != *scripts.definitions() {
+                        tracing::warn!(
+                            "the scripts now define other methods, publications, routes or rules than at startup; restart `portico serve` to serve the new names"
+                        );
+                    }
+                    files = scripts.files();
+                    files.sort();
+                    seen = stamps(&files);
+                }
+                Err(e) => {
+                    tracing::warn!("scripts not reloaded, the old code goes on serving: {e}");
+                }
+            }
+        }
+    });
+}
+
 /// Every definition of the scripts that the config defines too, or that names something the
 /// config lacks, as messages naming both places.
 pub fn collisions(config: &Config, definitions: &Definitions) -> Vec<String> {

@@ -38,6 +38,8 @@ pub struct ServeOptions {
     pub listen: Option<String>,
     /// `--database`: overrides the config's `database`.
     pub database: Option<String>,
+    /// `--watch`: reload `[scripts]` when their files change.
+    pub watch: bool,
 }
 
 /// The line `serve` prints on standard output once it listens, followed by the address
@@ -296,6 +298,9 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     let scripts = crate::scripts::load(&config, &platform).await?;
     let doors = Doors::build_with(&config, &platform, scripts.as_ref())
         .map_err(|errors| refused(path.as_deref(), errors))?;
+    if let (Some(scripts), true) = (&scripts, options.watch) {
+        crate::scripts::watch(scripts.clone());
+    }
     let door_routes = doors.routes.clone();
     let app = assemble(&config, &platform, doors)?.router;
     let app = admin::mount(app, &config, &platform, door_routes).await?;

@@ -41,8 +41,8 @@ pub mod strip;
 mod types;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use portico_platform::Platform;
@@ -93,10 +93,22 @@ impl ScriptConfig {
     }
 }
 
-struct Inner {
+/// One load of the modules: a pool of runtimes and what the modules defined.
+struct Program {
     shared: Arc<Shared>,
     runtimes: Vec<RuntimeHandle>,
     next: AtomicUsize,
+    definitions: Definitions,
+}
+
+struct Inner {
+    /// The program serving calls now; a reload replaces it, and calls in flight finish on the
+    /// one they started on.
+    current: RwLock<Arc<Program>>,
+    root: PathBuf,
+    config: ScriptConfig,
+    platform: Platform,
+    /// What the first load defined: the names the platform and the doors serve.
     definitions: Definitions,
 }
 
@@ -110,33 +122,26 @@ pub struct Scripts {
 impl std::fmt::Debug for Scripts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Scripts")
-            .field("main", &self.inner.shared.config.main)
-            .field("runtimes", &self.inner.runtimes.len())
+            .field("main", &self.inner.config.main)
+            .field("runtimes", &self.program().runtimes.len())
             .finish_non_exhaustive()
     }
 }
 
-impl Scripts {
-    /// Loads `config.main` (relative to `root`, the application's folder) into a pool of
-    /// runtimes whose host operations use `platform`. Must be called inside a Tokio runtime.
-    ///
-    /// # Errors
-    /// [`LoadError`]: a file that cannot be read, a syntax, import or type-stripping error with
-    /// its file, line and column, a module that throws while it loads, a malformed definition.
-    pub async fn load(
+impl Program {
+    async fn load(
         root: &Path,
         config: ScriptConfig,
         platform: Platform,
-    ) -> Result<Scripts, LoadError> {
-        let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    ) -> Result<Program, LoadError> {
         let main_path = root.join(&config.main);
-        let main = modules::name_of(&root, &main_path).ok_or_else(|| LoadError::Read {
+        let main = modules::name_of(root, &main_path).ok_or_else(|| LoadError::Read {
             file: config.main.display().to_string(),
             reason: "the main module must be inside the config file's folder".into(),
         })?;
         let count = config.runtimes.max(1);
         let shared = Arc::new(Shared::new(
-            root,
+            root.to_path_buf(),
             config,
             platform,
             tokio::runtime::Handle::current(),
@@ -174,30 +179,85 @@ impl Scripts {
             }
             runtimes.push(runtime);
         }
-        let definitions = definitions.unwrap_or_default();
+        Ok(Program {
+            shared,
+            runtimes,
+            next: AtomicUsize::new(0),
+            definitions: definitions.unwrap_or_default(),
+        })
+    }
+}
+
+impl Scripts {
+    /// Loads `config.main` (relative to `root`, the application's folder) into a pool of
+    /// runtimes whose host operations use `platform`. Must be called inside a Tokio runtime.
+    ///
+    /// # Errors
+    /// [`LoadError`]: a file that cannot be read, a syntax, import or type-stripping error with
+    /// its file, line and column, a module that throws while it loads, a malformed definition.
+    pub async fn load(
+        root: &Path,
+        config: ScriptConfig,
+        platform: Platform,
+    ) -> Result<Scripts, LoadError> {
+        let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+        let program = Program::load(&root, config.clone(), platform.clone()).await?;
         Ok(Scripts {
             inner: Arc::new(Inner {
-                shared,
-                runtimes,
-                next: AtomicUsize::new(0),
-                definitions,
+                definitions: program.definitions.clone(),
+                current: RwLock::new(Arc::new(program)),
+                root,
+                config,
+                platform,
             }),
         })
     }
 
-    /// What the modules defined: methods, publications, routes, rules.
+    fn program(&self) -> Arc<Program> {
+        self.inner
+            .current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Loads the modules again from their files and serves every later call with the new code;
+    /// calls in flight finish on the old code. When the new code does not load, the old code
+    /// goes on serving. The names served (methods, publications, routes, rules) stay those of
+    /// the first load: a name the new code adds is not served until a restart, and one it
+    /// drops answers with the script's "not found" error.
+    ///
+    /// # Errors
+    /// Why the new code did not load; nothing changed then.
+    pub async fn reload(&self) -> Result<Definitions, LoadError> {
+        let program = Program::load(
+            &self.inner.root,
+            self.inner.config.clone(),
+            self.inner.platform.clone(),
+        )
+        .await?;
+        let definitions = program.definitions.clone();
+        *self
+            .inner
+            .current
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(program);
+        Ok(definitions)
+    }
+
+    /// What the modules defined (at the first load): methods, publications, routes, rules.
     pub fn definitions(&self) -> &Definitions {
         &self.inner.definitions
     }
 
     /// The script files the program was loaded from.
     pub fn files(&self) -> Vec<PathBuf> {
-        self.inner.shared.files()
+        self.program().shared.files()
     }
 
     /// The settings the program was loaded with.
     pub fn config(&self) -> &ScriptConfig {
-        &self.inner.shared.config
+        &self.inner.config
     }
 
     /// Calls into the program on the next runtime of the pool; `context` becomes `this`'s
@@ -209,8 +269,9 @@ impl Scripts {
         context: &Value,
         args: &Value,
     ) -> Result<Outcome, CallError> {
-        let runtimes = &self.inner.runtimes;
-        let index = self.inner.next.fetch_add(1, Ordering::Relaxed) % runtimes.len();
+        let program = self.program();
+        let runtimes = &program.runtimes;
+        let index = program.next.fetch_add(1, Ordering::Relaxed) % runtimes.len();
         let (tx, rx) = oneshot::channel();
         runtimes[index].call(
             kind,
@@ -219,7 +280,7 @@ impl Scripts {
             args.to_string(),
             tx,
         );
-        let timeout = self.inner.shared.config.timeout;
+        let timeout = self.inner.config.timeout;
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(CallError::Stopped {
@@ -282,15 +343,10 @@ impl Scripts {
     /// The memory each runtime of the pool uses now, in bytes (the engine's own count).
     pub async fn memory_per_runtime(&self) -> Vec<u64> {
         let mut out = Vec::new();
-        for index in 0..self.inner.runtimes.len() {
+        let program = self.program();
+        for index in 0..program.runtimes.len() {
             let (tx, rx) = oneshot::channel();
-            self.inner.runtimes[index].call(
-                Kind::Memory,
-                String::new(),
-                "{}".into(),
-                "[]".into(),
-                tx,
-            );
+            program.runtimes[index].call(Kind::Memory, String::new(), "{}".into(), "[]".into(), tx);
             if let Ok(Ok(outcome)) = rx.await {
                 out.push(outcome.value.as_u64().unwrap_or(0));
             }

@@ -80,11 +80,20 @@ pub(crate) enum Message {
         request: u64,
         result: Result<String, String>,
     },
+    /// The handle was dropped: finish the calls in flight, then end the thread.
+    Stop,
 }
 
-/// The handle of one runtime thread.
+/// The handle of one runtime thread. Dropping it stops the thread once its calls in flight
+/// have finished.
 pub(crate) struct RuntimeHandle {
     sender: mpsc::Sender<Message>,
+}
+
+impl Drop for RuntimeHandle {
+    fn drop(&mut self) {
+        let _ = self.sender.send(Message::Stop);
+    }
 }
 
 impl RuntimeHandle {
@@ -169,13 +178,15 @@ impl State {
     }
 }
 
+/// Fields drop in order: the values kept across turns first, then the context, then the
+/// runtime (the engine frees values through the runtime that owns them).
 struct Engine {
-    runtime: Runtime,
-    context: Context,
+    dispatch: Persistent<Function<'static>>,
     state: Rc<RefCell<State>>,
     deadline: Rc<Cell<Option<Instant>>>,
     timeout: Duration,
-    dispatch: Persistent<Function<'static>>,
+    context: Context,
+    runtime: Runtime,
 }
 
 impl Engine {
@@ -225,8 +236,10 @@ impl Engine {
     }
 
     fn serve(self, receiver: &mpsc::Receiver<Message>) {
+        let mut stopping = false;
         while let Ok(message) = receiver.recv() {
             match message {
+                Message::Stop => stopping = true,
                 Message::Call {
                     kind,
                     name,
@@ -268,6 +281,13 @@ impl Engine {
                         Ok(text) => resolve.restore(ctx)?.call::<_, ()>((text,)),
                         Err(text) => reject.restore(ctx)?.call::<_, ()>((text,)),
                     });
+                }
+            }
+            if stopping {
+                let mut state = self.state.borrow_mut();
+                state.calls.retain(|_, reply| !reply.is_closed());
+                if state.calls.is_empty() && state.host.is_empty() {
+                    break;
                 }
             }
         }

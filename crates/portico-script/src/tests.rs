@@ -287,3 +287,38 @@ async fn idle_runtimes_are_small() {
         assert!(size > 0 && size < 8 * 1024 * 1024, "{size} bytes");
     }
 }
+
+#[tokio::test]
+async fn a_reload_serves_new_code_and_a_broken_edit_keeps_the_old() {
+    let app = app(
+        &[(
+            "main.js",
+            "import { methods } from 'portico';\nmethods({ v() { return 1; } });\n",
+        )],
+        |_| {},
+    )
+    .await;
+    assert_eq!(call(&app, "v", json!([])).await.ok(), Some(json!(1)));
+    let main = app._dir.path().join("main.js");
+    std::fs::write(
+        &main,
+        "import { methods } from 'portico';\nmethods({ v() { return 2; } });\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(app.scripts.reload().await.is_ok());
+    assert_eq!(call(&app, "v", json!([])).await.ok(), Some(json!(2)));
+    std::fs::write(
+        &main,
+        "import { methods } from 'portico';\nmethods({\n  v() { return ; ; ) } });\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let e = app
+        .scripts
+        .reload()
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("main.js:3:"), "{e}");
+    assert_eq!(call(&app, "v", json!([])).await.ok(), Some(json!(2)));
+}

@@ -552,3 +552,62 @@ async fn scripts_run_on_postgres() {
         .await;
     assert_eq!(r.body["editor"], true, "{}", r.raw);
 }
+
+/// `serve --watch`: an edit is served without a restart; an edit that does not load is logged
+/// and the old code goes on serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_reloads_edits_and_keeps_serving_through_a_broken_one() {
+    let ws = workspace(1, MAIN);
+    let server = super::common::Server::start(
+        ws.dir.path(),
+        &[
+            "serve",
+            "--config",
+            "portico.toml",
+            "--listen",
+            "127.0.0.1:0",
+            "--watch",
+        ],
+    );
+    let r = server
+        .call("POST", "/methods/shout", Some(json!(["a"])), &[])
+        .await;
+    assert_eq!(r.body, json!("A!"));
+    let lib = ws.path("server/lib/text.ts");
+    std::fs::write(
+        &lib,
+        "export function shout(s: string): string {\n  return s + \"?\";\n}\n",
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = server
+            .call("POST", "/methods/shout", Some(json!(["a"])), &[])
+            .await;
+        if r.body == json!("a?") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the edit was not served: {}",
+            r.raw
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    std::fs::write(
+        &lib,
+        "export function shout(s: string): string {\n  return s +;\n}\n",
+    )
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let r = server
+        .call("POST", "/methods/shout", Some(json!(["b"])), &[])
+        .await;
+    assert_eq!(r.body, json!("b?"), "{}", r.raw);
+    let (_, log) = server.stop();
+    assert!(log.contains("scripts reloaded"), "{log}");
+    assert!(
+        log.contains("scripts not reloaded") && log.contains("server/lib/text.ts:2:"),
+        "{log}"
+    );
+}
