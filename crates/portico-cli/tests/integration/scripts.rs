@@ -558,6 +558,7 @@ async fn scripts_run_on_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_reloads_edits_and_keeps_serving_through_a_broken_one() {
     let ws = workspace(1, MAIN);
+    ws.add_user("root", "root-secret", &["admin"]);
     let server = super::common::Server::start(
         ws.dir.path(),
         &[
@@ -573,6 +574,28 @@ async fn watch_reloads_edits_and_keeps_serving_through_a_broken_one() {
         .call("POST", "/methods/shout", Some(json!(["a"])), &[])
         .await;
     assert_eq!(r.body, json!("A!"));
+    // The admin page's API view lists the script's methods, publications and routes.
+    let login = server
+        .call(
+            "POST",
+            "/_/api/login",
+            Some(json!({"user": "root", "password": "root-secret"})),
+            &[],
+        )
+        .await;
+    let token = login.body["token"].as_str().unwrap_or_default().to_owned();
+    let routes = server
+        .call("GET", "/_/api/routes", None, &[("X-Auth-Token", &token)])
+        .await;
+    assert_eq!(routes.status, 200, "{}", routes.raw);
+    for path in [
+        "/methods/shout",
+        "/publications/openTodos",
+        "/api/hello/:name",
+        "/todos/:0/rename",
+    ] {
+        assert!(routes.raw.contains(path), "{path} not in {}", routes.raw);
+    }
     let lib = ws.path("server/lib/text.ts");
     std::fs::write(
         &lib,
