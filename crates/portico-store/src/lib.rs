@@ -68,6 +68,7 @@ mod batch;
 mod document;
 mod error;
 pub mod feed;
+pub mod format;
 mod id;
 mod index_key;
 pub mod json;
@@ -95,6 +96,7 @@ pub use document::{
 };
 pub use error::{Error, ErrorKind, Result};
 pub use feed::{Change, ChangeFeed, ChangeKind};
+pub use format::{FORMAT_VERSION, FormatStatus, stored_format};
 pub use id::{IdKind, new_id, new_object_id};
 pub use modifier::Update;
 pub use projection::Projection;

@@ -108,6 +108,14 @@ impl PostgresStore {
     }
 }
 
+/// The stored format of the database `url` names, read without creating or changing anything
+/// (see [`crate::format::stored_format`]).
+pub(crate) async fn stored_format(url: &str) -> Result<Option<u32>> {
+    let (pool, _) = pool::build_with_config(url)?;
+    let client = pool.get().await?;
+    schema::read_format(&client).await
+}
+
 #[async_trait]
 impl Store for PostgresStore {
     async fn insert(&self, collection: &str, doc: Document) -> Result<String> {

@@ -36,11 +36,21 @@ pub(crate) const COUNT_SLOTS: i32 = 8;
 
 /// Creates the catalog tables when missing. Several instances may open one database at once:
 /// an advisory lock makes them take turns.
+///
+/// The stored format (see [`crate::format`]) is read first, under the lock: a newer one is
+/// refused and the transaction rolled back, so nothing changes; an older one is migrated in this
+/// transaction (Portico takes no backup of a PostgreSQL database: `pg_dump` before upgrading).
 pub(crate) async fn init(client: &mut Client) -> Result<()> {
+    use crate::format::{FORMAT_TABLE, FORMAT_VERSION, FormatStatus};
     let tx = client.transaction().await?;
+    tx.batch_execute("SELECT pg_advisory_xact_lock(hashtextextended('portico:catalog', 0));")
+        .await?;
+    let status = FormatStatus::of(read_format(&tx).await?);
+    if let FormatStatus::Newer(v) = status {
+        return Err(crate::format::newer_error("the PostgreSQL database", v));
+    }
     tx.batch_execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended('portico:catalog', 0));
-         CREATE TABLE IF NOT EXISTS portico_collections (
+        "CREATE TABLE IF NOT EXISTS portico_collections (
              name text COLLATE \"C\" PRIMARY KEY
          );
          CREATE TABLE IF NOT EXISTS portico_indexes (
@@ -57,8 +67,59 @@ pub(crate) async fn init(client: &mut Client) -> Result<()> {
          );",
     )
     .await?;
+    if status != FormatStatus::Current {
+        // Format 1 to 2 (and a new database): the catalog as it was, plus the version row.
+        tx.batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {FORMAT_TABLE} (
+                 id integer PRIMARY KEY CHECK (id = 1),
+                 version integer NOT NULL
+             );
+             INSERT INTO {FORMAT_TABLE} (id, version) VALUES (1, {FORMAT_VERSION})
+                 ON CONFLICT (id) DO UPDATE SET version = excluded.version;"
+        ))
+        .await?;
+    }
     tx.commit().await?;
+    if let FormatStatus::Older(from) = status {
+        tracing::warn!(
+            "the PostgreSQL database was migrated from stored format {from} to {FORMAT_VERSION} \
+             in one transaction (Portico takes no backup of a PostgreSQL database; keep a \
+             pg_dump from before the upgrade)"
+        );
+    }
     Ok(())
+}
+
+/// The stored format of the database `client` is on, as `crate::format` defines it: `None`
+/// without Portico's catalog.
+pub(crate) async fn read_format(client: &impl GenericClient) -> Result<Option<u32>> {
+    use crate::format::{FORMAT_TABLE, UNVERSIONED_FORMAT};
+    let row = client
+        .query_one(
+            &format!(
+                "SELECT to_regclass('{FORMAT_TABLE}') IS NOT NULL, \
+                 to_regclass('portico_collections') IS NOT NULL"
+            ),
+            &[],
+        )
+        .await?;
+    let (versioned, catalog): (bool, bool) = (row.get(0), row.get(1));
+    if versioned {
+        let version: Option<i32> = client
+            .query_opt(
+                &format!("SELECT version FROM {FORMAT_TABLE} WHERE id = 1"),
+                &[],
+            )
+            .await?
+            .map(|row| row.get(0));
+        return match version.and_then(|v| u32::try_from(v).ok()) {
+            Some(v) => Ok(Some(v)),
+            None => Err(Error::Open(format!(
+                "the table {FORMAT_TABLE} holds no format version (was it edited by hand?)"
+            ))),
+        };
+    }
+    Ok(catalog.then_some(UNVERSIONED_FORMAT))
 }
 
 /// Takes the transaction-scoped advisory lock of `collection`, which every change of its tables

@@ -32,6 +32,10 @@
 //! | `query.rs` | `find`, `count`, `get`: candidates decided by the reference matcher, paged |
 //! | `write.rs` | insert, update, remove, `ensure_index`, drop, each one transaction |
 //! | `group.rs` | group commit: concurrent single inserts share one transaction, each in a savepoint |
+//! | `format.rs` | the stored format version (`portico_format`), read and written |
+//! | `lock.rs` | the shared lock every open store holds on `<file>-lock`, which a restore takes exclusively |
+//! | `backup.rs` | online backups ([`backup`]), their check ([`verify`]) and [`restore`] |
+//! | `backup_set.rs` | a directory of backups: take one, list them, keep the newest ([`BackupSet`]) |
 //!
 //! Each collection is a table `(id TEXT PRIMARY KEY, doc TEXT)` holding the document as JSON
 //! text. An acknowledged write survives the process being killed (see `pool.rs` for why WAL
@@ -49,10 +53,15 @@
 //! whole collection, which run inline when a reader connection is idle because the thread
 //! hand-off costs about as much as they do.
 
+mod backup;
+mod backup_set;
 mod checkpoint;
 mod error;
+mod format;
 mod group;
 mod index;
+#[clippy::msrv = "1.89"]
+mod lock;
 mod plan;
 mod pool;
 mod query;
@@ -70,6 +79,12 @@ use async_trait::async_trait;
 use self::pool::Pool;
 use crate::feed::{Change, ChangeKind};
 use crate::{Document, Error, Query, Result, Selector, Store, Update, UpdateOptions, UpdateResult};
+pub use backup::{
+    BackupCheck, BackupReport, PARTIAL_SUFFIX, RestoreReport, backup, restore, verify,
+};
+pub use backup_set::{BACKUP_EXTENSION, BACKUP_PREFIX, BackupFile, BackupSet};
+pub use format::read_stored_format;
+pub use lock::{LOCK_SUFFIX, is_held, lock_path};
 
 /// Reader connections per store: enough for the two or four cores of a small server to read in
 /// parallel, few enough that their page caches stay small.
@@ -94,6 +109,9 @@ pub struct SqliteStore {
     feed: crate::ChangeFeed,
     /// Single inserts waiting for their group commit (see `group.rs`).
     inserts: Arc<group::InsertQueue>,
+    /// The shared lock on the database held while this store is open (see `lock.rs`); after
+    /// `pool` so that the connections close first.
+    _lock: Arc<lock::DatabaseLock>,
 }
 
 impl SqliteStore {
@@ -102,21 +120,20 @@ impl SqliteStore {
     /// # Errors
     /// [`Error::Open`] when the file cannot be opened or created (its directory does not exist,
     /// no permission, ...) or is not a SQLite database.
+    ///
+    /// The database's stored format (see [`crate::format`]) is read before anything is written:
+    /// a newer one is refused with [`Error::Open`] and the file is left exactly as it was; an
+    /// older one is first copied with [`backup`] to `<file>.before-format-<N>-<UTC time>`
+    /// beside it, then migrated in the same transaction that opens the catalog. While the store
+    /// is open it holds a shared lock on `<file>-lock` (see [`restore`]).
     pub async fn open(path: impl AsRef<Path>) -> Result<SqliteStore> {
         let path = path.as_ref().to_path_buf();
-        let pool = run_blocking(move || {
-            Pool::open(&path, READERS, |conn| {
-                let tx = conn.transaction()?;
-                schema::init(&tx)?;
-                tx.commit()?;
-                Ok(())
-            })
-        })
-        .await?;
+        let (pool, lock) = run_blocking(move || open_checked(&path)).await?;
         Ok(SqliteStore {
             pool: Arc::new(pool),
             feed: crate::ChangeFeed::new(),
             inserts: Arc::default(),
+            _lock: Arc::new(lock),
         })
     }
 
@@ -171,6 +188,47 @@ impl SqliteStore {
         let pool = Arc::clone(&self.pool);
         run_blocking(move || pool.write(f)).await
     }
+}
+
+/// Opens the pool on `path` after the lock and the stored format allow it (see
+/// [`SqliteStore::open`]).
+fn open_checked(path: &Path) -> Result<(Pool, lock::DatabaseLock)> {
+    use crate::format::FormatStatus;
+    pool::check_path(path)?;
+    let lock = lock::DatabaseLock::shared(path)?;
+    let place = path.display().to_string();
+    let migrated = match FormatStatus::of(format::read_stored_format(path)?) {
+        FormatStatus::Newer(v) => return Err(crate::format::newer_error(&place, v)),
+        FormatStatus::Older(v) => Some((v, backup::before_migration(path)?)),
+        FormatStatus::Empty | FormatStatus::Current => None,
+    };
+    let pool = Pool::open(path, READERS, |conn| {
+        // Immediate: a second process opening the same old file at the same moment waits here,
+        // then finds it migrated.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        match FormatStatus::of(format::read(&tx)?) {
+            FormatStatus::Newer(v) => return Err(crate::format::newer_error(&place, v)),
+            FormatStatus::Current => schema::init(&tx)?,
+            FormatStatus::Empty | FormatStatus::Older(_) => {
+                // Format 1 to 2: the catalog as it was (`init` brings files older than format 1
+                // up to it too), plus the version row.
+                schema::init(&tx)?;
+                format::stamp(&tx)?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    })?;
+    if let Some((from, backup)) = migrated {
+        tracing::warn!(
+            "{place}: migrated from stored format {from} to {}; the database as it was is kept \
+             in {} ({} bytes)",
+            crate::FORMAT_VERSION,
+            backup.path.display(),
+            backup.bytes
+        );
+    }
+    Ok((pool, lock))
 }
 
 /// Runs blocking SQLite work on tokio's blocking pool and awaits its result.

@@ -67,16 +67,7 @@ impl Pool {
         init: impl FnOnce(&mut Connection) -> Result<()>,
     ) -> Result<Pool> {
         let open_error = |e: rusqlite::Error| open_error(path, &e);
-        // SQLite gives "" and ":memory:" a private database per connection, which our readers
-        // would never see; refuse them rather than lose writes. URIs (`file:...`) are not
-        // interpreted (no SQLITE_OPEN_URI): every path is a file name.
-        let text = path.to_string_lossy();
-        if text.is_empty() || text == ":memory:" {
-            return Err(Error::Open(format!(
-                "{text:?} is not a file path; the SQLite store needs a file (use the memory: \
-                 store for data that lives in memory)"
-            )));
-        }
+        check_path(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -265,8 +256,29 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Refuses a path that names no database file: SQLite gives "" and ":memory:" a private
+/// database per connection, which our readers would never see (refused rather than lose
+/// writes), and a directory cannot be one. URIs (`file:...`) are not interpreted (no
+/// SQLITE_OPEN_URI): every path is a file name.
+pub(crate) fn check_path(path: &Path) -> Result<()> {
+    let text = path.to_string_lossy();
+    if text.is_empty() || text == ":memory:" {
+        return Err(Error::Open(format!(
+            "{text:?} is not a file path; the SQLite store needs a file (use the memory: \
+             store for data that lives in memory)"
+        )));
+    }
+    if path.is_dir() {
+        return Err(Error::Open(format!(
+            "{}: a directory, not a database file",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 /// The [`Error::Open`] for a failure opening `path`.
-fn open_error(path: &Path, e: &rusqlite::Error) -> Error {
+pub(crate) fn open_error(path: &Path, e: &rusqlite::Error) -> Error {
     let reason = match e.sqlite_error_code() {
         Some(rusqlite::ErrorCode::NotADatabase) => "the file is not a SQLite database".to_string(),
         Some(rusqlite::ErrorCode::CannotOpen) => {
