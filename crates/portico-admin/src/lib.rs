@@ -26,6 +26,7 @@
 //! | collections | every collection with its count; a paged, sortable table with a `where` selector; open, create, replace and delete documents through the platform collection (schema, duplicate `_id` checks) |
 //! | users | list and search accounts (never hashes or tokens), add one, set roles, set a password, log one out everywhere, remove one |
 //! | API | every route of both front doors, from their own [`RouteDoc`](portico_edge::RouteDoc)s, and a link to `/openapi.json` |
+//! | backups | the backups of the SQLite database ([`AdminPage::backups`]): list, take one now, download one |
 //!
 //! ## The JSON API
 //! Under `PATH/api/` (`/_/api/` by default); bodies and replies are JSON, errors
@@ -43,6 +44,9 @@
 //! | `PUT users/{id}/roles` `{roles}`, `PUT users/{id}/password` `{password}` | set exactly these roles; set a password |
 //! | `POST users/{id}/logout`, `DELETE users/{id}` | end every session; remove the account |
 //! | `GET routes` | `{routes: [RouteDoc], openapi}` |
+//! | `GET backups` | `{configured, dir, keep, running, backups: [{name, bytes, modifiedMs}]}`, newest first |
+//! | `POST backups` | takes a backup now (see [`AdminPage::backups`]): 201 `{name, bytes, format, elapsedMs}`, 409 while one runs, 404 without backups |
+//! | `GET backups/{name}` | downloads one (`Content-Disposition: attachment`) |
 //!
 //! The `users` collection is read-only in the collections calls (accounts change through the
 //! users calls) and never shows `services`, nor lets a filter or sort reach into it. An admin
@@ -61,6 +65,7 @@
 
 mod api_error;
 mod assets;
+mod backups;
 mod collections;
 mod guard;
 mod route_list;

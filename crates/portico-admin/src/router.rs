@@ -9,7 +9,7 @@ use portico_edge::RouteDoc;
 use portico_platform::{LoginLimits, Platform};
 
 use crate::state::{AdminState, RouteSource};
-use crate::{assets, collections, guard, route_list, session, users};
+use crate::{assets, backups, collections, guard, route_list, session, users};
 
 /// Where the page is served unless told otherwise.
 pub const DEFAULT_PATH: &str = "/_/";
@@ -31,6 +31,7 @@ pub struct AdminPage {
     limits: LoginLimits,
     routes: RouteSource,
     openapi: Option<String>,
+    backups: Option<Arc<portico_store::sqlite::BackupSet>>,
 }
 
 impl std::fmt::Debug for AdminPage {
@@ -93,6 +94,7 @@ impl AdminPage {
             limits: LoginLimits::default(),
             routes: Arc::new(Vec::new),
             openapi: Some(OPENAPI_PATH.to_owned()),
+            backups: None,
         }
     }
 
@@ -137,6 +139,13 @@ impl AdminPage {
         self
     }
 
+    /// The backups the Backups view lists, takes and downloads (a SQLite database's; without
+    /// them the view says backups are not set up).
+    pub fn backups(mut self, backups: Arc<portico_store::sqlite::BackupSet>) -> Self {
+        self.backups = Some(backups);
+        self
+    }
+
     /// The router: the page at the path, its assets beside it, its API under `path/api/`.
     ///
     /// # Errors
@@ -152,6 +161,7 @@ impl AdminPage {
             role: self.role,
             routes: self.routes,
             openapi: self.openapi,
+            backups: self.backups,
         };
         let api = |p: &str| format!("{prefix}/api{p}");
         let guarded = Router::new()
@@ -174,6 +184,8 @@ impl AdminPage {
             .route(&api("/users/{id}/password"), put(users::set_password))
             .route(&api("/users/{id}/logout"), post(users::logout_everywhere))
             .route(&api("/routes"), get(route_list::list))
+            .route(&api("/backups"), get(backups::list).post(backups::start))
+            .route(&api("/backups/{name}"), get(backups::download))
             // Unknown API paths answer as the known ones do: 401/403 before 404, so nothing
             // about the API can be learnt without the admin role.
             .route(&api("/{*rest}"), axum::routing::any(guard::no_such_call))

@@ -16,4 +16,6 @@ pub(crate) struct AdminState {
     pub(crate) login: LoginService,
     pub(crate) routes: RouteSource,
     pub(crate) openapi: Option<String>,
+    /// The backups the Backups view lists, takes and downloads (see `backups.rs`).
+    pub(crate) backups: Option<Arc<portico_store::sqlite::BackupSet>>,
 }

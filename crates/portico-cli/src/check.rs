@@ -39,8 +39,10 @@ pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report>
     let (doors, scripts) = Doors::build_scratch_with_scripts(&config, Some(path)).await?;
     let choice = choose_database(database, Some(path), &config);
     let from_config = choice.source.starts_with("`database`");
-    let url = choice.url;
-    if let Err(message) = check_database(&url).await {
+    let url = choice.url.clone();
+    let checked = check_database(&url).await;
+    if let Err(message) = checked.as_ref() {
+        let message = message.clone();
         return Err(match config.database_position {
             Some((line, column)) if from_config => crate::Error::Config(ConfigErrors {
                 file: path.to_owned(),
@@ -70,20 +72,38 @@ pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report>
             plural(defs.routes.len())
         ));
     }
+    // `[backups]` copies SQLite files: on another store `serve` would refuse to start.
+    crate::backup::configured_set(&config, &choice)?;
+    let format = checked.map_or_else(|_| String::new(), |status| status.to_string());
     Ok(Report {
-        summary,
+        summary: format!("{summary}\ndatabase: {choice}: {format}"),
         warnings: warning_lines(path, &config),
     })
 }
 
-/// Whether `serve` could open the store at `url`: it is opened the same way. A SQLite file that
-/// does not exist yet is created for the test and removed again (with its journal files), so
-/// `check` leaves nothing behind; one that exists must be a SQLite database.
+/// Whether `serve` could open the store at `url`, and its stored format: it is opened the same
+/// way. A SQLite file that does not exist yet is created for the test and removed again (with
+/// its journal and lock files), so `check` leaves nothing behind; one that exists must be a
+/// SQLite database. The stored format is read first: a database in an older format is not
+/// opened (opening migrates it; `check` changes nothing), one in a newer format is an error.
 ///
 /// # Errors
 /// What is wrong, in words.
-pub async fn check_database(url: &str) -> Result<(), String> {
+pub async fn check_database(url: &str) -> Result<portico_store::FormatStatus, String> {
+    use portico_store::FormatStatus;
     check_database_url(url)?;
+    let status = match portico_store::stored_format(url).await {
+        Ok(stored) => FormatStatus::of(stored),
+        Err(portico_store::Error::Unavailable(reason)) => {
+            return Err(unavailable(&reason));
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    match status {
+        FormatStatus::Newer(_) => return Err(status.to_string()),
+        FormatStatus::Older(_) => return Ok(status),
+        FormatStatus::Empty | FormatStatus::Current => {}
+    }
     let mut created = None;
     if let Some(path) = url.strip_prefix("sqlite:") {
         let path = Path::new(path);
@@ -118,22 +138,33 @@ pub async fn check_database(url: &str) -> Result<(), String> {
             drop(store);
             Ok(())
         }
-        Err(portico_store::Error::Unavailable(reason)) => Err(format!(
-            "the database cannot be used: {reason} (is the server running, and are the host, \
-             port, user, password and database name in the URL right?)"
-        )),
+        Err(portico_store::Error::Unavailable(reason)) => Err(unavailable(&reason)),
         Err(e) => Err(e.to_string()),
     };
     if let Some(path) = created {
         // Let the store's connections close before their files go.
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        for suffix in ["", "-wal", "-shm", "-journal"] {
+        for suffix in [
+            "",
+            "-wal",
+            "-shm",
+            "-journal",
+            portico_store::sqlite::LOCK_SUFFIX,
+        ] {
             let mut name = path.clone().into_os_string();
             name.push(suffix);
             let _ = std::fs::remove_file(name);
         }
     }
-    opened
+    opened.map(|()| status)
+}
+
+/// The message for a database server that cannot be reached or refuses the credentials.
+fn unavailable(reason: &str) -> String {
+    format!(
+        "the database cannot be used: {reason} (is the server running, and are the host, \
+         port, user, password and database name in the URL right?)"
+    )
 }
 
 /// The summary `check` prints for a valid config whose doors are `doors`.

@@ -7,6 +7,7 @@ mod admin;
 mod api_paths;
 mod checker;
 mod diagnostic;
+mod operations;
 mod raw;
 mod rule;
 mod value;
@@ -21,6 +22,7 @@ use serde_json::Value;
 pub use admin::AdminConfig;
 pub use checker::check_database_url;
 pub use diagnostic::ConfigError;
+pub use operations::{BackupsConfig, LogConfig, LogFormat};
 pub use rule::Rule;
 pub use warning::ConfigWarning;
 
@@ -76,6 +78,10 @@ pub struct Config {
     /// The config file's folder (set by [`Config::load`]): scripts and schema files are found
     /// relative to it.
     pub folder: Option<PathBuf>,
+    /// `[backups]`, when present: scheduled and on-demand backups of a SQLite database.
+    pub backups: Option<BackupsConfig>,
+    /// `[log]`: the log's format.
+    pub log: LogConfig,
 }
 
 /// `[scripts]`: the main module and the limits of its runtimes.

@@ -56,6 +56,9 @@ pub enum Error {
     /// file, line and column.
     #[error("{0}")]
     Script(String),
+    /// A backup or a restore failed, or was refused (nothing was replaced then).
+    #[error("{0}")]
+    Backup(String),
     /// Serving failed after start.
     #[error("server error: {0}")]
     Serve(std::io::Error),

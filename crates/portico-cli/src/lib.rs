@@ -26,9 +26,11 @@
 //! | `portico users add\|list\|password\|logout\|remove\|roles add\|roles remove` | manages accounts |
 //! | `portico import --collection NAME FILE` | imports a JSON array export |
 //! | `portico routes [--config FILE]` | prints every route |
-//! | `portico check [--config FILE]` | validates the config (and loads `[scripts]`) |
+//! | `portico check [--config FILE]` | validates the config (and loads `[scripts]`), says the database's stored format |
 //! | `portico types` | prints the TypeScript declarations of the scripts' `"portico"` module |
+//! | `portico backup [--out FILE]`, `portico restore FILE` | an online copy of a SQLite database; putting one back ([`backup`]) |
 
+pub mod backup;
 pub mod check;
 pub mod config;
 pub mod database;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use portico_cli::{check, database, doors, import, openapi, routes, serve, users};
+use portico_cli::{backup, check, database, doors, import, openapi, routes, serve, users};
 
 /// A zero-code REST server from a TOML file, on embedded SQLite.
 #[derive(Debug, Parser)]
@@ -68,6 +68,22 @@ enum Command {
         /// Store URL whose collections the zero-config default serves (no config file only).
         #[arg(long, value_name = "URL")]
         database: Option<String>,
+    },
+    /// Copy a SQLite database while it serves: checked, then renamed into place.
+    Backup {
+        #[command(flatten)]
+        db: DatabaseArgs,
+        /// Where to write it (default: in `[backups] dir`, else
+        /// ./portico-backup-<UTC time>.db).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Replace a SQLite database with a backup (refused while a server has it open).
+    Restore {
+        /// The backup file.
+        file: PathBuf,
+        #[command(flatten)]
+        db: DatabaseArgs,
     },
     /// Validate the config; print every mistake with its line and key.
     Check {
@@ -179,6 +195,19 @@ fn say(text: impl std::fmt::Display) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve { .. }) {
+        // What the store warns about while a one-shot command runs (a database migrated to
+        // this build's stored format, with where its backup went) reaches the operator.
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_target(false)
+            .without_time()
+            .with_ansi(false)
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -215,7 +244,7 @@ async fn run(command: Command) -> portico_cli::Result<()> {
             database,
             watch,
         } => {
-            let log = serve::init_logging();
+            let log = serve::init_logging(serve::log_format(config.as_deref()));
             allocator::init();
             let served = serve::run(serve::ServeOptions {
                 config,
@@ -229,6 +258,24 @@ async fn run(command: Command) -> portico_cli::Result<()> {
             served
         }
         Command::Users { command } => run_users(command).await,
+        Command::Backup { db, out } => {
+            let (path, config) = database::load_config(db.config.as_deref())?;
+            let choice =
+                database::choose_database(db.database.as_deref(), path.as_deref(), &config);
+            eprintln!("database: {choice}");
+            let report = backup::backup(&choice, out, &config).await?;
+            say(backup::backup_line(&report));
+            Ok(())
+        }
+        Command::Restore { file, db } => {
+            let (path, config) = database::load_config(db.config.as_deref())?;
+            let choice =
+                database::choose_database(db.database.as_deref(), path.as_deref(), &config);
+            eprintln!("database: {choice}");
+            let report = backup::restore(&file, &choice).await?;
+            say(backup::restore_lines(&file, &report));
+            Ok(())
+        }
         Command::Import {
             db,
             collection,

@@ -2,12 +2,15 @@
 //! until SIGINT or SIGTERM.
 
 pub mod admin;
+mod backups;
 mod connections;
+mod json_log;
 mod log_writer;
 pub mod metrics;
 pub mod openapi;
 pub mod probes;
 mod redact;
+pub mod request_id;
 mod request_log;
 pub mod store_metrics;
 mod zero_config;
@@ -60,27 +63,45 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// falls behind (a full pipe), logging threads wait for it. `None` when a subscriber is set
 /// already, or when the writer thread cannot be started (then each line is written as it is
 /// logged).
+///
+/// `format` is `[log] format`: text lines, or one JSON object per line (see `json_log`).
 #[must_use = "dropping the guard at once stops the log writer"]
-pub fn init_logging() -> Option<LogGuard> {
+pub fn init_logging(format: crate::config::LogFormat) -> Option<LogGuard> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let json = format == crate::config::LogFormat::Json;
+    let ansi = !json && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let subscriber = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(ansi)
         .with_target(false);
     // A second call (tests) finds a subscriber set already; that one is kept.
-    match log_writer::start(std::io::stderr(), "portico-log") {
-        Some((writer, guard)) => subscriber
+    let started = log_writer::start(std::io::stderr(), "portico-log");
+    let (writer, guard) = match started {
+        Some((writer, guard)) => (Some(writer), Some(guard)),
+        None => (None, None),
+    };
+    let installed = match (json, writer) {
+        (true, Some(writer)) => subscriber
+            .event_format(json_log::JsonLines)
             .with_writer(writer)
-            .try_init()
-            .ok()
-            .map(|()| guard),
-        None => {
-            let _ = subscriber.with_writer(std::io::stderr).try_init();
-            None
-        }
-    }
+            .try_init(),
+        (true, None) => subscriber
+            .event_format(json_log::JsonLines)
+            .with_writer(std::io::stderr)
+            .try_init(),
+        (false, Some(writer)) => subscriber.with_writer(writer).try_init(),
+        (false, None) => subscriber.with_writer(std::io::stderr).try_init(),
+    };
+    installed.ok().and(guard)
+}
+
+/// The `[log] format` of the config `serve` will read (see [`database::load_config`]); text
+/// when there is none or it does not load (`serve` then says why).
+pub fn log_format(config: Option<&std::path::Path>) -> crate::config::LogFormat {
+    database::load_config(config)
+        .map(|(_, config)| config.log.format)
+        .unwrap_or_default()
 }
 
 /// Builds the whole application the config declares on `platform`: one router per `[[api]]`,
@@ -302,9 +323,13 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         crate::scripts::watch(scripts.clone());
     }
     let door_routes = doors.routes.clone();
+    let backups = crate::backup::configured_set(&config, &choice)?.map(std::sync::Arc::new);
     let app = assemble(&config, &platform, doors)?.router;
-    let app = admin::mount(app, &config, &platform, door_routes).await?;
+    let app = admin::mount(app, &config, &platform, door_routes, backups.clone()).await?;
     let app = with_request_log(with_body_timeout(app, config.server.body_timeout));
+    let app = app.layer(request_id::RequestIdLayer::new(
+        config.trusted_proxies.clone(),
+    ));
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| crate::Error::Listen {
@@ -351,6 +376,9 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     }
     if config.apis.is_empty() && config.auto.is_none() {
         warn!("the config declares no [[api]] and no [auto]: every path answers 404");
+    }
+    if let (Some(set), Some(every)) = (&backups, config.backups.as_ref().and_then(|b| b.every)) {
+        backups::schedule(std::sync::Arc::clone(set), every);
     }
     {
         use std::io::Write as _;

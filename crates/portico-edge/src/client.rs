@@ -97,6 +97,12 @@ impl TrustedProxies {
         Some(client)
     }
 
+    /// True when the request's TCP peer is a trusted proxy, so that what it says about the
+    /// request in headers (`X-Forwarded-For`, `X-Request-Id`) is believed.
+    pub fn trusts_peer(&self, extensions: &http::Extensions) -> bool {
+        peer_ip(extensions).is_some_and(|ip| self.trusts(ip))
+    }
+
     /// [`TrustedProxies::client_ip`] of a request's parts.
     pub fn client_ip_of(
         &self,

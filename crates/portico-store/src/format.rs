@@ -76,6 +76,7 @@ impl std::fmt::Display for FormatStatus {
 }
 
 /// The refusal of a database in a newer format; names both versions and says nothing changed.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn newer_error(place: &str, stored: u32) -> Error {
     Error::Open(format!(
         "{place}: the database is in stored format {stored}, newer than this Portico's format \
@@ -94,14 +95,15 @@ pub async fn stored_format(url: &str) -> Result<Option<u32>> {
         url: crate::redact_url(url),
         reason: reason.to_owned(),
     };
-    let Some((scheme, rest)) = url.split_once(':') else {
+    // `_rest`: only the sqlite backend reads it.
+    let Some((scheme, _rest)) = url.split_once(':') else {
         return Err(invalid("expected a scheme"));
     };
     match scheme {
         "memory" => Ok(None),
         #[cfg(feature = "sqlite")]
         "sqlite" => {
-            let path = std::path::PathBuf::from(rest.strip_prefix("//").unwrap_or(rest));
+            let path = std::path::PathBuf::from(_rest.strip_prefix("//").unwrap_or(_rest));
             tokio::task::spawn_blocking(move || crate::sqlite::read_stored_format(&path))
                 .await
                 .map_err(|e| Error::Backend(format!("sqlite: the blocking task failed: {e}")))?

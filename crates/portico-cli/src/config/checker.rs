@@ -139,6 +139,7 @@ impl<'a> Checker<'a> {
             }
         }
         schemas.dedup_by(|a, b| a.collection == b.collection);
+        let (backups, log) = self.operations(raw.backups, raw.log);
         Config {
             scripts,
             schemas,
@@ -156,7 +157,32 @@ impl<'a> Checker<'a> {
             auto,
             admin,
             server,
+            backups,
+            log,
         }
+    }
+
+    /// `[backups]` and `[log]` (see `config/operations.rs`).
+    fn operations(
+        &mut self,
+        backups: Option<super::operations::RawBackups>,
+        log: Option<super::operations::RawLog>,
+    ) -> (Option<super::BackupsConfig>, super::LogConfig) {
+        let line = self.source.header_line("backups").unwrap_or(1);
+        let (backups, mut mistakes) = match backups {
+            Some(raw) => {
+                let (config, mistakes) = super::BackupsConfig::check(raw, line);
+                (Some(config), mistakes)
+            }
+            None => (None, Vec::new()),
+        };
+        let (log, log_mistakes) = log.map(super::LogConfig::check).unwrap_or_default();
+        mistakes.extend(log_mistakes);
+        for (span, key, message) in mistakes {
+            let err = self.source.error(span, key, message);
+            self.errors.push(err);
+        }
+        (backups, log)
     }
 
     fn server(&mut self, raw: RawServer) -> ConnectionLimits {

@@ -28,6 +28,8 @@ pub(crate) struct RawConfig {
     pub(crate) server: Option<RawServer>,
     pub(crate) live: Option<RawLive>,
     pub(crate) scripts: Option<Spanned<RawScripts>>,
+    pub(crate) backups: Option<super::operations::RawBackups>,
+    pub(crate) log: Option<super::operations::RawLog>,
 }
 
 /// `[scripts]`: application logic in JavaScript or TypeScript.

@@ -12,20 +12,28 @@ use crate::config::Config;
 ///
 /// # Errors
 /// [`crate::Error::Setup`] for an unusable path or one a front door serves already.
+///
+/// `backups` are the `[backups]` of a SQLite database, which the page lists, takes and
+/// downloads.
 pub async fn mount(
     app: Router,
     config: &Config,
     platform: &Platform,
     routes: Vec<RouteDoc>,
+    backups: Option<std::sync::Arc<portico_store::sqlite::BackupSet>>,
 ) -> crate::Result<Router> {
     if !config.admin.enabled {
         return Ok(app);
     }
     warn_without_admins(config, platform).await?;
-    let admin = portico_admin::AdminPage::new(platform.clone())
+    let mut page = portico_admin::AdminPage::new(platform.clone())
         .path(config.admin.path.clone())
         .role(config.admin.role.clone())
-        .routes(routes)
+        .routes(routes);
+    if let Some(backups) = backups {
+        page = page.backups(backups);
+    }
+    let admin = page
         .router()
         .map_err(|err| crate::Error::Setup(format!("[admin] path: {err}")))?;
     // Two routers claiming one path make axum panic on merge; say which key to change instead.

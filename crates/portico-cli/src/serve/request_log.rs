@@ -1,6 +1,7 @@
 //! The request log: one `info` line per request, written when its response is ready.
 //!
-//! The line is one event (target `portico::request`) with the method, the URI (credentials
+//! The line is one event (target `portico::request`) with the request id (see
+//! [`super::request_id`]), the method, the URI (credentials
 //! redacted, see [`super::redact`]), the HTTP version, the status and the latency; headers and
 //! bodies are never logged. `RUST_LOG=info,portico::request=off` keeps every other line and
 //! drops these.
@@ -24,6 +25,18 @@ use super::redact;
 
 /// The target of the request lines.
 pub(crate) const TARGET: &str = "portico::request";
+
+/// A request id as log text (`-` when the request has none).
+struct RequestIdText<'a>(Option<&'a http::HeaderValue>);
+
+impl std::fmt::Display for RequestIdText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.and_then(|v| v.to_str().ok()) {
+            Some(id) => f.write_str(id),
+            None => f.write_str("-"),
+        }
+    }
+}
 
 /// Adds the request log to a service.
 #[derive(Debug, Clone, Copy, Default)]
@@ -61,11 +74,15 @@ where
             return Box::pin(self.inner.call(request));
         }
         let started = Instant::now();
+        let id = request
+            .extensions()
+            .get::<super::request_id::RequestId>()
+            .map(|id| id.0.clone());
         let method = request.method().clone();
         let uri = redact::redacted_uri(request.uri());
         let version = request.version();
         let span = tracing::enabled!(target: TARGET, Level::DEBUG)
-            .then(|| tracing::debug_span!(target: TARGET, "request", method = %method, uri = %uri));
+            .then(|| tracing::debug_span!(target: TARGET, "request", request_id = %RequestIdText(id.as_ref()), method = %method, uri = %uri));
         let response = self.inner.call(request);
         Box::pin(async move {
             let result = match span {
@@ -75,6 +92,7 @@ where
             if let Ok(response) = &result {
                 tracing::info!(
                     target: TARGET,
+                    request_id = %RequestIdText(id.as_ref()),
                     method = %method,
                     uri = %uri,
                     version = ?version,

@@ -37,12 +37,15 @@ pub struct BackupSet {
     running: Mutex<()>,
 }
 
-/// True for a name a set's backup has (`portico-backup-*.db`, nothing that could leave `dir`).
+/// True for a name a set's backup has: `portico-backup-*.db` of letters, digits, `-`, `_` and
+/// `.` (nothing that could leave `dir` or need quoting in a header).
 fn is_backup_name(name: &str) -> bool {
     name.starts_with(BACKUP_PREFIX)
         && name.ends_with(BACKUP_EXTENSION)
-        && !name.contains(['/', '\\'])
-        && !name.starts_with('.')
+        && !name.contains("..")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
 }
 
 impl BackupSet {
