@@ -8,6 +8,7 @@ mod integration {
     mod admin_page;
     mod auto_api;
     mod auto_conditional;
+    mod backups;
     mod batch;
     mod check;
     mod common;
@@ -19,6 +20,7 @@ mod integration {
     mod log_secrets;
     mod login_parity;
     mod operations;
+    mod request_ids;
     mod routes_api;
     mod safe_defaults;
     mod scale_out;
