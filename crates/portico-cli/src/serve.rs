@@ -228,8 +228,11 @@ async fn not_found() -> (StatusCode, axum::Json<serde_json::Value>) {
 /// latency). The URI's query has the values of credential-like parameters (`token`,
 /// `access_token`, `X-Auth-Token`, `password`, ... in any case or encoding) redacted; headers
 /// and bodies are never logged.
-pub fn with_request_log(app: Router) -> Router {
-    app.layer(request_log::RequestLogLayer)
+///
+/// Every reply also carries `X-Request-Id` (see [`request_id`]), the one in the request line:
+/// a request from one of `proxies` keeps its own.
+pub fn with_request_log(app: Router, proxies: portico_edge::TrustedProxies) -> Router {
+    app.layer(request_log::RequestLogLayer::new(proxies))
 }
 
 /// Fails a request whose body pauses longer than `timeout` between two chunks (a client that
@@ -326,10 +329,10 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     let backups = crate::backup::configured_set(&config, &choice)?.map(std::sync::Arc::new);
     let app = assemble(&config, &platform, doors)?.router;
     let app = admin::mount(app, &config, &platform, door_routes, backups.clone()).await?;
-    let app = with_request_log(with_body_timeout(app, config.server.body_timeout));
-    let app = app.layer(request_id::RequestIdLayer::new(
+    let app = with_request_log(
+        with_body_timeout(app, config.server.body_timeout),
         config.trusted_proxies.clone(),
-    ));
+    );
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| crate::Error::Listen {

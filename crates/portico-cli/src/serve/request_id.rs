@@ -4,54 +4,18 @@
 //! `trusted_proxies` rule that decides whose `X-Forwarded-For` is believed) and the value is
 //! 1 to 128 visible ASCII characters; otherwise a new random one (17 characters, as document
 //! ids). A client that is not a trusted proxy cannot choose the id that lands in the logs.
-
-use std::task::{Context, Poll};
+//! The request log's layer (`request_log.rs`) gives each request its id and each reply the
+//! header, whether or not the log is on.
 
 use axum::extract::Request;
-use axum::response::Response;
 use http::HeaderValue;
 use portico_edge::TrustedProxies;
-use tower::{Layer, Service};
 
 /// The header.
 pub const REQUEST_ID: &str = "x-request-id";
 
 /// The longest id taken from a proxy.
 const MAX_LEN: usize = 128;
-
-/// The id of the request being served, in its extensions (read by the request log).
-#[derive(Debug, Clone)]
-pub(crate) struct RequestId(pub(crate) HeaderValue);
-
-/// Adds the request id to a service (see the module docs).
-#[derive(Debug, Clone)]
-pub(crate) struct RequestIdLayer {
-    proxies: TrustedProxies,
-}
-
-impl RequestIdLayer {
-    pub(crate) fn new(proxies: TrustedProxies) -> Self {
-        RequestIdLayer { proxies }
-    }
-}
-
-impl<S> Layer<S> for RequestIdLayer {
-    type Service = WithRequestId<S>;
-
-    fn layer(&self, inner: S) -> WithRequestId<S> {
-        WithRequestId {
-            inner,
-            proxies: self.proxies.clone(),
-        }
-    }
-}
-
-/// A service whose requests get an id, and whose replies carry it.
-#[derive(Debug, Clone)]
-pub(crate) struct WithRequestId<S> {
-    inner: S,
-    proxies: TrustedProxies,
-}
 
 /// A usable id a proxy sent: 1 to [`MAX_LEN`] visible ASCII characters.
 fn acceptable(value: &HeaderValue) -> bool {
@@ -60,7 +24,7 @@ fn acceptable(value: &HeaderValue) -> bool {
 }
 
 /// The id of `request`: the trusted proxy's, or a new one.
-fn id_of(request: &Request, proxies: &TrustedProxies) -> HeaderValue {
+pub(crate) fn id_of(request: &Request, proxies: &TrustedProxies) -> HeaderValue {
     if !proxies.is_empty() && proxies.trusts_peer(request.extensions()) {
         if let Some(sent) = request.headers().get(REQUEST_ID).filter(|v| acceptable(v)) {
             return sent.clone();
@@ -68,31 +32,6 @@ fn id_of(request: &Request, proxies: &TrustedProxies) -> HeaderValue {
     }
     HeaderValue::from_str(&portico_store::new_id())
         .unwrap_or_else(|_| HeaderValue::from_static("-"))
-}
-
-impl<S> Service<Request> for WithRequestId<S>
-where
-    S: Service<Request, Response = Response> + Send + 'static,
-    S::Future: Send + 'static,
-{
-    type Response = Response;
-    type Error = S::Error;
-    type Future = futures::future::BoxFuture<'static, Result<Response, S::Error>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut request: Request) -> Self::Future {
-        let id = id_of(&request, &self.proxies);
-        request.extensions_mut().insert(RequestId(id.clone()));
-        let response = self.inner.call(request);
-        Box::pin(async move {
-            let mut response = response.await?;
-            response.headers_mut().insert(REQUEST_ID, id);
-            Ok(response)
-        })
-    }
 }
 
 #[cfg(test)]

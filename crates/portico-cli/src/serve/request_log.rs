@@ -22,38 +22,50 @@ use tower::{Layer, Service};
 use tracing::{Instrument as _, Level};
 
 use super::redact;
+use super::request_id::REQUEST_ID;
 
 /// The target of the request lines.
 pub(crate) const TARGET: &str = "portico::request";
 
-/// A request id as log text (`-` when the request has none).
-struct RequestIdText<'a>(Option<&'a http::HeaderValue>);
+/// A request id as log text (ids are visible ASCII; `-` if one were not).
+struct RequestIdText<'a>(&'a http::HeaderValue);
 
 impl std::fmt::Display for RequestIdText<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0.and_then(|v| v.to_str().ok()) {
-            Some(id) => f.write_str(id),
-            None => f.write_str("-"),
-        }
+        f.write_str(self.0.to_str().unwrap_or("-"))
     }
 }
 
-/// Adds the request log to a service.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct RequestLogLayer;
+/// Adds the request log and the request id to a service.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RequestLogLayer {
+    /// Whose `X-Request-Id` is kept (see [`super::request_id`]).
+    proxies: portico_edge::TrustedProxies,
+}
+
+impl RequestLogLayer {
+    pub(crate) fn new(proxies: portico_edge::TrustedProxies) -> Self {
+        RequestLogLayer { proxies }
+    }
+}
 
 impl<S> Layer<S> for RequestLogLayer {
     type Service = RequestLog<S>;
 
     fn layer(&self, inner: S) -> RequestLog<S> {
-        RequestLog { inner }
+        RequestLog {
+            inner,
+            proxies: self.proxies.clone(),
+        }
     }
 }
 
-/// A service whose requests are logged (see the module docs).
+/// A service whose requests are logged, and whose replies carry their request's id (see the
+/// module docs).
 #[derive(Debug, Clone)]
 pub(crate) struct RequestLog<S> {
     inner: S,
+    proxies: portico_edge::TrustedProxies,
 }
 
 impl<S> Service<Request> for RequestLog<S>
@@ -70,29 +82,33 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
+        let id = super::request_id::id_of(&request, &self.proxies);
         if !tracing::enabled!(target: TARGET, Level::INFO) {
-            return Box::pin(self.inner.call(request));
+            let response = self.inner.call(request);
+            return Box::pin(async move {
+                let mut response = response.await?;
+                response.headers_mut().insert(REQUEST_ID, id);
+                Ok(response)
+            });
         }
         let started = Instant::now();
-        let id = request
-            .extensions()
-            .get::<super::request_id::RequestId>()
-            .map(|id| id.0.clone());
         let method = request.method().clone();
         let uri = redact::redacted_uri(request.uri());
         let version = request.version();
         let span = tracing::enabled!(target: TARGET, Level::DEBUG)
-            .then(|| tracing::debug_span!(target: TARGET, "request", request_id = %RequestIdText(id.as_ref()), method = %method, uri = %uri));
+            .then(|| tracing::debug_span!(target: TARGET, "request", request_id = %RequestIdText(&id), method = %method, uri = %uri));
         let response = self.inner.call(request);
         Box::pin(async move {
             let result = match span {
                 Some(span) => response.instrument(span).await,
                 None => response.await,
             };
-            if let Ok(response) = &result {
+            let mut result = result;
+            if let Ok(response) = &mut result {
+                response.headers_mut().insert(REQUEST_ID, id.clone());
                 tracing::info!(
                     target: TARGET,
-                    request_id = %RequestIdText(id.as_ref()),
+                    request_id = %RequestIdText(&id),
                     method = %method,
                     uri = %uri,
                     version = ?version,
