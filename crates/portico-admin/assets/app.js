@@ -182,6 +182,7 @@ function route() {
   const root = clear(document.getElementById('view'));
   if (view === 'users') usersView(root);
   else if (view === 'api') apiView(root);
+  else if (view === 'backups') backupsView(root);
   else collectionsView(root, parts[1]);
 }
 
@@ -543,6 +544,89 @@ async function apiView(root) {
     el('caption', { class: 'sr-only' }, 'Routes'),
     el('thead', {}, el('tr', {}, ['Door', 'Method', 'Path', 'Who may call', 'Rules', 'Does'].map((h) => el('th', { scope: 'col' }, h)))),
     el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: '6', class: 'muted' }, 'No routes are served.')))));
+}
+
+// ----- backups -----
+
+function sizeText(bytes) {
+  if (bytes >= 1e9) return (bytes / 1e9).toFixed(2) + ' GB';
+  if (bytes >= 1e6) return (bytes / 1e6).toFixed(1) + ' MB';
+  if (bytes >= 1e3) return Math.round(bytes / 1e3) + ' kB';
+  return bytes + ' bytes';
+}
+
+/** Downloads a backup: fetched with the token header (never in a URL), saved from a blob. */
+async function downloadBackup(name, box) {
+  showError(box, null);
+  let response;
+  try {
+    response = await fetch(new URL('backups/' + encodeURIComponent(name), API), {
+      headers: { 'X-Auth-Token': token() || '' },
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+  } catch (e) {
+    showError(box, new Error('The server cannot be reached.'));
+    return;
+  }
+  if (!response.ok) {
+    showError(box, new Error('The download failed (' + response.status + ').'));
+    return;
+  }
+  const url = URL.createObjectURL(await response.blob());
+  const link = el('a', { href: url, download: name, hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+}
+
+async function backupsView(root) {
+  const box = errorBox('backups-error');
+  const intro = el('p', { class: 'muted' });
+  const take = el('button', { type: 'button', id: 'take-backup' }, 'Take a backup now');
+  const table = el('div', { class: 'table-wrap', id: 'backups' });
+  root.append(el('div', { class: 'title-row' }, el('h2', {}, 'Backups'), take), intro, box, table);
+
+  async function load() {
+    let reply;
+    try { reply = await call('GET', 'backups'); } catch (e) { showError(box, e); return; }
+    clear(intro);
+    if (!reply.configured) {
+      take.disabled = true;
+      intro.append('Backups are not set up on this server: add a [backups] table to its config (SQLite databases only).');
+      clear(table);
+      return;
+    }
+    intro.append('Consistent copies of the database, taken while it serves, in ', el('code', {}, reply.dir),
+      '; the newest ' + reply.keep + ' are kept.');
+    const rows = reply.backups.map((b) => el('tr', {},
+      el('td', {}, el('code', {}, b.name)),
+      el('td', {}, sizeText(b.bytes)),
+      el('td', {}, new Date(b.modifiedMs).toLocaleString()),
+      el('td', {}, el('button', { type: 'button', class: 'link', onclick: () => downloadBackup(b.name, box) }, 'Download'))));
+    clear(table).append(el('table', {},
+      el('caption', { class: 'sr-only' }, 'Backups'),
+      el('thead', {}, el('tr', {}, ['File', 'Size', 'Taken', ''].map((h) => el('th', { scope: 'col' }, h)))),
+      el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: '4', class: 'muted' }, 'No backups yet.')))));
+  }
+
+  take.addEventListener('click', async () => {
+    showError(box, null);
+    take.disabled = true;
+    take.textContent = 'Taking a backup…';
+    try {
+      const made = await call('POST', 'backups');
+      notice('Backup ' + made.name + ' taken (' + sizeText(made.bytes) + ').');
+    } catch (e) {
+      showError(box, e);
+    }
+    take.disabled = false;
+    take.textContent = 'Take a backup now';
+    load();
+  });
+
+  load();
 }
 
 // ----- start -----

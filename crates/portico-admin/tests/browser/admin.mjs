@@ -220,6 +220,24 @@ try {
   results.openapiHref = await page.getAttribute('#openapi-link', 'href');
   await shot('10-api');
 
+  // ----- Backups: none yet, take one, download it -----
+  await page.click('nav a[data-view=backups]');
+  await page.locator('#backups tbody tr').first().waitFor();
+  results.backupRowsBefore = await page.locator('#backups tbody tr').allTextContents();
+  await page.click('#take-backup');
+  results.backupNotice = await waitText('#notice', /Backup portico-backup-.* taken/);
+  await page.locator('#backups tbody tr button.link').first().waitFor();
+  results.backupRowsAfter = await page.locator('#backups tbody tr').allTextContents();
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.locator('#backups tbody tr button.link', { hasText: 'Download' }).first().click(),
+  ]);
+  results.downloadName = download.suggestedFilename();
+  const saved = join(SHOTS, 'downloaded-backup.db');
+  await download.saveAs(saved);
+  results.downloadPath = saved;
+  await shot('10b-backups');
+
   // ----- 375 px wide, and dark mode -----
   await page.setViewportSize({ width: 375, height: 800 });
   await page.click('nav a[data-view=collections]');

@@ -78,6 +78,31 @@ async fn the_admin_page_works_in_a_real_browser() {
         .unwrap_or_else(|| panic!("no results from the browser script:\n{stdout}\n{stderr}"));
     let text = |key: &str| seen[key].as_str().unwrap_or_default().to_owned();
 
+    // Backups: none, one taken from the page, downloaded whole.
+    assert_eq!(
+        seen["backupRowsBefore"],
+        serde_json::json!(["No backups yet."])
+    );
+    assert!(text("backupNotice").contains("taken"), "{seen}");
+    let rows = seen["backupRowsAfter"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(rows.len(), 1, "{seen}");
+    let name = text("downloadName");
+    assert!(
+        name.starts_with("portico-backup-") && name.ends_with(".db"),
+        "{name}"
+    );
+    assert!(
+        rows[0].as_str().unwrap_or_default().contains(&name),
+        "{seen}"
+    );
+    let on_server = std::fs::read(server.backups.join(&name)).unwrap();
+    let downloaded = std::fs::read(text("downloadPath")).unwrap();
+    assert_eq!(downloaded, on_server, "the download is the backup file");
+    assert!(downloaded.starts_with(b"SQLite format 3\0"));
+
     // Refused, then in.
     assert!(text("nonAdminMessage").contains("admin"), "{seen}");
     assert_eq!(text("whoami"), ADMIN.0);

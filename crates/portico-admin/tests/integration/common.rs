@@ -14,6 +14,8 @@ pub(crate) struct Server {
     /// `http://127.0.0.1:PORT`
     pub(crate) origin: String,
     pub(crate) platform: Platform,
+    /// Where the page's backups go.
+    pub(crate) backups: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -41,7 +43,8 @@ async fn user(platform: &Platform, name: &str, password: &str, roles: &[&str]) -
 impl Server {
     /// The admin page at `/_/` beside a routes API on `articles` and the auto API's route
     /// description; 25 articles (odd ones tagged red), one holding markup, a `notes` collection
-    /// with a JSON Schema; accounts `root` (admin), `bob` and `dave`.
+    /// with a JSON Schema; accounts `root` (admin), `bob` and `dave`; backups of the database
+    /// in `backups/` beside it (none yet).
     pub(crate) async fn start() -> Server {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite:{}", dir.path().join("admin.db").display());
@@ -103,8 +106,14 @@ impl Server {
             });
         let mut routes = rest.describe();
         routes.extend(auto.routes().unwrap());
+        let backups = portico_store::sqlite::BackupSet::new(
+            dir.path().join("admin.db"),
+            dir.path().join("backups"),
+            3,
+        );
         let admin = AdminPage::new(platform.clone())
             .routes(routes)
+            .backups(std::sync::Arc::new(backups))
             .router()
             .unwrap();
         let app = rest.router().merge(admin);
@@ -121,6 +130,7 @@ impl Server {
         Server {
             origin: format!("http://{addr}"),
             platform,
+            backups: dir.path().join("backups"),
             _dir: dir,
         }
     }
