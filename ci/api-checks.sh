@@ -5,7 +5,8 @@
 #  2. schemathesis fuzzes the server running each of them from its document (coverage and
 #     fuzzing phases, a bounded number of examples per operation): no 5xx, no response the
 #     document does not allow, no panic in the server's log.
-# The Python tools are installed with pip into a virtualenv under target/; when they cannot be
+# The Python tools are installed with pip into a virtualenv in cargo's target directory (wherever
+# CARGO_TARGET_DIR or the cargo config puts it, as cargo itself reports); when they cannot be
 # installed the script fails, it never skips.
 #
 # Environment: API_CHECKS_EXAMPLES (examples per operation, default 50), API_CHECKS_SEED
@@ -13,13 +14,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-examples="${API_CHECKS_EXAMPLES:-50}"
-seed="${API_CHECKS_SEED:-1}"
-venv="${API_CHECKS_VENV:-$PWD/target/api-checks-venv}"
-
 fail() { echo "api-checks: FAILED: $*" >&2; exit 1; }
 
 command -v python3 >/dev/null || fail "python3 is missing (apt-get install python3 python3-venv)"
+# Where cargo builds: CARGO_TARGET_DIR, `build.target-dir` in a cargo config, or ./target.
+target_dir="$(cargo metadata --format-version 1 --no-deps \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')" \
+  || fail "cargo metadata could not name the target directory"
+
+examples="${API_CHECKS_EXAMPLES:-50}"
+seed="${API_CHECKS_SEED:-1}"
+venv="${API_CHECKS_VENV:-$target_dir/api-checks-venv}"
 if [ ! -x "$venv/bin/schemathesis" ] || [ ! -x "$venv/bin/openapi-spec-validator" ]; then
   echo "== installing openapi-spec-validator and schemathesis into $venv"
   python3 -m venv "$venv" || fail "cannot create a virtualenv (apt-get install python3-venv)"
@@ -31,7 +36,7 @@ fi
 
 echo "== building portico"
 cargo build -q -p portico-cli --bin portico
-portico="$PWD/target/debug/portico"
+portico="$target_dir/debug/portico"
 
 work="$(mktemp -d)"
 server_pid=""

@@ -13,49 +13,12 @@ use portico_platform::IfMatch;
 
 use crate::ApiError;
 
-/// The strong tags an `If-Match` value lists (`"a", W/"b"` gives `a` and `b`), or `None` for
-/// `*`.
-fn tags(value: &str) -> Option<Vec<&str>> {
-    if value.trim() == "*" {
-        return None;
-    }
-    Some(
-        value
-            .split(',')
-            .map(str::trim)
-            .map(|t| t.strip_prefix("W/").unwrap_or(t))
-            .filter_map(|t| t.strip_prefix('"').and_then(|t| t.strip_suffix('"')))
-            .collect(),
-    )
-}
-
-/// Reads `If-Match` as the condition a collection write must meet: none without the header,
-/// [`IfMatch::Any`] for `*`, else the listed tags.
+/// Reads `If-Match` through the edge ([`portico_edge::if_match`]) as the condition a collection
+/// write must meet.
 ///
 /// # Errors
 /// 400 for a header that names no tag.
 pub(crate) fn if_match(headers: &HeaderMap) -> Result<IfMatch, ApiError> {
-    let Some(value) = headers.get(http::header::IF_MATCH) else {
-        return Ok(IfMatch::Absent);
-    };
-    match tags(value.to_str().unwrap_or_default()) {
-        None => Ok(IfMatch::Any),
-        Some(tags) if tags.is_empty() => Err(ApiError::bad_request(
-            "invalid-if-match",
-            "If-Match must be * or a list of quoted entity tags",
-        )),
-        Some(tags) => Ok(IfMatch::Tags(tags.into_iter().map(str::to_owned).collect())),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tags_are_read_from_lists_and_weak_forms() {
-        assert_eq!(tags("\"a\", W/\"b\""), Some(vec!["a", "b"]));
-        assert_eq!(tags(" * "), None);
-        assert_eq!(tags("a"), Some(vec![]));
-    }
+    portico_edge::if_match(headers)
+        .map_err(|e| ApiError::bad_request("invalid-if-match", e.to_string()))
 }

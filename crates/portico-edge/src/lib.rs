@@ -11,6 +11,7 @@
 //! | the client address, believing `X-Forwarded-For` only from trusted proxies | [`TrustedProxies`] |
 //! | login tokens on requests, and an extractor for host handlers | [`request_token`], [`AuthenticatedUser`] |
 //! | error statuses: one mapping, `portico_platform::Error::status_code` (store errors by their kind) | — |
+//! | conditional headers: `If-Match` as the platform's `IfMatch`, `If-None-Match` | [`if_match`], [`none_match_holds`] |
 //! | live streams as server-sent events (`Accept: text/event-stream`) | [`wants_event_stream`], [`event_stream`] |
 //! | route descriptions, read by every listing | [`RouteDoc`] |
 //! | an OpenAPI 3.1 document from route descriptions, and a router serving it | [`openapi::document`], [`openapi::router`] |
@@ -32,6 +33,7 @@
 mod auth;
 mod body;
 mod client;
+mod conditional;
 mod form;
 mod live;
 pub mod openapi;
@@ -41,6 +43,7 @@ mod route;
 pub use auth::{AuthRejection, AuthenticatedUser, bearer_token, is_b64token, request_token};
 pub use body::{BodyError, DEFAULT_BODY_LIMIT, ParsedBody, parse_body, read_body};
 pub use client::{TrustedProxies, peer_ip};
+pub use conditional::{InvalidIfMatch, entity_tags, if_match, none_match_holds};
 pub use form::{FormError, parse_form};
 pub use live::{event_stream, wants_event_stream};
 pub use path::{

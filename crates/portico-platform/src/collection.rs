@@ -203,10 +203,8 @@ impl Collection {
     ///
     /// # Errors
     /// [`Error::Validation`] when the schema refuses it; a store error for a duplicate `_id`.
-    pub async fn insert(&self, mut doc: Document) -> Result<String> {
-        self.ensure_id(&mut doc)?;
-        self.stamp_new(&mut doc);
-        self.validate(&doc)?;
+    pub async fn insert(&self, doc: Document) -> Result<String> {
+        let doc = self.prepared_insert(doc)?;
         Ok(self.store().insert(self.name(), doc).await?)
     }
 
@@ -215,12 +213,37 @@ impl Collection {
     ///
     /// # Errors
     /// As [`Collection::insert`].
-    pub async fn insert_returning(&self, mut doc: Document) -> Result<Document> {
+    pub async fn insert_returning(&self, doc: Document) -> Result<Document> {
+        let doc = self.prepared_insert(doc)?;
+        self.store().insert(self.name(), doc.clone()).await?;
+        Ok(doc)
+    }
+
+    /// The document [`Collection::insert`] would store, for a writer that stores it itself (a
+    /// batch of writes in one store transaction, [`Store::batch`]): `doc` with an `_id` of the
+    /// collection's kind when it has none, `createdAt`/`updatedAt` when the collection keeps
+    /// timestamps, checked against the schema.
+    ///
+    /// # Errors
+    /// As [`Collection::insert`], before anything is written.
+    pub fn prepared_insert(&self, mut doc: Document) -> Result<Document> {
         self.ensure_id(&mut doc)?;
         self.stamp_new(&mut doc);
         self.validate(&doc)?;
-        self.store().insert(self.name(), doc.clone()).await?;
         Ok(doc)
+    }
+
+    /// The update [`Collection::update`] would apply to what `selector` finds, for a writer
+    /// that applies it itself: with `updatedAt` when the collection keeps timestamps, and for a
+    /// replacement the `createdAt` of the document found now (server time when there is none).
+    ///
+    /// # Errors
+    /// Store failures of the read, an update that cannot take the stamp.
+    pub async fn prepared_update(&self, selector: &Selector, update: &Update) -> Result<Update> {
+        Ok(self
+            .stamp_update(selector, update)
+            .await?
+            .unwrap_or_else(|| update.clone()))
     }
 
     /// Inserts every document of `docs`, all or none, and returns their `_id`s in order.

@@ -33,6 +33,11 @@ impl Op {
         Op::Delete,
     ];
 
+    /// True for the endpoints at `<path>/:id` (get, put, patch, delete).
+    pub fn on_item(self) -> bool {
+        !matches!(self, Op::GetAll | Op::Post)
+    }
+
     /// The spec's name: `getAll`, `post`, `get`, `put`, `patch`, `delete`.
     pub fn name(self) -> &'static str {
         match self {

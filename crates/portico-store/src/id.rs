@@ -51,7 +51,7 @@ pub fn new_id() -> String {
 /// A new 24-character lowercase hex object id from a CSPRNG.
 pub fn new_object_id() -> String {
     let bytes: [u8; 12] = rand::rng().random();
-    crate::document::lower_hex(&bytes)
+    hex::encode(bytes)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::number::add_numbers;
 
+use crate::document::{check_len, document_id};
 use crate::selector::ElemCond;
 use crate::value::{numeric_index, split_path, values_equal};
 use crate::{Document, Error, IdKind, Result, Selector};
@@ -534,6 +535,45 @@ fn push_items(a: &mut Vec<Value>, items: &[Value], add_to_set: bool) {
             a.push(item.clone());
         }
     }
+}
+
+/// What an update did ([`crate::Store::update`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpdateResult {
+    /// How many documents matched the selector (at most 1 unless `multi`).
+    pub matched: u64,
+    /// How many of those were actually changed.
+    pub modified: u64,
+    /// The `_id` of the inserted document, when the update was an upsert that inserted.
+    pub upserted_id: Option<String>,
+}
+
+/// Applies `update` to the stored document `old` (whose `_id` is `id`), as every backend's
+/// update and batch paths do: the new document and its JSON text, or `None` when the update
+/// changes nothing.
+///
+/// # Errors
+/// The modifier's own error, [`Error::InvalidModifier`] when the update would change `_id` or
+/// the result cannot be encoded, [`Error::DocumentTooLarge`] past [`MAX_DOCUMENT_BYTES`].
+pub(crate) fn apply_update(
+    old: &Document,
+    update: &Update,
+    id: &str,
+) -> Result<Option<(Document, String)>> {
+    let mut new = old.clone();
+    update.apply(&mut new)?;
+    if document_id(&new) != Some(id) {
+        return Err(Error::InvalidModifier(format!(
+            "the update would change _id of document {id:?}"
+        )));
+    }
+    if new == *old {
+        return Ok(None);
+    }
+    let text = serde_json::to_string(&new)
+        .map_err(|e| Error::InvalidModifier(format!("cannot serialize document: {e}")))?;
+    check_len(text.len())?;
+    Ok(Some((new, text)))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use crate::{
     BatchError, BatchFailure, BatchOp, BatchOutcome, Change, Document, Projection, Result,
-    Selector, Sort, Update,
+    Selector, Sort, Update, UpdateResult,
 };
 
 /// What `find` returns and in what order: a selector plus sort, skip, limit and projection.
@@ -49,17 +49,6 @@ pub struct UpdateOptions {
     pub multi: bool,
     /// Insert a document built from the selector and the update when nothing matches.
     pub upsert: bool,
-}
-
-/// What [`Store::update`] did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UpdateResult {
-    /// How many documents matched the selector (at most 1 unless `multi`).
-    pub matched: u64,
-    /// How many of those were actually changed.
-    pub modified: u64,
-    /// The `_id` of the inserted document, when the update was an upsert that inserted.
-    pub upserted_id: Option<String>,
 }
 
 /// A document store: named collections of JSON documents with string `_id`s.

@@ -1,9 +1,12 @@
-//! A bounded selection of the smallest items, shared by the backends' sorted pages.
+//! A bounded selection of the smallest items, shared by the backends' sorted pages, and the
+//! collecting of one page of matches from candidates read in `_id` order ([`Page`]), shared by
+//! the SQL backends.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::ops::ControlFlow;
 
-use crate::{Document, Error, Query, Result, Sort};
+use crate::{Document, Error, Query, Result, Selector, Sort};
 
 /// The most documents a sorted [`Query`] may skip and return together (`skip + limit`).
 ///
@@ -105,6 +108,115 @@ impl PartialEq for Ranked<'_> {
 }
 
 impl Eq for Ranked<'_> {}
+
+/// One page of a query's matches, collected from candidates offered in `_id` order: without a
+/// sort, the matches after the first `skip`, up to `limit` (then the page is full); with one,
+/// the best `skip + limit` in a [`TopK`] (every candidate must be offered), then `skip` dropped.
+/// Ties in the sort keep `_id` order.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+pub(crate) struct Page<'a> {
+    selector: &'a Selector,
+    skip: u64,
+    limit: Option<u64>,
+    kept: Kept<'a>,
+}
+
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+enum Kept<'a> {
+    InOrder {
+        skipped: u64,
+        docs: Vec<Document>,
+    },
+    Sorted {
+        sort: &'a Sort,
+        top: TopK<Ranked<'a>>,
+        seq: u64,
+    },
+}
+
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+impl<'a> Page<'a> {
+    /// An empty page of the documents `selector` matches, in `sort` order (or `_id` order).
+    pub(crate) fn new(
+        selector: &'a Selector,
+        sort: Option<&'a Sort>,
+        skip: u64,
+        limit: Option<u64>,
+    ) -> Self {
+        let kept = match sort {
+            None => Kept::InOrder {
+                skipped: 0,
+                docs: Vec::new(),
+            },
+            Some(sort) => Kept::Sorted {
+                sort,
+                top: TopK::new(limit.map_or(usize::MAX, |l| {
+                    usize::try_from(skip.saturating_add(l)).unwrap_or(usize::MAX)
+                })),
+                seq: 0,
+            },
+        };
+        Page {
+            selector,
+            skip,
+            limit,
+            kept,
+        }
+    }
+
+    /// An empty page of what `query` asks for (its projection aside).
+    pub(crate) fn of(query: &'a Query) -> Self {
+        Page::new(
+            &query.selector,
+            query.sort.as_ref(),
+            query.skip,
+            query.limit,
+        )
+    }
+
+    /// Offers the next candidate; `Break` once the page is full (no later candidate can be in
+    /// it).
+    pub(crate) fn offer(&mut self, doc: Document) -> ControlFlow<()> {
+        if !self.selector.matches(&doc) {
+            return ControlFlow::Continue(());
+        }
+        match &mut self.kept {
+            Kept::Sorted { sort, top, seq } => {
+                top.push(Ranked {
+                    sort,
+                    seq: *seq,
+                    doc,
+                });
+                *seq += 1;
+                ControlFlow::Continue(())
+            }
+            Kept::InOrder { skipped, docs } => {
+                if *skipped < self.skip {
+                    *skipped += 1;
+                    return ControlFlow::Continue(());
+                }
+                docs.push(doc);
+                match self.limit {
+                    Some(l) if docs.len() as u64 >= l => ControlFlow::Break(()),
+                    _ => ControlFlow::Continue(()),
+                }
+            }
+        }
+    }
+
+    /// The page's documents, in order.
+    pub(crate) fn into_docs(self) -> Vec<Document> {
+        match self.kept {
+            Kept::InOrder { docs, .. } => docs,
+            Kept::Sorted { top, .. } => top
+                .into_sorted_vec()
+                .into_iter()
+                .skip(usize::try_from(self.skip).unwrap_or(usize::MAX))
+                .map(|r| r.doc)
+                .collect(),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

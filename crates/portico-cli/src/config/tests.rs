@@ -79,21 +79,12 @@ fn the_issue_example_parses_with_every_key() {
     assert_eq!((c.name.as_str(), c.path.as_str()), ("articles", "articles"));
     assert_eq!(c.role_required, vec!["editor".to_owned()]);
     let names: Vec<_> = c.endpoints.iter().map(|(e, _)| *e).collect();
+    assert_eq!(names, vec![Op::GetAll, Op::Post, Op::Get, Op::Patch]);
     assert_eq!(
-        names,
-        vec![
-            EndpointName::GetAll,
-            EndpointName::Post,
-            EndpointName::Get,
-            EndpointName::Patch
-        ]
-    );
-    assert_eq!(
-        c.endpoint(EndpointName::GetAll)
-            .and_then(|o| o.auth_required),
+        c.endpoint(Op::GetAll).and_then(|o| o.auth_required),
         Some(false)
     );
-    assert_eq!(c.excluded(), vec![EndpointName::Put, EndpointName::Delete]);
+    assert_eq!(c.excluded(), vec![Op::Put, Op::Delete]);
     assert_eq!(c.owner_field.as_deref(), Some("ownerId"));
     assert_eq!(c.max_page_size, Some(1000));
     assert_eq!(c.line, 16);
@@ -230,10 +221,10 @@ fn endpoints_accept_true_false_and_options() {
         Ok(c) => c,
         Err(e) => panic!("{e}"),
     };
-    assert!(c.endpoint(EndpointName::Post).is_none());
+    assert!(c.endpoint(Op::Post).is_none());
     assert_eq!(c.role_required, vec!["r1".to_owned()]);
     assert_eq!(
-        c.endpoint(EndpointName::Delete),
+        c.endpoint(Op::Delete),
         Some(&EndpointOptions {
             auth_required: Some(true),
             role_required: vec!["r2".into()]
@@ -271,16 +262,13 @@ fn writes_need_a_login_unless_an_auth_key_says_otherwise() {
         panic!("three collections");
     };
     assert!(a.anonymous_writes().is_empty());
+    assert_eq!(a.endpoint(Op::Get).and_then(|o| o.auth_required), None);
     assert_eq!(
-        a.endpoint(EndpointName::Get).and_then(|o| o.auth_required),
-        None
-    );
-    assert_eq!(
-        a.endpoint(EndpointName::Put).and_then(|o| o.auth_required),
+        a.endpoint(Op::Put).and_then(|o| o.auth_required),
         Some(true)
     );
     assert_eq!(b.anonymous_writes().len(), 4);
-    assert_eq!(c.anonymous_writes(), vec![EndpointName::Post]);
+    assert_eq!(c.anonymous_writes(), vec![Op::Post]);
     let lines: Vec<usize> = config.warnings().iter().map(|w| w.line).collect();
     assert_eq!(lines, vec![5, 8]);
 }

@@ -32,7 +32,7 @@ impl Config {
                 if open.is_empty() {
                     continue;
                 }
-                let names: Vec<&str> = open.iter().map(|e| e.as_str()).collect();
+                let names: Vec<&str> = open.iter().map(|e| e.name()).collect();
                 let message = if collection.is_users() {
                     format!(
                         "anonymous callers can create accounts through {}{} (post)",

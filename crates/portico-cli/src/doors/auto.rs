@@ -67,10 +67,24 @@ pub(crate) fn api(
                 .collect::<Vec<_>>()
                 .join(" or ")
         };
+        // `nobody` allows no one, so it is left out: an operation only `nobody` may do gets no
+        // allow rule, and the platform refuses it before looking the document up (403 for every
+        // id, as without rules; never a count that tells a missing id from an existing one).
+        let allowing = |list: &[Rule]| -> Vec<Rule> {
+            list.iter()
+                .filter(|r| **r != Rule::Nobody)
+                .cloned()
+                .collect()
+        };
+        let (insert, update, remove) = (
+            allowing(&rules.insert),
+            allowing(&rules.update),
+            allowing(&rules.remove),
+        );
         for (insert, update, remove) in [
-            (&rules.insert[..], &[][..], &[][..]),
-            (&[][..], &rules.update[..], &[][..]),
-            (&[][..], &[][..], &rules.remove[..]),
+            (&insert[..], &[][..], &[][..]),
+            (&[][..], &update[..], &[][..]),
+            (&[][..], &[][..], &remove[..]),
         ] {
             let list = [insert, update, remove].concat();
             if !list.is_empty() {

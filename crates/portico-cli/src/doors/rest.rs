@@ -7,7 +7,7 @@ use portico_rest::{
 };
 use serde_json::json;
 
-use crate::config::{ApiConfig, CollectionConfig, EndpointName};
+use crate::config::{ApiConfig, CollectionConfig};
 
 /// The front door's options for one `[[api]]`.
 pub(crate) fn api_options(api: &ApiConfig) -> ApiOptions {
@@ -43,17 +43,6 @@ pub(crate) fn api_options(api: &ApiConfig) -> ApiOptions {
     }
 }
 
-fn op(endpoint: EndpointName) -> Op {
-    match endpoint {
-        EndpointName::GetAll => Op::GetAll,
-        EndpointName::Post => Op::Post,
-        EndpointName::Get => Op::Get,
-        EndpointName::Put => Op::Put,
-        EndpointName::Patch => Op::Patch,
-        EndpointName::Delete => Op::Delete,
-    }
-}
-
 /// The front door's options for one `[[api.collection]]`.
 pub(crate) fn collection_options(collection: &CollectionConfig) -> CollectionOptions {
     let mut options = CollectionOptions::new()
@@ -64,7 +53,7 @@ pub(crate) fn collection_options(collection: &CollectionConfig) -> CollectionOpt
                 .role_required(collection.role_required.clone()),
         );
     for endpoint in collection.excluded() {
-        options = options.exclude(op(endpoint));
+        options = options.exclude(endpoint);
     }
     for (endpoint, settings) in &collection.endpoints {
         let mut configured = Endpoint::options();
@@ -74,7 +63,7 @@ pub(crate) fn collection_options(collection: &CollectionConfig) -> CollectionOpt
         if !settings.role_required.is_empty() {
             configured = configured.role_required(settings.role_required.clone());
         }
-        options = options.endpoint(op(*endpoint), configured);
+        options = options.endpoint(*endpoint, configured);
     }
     if let Some(field) = &collection.owner_field {
         options = options.scope(AccessScope::owner_field(field.clone()));

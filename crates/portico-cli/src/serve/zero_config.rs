@@ -4,8 +4,9 @@
 //! (account records stay private); `portico users add` creates the first account.
 
 use portico_platform::Platform;
+use portico_rest::Op;
 
-use crate::config::{ApiConfig, CollectionConfig, Config, EndpointName, EndpointOptions};
+use crate::config::{ApiConfig, CollectionConfig, Config, EndpointOptions};
 
 /// The base path of the zero-config API.
 pub const ZERO_CONFIG_API_PATH: &str = "api/";
@@ -33,8 +34,8 @@ pub async fn zero_config(platform: &Platform, url: &str) -> crate::Result<Config
             auth_required: true,
             role_required: Vec::new(),
             endpoints: vec![
-                (EndpointName::GetAll, EndpointOptions::default()),
-                (EndpointName::Get, EndpointOptions::default()),
+                (Op::GetAll, EndpointOptions::default()),
+                (Op::Get, EndpointOptions::default()),
             ],
             owner_field: None,
             max_page_size: None,

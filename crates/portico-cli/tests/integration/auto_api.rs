@@ -218,6 +218,37 @@ async fn rules_publications_headers_and_ids() {
     }
 }
 
+/// A rule of `nobody` refuses every id alike: 403 for a document that exists and for one that
+/// does not, so the answer tells no one which ids exist.
+#[tokio::test]
+async fn a_nobody_rule_refuses_every_id_alike() {
+    let ws = Workspace::new();
+    ws.config(
+        "[auto]\ncollections = [\"notes\"]\n[auto.rules.notes]\ninsert = \"anyone\"\nupdate = \"nobody\"\nremove = \"nobody\"\n",
+    );
+    let server = ws.serve();
+    let made = server
+        .call("POST", "/notes", Some(json!({"text": "kept"})), &[])
+        .await;
+    assert_eq!(made.status, 200, "{}", made.raw);
+    let id = made.body.as_str().unwrap_or_default().to_owned();
+    for target in [id.as_str(), "missing-id"] {
+        let update = server
+            .call(
+                "PATCH",
+                &format!("/notes/{target}"),
+                Some(json!({"text": "changed"})),
+                &[],
+            )
+            .await;
+        assert_eq!(update.status, 403, "update of {target}: {}", update.raw);
+        let remove = server
+            .call("DELETE", &format!("/notes/{target}"), None, &[])
+            .await;
+        assert_eq!(remove.status, 403, "remove of {target}: {}", remove.raw);
+    }
+}
+
 #[tokio::test]
 async fn register_can_be_turned_off() {
     let ws = Workspace::new();

@@ -25,7 +25,7 @@ mod token_cache;
 use std::collections::HashSet;
 use std::sync::{Arc, PoisonError};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use portico_store::{
     Document, Query, Selector, Store, Update, UpdateOptions, document_id, lookup_path,
 };
@@ -47,6 +47,8 @@ pub const USERS: &str = "users";
 pub const TOKEN_PATH: &str = "services.resume.loginTokens.hashedToken";
 
 const LOGIN_TOKENS: &str = "services.resume.loginTokens";
+/// The prefix of a path to a field of each login token (`services.resume.loginTokens.hashedToken`).
+const LOGIN_TOKEN_FIELDS: &str = "services.resume.loginTokens.";
 
 /// Settings of the accounts service.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -694,14 +696,36 @@ impl Accounts {
         let Some(user) = store.find_one(USERS, &lookup::exact(path, hashed)?).await? else {
             return Ok(None);
         };
-        let Some(field) = path.strip_prefix("services.resume.loginTokens.") else {
+        if !path.starts_with(LOGIN_TOKEN_FIELDS) {
             if let Some(stamp) = stamp {
                 self.inner.tokens.put(stamp, path, hashed, &user, None);
             }
             return Ok(Some(user));
+        }
+        let expires = self.token_expiry(&user, path, hashed);
+        let Some(expires) = expires.filter(|at| Utc::now() < *at) else {
+            return Ok(None);
         };
+        if let Some(stamp) = stamp {
+            self.inner
+                .tokens
+                .put(stamp, path, hashed, &user, Some(expires));
+        }
+        Ok(Some(user))
+    }
+
+    /// When the token `hashed` at `path` of `user` expires: its `when` plus the token lifetime
+    /// (the latest, should it be listed twice). `None` for a path outside the login-token list
+    /// (such tokens do not expire) or a token without a readable `when`.
+    pub(crate) fn token_expiry(
+        &self,
+        user: &Document,
+        path: &str,
+        hashed: &str,
+    ) -> Option<DateTime<Utc>> {
+        let field = path.strip_prefix(LOGIN_TOKEN_FIELDS)?;
         let lifetime = self.inner.config.token_lifetime;
-        let expires = lookup_path(&user, LOGIN_TOKENS)
+        lookup_path(user, LOGIN_TOKENS)
             .into_iter()
             .flat_map(|v| match v {
                 Value::Array(items) => items.iter().collect::<Vec<_>>(),
@@ -715,16 +739,7 @@ impl Accounts {
             })
             .filter_map(|entry| entry.get("when").and_then(parse_date))
             .map(|when| when + lifetime)
-            .max();
-        let Some(expires) = expires.filter(|at| Utc::now() < *at) else {
-            return Ok(None);
-        };
-        if let Some(stamp) = stamp {
-            self.inner
-                .tokens
-                .put(stamp, path, hashed, &user, Some(expires));
-        }
-        Ok(Some(user))
+            .max()
     }
 
     /// Removes one login token (logout); true when the user held it.

@@ -4,14 +4,9 @@
 use std::sync::{Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
-use portico_store::{Document, lookup_path};
-use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::Accounts;
-
-/// Where the login tokens of a user record are, and the part of a token path inside them.
-const LOGIN_TOKENS: &str = "services.resume.loginTokens";
 
 /// Who a live stream runs as: anonymous, or a user authenticated with a hashed token at a path
 /// of the user record (re-checked whenever that user's record changes, and at the token's
@@ -55,27 +50,6 @@ impl LiveCaller {
     pub fn user_id(&self) -> Option<&str> {
         self.user_id.as_deref()
     }
-}
-
-/// When the token `hashed` at `path` of `user` expires (tokens under the login-token list only).
-fn expiry(accounts: &Accounts, user: &Document, path: &str, hashed: &str) -> Option<DateTime<Utc>> {
-    let field = path.strip_prefix("services.resume.loginTokens.")?;
-    let lifetime = accounts.config().token_lifetime;
-    lookup_path(user, LOGIN_TOKENS)
-        .into_iter()
-        .flat_map(|v| match v {
-            Value::Array(items) => items.iter().collect::<Vec<_>>(),
-            other => vec![other],
-        })
-        .filter_map(Value::as_object)
-        .filter(|entry| {
-            lookup_path(entry, field)
-                .into_iter()
-                .any(|v| v.as_str() == Some(hashed))
-        })
-        .filter_map(|entry| entry.get("when").and_then(crate::time::parse_date))
-        .map(|when| when + lifetime)
-        .max()
 }
 
 /// One open stream's control: its caller, the token's expiry, and the switch that ends it.
@@ -133,7 +107,7 @@ impl Control {
         match accounts.user_by_hashed_token(path, hashed).await {
             Ok(Some(user)) if portico_store::document_id(&user) == Some(user_id.as_str()) => {
                 *self.expires.lock().unwrap_or_else(PoisonError::into_inner) =
-                    expiry(accounts, &user, path, hashed);
+                    accounts.token_expiry(&user, path, hashed);
             }
             Ok(_) => self.end("logged-out"),
             Err(e) => {

@@ -320,8 +320,9 @@ fn batchable(state: &CollectionState) -> std::result::Result<(), Reply> {
     Ok(())
 }
 
-/// The write of one checked sub-request, as the collection would make it: ids of its kind,
-/// timestamps, the caller's access scope.
+/// The write of one checked sub-request, made of the collection's own single-write pieces
+/// ([`portico_platform::Collection::prepared_insert`] and `prepared_update`: ids of its kind,
+/// timestamps, a replacement keeping `createdAt`) and the caller's access scope.
 async fn write(
     state: &CollectionState,
     ctx: &Context,
@@ -329,79 +330,43 @@ async fn write(
     id: Option<&str>,
     body: Option<Document>,
 ) -> std::result::Result<BatchOp, Reply> {
-    let collection = state.collection.name().to_owned();
-    let timestamps = state.collection.options().timestamps;
+    let collection = &state.collection;
+    let name = collection.name().to_owned();
     let stamp = state
         .scope
         .as_ref()
         .map(|s| s.stamp(ctx))
         .unwrap_or_default();
-    let now = portico_platform::now_iso();
     let invalid = |e: portico_store::Error| bad(e.to_string());
     let target = |id: &str| scoped(state, ctx, Some(json!({"_id": id})));
-    match (op, id) {
+    let (selector, update) = match (op, id) {
         (Op::Post, _) => {
             let mut doc = checked(body.unwrap_or_default(), BodyUse::Create, None)?;
             doc.extend(stamp);
-            let mut with_id = Document::new();
-            match doc.remove("_id") {
-                None | Some(Value::Null) => {
-                    with_id.insert(
-                        "_id".into(),
-                        Value::String(state.collection.id_kind().generate()),
-                    );
-                }
-                Some(Value::String(given)) if !given.is_empty() => {
-                    with_id.insert("_id".into(), Value::String(given));
-                }
-                Some(_) => return Err(bad("_id must be a non-empty string")),
-            }
-            with_id.extend(doc);
-            if timestamps {
-                with_id.insert(
-                    portico_platform::CREATED_AT.into(),
-                    Value::String(now.clone()),
-                );
-                with_id.insert(portico_platform::UPDATED_AT.into(), Value::String(now));
-            }
-            Ok(BatchOp::Insert {
-                collection,
-                doc: with_id,
-            })
+            let doc = collection.prepared_insert(doc).map_err(Reply::from)?;
+            return Ok(BatchOp::Insert {
+                collection: name,
+                doc,
+            });
+        }
+        (Op::Delete, Some(id)) => {
+            return Ok(BatchOp::Remove {
+                collection: name,
+                selector: target(id)?,
+            });
         }
         (Op::Put, Some(id)) => {
             let mut doc = checked(body.unwrap_or_default(), BodyUse::Replace, Some(id))?;
             doc.extend(stamp);
-            let selector = target(id)?;
-            if timestamps {
-                // A replacement keeps `createdAt`, as a single PUT does (read before the write,
-                // as the collection itself reads it).
-                let created = state
-                    .collection
-                    .find_one(&selector)
-                    .await
-                    .map_err(Reply::from)?
-                    .and_then(|d| d.get(portico_platform::CREATED_AT).cloned())
-                    .unwrap_or_else(|| Value::String(now.clone()));
-                doc.insert(portico_platform::CREATED_AT.into(), created);
-                doc.insert(portico_platform::UPDATED_AT.into(), Value::String(now));
-            }
-            Ok(BatchOp::Update {
-                collection,
-                selector,
-                update: Update::replace(doc).map_err(invalid)?,
-            })
+            (target(id)?, Update::replace(doc).map_err(invalid)?)
         }
         (Op::Patch, Some(id)) => {
-            let mut doc = checked(body.unwrap_or_default(), BodyUse::Change, Some(id))?;
+            let doc = checked(body.unwrap_or_default(), BodyUse::Change, Some(id))?;
             for key in doc.keys() {
                 let top = key.split('.').next().unwrap_or(key);
                 if stamp.get(top).is_some_and(|v| doc.get(key) != Some(v)) {
                     return Err(bad(format!("The field {top} cannot be changed")));
                 }
-            }
-            if timestamps {
-                doc.insert(portico_platform::UPDATED_AT.into(), Value::String(now));
             }
             let update = if doc.is_empty() {
                 // Nothing to change: the document must still be there (and visible).
@@ -409,18 +374,19 @@ async fn write(
             } else {
                 Update::set(doc).map_err(invalid)?
             };
-            Ok(BatchOp::Update {
-                collection,
-                selector: target(id)?,
-                update,
-            })
+            (target(id)?, update)
         }
-        (Op::Delete, Some(id)) => Ok(BatchOp::Remove {
-            collection,
-            selector: target(id)?,
-        }),
-        _ => Err(not_found()),
-    }
+        _ => return Err(not_found()),
+    };
+    let update = collection
+        .prepared_update(&selector, &update)
+        .await
+        .map_err(Reply::from)?;
+    Ok(BatchOp::Update {
+        collection: name,
+        selector,
+        update,
+    })
 }
 
 /// One sub-request's reply: the status and body its single request would answer.

@@ -3,57 +3,20 @@
 //! [`portico_store::Selector::and_etag`].
 
 use http::HeaderMap;
+use portico_platform::IfMatch;
 use serde_json::Value;
 
 use crate::Reply;
 
-/// What an `If-Match` header asks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum IfMatch {
-    /// No header: write unconditionally.
-    Absent,
-    /// `*`: the document must exist (as for any write).
-    Any,
-    /// The document must still have this tag.
-    Tag(String),
-}
-
-/// The entity tags listed in a header: `"a", W/"b"` gives `a` and `b` (weak tags compare by
-/// their opaque part, as `If-None-Match` does).
-fn tags(value: &str) -> Vec<&str> {
-    value
-        .split(',')
-        .map(str::trim)
-        .map(|t| t.strip_prefix("W/").unwrap_or(t))
-        .filter_map(|t| t.strip_prefix('"').and_then(|t| t.strip_suffix('"')))
-        .collect()
-}
-
-/// Reads `If-Match`. A list of several tags uses the first (Portico issues one tag per
-/// document; a client has no reason to send more).
+/// Reads `If-Match` through the edge ([`portico_edge::if_match`]).
 pub(crate) fn if_match(headers: &HeaderMap) -> Result<IfMatch, Reply> {
-    let Some(value) = headers.get(http::header::IF_MATCH) else {
-        return Ok(IfMatch::Absent);
-    };
-    let text = value.to_str().unwrap_or_default().trim();
-    if text == "*" {
-        return Ok(IfMatch::Any);
-    }
-    match tags(text).first() {
-        Some(tag) => Ok(IfMatch::Tag((*tag).to_owned())),
-        None => Err(Reply::error(
-            400,
-            "Invalid If-Match: expected \"etag\" or *",
-        )),
-    }
+    portico_edge::if_match(headers)
+        .map_err(|_| Reply::error(400, "Invalid If-Match: expected \"etag\" or *"))
 }
 
 /// True when `If-None-Match` lists `tag` (or is `*`): the client's copy is current.
 pub(crate) fn not_modified(headers: &HeaderMap, tag: &str) -> bool {
-    headers
-        .get(http::header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim() == "*" || tags(v).contains(&tag))
+    portico_edge::none_match_holds(headers, tag)
 }
 
 /// The reply to a conditional read whose copy is current: 304, no body.
@@ -110,37 +73,5 @@ mod tests {
             list_etag_json(&texts, 7)
         );
         assert_ne!(list_etag_json(&texts, 7), list_etag_json(&texts, 8));
-    }
-
-    fn headers(name: http::HeaderName, value: &str) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        h.insert(name, value.parse().unwrap());
-        h
-    }
-
-    #[test]
-    fn if_match_forms() {
-        assert_eq!(if_match(&HeaderMap::new()).unwrap(), IfMatch::Absent);
-        assert_eq!(
-            if_match(&headers(http::header::IF_MATCH, "*")).unwrap(),
-            IfMatch::Any
-        );
-        assert_eq!(
-            if_match(&headers(http::header::IF_MATCH, "\"abc\", \"d\"")).unwrap(),
-            IfMatch::Tag("abc".into())
-        );
-        assert!(if_match(&headers(http::header::IF_MATCH, "abc")).is_err());
-    }
-
-    #[test]
-    fn if_none_match_lists() {
-        let h = headers(http::header::IF_NONE_MATCH, "W/\"x\", \"abc\"");
-        assert!(not_modified(&h, "abc"));
-        assert!(not_modified(&h, "x"));
-        assert!(!not_modified(&h, "y"));
-        assert!(not_modified(
-            &headers(http::header::IF_NONE_MATCH, "*"),
-            "q"
-        ));
     }
 }

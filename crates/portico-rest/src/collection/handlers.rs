@@ -1,21 +1,20 @@
 //! One handler per generated operation (getAll, post, get, put, patch, delete), each written
 //! once over [`Records`], and the before/after hooks around them.
 
+use portico_platform::IfMatch;
 use portico_store::{Query, Selector};
 use serde_json::{Map, Value, json};
 
 use super::client_body::BodyUse;
 use super::conditional::{
-    IfMatch, if_match, list_etag, list_etag_json, not_modified, not_modified_reply,
-    precondition_failed,
+    if_match, list_etag, list_etag_json, not_modified, not_modified_reply, precondition_failed,
 };
 use super::list::{ListParams, link_header};
 use super::records::{Target, checked};
 use super::{AfterEvent, CollectionState, HookEvent, not_found, platform_error, scoped};
-use crate::Op;
 use crate::context::BodyState;
 use crate::dispatch::body_error;
-use crate::{Context, Reply};
+use crate::{Context, Op, Reply};
 
 /// What an operation produced: the reply data, extra headers, and the id it was about.
 struct Outcome {
@@ -314,9 +313,6 @@ fn list_link(ctx: &Context, params: &ListParams, page: u64, total: u64) -> Optio
 }
 
 async fn get_all(state: &CollectionState, ctx: &Context) -> Result<Outcome, Reply> {
-    if portico_edge::wants_event_stream(&ctx.request.headers) {
-        return Err(super::live::get_all(state, ctx).await);
-    }
     let params = ListParams::parse(
         &ctx.query_params,
         state.default_page_size,
@@ -324,6 +320,17 @@ async fn get_all(state: &CollectionState, ctx: &Context) -> Result<Outcome, Repl
     )?;
     let projection = state.records.list_projection(&params)?;
     let selector = scoped(state, ctx, params.filter.clone())?;
+    if portico_edge::wants_event_stream(&ctx.request.headers) {
+        // The same list, followed live: one reading of its parameters for both.
+        let query = portico_store::Query {
+            selector,
+            sort: params.sort,
+            skip: params.skip,
+            limit: Some(params.limit),
+            projection,
+        };
+        return Err(super::live::get_all(state, ctx, query).await);
+    }
     let total = state
         .collection
         .count(&selector)
@@ -425,16 +432,32 @@ async fn get_json(
     Ok(Reply::success_json(&text).with_header("ETag", format!("\"{tag}\"")))
 }
 
-/// The write's target: its id and the tag `If-Match` asks for. A kind without tags can never
-/// match a tag.
-fn target<'a>(
+/// The write's target: its id and the tag `If-Match` asks for (of several listed, the one the
+/// stored document has, read now; the write re-checks it). A kind without tags can never match
+/// a tag.
+async fn target<'a>(
     state: &CollectionState,
     id: &'a str,
     condition: &'a IfMatch,
 ) -> Result<Target<'a>, Reply> {
     let tag = match condition {
-        IfMatch::Tag(tag) if !state.records.tagged() => return Err(precondition_failed()),
-        IfMatch::Tag(tag) => Some(tag.as_str()),
+        IfMatch::Tags(_) if !state.records.tagged() => return Err(precondition_failed()),
+        IfMatch::Tags(tags) => match tags.as_slice() {
+            [] => None,
+            [only] => Some(only.as_str()),
+            [first, ..] => {
+                let stored = state
+                    .collection
+                    .get_json(id)
+                    .await
+                    .map_err(platform_error)?
+                    .map(|text| portico_store::etag_of_json(text.as_bytes()));
+                let current = tags.iter().find(|t| Some(t.as_str()) == stored.as_deref());
+                // None listed is current: the write with the first one finds nothing, and
+                // `missed` tells a changed document (412) from one the caller cannot see (404).
+                Some(current.unwrap_or(first).as_str())
+            }
+        },
         IfMatch::Absent | IfMatch::Any => None,
     };
     Ok(Target { id, tag })
@@ -457,7 +480,7 @@ async fn update(
 ) -> Result<Outcome, Reply> {
     let id = id.ok_or_else(not_found)?;
     let condition = if_match(&ctx.request.headers)?;
-    let target = target(state, id, &condition)?;
+    let target = target(state, id, &condition).await?;
     let body = checked(body.unwrap_or_default(), how, Some(id))?;
     if !state.records.update(state, ctx, target, body, how).await? {
         return Err(missed(state, ctx, target).await);
@@ -474,7 +497,7 @@ async fn delete(
 ) -> Result<Outcome, Reply> {
     let id = id.ok_or_else(not_found)?;
     let condition = if_match(&ctx.request.headers)?;
-    let target = target(state, id, &condition)?;
+    let target = target(state, id, &condition).await?;
     if !state.records.remove(state, ctx, target).await? {
         return Err(missed(state, ctx, target).await);
     }

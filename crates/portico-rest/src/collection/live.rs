@@ -7,8 +7,7 @@
 use portico_platform::LiveCaller;
 use portico_store::Query;
 
-use super::list::ListParams;
-use super::{CollectionState, scoped};
+use super::CollectionState;
 use crate::{Context, Reply};
 
 /// Who the stream runs as: re-checked through the token the caller authenticated with, at
@@ -23,38 +22,21 @@ fn caller(ctx: &Context) -> LiveCaller {
     }
 }
 
-/// Streams the list `ctx` asks for; the reply is the stream, or the error a snapshot would get.
-pub(crate) async fn get_all(state: &CollectionState, ctx: &Context) -> Reply {
-    match stream(state, ctx).await {
-        Ok(reply) | Err(reply) => reply,
-    }
-}
-
-async fn stream(state: &CollectionState, ctx: &Context) -> Result<Reply, Reply> {
-    let params = ListParams::parse(
-        &ctx.query_params,
-        state.default_page_size,
-        state.max_page_size,
-    )?;
-    let projection = state.records.list_projection(&params)?;
-    let selector = scoped(state, ctx, params.filter.clone())?;
-    let query = Query {
-        selector,
-        sort: params.sort.clone(),
-        skip: params.skip,
-        limit: Some(params.limit),
-        projection,
-    };
+/// Streams `query` (the list `ctx` asks for, parsed and scoped by the snapshot's handler); the
+/// reply is the stream, or the error a snapshot would get.
+pub(crate) async fn get_all(state: &CollectionState, ctx: &Context, query: Query) -> Reply {
     let platform = &ctx.platform;
-    let stream = platform
+    match platform
         .live_query(state.collection.name(), query, caller(ctx))
         .await
-        .map_err(|e| match e.status {
+    {
+        Ok(stream) => Reply::stream(portico_edge::event_stream(
+            stream,
+            platform.live_config().ping,
+        )),
+        Err(e) => match e.status {
             Some(status) if status != 500 => Reply::error(status, e.reason.unwrap_or(e.error)),
             _ => Reply::internal(e.reason.unwrap_or(e.error)),
-        })?;
-    Ok(Reply::stream(portico_edge::event_stream(
-        stream,
-        platform.live_config().ping,
-    )))
+        },
+    }
 }

@@ -83,7 +83,7 @@ async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchF
             update,
         } => {
             let (indexes, id, old) = first_match(tx, &collection, &selector).await?;
-            let new = match crate::document::apply_update(&old, &update, &id)? {
+            let new = match crate::modifier::apply_update(&old, &update, &id)? {
                 None => old,
                 Some((new, text)) => {
                     let stmt = tx

@@ -18,7 +18,7 @@ use tokio_postgres::{Row, Statement};
 use super::error::{corrupt, is_undefined_table};
 use super::plan::{Plan, may_use_index, plan};
 use super::schema::{IndexedPath, collection_table, index_table, indexed_paths, stored_count};
-use crate::top::{Ranked, TopK};
+use crate::top::Page;
 use crate::{Document, Query, Result, Selector};
 
 /// Rows fetched from a portal per round trip: large enough that the round trips cost little
@@ -284,46 +284,13 @@ pub(crate) async fn find(
             })
             .await?;
         }
-        None => {
-            let mut skipped = 0u64;
-            let limit = query.limit;
+        _ => {
+            let mut page = Page::of(query);
             for_each_candidate(client, collection, selector, None, |_, doc| {
-                if !selector.matches(&doc) {
-                    return Ok(ControlFlow::Continue(()));
-                }
-                if skipped < skip {
-                    skipped += 1;
-                    return Ok(ControlFlow::Continue(()));
-                }
-                docs.push(doc);
-                Ok(match limit {
-                    Some(l) if docs.len() as u64 >= l => ControlFlow::Break(()),
-                    _ => ControlFlow::Continue(()),
-                })
+                Ok(page.offer(doc))
             })
             .await?;
-        }
-        Some(sort) => {
-            let keep = query.limit.map_or(usize::MAX, |l| {
-                usize::try_from(skip.saturating_add(l)).unwrap_or(usize::MAX)
-            });
-            let mut top = TopK::new(keep);
-            let mut seq = 0u64;
-            for_each_candidate(client, collection, selector, None, |_, doc| {
-                if selector.matches(&doc) {
-                    top.push(Ranked { sort, seq, doc });
-                    seq += 1;
-                }
-                Ok(ControlFlow::Continue(()))
-            })
-            .await?;
-            let skip = usize::try_from(skip).unwrap_or(usize::MAX);
-            docs = top
-                .into_sorted_vec()
-                .into_iter()
-                .skip(skip)
-                .map(|r| r.doc)
-                .collect();
+            docs = page.into_docs();
         }
     }
     if let Some(projection) = &query.projection {

@@ -3,7 +3,7 @@
 //!
 //! Collection names and index paths come from clients, so they never appear in SQL as written.
 //! A table's name is a prefix and the lowercase hex of the name's UTF-8 bytes (`c_<hex>` for
-//! documents, `x_<hex(collection)>_<hex(path)>` for an index), as in the SQLite backend; such
+//! documents, `x_<hex::encode(collection)>_<hex::encode(path)>` for an index), as in the SQLite backend; such
 //! names hold only `[a-z0-9_]`. PostgreSQL cuts identifiers at 63 bytes, so a longer name keeps
 //! the first part of its hex and ends with a 128-bit hash of the whole (two FNV-1a hashes): two
 //! names never share a table in practice, and the mapping needs no lookup.
@@ -295,7 +295,7 @@ pub(crate) async fn make_unique(tx: &Transaction<'_>, collection: &str, path: &s
             "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} (value) WHERE value <> '\\x{}'::bytea",
             unique_index_name(collection, path),
             index_table(collection, path),
-            hex(crate::index_key::NULL_KEY),
+            hex::encode(crate::index_key::NULL_KEY),
         ))
         .await;
     if let Err(e) = result {
@@ -350,17 +350,23 @@ pub(crate) async fn list_collections(client: &Client) -> Result<Vec<String>> {
 
 /// The quoted name of the table holding `collection`'s documents.
 pub(crate) fn collection_table(collection: &str) -> String {
-    identifier("c_", &hex(collection))
+    identifier("c_", &hex::encode(collection))
 }
 
 /// The quoted name of the table indexing `collection` by `path`: `(value bytea, id text)`,
 /// primary key `(value, id)`.
 pub(crate) fn index_table(collection: &str, path: &str) -> String {
-    identifier("x_", &format!("{}_{}", hex(collection), hex(path)))
+    identifier(
+        "x_",
+        &format!("{}_{}", hex::encode(collection), hex::encode(path)),
+    )
 }
 
 fn unique_index_name(collection: &str, path: &str) -> String {
-    identifier("u_", &format!("{}_{}", hex(collection), hex(path)))
+    identifier(
+        "u_",
+        &format!("{}_{}", hex::encode(collection), hex::encode(path)),
+    )
 }
 
 /// PostgreSQL's longest identifier, in bytes.
@@ -386,17 +392,6 @@ fn fnv1a(s: &str, basis: u64) -> u64 {
     s.bytes().fold(basis, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
-}
-
-/// Lowercase hex of the UTF-8 bytes of `s`.
-pub(crate) fn hex(s: &str) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(s.len() * 2);
-    for b in s.bytes() {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    out
 }
 
 #[cfg(test)]

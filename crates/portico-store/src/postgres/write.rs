@@ -387,7 +387,7 @@ pub(crate) async fn update(
         let mut changed = Vec::new();
         for (id, old) in found {
             // An error returns here; the transaction is dropped and rolls back earlier documents.
-            let Some((new, text)) = crate::document::apply_update(&old, update, &id)? else {
+            let Some((new, text)) = crate::modifier::apply_update(&old, update, &id)? else {
                 continue;
             };
             let stmt = tx.prepare_cached(&write_sql).await?;

@@ -30,7 +30,7 @@
 //! | `index.rs` | index tables `(value, id)` for dotted paths, arrays included |
 //! | `plan.rs` | narrowing the candidates of a selector with SQL (primary key, index, text) |
 //! | `query.rs` | `find`, `count`, `get`: candidates decided by the reference matcher, paged |
-//! | `write.rs` | insert, update, remove, `ensure_index`, drop, each one transaction |
+//! | `write/` | insert, update, remove, `ensure_index`, drop, each one transaction (`write/batch.rs`: a batch of writes) |
 //! | `group.rs` | group commit: concurrent single inserts share one transaction, each in a savepoint |
 //! | `format.rs` | the stored format version (`portico_format`), read and written |
 //! | `lock.rs` | the shared lock every open store holds on `<file>-lock`, which a restore takes exclusively |

@@ -12,8 +12,8 @@ use rusqlite::{Connection, params};
 use super::error::corrupt;
 use super::plan::{Plan, for_each_candidate, not_text, plan};
 use super::schema::{collection_exists, collection_table, index_table, stored_count};
-use crate::top::{Ranked, TopK};
-use crate::{Document, Query, Result, Selector, Sort};
+use crate::top::Page;
+use crate::{Document, Query, Result, Selector};
 
 /// Runs the read `f` on `collection`'s table, answering as for an empty collection when the
 /// collection does not exist.
@@ -43,11 +43,7 @@ pub(crate) fn find(conn: &Connection, collection: &str, query: &Query) -> Result
     if query.limit == Some(0) {
         return Ok(Vec::new());
     }
-    let selector = &query.selector;
-    let mut docs = or_missing(conn, collection, || match &query.sort {
-        None => first_matches(conn, collection, selector, query.skip, query.limit),
-        Some(sort) => sorted_matches(conn, collection, selector, sort, query.skip, query.limit),
-    })?;
+    let mut docs = or_missing(conn, collection, || matches(conn, collection, query))?;
     if let Some(projection) = &query.projection {
         docs = docs.iter().map(|doc| projection.apply(doc)).collect();
     }
@@ -151,19 +147,10 @@ pub(crate) fn find_quick(
             }
             Plan::Scan { .. } | Plan::Page { .. } => return Ok(None),
         }
-        let mut docs = collect(conn, collection, &plan, selector, 0, None)?;
-        if let Some(sort) = &query.sort {
-            // Stable: ties keep `_id` order, as in `sorted_matches`.
-            docs.sort_by(|a, b| sort.compare(a, b));
-        }
-        let skip = usize::try_from(query.skip).unwrap_or(usize::MAX);
-        let limit = query
-            .limit
-            .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-        let page = docs.into_iter().skip(skip).take(limit);
+        let page = collect(conn, collection, &plan, Page::of(query))?;
         Ok(Some(match &query.projection {
-            Some(projection) => page.map(|doc| projection.apply(&doc)).collect(),
-            None => page.collect(),
+            Some(projection) => page.iter().map(|doc| projection.apply(doc)).collect(),
+            None => page,
         }))
     })
 }
@@ -201,89 +188,32 @@ pub(crate) fn find_first_quick(
     })
 }
 
-/// Matching documents in `_id` order after skipping `skip`, stopping once `limit` are found.
-fn first_matches(
-    conn: &Connection,
-    collection: &str,
-    selector: &Selector,
-    skip: u64,
-    limit: Option<u64>,
-) -> Result<Vec<Document>> {
-    if selector.is_all() {
+/// Matching documents in `_id` order after skipping `skip`, stopping once `limit` are found;
+/// or, with a sort, in its order (ties in `_id` order), keeping only the best `skip + limit`.
+fn matches(conn: &Connection, collection: &str, query: &Query) -> Result<Vec<Document>> {
+    let selector = &query.selector;
+    if selector.is_all() && query.sort.is_none() {
         // Every row matches: let SQLite skip and stop, without decoding the skipped documents.
-        let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
-        let offset = i64::try_from(skip).unwrap_or(i64::MAX);
+        let limit = query
+            .limit
+            .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+        let offset = i64::try_from(query.skip).unwrap_or(i64::MAX);
         let plan = Plan::Page { limit, offset };
-        return collect(conn, collection, &plan, selector, 0, None);
+        return collect(conn, collection, &plan, Page::new(selector, None, 0, None));
     }
     let plan = plan(conn, collection, selector)?;
-    collect(conn, collection, &plan, selector, skip, limit)
+    collect(conn, collection, &plan, Page::of(query))
 }
 
-/// Reads the candidates of `plan`, keeping those `selector` matches after the first `skip`, up
-/// to `limit`.
+/// Offers the candidates of `plan` to `page` until it is full, and gives its documents.
 fn collect(
     conn: &Connection,
     collection: &str,
     plan: &Plan,
-    selector: &Selector,
-    skip: u64,
-    limit: Option<u64>,
+    mut page: Page<'_>,
 ) -> Result<Vec<Document>> {
-    let mut out = Vec::new();
-    let mut skipped = 0u64;
-    for_each_candidate(conn, collection, plan, |_, doc| {
-        if !selector.matches(&doc) {
-            return Ok(ControlFlow::Continue(()));
-        }
-        if skipped < skip {
-            skipped += 1;
-            return Ok(ControlFlow::Continue(()));
-        }
-        out.push(doc);
-        Ok(match limit {
-            Some(l) if out.len() as u64 >= l => ControlFlow::Break(()),
-            _ => ControlFlow::Continue(()),
-        })
-    })?;
-    Ok(out)
-}
-
-/// Matching documents in `sort` order (ties in `_id` order), skipped and limited. With a limit,
-/// only the best `skip + limit` seen so far are kept, in a max-heap whose top is the first to go.
-fn sorted_matches(
-    conn: &Connection,
-    collection: &str,
-    selector: &Selector,
-    sort: &Sort,
-    skip: u64,
-    limit: Option<u64>,
-) -> Result<Vec<Document>> {
-    let plan = plan(conn, collection, selector)?;
-    let skip_len = usize::try_from(skip).unwrap_or(usize::MAX);
-    let Some(limit) = limit else {
-        let mut all = collect(conn, collection, &plan, selector, 0, None)?;
-        // A stable sort keeps `_id` order among equal keys.
-        all.sort_by(|a, b| sort.compare(a, b));
-        return Ok(all.into_iter().skip(skip_len).collect());
-    };
-    let keep = usize::try_from(skip.saturating_add(limit)).unwrap_or(usize::MAX);
-    let mut top = TopK::new(keep);
-    let mut seq = 0u64;
-    for_each_candidate(conn, collection, &plan, |_, doc| {
-        if !selector.matches(&doc) {
-            return Ok(ControlFlow::Continue(()));
-        }
-        top.push(Ranked { sort, seq, doc });
-        seq += 1;
-        Ok(ControlFlow::Continue(()))
-    })?;
-    Ok(top
-        .into_sorted_vec()
-        .into_iter()
-        .skip(skip_len)
-        .map(|r| r.doc)
-        .collect())
+    for_each_candidate(conn, collection, plan, |_, doc| Ok(page.offer(doc)))?;
+    Ok(page.into_docs())
 }
 
 /// How many documents match `selector`.

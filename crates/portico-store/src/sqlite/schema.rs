@@ -2,7 +2,7 @@
 //!
 //! Collection names and index paths come from clients, so they never appear in SQL as written.
 //! A table's name is a fixed prefix followed by the lowercase hex of the name's UTF-8 bytes
-//! (`c_<hex(collection)>` for documents, `x_<hex(collection)>_<hex(path)>` for an index; hex has
+//! (`c_<hex::encode(collection)>` for documents, `x_<hex::encode(collection)>_<hex::encode(path)>` for an index; hex has
 //! no `_`, so the split is unambiguous). Those names contain only `[a-z0-9_]`, so every
 //! collection name a client can send is safe, two names never share a table, and the mapping
 //! needs no lookup. The catalog keeps the original names for [`list_collections`] and to find a
@@ -85,18 +85,18 @@ pub(crate) fn add_to_count(conn: &Connection, collection: &str, delta: i64) -> R
 
 /// The quoted name of the table holding `collection`'s documents: `(id TEXT PRIMARY KEY, doc TEXT)`.
 pub(crate) fn collection_table(collection: &str) -> String {
-    format!("\"c_{}\"", hex(collection))
+    format!("\"c_{}\"", hex::encode(collection))
 }
 
 /// The quoted name of the table indexing `collection` by `path`: `(value TEXT, id TEXT)`, primary
 /// key `(value, id)`.
 pub(crate) fn index_table(collection: &str, path: &str) -> String {
-    format!("\"x_{}_{}\"", hex(collection), hex(path))
+    format!("\"x_{}_{}\"", hex::encode(collection), hex::encode(path))
 }
 
 /// The name of the unique index over the `value` column of an index table; see [`make_unique`].
 fn unique_index_name(collection: &str, path: &str) -> String {
-    format!("\"u_{}_{}\"", hex(collection), hex(path))
+    format!("\"u_{}_{}\"", hex::encode(collection), hex::encode(path))
 }
 
 /// Makes the index of `collection` on `path` (which exists) unique: a unique SQLite index over
@@ -204,17 +204,6 @@ pub(crate) fn list_collections(conn: &Connection) -> Result<Vec<String>> {
         .query_map([], |row| row.get(0))?
         .collect::<rusqlite::Result<Vec<String>>>()?;
     Ok(names)
-}
-
-/// Lowercase hex of the UTF-8 bytes of `s`.
-fn hex(s: &str) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(s.len() * 2);
-    for b in s.bytes() {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -50,7 +50,7 @@ fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchFailure
                 .into_iter()
                 .next()
                 .ok_or(BatchFailure::NoMatch)?;
-            let new = match crate::document::apply_update(&old, &update, &id)? {
+            let new = match crate::modifier::apply_update(&old, &update, &id)? {
                 None => old,
                 Some((new, text)) => {
                     tx.prepare_cached(&format!(

@@ -17,6 +17,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use portico_rest::Op;
 use serde_json::Value;
 
 pub use admin::AdminConfig;
@@ -227,68 +228,6 @@ pub struct RateLimit {
     pub per: Duration,
 }
 
-/// The six endpoints a collection can generate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum EndpointName {
-    /// `getAll`: GET `<path>`.
-    GetAll,
-    /// `post`: POST `<path>`.
-    Post,
-    /// `get`: GET `<path>/:id`.
-    Get,
-    /// `put`: PUT `<path>/:id`.
-    Put,
-    /// `patch`: PATCH `<path>/:id`.
-    Patch,
-    /// `delete`: DELETE `<path>/:id`.
-    Delete,
-}
-
-impl EndpointName {
-    /// All six, in the order the routes spec lists them.
-    pub const ALL: [EndpointName; 6] = [
-        EndpointName::GetAll,
-        EndpointName::Post,
-        EndpointName::Get,
-        EndpointName::Put,
-        EndpointName::Patch,
-        EndpointName::Delete,
-    ];
-
-    /// The name used in the config and the routes spec (`getAll`, `post`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EndpointName::GetAll => "getAll",
-            EndpointName::Post => "post",
-            EndpointName::Get => "get",
-            EndpointName::Put => "put",
-            EndpointName::Patch => "patch",
-            EndpointName::Delete => "delete",
-        }
-    }
-
-    /// The endpoint named `name` (as in the config), if any.
-    pub fn parse(name: &str) -> Option<EndpointName> {
-        EndpointName::ALL.into_iter().find(|e| e.as_str() == name)
-    }
-
-    /// The HTTP method it answers.
-    pub fn http_method(self) -> &'static str {
-        match self {
-            EndpointName::GetAll | EndpointName::Get => "GET",
-            EndpointName::Post => "POST",
-            EndpointName::Put => "PUT",
-            EndpointName::Patch => "PATCH",
-            EndpointName::Delete => "DELETE",
-        }
-    }
-
-    /// True for the endpoints at `<path>/:id`.
-    pub fn on_item(self) -> bool {
-        !matches!(self, EndpointName::GetAll | EndpointName::Post)
-    }
-}
-
 /// Options of one generated endpoint (`endpoints = { getAll = { ... } }`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EndpointOptions {
@@ -313,7 +252,7 @@ pub struct CollectionConfig {
     pub role_required: Vec<String>,
     /// The endpoints generated (all six minus `excluded_endpoints` and those set to `false`),
     /// with their options, in spec order.
-    pub endpoints: Vec<(EndpointName, EndpointOptions)>,
+    pub endpoints: Vec<(Op, EndpointOptions)>,
     /// `owner_field`: callers see and change only documents whose field holds their id.
     pub owner_field: Option<String>,
     /// `max_page_size`.
@@ -334,7 +273,7 @@ pub struct CollectionConfig {
 
 impl CollectionConfig {
     /// The options of `endpoint` when it is generated.
-    pub fn endpoint(&self, endpoint: EndpointName) -> Option<&EndpointOptions> {
+    pub fn endpoint(&self, endpoint: Op) -> Option<&EndpointOptions> {
         self.endpoints
             .iter()
             .find(|(e, _)| *e == endpoint)
@@ -347,12 +286,12 @@ impl CollectionConfig {
     }
 
     /// The write endpoints anonymous callers may call, in spec order.
-    pub fn anonymous_writes(&self) -> Vec<EndpointName> {
+    pub fn anonymous_writes(&self) -> Vec<Op> {
         let route_auth = self.auth_required || self.owner_field.is_some() || self.self_only;
         self.endpoints
             .iter()
             .filter(|(endpoint, options)| {
-                let write = !matches!(endpoint, EndpointName::Get | EndpointName::GetAll);
+                let write = !matches!(endpoint, Op::Get | Op::GetAll);
                 // The users collection refuses anonymous changes to accounts whatever the keys say.
                 let guarded = self.is_users() && endpoint.on_item();
                 write
@@ -366,8 +305,8 @@ impl CollectionConfig {
     }
 
     /// The endpoints not generated, for front doors that take an exclusion list.
-    pub fn excluded(&self) -> Vec<EndpointName> {
-        EndpointName::ALL
+    pub fn excluded(&self) -> Vec<Op> {
+        Op::ALL
             .into_iter()
             .filter(|e| self.endpoint(*e).is_none())
             .collect()

@@ -383,6 +383,10 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     if let (Some(set), Some(every)) = (&backups, config.backups.as_ref().and_then(|b| b.every)) {
         backups::schedule(std::sync::Arc::clone(set), every);
     }
+    // Listen for signals before saying "listening": a script that stops the server as soon as
+    // it reads that line must find the handlers in place (else SIGTERM's default action ends
+    // the process at once, without its last log lines).
+    let mut signals = Signals::listen();
     {
         use std::io::Write as _;
         let mut stdout = std::io::stdout().lock();
@@ -391,11 +395,14 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         let _ = stdout.flush();
     }
     let (stopping_tx, mut stopping_rx) = tokio::sync::watch::channel(false);
-    let signal = async move {
-        shutdown_signal().await;
+    let (now_tx, now_rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let name = signals.next().await;
+        info!("{name} received, finishing in-flight requests");
         let _ = stopping_tx.send(true);
-    };
-    tokio::spawn(signal);
+        signals.next().await;
+        let _ = now_tx.send(());
+    });
     let server = connections::serve(listener, app, config.server, stopping_rx.clone());
     // In-flight requests get the grace period to finish; a client that never finishes its
     // request must not keep the process alive forever, and a second signal means "now".
@@ -407,7 +414,7 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
                 "requests still running {} s after the signal; stopping without them",
                 grace_period.as_secs_f32()
             ),
-            () = shutdown_signal() => warn!("second signal: stopping without in-flight requests"),
+            Ok(()) = now_rx => warn!("second signal: stopping without in-flight requests"),
         }
     };
     tokio::select! {
@@ -423,27 +430,53 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     Ok(())
 }
 
-/// Resolves on the first SIGINT (Ctrl-C) or SIGTERM.
-async fn shutdown_signal() {
-    let interrupt = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
+/// SIGINT (Ctrl-C) and SIGTERM, listened for from the moment [`Signals::listen`] returns.
+struct Signals {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    /// Installs the handlers now.
+    fn listen() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Signals {
+                interrupt: signal(SignalKind::interrupt()).ok(),
+                terminate: signal(SignalKind::terminate()).ok(),
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => info!("SIGINT received, finishing in-flight requests"),
-        () = terminate => info!("SIGTERM received, finishing in-flight requests"),
+        #[cfg(not(unix))]
+        Signals {}
+    }
+
+    /// Resolves on the next SIGINT or SIGTERM, with its name.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            async fn recv(signal: &mut Option<tokio::signal::unix::Signal>) {
+                match signal {
+                    Some(signal) => {
+                        signal.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            }
+            tokio::select! {
+                () = recv(&mut self.interrupt) => "SIGINT",
+                () = recv(&mut self.terminate) => "SIGTERM",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            "SIGINT"
+        }
     }
 }
 
@@ -533,7 +566,7 @@ mod tests {
     #[tokio::test]
     async fn the_route_table_is_what_the_front_doors_serve() {
         let configs = [
-            include_str!("../../../examples/portico.toml"),
+            include_str!("../../../../examples/portico.toml"),
             "[[api]]\nversion = \"v1\"\n[[api.collection]]\nname = \"a\"\nexcluded_endpoints = \"getAll\"\n[[api.collection]]\nname = \"a\"\npath = \"deep/a\"\n[[api]]\napi_path = \"other\"\nuse_default_auth = true\n",
             "[auto]\nobject_id_collections = [\"o\"]\nallow_register = false\n[auto.rules.w]\ninsert = \"anyone\"\n[[auto.publication]]\nname = \"p\"\ncollection = \"w\"\nurl = \"feeds/:0/items\"\nhttp_method = \"POST\"\n",
         ];

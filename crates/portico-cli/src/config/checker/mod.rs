@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use portico_rest::Op;
 use serde_json::Value;
 use toml::Spanned;
 
@@ -16,8 +17,8 @@ use super::raw::{
 };
 use super::{
     ApiConfig, AutoConfig, CollectionConfig, CollectionRules, Config, ConfigError,
-    ConnectionLimits, EndpointName, EndpointOptions, PublicationConfig, RateLimit, Rule,
-    SchemaFile, ScriptsConfig, value,
+    ConnectionLimits, EndpointOptions, PublicationConfig, RateLimit, Rule, SchemaFile,
+    ScriptsConfig, value,
 };
 
 /// Turns raw structs into checked ones, collecting mistakes.
@@ -39,6 +40,30 @@ impl<'a> Checker<'a> {
         self.errors.push(err);
     }
 
+    /// The socket address `value` holds (`key` names it in the message, `example` shows the
+    /// form), or `None` with the mistake noted.
+    pub(super) fn address(
+        &mut self,
+        value: &Spanned<String>,
+        key: &str,
+        example: &str,
+    ) -> Option<SocketAddr> {
+        match value.get_ref().parse::<SocketAddr>() {
+            Ok(addr) => Some(addr),
+            Err(_) => {
+                self.error(
+                    value,
+                    key,
+                    format!(
+                        "`{}` is not an address; write an IP and a port, as in \"{example}\"",
+                        value.get_ref()
+                    ),
+                );
+                None
+            }
+        }
+    }
+
     fn line<T>(&self, spanned: &Spanned<T>) -> usize {
         self.source.position(spanned.span().start).0
     }
@@ -46,20 +71,7 @@ impl<'a> Checker<'a> {
     pub(super) fn config(&mut self, raw: RawConfig) -> Config {
         let listen = raw
             .listen
-            .and_then(|listen| match listen.get_ref().parse::<SocketAddr>() {
-                Ok(addr) => Some(addr),
-                Err(_) => {
-                    self.error(
-                    &listen,
-                    "listen",
-                    format!(
-                        "`{}` is not an address; write an IP and a port, as in \"127.0.0.1:3000\"",
-                        listen.get_ref()
-                    ),
-                );
-                    None
-                }
-            });
+            .and_then(|listen| self.address(&listen, "listen", "127.0.0.1:3000"));
         let database_position = raw
             .database
             .as_ref()
@@ -407,7 +419,7 @@ impl<'a> Checker<'a> {
         let mut excluded = BTreeSet::new();
         if let Some(list) = &raw.excluded_endpoints {
             for name in &list.get_ref().0 {
-                match EndpointName::parse(name) {
+                match name.parse::<Op>().ok() {
                     Some(endpoint) => {
                         excluded.insert(endpoint);
                     }
@@ -421,12 +433,12 @@ impl<'a> Checker<'a> {
         }
         let raw_endpoints = raw.endpoints.unwrap_or_default();
         let settings = [
-            (EndpointName::GetAll, raw_endpoints.get_all),
-            (EndpointName::Post, raw_endpoints.post),
-            (EndpointName::Get, raw_endpoints.get),
-            (EndpointName::Put, raw_endpoints.put),
-            (EndpointName::Patch, raw_endpoints.patch),
-            (EndpointName::Delete, raw_endpoints.delete),
+            (Op::GetAll, raw_endpoints.get_all),
+            (Op::Post, raw_endpoints.post),
+            (Op::Get, raw_endpoints.get),
+            (Op::Put, raw_endpoints.put),
+            (Op::Patch, raw_endpoints.patch),
+            (Op::Delete, raw_endpoints.delete),
         ];
         let mut endpoints = Vec::new();
         for (endpoint, setting) in settings {
@@ -438,7 +450,7 @@ impl<'a> Checker<'a> {
                     role_required: self.roles(
                         options.role_required,
                         &raw.name,
-                        &format!("{key}.endpoints.{}.role_required", endpoint.as_str()),
+                        &format!("{key}.endpoints.{}.role_required", endpoint.name()),
                     ),
                 },
             };
@@ -453,14 +465,14 @@ impl<'a> Checker<'a> {
             // Changing or removing an account needs to know who asks (see `serve::rest`), so
             // these endpoints always identify the caller, whatever `auth_required` says.
             for (endpoint, options) in &mut endpoints {
-                if endpoint.on_item() && *endpoint != EndpointName::Get {
+                if endpoint.on_item() && *endpoint != Op::Get {
                     options.auth_required = Some(true);
                 }
             }
         }
         if raw.auth_required.is_none() && role_required.is_empty() {
             for (endpoint, options) in &mut endpoints {
-                let write = !matches!(endpoint, EndpointName::Get | EndpointName::GetAll);
+                let write = !matches!(endpoint, Op::Get | Op::GetAll);
                 if write && options.auth_required.is_none() && options.role_required.is_empty() {
                     options.auth_required = Some(true);
                 }

@@ -177,7 +177,7 @@ pub(crate) fn update(
         ))?;
         for (id, old) in found {
             // An error returns here; the transaction is dropped and rolls back earlier documents.
-            let Some((new, text)) = crate::document::apply_update(&old, update, &id)? else {
+            let Some((new, text)) = crate::modifier::apply_update(&old, update, &id)? else {
                 continue;
             };
             write.execute(params![id, text])?;
