@@ -19,7 +19,8 @@ SECS=${SECS:-5}
 ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-32}
 if [ -z "${NO_BUILD:-}" ]; then
-  cargo build --release -p portico-cli -p portico-script --example method_server
+  cargo build --release -p portico-cli
+  cargo build --release -p portico-script --example method_server
 fi
 work=$(mktemp -d)
 pids=()
@@ -39,13 +40,14 @@ measure() {
   echo "$rps $p99"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-wait_for() { for _ in $(seq 100); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer at $1" >&2; exit 1; }
+# waits until the server at URL answers at all
+wait_for() { for _ in $(seq 100); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer at $1" >&2; exit 1; }
 
 echo "== method: Rust echo vs JavaScript jsEcho (auto API, one runtime)"
 RUNTIMES=1 taskset -c 0 target/release/examples/method_server 127.0.0.1:3931 > "$work/method.out" &
 pids+=($!)
 sleep 1
-wait_for -X POST http://127.0.0.1:3931/methods/echo
+wait_for http://127.0.0.1:3931/methods/echo
 cat "$work/method.out"
 : > "$work/rust"; : > "$work/js"
 taskset -c 1 wrk -t1 -c"$CONNS" -d2s -s bench/wrk/post_method.lua http://127.0.0.1:3931/methods/jsEcho >/dev/null
