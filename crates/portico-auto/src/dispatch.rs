@@ -188,9 +188,12 @@ async fn remove(request: Matched<'_>, name: &str) -> Result<Response, ApiError> 
     Ok(Json(Value::from(count)).into_response())
 }
 
-/// Reads and parses a request body through the edge, under the configured limit.
+/// Reads and parses the body of a collection write through the edge: it becomes one document,
+/// so a body over the store's document limit (or the configured limit, when lower) is refused
+/// by its length before a byte of it is read. The bytes are dropped once parsed.
 async fn body_of(shared: &Shared, parts: &Parts, body: Body) -> Result<ParsedBody, ApiError> {
-    let bytes = read_body(&parts.headers, body, shared.body_limit).await?;
+    let limit = shared.body_limit.min(portico_store::MAX_DOCUMENT_BYTES);
+    let bytes = read_body(&parts.headers, body, limit).await?;
     Ok(parse_body(&parts.headers, &bytes)?)
 }
 

@@ -19,6 +19,7 @@ mod integration {
     mod live;
     mod log_secrets;
     mod login_parity;
+    mod memory;
     mod operations;
     mod request_ids;
     mod routes_api;

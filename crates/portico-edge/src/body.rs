@@ -10,9 +10,9 @@
 //! | any other content type | [`ParsedBody::Other`]: a door that needs data answers 415 ([`BodyError::UnsupportedMediaType`]) |
 
 use axum::body::Body;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, StatusCode};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 use serde_json::{Map, Value};
 
 use portico_store::json::{JsonError, JsonLimits, parse_bounded};
@@ -61,7 +61,18 @@ pub enum BodyError {
     /// The body is empty where data is required (400).
     #[error("The request body is empty; send a JSON object")]
     Empty,
+    /// The server's budget for request bodies in flight ran out while this body was read
+    /// (503; see [`BodyBudgetExceeded`]).
+    #[error("The server is busy reading other requests' bodies; retry shortly")]
+    Busy,
 }
+
+/// The error a request body fails with when the server's budget for bodies in flight runs out
+/// while it is read (the `portico` binary's `[server] max_inflight_body_mb`):
+/// [`read_body`] turns it into [`BodyError::Busy`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the budget for request bodies in flight is used up")]
+pub struct BodyBudgetExceeded;
 
 impl BodyError {
     /// The HTTP status of this error.
@@ -69,6 +80,7 @@ impl BodyError {
         match self {
             BodyError::TooLarge { .. } | BodyError::TooManyValues => StatusCode::PAYLOAD_TOO_LARGE,
             BodyError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            BodyError::Busy => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::BAD_REQUEST,
         }
     }
@@ -78,30 +90,71 @@ impl BodyError {
 ///
 /// A `Content-Length` over the limit is refused before anything is read; a body without a length
 /// (chunked) is cut off as soon as it passes the limit, so an oversized body never sits in memory
-/// whole.
+/// whole. The body is gathered into one buffer sized by its `Content-Length` (a body that
+/// arrives as one chunk is kept as it came), so reading it costs its length once.
 ///
 /// # Errors
-/// [`BodyError::TooLarge`] over the limit; [`BodyError::Unreadable`] when the stream fails.
+/// [`BodyError::TooLarge`] over the limit; [`BodyError::Busy`] when the server's budget for
+/// bodies in flight ran out ([`BodyBudgetExceeded`]); [`BodyError::Unreadable`] when the stream
+/// fails.
 pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, BodyError> {
-    let declared = headers
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
+    let declared = declared_length(headers);
     if declared.is_some_and(|len| len > limit as u64) {
         return Err(BodyError::TooLarge { limit });
     }
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(err) if is_length_limit(err.as_ref()) => Err(BodyError::TooLarge { limit }),
-        Err(_) => Err(BodyError::Unreadable),
+    let mut body = body;
+    // The first chunk, kept as it is until a second one comes.
+    let mut first: Option<Bytes> = None;
+    let mut gathered: Option<BytesMut> = None;
+    let mut len = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            if caused_by::<BodyBudgetExceeded>(&e) {
+                BodyError::Busy
+            } else {
+                BodyError::Unreadable
+            }
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        len = len.saturating_add(data.len());
+        if len > limit {
+            return Err(BodyError::TooLarge { limit });
+        }
+        if let Some(buf) = &mut gathered {
+            buf.extend_from_slice(&data);
+        } else if let Some(head) = first.take() {
+            // Sized by the length announced, never past the limit: one allocation.
+            let capacity = declared.map_or(len, |d| usize::try_from(d).unwrap_or(len).max(len));
+            let mut buf = BytesMut::with_capacity(capacity.min(limit));
+            buf.extend_from_slice(&head);
+            buf.extend_from_slice(&data);
+            gathered = Some(buf);
+        } else {
+            first = Some(data);
+        }
     }
+    Ok(match (gathered, first) {
+        (Some(buf), _) => buf.freeze(),
+        (None, Some(head)) => head,
+        (None, None) => Bytes::new(),
+    })
 }
 
-/// True when `err` (or an error it wraps) is the length limit being hit.
-fn is_length_limit(err: &(dyn std::error::Error + 'static)) -> bool {
-    let mut current = Some(err);
+/// The `Content-Length` a request announces, when it is a number.
+pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
+/// True when `err` (or an error it wraps) is an `E`.
+fn caused_by<E: std::error::Error + 'static>(err: &axum::Error) -> bool {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = current {
-        if e.is::<LengthLimitError>() {
+        if e.is::<E>() {
             return true;
         }
         current = e.source();

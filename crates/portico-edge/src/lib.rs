@@ -41,7 +41,10 @@ mod path;
 mod route;
 
 pub use auth::{AuthRejection, AuthenticatedUser, bearer_token, is_b64token, request_token};
-pub use body::{BodyError, DEFAULT_BODY_LIMIT, ParsedBody, parse_body, read_body};
+pub use body::{
+    BodyBudgetExceeded, BodyError, DEFAULT_BODY_LIMIT, ParsedBody, declared_length, parse_body,
+    read_body,
+};
 pub use client::{TrustedProxies, peer_ip};
 pub use conditional::{InvalidIfMatch, entity_tags, if_match, none_match_holds};
 pub use form::{FormError, parse_form};

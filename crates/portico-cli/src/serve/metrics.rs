@@ -153,6 +153,7 @@ pub fn router(handle: PrometheusHandle, platform: portico_platform::Platform) ->
 pub async fn serve_apart(
     addr: std::net::SocketAddr,
     platform: portico_platform::Platform,
+    limits: crate::config::ConnectionLimits,
 ) -> crate::Result<()> {
     let app = router(handle()?, platform);
     let listener = tokio::net::TcpListener::bind(addr)
@@ -163,10 +164,12 @@ pub async fn serve_apart(
         })?;
     let bound = listener.local_addr().map_err(crate::Error::Serve)?;
     tracing::info!("metrics on http://{bound}{METRICS_PATH}");
+    // The same accept loop as the APIs' (bounded connections, lingering close); it stops with
+    // the process.
+    let (keep_open, stop) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
-        if let Err(err) = axum::serve(listener, app).await {
-            tracing::warn!("the metrics listener stopped: {err}");
-        }
+        super::connections::serve(listener, app, limits, stop).await;
+        drop(keep_open);
     });
     Ok(())
 }

@@ -341,7 +341,7 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         })?;
     let bound = listener.local_addr().map_err(crate::Error::Serve)?;
     if let Some(metrics_addr) = config.metrics.as_ref().and_then(|m| m.listen) {
-        metrics::serve_apart(metrics_addr, platform.clone()).await?;
+        metrics::serve_apart(metrics_addr, platform.clone(), config.server).await?;
     }
     match &path {
         Some(path) => {

@@ -247,25 +247,45 @@ impl Api {
                 return Err(Error::DuplicatePath(m.display().to_owned()));
             }
         }
+        // A generated write stores its body as one document: a body over the store's document
+        // limit is refused by its length before a byte of it is read. A write endpoint with an
+        // action of its own keeps the API's limit.
+        let document_limit = Some(
+            self.options
+                .body_limit
+                .min(portico_store::MAX_DOCUMENT_BYTES),
+        );
+        let own_action =
+            |op: Op, endpoint: &Option<Endpoint>| endpoint.is_some() && !batchable.contains(&op);
+        let list_limit = if own_action(Op::Post, &list.post) {
+            None
+        } else {
+            document_limit
+        };
+        let item_limit = if own_action(Op::Put, &item.put) || own_action(Op::Patch, &item.patch) {
+            None
+        } else {
+            document_limit
+        };
         if !list.is_empty() {
             let extras = RouteExtras {
+                body_limit: list_limit,
                 docs: list_docs,
                 generated: Some(Generated {
                     target: state.clone(),
                     ops: batchable.clone(),
                 }),
-                ..RouteExtras::default()
             };
             self.insert_route_with(list_matcher, route_options.clone(), list, extras)?;
         }
         if !item.is_empty() {
             let extras = RouteExtras {
+                body_limit: item_limit,
                 docs: item_docs,
                 generated: Some(Generated {
                     target: state,
                     ops: batchable,
                 }),
-                ..RouteExtras::default()
             };
             self.insert_route_with(item_matcher, route_options, item, extras)?;
         }
