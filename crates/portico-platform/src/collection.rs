@@ -122,10 +122,9 @@ impl Collection {
             None | Some(Value::Null) => {
                 let id = self.id_kind().generate();
                 // `_id` first, as stored documents show it.
-                let mut with_id = Document::new();
-                with_id.insert("_id".into(), Value::String(id.clone()));
-                with_id.extend(std::mem::take(doc));
-                *doc = with_id;
+                // In place, not a new map: a body parsed by the doors has room for `_id` and
+                // the timestamps (see `portico_store::json::parse_bounded`).
+                doc.shift_insert(0, "_id".into(), Value::String(id.clone()));
                 Ok(id)
             }
             Some(Value::String(id)) if !id.is_empty() => Ok(id.clone()),
@@ -244,6 +243,18 @@ impl Collection {
             .stamp_update(selector, update)
             .await?
             .unwrap_or_else(|| update.clone()))
+    }
+
+    /// [`Collection::insert`], returning the `_id` and the document's JSON text as stored (see
+    /// [`Store::insert_json`]): for a reply that embeds it, with no copy of the document made.
+    ///
+    /// # Errors
+    /// As [`Collection::insert`].
+    pub async fn insert_json(&self, mut doc: Document) -> Result<(String, String)> {
+        self.ensure_id(&mut doc)?;
+        self.stamp_new(&mut doc);
+        self.validate(&doc)?;
+        Ok(self.store().insert_json(self.name(), doc).await?)
     }
 
     /// Inserts every document of `docs`, all or none, and returns their `_id`s in order.

@@ -23,19 +23,21 @@ pub(crate) fn stamp_new(doc: &mut Document, now: &str) {
 /// `update` that also sets `updatedAt` to `now`. A replacement keeps `created` (the replaced
 /// document's `createdAt`; `now` when there was none).
 pub(crate) fn stamp_update(update: &Update, created: Option<Value>, now: &str) -> Result<Update> {
+    // A replacement shares its document with the stamped one (a large document is not copied).
+    let stamps = vec![
+        (
+            CREATED_AT.to_owned(),
+            created.unwrap_or_else(|| Value::String(now.to_owned())),
+        ),
+        (UPDATED_AT.to_owned(), Value::String(now.to_owned())),
+    ];
+    if let Some(stamped) = update.with_replacement_fields(stamps)? {
+        return Ok(stamped);
+    }
     let mut value = update.to_value().clone();
     let Value::Object(map) = &mut value else {
         return Ok(update.clone());
     };
-    if update.is_replacement() {
-        let mut doc: Document = std::mem::take(map);
-        doc.insert(
-            CREATED_AT.into(),
-            created.unwrap_or_else(|| Value::String(now.to_owned())),
-        );
-        doc.insert(UPDATED_AT.into(), Value::String(now.to_owned()));
-        return Ok(Update::replace(doc)?);
-    }
     let set = map
         .entry("$set")
         .or_insert_with(|| Value::Object(Map::new()));

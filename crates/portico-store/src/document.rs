@@ -32,6 +32,14 @@ pub fn document_id(doc: &Document) -> Option<&str> {
 /// [`Error::InvalidDocument`] naming the problem, [`Error::IdTooLong`],
 /// [`Error::DocumentTooLarge`].
 pub fn prepare_insert(doc: Document) -> Result<(String, Document)> {
+    let (id, doc) = prepare_insert_unsized(doc)?;
+    check_size(&doc)?;
+    Ok((id, doc))
+}
+
+/// [`prepare_insert`] without the size check, for a backend that encodes the document with
+/// [`encode`] (which checks it).
+pub(crate) fn prepare_insert_unsized(doc: Document) -> Result<(String, Document)> {
     let (id, doc) = prepare_fields(doc)?;
     if id.len() > MAX_ID_BYTES {
         return Err(Error::IdTooLong {
@@ -39,7 +47,6 @@ pub fn prepare_insert(doc: Document) -> Result<(String, Document)> {
             limit: MAX_ID_BYTES,
         });
     }
-    check_size(&doc)?;
     Ok((id, doc))
 }
 
@@ -101,7 +108,7 @@ fn prepare_fields(mut doc: Document) -> Result<(String, Document)> {
             doc.insert("_id".to_string(), Value::String(id.clone()));
             // Move the new `_id` to the front, where readers expect it.
             let len = doc.len();
-            let mut out = Document::new();
+            let mut out = Document::with_capacity(len);
             if let Some(v) = doc.shift_remove("_id") {
                 out.insert("_id".to_string(), v);
             }
@@ -110,6 +117,23 @@ fn prepare_fields(mut doc: Document) -> Result<(String, Document)> {
             Ok((id, out))
         }
     }
+}
+
+/// A document's compact JSON text, refused past [`MAX_DOCUMENT_BYTES`] before it is built;
+/// written into a buffer of exactly its length (no buffer grown by doubling and copied).
+///
+/// # Errors
+/// [`Error::DocumentTooLarge`]; [`Error::InvalidDocument`] when it cannot be encoded.
+pub(crate) fn encode<T: serde::Serialize + ?Sized>(doc: &T) -> Result<String> {
+    let mut counter = ByteCounter(0);
+    serde_json::to_writer(&mut counter, doc)
+        .map_err(|e| Error::InvalidDocument(format!("cannot serialize document: {e}")))?;
+    check_len(counter.0)?;
+    let mut text = Vec::with_capacity(counter.0);
+    serde_json::to_writer(&mut text, doc)
+        .map_err(|e| Error::InvalidDocument(format!("cannot serialize document: {e}")))?;
+    String::from_utf8(text)
+        .map_err(|e| Error::InvalidDocument(format!("cannot serialize document: {e}")))
 }
 
 /// A strong entity tag of a stored document: 32 hex characters of the SHA-256 of its JSON

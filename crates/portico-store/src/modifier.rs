@@ -3,11 +3,13 @@
 //! An [`Update`] is parsed and validated once; applying it to a document can still fail on what
 //! the document holds (`$inc` on a string, `$push` on a number), and then leaves it untouched.
 
+use std::sync::{Arc, OnceLock};
+
 use serde_json::{Map, Number, Value};
 
 use crate::number::add_numbers;
 
-use crate::document::{check_len, document_id};
+use crate::document::document_id;
 use crate::selector::ElemCond;
 use crate::value::{numeric_index, split_path, values_equal};
 use crate::{Document, Error, IdKind, Result, Selector};
@@ -17,15 +19,30 @@ use crate::{Document, Error, IdKind, Result, Selector};
 const MAX_ARRAY_PADDING: usize = 10_000;
 
 /// A parsed update: either a modifier or a replacement document.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// An update holds its values once: a replacement document is shared (not copied) by the
+/// updates made from it ([`Update::with_replacement_fields`]), and the JSON form
+/// ([`Update::to_value`]) is built only when asked for, except for modifiers that cannot be
+/// rebuilt from their parsed form.
+#[derive(Debug, Clone)]
 pub struct Update {
     kind: Kind,
-    source: Value,
+    source: OnceLock<Value>,
+}
+
+impl PartialEq for Update {
+    fn eq(&self, other: &Update) -> bool {
+        self.to_value() == other.to_value()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
 enum Kind {
-    Replace(Document),
+    /// The document, and fields set over it (in order; an existing field keeps its place).
+    Replace {
+        doc: Arc<Document>,
+        fields: Vec<(String, Value)>,
+    },
     Modify(Vec<FieldOp>),
 }
 
@@ -94,9 +111,15 @@ impl Update {
             }
         }
         check_conflicts(&ops)?;
+        // A modifier of `$set`s only is rebuilt from its parts when asked for; any other is
+        // kept as given (its arguments' forms, such as `$each`, are not all kept in the parts).
+        let source = OnceLock::new();
+        if !ops.iter().all(|op| matches!(op.action, Action::Set(_))) {
+            let _ = source.set(value.clone());
+        }
         Ok(Update {
             kind: Kind::Modify(ops),
-            source: value.clone(),
+            source,
         })
     }
 
@@ -109,23 +132,22 @@ impl Update {
             return Err(err("$set is empty"));
         }
         let mut ops = Vec::with_capacity(fields.len());
-        for (path, value) in &fields {
-            let parts = split_path(path).map_err(|e| err(format!("$set: {e}")))?;
+        // The values move into the update: no copy of them.
+        for (path, value) in fields {
+            let parts = split_path(&path).map_err(|e| err(format!("$set: {e}")))?;
             if parts[0] == "_id" {
                 return Err(err(format!("$set cannot change _id ({path:?})")));
             }
             ops.push(FieldOp {
-                path: path.clone(),
+                path,
                 parts,
-                action: Action::Set(value.clone()),
+                action: Action::Set(value),
             });
         }
         check_conflicts(&ops)?;
-        let mut source = Map::new();
-        source.insert("$set".to_string(), Value::Object(fields));
         Ok(Update {
             kind: Kind::Modify(ops),
-            source: Value::Object(source),
+            source: OnceLock::new(),
         })
     }
 
@@ -145,19 +167,94 @@ impl Update {
             }
         }
         Ok(Update {
-            source: Value::Object(doc.clone()),
-            kind: Kind::Replace(doc),
+            kind: Kind::Replace {
+                doc: Arc::new(doc),
+                fields: Vec::new(),
+            },
+            source: OnceLock::new(),
         })
+    }
+
+    /// This replacement with `fields` set over its document (an existing field keeps its
+    /// place, a new one comes last), sharing the document rather than copying it; `None` for
+    /// a modifier. For server-set fields such as timestamps.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidModifier`] for a field name a replacement cannot hold.
+    pub fn with_replacement_fields(&self, fields: Vec<(String, Value)>) -> Result<Option<Update>> {
+        let Kind::Replace { doc, fields: set } = &self.kind else {
+            return Ok(None);
+        };
+        if let Some((key, _)) = fields
+            .iter()
+            .find(|(k, _)| k.starts_with('$') || k.is_empty() || k == "_id")
+        {
+            return Err(err(format!(
+                "a replacement cannot be given the field {key:?}"
+            )));
+        }
+        let mut merged = set.clone();
+        for (key, value) in fields {
+            match merged.iter_mut().find(|(k, _)| *k == key) {
+                Some(slot) => slot.1 = value,
+                None => merged.push((key, value)),
+            }
+        }
+        Ok(Some(Update {
+            kind: Kind::Replace {
+                doc: Arc::clone(doc),
+                fields: merged,
+            },
+            source: OnceLock::new(),
+        }))
     }
 
     /// True for a replacement, false for a modifier.
     pub fn is_replacement(&self) -> bool {
-        matches!(self.kind, Kind::Replace(_))
+        matches!(self.kind, Kind::Replace { .. })
     }
 
-    /// The update as JSON, as it was parsed or built (for allow/deny rules and logs).
+    /// The update as JSON, as it was parsed or built (for allow/deny rules and logs). Built on
+    /// first use for updates that do not keep it.
     pub fn to_value(&self) -> &Value {
-        &self.source
+        self.source.get_or_init(|| match &self.kind {
+            Kind::Replace { .. } => Value::Object(
+                self.replacement_entries()
+                    .map(|(k, v)| (k.to_owned(), v.clone()))
+                    .collect(),
+            ),
+            Kind::Modify(ops) => {
+                let set: Map<String, Value> = ops
+                    .iter()
+                    .filter_map(|op| match &op.action {
+                        Action::Set(v) => Some((op.path.clone(), v.clone())),
+                        _ => None,
+                    })
+                    .collect();
+                let mut source = Map::new();
+                source.insert("$set".to_owned(), Value::Object(set));
+                Value::Object(source)
+            }
+        })
+    }
+
+    /// A replacement's fields in order: its document's, with the fields set over it in their
+    /// places, then the new ones. Empty for a modifier.
+    fn replacement_entries(&self) -> impl Iterator<Item = (&str, &Value)> {
+        let (doc, fields) = match &self.kind {
+            Kind::Replace { doc, fields } => (Some(doc.as_ref()), fields.as_slice()),
+            Kind::Modify(_) => (None, &[][..]),
+        };
+        let set_over = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        let own = doc
+            .into_iter()
+            .flatten()
+            .map(move |(k, v)| (k.as_str(), set_over(k).unwrap_or(v)));
+        let added = fields
+            .iter()
+            .filter(move |(k, _)| !doc.is_some_and(|d| d.contains_key(k)))
+            .map(|(k, v)| (k.as_str(), v));
+        own.chain(added)
     }
 
     /// The top-level field names the update may change (for allow/deny rules), sorted, no duplicates.
@@ -167,7 +264,11 @@ impl Update {
     /// see that document, must consider.
     pub fn field_names(&self) -> Vec<String> {
         let mut names: Vec<String> = match &self.kind {
-            Kind::Replace(doc) => doc.keys().filter(|k| *k != "_id").cloned().collect(),
+            Kind::Replace { .. } => self
+                .replacement_entries()
+                .filter(|(k, _)| *k != "_id")
+                .map(|(k, _)| k.to_owned())
+                .collect(),
             Kind::Modify(ops) => ops.iter().map(|op| op.parts[0].clone()).collect(),
         };
         names.sort();
@@ -180,8 +281,20 @@ impl Update {
     /// # Errors
     /// [`crate::Error::InvalidModifier`]: `$inc` on a non-number, `$push` on a non-array, changing `_id`...
     pub fn apply(&self, doc: &mut Document) -> Result<()> {
+        *doc = self.applied(doc)?;
+        Ok(())
+    }
+
+    /// `doc` with the update applied, as a new document: a replacement is built from its own
+    /// fields (only `_id` is taken from `doc`), a modifier is applied to one copy of `doc`.
+    ///
+    /// # Errors
+    /// As [`Update::apply`].
+    pub fn applied(&self, doc: &Document) -> Result<Document> {
         match &self.kind {
-            Kind::Replace(replacement) => {
+            Kind::Replace {
+                doc: replacement, ..
+            } => {
                 let id = doc.get("_id").cloned();
                 if let (Some(old), Some(new)) = (&id, replacement.get("_id")) {
                     if !values_equal(old, new) {
@@ -190,17 +303,17 @@ impl Update {
                         )));
                     }
                 }
-                let mut out = Document::new();
+                // At its size: a document built by adding fields one by one grows by doubling.
+                let mut out = Document::with_capacity(replacement.len() + 3);
                 if let Some(id) = id.or_else(|| replacement.get("_id").cloned()) {
                     out.insert("_id".to_string(), id);
                 }
-                for (k, v) in replacement {
+                for (k, v) in self.replacement_entries() {
                     if k != "_id" {
-                        out.insert(k.clone(), v.clone());
+                        out.insert(k.to_owned(), v.clone());
                     }
                 }
-                *doc = out;
-                Ok(())
+                Ok(out)
             }
             Kind::Modify(ops) => {
                 // Work on a copy so a failure half way leaves `doc` as it was.
@@ -208,8 +321,7 @@ impl Update {
                 for op in ops {
                     apply_op(&mut work, op)?;
                 }
-                *doc = work;
-                Ok(())
+                Ok(work)
             }
         }
     }
@@ -244,7 +356,7 @@ impl Update {
             .unwrap_or_else(|| kind.generate());
         let mut doc = Document::new();
         doc.insert("_id".to_string(), Value::String(id));
-        if let Kind::Replace(_) = self.kind {
+        if let Kind::Replace { .. } = self.kind {
             self.apply(&mut doc)?;
             return Ok(doc);
         }
@@ -271,15 +383,95 @@ impl Update {
         Ok(doc)
     }
 
+    /// A replacement applied to `old`, as a view that can be compared and encoded without
+    /// building the new document (the `_id` is `old`'s, or the replacement's); `None` for a
+    /// modifier. For a backend that only needs the new document's text.
+    ///
+    /// # Errors
+    /// As [`Update::apply`]: a replacement that would change `_id`.
+    pub(crate) fn replacement_view<'a>(
+        &'a self,
+        old: &'a Document,
+    ) -> Option<Result<ReplacementView<'a>>> {
+        let Kind::Replace {
+            doc: replacement, ..
+        } = &self.kind
+        else {
+            return None;
+        };
+        let id = old.get("_id");
+        if let (Some(old_id), Some(new_id)) = (id, replacement.get("_id")) {
+            if !values_equal(old_id, new_id) {
+                return Some(Err(err(format!(
+                    "a replacement cannot change _id from {old_id} to {new_id}"
+                ))));
+            }
+        }
+        Some(Ok(ReplacementView {
+            id: id.or_else(|| replacement.get("_id")),
+            update: self,
+        }))
+    }
+
     /// An `_id` the update itself names, for upserts.
     fn given_id(&self) -> Option<String> {
         match &self.kind {
-            Kind::Replace(doc) => doc.get("_id").and_then(Value::as_str).map(str::to_string),
+            Kind::Replace { doc, .. } => doc.get("_id").and_then(Value::as_str).map(str::to_string),
             Kind::Modify(ops) => ops.iter().find_map(|op| match &op.action {
                 Action::Set(Value::String(id)) if op.path == "_id" => Some(id.clone()),
                 _ => None,
             }),
         }
+    }
+}
+
+/// A replacement applied to a document, not built: see [`Update::replacement_view`]. Encodes
+/// (with `serde`) and compares as the document [`Update::apply`] would make.
+pub(crate) struct ReplacementView<'a> {
+    id: Option<&'a Value>,
+    update: &'a Update,
+}
+
+impl ReplacementView<'_> {
+    /// The fields of the new document, in order.
+    fn entries(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.id.map(|id| ("_id", id)).into_iter().chain(
+            self.update
+                .replacement_entries()
+                .filter(|(k, _)| *k != "_id"),
+        )
+    }
+
+    /// The new document's `_id`, when it is a string.
+    pub(crate) fn id(&self) -> Option<&str> {
+        self.id.and_then(Value::as_str)
+    }
+
+    /// Whether the new document equals `doc` (as documents compare: the same fields and
+    /// values, in any order).
+    pub(crate) fn equals(&self, doc: &Document) -> bool {
+        let mut n = 0;
+        for (key, value) in self.entries() {
+            n += 1;
+            if doc.get(key) != Some(value) {
+                return false;
+            }
+        }
+        n == doc.len()
+    }
+}
+
+impl serde::Serialize for ReplacementView<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.entries() {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
     }
 }
 
@@ -325,16 +517,28 @@ fn each_values(op: &str, path: &str, arg: &Value) -> Result<Vec<Value>> {
 }
 
 /// Refuses two changes to one path, or to a path and a path inside it (`a` and `a.b`).
+///
+/// The paths are sorted part by part: a path and every path inside it are then neighbours, so
+/// an update of many fields costs `n log n` comparisons, not `n²`.
 fn check_conflicts(ops: &[FieldOp]) -> Result<()> {
-    for (i, a) in ops.iter().enumerate() {
-        for b in &ops[i + 1..] {
-            let n = a.parts.len().min(b.parts.len());
-            if a.parts[..n] == b.parts[..n] {
-                return Err(err(format!(
-                    "conflicting changes to {:?} and {:?} in one update",
-                    a.path, b.path
-                )));
-            }
+    let mut sorted: Vec<&FieldOp> = ops.iter().collect();
+    sorted.sort_by(|a, b| a.parts.cmp(&b.parts));
+    for pair in sorted.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        let n = a.parts.len().min(b.parts.len());
+        if a.parts[..n] == b.parts[..n] {
+            // Named in the order the update gave them.
+            let (first, second) = if ops.iter().position(|op| std::ptr::eq(op, a))
+                < ops.iter().position(|op| std::ptr::eq(op, b))
+            {
+                (a, b)
+            } else {
+                (b, a)
+            };
+            return Err(err(format!(
+                "conflicting changes to {:?} and {:?} in one update",
+                first.path, second.path
+            )));
         }
     }
     Ok(())
@@ -560,8 +764,9 @@ pub(crate) fn apply_update(
     update: &Update,
     id: &str,
 ) -> Result<Option<(Document, String)>> {
-    let mut new = old.clone();
-    update.apply(&mut new)?;
+    // One new document: a replacement is built from its own fields, a modifier applied to
+    // one copy of `old`.
+    let new = update.applied(old)?;
     if document_id(&new) != Some(id) {
         return Err(Error::InvalidModifier(format!(
             "the update would change _id of document {id:?}"
@@ -570,10 +775,41 @@ pub(crate) fn apply_update(
     if new == *old {
         return Ok(None);
     }
-    let text = serde_json::to_string(&new)
-        .map_err(|e| Error::InvalidModifier(format!("cannot serialize document: {e}")))?;
-    check_len(text.len())?;
+    let text = crate::document::encode(&new).map_err(|e| match e {
+        Error::DocumentTooLarge { .. } => e,
+        other => Error::InvalidModifier(other.to_string()),
+    })?;
     Ok(Some((new, text)))
+}
+
+/// [`apply_update`] for a backend that needs only the new document's text (no index rows to
+/// write): a replacement is encoded from the update without building the new document.
+///
+/// # Errors
+/// As [`apply_update`].
+pub(crate) fn apply_update_text(
+    old: &Document,
+    update: &Update,
+    id: &str,
+) -> Result<Option<String>> {
+    let Some(view) = update.replacement_view(old) else {
+        return Ok(apply_update(old, update, id)?.map(|(_, text)| text));
+    };
+    let view = view?;
+    if view.id() != Some(id) {
+        return Err(Error::InvalidModifier(format!(
+            "the update would change _id of document {id:?}"
+        )));
+    }
+    if view.equals(old) {
+        return Ok(None);
+    }
+    crate::document::encode(&view)
+        .map(Some)
+        .map_err(|e| match e {
+            Error::DocumentTooLarge { .. } => e,
+            other => Error::InvalidModifier(other.to_string()),
+        })
 }
 
 #[cfg(test)]

@@ -69,6 +69,20 @@ pub trait Store: Send + Sync + 'static {
     /// [`crate::Error::InvalidDocument`] when `_id` is not a string.
     async fn insert(&self, collection: &str, doc: Document) -> Result<String>;
 
+    /// [`Store::insert`], returning the `_id` and the document's compact JSON text as stored,
+    /// so that a reply can embed it without reading it back or encoding it again. The default
+    /// encodes the document before inserting it; a backend that encodes it anyway gives its own
+    /// text back (SQLite: and drops the document's tree as soon as it is encoded).
+    ///
+    /// # Errors
+    /// As [`Store::insert`].
+    async fn insert_json(&self, collection: &str, doc: Document) -> Result<(String, String)> {
+        let (_, doc) = crate::prepare_insert(doc)?;
+        let text = crate::document::encode(&doc)?;
+        let id = self.insert(collection, doc).await?;
+        Ok((id, text))
+    }
+
     /// Inserts every document of `docs` into `collection`, all or none, and returns their `_id`s
     /// in the order of `docs`.
     ///

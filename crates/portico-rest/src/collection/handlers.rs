@@ -42,24 +42,27 @@ impl Outcome {
     }
 }
 
-/// The body of a write: a JSON object or a form. An empty body or another content type is
-/// refused, never taken as `{}`.
-fn write_body(ctx: &Context) -> Result<Map<String, Value>, Reply> {
+/// The body of a write: a JSON object or a form, taken out of the context (not copied). An
+/// empty body or another content type is refused, never taken as `{}`.
+fn write_body(ctx: &mut Context) -> Result<Map<String, Value>, Reply> {
     match ctx.body_state {
         BodyState::Empty => return Err(body_error(&portico_edge::BodyError::Empty)),
         BodyState::Other => return Err(body_error(&portico_edge::BodyError::UnsupportedMediaType)),
         BodyState::Data => {}
     }
-    match &ctx.body_params {
-        Value::Object(map) => Ok(map.clone()),
+    match std::mem::take(&mut ctx.body_params) {
+        Value::Object(map) => Ok(map),
         _ => Err(Reply::error(400, "The request body must be an object")),
     }
 }
 
 /// Runs a generated operation: before hook, the operation, after hook, reply.
-pub(crate) async fn run(state: &CollectionState, op: Op, ctx: Context) -> Reply {
+pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Reply {
+    // The generated operations read the parsed body only: its bytes need not stay in memory
+    // for the rest of the request.
+    ctx.body = bytes::Bytes::new();
     let body = match op {
-        Op::Post | Op::Put | Op::Patch => match write_body(&ctx) {
+        Op::Post | Op::Put | Op::Patch => match write_body(&mut ctx) {
             Ok(body) => Some(body),
             Err(reply) => return reply,
         },
@@ -94,6 +97,27 @@ pub(crate) async fn run(state: &CollectionState, op: Op, ctx: Context) -> Reply 
         // The same for one document read by id: its stored text is the reply's data, and its
         // entity tag is computed from that text (see `get_json`).
         return match get_json(state, &ctx, id).await {
+            Ok(reply) | Err(reply) => reply,
+        };
+    }
+    if op == Op::Post && state.after.is_none() && state.records.tagged() && state.scope.is_none() {
+        // The created document is sent as the store wrote its text (see `post_json`).
+        return match post_json(state, event.body.unwrap_or_default()).await {
+            Ok(reply) | Err(reply) => reply,
+        };
+    }
+    if matches!(op, Op::Put | Op::Patch)
+        && state.after.is_none()
+        && state.records.tagged()
+        && state.scope.is_none()
+    {
+        // The same for the document a put or patch leaves (see `update_json`).
+        let how = if op == Op::Put {
+            BodyUse::Replace
+        } else {
+            BodyUse::Change
+        };
+        return match update_json(state, &ctx, id, event.body, how).await {
             Ok(reply) | Err(reply) => reply,
         };
     }
@@ -377,6 +401,19 @@ async fn post(
     })
 }
 
+/// The post reply when documents are shown as stored, unscoped, with no after hook: the same
+/// status and body as [`post`], with the document's JSON text as the store wrote it (the
+/// body's tree is dropped once encoded, and the reply is not encoded from it again).
+async fn post_json(state: &CollectionState, body: Map<String, Value>) -> Result<Reply, Reply> {
+    let body = checked(body, BodyUse::Create, None)?;
+    let (_, text) = state
+        .collection
+        .insert_json(body)
+        .await
+        .map_err(platform_error)?;
+    Ok(Reply::success_json(&text).with_status(201))
+}
+
 /// The document `id` as the caller may see it (scope applied) with its entity tag (for kinds
 /// shown as stored), or 404.
 async fn read(state: &CollectionState, ctx: &Context, id: &str) -> Result<Outcome, Reply> {
@@ -471,6 +508,23 @@ async fn missed(state: &CollectionState, ctx: &Context, target: Target<'_>) -> R
     not_found()
 }
 
+/// The write of a put or patch (the body is dropped once it is written).
+async fn write_update(
+    state: &CollectionState,
+    ctx: &Context,
+    id: &str,
+    body: Option<Map<String, Value>>,
+    how: BodyUse,
+) -> Result<(), Reply> {
+    let condition = if_match(&ctx.request.headers)?;
+    let target = target(state, id, &condition).await?;
+    let body = checked(body.unwrap_or_default(), how, Some(id))?;
+    if !state.records.update(state, ctx, target, body, how).await? {
+        return Err(missed(state, ctx, target).await);
+    }
+    Ok(())
+}
+
 async fn update(
     state: &CollectionState,
     ctx: &Context,
@@ -479,15 +533,32 @@ async fn update(
     how: BodyUse,
 ) -> Result<Outcome, Reply> {
     let id = id.ok_or_else(not_found)?;
-    let condition = if_match(&ctx.request.headers)?;
-    let target = target(state, id, &condition).await?;
-    let body = checked(body.unwrap_or_default(), how, Some(id))?;
-    if !state.records.update(state, ctx, target, body, how).await? {
-        return Err(missed(state, ctx, target).await);
-    }
+    write_update(state, ctx, id, body, how).await?;
     let mut outcome = read(state, ctx, id).await?;
     outcome.id = None;
     Ok(outcome)
+}
+
+/// The put or patch reply when the document is shown as stored, unscoped, with no after hook:
+/// the same status, headers and body as [`update`], from the document's stored JSON text (as
+/// [`get_json`]): the changed document is not decoded again to be sent.
+async fn update_json(
+    state: &CollectionState,
+    ctx: &Context,
+    id: Option<&str>,
+    body: Option<Map<String, Value>>,
+    how: BodyUse,
+) -> Result<Reply, Reply> {
+    let id = id.ok_or_else(not_found)?;
+    write_update(state, ctx, id, body, how).await?;
+    let text = state
+        .collection
+        .get_json(id)
+        .await
+        .map_err(platform_error)?
+        .ok_or_else(not_found)?;
+    let tag = portico_store::etag_of_json(text.as_bytes());
+    Ok(Reply::success_json(&text).with_header("ETag", format!("\"{tag}\"")))
 }
 
 async fn delete(

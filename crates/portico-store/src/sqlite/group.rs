@@ -30,15 +30,20 @@ use tokio::sync::oneshot;
 
 use super::pool::Pool;
 use super::schema;
-use super::write::{begin, check_name, insert_in};
+use super::write::{begin, check_name, insert_keeping};
 use crate::{Document, Error, Result};
 
 /// One queued insert and where its answer goes.
 struct Job {
     collection: String,
     doc: Document,
-    reply: oneshot::Sender<Result<String>>,
+    /// Whether the caller wants the document's stored JSON text.
+    keep: bool,
+    reply: oneshot::Sender<Result<Inserted>>,
 }
+
+/// An insert's answer: the `_id`, and the document's stored JSON text when it was asked for.
+type Inserted = (String, Option<String>);
 
 /// The queue of inserts waiting for a commit, and whether a leader is draining it.
 #[derive(Default)]
@@ -62,13 +67,15 @@ impl std::fmt::Debug for InsertQueue {
 const MAX_GROUP: usize = 256;
 
 impl InsertQueue {
-    /// Inserts `doc` into `collection` in the next group commit; answers once it is committed.
+    /// Inserts `doc` into `collection` in the next group commit; answers once it is committed,
+    /// with the document's stored JSON text when `keep` is set.
     pub(crate) async fn insert(
         self: &Arc<Self>,
         pool: &Arc<Pool>,
         collection: &str,
         doc: Document,
-    ) -> Result<String> {
+        keep: bool,
+    ) -> Result<Inserted> {
         check_name(collection)?;
         let (reply, answer) = oneshot::channel();
         let lead = {
@@ -76,6 +83,7 @@ impl InsertQueue {
             state.jobs.push(Job {
                 collection: collection.to_owned(),
                 doc,
+                keep,
                 reply,
             });
             !std::mem::replace(&mut state.leader, true)
@@ -181,7 +189,7 @@ impl Drop for StepDown<'_> {
 fn run_group(
     conn: &mut Connection,
     jobs: Vec<Job>,
-    done: &mut Vec<(Job, Result<String>)>,
+    done: &mut Vec<(Job, Result<Inserted>)>,
 ) -> Result<()> {
     match begin(conn) {
         Ok(tx) => run_in(tx, jobs, done),
@@ -197,11 +205,11 @@ fn run_group(
 fn run_in(
     tx: rusqlite::Transaction<'_>,
     jobs: Vec<Job>,
-    done: &mut Vec<(Job, Result<String>)>,
+    done: &mut Vec<(Job, Result<Inserted>)>,
 ) -> Result<()> {
     for mut job in jobs {
         let doc = std::mem::take(&mut job.doc);
-        let result = one_insert(&tx, &job.collection, doc);
+        let result = one_insert(&tx, &job.collection, doc, job.keep);
         done.push((job, result));
     }
     tx.commit()?;
@@ -210,15 +218,15 @@ fn run_in(
 
 /// One insert inside the group's transaction, in a savepoint: on failure only its own changes
 /// are rolled back.
-fn one_insert(conn: &Connection, collection: &str, doc: Document) -> Result<String> {
+fn one_insert(conn: &Connection, collection: &str, doc: Document, keep: bool) -> Result<Inserted> {
     conn.prepare_cached("SAVEPOINT portico_insert")?
         .execute([])?;
     let result = (|| {
         schema::ensure_collection(conn, collection)?;
         let paths = schema::indexed_paths(conn, collection)?;
-        let id = insert_in(conn, collection, &paths, doc)?;
+        let inserted = insert_keeping(conn, collection, &paths, doc, keep)?;
         schema::add_to_count(conn, collection, 1)?;
-        Ok(id)
+        Ok(inserted)
     })();
     if result.is_err() {
         conn.prepare_cached("ROLLBACK TO portico_insert")?
@@ -231,7 +239,7 @@ fn one_insert(conn: &Connection, collection: &str, doc: Document) -> Result<Stri
 /// THE point where each insert of a group is committed: the transaction holding it has
 /// committed, and its caller is answered now (an `_id`, or the error of that insert alone).
 /// Anything that must follow a committed insert (a change notification) belongs here.
-fn acknowledge_committed(done: Vec<(Job, Result<String>)>) {
+fn acknowledge_committed(done: Vec<(Job, Result<Inserted>)>) {
     for (job, result) in done {
         // A caller that went away no longer wants the answer; its insert is committed anyway.
         let _ = job.reply.send(result);
@@ -239,7 +247,7 @@ fn acknowledge_committed(done: Vec<(Job, Result<String>)>) {
 }
 
 /// Every caller of a group that did not commit gets the group's error: none of it is written.
-fn answer_failed(done: Vec<(Job, Result<String>)>, e: &Error) {
+fn answer_failed(done: Vec<(Job, Result<Inserted>)>, e: &Error) {
     for (job, _) in done {
         let _ = job.reply.send(Err(same_error(e)));
     }

@@ -258,13 +258,33 @@ impl Store for SqliteStore {
     async fn insert(&self, collection: &str, doc: Document) -> Result<String> {
         // Concurrent inserts share a transaction (group commit); each is answered once the
         // transaction holding it committed.
-        let id = self.inserts.insert(&self.pool, collection, doc).await?;
+        let (id, _) = self
+            .inserts
+            .insert(&self.pool, collection, doc, false)
+            .await?;
         self.committed(Change::documents(
             collection,
             vec![id.clone()],
             ChangeKind::Insert,
         ));
         Ok(id)
+    }
+
+    async fn insert_json(&self, collection: &str, doc: Document) -> Result<(String, String)> {
+        // The group commit gives the text it stored back: the document is not encoded twice,
+        // and its tree is dropped as soon as it is encoded.
+        let (id, text) = self
+            .inserts
+            .insert(&self.pool, collection, doc, true)
+            .await?;
+        self.committed(Change::documents(
+            collection,
+            vec![id.clone()],
+            ChangeKind::Insert,
+        ));
+        let text =
+            text.ok_or_else(|| Error::Backend("sqlite: the inserted text was not kept".into()))?;
+        Ok((id, text))
     }
 
     async fn insert_many(&self, collection: &str, docs: Vec<Document>) -> Result<Vec<String>> {

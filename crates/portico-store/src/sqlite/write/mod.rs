@@ -19,7 +19,6 @@ use super::error::is_unique_violation;
 use super::index::{self, update_rows};
 use super::plan::{for_each_candidate, parse_doc, plan};
 use super::schema::{self, collection_exists, collection_table, index_table, indexed_paths};
-use crate::document::prepare_insert;
 use crate::{Document, Error, Result, Selector, Update, UpdateOptions, UpdateResult};
 
 /// Starts a write transaction that holds the write lock from its first statement.
@@ -112,15 +111,36 @@ pub(crate) fn insert_in(
     paths: &[String],
     doc: Document,
 ) -> Result<String> {
-    let (id, doc) = prepare_insert(doc)?;
-    let text = serde_json::to_string(&doc)
-        .map_err(|e| Error::InvalidDocument(format!("cannot serialize document: {e}")))?;
-    let inserted = conn
-        .prepare_cached(&format!(
-            "INSERT INTO {} (id, doc) VALUES (?1, ?2)",
-            collection_table(collection)
-        ))?
-        .execute(params![id, text]);
+    insert_keeping(conn, collection, paths, doc, false).map(|(id, _)| id)
+}
+
+/// [`insert_in`], giving the document's stored JSON text back when `keep` is set.
+///
+/// Memory: the document is held once as a tree and once as text; the tree is dropped once
+/// encoded unless index rows need it, and SQLite copies the text when it is bound, so ours is
+/// dropped then unless the caller wants it. A large document costs about three times its text
+/// at the peak.
+pub(crate) fn insert_keeping(
+    conn: &Connection,
+    collection: &str,
+    paths: &[String],
+    doc: Document,
+    keep: bool,
+) -> Result<(String, Option<String>)> {
+    let (id, doc) = crate::document::prepare_insert_unsized(doc)?;
+    let text = crate::document::encode(&doc)?;
+    let doc = (!paths.is_empty()).then_some(doc);
+    let mut insert = conn.prepare_cached(&format!(
+        "INSERT INTO {} (id, doc) VALUES (?1, ?2)",
+        collection_table(collection)
+    ))?;
+    insert.raw_bind_parameter(1, id.as_str())?;
+    insert.raw_bind_parameter(2, text.as_str())?;
+    let text = keep.then_some(text);
+    let inserted = insert.raw_execute();
+    // SQLite's copy of the text goes too.
+    insert.clear_bindings();
+    drop(insert);
     match inserted {
         Ok(_) => {}
         Err(e) if is_unique_violation(&e) => {
@@ -131,8 +151,10 @@ pub(crate) fn insert_in(
         }
         Err(e) => return Err(e.into()),
     }
-    update_rows(conn, collection, paths, &id, None, Some(&doc))?;
-    Ok(id)
+    if let Some(doc) = &doc {
+        update_rows(conn, collection, paths, &id, None, Some(doc))?;
+    }
+    Ok((id, text))
 }
 
 /// The matching documents of `selector` with their ids, in `_id` order; at most one unless `multi`.
@@ -177,11 +199,29 @@ pub(crate) fn update(
         ))?;
         for (id, old) in found {
             // An error returns here; the transaction is dropped and rolls back earlier documents.
-            let Some((new, text)) = crate::modifier::apply_update(&old, update, &id)? else {
-                continue;
+            // As in `insert_keeping`: the new document is built only for index rows (without
+            // them a replacement is encoded straight from the update), and our text is dropped
+            // once SQLite has its copy.
+            let (new, text) = if paths.is_empty() {
+                match crate::modifier::apply_update_text(&old, update, &id)? {
+                    Some(text) => (None, text),
+                    None => continue,
+                }
+            } else {
+                match crate::modifier::apply_update(&old, update, &id)? {
+                    Some((new, text)) => (Some(new), text),
+                    None => continue,
+                }
             };
-            write.execute(params![id, text])?;
-            update_rows(&tx, collection, &paths, &id, Some(&old), Some(&new))?;
+            write.raw_bind_parameter(1, id.as_str())?;
+            write.raw_bind_parameter(2, text.as_str())?;
+            drop(text);
+            let written = write.raw_execute();
+            write.clear_bindings();
+            written?;
+            if let Some(new) = &new {
+                update_rows(&tx, collection, &paths, &id, Some(&old), Some(new))?;
+            }
             result.modified += 1;
         }
         drop(write);
