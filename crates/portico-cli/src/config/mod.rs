@@ -131,6 +131,10 @@ pub struct ConnectionLimits {
     /// connection that has not sent a whole request head is closed for a new one; keep it below
     /// the process's open-file limit (`ulimit -n`).
     pub max_connections: usize,
+    /// `max_inflight_body_mb` (default 256), in bytes here: the memory request bodies may hold
+    /// at once across the server, each counted as four times its length. A request whose body
+    /// would pass it waits briefly, then gets 503 with `Retry-After`.
+    pub max_inflight_body: u64,
 }
 
 impl ConnectionLimits {
@@ -142,6 +146,8 @@ impl ConnectionLimits {
     pub const DEFAULT_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(5);
     /// The default `max_connections`.
     pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+    /// The default `max_inflight_body_mb`, in bytes: 256 MiB.
+    pub const DEFAULT_MAX_INFLIGHT_BODY: u64 = 256 * 1024 * 1024;
 }
 
 impl Default for ConnectionLimits {
@@ -151,6 +157,7 @@ impl Default for ConnectionLimits {
             body_timeout: Self::DEFAULT_BODY_TIMEOUT,
             keep_alive_timeout: Self::DEFAULT_KEEP_ALIVE_TIMEOUT,
             max_connections: Self::DEFAULT_MAX_CONNECTIONS,
+            max_inflight_body: Self::DEFAULT_MAX_INFLIGHT_BODY,
         }
     }
 }

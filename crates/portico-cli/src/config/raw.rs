@@ -60,6 +60,7 @@ pub(crate) struct RawServer {
     pub(crate) body_timeout_secs: Option<Spanned<u64>>,
     pub(crate) keep_alive_timeout_secs: Option<Spanned<u64>>,
     pub(crate) max_connections: Option<Spanned<u64>>,
+    pub(crate) max_inflight_body_mb: Option<Spanned<u64>>,
 }
 
 /// `[metrics]`: the Prometheus endpoint.

@@ -3,6 +3,7 @@
 
 pub mod admin;
 mod backups;
+pub mod body_budget;
 mod connections;
 mod json_log;
 mod log_writer;
@@ -329,8 +330,9 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     let backups = crate::backup::configured_set(&config, &choice)?.map(std::sync::Arc::new);
     let app = assemble(&config, &platform, doors)?.router;
     let app = admin::mount(app, &config, &platform, door_routes, backups.clone()).await?;
+    let app = with_body_timeout(app, config.server.body_timeout);
     let app = with_request_log(
-        with_body_timeout(app, config.server.body_timeout),
+        body_budget::with_body_budget(app, config.server.max_inflight_body),
         config.trusted_proxies.clone(),
     );
     let listener = tokio::net::TcpListener::bind(addr)

@@ -240,11 +240,24 @@ impl<'a> Checker<'a> {
                 defaults.max_connections
             }
         };
+        let max_inflight_body = match raw.max_inflight_body_mb {
+            None => defaults.max_inflight_body,
+            Some(v) if (1..=1_048_576).contains(v.get_ref()) => v.get_ref() * 1024 * 1024,
+            Some(v) => {
+                self.error(
+                    &v,
+                    "server.max_inflight_body_mb",
+                    format!("{} is out of range; write 1 to 1048576 (MiB)", v.get_ref()),
+                );
+                defaults.max_inflight_body
+            }
+        };
         ConnectionLimits {
             header_timeout,
             body_timeout,
             keep_alive_timeout,
             max_connections,
+            max_inflight_body,
         }
     }
 
