@@ -160,13 +160,24 @@ def table(binary):
     return out
 
 
+def at_once(server, clients, client):
+    """Runs `client(n)` for n in 0..clients on threads at once; returns (idle RSS, peak)."""
+    idle = server.rss()
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return idle, server.hwm()
+
+
 def crowd(binary):
     """16 clients, each posting 6 documents of 650 KB and listing them."""
     server = Server(binary)
     doc = string_doc(650_000)
     errors = []
 
-    def client():
+    def client(_n):
         for _ in range(6):
             status, _ = request(server.addr, "POST", "/api/docs", doc)
             if status != 201:
@@ -176,13 +187,7 @@ def crowd(binary):
                 errors.append(status)
 
     try:
-        idle = server.rss()
-        threads = [threading.Thread(target=client) for _ in range(16)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        peak = server.hwm()
+        idle, peak = at_once(server, 16, client)
     finally:
         server.stop()
     return idle, peak, errors
@@ -211,13 +216,7 @@ def worst(binary):
                 with lock:
                     statuses[status] = statuses.get(status, 0) + 1
 
-        idle = server.rss()
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        peak = server.hwm()
+        idle, peak = at_once(server, 8, client)
     finally:
         server.stop()
     return idle, peak, statuses

@@ -145,9 +145,9 @@ async fn admit(State(budget): State<Arc<Budget>>, request: Request, next: Next) 
             request
         }
         None => request.map(|body| {
-            Body::new(Charged {
+            Body::new(Reserving {
                 inner: body,
-                budget: budget.clone(),
+                charge: Some(budget.clone()),
                 reserved: reserved.clone(),
             })
         }),
@@ -163,9 +163,10 @@ async fn admit(State(budget): State<Arc<Budget>>, request: Request, next: Next) 
     // The reply holds the reservation until it has been sent: what the body cost (its parsed
     // form, the reply made from it) lives until then.
     response.map(|body| {
-        Body::new(Holding {
+        Body::new(Reserving {
             inner: body,
-            _reserved: reserved,
+            charge: None,
+            reserved,
         })
     })
 }
@@ -174,14 +175,16 @@ fn lock(reserved: &Mutex<Reserved>) -> std::sync::MutexGuard<'_, Reserved> {
     reserved.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A request body without a length, reserving its cost as its chunks come.
-struct Charged {
+/// A body that holds its request's reservation until it is dropped: the reply's body, and
+/// the request's own when it has no length, which then also reserves its cost as its chunks
+/// come (`charge`).
+struct Reserving {
     inner: Body,
-    budget: Arc<Budget>,
+    charge: Option<Arc<Budget>>,
     reserved: Arc<Mutex<Reserved>>,
 }
 
-impl HttpBody for Charged {
+impl HttpBody for Reserving {
     type Data = Bytes;
     type Error = axum::Error;
 
@@ -190,53 +193,29 @@ impl HttpBody for Charged {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if let Poll::Ready(Some(Ok(frame))) = &polled {
-            if let Some(data) = frame.data_ref() {
-                let units = self.budget.units_for(data.len() as u64);
-                if units > 0 {
-                    match self.budget.permits.clone().try_acquire_many_owned(units) {
-                        Ok(permit) => lock(&self.reserved).add(permit),
-                        Err(_) => {
-                            // Give back what this body held: it will not be read further.
-                            let mut reserved = lock(&self.reserved);
-                            reserved.release();
-                            reserved.refused = true;
-                            drop(reserved);
-                            return Poll::Ready(Some(Err(axum::Error::new(
-                                portico_edge::BodyBudgetExceeded,
-                            ))));
-                        }
-                    }
-                }
+        let (Some(budget), Poll::Ready(Some(Ok(frame)))) = (&self.charge, &polled) else {
+            return polled;
+        };
+        let units = frame
+            .data_ref()
+            .map_or(0, |data| budget.units_for(data.len() as u64));
+        if units == 0 {
+            return polled;
+        }
+        match budget.permits.clone().try_acquire_many_owned(units) {
+            Ok(permit) => lock(&self.reserved).add(permit),
+            Err(_) => {
+                // Give back what this body held: it will not be read further.
+                let mut reserved = lock(&self.reserved);
+                reserved.release();
+                reserved.refused = true;
+                drop(reserved);
+                return Poll::Ready(Some(Err(axum::Error::new(
+                    portico_edge::BodyBudgetExceeded,
+                ))));
             }
         }
         polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-/// A reply body that keeps its request's reservation until it is dropped.
-struct Holding {
-    inner: Body,
-    _reserved: Arc<Mutex<Reserved>>,
-}
-
-impl HttpBody for Holding {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
     }
 
     fn is_end_stream(&self) -> bool {
