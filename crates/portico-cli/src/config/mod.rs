@@ -132,7 +132,7 @@ pub struct ConnectionLimits {
     /// the process's open-file limit (`ulimit -n`).
     pub max_connections: usize,
     /// `max_inflight_body_mb` (default 256), in bytes here: the memory request bodies may hold
-    /// at once across the server, each counted as four times its length. A request whose body
+    /// at once across the server, each counted as eight times its length. A request whose body
     /// would pass it waits briefly, then gets 503 with `Retry-After`.
     pub max_inflight_body: u64,
 }

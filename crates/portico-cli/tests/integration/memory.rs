@@ -305,9 +305,9 @@ fn bodies_past_the_in_flight_budget_get_503_with_retry_after() {
     ));
     let server = ws.serve_logging("warn");
     let to = addr(&server);
-    // 200 KiB counts for 800 KiB of the 1 MiB budget: its head is sent, its body held back,
+    // 100 KiB counts for 800 KiB of the 1 MiB budget: its head is sent, its body held back,
     // so the reservation stays while the server waits for it.
-    let len = 200 * 1024;
+    let len = 100 * 1024;
     let mut first = TcpStream::connect(to).expect("connect");
     write!(
         first,
