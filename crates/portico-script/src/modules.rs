@@ -192,8 +192,8 @@ mod tests {
             Some("server/lib/a.ts")
         );
         assert_eq!(
-            join("server/main.ts", "../shared/b").as_deref(),
-            Some("shared/b")
+            join("server/main.ts", "../common/b").as_deref(),
+            Some("common/b")
         );
         assert_eq!(join("server/main.ts", "../../etc/passwd"), None);
         assert_eq!(
