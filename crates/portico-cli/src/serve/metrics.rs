@@ -156,13 +156,7 @@ pub async fn serve_apart(
     limits: crate::config::ConnectionLimits,
 ) -> crate::Result<()> {
     let app = router(handle()?, platform);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| crate::Error::Listen {
-            addr: addr.to_string(),
-            source,
-        })?;
-    let bound = listener.local_addr().map_err(crate::Error::Serve)?;
+    let (listener, bound) = super::bind(addr).await?;
     tracing::info!("metrics on http://{bound}{METRICS_PATH}");
     // The same accept loop as the APIs' (bounded connections, lingering close); it stops with
     // the process.

@@ -335,13 +335,7 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         body_budget::with_body_budget(app, config.server.max_inflight_body),
         config.trusted_proxies.clone(),
     );
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| crate::Error::Listen {
-            addr: addr.to_string(),
-            source,
-        })?;
-    let bound = listener.local_addr().map_err(crate::Error::Serve)?;
+    let (listener, bound) = bind(addr).await?;
     if let Some(metrics_addr) = config.metrics.as_ref().and_then(|m| m.listen) {
         metrics::serve_apart(metrics_addr, platform.clone(), config.server).await?;
     }
@@ -480,6 +474,19 @@ impl Signals {
             "SIGINT"
         }
     }
+}
+
+/// Binds `addr` and says which address it got (port 0 picks a free one): the APIs' listener
+/// and the separate `[metrics] listen` one.
+pub(crate) async fn bind(addr: SocketAddr) -> crate::Result<(tokio::net::TcpListener, SocketAddr)> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| crate::Error::Listen {
+            addr: addr.to_string(),
+            source,
+        })?;
+    let bound = listener.local_addr().map_err(crate::Error::Serve)?;
+    Ok((listener, bound))
 }
 
 #[cfg(test)]
