@@ -26,7 +26,9 @@ impl Config {
                 errors,
             })
         })?;
-        config.read_schema_files(path)?;
+        config
+            .read_schema_files(path)
+            .map_err(crate::Error::Config)?;
         Ok(config)
     }
 }

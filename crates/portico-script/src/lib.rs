@@ -53,7 +53,7 @@ pub use definitions::{
     Definition, Definitions, EndpointDefinition, RouteDefinition, RuleDefinition,
 };
 pub use error::{CallError, LoadError, Position};
-pub use runtime::Outcome;
+pub use outcome::Outcome;
 pub use types::TYPES;
 
 use runtime::{Kind, RuntimeHandle};

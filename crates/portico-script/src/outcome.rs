@@ -1,9 +1,17 @@
-//! The prelude's answer to a call, read back into Rust.
+//! What a call of a script function returned, and how the prelude's answer is read back into Rust.
 
 use serde_json::Value;
 
 use crate::error::CallError;
-use crate::runtime::Outcome;
+
+/// What a call of a script function returned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The value, as JSON (`undefined` is `null`).
+    pub value: Value,
+    /// A status the script set (`this.setHttpStatusCode`).
+    pub status: Option<u16>,
+}
 
 /// Reads `{"ok": value, "status": n}`, `{"portico": {...}}` or `{"failed": message}`.
 pub(crate) fn parse(text: &str) -> Result<Outcome, CallError> {

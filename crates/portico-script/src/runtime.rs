@@ -25,21 +25,13 @@ use tokio::sync::oneshot;
 
 use crate::error::{CallError, LoadError};
 use crate::modules::Loader;
+use crate::outcome::Outcome;
 use crate::shared::Shared;
 
 /// The engine's limit on JavaScript's native stack (deep recursion is a `RangeError` past it).
 pub(crate) const MAX_STACK: usize = 1024 * 1024;
 /// The thread's own stack: room for [`MAX_STACK`] and the engine's native frames around it.
 const THREAD_STACK: usize = 4 * MAX_STACK;
-
-/// What a call of a script function returned.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    /// The value, as JSON (`undefined` is `null`).
-    pub value: Value,
-    /// A status the script set (`this.setHttpStatusCode`).
-    pub status: Option<u16>,
-}
 
 /// The kinds of call the prelude's dispatcher knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,9 +14,7 @@
 //! (`portico_collections`, `portico_indexes`, `portico_counts`) without `portico_format`. A
 //! database with the catalog and no `portico_format` row is format 1. Format 2 adds the row.
 //!
-//! [`stored_format`] reads the version of a database without changing it (`portico check`).
-
-use crate::{Error, Result};
+//! [`crate::stored_format`] reads the version of a database without changing it (`portico check`).
 
 /// The stored format this build writes and reads.
 pub const FORMAT_VERSION: u32 = 2;
@@ -77,41 +75,12 @@ impl std::fmt::Display for FormatStatus {
 
 /// The refusal of a database in a newer format; names both versions and says nothing changed.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(crate) fn newer_error(place: &str, stored: u32) -> Error {
-    Error::Open(format!(
+pub(crate) fn newer_error(place: &str, stored: u32) -> crate::Error {
+    crate::Error::Open(format!(
         "{place}: the database is in stored format {stored}, newer than this Portico's format \
          {FORMAT_VERSION} (it was written by a newer Portico). Nothing was changed: run that \
          Portico (or a newer one), or restore a backup made by this one"
     ))
-}
-
-/// The stored format of the database `url` names, read without changing anything: `None` for
-/// a database without Portico's tables (or a SQLite file that does not exist, or `memory:`).
-///
-/// # Errors
-/// As [`crate::open`] for a URL that does not parse or a database that cannot be read.
-pub async fn stored_format(url: &str) -> Result<Option<u32>> {
-    let invalid = |reason: &str| Error::InvalidUrl {
-        url: crate::redact_url(url),
-        reason: reason.to_owned(),
-    };
-    // `_rest`: only the sqlite backend reads it.
-    let Some((scheme, _rest)) = url.split_once(':') else {
-        return Err(invalid("expected a scheme"));
-    };
-    match scheme {
-        "memory" => Ok(None),
-        #[cfg(feature = "sqlite")]
-        "sqlite" => {
-            let path = std::path::PathBuf::from(_rest.strip_prefix("//").unwrap_or(_rest));
-            tokio::task::spawn_blocking(move || crate::sqlite::read_stored_format(&path))
-                .await
-                .map_err(|e| Error::Backend(format!("sqlite: the blocking task failed: {e}")))?
-        }
-        #[cfg(feature = "postgres")]
-        "postgres" | "postgresql" => crate::postgres::stored_format(url).await,
-        _ => Err(invalid("no backend for this scheme in this build")),
-    }
 }
 
 #[cfg(test)]

@@ -97,7 +97,7 @@ pub use document::{
 };
 pub use error::{Error, ErrorKind, Result};
 pub use feed::{Change, ChangeFeed, ChangeKind};
-pub use format::{FORMAT_VERSION, FormatStatus, stored_format};
+pub use format::{FORMAT_VERSION, FormatStatus};
 pub use id::{IdKind, new_id, new_object_id};
 pub use modifier::{Update, UpdateResult};
 pub use projection::Projection;
@@ -107,5 +107,5 @@ pub use sort::Sort;
 pub use store::{DocumentBatches, Query, Store, UpdateOptions};
 pub(crate) use store::{count_then_page, encode_all};
 pub use top::MAX_SORTED_WINDOW;
-pub use url::open;
+pub use url::{open, stored_format};
 pub use value::{compare_values, lookup_path};

@@ -1,4 +1,4 @@
-//! Opening a store from a URL.
+//! Opening a store from a URL, and reading the stored format of the database a URL names.
 
 use std::sync::Arc;
 
@@ -100,6 +100,35 @@ fn open_postgres(url: &str) -> Option<Opening<'_>> {
 #[cfg(not(feature = "postgres"))]
 fn open_postgres(_url: &str) -> Option<Opening<'_>> {
     None
+}
+
+/// The stored format of the database `url` names, read without changing anything: `None` for
+/// a database without Portico's tables (or a SQLite file that does not exist, or `memory:`).
+///
+/// # Errors
+/// As [`crate::open`] for a URL that does not parse or a database that cannot be read.
+pub async fn stored_format(url: &str) -> Result<Option<u32>> {
+    let invalid = |reason: &str| Error::InvalidUrl {
+        url: crate::redact_url(url),
+        reason: reason.to_owned(),
+    };
+    // `_rest`: only the sqlite backend reads it.
+    let Some((scheme, _rest)) = url.split_once(':') else {
+        return Err(invalid("expected a scheme"));
+    };
+    match scheme {
+        "memory" => Ok(None),
+        #[cfg(feature = "sqlite")]
+        "sqlite" => {
+            let path = std::path::PathBuf::from(_rest.strip_prefix("//").unwrap_or(_rest));
+            tokio::task::spawn_blocking(move || crate::sqlite::read_stored_format(&path))
+                .await
+                .map_err(|e| Error::Backend(format!("sqlite: the blocking task failed: {e}")))?
+        }
+        #[cfg(feature = "postgres")]
+        "postgres" | "postgresql" => crate::postgres::stored_format(url).await,
+        _ => Err(invalid("no backend for this scheme in this build")),
+    }
 }
 
 #[cfg(test)]

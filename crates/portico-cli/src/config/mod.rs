@@ -498,9 +498,8 @@ impl Config {
     /// in [`Config::folder`].
     ///
     /// # Errors
-    /// [`crate::Error::Config`] naming the line of each schema that cannot be read or is not a
-    /// JSON object.
-    pub fn read_schema_files(&mut self, path: &Path) -> crate::Result<()> {
+    /// Every schema that cannot be read or is not a JSON object, each naming its line.
+    pub fn read_schema_files(&mut self, path: &Path) -> Result<(), ConfigErrors> {
         let folder = path
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
@@ -529,10 +528,10 @@ impl Config {
             }
         }
         if !errors.is_empty() {
-            return Err(crate::Error::Config(ConfigErrors {
+            return Err(ConfigErrors {
                 file: path.to_owned(),
                 errors,
-            }));
+            });
         }
         self.folder = Some(folder);
         Ok(())

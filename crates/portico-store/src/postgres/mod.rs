@@ -109,7 +109,7 @@ impl PostgresStore {
 }
 
 /// The stored format of the database `url` names, read without creating or changing anything
-/// (see [`crate::format::stored_format`]).
+/// (see [`crate::stored_format`]).
 pub(crate) async fn stored_format(url: &str) -> Result<Option<u32>> {
     let (pool, _) = pool::build_with_config(url)?;
     let client = pool.get().await?;
