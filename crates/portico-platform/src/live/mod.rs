@@ -8,7 +8,9 @@
 //! | a publication's sources (cursors, by-hand calls) merged per document | `merge.rs` |
 //! | who a stream runs as; logout and expiry end it | `caller.rs` |
 //! | the subscriber's stream, its buffer and its end | `stream.rs` |
+//! | a publication's by-hand calls after its handler returned | `hand.rs` |
 //! | the limits | `config.rs` |
+//! | opening a stream ([`crate::Platform::subscribe_live`], [`crate::Platform::live_query`]) | `platform/live.rs` |
 //!
 //! The hub below reads the store's change feed ([`portico_store::Store::changes`]) on one task:
 //! a change marks the live queries of its collection (their own tasks re-evaluate them), and a
@@ -21,10 +23,10 @@
 mod caller;
 mod config;
 mod event;
+mod hand;
 mod merge;
 mod query;
 mod stream;
-mod subscribe;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -39,9 +41,11 @@ pub use event::{LiveEvent, SentEvent};
 pub use stream::LiveStream;
 
 pub(crate) use caller::Control;
+pub(crate) use event::fields_of;
+pub(crate) use hand::HandSink;
 pub(crate) use merge::MergeBox;
+pub(crate) use merge::run as run_merge;
 pub(crate) use stream::Membership;
-pub(crate) use subscribe::HandSink;
 
 use crate::{Accounts, Cursor, MethodError, USERS};
 use query::{LiveQuery, Subscriber};

@@ -1,4 +1,13 @@
 //! [`Platform`]: the store, the declared collections, accounts, methods and publications.
+//!
+//! What runs on a platform holds a handle to it, so it lives here, below it:
+//!
+//! | part | file |
+//! |---|---|
+//! | methods: registration, [`Invocation`] | `method.rs` |
+//! | publications: registration, [`Subscription`] | `publication.rs` |
+//! | login and registration for both doors | `login/` |
+//! | opening live streams on the platform | `live.rs` (the streams themselves: `crate::live`) |
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -10,13 +19,18 @@ use futures::FutureExt;
 use portico_store::{Store, document_id};
 use serde_json::{Map, Value};
 
-use crate::method::MethodHandler;
-use crate::publication::PublicationHandler;
+mod live;
+pub(crate) mod login;
+pub(crate) mod method;
+pub(crate) mod publication;
+
 use crate::{
     Accounts, AccountsConfig, Collection, CollectionOptions, Cursor, Error, Invocation,
     MethodError, MethodInfo, MethodOptions, MethodReply, PublicationInfo, PublicationOptions,
     Result, Subscription,
 };
+use method::MethodHandler;
+use publication::PublicationHandler;
 
 /// Settings of a [`Platform`].
 #[derive(Debug, Clone, Default)]

@@ -5,74 +5,15 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::FutureExt;
-use portico_store::{Document, document_id};
+use portico_store::document_id;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::event::{LiveEvent, SentEvent};
-use super::{Control, LiveCaller, LiveStream, Membership, MergeBox, direct_stream, merge};
+use crate::live::{
+    HandSink, LiveCaller, LiveEvent, LiveStream, Membership, MergeBox, SentEvent, direct_stream,
+    fields_of, run_merge,
+};
 use crate::{Cursor, MethodError, Platform, Subscription};
-
-/// Where a live publication's by-hand calls go once its handler returned.
-#[derive(Debug)]
-pub(crate) struct HandSink {
-    tx: mpsc::Sender<Arc<SentEvent>>,
-    control: Arc<Control>,
-}
-
-impl HandSink {
-    fn send(&self, event: LiveEvent) {
-        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(SentEvent::new(event)) {
-            self.control.end("slow-subscriber");
-        }
-    }
-
-    pub(crate) fn added(&self, collection: &str, id: &str, mut fields: Document) {
-        fields.shift_remove("_id");
-        self.send(LiveEvent::Added {
-            collection: collection.into(),
-            id: id.to_owned(),
-            fields,
-        });
-    }
-
-    /// `null` values clear fields, as [`Subscription::changed`] says.
-    pub(crate) fn changed(&self, collection: &str, id: &str, fields: Document) {
-        let mut set = Document::new();
-        let mut cleared = Vec::new();
-        for (k, v) in fields {
-            if k == "_id" {
-                continue;
-            }
-            if v.is_null() {
-                cleared.push(k);
-            } else {
-                set.insert(k, v);
-            }
-        }
-        self.send(LiveEvent::Changed {
-            collection: collection.into(),
-            id: id.to_owned(),
-            fields: set,
-            cleared,
-        });
-    }
-
-    pub(crate) fn removed(&self, collection: &str, id: &str) {
-        self.send(LiveEvent::Removed {
-            collection: collection.into(),
-            id: id.to_owned(),
-        });
-    }
-
-    pub(crate) fn ready(&self) {
-        self.send(LiveEvent::Ready);
-    }
-
-    pub(crate) fn is_stopped(&self) -> bool {
-        self.control.ended().is_some() || self.tx.is_closed()
-    }
-}
 
 impl Platform {
     /// Follows one query over `collection` as `caller`: its current documents as `added`
@@ -140,10 +81,7 @@ impl Platform {
             .await
             .map_err(|_| MethodError::internal(format!("publication {name:?} panicked")))??;
         let (hand_tx, hand_rx) = mpsc::channel(buffer);
-        let published = subscription.take_live(HandSink {
-            tx: hand_tx,
-            control: control.clone(),
-        });
+        let published = subscription.take_live(HandSink::new(hand_tx, control.clone()));
         let by_hand = !published.collections.is_empty() || published.ready;
         let mut membership = Membership {
             hub: hub.clone(),
@@ -179,7 +117,7 @@ impl Platform {
                 let event = LiveEvent::Added {
                     collection: collection.clone(),
                     id,
-                    fields: super::event::fields_of(doc),
+                    fields: fields_of(doc),
                 };
                 merge_box.apply(cursors.len(), &event);
             }
@@ -194,7 +132,7 @@ impl Platform {
             initial.push_back(SentEvent::new(LiveEvent::Ready));
         }
         let (out_tx, out_rx) = mpsc::channel(buffer);
-        tokio::spawn(merge::run(merge_box, sources, out_tx, control, ready_now));
+        tokio::spawn(run_merge(merge_box, sources, out_tx, control, ready_now));
         Ok(LiveStream::new(initial, out_rx, membership))
     }
 }
