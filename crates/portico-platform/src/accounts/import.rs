@@ -1,8 +1,10 @@
-//! Converting documents exported by existing apps (extended JSON) to stored documents.
+//! Importing users exported by existing apps: extended JSON converted to stored documents.
 
+use portico_store::Document;
 use serde_json::{Map, Value};
 
-use crate::time::{from_millis, parse_date, to_iso};
+use super::{Accounts, USERS, hash_token, lookup, object, taken_name_error};
+use crate::time::{from_millis, now_iso, parse_date, to_iso};
 use crate::{Error, Result};
 
 /// Converts extended-JSON values anywhere in `value`: `{"$date": ms}`, `{"$date": "ISO-8601"}` and
@@ -72,6 +74,61 @@ fn import_object(map: Map<String, Value>) -> Result<Value> {
         .map(|(k, v)| import_value(v).map(|v| (k, v)))
         .collect::<Result<Map<_, _>>>()
         .map(Value::Object)
+}
+
+impl Accounts {
+    /// Imports a user record exported by an existing app and returns its id.
+    ///
+    /// Extended-JSON values are converted ([`import_value`]); a login token without `when` is
+    /// stamped with the import time (so it works, then expires on schedule); a legacy plain
+    /// `token` is replaced by its `hashedToken`. Password hashes (bcrypt or argon2) are kept.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for malformed extended JSON or an `_id` that is not a string;
+    /// a store error when the `_id` exists already; [`Error::UserExists`] when another user
+    /// holds the username or an email, also in another case (names are unique, see
+    /// [`Accounts::create_user`]).
+    pub async fn import_user(&self, user: Document) -> Result<String> {
+        let mut doc = object(import_value(Value::Object(user))?);
+        match doc.get("_id") {
+            None => {
+                let mut with_id = Document::new();
+                with_id.insert("_id".into(), Value::String(portico_store::new_id()));
+                with_id.extend(doc);
+                doc = with_id;
+            }
+            Some(Value::String(id)) if !id.is_empty() => {}
+            Some(_) => {
+                return Err(Error::InvalidArgument(
+                    "a user's _id must be a string".into(),
+                ));
+            }
+        }
+        let now = now_iso();
+        let tokens = doc
+            .get_mut("services")
+            .and_then(|s| s.get_mut("resume"))
+            .and_then(|r| r.get_mut("loginTokens"))
+            .and_then(Value::as_array_mut);
+        for entry in tokens.into_iter().flatten() {
+            let Value::Object(entry) = entry else {
+                continue;
+            };
+            if !entry.contains_key("hashedToken") {
+                if let Some(Value::String(plain)) = entry.shift_remove("token") {
+                    entry.insert("hashedToken".into(), Value::String(hash_token(&plain)));
+                }
+            }
+            if entry.get("when").is_none_or(Value::is_null) {
+                entry.insert("when".into(), Value::String(now.clone()));
+            }
+        }
+        lookup::set_lowercase_fields(&mut doc);
+        self.store()
+            .insert(USERS, doc)
+            .await
+            .map_err(taken_name_error)
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Passwords: the client-compatible SHA-256 digest, argon2id hashing, bcrypt verification.
+//! Passwords: the client-compatible SHA-256 digest, argon2id hashing, bcrypt verification, and
+//! the accounts' password checks, changes and logins.
 //!
 //! Existing apps never hash the password itself but the lowercase hex SHA-256 of it (computed on
 //! the client or the server), so a client may send that digest instead of the password. New hashes
@@ -8,9 +9,14 @@ use std::sync::OnceLock;
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
+use chrono::Utc;
+use portico_store::{Document, Update, document_id, lookup_path};
 use rand::RngCore;
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use super::{Accounts, LOGIN_TOKENS, LoginToken, UserSelector};
+use crate::time::parse_date;
 use crate::{Error, Result};
 
 /// A password as a client sends it.
@@ -234,6 +240,109 @@ pub(crate) async fn blocking<T: Send + 'static>(
     });
     pool.send(job).map_err(|_| failed())?;
     answer.await.map_err(|_| failed())
+}
+
+impl Accounts {
+    /// True when `password` is the user's password (checked on the blocking pool). A user without
+    /// a password, or an empty password, never matches.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] when the hashing task fails.
+    pub async fn check_password(&self, user: &Document, password: &Password) -> Result<bool> {
+        let Ok(digest) = password.digest() else {
+            return Ok(false);
+        };
+        let Some(stored) = StoredHash::of_user(user) else {
+            return Ok(false);
+        };
+        blocking(move || stored.verify(&digest)).await
+    }
+
+    /// Sets a new password (argon2id), replacing any bcrypt hash. Login tokens are kept.
+    ///
+    /// # Errors
+    /// [`Error::InvalidUser`] for an empty password, [`Error::UserNotFound`].
+    pub async fn set_password(&self, user_id: &str, password: Password) -> Result<()> {
+        let digest = password.digest()?;
+        self.require_user(user_id).await?;
+        let hash = blocking(move || hash_digest(&digest)).await??;
+        let update = Update::parse(&json!({
+            "$set": { "services.password.argon2": hash },
+            "$unset": { "services.password.bcrypt": "" }
+        }))?;
+        if self.update_user(user_id, &update).await? == 0 {
+            return Err(Error::UserNotFound);
+        }
+        Ok(())
+    }
+
+    /// Checks the credentials and issues a login token.
+    ///
+    /// Every failure (unknown user, wrong or empty password, no password set) is the same
+    /// [`Error::LoginFailed`] and costs one password hash, so neither the reply nor its timing
+    /// tells whether the account exists. A bcrypt hash is replaced by argon2id on success.
+    ///
+    /// # Errors
+    /// [`Error::LoginFailed`]; store failures.
+    pub async fn login(&self, selector: &UserSelector, password: &Password) -> Result<LoginToken> {
+        let user = self.find_user(selector).await?;
+        self.login_user(user, password).await
+    }
+
+    /// [`Accounts::login`] for a user already looked up (`None`: no such user, which fails the
+    /// same way and costs the same hash).
+    pub(crate) async fn login_user(
+        &self,
+        user: Option<Document>,
+        password: &Password,
+    ) -> Result<LoginToken> {
+        let digest = password.digest().ok();
+        let stored = user.as_ref().and_then(StoredHash::of_user);
+        let (hash, genuine) = match (&stored, &digest) {
+            (Some(h), Some(_)) => (h.clone(), true),
+            _ => (dummy_hash().clone(), false),
+        };
+        let candidate = digest.clone().unwrap_or_else(|| "0".repeat(64));
+        let matched = blocking(move || hash.verify(&candidate)).await?;
+        let (Some(user), Some(digest), true, true) = (user, digest, matched, genuine) else {
+            return Err(Error::LoginFailed);
+        };
+        let user_id = document_id(&user).ok_or(Error::LoginFailed)?.to_string();
+        if matches!(stored, Some(StoredHash::Bcrypt(_))) {
+            // Upgrade to argon2id; a failure here must not fail a correct login.
+            if let Err(e) = self.upgrade_hash(&user_id, digest).await {
+                tracing::warn!(user_id, error = %e, "could not replace a bcrypt hash");
+            }
+        }
+        let prune = self.has_expired_tokens(&user);
+        self.issue_token(&user_id, prune).await
+    }
+
+    /// True when `user` holds a login token past its lifetime.
+    pub(super) fn has_expired_tokens(&self, user: &Document) -> bool {
+        let now = Utc::now();
+        let lifetime = self.inner.config.token_lifetime;
+        lookup_path(user, LOGIN_TOKENS)
+            .first()
+            .and_then(|v| v.as_array())
+            .is_some_and(|tokens| {
+                tokens.iter().any(|t| {
+                    t.get("when")
+                        .and_then(parse_date)
+                        .is_some_and(|when| when + lifetime <= now)
+                })
+            })
+    }
+
+    pub(super) async fn upgrade_hash(&self, user_id: &str, digest: String) -> Result<()> {
+        let hash = blocking(move || hash_digest(&digest)).await??;
+        let update = Update::parse(&json!({
+            "$set": { "services.password.argon2": hash },
+            "$unset": { "services.password.bcrypt": "" }
+        }))?;
+        self.update_user(user_id, &update).await?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,10 @@
-//! Roles: an array of strings on the user record.
+//! Roles: an array of strings on the user record; adding and removing them.
 
-use portico_store::Document;
-use serde_json::Value;
+use portico_store::{Document, Update};
+use serde_json::{Value, json};
+
+use super::Accounts;
+use crate::{Error, Result};
 
 /// True when `user` holds any of `roles` (its `roles` field, an array of strings; elements of the
 /// form `{"_id": "role"}` also count). An empty `roles` list is never satisfied.
@@ -17,6 +20,38 @@ pub fn user_has_any_role(user: &Document, roles: &[String]) -> bool {
         };
         name.is_some_and(|n| roles.iter().any(|wanted| wanted == n))
     })
+}
+
+impl Accounts {
+    /// Adds roles to the user (roles held already are kept once).
+    ///
+    /// # Errors
+    /// [`Error::UserNotFound`], store failures.
+    pub async fn add_roles(&self, user_id: &str, roles: &[String]) -> Result<()> {
+        let update = Update::parse(&json!({ "$addToSet": { "roles": { "$each": roles } } }))?;
+        if self.update_user(user_id, &update).await? == 0 {
+            return Err(Error::UserNotFound);
+        }
+        Ok(())
+    }
+
+    /// Removes roles from the user.
+    ///
+    /// # Errors
+    /// [`Error::UserNotFound`], store failures.
+    pub async fn remove_roles(&self, user_id: &str, roles: &[String]) -> Result<()> {
+        let update = Update::parse(&json!({ "$pull": { "roles": { "$in": roles } } }))?;
+        if self.update_user(user_id, &update).await? == 0 {
+            return Err(Error::UserNotFound);
+        }
+        Ok(())
+    }
+
+    pub(super) async fn require_user(&self, user_id: &str) -> Result<Document> {
+        self.find_user_by_id(user_id)
+            .await?
+            .ok_or(Error::UserNotFound)
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,22 @@
-//! Login tokens: random secrets stored only as their SHA-256.
+//! Login tokens: random secrets stored only as their SHA-256; issuing, finding, expiring and
+//! removing them on a user's record.
+
+use std::sync::PoisonError;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use chrono::{DateTime, Utc};
+use portico_store::{Document, Selector, Update, UpdateOptions, lookup_path};
 use rand::RngCore;
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+
+use super::{
+    Accounts, LOGIN_TOKEN_FIELDS, LOGIN_TOKENS, LoginToken, TOKEN_PATH, USERS, lookup, set,
+    token_cache,
+};
+use crate::time::{now_iso, parse_date};
+use crate::{Error, Result};
 
 /// The alphabet of login tokens: `a-zA-Z0-9-_` (64 symbols, so 6 random bits each).
 const TOKEN_ALPHABET: &[u8; 64] =
@@ -30,6 +43,204 @@ pub(crate) fn new_token() -> String {
 /// ```
 pub fn hash_token(token: &str) -> String {
     STANDARD.encode(Sha256::digest(token.as_bytes()))
+}
+
+impl Accounts {
+    /// Issues a new login token for the user: stores only its hash, with `when`, and returns the
+    /// plain token once. Tokens expired for longer than the lifetime are pruned on the way.
+    ///
+    /// # Errors
+    /// [`Error::UserNotFound`], store failures.
+    pub async fn new_login_token(&self, user_id: &str) -> Result<LoginToken> {
+        self.issue_token(user_id, true).await
+    }
+
+    /// Issues a token; prunes expired ones when `prune` (a login knows whether there are any, and
+    /// so spares itself the second write when there are none).
+    pub(super) async fn issue_token(&self, user_id: &str, prune: bool) -> Result<LoginToken> {
+        let token = new_token();
+        let when = now_iso();
+        let update = Update::parse(&json!({
+            "$push": { LOGIN_TOKENS: { "when": when, "hashedToken": hash_token(&token) } }
+        }))?;
+        if self.update_user(user_id, &update).await? == 0 {
+            return Err(Error::UserNotFound);
+        }
+        if prune {
+            self.prune_expired(user_id).await;
+        }
+        Ok(LoginToken {
+            user_id: user_id.to_string(),
+            token,
+            when,
+        })
+    }
+
+    /// Removes the user's tokens whose `when` (ISO string) is older than the lifetime. Best effort.
+    pub(super) async fn prune_expired(&self, user_id: &str) {
+        let cutoff = crate::time::to_iso(Utc::now() - self.inner.config.token_lifetime);
+        let pruned = Update::parse(&json!({
+            "$pull": { LOGIN_TOKENS: { "when": { "$lt": cutoff } } }
+        }));
+        let result = match pruned {
+            Ok(update) => self.update_user(user_id, &update).await,
+            Err(e) => Err(e.into()),
+        };
+        if let Err(e) = result {
+            tracing::debug!(user_id, error = %e, "could not prune expired login tokens");
+        }
+    }
+
+    /// The user holding the plain login `token` at the default path, unless it expired.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn user_by_token(&self, token: &str) -> Result<Option<Document>> {
+        if token.is_empty() {
+            return Ok(None);
+        }
+        self.user_by_hashed_token(TOKEN_PATH, &hash_token(token))
+            .await
+    }
+
+    /// Indexes a custom token path the first time it is used, so no token lookup scans the users.
+    pub(super) async fn ensure_token_index(&self, path: &str) -> Result<()> {
+        let indexed = self
+            .inner
+            .indexed_token_paths
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(path);
+        if indexed {
+            return Ok(());
+        }
+        self.store().ensure_index(USERS, path).await?;
+        self.inner
+            .indexed_token_paths
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(path.to_string());
+        Ok(())
+    }
+
+    /// The user whose record holds `hashed` at `path` (the routes spec's `auth.token`). When the
+    /// path lies inside `services.resume.loginTokens`, an expired token resolves to no one.
+    /// A custom path is indexed on first use.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an unusable path; store failures.
+    pub async fn user_by_hashed_token(&self, path: &str, hashed: &str) -> Result<Option<Document>> {
+        if hashed.is_empty() {
+            return Ok(None);
+        }
+        if path.is_empty() || path.starts_with('$') || path.split('.').any(str::is_empty) {
+            return Err(Error::InvalidArgument(format!(
+                "invalid token path {path:?}"
+            )));
+        }
+        let store = self.store();
+        if let Some(user) = self.inner.tokens.get(store, USERS, path, hashed) {
+            return Ok(Some(user));
+        }
+        // Read before the lookup: a write committing after this point makes the entry stale.
+        let stamp = token_cache::TokenCache::stamp(store, USERS);
+        self.ensure_token_index(path).await?;
+        let Some(user) = store.find_one(USERS, &lookup::exact(path, hashed)?).await? else {
+            return Ok(None);
+        };
+        if !path.starts_with(LOGIN_TOKEN_FIELDS) {
+            if let Some(stamp) = stamp {
+                self.inner.tokens.put(stamp, path, hashed, &user, None);
+            }
+            return Ok(Some(user));
+        }
+        let expires = self.token_expiry(&user, path, hashed);
+        let Some(expires) = expires.filter(|at| Utc::now() < *at) else {
+            return Ok(None);
+        };
+        if let Some(stamp) = stamp {
+            self.inner
+                .tokens
+                .put(stamp, path, hashed, &user, Some(expires));
+        }
+        Ok(Some(user))
+    }
+
+    /// When the token `hashed` at `path` of `user` expires: its `when` plus the token lifetime
+    /// (the latest, should it be listed twice). `None` for a path outside the login-token list
+    /// (such tokens do not expire) or a token without a readable `when`.
+    pub(crate) fn token_expiry(
+        &self,
+        user: &Document,
+        path: &str,
+        hashed: &str,
+    ) -> Option<DateTime<Utc>> {
+        let field = path.strip_prefix(LOGIN_TOKEN_FIELDS)?;
+        let lifetime = self.inner.config.token_lifetime;
+        lookup_path(user, LOGIN_TOKENS)
+            .into_iter()
+            .flat_map(|v| match v {
+                Value::Array(items) => items.iter().collect::<Vec<_>>(),
+                other => vec![other],
+            })
+            .filter_map(Value::as_object)
+            .filter(|entry| {
+                lookup_path(entry, field)
+                    .into_iter()
+                    .any(|v| v.as_str() == Some(hashed))
+            })
+            .filter_map(|entry| entry.get("when").and_then(parse_date))
+            .map(|when| when + lifetime)
+            .max()
+    }
+
+    /// Removes one login token (logout); true when the user held it.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn remove_token(&self, user_id: &str, token: &str) -> Result<bool> {
+        self.remove_hashed_token(user_id, &hash_token(token)).await
+    }
+
+    /// Removes one login token given its hash; true when the user held it.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn remove_hashed_token(&self, user_id: &str, hashed: &str) -> Result<bool> {
+        let update = Update::parse(&json!({
+            "$pull": { LOGIN_TOKENS: { "hashedToken": hashed } }
+        }))?;
+        let result = self
+            .store()
+            .update(
+                USERS,
+                &Selector::by_id(user_id),
+                &update,
+                UpdateOptions::default(),
+            )
+            .await?;
+        Ok(result.modified > 0)
+    }
+
+    /// Removes every login token of the user (logout everywhere); returns how many there were.
+    ///
+    /// # Errors
+    /// [`Error::UserNotFound`], store failures.
+    pub async fn remove_all_tokens(&self, user_id: &str) -> Result<u64> {
+        let user = self.require_user(user_id).await?;
+        let count = lookup_path(&user, LOGIN_TOKENS)
+            .first()
+            .and_then(|v| v.as_array())
+            .map_or(0, Vec::len);
+        if self
+            .update_user(user_id, &set(LOGIN_TOKENS, json!([]))?)
+            .await?
+            == 0
+        {
+            return Err(Error::UserNotFound);
+        }
+        Ok(u64::try_from(count).unwrap_or(u64::MAX))
+    }
 }
 
 #[cfg(test)]
