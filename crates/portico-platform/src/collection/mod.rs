@@ -1,0 +1,182 @@
+//! [`Collection`]: a named collection of documents, with server writes and rule-checked client writes.
+//!
+//! | part | file |
+//! |---|---|
+//! | the handle, its options, ids, schema and timestamps | `mod.rs` |
+//! | server writes and reads (no rules) | `server.rs` |
+//! | rules, client writes, conditional writes, field checks | `client.rs` |
+
+mod client;
+mod server;
+
+use std::fmt;
+use std::sync::{Arc, RwLock};
+
+use portico_store::{Document, IdKind, Selector, Store, Update};
+use serde_json::Value;
+
+use crate::rules::RuleSet;
+use crate::schema::Schema;
+use crate::time::now_iso;
+use crate::timestamps;
+use crate::{Error, Result};
+
+pub use client::{IfMatch, PROTECTED_ACCOUNT_FIELDS};
+
+/// How a collection is declared.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CollectionOptions {
+    /// How new `_id`s are made (random 17-character ids, or 24-hex object ids).
+    pub id_kind: IdKind,
+    /// A JSON Schema every inserted document, and every document an update produces, must satisfy
+    /// (validated without `_id`).
+    pub schema: Option<Value>,
+    /// Stamps `createdAt` on every inserted document and `updatedAt` on every write (server
+    /// time, ISO-8601 strings as account records hold them), on server and client writes alike;
+    /// values a writer gives for them are replaced, and a replacement keeps `createdAt`.
+    pub timestamps: bool,
+}
+
+struct Inner {
+    name: String,
+    options: CollectionOptions,
+    schema: Option<Schema>,
+    store: Arc<dyn Store>,
+    rules: RwLock<RuleSet>,
+}
+
+/// A collection handle. Cheap to clone; clones share the rules.
+///
+/// Server-side methods (`insert`, `update`, ...) apply no rules (the schema is still validated);
+/// the `client_*` methods apply the allow/deny rules first.
+#[derive(Clone)]
+pub struct Collection {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Collection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Collection")
+            .field("name", &self.inner.name)
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Collection {
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        name: &str,
+        options: CollectionOptions,
+    ) -> Result<Collection> {
+        if name.is_empty() || name.starts_with('$') || name.contains('\0') {
+            return Err(Error::InvalidArgument(format!(
+                "invalid collection name {name:?}"
+            )));
+        }
+        let schema = options.schema.as_ref().map(Schema::compile).transpose()?;
+        Ok(Collection {
+            inner: Arc::new(Inner {
+                name: name.to_string(),
+                options,
+                schema,
+                store,
+                rules: RwLock::new(RuleSet::default()),
+            }),
+        })
+    }
+
+    /// A collection with default options and no name check (the store refuses unusable names on use).
+    pub(crate) fn unchecked(store: Arc<dyn Store>, name: &str) -> Collection {
+        Collection {
+            inner: Arc::new(Inner {
+                name: name.to_string(),
+                options: CollectionOptions::default(),
+                schema: None,
+                store,
+                rules: RwLock::new(RuleSet::default()),
+            }),
+        }
+    }
+
+    /// The collection's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// How new ids are made.
+    pub fn id_kind(&self) -> IdKind {
+        self.inner.options.id_kind
+    }
+
+    /// The options it was declared with.
+    pub fn options(&self) -> &CollectionOptions {
+        &self.inner.options
+    }
+
+    fn store(&self) -> &dyn Store {
+        self.inner.store.as_ref()
+    }
+
+    fn validate(&self, doc: &Document) -> Result<()> {
+        match &self.inner.schema {
+            Some(schema) => schema.validate(doc),
+            None => Ok(()),
+        }
+    }
+
+    /// Gives `doc` a new `_id` of this collection's kind when it has none.
+    fn ensure_id(&self, doc: &mut Document) -> Result<String> {
+        match doc.get("_id") {
+            None | Some(Value::Null) => {
+                let id = self.id_kind().generate();
+                // `_id` first, as stored documents show it.
+                // In place, not a new map: a body parsed by the doors has room for `_id` and
+                // the timestamps (see `portico_store::json::parse_bounded`).
+                doc.shift_insert(0, "_id".into(), Value::String(id.clone()));
+                Ok(id)
+            }
+            Some(Value::String(id)) if !id.is_empty() => Ok(id.clone()),
+            Some(_) => Err(Error::InvalidArgument(
+                "_id must be a non-empty string".into(),
+            )),
+        }
+    }
+
+    /// The document an upsert inserts, with an `_id` of this collection's kind unless the
+    /// selector or the update names one.
+    fn upsert_document(&self, selector: &Selector, update: &Update) -> Result<Document> {
+        let mut doc = update.upsert_document(selector)?;
+        if self.id_kind() != IdKind::Random {
+            // The store makes a fresh random id when none is given: two calls then disagree.
+            let again = update.upsert_document(selector)?;
+            if again.get("_id") != doc.get("_id") {
+                doc.insert("_id".into(), Value::String(self.id_kind().generate()));
+            }
+        }
+        Ok(doc)
+    }
+
+    /// Stamps a new document when the collection keeps timestamps.
+    fn stamp_new(&self, doc: &mut Document) {
+        if self.inner.options.timestamps {
+            timestamps::stamp_new(doc, &now_iso());
+        }
+    }
+
+    /// `update` with `updatedAt` (and for a replacement the kept `createdAt`) when the collection
+    /// keeps timestamps; `None` when it does not.
+    async fn stamp_update(&self, selector: &Selector, update: &Update) -> Result<Option<Update>> {
+        if !self.inner.options.timestamps {
+            return Ok(None);
+        }
+        let created = if update.is_replacement() {
+            self.find_one(selector)
+                .await?
+                .and_then(|doc| doc.get(timestamps::CREATED_AT).cloned())
+        } else {
+            None
+        };
+        timestamps::stamp_update(update, created, &now_iso()).map(Some)
+    }
+}

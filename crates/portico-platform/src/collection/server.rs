@@ -1,0 +1,317 @@
+//! Server writes and reads of a [`Collection`]: no rules, the schema still validated.
+
+use std::sync::{Arc, PoisonError};
+
+use portico_store::{Document, IdKind, Query, Selector, Update, UpdateOptions, UpdateResult};
+use serde_json::Value;
+
+use super::Collection;
+use crate::time::now_iso;
+use crate::timestamps;
+use crate::{Cursor, Error, Result};
+
+impl Collection {
+    /// Inserts `doc` (a new `_id` of the collection's kind when it has none) and returns its `_id`.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] when the schema refuses it; a store error for a duplicate `_id`.
+    pub async fn insert(&self, doc: Document) -> Result<String> {
+        let doc = self.prepared_insert(doc)?;
+        Ok(self.store().insert(self.name(), doc).await?)
+    }
+
+    /// [`Collection::insert`], returning the document as stored (with its `_id` and
+    /// timestamps), so a reply can show it without reading it back.
+    ///
+    /// # Errors
+    /// As [`Collection::insert`].
+    pub async fn insert_returning(&self, doc: Document) -> Result<Document> {
+        let doc = self.prepared_insert(doc)?;
+        self.store().insert(self.name(), doc.clone()).await?;
+        Ok(doc)
+    }
+
+    /// The document [`Collection::insert`] would store, for a writer that stores it itself (a
+    /// batch of writes in one store transaction, [`Store::batch`]): `doc` with an `_id` of the
+    /// collection's kind when it has none, `createdAt`/`updatedAt` when the collection keeps
+    /// timestamps, checked against the schema.
+    ///
+    /// # Errors
+    /// As [`Collection::insert`], before anything is written.
+    pub fn prepared_insert(&self, mut doc: Document) -> Result<Document> {
+        self.ensure_id(&mut doc)?;
+        self.stamp_new(&mut doc);
+        self.validate(&doc)?;
+        Ok(doc)
+    }
+
+    /// The update [`Collection::update`] would apply to what `selector` finds, for a writer
+    /// that applies it itself: with `updatedAt` when the collection keeps timestamps, and for a
+    /// replacement the `createdAt` of the document found now (server time when there is none).
+    ///
+    /// # Errors
+    /// Store failures of the read, an update that cannot take the stamp.
+    pub async fn prepared_update(&self, selector: &Selector, update: &Update) -> Result<Update> {
+        Ok(self
+            .stamp_update(selector, update)
+            .await?
+            .unwrap_or_else(|| update.clone()))
+    }
+
+    /// [`Collection::insert`], returning the `_id` and the document's JSON text as stored (see
+    /// [`Store::insert_json`]): for a reply that embeds it, with no copy of the document made.
+    ///
+    /// # Errors
+    /// As [`Collection::insert`].
+    pub async fn insert_json(&self, mut doc: Document) -> Result<(String, String)> {
+        self.ensure_id(&mut doc)?;
+        self.stamp_new(&mut doc);
+        self.validate(&doc)?;
+        Ok(self.store().insert_json(self.name(), doc).await?)
+    }
+
+    /// Inserts every document of `docs`, all or none, and returns their `_id`s in order.
+    ///
+    /// Each document is checked as by [`Collection::insert`] (a new `_id` of the collection's
+    /// kind when it has none, then the schema) before anything is written; then all of them are
+    /// written in one store batch ([`Store::insert_many`]), much faster than one by one.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] (or [`Error::InvalidArgument`] for a bad `_id`) for the first
+    /// document refused, and a store [`portico_store::Error::DuplicateId`] when an `_id` exists
+    /// already or repeats within `docs`; nothing is written then.
+    pub async fn insert_many(&self, mut docs: Vec<Document>) -> Result<Vec<String>> {
+        for doc in &mut docs {
+            self.ensure_id(doc)?;
+            self.stamp_new(doc);
+            self.validate(doc)?;
+        }
+        Ok(self.store().insert_many(self.name(), docs).await?)
+    }
+
+    /// Inserts every document of `batches`, all or none, and returns how many it inserted: an
+    /// import of any size that holds a batch at a time ([`Store::insert_stream`]).
+    ///
+    /// Each document is checked as by [`Collection::insert_many`] as its batch comes. `batches`
+    /// may block (a channel from a reader thread); an error it yields stops the stream.
+    ///
+    /// # Errors
+    /// The first error of `batches`, or as [`Collection::insert_many`]; nothing is written then.
+    pub async fn insert_stream<I>(&self, batches: I) -> Result<u64>
+    where
+        I: Iterator<Item = Result<Vec<Document>>> + Send + 'static,
+    {
+        // A refusal that is not the store's goes to the store as an error that stops the
+        // stream, and is kept here to be returned as it was.
+        let refused: Arc<std::sync::Mutex<Option<Error>>> = Arc::default();
+        let keep = Arc::clone(&refused);
+        let this = self.clone();
+        let checked = batches.map(move |batch| {
+            let checked = batch.and_then(|mut docs| {
+                for doc in &mut docs {
+                    this.ensure_id(doc)?;
+                    this.stamp_new(doc);
+                    this.validate(doc)?;
+                }
+                Ok(docs)
+            });
+            checked.map_err(|e| match e {
+                Error::Store(e) => e,
+                other => {
+                    let message = other.to_string();
+                    *keep.lock().unwrap_or_else(PoisonError::into_inner) = Some(other);
+                    portico_store::Error::InvalidDocument(message)
+                }
+            })
+        });
+        match self
+            .store()
+            .insert_stream(self.name(), Box::new(checked))
+            .await
+        {
+            Ok(n) => Ok(n),
+            Err(e) => Err(refused
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()
+                .unwrap_or(Error::Store(e))),
+        }
+    }
+
+    /// The documents matching `query`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn find(&self, query: &Query) -> Result<Vec<Document>> {
+        Ok(self.store().find(self.name(), query).await?)
+    }
+
+    /// The documents matching `query`, each as its compact JSON text (see
+    /// [`Store::find_json`]): for a reply that embeds them without decoding them.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn find_json(&self, query: &Query) -> Result<Vec<String>> {
+        Ok(self.store().find_json(self.name(), query).await?)
+    }
+
+    /// [`Collection::find_json`] and the number of documents `query.selector` matches, read
+    /// together (see [`Store::find_json_counted`]): a list page and its total.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn find_json_counted(&self, query: &Query) -> Result<(Vec<String>, u64)> {
+        Ok(self.store().find_json_counted(self.name(), query).await?)
+    }
+
+    /// The first document matching `selector`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn find_one(&self, selector: &Selector) -> Result<Option<Document>> {
+        Ok(self.store().find_one(self.name(), selector).await?)
+    }
+
+    /// The document with `_id == id`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn get(&self, id: &str) -> Result<Option<Document>> {
+        Ok(self.store().get(self.name(), id).await?)
+    }
+
+    /// The document with `_id == id` as its compact JSON text (see [`Store::get_json`]): for
+    /// a reply that embeds it without decoding it.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn get_json(&self, id: &str) -> Result<Option<String>> {
+        Ok(self.store().get_json(self.name(), id).await?)
+    }
+
+    /// How many documents match `selector`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn count(&self, selector: &Selector) -> Result<u64> {
+        Ok(self.store().count(self.name(), selector).await?)
+    }
+
+    /// Applies `update` to the first (or with `multi` every) matching document; with `upsert`,
+    /// inserts when nothing matches.
+    ///
+    /// With a schema, the documents the update would produce are validated first and nothing is
+    /// written when one fails. (The check reads, then the store writes atomically; a concurrent
+    /// writer between the two can still produce a document the schema was not shown.)
+    ///
+    /// # Errors
+    /// [`Error::Validation`], store errors (a modifier that cannot be applied).
+    pub async fn update(
+        &self,
+        selector: &Selector,
+        update: &Update,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult> {
+        let stamped = self.stamp_update(selector, update).await?;
+        let update = stamped.as_ref().unwrap_or(update);
+        let result = self.update_stamped(selector, update, options).await?;
+        if let (Some(id), true) = (&result.upserted_id, self.inner.options.timestamps) {
+            // An upsert's new document was built from the update, which carries no `createdAt`.
+            let created = Update::set(Document::from_iter([(
+                timestamps::CREATED_AT.to_owned(),
+                Value::String(now_iso()),
+            )]))?;
+            self.store()
+                .update(
+                    self.name(),
+                    &Selector::by_id(id),
+                    &created,
+                    UpdateOptions::default(),
+                )
+                .await?;
+        }
+        Ok(result)
+    }
+
+    pub(super) async fn update_stamped(
+        &self,
+        selector: &Selector,
+        update: &Update,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult> {
+        if self.inner.schema.is_some() {
+            let mut query = Query::new(selector.clone());
+            if !options.multi {
+                query.limit = Some(1);
+            }
+            let docs = self.find(&query).await?;
+            if docs.is_empty() && options.upsert {
+                let doc = self.upsert_document(selector, update)?;
+                self.validate(&doc)?;
+                // Insert the validated document itself so its `_id` is of this collection's kind.
+                let id = self.store().insert(self.name(), doc).await?;
+                return Ok(UpdateResult {
+                    matched: 0,
+                    modified: 0,
+                    upserted_id: Some(id),
+                });
+            }
+            for mut doc in docs {
+                update.apply(&mut doc)?;
+                self.validate(&doc)?;
+            }
+        } else if options.upsert
+            && self.id_kind() == IdKind::ObjectId
+            && self.count(selector).await? == 0
+        {
+            // The store would give the upsert a random id; this collection wants an object id.
+            let doc = self.upsert_document(selector, update)?;
+            let id = self.store().insert(self.name(), doc).await?;
+            return Ok(UpdateResult {
+                matched: 0,
+                modified: 0,
+                upserted_id: Some(id),
+            });
+        }
+        Ok(self
+            .store()
+            .update(self.name(), selector, update, options)
+            .await?)
+    }
+
+    /// Applies `update` to the document `id` and returns the document after the change, `None`
+    /// when there is no such document.
+    ///
+    /// # Errors
+    /// As [`Collection::update`].
+    pub async fn update_by_id(&self, id: &str, update: &Update) -> Result<Option<Document>> {
+        let result = self
+            .update(&Selector::by_id(id), update, UpdateOptions::default())
+            .await?;
+        if result.matched == 0 {
+            return Ok(None);
+        }
+        self.get(id).await
+    }
+
+    /// Removes every document matching `selector`; returns how many.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn remove(&self, selector: &Selector) -> Result<u64> {
+        Ok(self.store().remove(self.name(), selector).await?)
+    }
+
+    /// Removes the document `id`; true when it existed.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn remove_by_id(&self, id: &str) -> Result<bool> {
+        Ok(self.remove(&Selector::by_id(id)).await? > 0)
+    }
+
+    /// A cursor over this collection, for a publication to return.
+    pub fn cursor(&self, query: Query) -> Cursor {
+        Cursor::new(self.name(), query)
+    }
+}
