@@ -1,0 +1,210 @@
+//! Checking one `[[api.collection]]`: its endpoints and their safe defaults, its owner scope,
+//! its admin role and its limits.
+
+use std::collections::BTreeSet;
+
+use portico_rest::Op;
+use toml::Spanned;
+
+use super::{Checker, check_collection_name, check_field_name};
+use crate::config::raw::{OneOrMany, RawCollection, RawEndpoint, RawEndpoints};
+use crate::config::{CollectionConfig, EndpointOptions};
+
+const KEY: &str = "api.collection";
+
+impl Checker<'_> {
+    pub(super) fn collection(&mut self, raw: RawCollection) -> CollectionConfig {
+        if let Err(message) = check_collection_name(raw.name.get_ref()) {
+            self.error(&raw.name, &format!("{KEY}.name"), message);
+        }
+        let path = match &raw.path {
+            Some(path) => self.path_part(path, &format!("{KEY}.path"), true),
+            None => raw.name.get_ref().clone(),
+        };
+        let role_required = self.roles(
+            raw.role_required,
+            &raw.name,
+            &format!("{KEY}.role_required"),
+        );
+        let excluded = self.excluded_endpoints(raw.excluded_endpoints.as_ref());
+        let mut endpoints = self.endpoints(raw.endpoints.unwrap_or_default(), &excluded, &raw.name);
+        let is_users = raw.name.get_ref() == portico_platform::USERS;
+        secure_by_default(
+            &mut endpoints,
+            is_users,
+            raw.auth_required.is_none() && role_required.is_empty(),
+        );
+        if endpoints.is_empty() {
+            self.error(
+                &raw.name,
+                &format!("{KEY}.name"),
+                "every endpoint of this collection is excluded",
+            );
+        }
+        let (owner_field, self_only) =
+            self.owner_scope(raw.owner_field, raw.self_only.as_ref(), is_users);
+        if self_only {
+            // "Own account only" needs to know the caller on every endpoint, as an owner scope
+            // does; written here so the route table shows it.
+            for (_, options) in &mut endpoints {
+                options.auth_required = Some(true);
+            }
+        }
+        let admin_role = self.admin_role(raw.admin_role, &raw.name, is_users);
+        let max_page_size = raw.max_page_size.map(|size| {
+            if *size.get_ref() == 0 {
+                self.error(&size, &format!("{KEY}.max_page_size"), "must be at least 1");
+            }
+            size.into_inner()
+        });
+        CollectionConfig {
+            line: self.line(&raw.name),
+            name: raw.name.into_inner(),
+            path,
+            auth_required: raw.auth_required.unwrap_or(false),
+            role_required,
+            endpoints,
+            owner_field,
+            max_page_size,
+            admin_role,
+            self_only,
+            timestamps: raw.timestamps.unwrap_or(true),
+            schema: raw
+                .schema
+                .map(|schema| self.schema_path(&schema, &format!("{KEY}.schema"))),
+        }
+    }
+
+    /// The endpoints `excluded_endpoints` names, each checked.
+    fn excluded_endpoints(&mut self, list: Option<&Spanned<OneOrMany>>) -> BTreeSet<Op> {
+        let mut excluded = BTreeSet::new();
+        let Some(list) = list else {
+            return excluded;
+        };
+        for name in &list.get_ref().0 {
+            match name.parse::<Op>() {
+                Ok(endpoint) => {
+                    excluded.insert(endpoint);
+                }
+                Err(_) => self.error(
+                    list,
+                    &format!("{KEY}.excluded_endpoints"),
+                    format!(
+                        "`{name}` is not an endpoint; expected getAll, post, get, put, patch or delete"
+                    ),
+                ),
+            }
+        }
+        excluded
+    }
+
+    /// The endpoints served, in route order, with the options each one's table gives.
+    fn endpoints(
+        &mut self,
+        raw: RawEndpoints,
+        excluded: &BTreeSet<Op>,
+        name: &Spanned<String>,
+    ) -> Vec<(Op, EndpointOptions)> {
+        let settings = [
+            (Op::GetAll, raw.get_all),
+            (Op::Post, raw.post),
+            (Op::Get, raw.get),
+            (Op::Put, raw.put),
+            (Op::Patch, raw.patch),
+            (Op::Delete, raw.delete),
+        ];
+        let mut endpoints = Vec::new();
+        for (endpoint, setting) in settings {
+            let options = match setting {
+                Some(RawEndpoint::Enabled(false)) => continue,
+                None | Some(RawEndpoint::Enabled(true)) => EndpointOptions::default(),
+                Some(RawEndpoint::Options(options)) => EndpointOptions {
+                    auth_required: options.auth_required,
+                    role_required: self.roles(
+                        options.role_required,
+                        name,
+                        &format!("{KEY}.endpoints.{}.role_required", endpoint.name()),
+                    ),
+                },
+            };
+            if !excluded.contains(&endpoint) {
+                endpoints.push((endpoint, options));
+            }
+        }
+        endpoints
+    }
+
+    /// `owner_field` and `self_only` checked: the owner field (none when `users` is owned by
+    /// `_id`), and whether callers reach only their own account.
+    fn owner_scope(
+        &mut self,
+        owner_field: Option<Spanned<String>>,
+        self_only_flag: Option<&Spanned<bool>>,
+        is_users: bool,
+    ) -> (Option<String>, bool) {
+        let mut self_only = false;
+        let owner_field = owner_field.and_then(|field| {
+            if is_users && field.get_ref() == "_id" {
+                // On accounts, "owned by the caller" means "is the caller".
+                self_only = true;
+                return None;
+            }
+            if let Err(message) = check_field_name(field.get_ref()) {
+                self.error(&field, &format!("{KEY}.owner_field"), message);
+            }
+            Some(field.into_inner())
+        });
+        if let Some(flag) = self_only_flag {
+            if !is_users {
+                self.error(
+                    flag,
+                    &format!("{KEY}.self_only"),
+                    "`self_only` applies to the `users` collection only; use `owner_field` for others",
+                );
+            }
+            self_only |= *flag.get_ref();
+        }
+        (owner_field, self_only)
+    }
+
+    /// `admin_role` checked: `users` only, no empty names.
+    fn admin_role(
+        &mut self,
+        roles: Option<Spanned<OneOrMany>>,
+        name: &Spanned<String>,
+        is_users: bool,
+    ) -> Vec<String> {
+        let Some(roles) = roles else {
+            return Vec::new();
+        };
+        if !is_users {
+            self.error(
+                &roles,
+                &format!("{KEY}.admin_role"),
+                "`admin_role` applies to the `users` collection only; use `role_required` for others",
+            );
+        }
+        let roles = roles.into_inner().0;
+        if roles.iter().any(|r| r.trim().is_empty()) {
+            self.error(name, &format!("{KEY}.admin_role"), "a role name is empty");
+        }
+        roles
+    }
+}
+
+/// Safe by default: with no auth key on the collection (`open`), reads stay public and every
+/// write endpoint that says nothing itself needs a logged-in caller. `auth_required = false`
+/// written out keeps writes open (and `portico check` warns). Changing or removing an account
+/// needs to know who asks (see `serve::rest`), so those endpoints always identify the caller,
+/// whatever `auth_required` says.
+fn secure_by_default(endpoints: &mut [(Op, EndpointOptions)], is_users: bool, open: bool) {
+    for (endpoint, options) in endpoints {
+        if is_users && endpoint.on_item() && *endpoint != Op::Get {
+            options.auth_required = Some(true);
+        }
+        let write = !matches!(endpoint, Op::Get | Op::GetAll);
+        if open && write && options.auth_required.is_none() && options.role_required.is_empty() {
+            options.auth_required = Some(true);
+        }
+    }
+}
