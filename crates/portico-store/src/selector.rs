@@ -581,53 +581,9 @@ fn parse_operator(path: &str, op: &str, operand: &Value, options: &str) -> Parse
                 Cond::Nin(list)
             }
         }
-        "$exists" => Cond::Exists(match operand {
-            Value::Bool(b) => *b,
-            Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-            other => {
-                return Err(format!(
-                    "$exists on {path:?} needs true or false, not {}",
-                    type_name(other)
-                ));
-            }
-        }),
-        "$all" => {
-            let Value::Array(items) = operand else {
-                return Err(format!(
-                    "$all on {path:?} needs an array, not {}",
-                    type_name(operand)
-                ));
-            };
-            let items = items
-                .iter()
-                .map(|item| match item {
-                    Value::Object(m) if is_operator_object(m) => match m.get("$elemMatch") {
-                        Some(Value::Object(inner)) if m.len() == 1 => {
-                            parse_elem_match(inner).map(Cond::ElemMatch)
-                        }
-                        _ => Err(format!(
-                            "$all on {path:?} takes values or {{\"$elemMatch\": ...}} objects only"
-                        )),
-                    },
-                    other => Ok(Cond::Eq(other.clone())),
-                })
-                .collect::<ParseResult<Vec<_>>>()?;
-            Cond::All(items)
-        }
-        "$size" => {
-            let n = match operand {
-                Value::Number(n) => n.as_u64().or_else(|| {
-                    n.as_f64()
-                        .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f <= u32::MAX as f64)
-                        .map(|f| f as u64)
-                }),
-                _ => None,
-            };
-            let n = n.and_then(|n| usize::try_from(n).ok()).ok_or_else(|| {
-                format!("$size on {path:?} needs a non-negative integer, not {operand}")
-            })?;
-            Cond::Size(n)
-        }
+        "$exists" => Cond::Exists(exists_operand(path, operand)?),
+        "$all" => Cond::All(all_items(path, operand)?),
+        "$size" => Cond::Size(size_operand(path, operand)?),
         "$elemMatch" => match operand {
             Value::Object(m) => Cond::ElemMatch(parse_elem_match(m)?),
             other => {
@@ -663,6 +619,56 @@ fn parse_operator(path: &str, op: &str, operand: &Value, options: &str) -> Parse
         }
     };
     Ok(cond)
+}
+
+/// `$exists`: true or false (a number counts as its truth).
+fn exists_operand(path: &str, operand: &Value) -> ParseResult<bool> {
+    match operand {
+        Value::Bool(b) => Ok(*b),
+        Value::Number(n) => Ok(n.as_f64().is_some_and(|f| f != 0.0)),
+        other => Err(format!(
+            "$exists on {path:?} needs true or false, not {}",
+            type_name(other)
+        )),
+    }
+}
+
+/// `$all`: values, or `{"$elemMatch": ...}` objects.
+fn all_items(path: &str, operand: &Value) -> ParseResult<Vec<Cond>> {
+    let Value::Array(items) = operand else {
+        return Err(format!(
+            "$all on {path:?} needs an array, not {}",
+            type_name(operand)
+        ));
+    };
+    items
+        .iter()
+        .map(|item| match item {
+            Value::Object(m) if is_operator_object(m) => match m.get("$elemMatch") {
+                Some(Value::Object(inner)) if m.len() == 1 => {
+                    parse_elem_match(inner).map(Cond::ElemMatch)
+                }
+                _ => Err(format!(
+                    "$all on {path:?} takes values or {{\"$elemMatch\": ...}} objects only"
+                )),
+            },
+            other => Ok(Cond::Eq(other.clone())),
+        })
+        .collect()
+}
+
+/// `$size`: a non-negative integer (a float without a fraction counts).
+fn size_operand(path: &str, operand: &Value) -> ParseResult<usize> {
+    let n = match operand {
+        Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f <= u32::MAX as f64)
+                .map(|f| f as u64)
+        }),
+        _ => None,
+    };
+    n.and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| format!("$size on {path:?} needs a non-negative integer, not {operand}"))
 }
 
 fn plain_array(path: &str, op: &str, operand: &Value) -> ParseResult<Vec<Value>> {

@@ -20,7 +20,7 @@ pub use log_writer::LogGuard;
 pub use zero_config::{ZERO_CONFIG_API_PATH, zero_config};
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use axum::Router;
@@ -304,16 +304,7 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     let (addr, listen_source) = choose_listen(options.listen.as_deref(), &config)?;
     let choice = database::choose_database(options.database.as_deref(), path.as_deref(), &config);
     let url = choice.url.clone();
-    let platform_config = portico_platform::PlatformConfig {
-        live: config.live.clone(),
-        ..portico_platform::PlatformConfig::default()
-    };
-    let platform = if config.metrics.is_some() {
-        metrics::handle()?;
-        store_metrics::open(&url, platform_config).await?
-    } else {
-        database::open_with(&url, platform_config).await?
-    };
+    let platform = open_platform(&url, &config).await?;
     if path.is_none() {
         config = zero_config(&platform, &url).await?;
     }
@@ -339,10 +330,60 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     if let Some(metrics_addr) = config.metrics.as_ref().and_then(|m| m.listen) {
         metrics::serve_apart(metrics_addr, platform.clone(), config.server).await?;
     }
-    match &path {
+    log_start(path.as_deref(), &config, &url, &choice);
+    info!("listening on {bound} (address from {listen_source})");
+    if config.admin.enabled {
+        info!(
+            "admin page: http://{bound}{} (accounts holding the `{}` role)",
+            config.admin.path, config.admin.role
+        );
+    }
+    if let (Some(set), Some(every)) = (&backups, config.backups.as_ref().and_then(|b| b.every)) {
+        backups::schedule(std::sync::Arc::clone(set), every);
+    }
+    // Listen for signals before saying "listening": a script that stops the server as soon as
+    // it reads that line must find the handlers in place (else SIGTERM's default action ends
+    // the process at once, without its last log lines).
+    let signals = Signals::listen();
+    {
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        // Scripts (and the tests) read this line; a closed stdout must not stop the server.
+        let _ = writeln!(stdout, "{LISTENING}{bound}");
+        let _ = stdout.flush();
+    }
+    serve_until_signalled(listener, app, &config, signals).await;
+    // Every connection has finished; the routers are gone. Dropping the last handle closes the
+    // store (SQLite checkpoints and closes its connections).
+    drop(platform);
+    // Give the store's background closing a moment on slow disks before the process exits.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    info!("stopped");
+    Ok(())
+}
+
+/// The platform on the store `url` names, with the config's live limits (and store metrics
+/// when `[metrics]` is on).
+async fn open_platform(url: &str, config: &Config) -> crate::Result<Platform> {
+    let platform_config = portico_platform::PlatformConfig {
+        live: config.live.clone(),
+        ..portico_platform::PlatformConfig::default()
+    };
+    if config.metrics.is_some() {
+        metrics::handle()?;
+        Ok(store_metrics::open(url, platform_config).await?)
+    } else {
+        Ok(database::open_with(url, platform_config).await?)
+    }
+}
+
+/// The start-up log: what is served from which config (or the zero-config default), its
+/// warnings, and the database.
+fn log_start(path: Option<&Path>, config: &Config, url: &str, choice: &database::DatabaseChoice) {
+    match path {
         Some(path) => {
-            info!(config = %path.display(), database = %portico_store::redact_url(&url), "serving");
-            for warning in crate::check::warning_lines(path, &config) {
+            info!(config = %path.display(), database = %portico_store::redact_url(url), "serving");
+            for warning in crate::check::warning_lines(path, config) {
                 warn!("{warning}");
             }
         }
@@ -366,30 +407,19 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         }
     }
     info!("database: {choice}");
-    info!("listening on {bound} (address from {listen_source})");
-    if config.admin.enabled {
-        info!(
-            "admin page: http://{bound}{} (accounts holding the `{}` role)",
-            config.admin.path, config.admin.role
-        );
-    }
     if config.apis.is_empty() && config.auto.is_none() {
         warn!("the config declares no [[api]] and no [auto]: every path answers 404");
     }
-    if let (Some(set), Some(every)) = (&backups, config.backups.as_ref().and_then(|b| b.every)) {
-        backups::schedule(std::sync::Arc::clone(set), every);
-    }
-    // Listen for signals before saying "listening": a script that stops the server as soon as
-    // it reads that line must find the handlers in place (else SIGTERM's default action ends
-    // the process at once, without its last log lines).
-    let mut signals = Signals::listen();
-    {
-        use std::io::Write as _;
-        let mut stdout = std::io::stdout().lock();
-        // Scripts (and the tests) read this line; a closed stdout must not stop the server.
-        let _ = writeln!(stdout, "{LISTENING}{bound}");
-        let _ = stdout.flush();
-    }
+}
+
+/// Serves `app` on `listener` until a signal; then in-flight requests get the grace period to
+/// finish, and a second signal stops at once.
+async fn serve_until_signalled(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    config: &Config,
+    mut signals: Signals,
+) {
     let (stopping_tx, mut stopping_rx) = tokio::sync::watch::channel(false);
     let (now_tx, now_rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
@@ -417,13 +447,6 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         () = server => {}
         () = grace => {}
     }
-    // Every connection has finished; the routers are gone. Dropping the last handle closes the
-    // store (SQLite checkpoints and closes its connections).
-    drop(platform);
-    // Give the store's background closing a moment on slow disks before the process exits.
-    tokio::time::sleep(Duration::from_millis(10)).await;
-    info!("stopped");
-    Ok(())
 }
 
 /// SIGINT (Ctrl-C) and SIGTERM, listened for from the moment [`Signals::listen`] returns.

@@ -180,60 +180,8 @@ impl Api {
         {
             route_options.auth_required = true;
         }
-        let records: Box<dyn Records> = if collection.name() == "users" {
-            Box::new(Accounts)
-        } else {
-            Box::new(Documents)
-        };
-        let state = Arc::new(CollectionState {
-            records,
-            collection,
-            scope: options.scope.clone(),
-            before: options.before.clone(),
-            after: options.after.clone(),
-            default_page_size: options
-                .default_page_size
-                .unwrap_or(self.options.default_page_size),
-            max_page_size: options.max_page_size.unwrap_or(self.options.max_page_size),
-            max_reply_bytes: self.options.max_reply_bytes,
-        });
-        let mut list = Endpoints::new();
-        let mut item = Endpoints::new();
-        let mut list_docs = Vec::new();
-        let mut item_docs = Vec::new();
-        let mut batchable = Vec::new();
-        for op in Op::ALL {
-            if options.excluded.contains(&op) {
-                continue;
-            }
-            let mut endpoint = match options.endpoints.get(&op) {
-                Some(CollectionEndpoint::Disabled) => continue,
-                Some(CollectionEndpoint::Configured(e)) => e.clone(),
-                None => Endpoint::options(),
-            };
-            if endpoint.action.is_none() {
-                batchable.push(op);
-                let state = state.clone();
-                endpoint = endpoint.action(move |ctx: Context| {
-                    let state = state.clone();
-                    async move { handlers::run(&state, op, ctx).await }
-                });
-            }
-            let (endpoints, docs) = match op {
-                Op::GetAll | Op::Post => (&mut list, &mut list_docs),
-                Op::Get | Op::Put | Op::Patch | Op::Delete => (&mut item, &mut item_docs),
-            };
-            let (method, slot) = match op {
-                Op::GetAll => ("GET", &mut endpoints.get),
-                Op::Post => ("POST", &mut endpoints.post),
-                Op::Get => ("GET", &mut endpoints.get),
-                Op::Put => ("PUT", &mut endpoints.put),
-                Op::Patch => ("PATCH", &mut endpoints.patch),
-                Op::Delete => ("DELETE", &mut endpoints.delete),
-            };
-            *slot = Some(endpoint);
-            docs.push((method, describe_op(&state, op)));
-        }
+        let state = self.collection_state(collection, &options);
+        let routes = GeneratedRoutes::new(&state, &options);
         let list_matcher = compile(&base.as_str().into())?;
         let item_path = if base.is_empty() {
             ":id".to_owned()
@@ -248,25 +196,19 @@ impl Api {
             }
         }
         // A generated write stores its body as one document: a body over the store's document
-        // limit is refused by its length before a byte of it is read. A write endpoint with an
-        // action of its own keeps the API's limit.
-        let document_limit = Some(
-            self.options
-                .body_limit
-                .min(portico_store::MAX_DOCUMENT_BYTES),
-        );
-        let own_action =
-            |op: Op, endpoint: &Option<Endpoint>| endpoint.is_some() && !batchable.contains(&op);
-        let list_limit = if own_action(Op::Post, &list.post) {
-            None
-        } else {
-            document_limit
-        };
-        let item_limit = if own_action(Op::Put, &item.put) || own_action(Op::Patch, &item.patch) {
-            None
-        } else {
-            document_limit
-        };
+        // limit is refused by its length before a byte of it is read.
+        let document_limit = self
+            .options
+            .body_limit
+            .min(portico_store::MAX_DOCUMENT_BYTES);
+        let (list_limit, item_limit) = routes.body_limits(document_limit);
+        let GeneratedRoutes {
+            list,
+            item,
+            list_docs,
+            item_docs,
+            batchable,
+        } = routes;
         if !list.is_empty() {
             let extras = RouteExtras {
                 body_limit: list_limit,
@@ -290,6 +232,110 @@ impl Api {
             self.insert_route_with(item_matcher, route_options, item, extras)?;
         }
         Ok(())
+    }
+
+    /// What every generated operation of `collection` shares.
+    fn collection_state(
+        &self,
+        collection: Collection,
+        options: &CollectionOptions,
+    ) -> Arc<CollectionState> {
+        let records: Box<dyn Records> = if collection.name() == "users" {
+            Box::new(Accounts)
+        } else {
+            Box::new(Documents)
+        };
+        Arc::new(CollectionState {
+            records,
+            collection,
+            scope: options.scope.clone(),
+            before: options.before.clone(),
+            after: options.after.clone(),
+            default_page_size: options
+                .default_page_size
+                .unwrap_or(self.options.default_page_size),
+            max_page_size: options.max_page_size.unwrap_or(self.options.max_page_size),
+            max_reply_bytes: self.options.max_reply_bytes,
+        })
+    }
+}
+
+/// The endpoints of a generated collection: on the list path (getAll, post) and on the item
+/// path (get, put, patch, delete), their descriptions, and the operations that run the
+/// generated action (those a batch may include).
+struct GeneratedRoutes {
+    list: Endpoints,
+    item: Endpoints,
+    list_docs: Vec<(&'static str, EndpointDoc)>,
+    item_docs: Vec<(&'static str, EndpointDoc)>,
+    batchable: Vec<Op>,
+}
+
+impl GeneratedRoutes {
+    /// Every operation `options` keeps, with the generated action unless it has its own.
+    fn new(state: &Arc<CollectionState>, options: &CollectionOptions) -> GeneratedRoutes {
+        let mut routes = GeneratedRoutes {
+            list: Endpoints::new(),
+            item: Endpoints::new(),
+            list_docs: Vec::new(),
+            item_docs: Vec::new(),
+            batchable: Vec::new(),
+        };
+        for op in Op::ALL {
+            if options.excluded.contains(&op) {
+                continue;
+            }
+            let mut endpoint = match options.endpoints.get(&op) {
+                Some(CollectionEndpoint::Disabled) => continue,
+                Some(CollectionEndpoint::Configured(e)) => e.clone(),
+                None => Endpoint::options(),
+            };
+            if endpoint.action.is_none() {
+                routes.batchable.push(op);
+                let state = state.clone();
+                endpoint = endpoint.action(move |ctx: Context| {
+                    let state = state.clone();
+                    async move { handlers::run(&state, op, ctx).await }
+                });
+            }
+            let (endpoints, docs) = match op {
+                Op::GetAll | Op::Post => (&mut routes.list, &mut routes.list_docs),
+                Op::Get | Op::Put | Op::Patch | Op::Delete => {
+                    (&mut routes.item, &mut routes.item_docs)
+                }
+            };
+            let (method, slot) = match op {
+                Op::GetAll => ("GET", &mut endpoints.get),
+                Op::Post => ("POST", &mut endpoints.post),
+                Op::Get => ("GET", &mut endpoints.get),
+                Op::Put => ("PUT", &mut endpoints.put),
+                Op::Patch => ("PATCH", &mut endpoints.patch),
+                Op::Delete => ("DELETE", &mut endpoints.delete),
+            };
+            *slot = Some(endpoint);
+            docs.push((method, describe_op(state, op)));
+        }
+        routes
+    }
+
+    /// The body limits of the list and item routes: `document_limit` where the writes are
+    /// generated; none below the API's where a write endpoint has an action of its own.
+    fn body_limits(&self, document_limit: usize) -> (Option<usize>, Option<usize>) {
+        let own_action = |op: Op, endpoint: &Option<Endpoint>| {
+            endpoint.is_some() && !self.batchable.contains(&op)
+        };
+        let list = if own_action(Op::Post, &self.list.post) {
+            None
+        } else {
+            Some(document_limit)
+        };
+        let item = if own_action(Op::Put, &self.item.put) || own_action(Op::Patch, &self.item.patch)
+        {
+            None
+        } else {
+            Some(document_limit)
+        };
+        (list, item)
     }
 }
 
