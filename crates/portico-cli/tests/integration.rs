@@ -12,6 +12,7 @@ mod integration {
     mod batch;
     mod check;
     mod common;
+    mod field_rules;
     mod hygiene;
     mod import;
     mod js_client;

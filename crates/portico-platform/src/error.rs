@@ -17,6 +17,13 @@ pub enum Error {
     /// account); names the field.
     #[error("The field {0} of an account cannot be written by a client")]
     ProtectedField(String),
+    /// A query filters, sorts, groups or aggregates on a field the caller may not see (its
+    /// answer would reveal the field); names the path.
+    #[error("The field {0} cannot be used in a query: it is hidden from this caller")]
+    HiddenField(String),
+    /// A client write sets or removes a field the caller may not see; names the field.
+    #[error("The field {0} cannot be written by this caller")]
+    FieldDenied(String),
     /// A document does not satisfy the collection's JSON Schema; one message per failure.
     #[error("Validation failed: {}", .0.join("; "))]
     Validation(Vec<String>),
@@ -57,6 +64,8 @@ impl Error {
             Error::Store(e) => e.is_client_error(),
             Error::AccessDenied
             | Error::ProtectedField(_)
+            | Error::HiddenField(_)
+            | Error::FieldDenied(_)
             | Error::Validation(_)
             | Error::InvalidUser(_)
             | Error::UserExists(_)
@@ -88,7 +97,7 @@ impl Error {
                 portico_store::ErrorKind::Unavailable => 503,
                 _ => 500,
             },
-            Error::AccessDenied | Error::ProtectedField(_) => 403,
+            Error::AccessDenied | Error::ProtectedField(_) | Error::FieldDenied(_) => 403,
             Error::LoginFailed => 401,
             Error::UserNotFound => 404,
             Error::PreconditionFailed => 412,

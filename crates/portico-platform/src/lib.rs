@@ -61,6 +61,7 @@ mod collection;
 mod cursor;
 mod endpoint;
 mod error;
+mod field_rules;
 mod live;
 mod method_error;
 mod platform;
@@ -78,6 +79,7 @@ pub use collection::{Collection, CollectionOptions, IfMatch, PROTECTED_ACCOUNT_F
 pub use cursor::Cursor;
 pub use endpoint::{ArgsExtractor, EndpointOptions, HttpMethod, UnknownHttpMethod};
 pub use error::{Error, Result};
+pub use field_rules::{FieldRules, FieldView, ReadRule};
 pub use live::{LiveCaller, LiveConfig, LiveEvent, LiveStream, SentEvent};
 pub use method_error::{MethodError, arg};
 pub use platform::login::{ACCOUNT_FACTOR, Limit, LoginError, LoginLimits, LoginService};

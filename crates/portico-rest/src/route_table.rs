@@ -118,8 +118,15 @@ pub(crate) trait BatchTarget: Send + Sync {
         body: Option<Document>,
     ) -> BoxFuture<'a, std::result::Result<BatchOp, Reply>>;
 
-    /// One sub-request's reply: the status and body its single request would answer.
-    fn show(&self, outcome: BatchOutcome) -> Value;
+    /// What the caller of `ctx` may see of the collection's documents (its field rules).
+    fn view<'a>(
+        &'a self,
+        ctx: &'a Context,
+    ) -> BoxFuture<'a, std::result::Result<portico_platform::FieldView, Reply>>;
+
+    /// One sub-request's reply: the status and body its single request would answer, shown
+    /// through the caller's `view`.
+    fn show(&self, outcome: BatchOutcome, view: &portico_platform::FieldView) -> Value;
 }
 
 /// Compiles a route path, with the crate's error.

@@ -76,6 +76,9 @@ pub struct Config {
     /// The JSON Schemas of [`Config::schemas`], read by [`Config::load`] from the config
     /// file's folder, by collection.
     pub schema_values: std::collections::BTreeMap<String, Value>,
+    /// Field-level read rules by collection (`field_rules` of `[[api.collection]]` and
+    /// `[auto.field_rules.<collection>]`).
+    pub field_rules: std::collections::BTreeMap<String, portico_platform::FieldRules>,
     /// The config file's folder (set by [`Config::load`]): scripts and schema files are found
     /// relative to it.
     pub folder: Option<PathBuf>,
@@ -274,6 +277,8 @@ pub struct CollectionConfig {
     pub self_only: bool,
     /// `schema`: a JSON Schema file every write must satisfy.
     pub schema: Option<String>,
+    /// `field_rules = { salary = "role:hr" }`: who sees which fields.
+    pub field_rules: portico_platform::FieldRules,
     /// The line of `name`, for messages.
     pub line: usize,
 }
@@ -339,6 +344,8 @@ pub struct AutoConfig {
     pub publications: Vec<PublicationConfig>,
     /// `[auto.schemas]`: JSON Schema files by collection.
     pub schemas: Vec<SchemaFile>,
+    /// `[auto.field_rules.<collection>]`: who sees which fields, by collection.
+    pub field_rules: Vec<(String, portico_platform::FieldRules)>,
     /// The line of the `[auto]` header, for messages.
     pub line: usize,
 }
@@ -473,6 +480,7 @@ impl Config {
             names.extend(auto.publications.iter().map(|p| p.collection.clone()));
         }
         names.extend(self.schemas.iter().map(|s| s.collection.clone()));
+        names.extend(self.field_rules.keys().cloned());
         names.sort();
         names.dedup();
         names

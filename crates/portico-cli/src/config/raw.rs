@@ -113,6 +113,7 @@ pub(crate) struct RawCollection {
     pub(crate) self_only: Option<Spanned<bool>>,
     pub(crate) timestamps: Option<bool>,
     pub(crate) schema: Option<Spanned<String>>,
+    pub(crate) field_rules: Option<Spanned<BTreeMap<String, OneOrMany>>>,
 }
 
 /// `endpoints = { getAll = {...}, put = false }`.
@@ -211,6 +212,8 @@ pub(crate) struct RawAuto {
     pub(crate) publication: Vec<RawPublication>,
     #[serde(default)]
     pub(crate) schemas: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    pub(crate) field_rules: BTreeMap<String, Spanned<BTreeMap<String, OneOrMany>>>,
 }
 
 /// `[auto.rules.<collection>]`: the allow rules of one collection.

@@ -222,6 +222,7 @@ pub fn declare_collections(config: &Config, platform: &Platform) -> crate::Resul
                 },
                 timestamps: config.timestamps(&name),
                 schema: config.schema_values.get(&name).cloned(),
+                field_rules: config.field_rules.get(&name).cloned().unwrap_or_default(),
             },
         )?;
     }

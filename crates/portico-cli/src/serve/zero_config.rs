@@ -43,6 +43,7 @@ pub async fn zero_config(platform: &Platform, url: &str) -> crate::Result<Config
             timestamps: false,
             self_only: false,
             schema: None,
+            field_rules: portico_platform::FieldRules::new(),
             line: 0,
         })
         .collect();

@@ -7,6 +7,7 @@ use portico_store::{Document, Selector, Update, UpdateOptions};
 use serde_json::Value;
 
 use super::Collection;
+use crate::FieldView;
 use crate::rules::Write;
 use crate::{Error, Result, Rules};
 
@@ -121,6 +122,11 @@ impl Collection {
         if !self.id_kind().is_valid(&id) {
             return Err(Error::InvalidArgument(format!("invalid _id {id:?}")));
         }
+        if self.has_field_rules() {
+            self.field_view(user_id)
+                .await?
+                .check_write(&doc, doc.keys().map(String::as_str))?;
+        }
         self.check(user_id, Write::Insert(&doc)).await?;
         self.validate(&doc)?;
         Ok(self.store().insert(self.name(), doc).await?)
@@ -171,11 +177,13 @@ impl Collection {
             ));
         }
         self.refuse_without_allow(true)?;
-        let Some((doc, selector)) = self.conditional_target(id, if_match).await? else {
+        let view = self.field_view(user_id).await?;
+        let Some((doc, selector)) = self.conditional_target(id, if_match, &view).await? else {
             return Ok(0);
         };
         let fields = update.field_names();
         self.check_protected(fields.iter().map(String::as_str))?;
+        view.check_write(&doc, fields.iter().map(String::as_str))?;
         self.check(user_id, Write::Update(&doc, &fields, modifier))
             .await?;
         let update = match self.stamp_update(&Selector::by_id(id), &update).await? {
@@ -218,7 +226,8 @@ impl Collection {
         if_match: &IfMatch,
     ) -> Result<u64> {
         self.refuse_without_allow(false)?;
-        let Some((doc, selector)) = self.conditional_target(id, if_match).await? else {
+        let view = self.field_view(user_id).await?;
+        let Some((doc, selector)) = self.conditional_target(id, if_match, &view).await? else {
             return Ok(0);
         };
         self.check(user_id, Write::Remove(&doc)).await?;
@@ -232,11 +241,13 @@ impl Collection {
     /// The document `id` a client write would change, and the selector the write must use:
     /// by `_id` alone, and for a tag condition also by the entity tag read now, so the store
     /// re-checks it inside the write's transaction. `None` when an unconditional write finds no
-    /// document.
+    /// document. The caller's tags are of the document as `view` shows it (a tag never depends
+    /// on a field the caller cannot see); the store re-checks the stored document's own tag.
     pub(super) async fn conditional_target(
         &self,
         id: &str,
         if_match: &IfMatch,
+        view: &FieldView,
     ) -> Result<Option<(Document, Selector)>> {
         let Some(doc) = self.get(id).await? else {
             return match if_match {
@@ -249,7 +260,12 @@ impl Collection {
             IfMatch::Absent | IfMatch::Any => selector,
             IfMatch::Tags(tags) => {
                 let tag = portico_store::etag(&doc);
-                if !tags.contains(&tag) {
+                let seen = if view.is_empty() {
+                    tag.clone()
+                } else {
+                    portico_store::etag(&view.applied(doc.clone()))
+                };
+                if !tags.contains(&seen) {
                     return Err(Error::PreconditionFailed);
                 }
                 selector.and_etag(tag)

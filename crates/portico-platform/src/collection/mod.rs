@@ -15,6 +15,7 @@ use std::sync::{Arc, RwLock};
 use portico_store::{Document, IdKind, Selector, Store, Update};
 use serde_json::Value;
 
+use crate::field_rules::{FieldRules, FieldView, roles_of};
 use crate::rules::RuleSet;
 use crate::schema::Schema;
 use crate::time::now_iso;
@@ -35,6 +36,9 @@ pub struct CollectionOptions {
     /// time, ISO-8601 strings as account records hold them), on server and client writes alike;
     /// values a writer gives for them are replaced, and a replacement keeps `createdAt`.
     pub timestamps: bool,
+    /// Field-level read rules: which callers see which fields (see [`FieldRules`]). A caller
+    /// who fails a field's rules never sees it, cannot query on it and cannot write it.
+    pub field_rules: FieldRules,
 }
 
 struct Inner {
@@ -112,6 +116,34 @@ impl Collection {
     /// The options it was declared with.
     pub fn options(&self) -> &CollectionOptions {
         &self.inner.options
+    }
+
+    /// What the caller `user_id` may see of this collection's documents: the collection's field
+    /// rules for that caller (their roles are read from the `users` collection when a rule
+    /// names a role, so a role change applies at once).
+    ///
+    /// # Errors
+    /// Store failures of the role lookup.
+    pub async fn field_view(&self, user_id: Option<&str>) -> Result<FieldView> {
+        let rules = &self.inner.options.field_rules;
+        if rules.is_empty() {
+            return Ok(FieldView::all());
+        }
+        let roles = match user_id {
+            Some(id) if rules.needs_roles() => self
+                .store()
+                .get(crate::accounts::USERS, id)
+                .await?
+                .map(|user| roles_of(&user))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        Ok(rules.view(user_id, &roles))
+    }
+
+    /// True when some field of this collection has read rules.
+    pub fn has_field_rules(&self) -> bool {
+        !self.inner.options.field_rules.is_empty()
     }
 
     fn store(&self) -> &dyn Store {

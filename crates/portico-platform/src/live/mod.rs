@@ -161,18 +161,19 @@ impl Hub {
         tx: mpsc::Sender<Arc<SentEvent>>,
         control: &Arc<Control>,
     ) -> Result<(Arc<LiveQuery>, u64, Vec<Arc<SentEvent>>), MethodError> {
-        let key = format!("{}\u{0}{:?}", cursor.collection, cursor.query);
+        let key = format!(
+            "{}\u{0}{:?}\u{0}{}",
+            cursor.collection,
+            cursor.query,
+            cursor.view.key()
+        );
         loop {
             let (query, created) = {
                 let mut state = self.lock();
                 match state.queries.get(&key) {
                     Some(q) => (q.clone(), false),
                     None => {
-                        let q = Arc::new(LiveQuery::new(
-                            key.clone(),
-                            &cursor.collection,
-                            cursor.query.clone(),
-                        ));
+                        let q = Arc::new(LiveQuery::new(key.clone(), cursor.clone()));
                         state.queries.insert(key.clone(), q.clone());
                         (q, true)
                     }

@@ -12,12 +12,13 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use portico_store::{Document, Query, Store, document_id};
+use portico_store::{Document, Store, document_id};
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, mpsc, watch};
 
 use super::caller::Control;
 use super::event::{LiveEvent, SentEvent, diff, fields_of};
+use crate::Cursor;
 
 /// More changed ids than this at once: run the whole query instead of reading each.
 const MAX_PENDING_IDS: usize = 256;
@@ -56,7 +57,8 @@ struct State {
 pub(crate) struct LiveQuery {
     pub(crate) key: String,
     pub(crate) collection: Arc<str>,
-    query: Query,
+    /// The query and the subscribers' view of the documents.
+    cursor: Cursor,
     windowed: bool,
     pending: Mutex<Pending>,
     wake: Notify,
@@ -70,12 +72,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl LiveQuery {
     /// A query not evaluated yet; [`LiveQuery::run`] evaluates it and follows changes.
-    pub(crate) fn new(key: String, collection: &str, query: Query) -> LiveQuery {
-        let windowed = query.limit.is_some() || query.skip > 0;
+    pub(crate) fn new(key: String, cursor: Cursor) -> LiveQuery {
+        let windowed = cursor.query.limit.is_some() || cursor.query.skip > 0;
         LiveQuery {
             key,
-            collection: collection.into(),
-            query,
+            collection: cursor.collection.as_str().into(),
+            cursor,
             windowed,
             pending: Mutex::new(Pending {
                 ids: HashSet::new(),
@@ -207,7 +209,7 @@ impl LiveQuery {
                 return Ok(true);
             }
             let doc = store.get(&self.collection, id).await?;
-            if doc.is_some_and(|d| self.query.selector.matches(&d)) {
+            if doc.is_some_and(|d| self.cursor.query.selector.matches(&d)) {
                 return Ok(true);
             }
         }
@@ -229,9 +231,12 @@ impl LiveQuery {
             return Ok(());
         }
         if full {
-            let docs = store.find(&self.collection, &self.query).await?;
+            let docs = store
+                .find(&self.collection, &self.cursor.store_query())
+                .await?;
             let mut new = Map::new();
             for doc in docs {
+                let doc = self.cursor.shape(doc);
                 if let Some(id) = document_id(&doc).map(str::to_owned) {
                     new.insert(id, Value::Object(fields_of(doc)));
                 }
@@ -243,10 +248,14 @@ impl LiveQuery {
                 let doc = store
                     .get(&self.collection, &id)
                     .await?
-                    .filter(|d| self.query.selector.matches(d))
-                    .map(|d| match &self.query.projection {
-                        Some(p) => fields_of(p.apply(&d)),
-                        None => fields_of(d),
+                    .filter(|d| self.cursor.query.selector.matches(d))
+                    .map(|d| {
+                        let d = self.cursor.shape(d);
+                        match (&self.cursor.query.projection, self.cursor.view.is_empty()) {
+                            // Shaped with the projection already.
+                            (Some(_), false) | (None, _) => fields_of(d),
+                            (Some(p), true) => fields_of(p.apply(&d)),
+                        }
                     });
                 found.push((id, doc));
             }

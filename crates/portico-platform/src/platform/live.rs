@@ -35,7 +35,13 @@ impl Platform {
         let hub = self.live_hub().clone();
         let (control, permit) = hub.open(caller).await?;
         let (tx, rx) = mpsc::channel(hub.config().buffer.max(1));
-        let cursor = Cursor::new(collection, query);
+        let mut cursor = Cursor::new(collection, query);
+        if let Some(ruled) = self.get_collection(collection) {
+            cursor.view = ruled
+                .field_view(control.caller.user_id())
+                .await
+                .map_err(MethodError::from)?;
+        }
         let (query, id, initial) = hub.join(&cursor, tx, &control).await?;
         let membership = Membership {
             hub,
@@ -71,7 +77,9 @@ impl Platform {
         let hub = self.live_hub().clone();
         let (control, permit) = hub.open(caller.clone()).await?;
         let buffer = hub.config().buffer.max(1);
-        let subscription = Subscription::new(self.clone(), caller.user_id.clone());
+        let views = self.field_views(caller.user_id()).await?;
+        let subscription =
+            Subscription::new(self.clone(), caller.user_id.clone()).with_views(views.clone());
         let run = {
             let subscription = subscription.clone();
             async move { handler(subscription, args).await }
@@ -80,6 +88,13 @@ impl Platform {
             .catch_unwind()
             .await
             .map_err(|_| MethodError::internal(format!("publication {name:?} panicked")))??;
+        let cursors: Vec<Cursor> = cursors
+            .into_iter()
+            .map(|mut cursor| {
+                cursor.view = crate::platform::view_of(&views, &cursor.collection);
+                cursor
+            })
+            .collect();
         let (hand_tx, hand_rx) = mpsc::channel(buffer);
         let published = subscription.take_live(HandSink::new(hand_tx, control.clone()));
         let by_hand = !published.collections.is_empty() || published.ready;

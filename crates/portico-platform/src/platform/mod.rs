@@ -25,7 +25,7 @@ pub(crate) mod method;
 pub(crate) mod publication;
 
 use crate::{
-    Accounts, AccountsConfig, Collection, CollectionOptions, Cursor, Error, Invocation,
+    Accounts, AccountsConfig, Collection, CollectionOptions, Cursor, Error, FieldView, Invocation,
     MethodError, MethodInfo, MethodOptions, MethodReply, PublicationInfo, PublicationOptions,
     Result, Subscription,
 };
@@ -467,7 +467,8 @@ impl Platform {
                 )
                 .with_status(404)
             })?;
-        let subscription = Subscription::new(self.clone(), user_id);
+        let views = self.field_views(user_id.as_deref()).await?;
+        let subscription = Subscription::new(self.clone(), user_id).with_views(views.clone());
         let run = {
             let subscription = subscription.clone();
             async move { handler(subscription, args).await }
@@ -477,15 +478,17 @@ impl Platform {
             .await
             .map_err(|_| MethodError::internal(format!("publication {name:?} panicked")))??;
         let mut published = subscription.take();
-        for cursor in cursors {
+        for mut cursor in cursors {
             published.touch(&cursor.collection);
+            cursor.view = view_of(&views, &cursor.collection);
             let docs = self
                 .inner
                 .store
-                .find(&cursor.collection, &cursor.query)
+                .find(&cursor.collection, &cursor.store_query())
                 .await
                 .map_err(|e| MethodError::from(Error::from(e)))?;
-            for mut doc in docs {
+            for doc in docs {
+                let mut doc = cursor.shape(doc);
                 let Some(id) = document_id(&doc).map(str::to_string) else {
                     continue;
                 };
@@ -494,6 +497,28 @@ impl Platform {
             }
         }
         Ok(published.into_result())
+    }
+
+    /// What `user_id` may see of each declared collection that has field rules (see
+    /// [`Collection::field_view`]).
+    pub(crate) async fn field_views(
+        &self,
+        user_id: Option<&str>,
+    ) -> std::result::Result<Arc<Vec<(String, FieldView)>>, MethodError> {
+        let ruled: Vec<Collection> = read(&self.inner.collections)
+            .values()
+            .filter(|c| c.has_field_rules())
+            .cloned()
+            .collect();
+        let mut views = Vec::with_capacity(ruled.len());
+        for collection in ruled {
+            let view = collection
+                .field_view(user_id)
+                .await
+                .map_err(MethodError::from)?;
+            views.push((collection.name().to_owned(), view));
+        }
+        Ok(Arc::new(views))
     }
 
     /// The defined publications with their options, sorted by name.
@@ -516,4 +541,12 @@ impl Platform {
                 options: e.options.clone(),
             })
     }
+}
+
+/// The view of `collection` among `views` (everything shown when it has no field rules).
+pub(crate) fn view_of(views: &[(String, FieldView)], collection: &str) -> FieldView {
+    views
+        .iter()
+        .find(|(name, _)| name == collection)
+        .map_or_else(FieldView::all, |(_, view)| view.clone())
 }

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use portico_store::Document;
 use serde_json::{Map, Value};
 
-use crate::{Cursor, EndpointOptions, MethodError, Platform};
+use crate::{Cursor, EndpointOptions, FieldView, MethodError, Platform};
 
 /// Options of a publication (the auto API's `url`, `httpMethod`, `getArgsFromRequest`): an
 /// [`EndpointOptions`] whose defaults are `GET /publications/<name>` and the url's `:N`
@@ -83,6 +83,9 @@ pub struct Subscription {
     platform: Platform,
     user_id: Option<String>,
     published: Arc<Mutex<Published>>,
+    /// What the subscriber may see of collections with field rules: documents published by
+    /// hand go through it too.
+    views: Arc<Vec<(String, FieldView)>>,
 }
 
 impl fmt::Debug for Subscription {
@@ -99,6 +102,23 @@ impl Subscription {
             platform,
             user_id,
             published: Arc::new(Mutex::new(Published::default())),
+            views: Arc::default(),
+        }
+    }
+
+    /// The subscription with the subscriber's views of collections with field rules.
+    pub(crate) fn with_views(mut self, views: Arc<Vec<(String, FieldView)>>) -> Subscription {
+        self.views = views;
+        self
+    }
+
+    /// `fields` of a document of `collection` as the subscriber may see them. For a change
+    /// (`fields` are not the whole document) a field shown only to owners is left out, since
+    /// ownership cannot be told from part of a document.
+    fn viewed(&self, collection: &str, fields: Document) -> Document {
+        match self.views.iter().find(|(name, _)| name == collection) {
+            Some((_, view)) => view.applied(fields),
+            None => fields,
         }
     }
 
@@ -123,6 +143,7 @@ impl Subscription {
     /// Publishes the document `id` of `collection` with `fields` (an `_id` in `fields` is ignored).
     /// Adding an id twice merges the fields.
     pub fn added(&self, collection: &str, id: &str, fields: Document) {
+        let fields = self.viewed(collection, fields);
         self.with(|p| match &p.sink {
             Some(sink) => sink.added(collection, id, fields),
             None => p.merge(collection, id, fields),
@@ -132,6 +153,7 @@ impl Subscription {
     /// Changes fields of a published document; a field whose new value is `null` is removed.
     /// A document that was not added is ignored.
     pub fn changed(&self, collection: &str, id: &str, fields: Document) {
+        let fields = self.viewed(collection, fields);
         self.with(|p| {
             if let Some(sink) = &p.sink {
                 sink.changed(collection, id, fields);

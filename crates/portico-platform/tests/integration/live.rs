@@ -345,3 +345,45 @@ async fn an_expired_token_ends_the_stream() -> TestResult {
     );
     Ok(())
 }
+
+on_every_backend! {
+    async fn field_rules_shape_live_events_publications_and_client_writes(p: Platform) -> TestResult {
+        let rules = portico_platform::FieldRules::new()
+            .field("notes", ["owner:ownerId".parse::<portico_platform::ReadRule>()?])?;
+        let staff = p.define_collection(
+            "staff",
+            portico_platform::CollectionOptions { field_rules: rules, ..Default::default() },
+        )?;
+        staff.insert(doc(json!({"_id": "e1", "ownerId": "u1", "notes": "mine", "n": 1}))).await?;
+        // A projection without the owner field still decides ownership on the whole document.
+        let query = Query {
+            projection: Some(Projection::parse(&json!({"notes": 1, "n": 1}))?),
+            ..Query::new(sel(json!({})))
+        };
+        let mut owner = p.live_query("staff", query.clone(), LiveCaller::trusted("u1")).await?;
+        let mut other = p.live_query("staff", query, LiveCaller::trusted("u2")).await?;
+        assert_eq!(next(&mut owner).await?.1["fields"], json!({"notes": "mine", "n": 1}));
+        assert_eq!(next(&mut other).await?.1["fields"], json!({"n": 1}));
+        assert_eq!(next(&mut owner).await?.0, "ready");
+        assert_eq!(next(&mut other).await?.0, "ready");
+        staff.update_by_id("e1", &set(json!({"notes": "changed", "n": 2}))).await?;
+        assert_eq!(next(&mut owner).await?.1["fields"], json!({"notes": "changed", "n": 2}));
+        assert_eq!(next(&mut other).await?.1["fields"], json!({"n": 2}));
+
+        p.publish("staff", |sub, _args| async move {
+            sub.added("staff", "by-hand", doc(json!({"ownerId": "u1", "notes": "hand"})));
+            Ok(vec![sub.platform().collection("staff").cursor(Query::new(Selector::all()))])
+        })?;
+        let seen = p.subscribe("staff", Some("u2".into()), vec![]).await?;
+        assert!(!Value::Object(seen.clone()).to_string().contains("notes"), "{seen:?}");
+        let seen = p.subscribe("staff", Some("u1".into()), vec![]).await?;
+        assert!(Value::Object(seen).to_string().contains("hand"));
+
+        // Client writes: the owner may write the field, another caller may not.
+        staff.allow(portico_platform::Rules::new().update(|_u, _d, _f, _m| async { true }));
+        let refused = staff.client_update(Some("u2"), "e1", &json!({"$set": {"notes": "x"}})).await;
+        assert!(matches!(refused, Err(portico_platform::Error::FieldDenied(ref f)) if f == "notes"), "{refused:?}");
+        assert_eq!(staff.client_update(Some("u1"), "e1", &json!({"$set": {"notes": "y"}})).await?, 1);
+        Ok(())
+    }
+}

@@ -19,10 +19,12 @@ use std::sync::Arc;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use http::Method;
+use portico_platform::FieldView;
 use portico_store::{BatchFailure, BatchOp, BatchOutcome, Document, Update};
 use serde_json::{Value, json};
 
 use super::client_body::BodyUse;
+use super::fields::guard_write;
 use super::records::checked;
 use super::{CollectionState, not_found, scoped};
 use crate::auth::{Caller, admit};
@@ -130,6 +132,7 @@ struct Batch {
 struct Planned {
     op: BatchOp,
     target: Arc<dyn BatchTarget>,
+    view: FieldView,
 }
 
 /// The failing sub-request's reply: its status, a JSend error naming its index.
@@ -165,13 +168,16 @@ impl Batch {
                 Err(reply) => return failed(index, &reply),
             }
         }
-        let (ops, shown): (Vec<_>, Vec<_>) = planned.into_iter().map(|p| (p.op, p.target)).unzip();
+        let (ops, shown): (Vec<_>, Vec<_>) = planned
+            .into_iter()
+            .map(|p| (p.op, (p.target, p.view)))
+            .unzip();
         match ctx.platform.store().batch(ops).await {
             Ok(outcomes) => {
                 let items: Vec<Value> = outcomes
                     .into_iter()
                     .zip(shown)
-                    .map(|(outcome, target)| target.show(outcome))
+                    .map(|(outcome, (target, view))| target.show(outcome, &view))
                     .collect();
                 Reply::success(Value::Array(items))
             }
@@ -274,9 +280,11 @@ impl Batch {
             _ => return Err(bad("The request body must be an object")),
         };
         let op_write = target.write(&sub, op, id.as_deref(), body).await?;
+        let view = target.view(&sub).await?;
         Ok(Planned {
             op: op_write,
             target,
+            view,
         })
     }
 }
@@ -296,8 +304,15 @@ impl BatchTarget for CollectionState {
         write(self, ctx, op, id, body).boxed()
     }
 
-    fn show(&self, outcome: BatchOutcome) -> Value {
-        show(self, outcome)
+    fn view<'a>(
+        &'a self,
+        ctx: &'a Context,
+    ) -> BoxFuture<'a, std::result::Result<FieldView, Reply>> {
+        super::fields::view(self, ctx).boxed()
+    }
+
+    fn show(&self, outcome: BatchOutcome, view: &FieldView) -> Value {
+        show(self, outcome, view)
     }
 }
 
@@ -339,10 +354,13 @@ async fn write(
         .unwrap_or_default();
     let invalid = |e: portico_store::Error| bad(e.to_string());
     let target = |id: &str| scoped(state, ctx, Some(json!({"_id": id})));
+    let view = super::fields::view(state, ctx).await?;
+    let guard = |id, body, how| guard_write(state, ctx, &view, id, body, how);
     let (selector, update) = match (op, id) {
         (Op::Post, _) => {
             let mut doc = checked(body.unwrap_or_default(), BodyUse::Create, None)?;
             doc.extend(stamp);
+            guard(None, &mut doc, BodyUse::Create).await?;
             let doc = collection.prepared_insert(doc).map_err(Reply::from)?;
             return Ok(BatchOp::Insert {
                 collection: name,
@@ -358,10 +376,12 @@ async fn write(
         (Op::Put, Some(id)) => {
             let mut doc = checked(body.unwrap_or_default(), BodyUse::Replace, Some(id))?;
             doc.extend(stamp);
+            guard(Some(id), &mut doc, BodyUse::Replace).await?;
             (target(id)?, Update::replace(doc).map_err(invalid)?)
         }
         (Op::Patch, Some(id)) => {
-            let doc = checked(body.unwrap_or_default(), BodyUse::Change, Some(id))?;
+            let mut doc = checked(body.unwrap_or_default(), BodyUse::Change, Some(id))?;
+            guard(Some(id), &mut doc, BodyUse::Change).await?;
             for key in doc.keys() {
                 let top = key.split('.').next().unwrap_or(key);
                 if stamp.get(top).is_some_and(|v| doc.get(key) != Some(v)) {
@@ -390,12 +410,14 @@ async fn write(
 }
 
 /// One sub-request's reply: the status and body its single request would answer.
-fn show(state: &CollectionState, outcome: BatchOutcome) -> Value {
+fn show(state: &CollectionState, outcome: BatchOutcome, view: &FieldView) -> Value {
     match outcome {
         BatchOutcome::Inserted(doc) => {
-            json!({"status": 201, "body": state.records.show(doc)})
+            json!({"status": 201, "body": state.records.show(view.applied(doc))})
         }
-        BatchOutcome::Updated(doc) => json!({"status": 200, "body": state.records.show(doc)}),
+        BatchOutcome::Updated(doc) => {
+            json!({"status": 200, "body": state.records.show(view.applied(doc))})
+        }
         BatchOutcome::Removed(_) => json!({"status": 200, "body": {"message": "Item removed"}}),
     }
 }

@@ -1,7 +1,7 @@
 //! One handler per generated operation (getAll, post, get, put, patch, delete), each written
 //! once over [`Records`], and the before/after hooks around them.
 
-use portico_platform::IfMatch;
+use portico_platform::{FieldView, IfMatch};
 use portico_store::{Query, Selector};
 use serde_json::{Map, Value, json};
 
@@ -9,6 +9,7 @@ use super::client_body::BodyUse;
 use super::conditional::{
     if_match, list_etag, list_etag_json, not_modified, not_modified_reply, precondition_failed,
 };
+use super::fields::{guard_write, stored_tag, view};
 use super::list::{ListParams, link_header};
 use super::records::{Target, checked};
 use super::{AfterEvent, CollectionState, HookEvent, not_found, platform_error, scoped};
@@ -81,7 +82,10 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
         };
     }
     let id = event.id.as_deref();
+    // Documents with field rules are shown as each caller may see them, never as stored.
+    let as_stored = !state.collection.has_field_rules();
     if op == Op::GetAll
+        && as_stored
         && state.after.is_none()
         && state.records.tagged()
         && !portico_edge::wants_event_stream(&ctx.request.headers)
@@ -93,20 +97,31 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
             Ok(reply) | Err(reply) => reply,
         };
     }
-    if op == Op::Get && state.after.is_none() && state.records.tagged() && state.scope.is_none() {
+    if op == Op::Get
+        && as_stored
+        && state.after.is_none()
+        && state.records.tagged()
+        && state.scope.is_none()
+    {
         // The same for one document read by id: its stored text is the reply's data, and its
         // entity tag is computed from that text (see `get_json`).
         return match get_json(state, &ctx, id).await {
             Ok(reply) | Err(reply) => reply,
         };
     }
-    if op == Op::Post && state.after.is_none() && state.records.tagged() && state.scope.is_none() {
+    if op == Op::Post
+        && as_stored
+        && state.after.is_none()
+        && state.records.tagged()
+        && state.scope.is_none()
+    {
         // The created document is sent as the store wrote its text (see `post_json`).
         return match post_json(state, event.body.unwrap_or_default()).await {
             Ok(reply) | Err(reply) => reply,
         };
     }
     if matches!(op, Op::Put | Op::Patch)
+        && as_stored
         && state.after.is_none()
         && state.records.tagged()
         && state.scope.is_none()
@@ -224,24 +239,43 @@ async fn read_page(
     selector: Selector,
     params: &ListParams,
     projection: Option<portico_store::Projection>,
+    view: &FieldView,
 ) -> Result<(Vec<Value>, u64), Reply> {
-    read_chunks(state, selector, params, projection, |query| async move {
-        let docs = state
-            .collection
-            .find(&query)
-            .await
-            .map_err(platform_error)?;
-        docs.into_iter()
-            .map(|doc| {
-                let item = state.records.show(doc);
-                let mut counter = Counter(0);
-                if serde_json::to_writer(&mut counter, &item).is_err() {
-                    return Err(Reply::internal("a document could not be encoded"));
-                }
-                Ok((item, counter.0))
-            })
-            .collect()
-    })
+    // Fields shown by ownership are decided on the whole document, then projected.
+    let (store_projection, after) = if view.is_empty() {
+        (projection, None)
+    } else {
+        (None, projection)
+    };
+    let after = &after;
+    read_chunks(
+        state,
+        selector,
+        params,
+        store_projection,
+        |query| async move {
+            let docs = state
+                .collection
+                .find(&query)
+                .await
+                .map_err(platform_error)?;
+            docs.into_iter()
+                .map(|doc| {
+                    let doc = view.applied(doc);
+                    let doc = match after {
+                        Some(p) => p.apply(&doc),
+                        None => doc,
+                    };
+                    let item = state.records.show(doc);
+                    let mut counter = Counter(0);
+                    if serde_json::to_writer(&mut counter, &item).is_err() {
+                        return Err(Reply::internal("a document could not be encoded"));
+                    }
+                    Ok((item, counter.0))
+                })
+                .collect()
+        },
+    )
     .await
 }
 
@@ -343,6 +377,10 @@ async fn get_all(state: &CollectionState, ctx: &Context) -> Result<Outcome, Repl
         state.max_page_size,
     )?;
     let projection = state.records.list_projection(&params)?;
+    let view = view(state, ctx).await?;
+    // A filter or sort on a hidden field would reveal it one question at a time.
+    view.check_query(params.paths().iter().map(String::as_str))
+        .map_err(platform_error)?;
     let selector = scoped(state, ctx, params.filter.clone())?;
     if portico_edge::wants_event_stream(&ctx.request.headers) {
         // The same list, followed live: one reading of its parameters for both.
@@ -360,7 +398,7 @@ async fn get_all(state: &CollectionState, ctx: &Context) -> Result<Outcome, Repl
         .count(&selector)
         .await
         .map_err(platform_error)?;
-    let (items, page) = read_page(state, selector, &params, projection).await?;
+    let (items, page) = read_page(state, selector, &params, projection, &view).await?;
     let mut headers = vec![("X-Total-Count".to_owned(), total.to_string())];
     if let Some(link) = list_link(ctx, &params, page, total) {
         headers.push(("Link".to_owned(), link));
@@ -386,7 +424,9 @@ async fn post(
     ctx: &Context,
     body: Map<String, Value>,
 ) -> Result<Outcome, Reply> {
-    let body = checked(body, BodyUse::Create, None)?;
+    let mut body = checked(body, BodyUse::Create, None)?;
+    let view = view(state, ctx).await?;
+    guard_write(state, ctx, &view, None, &mut body, BodyUse::Create).await?;
     // The stored document when the kind knows it (no read-back: after a write, a read on
     // another connection finds its page cache stale and refills it).
     let (id, stored) = state.records.insert(state, ctx, body).await?;
@@ -395,7 +435,7 @@ async fn post(
         None => state.collection.get(&id).await.map_err(platform_error)?,
     };
     Ok(Outcome {
-        data: created.map_or(Value::Null, |d| state.records.show(d)),
+        data: created.map_or(Value::Null, |d| state.records.show(view.applied(d))),
         headers: Vec::new(),
         id: Some(id),
     })
@@ -424,6 +464,8 @@ async fn read(state: &CollectionState, ctx: &Context, id: &str) -> Result<Outcom
         state.collection.get(id).await
     };
     let doc = found.map_err(platform_error)?.ok_or_else(not_found)?;
+    // Shown, and tagged, without the fields the caller may not see.
+    let doc = view(state, ctx).await?.applied(doc);
     let mut outcome = Outcome::data(Value::Null);
     if state.records.tagged() {
         let tag = portico_store::etag(&doc);
@@ -474,9 +516,20 @@ async fn get_json(
 /// a tag.
 async fn target<'a>(
     state: &CollectionState,
+    ctx: &Context,
     id: &'a str,
     condition: &'a IfMatch,
 ) -> Result<Target<'a>, Reply> {
+    if let IfMatch::Tags(tags) = condition {
+        let view = view(state, ctx).await?;
+        if state.records.tagged() && !view.is_empty() {
+            let tag = stored_tag(state, ctx, &view, id, tags).await?;
+            return Ok(Target {
+                id,
+                tag: tag.map(std::borrow::Cow::Owned),
+            });
+        }
+    }
     let tag = match condition {
         IfMatch::Tags(_) if !state.records.tagged() => return Err(precondition_failed()),
         IfMatch::Tags(tags) => match tags.as_slice() {
@@ -497,7 +550,10 @@ async fn target<'a>(
         },
         IfMatch::Absent | IfMatch::Any => None,
     };
-    Ok(Target { id, tag })
+    Ok(Target {
+        id,
+        tag: tag.map(std::borrow::Cow::Borrowed),
+    })
 }
 
 /// After a write that found nothing: 412 when the document is there but changed, else 404.
@@ -517,9 +573,15 @@ async fn write_update(
     how: BodyUse,
 ) -> Result<(), Reply> {
     let condition = if_match(&ctx.request.headers)?;
-    let target = target(state, id, &condition).await?;
-    let body = checked(body.unwrap_or_default(), how, Some(id))?;
-    if !state.records.update(state, ctx, target, body, how).await? {
+    let target = target(state, ctx, id, &condition).await?;
+    let mut body = checked(body.unwrap_or_default(), how, Some(id))?;
+    let view = view(state, ctx).await?;
+    guard_write(state, ctx, &view, Some(id), &mut body, how).await?;
+    if !state
+        .records
+        .update(state, ctx, target.clone(), body, how)
+        .await?
+    {
         return Err(missed(state, ctx, target).await);
     }
     Ok(())
@@ -568,8 +630,8 @@ async fn delete(
 ) -> Result<Outcome, Reply> {
     let id = id.ok_or_else(not_found)?;
     let condition = if_match(&ctx.request.headers)?;
-    let target = target(state, id, &condition).await?;
-    if !state.records.remove(state, ctx, target).await? {
+    let target = target(state, ctx, id, &condition).await?;
+    if !state.records.remove(state, ctx, target.clone()).await? {
         return Err(missed(state, ctx, target).await);
     }
     Ok(Outcome::data(json!({"message": "Item removed"})))

@@ -3,6 +3,7 @@
 mod batch;
 mod client_body;
 mod conditional;
+mod fields;
 mod handlers;
 mod hooks;
 mod list;
@@ -346,6 +347,20 @@ fn describe_op(state: &CollectionState, op: Op) -> EndpointDoc {
     let mut rules: Vec<String> = state.scope.iter().map(|s| s.rule().to_owned()).collect();
     if users {
         rules.push("only _id and profile are shown".to_owned());
+    }
+    let field_rules = &state.collection.options().field_rules;
+    if !field_rules.is_empty() {
+        let fields: Vec<String> = field_rules
+            .iter()
+            .map(|(field, words)| {
+                let words: Vec<String> = words.iter().map(ToString::to_string).collect();
+                format!("{field} ({})", words.join(" or "))
+            })
+            .collect();
+        rules.push(format!(
+            "fields shown only to callers passing their rules, never filtered, sorted or written by others: {}",
+            fields.join(", ")
+        ));
     }
     let document = if users {
         json!({"type": "object", "properties": {"_id": {"type": "string"}, "profile": {"type": "object"}}})

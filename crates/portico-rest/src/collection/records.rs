@@ -57,10 +57,10 @@ pub(crate) trait Records: Send + Sync {
 }
 
 /// The document a write is about: its id, and the entity tag it must still have.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Target<'a> {
     pub(crate) id: &'a str,
-    pub(crate) tag: Option<&'a str>,
+    pub(crate) tag: Option<std::borrow::Cow<'a, str>>,
 }
 
 impl Target<'_> {
@@ -71,8 +71,8 @@ impl Target<'_> {
         ctx: &Context,
     ) -> Result<portico_store::Selector, Reply> {
         let selector = scoped(state, ctx, Some(json!({"_id": self.id})))?;
-        Ok(match self.tag {
-            Some(tag) => selector.and_etag(tag),
+        Ok(match &self.tag {
+            Some(tag) => selector.and_etag(tag.as_ref()),
             None => selector,
         })
     }

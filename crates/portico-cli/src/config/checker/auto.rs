@@ -21,7 +21,9 @@ impl Checker<'_> {
         let rules = self.auto_rules(raw.rules, collections.as_deref());
         let schemas = self.auto_schemas(raw.schemas);
         let publications = self.auto_publications(raw.publication);
+        let field_rules = self.auto_field_rules(raw.field_rules);
         AutoConfig {
+            field_rules,
             collections,
             object_id_collections,
             no_timestamps,

@@ -14,6 +14,7 @@ const KEY: &str = "api.collection";
 
 impl Checker<'_> {
     pub(super) fn collection(&mut self, raw: RawCollection) -> CollectionConfig {
+        let name = raw.name.get_ref().clone();
         if let Err(message) = check_collection_name(raw.name.get_ref()) {
             self.error(&raw.name, &format!("{KEY}.name"), message);
         }
@@ -72,6 +73,10 @@ impl Checker<'_> {
             schema: raw
                 .schema
                 .map(|schema| self.schema_path(&schema, &format!("{KEY}.schema"))),
+            field_rules: raw
+                .field_rules
+                .map(|rules| self.field_rules(&name, rules, &format!("{KEY}.field_rules")))
+                .unwrap_or_default(),
         }
     }
 

@@ -8,6 +8,7 @@ use toml::Spanned;
 
 mod auto;
 mod collection;
+mod field_rules;
 mod metrics;
 
 use super::diagnostic::Source;
@@ -147,7 +148,9 @@ impl<'a> Checker<'a> {
         }
         schemas.dedup_by(|a, b| a.collection == b.collection);
         let (backups, log) = self.operations(raw.backups, raw.log);
+        let field_rules = self.merged_field_rules(&apis, auto.as_ref());
         Config {
+            field_rules,
             scripts,
             schemas,
             schema_values: BTreeMap::new(),
