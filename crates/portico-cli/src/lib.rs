@@ -36,6 +36,7 @@ pub mod config;
 pub mod database;
 pub mod doors;
 mod error;
+pub mod files;
 pub mod import;
 pub mod openapi;
 pub mod routes;

@@ -13,6 +13,7 @@ mod integration {
     mod check;
     mod common;
     mod field_rules;
+    mod files;
     mod hygiene;
     mod import;
     mod js_client;

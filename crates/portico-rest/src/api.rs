@@ -223,6 +223,8 @@ impl Api {
             body_limit: extras.body_limit,
             docs: extras.docs,
             generated: extras.generated,
+            streamed: extras.streamed,
+            file_download: extras.file_download,
         };
         self.routes.insert(pattern, route)
     }

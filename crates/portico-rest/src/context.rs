@@ -42,7 +42,13 @@ pub struct Context {
     pub(crate) token_path: Option<String>,
     pub(crate) logins: portico_platform::LoginService,
     pub(crate) body_state: BodyState,
+    /// The request body not read yet, on a route that streams it.
+    pub(crate) body_stream: BodyStream,
 }
+
+/// A request body left unread for the action to stream (taken once).
+#[derive(Clone, Default)]
+pub(crate) struct BodyStream(pub(crate) std::sync::Arc<std::sync::Mutex<Option<axum::body::Body>>>);
 
 /// The fully resolved options of an endpoint, as its action sees them on the [`Context`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -83,6 +89,16 @@ impl Context {
     /// A request header as a string.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.request.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The request body, unread, on a route that streams its body (file uploads); `None` on
+    /// other routes (their body is in [`Context::body`]) and once taken.
+    pub fn take_body_stream(&self) -> Option<axum::body::Body> {
+        self.body_stream
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     }
 
     /// The resolved `auth_required` option.

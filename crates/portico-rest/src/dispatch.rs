@@ -88,11 +88,25 @@ impl ApiInner {
         endpoint: &Endpoint,
         params: Params,
     ) -> Result<Context, Reply> {
-        let limit = route.body_limit.unwrap_or(self.body_limit);
-        let bytes = read_body(&parts.headers, body, limit)
-            .await
-            .map_err(|e| body_error(&e))?;
-        let (body_params, body_state) = match parse_body(&parts.headers, &bytes) {
+        let body_stream = crate::context::BodyStream::default();
+        let bytes = if route.streamed {
+            *body_stream
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(body);
+            bytes::Bytes::new()
+        } else {
+            let limit = route.body_limit.unwrap_or(self.body_limit);
+            read_body(&parts.headers, body, limit)
+                .await
+                .map_err(|e| body_error(&e))?
+        };
+        let parsed = if route.streamed {
+            Ok(ParsedBody::Other)
+        } else {
+            parse_body(&parts.headers, &bytes)
+        };
+        let (body_params, body_state) = match parsed {
             Ok(ParsedBody::Json(value)) => (value, BodyState::Data),
             Ok(ParsedBody::Form(map)) => (Value::Object(map), BodyState::Data),
             // An endpoint that needs data refuses these itself; the raw bytes stay on the context.
@@ -134,7 +148,11 @@ impl ApiInner {
             token_path: None,
             logins: self.logins.clone(),
             body_state,
+            body_stream,
         };
+        if route.file_download && crate::collection::admit_file_token(&mut ctx).await? {
+            return Ok(ctx);
+        }
         admit(&mut ctx, &self.auth, &mut None).await?;
         Ok(ctx)
     }

@@ -78,6 +78,10 @@ pub(crate) struct Route {
     pub(crate) docs: Vec<(&'static str, EndpointDoc)>,
     /// The generated collection behind the route, for batches.
     pub(crate) generated: Option<Generated>,
+    /// The body is not read before the action: it streams it ([`Context::take_body_stream`]).
+    pub(crate) streamed: bool,
+    /// A file download: a short-lived download token (`?token=`) stands for the caller.
+    pub(crate) file_download: bool,
 }
 
 /// What a route built by the API itself (login, generated collections) adds to a hand-made one.
@@ -89,6 +93,10 @@ pub(crate) struct RouteExtras {
     pub(crate) docs: Vec<(&'static str, EndpointDoc)>,
     /// The generated collection behind the route, for batches.
     pub(crate) generated: Option<Generated>,
+    /// The body is not read before the action: it streams it.
+    pub(crate) streamed: bool,
+    /// A file download: a short-lived download token (`?token=`) stands for the caller.
+    pub(crate) file_download: bool,
 }
 
 /// The generated collection behind a route, and which of its operations run the generated

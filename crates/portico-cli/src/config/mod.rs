@@ -7,6 +7,7 @@ mod admin;
 mod api_paths;
 mod checker;
 mod diagnostic;
+mod files;
 mod operations;
 mod raw;
 mod rule;
@@ -23,6 +24,7 @@ use serde_json::Value;
 pub use admin::AdminConfig;
 pub use checker::check_database_url;
 pub use diagnostic::ConfigError;
+pub use files::{DEFAULT_FILES_STORE, FilesSettings};
 pub use operations::{BackupsConfig, LogConfig, LogFormat};
 pub use rule::Rule;
 pub use warning::ConfigWarning;
@@ -86,6 +88,8 @@ pub struct Config {
     pub backups: Option<BackupsConfig>,
     /// `[log]`: the log's format.
     pub log: LogConfig,
+    /// `[files]`: where files attached to documents are kept.
+    pub files: FilesSettings,
 }
 
 /// `[scripts]`: the main module and the limits of its runtimes.
@@ -279,6 +283,8 @@ pub struct CollectionConfig {
     pub schema: Option<String>,
     /// `field_rules = { salary = "role:hr" }`: who sees which fields.
     pub field_rules: portico_platform::FieldRules,
+    /// `files`: the collection's file fields, by name.
+    pub files: std::collections::BTreeMap<String, portico_platform::FileField>,
     /// The line of `name`, for messages.
     pub line: usize,
 }

@@ -30,6 +30,7 @@ pub(crate) struct RawConfig {
     pub(crate) scripts: Option<Spanned<RawScripts>>,
     pub(crate) backups: Option<super::operations::RawBackups>,
     pub(crate) log: Option<super::operations::RawLog>,
+    pub(crate) files: Option<super::files::RawFiles>,
 }
 
 /// `[scripts]`: application logic in JavaScript or TypeScript.
@@ -114,6 +115,7 @@ pub(crate) struct RawCollection {
     pub(crate) timestamps: Option<bool>,
     pub(crate) schema: Option<Spanned<String>>,
     pub(crate) field_rules: Option<Spanned<BTreeMap<String, OneOrMany>>>,
+    pub(crate) files: Option<Spanned<BTreeMap<String, super::files::RawFileField>>>,
 }
 
 /// `endpoints = { getAll = {...}, put = false }`.

@@ -204,6 +204,7 @@ fn auto_under_an_api(
 /// # Errors
 /// [`crate::Error::Platform`] when a collection is declared already with other options.
 pub fn declare_collections(config: &Config, platform: &Platform) -> crate::Result<()> {
+    crate::files::declare(config, platform)?;
     for name in config.collection_names() {
         if name == portico_platform::USERS {
             continue;

@@ -50,6 +50,8 @@ struct Budget {
     permits: Arc<Semaphore>,
     /// The whole budget, in units.
     units: u32,
+    /// Requests not counted.
+    exempt: Unbudgeted,
 }
 
 impl Budget {
@@ -97,8 +99,13 @@ fn units_to_bytes(units: usize) -> f64 {
     (units as u64).saturating_mul(UNIT) as f64
 }
 
-/// Wraps `app` in a budget of `bytes` for the bodies in flight (none when `bytes` is 0).
-pub fn with_body_budget(app: Router, bytes: u64) -> Router {
+/// Requests the budget does not count: streamed file uploads, which hold a few parts of their
+/// body at a time whatever its length (method and path).
+pub type Unbudgeted = Arc<dyn Fn(&http::Method, &str) -> bool + Send + Sync>;
+
+/// Wraps `app` in a budget of `bytes` for the bodies in flight (none when `bytes` is 0);
+/// requests `exempt` names are not counted.
+pub fn with_body_budget(app: Router, bytes: u64, exempt: Unbudgeted) -> Router {
     if bytes == 0 {
         return app;
     }
@@ -109,6 +116,7 @@ pub fn with_body_budget(app: Router, bytes: u64) -> Router {
     let budget = Arc::new(Budget {
         permits: Arc::new(Semaphore::new(units as usize)),
         units,
+        exempt,
     });
     app.layer(axum::middleware::from_fn_with_state(budget, admit))
 }
@@ -132,7 +140,7 @@ fn busy() -> Response {
 
 async fn admit(State(budget): State<Arc<Budget>>, request: Request, next: Next) -> Response {
     let hint = request.body().size_hint();
-    if hint.exact() == Some(0) {
+    if hint.exact() == Some(0) || (budget.exempt)(request.method(), request.uri().path()) {
         return next.run(request).await;
     }
     let reserved = Arc::new(Mutex::new(Reserved::default()));

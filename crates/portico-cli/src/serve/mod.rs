@@ -310,6 +310,7 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     }
     // The doors are built once: served, listed on the admin page and described in the
     // OpenAPI document. What they refuse is a mistake in the config file.
+    crate::files::open(&config, &platform, &url)?;
     crate::doors::declare_collections(&config, &platform)?;
     let scripts = crate::scripts::load(&config, &platform).await?;
     let doors = Doors::build_with(&config, &platform, scripts.as_ref())
@@ -323,7 +324,11 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     let app = admin::mount(app, &config, &platform, door_routes, backups.clone()).await?;
     let app = with_body_timeout(app, config.server.body_timeout);
     let app = with_request_log(
-        body_budget::with_body_budget(app, config.server.max_inflight_body),
+        body_budget::with_body_budget(
+            app,
+            config.server.max_inflight_body,
+            crate::files::upload_matcher(&config),
+        ),
         config.trusted_proxies.clone(),
     );
     let (listener, bound) = bind(addr).await?;

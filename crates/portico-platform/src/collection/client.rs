@@ -86,6 +86,23 @@ impl Collection {
         }
     }
 
+    /// [`Collection::refuse_without_allow`] for updates (file uploads and deletes).
+    pub(crate) fn refuse_without_allow_update(&self) -> Result<()> {
+        self.refuse_without_allow(true)
+    }
+
+    /// The update rules on changing `fields` of `doc` by `modifier` (file uploads and deletes).
+    pub(crate) async fn check_update(
+        &self,
+        user_id: Option<&str>,
+        doc: &Document,
+        fields: &[String],
+        modifier: &Value,
+    ) -> Result<()> {
+        self.check(user_id, Write::Update(doc, fields, modifier))
+            .await
+    }
+
     pub(super) async fn check(&self, user_id: Option<&str>, write: Write<'_>) -> Result<()> {
         let rules = self
             .inner

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock, Weak};
 
 use futures::FutureExt;
 use portico_store::{Store, document_id};
@@ -60,6 +60,7 @@ struct Inner {
     methods: RwLock<BTreeMap<String, MethodEntry>>,
     publications: RwLock<BTreeMap<String, PublicationEntry>>,
     live: Arc<crate::live::Hub>,
+    files: OnceLock<crate::files::Files>,
 }
 
 /// The host-program model: a store, named collections with rules, accounts, and the method and
@@ -151,8 +152,19 @@ impl Platform {
                 collections: RwLock::new(BTreeMap::new()),
                 methods: RwLock::new(BTreeMap::new()),
                 publications: RwLock::new(BTreeMap::new()),
+                files: OnceLock::new(),
             }),
         })
+    }
+
+    /// Where the files service is kept (see [`Platform::set_files`]).
+    pub(crate) fn files_cell(&self) -> &OnceLock<crate::files::Files> {
+        &self.inner.files
+    }
+
+    /// A handle that does not keep the platform alive (for background tasks).
+    pub(crate) fn downgrade(&self) -> WeakPlatform {
+        WeakPlatform(Arc::downgrade(&self.inner))
     }
 
     /// The underlying store.
@@ -549,4 +561,14 @@ pub(crate) fn view_of(views: &[(String, FieldView)], collection: &str) -> FieldV
         .iter()
         .find(|(name, _)| name == collection)
         .map_or_else(FieldView::all, |(_, view)| view.clone())
+}
+
+/// A [`Platform`] that background tasks hold without keeping it alive.
+pub(crate) struct WeakPlatform(Weak<Inner>);
+
+impl WeakPlatform {
+    /// The platform, while some handle to it is alive.
+    pub(crate) fn upgrade(&self) -> Option<Platform> {
+        self.0.upgrade().map(|inner| Platform { inner })
+    }
 }

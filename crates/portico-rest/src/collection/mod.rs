@@ -4,6 +4,7 @@ mod batch;
 mod client_body;
 mod conditional;
 mod fields;
+mod files;
 mod handlers;
 mod hooks;
 mod list;
@@ -24,6 +25,7 @@ use crate::{Api, Context, Endpoint, Endpoints, Error, Op, Reply, Result, RouteOp
 use records::{Accounts, Documents, Records};
 
 pub use batch::{BatchOptions, DEFAULT_BATCH_LIMIT};
+pub(crate) use files::admit_file_token;
 pub use hooks::{AfterEvent, AfterHook, BeforeHook, HookEvent};
 pub use scope::AccessScope;
 
@@ -189,7 +191,7 @@ impl Api {
         } else {
             format!("{base}/:id")
         };
-        let item_matcher = compile(&item_path.into())?;
+        let item_matcher = compile(&item_path.clone().into())?;
         // Check both before adding either, so a failed call leaves the API unchanged.
         for m in [&list_matcher, &item_matcher] {
             if self.has_route(m) {
@@ -218,9 +220,11 @@ impl Api {
                     target: state.clone(),
                     ops: batchable.clone(),
                 }),
+                ..RouteExtras::default()
             };
             self.insert_route_with(list_matcher, route_options.clone(), list, extras)?;
         }
+        self.add_files_of(&state, &item_path, &route_options, &options)?;
         if !item.is_empty() {
             let extras = RouteExtras {
                 body_limit: item_limit,
@@ -229,6 +233,7 @@ impl Api {
                     target: state,
                     ops: batchable,
                 }),
+                ..RouteExtras::default()
             };
             self.insert_route_with(item_matcher, route_options, item, extras)?;
         }

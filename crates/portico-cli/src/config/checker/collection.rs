@@ -58,7 +58,9 @@ impl Checker<'_> {
             }
             size.into_inner()
         });
+        let files = self.file_fields(raw.files, &raw.name, is_users);
         CollectionConfig {
+            files,
             line: self.line(&raw.name),
             name: raw.name.into_inner(),
             path,
@@ -78,6 +80,33 @@ impl Checker<'_> {
                 .map(|rules| self.field_rules(&name, rules, &format!("{KEY}.field_rules")))
                 .unwrap_or_default(),
         }
+    }
+
+    /// `files`: the collection's file fields, each checked.
+    fn file_fields(
+        &mut self,
+        raw: Option<
+            Spanned<std::collections::BTreeMap<String, crate::config::files::RawFileField>>,
+        >,
+        name: &Spanned<String>,
+        is_users: bool,
+    ) -> std::collections::BTreeMap<String, portico_platform::FileField> {
+        let Some(raw) = raw else {
+            return std::collections::BTreeMap::new();
+        };
+        let (fields, mistakes) = crate::config::files::check_fields(raw, &format!("{KEY}.files"));
+        for (span, key, message) in mistakes {
+            let err = self.source.error(span, &key, message);
+            self.errors.push(err);
+        }
+        if is_users && !fields.is_empty() {
+            self.error(
+                name,
+                &format!("{KEY}.files"),
+                "the `users` collection cannot have file fields; keep files in a collection of their own",
+            );
+        }
+        fields
     }
 
     /// The endpoints `excluded_endpoints` names, each checked.

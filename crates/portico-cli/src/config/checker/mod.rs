@@ -149,6 +149,11 @@ impl<'a> Checker<'a> {
         schemas.dedup_by(|a, b| a.collection == b.collection);
         let (backups, log) = self.operations(raw.backups, raw.log);
         let field_rules = self.merged_field_rules(&apis, auto.as_ref());
+        let (files, mistakes) = super::files::check_settings(raw.files);
+        for (span, key, message) in mistakes {
+            let err = self.source.error(span, &key, message);
+            self.errors.push(err);
+        }
         Config {
             field_rules,
             scripts,
@@ -169,6 +174,7 @@ impl<'a> Checker<'a> {
             server,
             backups,
             log,
+            files,
         }
     }
 

@@ -1,0 +1,100 @@
+//! Files attached to documents in the `portico` binary: the files service a config asks for,
+//! its fields declared on the platform, and the upload paths the body budget leaves alone.
+
+use std::sync::Arc;
+
+use portico_platform::{Files, Platform};
+
+use crate::config::Config;
+
+/// True when some collection of the config has file fields.
+pub fn wanted(config: &Config) -> bool {
+    config
+        .apis
+        .iter()
+        .flat_map(|api| &api.collections)
+        .any(|c| !c.files.is_empty())
+}
+
+/// Opens the config's files store for `serve` on `database`, gives it to `platform` and starts
+/// its cleaner (deleting removed documents' files, sweeping what a crash left). Nothing when
+/// no collection has file fields.
+///
+/// # Errors
+/// [`crate::Error::Setup`] for a local directory with a PostgreSQL database (unless
+/// `shared_storage = true`) and for a store that cannot be opened.
+pub fn open(config: &Config, platform: &Platform, database: &str) -> crate::Result<()> {
+    if !wanted(config) {
+        return Ok(());
+    }
+    if let Some(message) = config.files.refusal(database) {
+        return Err(crate::Error::Setup(message));
+    }
+    let files = Files::open(config.files.platform_config())
+        .map_err(|e| crate::Error::Setup(e.to_string()))?;
+    if platform.set_files(files.clone()) {
+        declare(config, platform)?;
+        files.start_cleaner(platform);
+    }
+    Ok(())
+}
+
+/// Declares the config's file fields on the platform's files service; on a platform without
+/// one (listing routes, checking a config), on an in-memory one first.
+///
+/// # Errors
+/// [`crate::Error::Setup`] for a field the service refuses.
+pub fn declare(config: &Config, platform: &Platform) -> crate::Result<()> {
+    if !wanted(config) {
+        return Ok(());
+    }
+    if platform.files().is_none() {
+        platform.set_files(Files::with_store(
+            config.files.platform_config(),
+            Arc::new(object_store::memory::InMemory::new()),
+        ));
+    }
+    let Some(files) = platform.files() else {
+        return Ok(());
+    };
+    for collection in config.apis.iter().flat_map(|api| &api.collections) {
+        for (field, spec) in &collection.files {
+            files
+                .declare(&collection.name, field, spec.clone())
+                .map_err(|e| crate::Error::Setup(e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The upload paths of the config (`POST {api}{collection}/:id/files/:field`): a streamed
+/// upload holds a few parts of its body at a time, whatever its length, so the budget for
+/// bodies in flight does not count it.
+pub fn upload_matcher(config: &Config) -> crate::serve::body_budget::Unbudgeted {
+    let prefixes: Vec<String> = config
+        .apis
+        .iter()
+        .flat_map(|api| {
+            api.collections
+                .iter()
+                .filter(|c| !c.files.is_empty())
+                .map(move |c| {
+                    let path = c.path.trim_matches('/');
+                    if path.is_empty() {
+                        api.base_path()
+                    } else {
+                        format!("{}{path}/", api.base_path())
+                    }
+                })
+        })
+        .collect();
+    Arc::new(move |method: &http::Method, path: &str| {
+        *method == http::Method::POST
+            && prefixes.iter().any(|prefix| {
+                path.strip_prefix(prefix.as_str()).is_some_and(|rest| {
+                    let parts: Vec<&str> = rest.trim_end_matches('/').split('/').collect();
+                    parts.len() == 3 && parts[1] == "files" && !parts[0].is_empty()
+                })
+            })
+    })
+}
