@@ -33,7 +33,8 @@ files = { cover = { types = ["image/png", "image/jpeg", "image/webp"], thumbs = 
 [[api.collection]]
 name = "albums"
 auth_required = true
-files = { photos = { max = 5 } }
+field_rules = { secret = "role:hr" }
+files = { photos = { max = 5 }, secret = {} }
 "#;
 
 fn sha(bytes: &[u8]) -> String {
@@ -529,6 +530,27 @@ async fn size_limit_aborted_uploads_and_protected_files() {
         .send("GET", &format!("{photos}/p.png?token=nope"), None, &[])
         .await;
     assert_eq!(status, 401);
+    // A file field hidden by a field rule: only its readers may attach or read its files.
+    let hank = {
+        ws.add_user("hank", "human resources", &["hr"]);
+        login(&server, "hank", "human resources").await
+    };
+    let secret = format!("/api/albums/{album}/files/secret");
+    let (status, _) = ada
+        .upload(&format!("{secret}?name=s.txt"), b"s", "text/plain")
+        .await;
+    assert_eq!(status, 403);
+    let (status, body) = hank
+        .upload(&format!("{secret}?name=s.txt"), b"s", "text/plain")
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, _, _) = ada.send("GET", &format!("{secret}/s.txt"), None, &[]).await;
+    assert_eq!(status, 404);
+    let (status, _, bytes) = hank
+        .send("GET", &format!("{secret}/s.txt"), None, &[])
+        .await;
+    assert_eq!((status, bytes.as_slice()), (200, b"s".as_slice()));
+
     // Expire it in the database, as two minutes passing would.
     let conn = rusqlite::Connection::open(ws.path("portico.db")).unwrap();
     let table = format!("c_{}", hex::encode("portico_file_tokens"));

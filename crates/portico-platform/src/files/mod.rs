@@ -53,9 +53,24 @@ pub enum FileAccess {
     /// A client under the collection's update rules (as [`Collection::client_update`]); for
     /// reads, anyone who may read the document.
     Rules(Option<String>),
-    /// A client who may touch the document only when it matches this selector (a door's
-    /// access scope, `_id` included).
-    Selector(Selector),
+    /// A client (`user_id`, `None` when anonymous) who may touch the document only when it
+    /// matches `selector` (a door's access scope, `_id` included).
+    Scoped {
+        /// The document's `_id` and the access scope.
+        selector: Selector,
+        /// The caller.
+        user_id: Option<String>,
+    },
+}
+
+impl FileAccess {
+    /// The client, `None` for server code and anonymous callers.
+    fn user_id(&self) -> Option<&str> {
+        match self {
+            FileAccess::Server => None,
+            FileAccess::Rules(user_id) | FileAccess::Scoped { user_id, .. } => user_id.as_deref(),
+        }
+    }
 }
 
 /// One file field of one document: where a file operation acts.
@@ -253,20 +268,26 @@ impl Files {
     }
 
     /// The document `id` when `access` may read it; 404 otherwise (a caller outside its scope
-    /// learns nothing of it).
+    /// learns nothing of it). A client sees it through the collection's field rules: the
+    /// files of a field hidden from it are not there.
     async fn readable(
         collection: &Collection,
         id: &str,
         access: &FileAccess,
     ) -> Result<Document, FileError> {
         let found = match access {
-            FileAccess::Selector(selector) => collection.find_one(selector).await?,
+            FileAccess::Scoped { selector, .. } => collection.find_one(selector).await?,
             FileAccess::Server | FileAccess::Rules(_) => collection.get(id).await?,
         };
-        match found {
-            Some(doc) if portico_store::document_id(&doc) == Some(id) => Ok(doc),
-            _ => Err(FileError::NotFound("Item not found".into())),
+        let doc = match found {
+            Some(doc) if portico_store::document_id(&doc) == Some(id) => doc,
+            _ => return Err(FileError::NotFound("Item not found".into())),
+        };
+        if let FileAccess::Server = access {
+            return Ok(doc);
         }
+        let view = collection.field_view(access.user_id()).await?;
+        Ok(view.applied(doc))
     }
 
     /// The document `id` when `access` may change `field` of it by `modifier`.
@@ -283,6 +304,16 @@ impl Files {
                 .map_err(|_| FileError::AccessDenied)?;
         }
         let doc = Files::readable(collection, id, access).await?;
+        if !matches!(access, FileAccess::Server) {
+            let stored = collection
+                .get(id)
+                .await?
+                .ok_or_else(|| FileError::NotFound("Item not found".into()))?;
+            collection
+                .field_view(access.user_id())
+                .await?
+                .check_write(&stored, [field])?;
+        }
         if let FileAccess::Rules(user_id) = access {
             collection
                 .check_update(user_id.as_deref(), &doc, &[field.to_owned()], modifier)

@@ -43,11 +43,10 @@ fn access(
     ctx: &Context,
     id: &str,
 ) -> std::result::Result<FileAccess, Reply> {
-    Ok(FileAccess::Selector(scoped(
-        state,
-        ctx,
-        Some(json!({"_id": id})),
-    )?))
+    Ok(FileAccess::Scoped {
+        selector: scoped(state, ctx, Some(json!({"_id": id})))?,
+        user_id: ctx.user_id.clone(),
+    })
 }
 
 fn params(ctx: &Context) -> std::result::Result<(String, String), Reply> {
