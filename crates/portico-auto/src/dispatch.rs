@@ -138,7 +138,16 @@ async fn publication(request: Matched<'_>, name: &str) -> Result<Response, ApiEr
         } = request;
         return crate::live::publication(shared, route, parts, body, found, name).await;
     }
+    let aggregate = crate::aggregate::from_query(request.parts.uri.query())?;
     let (args, user_id) = request.into_args().await?;
+    if let Some(spec) = aggregate {
+        let groups = shared
+            .platform
+            .aggregate_publication(name, user_id, args, spec)
+            .await?;
+        let groups = groups.into_iter().map(Value::Object).collect();
+        return Ok(Json(Value::Array(groups)).into_response());
+    }
     let published = shared.platform.subscribe(name, user_id, args).await?;
     Ok(Json(Value::Object(published)).into_response())
 }

@@ -118,6 +118,7 @@
 
 pub mod auth;
 
+mod aggregate;
 mod api;
 mod api_error;
 mod args;
@@ -133,6 +134,7 @@ mod route;
 mod route_doc;
 mod state;
 
+pub use aggregate::{DEFAULT_LIMIT as DEFAULT_AGGREGATE_LIMIT, MAX_LIMIT as MAX_AGGREGATE_LIMIT};
 pub use api::AutoApi;
 pub use api_error::ApiError;
 pub use args::{ArgsRequest, args_extractor};

@@ -6,6 +6,7 @@
 
 mod integration {
     mod admin_page;
+    mod aggregates;
     mod auto_api;
     mod auto_conditional;
     mod backups;

@@ -93,4 +93,6 @@ pub use rules::{InsertRule, RemoveRule, Rules, UpdateRule};
 pub use time::now_iso;
 pub use timestamps::{CREATED_AT, UPDATED_AT};
 
-pub use portico_store::{Document, IdKind, Query, Selector, Update, UpdateOptions, UpdateResult};
+pub use portico_store::{
+    Aggregate, Document, IdKind, Query, Selector, Update, UpdateOptions, UpdateResult,
+};

@@ -64,6 +64,7 @@
 //! 64 bits and every digit of a float come back as written, and selectors and sort compare
 //! numbers by their exact decimal value (`1 == 1.0`, `18446744073709551617 > 2^64`).
 
+mod aggregate;
 mod batch;
 mod document;
 mod error;
@@ -90,6 +91,7 @@ pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
+pub use aggregate::{Aggregate, MAX_GROUPS, check_path as check_aggregate_path};
 pub use batch::{BatchError, BatchFailure, BatchOp, BatchOutcome};
 pub use document::{
     Document, MAX_DOCUMENT_BYTES, MAX_ID_BYTES, check_len, check_size, document_id, etag,

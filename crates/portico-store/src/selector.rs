@@ -230,6 +230,12 @@ impl Selector {
         }
     }
 
+    /// Documents both this selector and `other` match.
+    pub fn and(mut self, other: Selector) -> Selector {
+        self.clauses.extend(other.clauses);
+        self
+    }
+
     /// This selector, further requiring the whole document to have the entity tag `etag`
     /// (see [`crate::etag`]). Every backend checks selectors with the reference matcher inside
     /// the write's transaction, so an update or remove with such a selector happens only if the
@@ -269,6 +275,32 @@ impl Selector {
             }
         }
         None
+    }
+
+    /// The selector as SQL can decide it exactly, when it is only equalities of top-level
+    /// fields with strings (`$and` included): `(field, string)` pairs that every matching
+    /// document satisfies and that together decide a match (a field equals the string, or
+    /// holds it as an array element). `Some(empty)` for a selector matching everything;
+    /// `None` for anything else (the matcher must decide).
+    pub(crate) fn sql_equalities(&self) -> Option<Vec<(&str, &str)>> {
+        let mut out = Vec::new();
+        for clause in &self.clauses {
+            match clause {
+                Clause::Field { path, parts, conds } if parts.len() == 1 && conds.len() == 1 => {
+                    match &conds[0] {
+                        Cond::Eq(Value::String(s)) => out.push((path.as_str(), s.as_str())),
+                        _ => return None,
+                    }
+                }
+                Clause::And(subs) => {
+                    for sub in subs {
+                        out.extend(sub.sql_equalities()?);
+                    }
+                }
+                _ => return None,
+            }
+        }
+        Some(out)
     }
 
     /// Top-level conditions of the form `path == scalar` (scalar: string, number or bool) that

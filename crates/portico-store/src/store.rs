@@ -194,6 +194,22 @@ pub trait Store: Send + Sync + 'static {
     /// Backend failures.
     async fn count(&self, collection: &str, selector: &Selector) -> Result<u64>;
 
+    /// The groups of `spec` over `collection` (see [`crate::Aggregate`]): one document per
+    /// group, `{"_id": <group value>, "count": n, "sum_<path>": x, ...}`, sorted, skipped and
+    /// limited as `spec` says. Memory is one accumulator per group, at most
+    /// [`crate::MAX_GROUPS`]. The default reads the matching documents with
+    /// [`Store::find`]; the built-in backends group in the database instead.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidSelector`] for a path that cannot be aggregated or too many
+    /// groups; store failures.
+    async fn aggregate(&self, collection: &str, spec: &crate::Aggregate) -> Result<Vec<Document>> {
+        let docs = self
+            .find(collection, &Query::new(spec.selector.clone()))
+            .await?;
+        crate::aggregate::over(spec, &docs)
+    }
+
     /// Applies `update` (a modifier, or a whole-document replacement that keeps `_id`) to the first
     /// matching document, or to all of them with `options.multi`; with `options.upsert`, inserts
     /// when nothing matches.

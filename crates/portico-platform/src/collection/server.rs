@@ -197,6 +197,31 @@ impl Collection {
         Ok(self.store().count(self.name(), selector).await?)
     }
 
+    /// The groups of `spec` (see [`portico_store::Aggregate`]): counted, summed, averaged in
+    /// the database, one document per group.
+    ///
+    /// # Errors
+    /// A path that cannot be aggregated, too many groups, store failures.
+    pub async fn aggregate(&self, spec: &portico_store::Aggregate) -> Result<Vec<Document>> {
+        Ok(self.store().aggregate(self.name(), spec).await?)
+    }
+
+    /// [`Collection::aggregate`] for the caller `user_id`: refused when it groups or computes
+    /// on a field the collection's field rules hide from that caller (its figures would reveal
+    /// the field). The caller's read scope is the caller's to put in `spec.selector`.
+    ///
+    /// # Errors
+    /// [`Error::HiddenField`], and as [`Collection::aggregate`].
+    pub async fn aggregate_as(
+        &self,
+        user_id: Option<&str>,
+        spec: &portico_store::Aggregate,
+    ) -> Result<Vec<Document>> {
+        let view = self.field_view(user_id).await?;
+        view.check_query(spec.paths())?;
+        self.aggregate(spec).await
+    }
+
     /// Applies `update` to the first (or with `multi` every) matching document; with `upsert`,
     /// inserts when nothing matches.
     ///

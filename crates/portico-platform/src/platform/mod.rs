@@ -19,6 +19,7 @@ use futures::FutureExt;
 use portico_store::{Store, document_id};
 use serde_json::{Map, Value};
 
+mod aggregate;
 mod live;
 pub(crate) mod login;
 pub(crate) mod method;

@@ -82,6 +82,12 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
         };
     }
     let id = event.id.as_deref();
+    if op == Op::GetAll && super::aggregate::wanted(&ctx.query_params) {
+        // Groups, not documents: no after hook (it takes documents), no live stream.
+        return match super::aggregate::get_aggregate(state, &ctx).await {
+            Ok(reply) | Err(reply) => reply,
+        };
+    }
     // Documents with field rules are shown as each caller may see them, never as stored.
     let as_stored = !state.collection.has_field_rules();
     if op == Op::GetAll

@@ -57,11 +57,14 @@ impl Fields {
     }
 }
 
-fn bad(message: String) -> Reply {
+pub(crate) fn bad(message: String) -> Reply {
     Reply::error(400, message)
 }
 
-fn single<'a>(query: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, Reply> {
+pub(crate) fn single<'a>(
+    query: &'a Map<String, Value>,
+    name: &str,
+) -> Result<Option<&'a str>, Reply> {
     match query.get(name) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.as_str())),

@@ -1,5 +1,6 @@
 //! Generated collection routes (`add_collection`): getAll, post, get, put, patch, delete.
 
+mod aggregate;
 mod batch;
 mod client_body;
 mod conditional;
@@ -393,7 +394,10 @@ fn describe_op(state: &CollectionState, op: Op) -> EndpointDoc {
     };
     let doc = match op {
         Op::GetAll => EndpointDoc::new(format!("list {name}"))
-            .query(&["where", "sort", "limit", "skip", "fields"])
+            .query(&[
+                "where", "sort", "limit", "skip", "fields", "group", "count", "sum", "avg", "min",
+                "max",
+            ])
             .reply(json!({"type": "array", "items": document})),
         Op::Post => EndpointDoc::new(format!("create a document in {name}"))
             .request(body)

@@ -45,6 +45,7 @@
 //! Connections are plain TCP or unix sockets, without TLS: run the database on a trusted network
 //! or the same machine.
 
+mod aggregate;
 mod batch;
 mod error;
 mod feed;
@@ -192,6 +193,11 @@ impl Store for PostgresStore {
     async fn count(&self, collection: &str, selector: &Selector) -> Result<u64> {
         let mut client = self.client().await?;
         query::count(&mut client, collection, selector).await
+    }
+
+    async fn aggregate(&self, collection: &str, spec: &crate::Aggregate) -> Result<Vec<Document>> {
+        let mut client = self.client().await?;
+        aggregate::aggregate(&mut client, collection, spec).await
     }
 
     async fn update(

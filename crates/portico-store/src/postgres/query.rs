@@ -148,7 +148,7 @@ async fn read_portal(
 /// selector with one equality, the list of indexes: the index table is read directly, and a
 /// missing one means a scan. This is sound because an index table becomes visible only in the
 /// transaction that fills it (`ensure_index`), so one that exists is complete.
-async fn for_each_candidate(
+pub(crate) async fn for_each_candidate(
     client: &mut Client,
     collection: &str,
     selector: &Selector,

@@ -53,6 +53,7 @@
 //! whole collection, which run inline when a reader connection is idle because the thread
 //! hand-off costs about as much as they do.
 
+mod aggregate;
 mod backup;
 mod backup_set;
 mod checkpoint;
@@ -453,6 +454,13 @@ impl Store for SqliteStore {
         let collection = collection.to_owned();
         let selector = selector.clone();
         self.with_reader(move |conn| query::count(conn, &collection, &selector))
+            .await
+    }
+
+    async fn aggregate(&self, collection: &str, spec: &crate::Aggregate) -> Result<Vec<Document>> {
+        let collection = collection.to_owned();
+        let spec = spec.clone();
+        self.with_reader(move |conn| aggregate::aggregate(conn, &collection, &spec))
             .await
     }
 

@@ -56,6 +56,7 @@ macro_rules! conformance_suite {
             batch_applies_in_order_and_returns_documents,
             batch_whose_third_write_fails_writes_nothing,
             batch_is_atomic_for_a_concurrent_reader,
+            aggregates_group_count_and_compute,
         ]);
     };
     (@cases $backend:ident, $open:expr, [$($case:ident),* $(,)?]) => {
@@ -2126,4 +2127,90 @@ async fn batch_is_atomic_for_a_concurrent_reader(store: Arc<dyn Store>) {
     assert_eq!(docs[0]["n"], 800);
     assert_eq!(docs[1]["n"], 200);
     assert!(reads > 0);
+}
+
+async fn aggregates_group_count_and_compute(store: S) {
+    for v in [
+        json!({"_id": "1", "s": "open", "o": "ann", "n": 1, "m": {"x": 2.5}}),
+        json!({"_id": "2", "s": "open", "o": ["ann", "bob"], "n": 3}),
+        json!({"_id": "3", "s": "done", "o": "bob", "n": "x"}),
+        json!({"_id": "4", "o": "ann", "n": 10}),
+        json!({"_id": "5", "s": null, "o": {"a": "ann"}, "n": -4}),
+        json!({"_id": "6", "s": ["a", "b"], "o": "ann", "n": 2}),
+    ] {
+        insert(&store, "agg", v).await;
+    }
+    let run = |selector: Value, group: Option<&str>| {
+        let store = store.clone();
+        let group = group.map(str::to_owned);
+        async move {
+            let mut spec = portico_store::Aggregate::new(sel(selector));
+            spec.group = group;
+            spec.count = true;
+            spec.sum = vec!["n".into(), "m.x".into()];
+            spec.avg = vec!["n".into()];
+            spec.min = vec!["n".into()];
+            spec.max = vec!["n".into()];
+            let rows = store.aggregate("agg", &spec).await.expect("aggregate");
+            Value::Array(rows.into_iter().map(Value::Object).collect())
+        }
+    };
+    let everything = json!([
+        {"_id": null, "count": 2, "sum_n": 6, "sum_m.x": 0, "avg_n": 3.0, "min_n": -4, "max_n": 10},
+        {"_id": "done", "count": 1, "sum_n": 0, "sum_m.x": 0, "avg_n": null, "min_n": null, "max_n": null},
+        {"_id": "open", "count": 2, "sum_n": 4, "sum_m.x": 2.5, "avg_n": 2.0, "min_n": 1, "max_n": 3},
+        {"_id": ["a", "b"], "count": 1, "sum_n": 2, "sum_m.x": 0, "avg_n": 2.0, "min_n": 2, "max_n": 2},
+    ]);
+    // In SQL (no selector, or string equalities) and through the matcher ($gt) alike.
+    assert_eq!(run(json!({}), Some("s")).await, everything);
+    assert_eq!(
+        run(json!({"n": {"$exists": true}}), Some("s")).await,
+        everything
+    );
+    // An owner scope: equal, or an array element; an object holding the value is not.
+    let owned = run(json!({"o": "ann"}), Some("s")).await;
+    let counts: Vec<(Value, Value)> = owned
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .map(|r| (r["_id"].clone(), r["count"].clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        counts,
+        [
+            (json!(null), json!(1)),
+            (json!("open"), json!(2)),
+            (json!(["a", "b"]), json!(1))
+        ]
+    );
+    let via_matcher = run(json!({"$or": [{"o": "ann"}]}), Some("s")).await;
+    assert_eq!(owned, via_matcher);
+    // Without a group: one row, also when nothing matches.
+    let one = run(json!({"o": "bob"}), None).await;
+    assert_eq!(
+        one,
+        json!([{"_id": null, "count": 2, "sum_n": 3, "sum_m.x": 0, "avg_n": 3.0, "min_n": 3, "max_n": 3}])
+    );
+    let none = run(json!({"o": "nobody"}), None).await;
+    assert_eq!(none[0]["count"], 0);
+    let ghost = store
+        .aggregate("ghost", &portico_store::Aggregate::new(Selector::all()))
+        .await
+        .expect("aggregate of a missing collection");
+    assert_eq!(ghost.len(), 1);
+    // Sorted by a figure and limited.
+    let mut spec = portico_store::Aggregate::new(Selector::all());
+    spec.group = Some("o".into());
+    spec.count = true;
+    spec.sort = Some(Sort::parse_list("-count").expect("sort"));
+    spec.limit = Some(1);
+    let top = store.aggregate("agg", &spec).await.expect("aggregate");
+    assert_eq!(top.len(), 1);
+    assert_eq!(top[0]["_id"], json!("ann"));
+    assert_eq!(top[0]["count"], json!(3));
+    let mut bad = portico_store::Aggregate::new(Selector::all());
+    bad.sum = vec!["a.0".into()];
+    assert!(store.aggregate("agg", &bad).await.is_err());
 }
