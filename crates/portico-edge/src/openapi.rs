@@ -208,15 +208,22 @@ fn operation(route: &RouteDoc, params: &[String], id: String) -> Value {
         op.insert("parameters".into(), Value::Array(parameters));
     }
     if let Some(schema) = &route.request_body {
+        // A file upload takes a form of files or the raw bytes; other bodies are data.
+        let binary = schema.get("format").and_then(Value::as_str) == Some("binary");
+        let content = if binary {
+            json!({
+                "multipart/form-data": {"schema": {"type": "object", "properties": {"file": schema}}},
+                "application/octet-stream": {"schema": schema}
+            })
+        } else {
+            json!({
+                "application/json": {"schema": schema},
+                "application/x-www-form-urlencoded": {"schema": {"type": "object"}}
+            })
+        };
         op.insert(
             "requestBody".into(),
-            json!({
-                "required": true,
-                "content": {
-                    "application/json": {"schema": schema},
-                    "application/x-www-form-urlencoded": {"schema": {"type": "object"}}
-                }
-            }),
+            json!({"required": true, "content": content}),
         );
     }
     if let Some(security) = security(&route.access) {

@@ -708,3 +708,231 @@ async fn files_on_postgres_need_shared_storage() {
     }
     assert!(files_under(&store).is_empty());
 }
+
+/// A real S3-compatible server for the test: `s3s-fs` (the `s3s` project's server over a
+/// directory, installed by `.ci/run` with `cargo install --locked`), on a free port, with one
+/// bucket. Killed when dropped.
+struct S3Server {
+    child: std::process::Child,
+    root: tempfile::TempDir,
+    endpoint: String,
+}
+
+impl S3Server {
+    const KEY: &'static str = "portico-test-key";
+    const SECRET: &'static str = "portico-test-secret";
+
+    fn start(bucket: &str) -> S3Server {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join(bucket)).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new("s3s-fs")
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--access-key", S3Server::KEY, "--secret-key", S3Server::SECRET])
+            .arg(root.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("s3s-fs (cargo install --locked s3s-fs --version 0.14.1 --features binary; .ci/run does)");
+        let endpoint = format!("http://127.0.0.1:{port}");
+        for _ in 0..100 {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        S3Server {
+            child,
+            root,
+            endpoint,
+        }
+    }
+
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ACCESS_KEY_ID", S3Server::KEY.to_owned()),
+            ("AWS_SECRET_ACCESS_KEY", S3Server::SECRET.to_owned()),
+            ("AWS_ENDPOINT", self.endpoint.clone()),
+            ("AWS_REGION", "us-east-1".to_owned()),
+            ("AWS_ALLOW_HTTP", "true".to_owned()),
+        ]
+    }
+
+    /// The objects stored under `prefix` of the bucket (the server keeps them as files).
+    fn objects(&self, bucket_prefix: &str) -> Vec<PathBuf> {
+        files_under(&self.root.path().join(bucket_prefix))
+            .into_iter()
+            .filter(|p| !p.to_string_lossy().contains(".upload"))
+            .collect()
+    }
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The contract on PostgreSQL with files on a real S3-compatible server: multipart uploads
+/// (over 5 MiB), round trips with hashes, ranges, thumbnails, the limits, aborted uploads and
+/// files going with their document.
+#[tokio::test]
+async fn files_on_s3_with_postgres() {
+    let s3 = S3Server::start("bucket");
+    let ws = Workspace::on_postgres();
+    ws.config(
+        &CONFIG
+            .replace("store = \"store\"", "store = \"s3://bucket/portico\"")
+            .replace("max_size_mb = 1", "max_size_mb = 8"),
+    );
+    let env = s3.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = super::common::portico()
+        .args(["check", "--config", "portico.toml"])
+        .current_dir(ws.dir.path())
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", super::common::text(&out.stderr));
+    ws.add_user("ada", "correct horse", &[]);
+    let server = Server::start_with_env(
+        ws.dir.path(),
+        &[
+            "serve",
+            "--config",
+            "portico.toml",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &env,
+    );
+    let ada = login(&server, "ada", "correct horse").await;
+    let id = ada.new_post().await;
+    let attach = format!("/api/posts/{id}/files/attachments");
+    let objects = || s3.objects("bucket/portico");
+
+    // 6 MiB: two parts of a multipart upload.
+    let big: Vec<u8> = (0..6 * 1024 * 1024u32)
+        .map(|i| (i.wrapping_mul(40_503) >> 7) as u8)
+        .collect();
+    let (status, body) = ada
+        .upload(
+            &format!("{attach}?name=big.bin"),
+            &big,
+            "application/octet-stream",
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["data"]["sha256"], sha(&big));
+    assert_eq!(objects().len(), 1);
+    let url = format!("{attach}/big.bin");
+    let (status, headers, got) = ada.send("GET", &url, None, &[]).await;
+    assert_eq!((status, sha(&got)), (200, sha(&big)));
+    assert_eq!(headers["content-length"], big.len().to_string().as_str());
+    let (status, headers, got) = ada
+        .send("GET", &url, None, &[("Range", "bytes=5242870-5242889")])
+        .await;
+    assert_eq!(status, 206);
+    assert_eq!(got, &big[5_242_870..5_242_890]);
+    assert_eq!(
+        headers["content-range"],
+        format!("bytes 5242870-5242889/{}", big.len()).as_str()
+    );
+
+    // Thumbnails on S3, kept there.
+    let cover = format!("/api/posts/{id}/files/cover");
+    let (status, _) = ada
+        .upload(&format!("{cover}?name=c.png"), &png(200, 100), "image/png")
+        .await;
+    assert_eq!(status, 201);
+    let (status, _, bytes) = ada
+        .send("GET", &format!("{cover}/c.png?thumb=64x0"), None, &[])
+        .await;
+    assert_eq!(status, 200);
+    let thumb = image::load_from_memory(&bytes).unwrap();
+    assert_eq!((thumb.width(), thumb.height()), (64, 32));
+    assert_eq!(objects().len(), 3);
+
+    // The limits, and an upload cut short: nothing is left.
+    let (status, _) = ada
+        .upload(
+            &format!("{cover}?name=x.png"),
+            b"text, not an image",
+            "image/png",
+        )
+        .await;
+    assert_eq!(status, 415);
+    let (status, _) = ada
+        .upload(
+            &format!("{attach}?name=huge.bin"),
+            &vec![1u8; 9 * 1024 * 1024],
+            "application/octet-stream",
+        )
+        .await;
+    assert_eq!(status, 413);
+    let head = format!(
+        "POST {attach}?name=cut.bin HTTP/1.1\r\nHost: t\r\nX-Auth-Token: {}\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
+        ada.token,
+        big.len()
+    );
+    raw_upload(&server, &head, &big, Some(big.len() / 2));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(objects().len(), 3, "{:?}", objects());
+    let (_, doc) = ada.json("GET", &format!("/api/posts/{id}"), None).await;
+    assert_eq!(
+        doc["data"]["attachments"].as_array().map(Vec::len),
+        Some(1),
+        "{doc}"
+    );
+
+    // The document's removal removes its files from the bucket.
+    let (status, _) = ada.json("DELETE", &format!("/api/posts/{id}"), None).await;
+    assert_eq!(status, 200);
+    for _ in 0..50 {
+        if objects().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(objects().is_empty(), "{:?}", objects());
+}
+
+/// The file routes are listed by `portico routes` and described in the OpenAPI document (an
+/// upload takes a form of files or the raw bytes).
+#[tokio::test]
+async fn file_routes_are_listed_and_described() {
+    let ws = Workspace::new();
+    ws.config(CONFIG);
+    let listing = super::common::text(&ws.run(&["routes", "--config", "portico.toml"]).stdout);
+    for route in [
+        "POST    /api/posts/:id/files/:field",
+        "/api/posts/:id/files/:field/:name",
+        "/api/files/token",
+    ] {
+        let words: Vec<&str> = route.split_whitespace().collect();
+        assert!(
+            listing.lines().any(|l| words.iter().all(|w| l.contains(w))),
+            "{route} not in:\n{listing}"
+        );
+    }
+    let server = ws.serve();
+    let reply = server.call("GET", "/openapi.json", None, &[]).await;
+    assert_eq!(reply.status, 200);
+    let upload = &reply.body["paths"]["/api/posts/{id}/files/{field}"]["post"];
+    assert!(
+        upload["requestBody"]["content"]["multipart/form-data"].is_object(),
+        "{upload}"
+    );
+    assert!(upload["requestBody"]["content"]["application/octet-stream"].is_object());
+    let download = &reply.body["paths"]["/api/posts/{id}/files/{field}/{name}"];
+    assert!(
+        download["get"].is_object() && download["delete"].is_object(),
+        "{download}"
+    );
+    assert!(reply.body["paths"]["/api/files/token"]["post"].is_object());
+}

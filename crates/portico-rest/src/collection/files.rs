@@ -378,7 +378,6 @@ impl Api {
                     "download a file of a document of {name} (Range, ?thumb=WxH, ?token=)"
                 ))
                 .query(&["thumb", "token"])
-                .reply(json!({"type": "string", "format": "binary"}))
                 .rules(rules.clone()),
             ));
         }
