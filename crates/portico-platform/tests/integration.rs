@@ -43,6 +43,8 @@ mod accounts;
 mod collections;
 #[path = "integration/common.rs"]
 mod common;
+#[path = "integration/files.rs"]
+mod files;
 #[path = "integration/import.rs"]
 mod import;
 #[path = "integration/live.rs"]

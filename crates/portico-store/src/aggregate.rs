@@ -338,12 +338,7 @@ impl Groups {
 
     /// Adds a group's figures computed by SQL: its key, how many documents, and per numeric
     /// path (sum, how many numbers, min, max).
-    pub(crate) fn add_row(
-        &mut self,
-        key: Value,
-        count: u64,
-        figures: Vec<Figures>,
-    ) -> Result<()> {
+    pub(crate) fn add_row(&mut self, key: Value, count: u64, figures: Vec<Figures>) -> Result<()> {
         let group = self.group(key)?;
         group.count += count;
         for (acc, (sum, n, min, max)) in group.fields.iter_mut().zip(figures) {
