@@ -66,10 +66,11 @@ fn declare(platform: &Platform) -> Result<(), Box<dyn std::error::Error>> {
     // PUT /todos/<id>/toggle -> the todo's new `done` value.
     platform.method_with_options(
         "todos.toggle",
-        MethodOptions {
-            url: Some("todos/:0/toggle".into()),
-            http_method: Some(HttpMethod::Put),
-            ..MethodOptions::default()
+        {
+            let mut o = MethodOptions::default();
+            o.url = Some("todos/:0/toggle".into());
+            o.http_method = Some(HttpMethod::Put);
+            o
         },
         |inv, args| async move {
             let id: String = arg(&args, 0)?;
@@ -94,17 +95,19 @@ fn declare(platform: &Platform) -> Result<(), Box<dyn std::error::Error>> {
     // the parsed body); it is async, so it may look things up too.
     platform.method_with_options(
         "todos.search",
-        MethodOptions {
-            url: Some("todos/search".into()),
-            http_method: Some(HttpMethod::Get),
-            args_extractor: Some(args_extractor(|req| async move {
+        {
+            let mut o = MethodOptions::default();
+            o.url = Some("todos/search".into());
+            o.http_method = Some(HttpMethod::Get);
+            o.args_extractor = Some(args_extractor(|req| async move {
                 let q = match (req.query.get("q"), &req.body) {
                     (Some(q), _) => q.clone(),
                     (None, ParsedBody::Json(body)) => body.get("q").cloned().unwrap_or_default(),
                     _ => Value::Null,
                 };
                 Ok(vec![q])
-            })),
+            }));
+            o
         },
         |inv, args| async move {
             let q: String = arg(&args, 0)?;
@@ -138,9 +141,10 @@ fn declare(platform: &Platform) -> Result<(), Box<dyn std::error::Error>> {
     // GET /lists/<list>/todos -> {"lists": [...], "todos": [...]}: two collections at once.
     platform.publish_with_options(
         "list-todos",
-        PublicationOptions {
-            url: Some("lists/:0/todos".into()),
-            ..PublicationOptions::default()
+        {
+            let mut o = PublicationOptions::default();
+            o.url = Some("lists/:0/todos".into());
+            o
         },
         |sub, args| async move {
             let list: String = arg(&args, 0)?;
@@ -176,9 +180,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let app = AutoApi::new(platform)
-        .configure(AutoConfig {
-            collections: Some(vec!["todos".into()]),
-            ..AutoConfig::default()
+        .configure({
+            let mut o = AutoConfig::default();
+            o.collections = Some(vec!["todos".into()]);
+            o
         })
         .response_headers([
             ("Cache-Control", "no-store"),

@@ -6,13 +6,13 @@
 /// use portico_auto::AutoConfig;
 ///
 /// // Endpoints for `todos` and `lists` only; `lists` ids are 24-hex object ids.
-/// let config = AutoConfig {
-///     collections: Some(vec!["todos".into(), "lists".into()]),
-///     object_id_collections: vec!["lists".into()],
-/// };
+/// let mut config = AutoConfig::default();
+/// config.collections = Some(vec!["todos".into(), "lists".into()]);
+/// config.object_id_collections = vec!["lists".into()];
 /// assert!(config.is_object_id_collection("lists"));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AutoConfig {
     /// Names of the collections that get `POST /<name>`, `PATCH /<name>/:_id` and
     /// `DELETE /<name>/:_id`. `None` (the default) means every declared collection, including

@@ -335,10 +335,8 @@ pub fn for_each_element(
     use serde::Deserializer as _;
     // Nesting is bounded as for any request body. The number of values is not: the file is the
     // operator's own. The buffer sits above the budget so that it counts large chunks.
-    let limits = JsonLimits {
-        base_values: usize::MAX,
-        ..JsonLimits::default()
-    };
+    let mut limits = JsonLimits::default();
+    limits.base_values = usize::MAX;
     let budgeted = JsonBudget::new(&limits, 0).reader(reader);
     let buffered = BufReader::with_capacity(READ_BUFFER, budgeted);
     let mut de = serde_json::Deserializer::from_reader(buffered);

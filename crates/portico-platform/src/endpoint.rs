@@ -102,6 +102,7 @@ impl fmt::Debug for ArgsExtractor {
 /// only in the defaults a door applies when a field is `None`: `POST /methods/<name>` for a
 /// method, `GET /publications/<name>` for a publication.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct EndpointOptions {
     /// Custom url; segments `:0`, `:1`... become arguments 0, 1... (strings).
     pub url: Option<String>,

@@ -57,9 +57,10 @@ async fn setup(url_kind: &str) -> Setup {
         .expect("token")
         .token;
     let mut api = Api::new(
-        ApiOptions {
-            auth_failure_delay: DelayRange::none(),
-            ..ApiOptions::default()
+        {
+            let mut o = ApiOptions::default();
+            o.auth_failure_delay = DelayRange::none();
+            o
         },
         platform.clone(),
     )

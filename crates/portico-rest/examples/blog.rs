@@ -73,12 +73,13 @@ async fn ensure_demo_user(platform: &Platform) -> Result<(), portico_platform::E
 /// Version 1: default auth, pretty JSON, posts anyone can read and authors can write.
 fn v1(platform: &Platform) -> Result<Api, portico_rest::Error> {
     let mut api = Api::new(
-        ApiOptions {
-            api_path: "blog".into(),
-            version: Some("v1".into()),
-            use_default_auth: true,
-            pretty_json: true,
-            ..ApiOptions::default()
+        {
+            let mut o = ApiOptions::default();
+            o.api_path = "blog".into();
+            o.version = Some("v1".into());
+            o.use_default_auth = true;
+            o.pretty_json = true;
+            o
         },
         platform.clone(),
     )?;
@@ -148,11 +149,12 @@ fn v1(platform: &Platform) -> Result<Api, portico_rest::Error> {
 /// drafts each user only sees for themselves.
 fn v2(platform: &Platform) -> Result<Api, portico_rest::Error> {
     let mut api = Api::new(
-        ApiOptions {
-            api_path: "blog".into(),
-            version: Some("v2".into()),
-            enable_cors: false,
-            ..ApiOptions::default()
+        {
+            let mut o = ApiOptions::default();
+            o.api_path = "blog".into();
+            o.version = Some("v2".into());
+            o.enable_cors = false;
+            o
         },
         platform.clone(),
     )?;

@@ -26,7 +26,9 @@ use crate::{ApiOptions, Endpoints, Error, Result, RouteOptions};
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use portico_rest::{Api, ApiOptions, Endpoints, RouteOptions, Context};
 /// let platform = portico_platform::Platform::open("memory:").await?;
-/// let mut api = Api::new(ApiOptions { version: Some("v1".into()), ..ApiOptions::default() }, platform)?;
+/// let mut options = ApiOptions::default();
+/// options.version = Some("v1".into());
+/// let mut api = Api::new(options, platform)?;
 /// api.add_route("hello/:name", RouteOptions::default(), Endpoints::new().get(|ctx: Context| async move {
 ///     format!("hello {}", ctx.url_param("name").unwrap_or("you"))
 /// }))?;
@@ -80,14 +82,16 @@ impl Api {
             normalize_api_path(&options.api_path, options.version.as_deref())
         );
         let limit = options.login_rate_limit;
-        let logins = platform.login_service(LoginLimits {
-            per_identity: limit
+        let logins = platform.login_service({
+            let mut o = LoginLimits::default();
+            o.per_identity = limit
                 .per_identity
-                .map(|l| portico_platform::Limit::new(l.attempts, l.per)),
-            per_address: limit
+                .map(|l| portico_platform::Limit::new(l.attempts, l.per));
+            o.per_address = limit
                 .per_address
-                .map(|l| portico_platform::Limit::new(l.attempts, l.per)),
-            register_per_address: None,
+                .map(|l| portico_platform::Limit::new(l.attempts, l.per));
+            o.register_per_address = None;
+            o
         });
         let mut api = Api {
             options,

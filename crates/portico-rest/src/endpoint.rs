@@ -65,6 +65,7 @@ impl<const N: usize> IntoRoles for [&str; N] {
 
 /// Options of a route (`add_route`'s second parameter, a collection's `route_options`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RouteOptions {
     /// When true, every endpoint of the route answers 401 to an unauthenticated caller.
     pub auth_required: bool,

@@ -8,10 +8,10 @@
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     let platform = portico_platform::Platform::open("sqlite:blog.db").await?;
-//!     let mut api = Api::new(
-//!         ApiOptions { use_default_auth: true, version: Some("v1".into()), ..ApiOptions::default() },
-//!         platform.clone(),
-//!     )?;
+//!     let mut options = ApiOptions::default();
+//!     options.use_default_auth = true;
+//!     options.version = Some("v1".into());
+//!     let mut api = Api::new(options, platform.clone())?;
 //!     // GET /api/v1/articles/:id/comments, POST for editors only.
 //!     api.add_route(
 //!         "articles/:id/comments",

@@ -4,9 +4,11 @@ use std::time::Duration;
 
 use crate::{AuthUserHook, Endpoint, LoginHook};
 
-/// Everything an [`crate::Api`] can be configured with. Build with struct-update syntax:
-/// `ApiOptions { version: Some("v1".into()), ..ApiOptions::default() }`.
+/// Everything an [`crate::Api`] can be configured with. Start from the defaults and set what
+/// differs (the struct is `#[non_exhaustive]`, so new options never break your code):
+/// `let mut options = ApiOptions::default(); options.version = Some("v1".into());`.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ApiOptions {
     /// Base path of the API (`api/` by default); normalised: leading slash dropped, trailing
     /// slash added.
@@ -80,6 +82,7 @@ impl Default for ApiOptions {
 
 /// CORS details. By default any origin is allowed (`Access-Control-Allow-Origin: *`).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct CorsOptions {
     /// `None`: any origin (`*`). `Some(list)`: only these origins; a listed request `Origin` is
     /// echoed back (with `Vary: Origin`), any other gets no allow-origin header.
@@ -104,6 +107,7 @@ impl Default for CorsOptions {
 
 /// How callers are authenticated.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct AuthOptions {
     /// Dotted path, inside the user record, of the hashed login token
     /// (`services.resume.loginTokens.hashedToken` by default).
@@ -163,6 +167,7 @@ impl Default for DelayRange {
 
 /// A budget of failed attempts per time window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RateLimit {
     /// Failed attempts allowed in the window.
     pub attempts: u32,
@@ -170,8 +175,16 @@ pub struct RateLimit {
     pub per: Duration,
 }
 
+impl RateLimit {
+    /// `attempts` failed attempts per `per`.
+    pub const fn new(attempts: u32, per: Duration) -> RateLimit {
+        RateLimit { attempts, per }
+    }
+}
+
 /// Limits on failed logins; past them the login route answers 429 with `Retry-After`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LoginRateLimit {
     /// Per identity (user, username or email); 5 per 10 s by default. `None` disables it.
     pub per_identity: Option<RateLimit>,

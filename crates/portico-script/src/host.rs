@@ -147,16 +147,8 @@ async fn dispatch(shared: &Shared, op: &str, payload: Value) -> Answer {
             let modifier = payload.get("modifier").cloned().unwrap_or(Value::Null);
             let update = Update::parse(&modifier).map_err(store_error)?;
             let options = payload.get("options").cloned().unwrap_or(Value::Null);
-            let options = UpdateOptions {
-                multi: options
-                    .get("multi")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-                upsert: options
-                    .get("upsert")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-            };
+            let flag = |name: &str| options.get(name).and_then(Value::as_bool).unwrap_or(false);
+            let options = UpdateOptions::new(flag("multi"), flag("upsert"));
             let result = collection.update(&selector, &update, options).await?;
             to_json(&result.matched.max(u64::from(result.upserted_id.is_some())))
         }

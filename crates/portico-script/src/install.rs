@@ -36,10 +36,8 @@ pub(crate) fn method_error(error: CallError, what: &str) -> MethodError {
 }
 
 fn options(def: &Definition, kind: &str) -> Result<EndpointOptions, LoadError> {
-    let mut options = EndpointOptions {
-        url: def.url.clone(),
-        ..EndpointOptions::default()
-    };
+    let mut options = EndpointOptions::default();
+    options.url = def.url.clone();
     if let Some(method) = &def.http_method {
         options.http_method = Some(method.parse().map_err(|e| {
             LoadError::Definition(format!("{kind} {:?} at {}: {e}", def.name, def.place))

@@ -34,6 +34,7 @@ use serde_json::Value;
 /// whatever its shape; the proportional part keeps a large body's parsed size within a constant
 /// factor of its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct JsonLimits {
     /// The deepest nesting of arrays and objects allowed (the top level is depth 1). At most
     /// 128, `serde_json`'s own limit.

@@ -44,11 +44,19 @@ pub type DocumentBatches = Box<dyn Iterator<Item = Result<Vec<Document>>> + Send
 
 /// Options of [`Store::update`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct UpdateOptions {
     /// Update every matching document instead of the first one.
     pub multi: bool,
     /// Insert a document built from the selector and the update when nothing matches.
     pub upsert: bool,
+}
+
+impl UpdateOptions {
+    /// Options with both flags given: `UpdateOptions::new(true, false)` updates every match.
+    pub const fn new(multi: bool, upsert: bool) -> UpdateOptions {
+        UpdateOptions { multi, upsert }
+    }
 }
 
 /// A document store: named collections of JSON documents with string `_id`s.

@@ -66,17 +66,15 @@ impl Server {
             .await
             .unwrap();
         let notes = platform
-            .define_collection(
-                "notes",
-                CollectionOptions {
-                    schema: Some(json!({
-                        "type": "object",
-                        "required": ["text"],
-                        "properties": {"text": {"type": "string"}},
-                    })),
-                    ..CollectionOptions::default()
-                },
-            )
+            .define_collection("notes", {
+                let mut o = CollectionOptions::default();
+                o.schema = Some(json!({
+                    "type": "object",
+                    "required": ["text"],
+                    "properties": {"text": {"type": "string"}},
+                }));
+                o
+            })
             .unwrap();
         notes
             .insert(doc(json!({"text": "first note"})))
@@ -87,9 +85,10 @@ impl Server {
         user(&platform, "dave", "dave-password-1", &[]).await;
 
         let mut rest = portico_rest::Api::new(
-            portico_rest::ApiOptions {
-                use_default_auth: true,
-                ..portico_rest::ApiOptions::default()
+            {
+                let mut o = portico_rest::ApiOptions::default();
+                o.use_default_auth = true;
+                o
             },
             platform.clone(),
         )
@@ -99,11 +98,11 @@ impl Server {
             portico_rest::CollectionOptions::new(),
         )
         .unwrap();
-        let auto =
-            portico_auto::AutoApi::new(platform.clone()).configure(portico_auto::AutoConfig {
-                collections: Some(vec!["notes".into()]),
-                ..portico_auto::AutoConfig::default()
-            });
+        let auto = portico_auto::AutoApi::new(platform.clone()).configure({
+            let mut o = portico_auto::AutoConfig::default();
+            o.collections = Some(vec!["notes".into()]);
+            o
+        });
         let mut routes = rest.describe();
         routes.extend(auto.routes().unwrap());
         let backups = portico_store::sqlite::BackupSet::new(

@@ -46,6 +46,7 @@ const LOGIN_BODY_LIMIT: usize = 64 * 1024;
 
 /// Settings of the login add-on.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LoginOptions {
     /// Whether `POST /users/register` creates accounts (default true). When false — or when the
     /// platform's `AccountsConfig::forbid_client_account_creation` is set — it answers 403.
@@ -79,10 +80,12 @@ impl Default for LoginOptions {
 impl LoginOptions {
     /// The platform login service's limits these options ask for.
     pub fn limits(&self) -> LoginLimits {
-        LoginLimits {
-            per_identity: Some(Limit::new(self.attempts_per_identity, self.window)),
-            per_address: Some(Limit::new(self.attempts_per_address, self.window)),
-            register_per_address: self.register_per_address,
+        {
+            let mut o = LoginLimits::default();
+            o.per_identity = Some(Limit::new(self.attempts_per_identity, self.window));
+            o.per_address = Some(Limit::new(self.attempts_per_address, self.window));
+            o.register_per_address = self.register_per_address;
+            o
         }
     }
 }
@@ -102,7 +105,9 @@ struct LoginState {
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let platform = Platform::open("memory:").await?;
-/// let login = PasswordLogin::new(platform, LoginOptions { allow_register: false, ..LoginOptions::default() });
+/// let mut options = LoginOptions::default();
+/// options.allow_register = false;
+/// let login = PasswordLogin::new(platform, options);
 /// let app: axum::Router = login.router();
 /// # Ok(()) }
 /// ```

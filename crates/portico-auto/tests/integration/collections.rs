@@ -246,25 +246,21 @@ async fn collections_option_chooses_endpoints() {
         p.collection(name)
             .allow(Rules::new().insert(|_u, _d| async { true }));
     }
-    let none = app(
-        &p,
-        AutoConfig {
-            collections: Some(vec![]),
-            ..AutoConfig::default()
-        },
-    )
+    let none = app(&p, {
+        let mut o = AutoConfig::default();
+        o.collections = Some(vec![]);
+        o
+    })
     .await;
     let r = none.post("/a", json!({"x": 1})).await;
     assert_eq!(r.status, 404);
     assert_eq!(r.json["error"], "not-found");
 
-    let only_b = app(
-        &p,
-        AutoConfig {
-            collections: Some(vec!["b".into()]),
-            ..AutoConfig::default()
-        },
-    )
+    let only_b = app(&p, {
+        let mut o = AutoConfig::default();
+        o.collections = Some(vec!["b".into()]);
+        o
+    })
     .await;
     assert_eq!(only_b.post("/a", json!({"x": 1})).await.status, 404);
     assert_eq!(only_b.post("/b", json!({"x": 1})).await.status, 200);
@@ -283,13 +279,11 @@ async fn object_id_collections() {
             .update(|_u, _d, _f, _m| async { true })
             .remove(|_u, _d| async { true }),
     );
-    let s = app(
-        &p,
-        AutoConfig {
-            object_id_collections: vec!["things".into()],
-            ..AutoConfig::default()
-        },
-    )
+    let s = app(&p, {
+        let mut o = AutoConfig::default();
+        o.object_id_collections = vec!["things".into()];
+        o
+    })
     .await;
     let r = s.post("/things", json!({"n": 1})).await;
     assert_eq!(r.status, 200, "{}", r.text);
@@ -330,13 +324,11 @@ async fn collection_without_rules_refuses_client_writes() {
 async fn collections_declared_with_object_ids_are_object_id_collections() {
     let p = platform().await;
     let things = p
-        .define_collection(
-            "things",
-            portico_platform::CollectionOptions {
-                id_kind: portico_platform::IdKind::ObjectId,
-                ..Default::default()
-            },
-        )
+        .define_collection("things", {
+            let mut o = portico_platform::CollectionOptions::default();
+            o.id_kind = portico_platform::IdKind::ObjectId;
+            o
+        })
         .unwrap();
     things.allow(
         Rules::new()

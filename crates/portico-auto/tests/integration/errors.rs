@@ -215,13 +215,14 @@ async fn panics_in_rules_and_extractors_are_500_and_the_server_lives_on() {
         }));
     p.method_with_options(
         "bad-extractor",
-        portico_platform::MethodOptions {
-            args_extractor: Some(portico_auto::args_extractor(
+        {
+            let mut o = portico_platform::MethodOptions::default();
+            o.args_extractor = Some(portico_auto::args_extractor(
                 |_req| -> std::future::Ready<Result<Vec<Value>, MethodError>> {
                     panic!("extractor bug")
                 },
-            )),
-            ..portico_platform::MethodOptions::default()
+            ));
+            o
         },
         |_inv, _args| async move { Ok::<Value, MethodError>(Value::Null) },
     )

@@ -23,10 +23,11 @@ async fn late_definitions_are_served_and_listed() {
 
     p.method_with_options(
         "late-get",
-        MethodOptions {
-            url: Some("methods/late".into()),
-            http_method: Some(portico_platform::HttpMethod::Get),
-            ..MethodOptions::default()
+        {
+            let mut o = MethodOptions::default();
+            o.url = Some("methods/late".into());
+            o.http_method = Some(portico_platform::HttpMethod::Get);
+            o
         },
         |_inv, _args| async move { Ok::<Value, MethodError>(json!("got")) },
     )
@@ -78,9 +79,10 @@ async fn a_late_method_with_a_bad_url_is_skipped_not_fatal() {
     let s = serve(AutoApi::new(p.clone()).router().unwrap()).await;
     p.method_with_options(
         "bad",
-        MethodOptions {
-            url: Some("a//b".into()),
-            ..MethodOptions::default()
+        {
+            let mut o = MethodOptions::default();
+            o.url = Some("a//b".into());
+            o
         },
         |_inv, _args| async move { Ok::<Value, MethodError>(Value::Null) },
     )
@@ -109,9 +111,10 @@ async fn a_late_definition_never_takes_a_route_that_is_served() {
     for (name, url) in [("alpha", "methods/zeta"), ("beta", "todos")] {
         p.method_with_options(
             name,
-            MethodOptions {
-                url: Some(url.into()),
-                ..MethodOptions::default()
+            {
+                let mut o = MethodOptions::default();
+                o.url = Some(url.into());
+                o
             },
             |_inv, _args| async move { Ok::<Value, MethodError>(json!("thief")) },
         )

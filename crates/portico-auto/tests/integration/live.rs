@@ -124,12 +124,11 @@ async fn a_publication_streams_writes_made_through_the_api() {
 
 #[tokio::test]
 async fn the_stream_cap_answers_503_with_a_json_error() {
-    let config = PlatformConfig {
-        live: LiveConfig {
-            max_streams: 1,
-            ..LiveConfig::default()
-        },
-        ..PlatformConfig::default()
+    let mut config = PlatformConfig::default();
+    config.live = {
+        let mut o = LiveConfig::default();
+        o.max_streams = 1;
+        o
     };
     let p = Platform::open_with("memory:", config).await.unwrap();
     let s = app(&p).await;

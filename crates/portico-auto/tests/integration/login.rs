@@ -161,13 +161,11 @@ async fn register_then_use_the_token() {
 #[tokio::test]
 async fn register_forbidden_is_403() {
     let p = platform().await;
-    let s = app(
-        &p,
-        LoginOptions {
-            allow_register: false,
-            ..LoginOptions::default()
-        },
-    )
+    let s = app(&p, {
+        let mut o = LoginOptions::default();
+        o.allow_register = false;
+        o
+    })
     .await;
     let r = s
         .post("/users/register", json!({"username": "x", "password": "y"}))
@@ -178,12 +176,11 @@ async fn register_forbidden_is_403() {
         json!({"error": "forbidden", "reason": "Signups forbidden"})
     );
 
-    let config = PlatformConfig {
-        accounts: AccountsConfig {
-            forbid_client_account_creation: true,
-            ..AccountsConfig::default()
-        },
-        ..Default::default()
+    let mut config = PlatformConfig::default();
+    config.accounts = {
+        let mut o = AccountsConfig::default();
+        o.forbid_client_account_creation = true;
+        o
     };
     let p = Platform::open_with("memory:", config).await.unwrap();
     let s = app(&p, LoginOptions::default()).await;
@@ -198,12 +195,10 @@ async fn register_forbidden_is_403() {
 async fn failed_logins_are_rate_limited_with_retry_after() {
     let p = platform().await;
     ada(&p).await;
-    let options = LoginOptions {
-        attempts_per_identity: 2,
-        attempts_per_address: 100,
-        window: Duration::from_secs(30),
-        ..LoginOptions::default()
-    };
+    let mut options = LoginOptions::default();
+    options.attempts_per_identity = 2;
+    options.attempts_per_address = 100;
+    options.window = Duration::from_secs(30);
     let s = app(&p, options).await;
     for _ in 0..2 {
         let r = s
@@ -236,12 +231,10 @@ async fn failed_logins_are_rate_limited_with_retry_after() {
 async fn failed_logins_are_limited_per_address() {
     let p = platform().await;
     ada(&p).await;
-    let options = LoginOptions {
-        attempts_per_identity: 100,
-        attempts_per_address: 3,
-        window: Duration::from_secs(30),
-        ..LoginOptions::default()
-    };
+    let mut options = LoginOptions::default();
+    options.attempts_per_identity = 100;
+    options.attempts_per_address = 3;
+    options.window = Duration::from_secs(30);
     let s = app(&p, options).await;
     for name in ["u1", "u2", "u3"] {
         let r = s
@@ -294,10 +287,11 @@ async fn forwarded_addresses_are_believed_only_from_trusted_proxies() {
             .json(&body);
         s.send(request).await.status
     }
-    let options = |trusted: &[&str]| LoginOptions {
-        attempts_per_address: 3,
-        trusted_proxies: portico_auto::TrustedProxies::parse(trusted).unwrap(),
-        ..LoginOptions::default()
+    let options = |trusted: &[&str]| {
+        let mut o = LoginOptions::default();
+        o.attempts_per_address = 3;
+        o.trusted_proxies = portico_auto::TrustedProxies::parse(trusted).unwrap();
+        o
     };
 
     let p = platform().await;
@@ -331,10 +325,8 @@ async fn login_bodies_are_small() {
 #[tokio::test]
 async fn registrations_are_rate_limited() {
     let p = platform().await;
-    let options = LoginOptions {
-        register_per_address: Some(portico_platform::Limit::new(2, Duration::from_secs(60))),
-        ..LoginOptions::default()
-    };
+    let mut options = LoginOptions::default();
+    options.register_per_address = Some(portico_platform::Limit::new(2, Duration::from_secs(60)));
     let s = app(&p, options).await;
     for name in ["r1", "r2"] {
         let r = s

@@ -67,10 +67,11 @@ async fn custom_url_and_http_method_with_url_args() {
     let p = platform().await;
     p.method_with_options(
         "rename",
-        MethodOptions {
-            url: Some("lists/:0/rename".into()),
-            http_method: Some(HttpMethod::Put),
-            ..MethodOptions::default()
+        {
+            let mut o = MethodOptions::default();
+            o.url = Some("lists/:0/rename".into());
+            o.http_method = Some(HttpMethod::Put);
+            o
         },
         |_inv, args| async move { Ok::<Value, MethodError>(Value::Array(args)) },
     )
@@ -96,8 +97,9 @@ async fn args_extractor_reads_the_parsed_request() {
     let p = platform().await;
     p.method_with_options(
         "sum-form",
-        MethodOptions {
-            args_extractor: Some(args_extractor(|req: ArgsRequest| async move {
+        {
+            let mut o = MethodOptions::default();
+            o.args_extractor = Some(args_extractor(|req: ArgsRequest| async move {
                 // Form fields are strings: parse them here, as the spec says.
                 let ParsedBody::Form(fields) = &req.body else {
                     return Err(MethodError::invalid_arguments("send a form"));
@@ -110,8 +112,8 @@ async fn args_extractor_reads_the_parsed_request() {
                         .ok_or_else(|| MethodError::invalid_arguments("numbers only"))?;
                 }
                 Ok(vec![json!(total), json!(req.header("x-tag"))])
-            })),
-            ..MethodOptions::default()
+            }));
+            o
         },
         |_inv, args| async move { Ok::<Value, MethodError>(Value::Array(args)) },
     )
@@ -162,14 +164,12 @@ async fn set_http_status_code_sets_the_success_status() {
 async fn method_options_set_before_definition_through_the_api() {
     let p = platform().await;
     let api = AutoApi::new(p.clone());
-    api.set_method_options(
-        "ping",
-        MethodOptions {
-            url: Some("ping".into()),
-            http_method: Some(HttpMethod::Get),
-            ..MethodOptions::default()
-        },
-    )
+    api.set_method_options("ping", {
+        let mut o = MethodOptions::default();
+        o.url = Some("ping".into());
+        o.http_method = Some(HttpMethod::Get);
+        o
+    })
     .unwrap();
     p.method("ping", |_inv, _args| async move {
         Ok::<Value, MethodError>(json!("pong"))
@@ -206,10 +206,11 @@ async fn args_extractor_gets_params_query_headers_and_body() {
     let p = platform().await;
     p.method_with_options(
         "everything",
-        MethodOptions {
-            url: Some("lists/:0/items/:item".into()),
-            http_method: Some(HttpMethod::Put),
-            args_extractor: Some(args_extractor(|req: ArgsRequest| async move {
+        {
+            let mut o = MethodOptions::default();
+            o.url = Some("lists/:0/items/:item".into());
+            o.http_method = Some(HttpMethod::Put);
+            o.args_extractor = Some(args_extractor(|req: ArgsRequest| async move {
                 tokio::task::yield_now().await;
                 let body = match &req.body {
                     ParsedBody::Json(value) => value.clone(),
@@ -223,7 +224,8 @@ async fn args_extractor_gets_params_query_headers_and_body() {
                     body,
                     json!(req.method.as_str()),
                 ])
-            })),
+            }));
+            o
         },
         |_inv, args| async move { Ok::<Value, MethodError>(Value::Array(args)) },
     )

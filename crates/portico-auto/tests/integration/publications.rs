@@ -70,9 +70,10 @@ async fn url_argument_publication() {
     let p = seeded().await;
     p.publish_with_options(
         "list-todos",
-        PublicationOptions {
-            url: Some("lists/:0/todos".into()),
-            ..PublicationOptions::default()
+        {
+            let mut o = PublicationOptions::default();
+            o.url = Some("lists/:0/todos".into());
+            o
         },
         |sub, args| async move {
             let list: String = portico_platform::arg(&args, 0)?;
@@ -103,10 +104,11 @@ async fn custom_url_post_publication_takes_body_args() {
     let p = seeded().await;
     p.publish_with_options(
         "search",
-        PublicationOptions {
-            url: Some("search/todos".into()),
-            http_method: Some(portico_platform::HttpMethod::Post),
-            ..PublicationOptions::default()
+        {
+            let mut o = PublicationOptions::default();
+            o.url = Some("search/todos".into());
+            o.http_method = Some(portico_platform::HttpMethod::Post);
+            o
         },
         |sub, args| async move {
             let filter: Value = portico_platform::arg(&args, 0)?;
@@ -189,8 +191,9 @@ async fn publication_args_extractor_reads_the_query_string() {
     let p = seeded().await;
     p.publish_with_options(
         "todos-by-title",
-        PublicationOptions {
-            args_extractor: Some(portico_auto::args_extractor(
+        {
+            let mut o = PublicationOptions::default();
+            o.args_extractor = Some(portico_auto::args_extractor(
                 |req: portico_auto::ArgsRequest| async move {
                     let title = req
                         .query
@@ -199,8 +202,8 @@ async fn publication_args_extractor_reads_the_query_string() {
                         .ok_or_else(|| MethodError::invalid_arguments("?title= is required"))?;
                     Ok(vec![title])
                 },
-            )),
-            ..PublicationOptions::default()
+            ));
+            o
         },
         |sub, args| async move {
             let title: String = portico_platform::arg(&args, 0)?;
@@ -230,10 +233,8 @@ async fn publication_args_extractor_reads_the_query_string() {
 async fn a_sorted_cursor_past_the_window_is_400_saying_how_to_page() {
     let p = seeded().await;
     let max = portico_store::MAX_SORTED_WINDOW;
-    let options = PublicationOptions {
-        url: Some("deep/:0".into()),
-        ..PublicationOptions::default()
-    };
+    let mut options = PublicationOptions::default();
+    options.url = Some("deep/:0".into());
     p.publish_with_options("deep", options, move |sub, args| async move {
         let skip: String = portico_platform::arg(&args, 0)?;
         let skip: u64 = skip

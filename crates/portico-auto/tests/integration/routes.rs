@@ -15,9 +15,10 @@ async fn listing_has_the_1x_shape() {
     .unwrap();
     p.publish_with_options(
         "list-todos",
-        PublicationOptions {
-            url: Some("lists/:0/todos".into()),
-            ..PublicationOptions::default()
+        {
+            let mut o = PublicationOptions::default();
+            o.url = Some("lists/:0/todos".into());
+            o
         },
         |_sub, _args| async move { Ok(vec![]) },
     )
@@ -60,9 +61,10 @@ async fn bad_options_and_clashing_routes_are_setup_errors() {
     let p = platform().await;
     p.method_with_options(
         "gap",
-        MethodOptions {
-            url: Some("x/:1".into()),
-            ..MethodOptions::default()
+        {
+            let mut o = MethodOptions::default();
+            o.url = Some("x/:1".into());
+            o
         },
         |_inv, _args| async move { Ok::<Value, MethodError>(Value::Null) },
     )
@@ -74,9 +76,10 @@ async fn bad_options_and_clashing_routes_are_setup_errors() {
     p.collection("todos");
     p.method_with_options(
         "shadow",
-        MethodOptions {
-            url: Some("todos".into()),
-            ..MethodOptions::default()
+        {
+            let mut o = MethodOptions::default();
+            o.url = Some("todos".into());
+            o
         },
         |_inv, _args| async move { Ok::<Value, MethodError>(Value::Null) },
     )
@@ -86,9 +89,10 @@ async fn bad_options_and_clashing_routes_are_setup_errors() {
     assert!(err.to_string().contains("/todos"), "{err}");
     // Without endpoints for the collection there is no clash.
     let ok = AutoApi::new(p)
-        .configure(AutoConfig {
-            collections: Some(vec![]),
-            ..AutoConfig::default()
+        .configure({
+            let mut o = AutoConfig::default();
+            o.collections = Some(vec![]);
+            o
         })
         .router();
     assert!(ok.is_ok());
@@ -158,9 +162,10 @@ async fn an_extractor_made_for_another_door_is_a_setup_error() {
     let p = platform().await;
     p.method_with_options(
         "foreign",
-        MethodOptions {
-            args_extractor: Some(portico_platform::ArgsExtractor::new(7u8)),
-            ..MethodOptions::default()
+        {
+            let mut o = MethodOptions::default();
+            o.args_extractor = Some(portico_platform::ArgsExtractor::new(7u8));
+            o
         },
         |_inv, _args| async move { Ok::<Value, MethodError>(Value::Null) },
     )

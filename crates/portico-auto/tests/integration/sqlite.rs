@@ -47,9 +47,10 @@ async fn open(path: &std::path::Path) -> Platform {
 async fn app(p: &Platform) -> Server {
     serve(
         AutoApi::new(p.clone())
-            .configure(AutoConfig {
-                collections: Some(vec!["todos".into()]),
-                ..AutoConfig::default()
+            .configure({
+                let mut o = AutoConfig::default();
+                o.collections = Some(vec!["todos".into()]);
+                o
             })
             .with_login(LoginOptions::default())
             .with_token_authentication(BearerTokenLayer::new())

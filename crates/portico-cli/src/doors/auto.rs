@@ -98,15 +98,18 @@ pub(crate) fn api(
         publish(platform, publication)?;
     }
     Ok(AutoApi::new(platform.clone())
-        .configure(portico_auto::AutoConfig {
-            collections: Some(writable),
-            object_id_collections: auto.object_id_collections.clone(),
+        .configure({
+            let mut o = portico_auto::AutoConfig::default();
+            o.collections = Some(writable);
+            o.object_id_collections = auto.object_id_collections.clone();
+            o
         })
         .response_headers(response_headers(auto))
-        .with_login(LoginOptions {
-            allow_register: auto.allow_register,
-            trusted_proxies: config.trusted_proxies.clone(),
-            ..LoginOptions::default()
+        .with_login({
+            let mut o = LoginOptions::default();
+            o.allow_register = auto.allow_register;
+            o.trusted_proxies = config.trusted_proxies.clone();
+            o
         })
         .with_token_authentication(BearerTokenLayer::new()))
 }
@@ -295,10 +298,12 @@ fn publish(platform: &Platform, publication: &PublicationConfig) -> crate::Resul
     );
     platform.publish_with_options(
         &publication.name,
-        PublicationOptions {
-            url: publication.url.clone(),
-            http_method,
-            args_extractor: None,
+        {
+            let mut o = PublicationOptions::default();
+            o.url = publication.url.clone();
+            o.http_method = http_method;
+            o.args_extractor = None;
+            o
         },
         move |subscription, _args| {
             let cursor = match subscription.user_id() {

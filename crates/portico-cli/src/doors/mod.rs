@@ -213,19 +213,16 @@ pub fn declare_collections(config: &Config, platform: &Platform) -> crate::Resul
             .auto
             .as_ref()
             .is_some_and(|auto| auto.object_id_collections.contains(&name));
-        platform.define_collection(
-            &name,
-            portico_platform::CollectionOptions {
-                id_kind: if object_id {
-                    portico_platform::IdKind::ObjectId
-                } else {
-                    portico_platform::IdKind::Random
-                },
-                timestamps: config.timestamps(&name),
-                schema: config.schema_values.get(&name).cloned(),
-                field_rules: config.field_rules.get(&name).cloned().unwrap_or_default(),
-            },
-        )?;
+        let mut options = portico_platform::CollectionOptions::default();
+        options.id_kind = if object_id {
+            portico_platform::IdKind::ObjectId
+        } else {
+            portico_platform::IdKind::Random
+        };
+        options.timestamps = config.timestamps(&name);
+        options.schema = config.schema_values.get(&name).cloned();
+        options.field_rules = config.field_rules.get(&name).cloned().unwrap_or_default();
+        platform.define_collection(&name, options)?;
     }
     Ok(())
 }

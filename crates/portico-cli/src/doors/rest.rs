@@ -2,8 +2,8 @@
 
 use portico_platform::Platform;
 use portico_rest::{
-    AccessScope, Api, ApiOptions, BeforeHook, CollectionOptions, Context, CorsOptions, DelayRange,
-    Endpoint, HookEvent, LoginRateLimit, Op, RateLimit, Reply, RouteOptions,
+    AccessScope, Api, ApiOptions, BeforeHook, CollectionOptions, Context, DelayRange, Endpoint,
+    HookEvent, LoginRateLimit, Op, RateLimit, Reply, RouteOptions,
 };
 use serde_json::json;
 
@@ -11,36 +11,27 @@ use crate::config::{ApiConfig, CollectionConfig};
 
 /// The front door's options for one `[[api]]`.
 pub(crate) fn api_options(api: &ApiConfig) -> ApiOptions {
-    let defaults = ApiOptions::default();
-    ApiOptions {
-        api_path: api.api_path.clone(),
-        version: api.version.clone(),
-        pretty_json: api.pretty_json,
-        default_headers: api.default_headers.clone(),
-        enable_cors: api.enable_cors,
-        cors: CorsOptions {
-            allow_origins: api.cors_origins.clone(),
-            ..CorsOptions::default()
-        },
-        use_default_auth: api.use_default_auth,
-        auth_failure_delay: api
-            .auth_failure_delay
-            .map_or(defaults.auth_failure_delay, |d| DelayRange {
-                min: d,
-                max: d,
-            }),
-        trusted_proxies: api.trusted_proxies.clone(),
-        login_rate_limit: api.login_rate_limit.map_or(defaults.login_rate_limit, |l| {
-            LoginRateLimit {
-                per_identity: Some(RateLimit {
-                    attempts: l.attempts,
-                    per: l.per,
-                }),
-                ..LoginRateLimit::default()
-            }
-        }),
-        ..defaults
+    let mut options = ApiOptions::default();
+    options.api_path = api.api_path.clone();
+    options.version = api.version.clone();
+    options.pretty_json = api.pretty_json;
+    options.default_headers = api.default_headers.clone();
+    options.enable_cors = api.enable_cors;
+    options.cors.allow_origins = api.cors_origins.clone();
+    options.use_default_auth = api.use_default_auth;
+    if let Some(delay) = api.auth_failure_delay {
+        options.auth_failure_delay = DelayRange {
+            min: delay,
+            max: delay,
+        };
     }
+    options.trusted_proxies = api.trusted_proxies.clone();
+    if let Some(limit) = api.login_rate_limit {
+        let mut limits = LoginRateLimit::default();
+        limits.per_identity = Some(RateLimit::new(limit.attempts, limit.per));
+        options.login_rate_limit = limits;
+    }
+    options
 }
 
 /// The front door's options for one `[[api.collection]]`.
@@ -162,8 +153,10 @@ pub(crate) fn build_each(api: &ApiConfig, platform: &Platform) -> Result<Api, (u
             })?;
     }
     if api.batch_limit > 0 {
-        rest.add_batch(portico_rest::BatchOptions {
-            max_requests: api.batch_limit,
+        rest.add_batch({
+            let mut o = portico_rest::BatchOptions::default();
+            o.max_requests = api.batch_limit;
+            o
         })
         .map_err(|e| (api.line, e.to_string()))?;
     }
@@ -209,10 +202,7 @@ mod tests {
         );
         assert_eq!(
             options.login_rate_limit.per_identity,
-            Some(RateLimit {
-                attempts: 7,
-                per: Duration::from_secs(30)
-            })
+            Some(RateLimit::new(7, Duration::from_secs(30)))
         );
         assert_eq!(
             options.login_rate_limit.per_address,

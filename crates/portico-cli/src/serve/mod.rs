@@ -370,10 +370,8 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
 /// The platform on the store `url` names, with the config's live limits (and store metrics
 /// when `[metrics]` is on).
 async fn open_platform(url: &str, config: &Config) -> crate::Result<Platform> {
-    let platform_config = portico_platform::PlatformConfig {
-        live: config.live.clone(),
-        ..portico_platform::PlatformConfig::default()
-    };
+    let mut platform_config = portico_platform::PlatformConfig::default();
+    platform_config.live = config.live.clone();
     if config.metrics.is_some() {
         metrics::handle()?;
         Ok(store_metrics::open(url, platform_config).await?)

@@ -59,6 +59,7 @@ const LOGIN_TOKEN_FIELDS: &str = "services.resume.loginTokens.";
 
 /// Settings of the accounts service.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AccountsConfig {
     /// How long a login token stays valid after its `when` (default 90 days).
     pub token_lifetime: chrono::Duration,

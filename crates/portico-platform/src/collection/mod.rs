@@ -26,6 +26,7 @@ pub use client::{IfMatch, PROTECTED_ACCOUNT_FIELDS};
 
 /// How a collection is declared.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct CollectionOptions {
     /// How new `_id`s are made (random 17-character ids, or 24-hex object ids).
     pub id_kind: IdKind,

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 /// Limits of live streams (see [`crate::PlatformConfig::live`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LiveConfig {
     /// The most streams open at once on this server; one more is refused (the doors answer
     /// 503). 10,000 by default.

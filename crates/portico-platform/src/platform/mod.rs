@@ -35,6 +35,7 @@ use publication::PublicationHandler;
 
 /// Settings of a [`Platform`].
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct PlatformConfig {
     /// Settings of the accounts service.
     pub accounts: AccountsConfig,

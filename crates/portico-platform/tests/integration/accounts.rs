@@ -389,12 +389,11 @@ impl Lossy for portico_platform::Document {
 
 #[tokio::test]
 async fn token_lifetime_is_configurable() -> TestResult {
-    let config = PlatformConfig {
-        accounts: AccountsConfig {
-            token_lifetime: Duration::milliseconds(50),
-            ..AccountsConfig::default()
-        },
-        ..Default::default()
+    let mut config = PlatformConfig::default();
+    config.accounts = {
+        let mut o = AccountsConfig::default();
+        o.token_lifetime = Duration::milliseconds(50);
+        o
     };
     let p = Platform::open_with("memory:", config).await?;
     let accounts = p.accounts();

@@ -15,7 +15,7 @@ fn owner_is_user(user: &Option<String>, d: &portico_platform::Document) -> bool 
 
 on_every_backend! {
     async fn timestamped_collections_stamp_every_write(p: Platform) -> TestResult {
-        let notes = p.define_collection("notes", CollectionOptions { timestamps: true, ..Default::default() })?;
+        let notes = p.define_collection("notes", { let mut o = CollectionOptions::default(); o.timestamps = true; o })?;
         notes.allow(Rules::new().insert(|_, _| async { true }).update(|_, _, _, _| async { true }));
         let plain = p.collection("plain");
         let id = notes.insert(doc(json!({"text": "a", "createdAt": "forged"}))).await?;
@@ -39,7 +39,7 @@ on_every_backend! {
         notes.client_update(None, &client, &json!({"$inc": {"n": 1}})).await?;
         assert!(notes.get(&client).await?.ok_or("client")?.contains_key("updatedAt"));
         let upserted = notes
-            .update(&Selector::by_id("fresh"), &Update::parse(&json!({"$set": {"x": 1}}))?, UpdateOptions { upsert: true, ..Default::default() })
+            .update(&Selector::by_id("fresh"), &Update::parse(&json!({"$set": {"x": 1}}))?, { let mut o = UpdateOptions::default(); o.upsert = true; o })
             .await?;
         assert_eq!(upserted.upserted_id.as_deref(), Some("fresh"));
         assert!(notes.get("fresh").await?.ok_or("upserted")?.contains_key("createdAt"));
@@ -246,7 +246,7 @@ on_every_backend! {
             "required": ["title"],
             "additionalProperties": false
         });
-        let books = p.define_collection("books", CollectionOptions { schema: Some(schema), ..Default::default() })?;
+        let books = p.define_collection("books", { let mut o = CollectionOptions::default(); o.schema = Some(schema); o })?;
         books.allow(Rules::new().insert(|_, _| async { true }).update(|_, _, _, _| async { true }));
         let id = books.insert(doc(json!({"title": "Dune", "stars": 5}))).await?;
         match books.insert(doc(json!({"stars": 9, "extra": true}))).await {
@@ -272,7 +272,7 @@ on_every_backend! {
             Err(Error::Validation(_))
         ));
         assert!(matches!(
-            books.update(&Selector::parse(&json!({"title": "New"}))?, &Update::parse(&json!({"$set": {"stars": "x"}}))?, UpdateOptions { upsert: true, multi: false }).await,
+            books.update(&Selector::parse(&json!({"title": "New"}))?, &Update::parse(&json!({"$set": {"stars": "x"}}))?, { let mut o = UpdateOptions::default(); o.upsert = true; o.multi = false; o }).await,
             Err(Error::Validation(_))
         ));
         assert_eq!(books.count(&Selector::all()).await?, 1);
@@ -285,7 +285,7 @@ on_every_backend! {
 
     async fn insert_many_checks_every_document_then_writes_all_or_nothing(p: Platform) -> TestResult {
         let schema = json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]});
-        let books = p.define_collection("books", CollectionOptions { id_kind: IdKind::ObjectId, schema: Some(schema), ..Default::default() })?;
+        let books = p.define_collection("books", { let mut o = CollectionOptions::default(); o.id_kind = IdKind::ObjectId; o.schema = Some(schema); o })?;
         let ids = books.insert_many(vec![doc(json!({"_id": "b1", "title": "A"})), doc(json!({"title": "B"}))]).await?;
         assert_eq!(ids.len(), 2);
         assert_eq!(ids[0], "b1");
@@ -319,7 +319,7 @@ on_every_backend! {
     }
 
     async fn object_id_collections_make_hex_ids(p: Platform) -> TestResult {
-        let things = p.define_collection("things", CollectionOptions { id_kind: IdKind::ObjectId, ..Default::default() })?;
+        let things = p.define_collection("things", { let mut o = CollectionOptions::default(); o.id_kind = IdKind::ObjectId; o })?;
         assert_eq!(things.id_kind(), IdKind::ObjectId);
         things.allow(Rules::new().insert(|_, _| async { true }));
         let id = things.insert(doc(json!({"a": 1}))).await?;
@@ -331,7 +331,7 @@ on_every_backend! {
             Err(Error::InvalidArgument(_))
         ));
         let upserted = things
-            .update(&Selector::parse(&json!({"a": 9}))?, &Update::parse(&json!({"$set": {"b": 1}}))?, UpdateOptions { upsert: true, multi: false })
+            .update(&Selector::parse(&json!({"a": 9}))?, &Update::parse(&json!({"$set": {"b": 1}}))?, { let mut o = UpdateOptions::default(); o.upsert = true; o.multi = false; o })
             .await?
             .upserted_id
             .ok_or("upserted")?;
@@ -353,7 +353,7 @@ on_every_backend! {
         assert_eq!(found.len(), 3);
         assert!(c.find_one(&Selector::parse(&json!({"n": 4}))?).await?.is_some());
         let result = c
-            .update(&even, &Update::parse(&json!({"$set": {"seen": true}}))?, UpdateOptions { multi: true, upsert: false })
+            .update(&even, &Update::parse(&json!({"$set": {"seen": true}}))?, { let mut o = UpdateOptions::default(); o.multi = true; o.upsert = false; o })
             .await?;
         assert_eq!(result.matched, 3);
         assert_eq!(c.remove(&even).await?, 3);
@@ -379,23 +379,19 @@ async fn collections_are_declared_once() -> TestResult {
             .is_ok()
     );
     assert!(matches!(
-        p.define_collection(
-            "a",
-            CollectionOptions {
-                id_kind: IdKind::ObjectId,
-                ..Default::default()
-            }
-        ),
+        p.define_collection("a", {
+            let mut o = CollectionOptions::default();
+            o.id_kind = IdKind::ObjectId;
+            o
+        }),
         Err(Error::Duplicate(_))
     ));
     assert!(matches!(
-        p.define_collection(
-            "b",
-            CollectionOptions {
-                schema: Some(json!({"type": 5})),
-                ..Default::default()
-            }
-        ),
+        p.define_collection("b", {
+            let mut o = CollectionOptions::default();
+            o.schema = Some(json!({"type": 5}));
+            o
+        }),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(

@@ -80,7 +80,7 @@ on_every_backend! {
         items.update_by_id("b1", &set(json!({"kind": "a"}))).await?;
         assert_eq!(next(&mut s).await?.0, "added");
         // A multi-document update names no ids: the query runs again.
-        items.update(&sel(json!({"kind": "a"})), &set(json!({"m": 1})), portico_platform::UpdateOptions { multi: true, upsert: false }).await?;
+        items.update(&sel(json!({"kind": "a"})), &set(json!({"m": 1})), { let mut o = portico_platform::UpdateOptions::default(); o.multi = true; o.upsert = false; o }).await?;
         let events = next_n(&mut s, 2).await?;
         assert_eq!(events[0].1["id"], "a1");
         assert_eq!(events[1].1, json!({"collection": "items", "id": "b1", "fields": {"m": 1}, "cleared": []}));
@@ -255,13 +255,15 @@ async fn a_publication_by_hand_streams_its_calls() -> TestResult {
 }
 
 fn limited(max_streams: usize, buffer: usize) -> PlatformConfig {
-    PlatformConfig {
-        live: LiveConfig {
-            max_streams,
-            buffer,
-            ..LiveConfig::default()
-        },
-        ..PlatformConfig::default()
+    {
+        let mut o = PlatformConfig::default();
+        o.live = {
+            let mut o = LiveConfig::default();
+            o.max_streams = max_streams;
+            o.buffer = buffer;
+            o
+        };
+        o
     }
 }
 
@@ -319,12 +321,11 @@ async fn a_slow_subscriber_is_ended_not_buffered() -> TestResult {
 
 #[tokio::test]
 async fn an_expired_token_ends_the_stream() -> TestResult {
-    let config = PlatformConfig {
-        accounts: AccountsConfig {
-            token_lifetime: chrono::Duration::milliseconds(1500),
-            ..AccountsConfig::default()
-        },
-        ..PlatformConfig::default()
+    let mut config = PlatformConfig::default();
+    config.accounts = {
+        let mut o = AccountsConfig::default();
+        o.token_lifetime = chrono::Duration::milliseconds(1500);
+        o
     };
     let p = Platform::open_with("memory:", config).await?;
     let user = p

@@ -86,10 +86,7 @@ on_every_backend! {
     }
 
     async fn malformed_logins_count_against_the_address(p: Platform) -> TestResult {
-        let logins = p.login_service(LoginLimits {
-            per_address: Some(Limit::new(3, Duration::from_secs(60))),
-            ..LoginLimits::default()
-        });
+        let logins = p.login_service({ let mut o = LoginLimits::default(); o.per_address = Some(Limit::new(3, Duration::from_secs(60))); o });
         for body in [json!({}), json!([1]), json!({"password": "x"})] {
             assert!(matches!(logins.login(Some(&body), ip("10.0.0.2")).await, Err(LoginError::Failed)));
         }
@@ -117,10 +114,7 @@ on_every_backend! {
     }
 
     async fn sign_ups_are_limited_per_address(p: Platform) -> TestResult {
-        let logins = p.login_service(LoginLimits {
-            register_per_address: Some(Limit::new(3, Duration::from_secs(60))),
-            ..LoginLimits::default()
-        });
+        let logins = p.login_service({ let mut o = LoginLimits::default(); o.register_per_address = Some(Limit::new(3, Duration::from_secs(60))); o });
         for n in 0..3 {
             let body = json!({"username": format!("u{n}"), "password": "pw"});
             logins.register(Some(&body), ip("10.0.0.5"), true).await?;

@@ -10,10 +10,12 @@ use serde_json::{Value, json};
 use crate::common::{TestResult, doc};
 
 fn options(url: &str) -> MethodOptions {
-    MethodOptions {
-        url: Some(url.into()),
-        http_method: Some(HttpMethod::Get),
-        args_extractor: None,
+    {
+        let mut o = MethodOptions::default();
+        o.url = Some(url.into());
+        o.http_method = Some(HttpMethod::Get);
+        o.args_extractor = None;
+        o
     }
 }
 
@@ -118,9 +120,10 @@ async fn options_are_set_before_definition_only_once() -> TestResult {
     let echo: Echo = Arc::new(|body: &str| vec![json!(body)]);
     p.method_with_options(
         "echo",
-        MethodOptions {
-            args_extractor: Some(ArgsExtractor::new(echo)),
-            ..options("echo/:0")
+        {
+            let mut o = options("echo/:0");
+            o.args_extractor = Some(ArgsExtractor::new(echo));
+            o
         },
         |_, args| async move { Ok(Value::Array(args)) },
     )?;

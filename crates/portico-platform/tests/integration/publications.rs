@@ -104,10 +104,12 @@ async fn the_registry_lists_publications_and_refuses_duplicates() -> TestResult 
     );
     p.publish_with_options(
         "byAuthor",
-        PublicationOptions {
-            url: Some("authors/:0/books".into()),
-            http_method: Some(portico_platform::HttpMethod::Post),
-            args_extractor: None,
+        {
+            let mut o = PublicationOptions::default();
+            o.url = Some("authors/:0/books".into());
+            o.http_method = Some(portico_platform::HttpMethod::Post);
+            o.args_extractor = None;
+            o
         },
         |_, _| async { Ok(vec![]) },
     )?;

@@ -63,12 +63,11 @@ on_every_backend! {
 async fn expiry_refuses_the_cached_token_on_sqlite() -> TestResult {
     let dir = tempfile::tempdir()?;
     let url = format!("sqlite:{}", dir.path().join("x.db").display());
-    let config = PlatformConfig {
-        accounts: AccountsConfig {
-            token_lifetime: Duration::milliseconds(300),
-            ..AccountsConfig::default()
-        },
-        ..PlatformConfig::default()
+    let mut config = PlatformConfig::default();
+    config.accounts = {
+        let mut o = AccountsConfig::default();
+        o.token_lifetime = Duration::milliseconds(300);
+        o
     };
     let p = Platform::open_with(&url, config).await?;
     let (_, token) = ada_with_token(&p).await?;

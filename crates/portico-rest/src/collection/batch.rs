@@ -38,6 +38,7 @@ pub const DEFAULT_BATCH_LIMIT: usize = 100;
 
 /// Options of [`Api::add_batch`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct BatchOptions {
     /// The most sub-requests one batch may hold (default [`DEFAULT_BATCH_LIMIT`]); a larger
     /// batch is refused with 413 before anything is checked.

@@ -58,6 +58,7 @@ impl From<Endpoint> for CollectionEndpoint {
 
 /// Options of [`Api::add_collection`].
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct CollectionOptions {
     pub(crate) path: Option<String>,
     pub(crate) route_options: RouteOptions,

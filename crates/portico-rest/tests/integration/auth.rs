@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use portico_platform::hash_token;
 use portico_rest::{
-    Api, ApiOptions, AuthOptions, AuthOutcome, AuthUserHook, Context, DelayRange, Endpoint,
-    Endpoints, Reply, RouteOptions,
+    Api, AuthOptions, AuthOutcome, AuthUserHook, Context, DelayRange, Endpoint, Endpoints, Reply,
+    RouteOptions,
 };
 use serde_json::{Value, json};
 
@@ -138,12 +138,14 @@ async fn custom_auth_user_three_outcomes() {
         }
     });
     let mut api = Api::new(
-        ApiOptions {
-            auth: AuthOptions {
-                user: Some(hook),
-                ..AuthOptions::default()
-            },
-            ..opts()
+        {
+            let mut o = opts();
+            o.auth = {
+                let mut o = AuthOptions::default();
+                o.user = Some(hook);
+                o
+            };
+            o
         },
         platform,
     )
@@ -206,12 +208,14 @@ async fn custom_token_path_is_where_tokens_are_looked_up() {
     .unwrap();
     users.update_by_id(&id, &update).await.unwrap();
     let mut api = Api::new(
-        ApiOptions {
-            auth: AuthOptions {
-                token_path: "apiKeys.hashed".into(),
-                ..AuthOptions::default()
-            },
-            ..opts()
+        {
+            let mut o = opts();
+            o.auth = {
+                let mut o = AuthOptions::default();
+                o.token_path = "apiKeys.hashed".into();
+                o
+            };
+            o
         },
         platform.clone(),
     )
@@ -258,9 +262,10 @@ async fn failures_401_and_403_wait_the_configured_delay() {
         max: Duration::from_millis(60),
     };
     let mut api = Api::new(
-        ApiOptions {
-            auth_failure_delay: delay,
-            ..opts()
+        {
+            let mut o = opts();
+            o.auth_failure_delay = delay;
+            o
         },
         platform,
     )
@@ -294,12 +299,14 @@ async fn query_tokens_only_when_turned_on() {
     let uri = format!("/api/me?access_token={token}");
     assert_eq!(call(&off.router(), "GET", &uri, None).await.status, 401);
     let mut on = Api::new(
-        ApiOptions {
-            auth: AuthOptions {
-                allow_query_token: true,
-                ..AuthOptions::default()
-            },
-            ..opts()
+        {
+            let mut o = opts();
+            o.auth = {
+                let mut o = AuthOptions::default();
+                o.allow_query_token = true;
+                o
+            };
+            o
         },
         platform,
     )
@@ -321,13 +328,15 @@ async fn logout_removes_a_token_at_a_custom_path() {
         .await
         .unwrap();
     let mut api = Api::new(
-        ApiOptions {
-            use_default_auth: true,
-            auth: AuthOptions {
-                token_path: "apiKeys.hashed".into(),
-                ..AuthOptions::default()
-            },
-            ..opts()
+        {
+            let mut o = opts();
+            o.use_default_auth = true;
+            o.auth = {
+                let mut o = AuthOptions::default();
+                o.token_path = "apiKeys.hashed".into();
+                o
+            };
+            o
         },
         platform.clone(),
     )

@@ -105,9 +105,10 @@ async fn bodies_over_50_mb_are_413() {
 
 #[tokio::test]
 async fn streamed_bodies_over_the_limit_are_413_and_at_the_limit_accepted() {
-    let r = echo_api(ApiOptions {
-        body_limit: 64,
-        ..opts()
+    let r = echo_api({
+        let mut o = opts();
+        o.body_limit = 64;
+        o
     })
     .await;
     // No content-length: the limit is enforced while reading.

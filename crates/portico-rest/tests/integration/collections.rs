@@ -2,7 +2,7 @@
 
 use axum::body::Body;
 use portico_rest::{
-    AfterHook, Api, ApiOptions, BeforeHook, CollectionOptions, Context, Endpoint, Error, Op, Reply,
+    AfterHook, Api, BeforeHook, CollectionOptions, Context, Endpoint, Error, Op, Reply,
     RouteOptions,
 };
 use serde_json::{Value, json};
@@ -389,10 +389,11 @@ async fn collection_paths_conflict_with_routes() {
 async fn generated_routes_live_under_the_versioned_path() {
     let platform = memory().await;
     let mut api = Api::new(
-        ApiOptions {
-            api_path: "my-api".into(),
-            version: Some("v2".into()),
-            ..opts()
+        {
+            let mut o = opts();
+            o.api_path = "my-api".into();
+            o.version = Some("v2".into());
+            o
         },
         platform.clone(),
     )

@@ -16,9 +16,10 @@ pub(crate) async fn memory() -> Platform {
 
 /// API options for tests: no 401/403 delay.
 pub(crate) fn opts() -> ApiOptions {
-    ApiOptions {
-        auth_failure_delay: DelayRange::none(),
-        ..ApiOptions::default()
+    {
+        let mut o = ApiOptions::default();
+        o.auth_failure_delay = DelayRange::none();
+        o
     }
 }
 

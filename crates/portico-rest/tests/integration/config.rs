@@ -1,9 +1,7 @@
 //! API configuration options: apiPath, version, prettyJson, defaultHeaders, CORS,
 //! useDefaultAuth, defaultOptionsEndpoint.
 
-use portico_rest::{
-    Api, ApiOptions, Context, CorsOptions, Endpoint, Endpoints, Error, Reply, RouteOptions,
-};
+use portico_rest::{Api, Context, CorsOptions, Endpoint, Endpoints, Error, Reply, RouteOptions};
 use serde_json::json;
 
 use super::common::{call, memory, opts, req, send};
@@ -30,10 +28,11 @@ async fn default_api_path_with_and_without_trailing_slash() {
 #[tokio::test]
 async fn api_path_is_normalised_and_version_appended() {
     let mut api = Api::new(
-        ApiOptions {
-            api_path: "/my-api".into(),
-            version: Some("v1".into()),
-            ..opts()
+        {
+            let mut o = opts();
+            o.api_path = "/my-api".into();
+            o.version = Some("v1".into());
+            o
         },
         memory().await,
     )
@@ -49,9 +48,10 @@ async fn api_path_is_normalised_and_version_appended() {
 #[tokio::test]
 async fn pretty_json_indents_replies() {
     let mut api = Api::new(
-        ApiOptions {
-            pretty_json: true,
-            ..opts()
+        {
+            let mut o = opts();
+            o.pretty_json = true;
+            o
         },
         memory().await,
     )
@@ -73,12 +73,13 @@ async fn pretty_json_indents_replies() {
 #[tokio::test]
 async fn default_headers_precedence_is_builtin_then_defaults_then_endpoint() {
     let mut api = Api::new(
-        ApiOptions {
-            default_headers: vec![
+        {
+            let mut o = opts();
+            o.default_headers = vec![
                 ("Content-Type".into(), "text/plain".into()),
                 ("X-Powered-By".into(), "portico".into()),
-            ],
-            ..opts()
+            ];
+            o
         },
         memory().await,
     )
@@ -114,9 +115,10 @@ async fn default_headers_precedence_is_builtin_then_defaults_then_endpoint() {
 #[tokio::test]
 async fn cors_on_by_default_with_auth_headers_when_default_auth() {
     let mut api = Api::new(
-        ApiOptions {
-            use_default_auth: true,
-            ..opts()
+        {
+            let mut o = opts();
+            o.use_default_auth = true;
+            o
         },
         memory().await,
     )
@@ -152,9 +154,10 @@ async fn cors_on_by_default_with_auth_headers_when_default_auth() {
 #[tokio::test]
 async fn cors_off_sends_no_allow_origin() {
     let mut api = Api::new(
-        ApiOptions {
-            enable_cors: false,
-            ..opts()
+        {
+            let mut o = opts();
+            o.enable_cors = false;
+            o
         },
         memory().await,
     )
@@ -173,13 +176,15 @@ async fn cors_off_sends_no_allow_origin() {
 #[tokio::test]
 async fn cors_allow_list_and_custom_allow_headers() {
     let mut api = Api::new(
-        ApiOptions {
-            cors: CorsOptions {
-                allow_origins: Some(vec!["https://app.example".into()]),
-                allow_headers: Some(vec!["Content-Type".into(), "X-Api-Key".into()]),
-                ..CorsOptions::default()
-            },
-            ..opts()
+        {
+            let mut o = opts();
+            o.cors = {
+                let mut o = CorsOptions::default();
+                o.allow_origins = Some(vec!["https://app.example".into()]);
+                o.allow_headers = Some(vec!["Content-Type".into(), "X-Api-Key".into()]);
+                o
+            };
+            o
         },
         memory().await,
     )
@@ -239,11 +244,12 @@ async fn built_in_preflight_when_cors_is_on() {
 #[tokio::test]
 async fn default_options_endpoint_serves_routes_without_their_own() {
     let mut api = Api::new(
-        ApiOptions {
-            default_options_endpoint: Some(Endpoint::new(|_c: Context| async move {
+        {
+            let mut o = opts();
+            o.default_options_endpoint = Some(Endpoint::new(|_c: Context| async move {
                 Reply::new(json!({"options": "default"})).with_header("x-opt", "1")
-            })),
-            ..opts()
+            }));
+            o
         },
         memory().await,
     )
@@ -272,9 +278,10 @@ async fn use_default_auth_adds_login_and_logout_only_when_on() {
     assert_eq!(call(&off, "POST", "/api/login", None).await.status, 404);
     assert_eq!(call(&off, "POST", "/api/logout", None).await.status, 404);
     let on = Api::new(
-        ApiOptions {
-            use_default_auth: true,
-            ..opts()
+        {
+            let mut o = opts();
+            o.use_default_auth = true;
+            o
         },
         memory().await,
     )
@@ -287,9 +294,10 @@ async fn use_default_auth_adds_login_and_logout_only_when_on() {
 #[tokio::test]
 async fn invalid_default_header_is_a_setup_error() {
     let r = Api::new(
-        ApiOptions {
-            default_headers: vec![("X-Bad".into(), "line\nbreak".into())],
-            ..opts()
+        {
+            let mut o = opts();
+            o.default_headers = vec![("X-Bad".into(), "line\nbreak".into())];
+            o
         },
         memory().await,
     );
@@ -299,11 +307,11 @@ async fn invalid_default_header_is_a_setup_error() {
 #[tokio::test]
 async fn options_endpoints_do_not_inherit_route_auth() {
     let mut api = Api::new(
-        ApiOptions {
-            default_options_endpoint: Some(Endpoint::new(
-                |_c: Context| async move { "preflight ok" },
-            )),
-            ..opts()
+        {
+            let mut o = opts();
+            o.default_options_endpoint =
+                Some(Endpoint::new(|_c: Context| async move { "preflight ok" }));
+            o
         },
         memory().await,
     )

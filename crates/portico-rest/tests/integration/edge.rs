@@ -204,9 +204,10 @@ async fn routes_added_after_router_are_served() {
 async fn login_bodies_are_small() {
     let platform = memory().await;
     let api = Api::new(
-        portico_rest::ApiOptions {
-            use_default_auth: true,
-            ..opts()
+        {
+            let mut o = opts();
+            o.use_default_auth = true;
+            o
         },
         platform,
     )
@@ -267,10 +268,11 @@ async fn host_handlers_get_the_user_and_send_replies() {
 async fn the_api_describes_what_it_serves() {
     let platform = memory().await;
     let mut api = Api::new(
-        portico_rest::ApiOptions {
-            use_default_auth: true,
-            version: Some("v1".into()),
-            ..opts()
+        {
+            let mut o = opts();
+            o.use_default_auth = true;
+            o.version = Some("v1".into());
+            o
         },
         platform.clone(),
     )
@@ -334,9 +336,10 @@ async fn a_panic_outside_the_endpoint_is_a_jsend_500() {
 async fn a_page_of_large_documents_stops_at_the_byte_cap() {
     let platform = memory().await;
     let mut api = Api::new(
-        portico_rest::ApiOptions {
-            max_reply_bytes: 250_000,
-            ..opts()
+        {
+            let mut o = opts();
+            o.max_reply_bytes = 250_000;
+            o
         },
         platform.clone(),
     )
@@ -365,9 +368,10 @@ async fn a_page_of_large_documents_stops_at_the_byte_cap() {
     assert_eq!(more[0]["_id"], "d2");
     // One document larger than the cap is still sent alone.
     let mut small = Api::new(
-        portico_rest::ApiOptions {
-            max_reply_bytes: 10,
-            ..opts()
+        {
+            let mut o = opts();
+            o.max_reply_bytes = 10;
+            o
         },
         platform.clone(),
     )

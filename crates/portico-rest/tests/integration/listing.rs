@@ -108,9 +108,10 @@ async fn bad_where_and_sort_are_400_naming_the_problem() {
 async fn limits_are_clamped_to_the_configured_maximum() {
     let r = seeded(
         30,
-        ApiOptions {
-            max_page_size: 10,
-            ..opts()
+        {
+            let mut o = opts();
+            o.max_page_size = 10;
+            o
         },
         CollectionOptions::new(),
     )

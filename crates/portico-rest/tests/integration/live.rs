@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use portico_platform::{LiveConfig, Platform, PlatformConfig};
-use portico_rest::{AccessScope, Api, ApiOptions, CollectionOptions};
+use portico_rest::{AccessScope, Api, CollectionOptions};
 use serde_json::{Value, json};
 
 use super::common::{opts, token_for, user};
@@ -27,9 +27,10 @@ impl Drop for App {
 impl App {
     async fn new(platform: &Platform) -> App {
         let mut api = Api::new(
-            ApiOptions {
-                use_default_auth: true,
-                ..opts()
+            {
+                let mut o = opts();
+                o.use_default_auth = true;
+                o
             },
             platform.clone(),
         )
@@ -174,12 +175,11 @@ async fn a_list_streams_with_where_fields_and_scope() {
 
 #[tokio::test]
 async fn the_stream_cap_answers_503() {
-    let config = PlatformConfig {
-        live: LiveConfig {
-            max_streams: 1,
-            ..LiveConfig::default()
-        },
-        ..PlatformConfig::default()
+    let mut config = PlatformConfig::default();
+    config.live = {
+        let mut o = LiveConfig::default();
+        o.max_streams = 1;
+        o
     };
     let platform = Platform::open_with("memory:", config).await.unwrap();
     let ann = user(&platform, "ann", "pw-123456", &[]).await;

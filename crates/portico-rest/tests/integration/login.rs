@@ -18,9 +18,10 @@ async fn auth_api(options: ApiOptions) -> (axum::Router, String, portico_platfor
     let platform = memory().await;
     let id = user(&platform, "ann", "secret-pass", &[]).await;
     let mut api = Api::new(
-        ApiOptions {
-            use_default_auth: true,
-            ..options
+        {
+            let mut o = options;
+            o.use_default_auth = true;
+            o
         },
         platform.clone(),
     )
@@ -137,16 +138,17 @@ async fn every_login_failure_gets_the_same_401() {
 
 #[tokio::test]
 async fn logged_in_and_out_hooks_add_extra() {
-    let (r, id, _p) = auth_api(ApiOptions {
-        on_logged_in: Some(LoginHook::new(|ctx: &Context| {
+    let (r, id, _p) = auth_api({
+        let mut o = opts();
+        o.on_logged_in = Some(LoginHook::new(|ctx: &Context| {
             let name = ctx.user.as_ref().and_then(|u| u.get("username").cloned());
             async move { Some(json!({"welcome": name})) }
-        })),
-        on_logged_out: Some(LoginHook::new(|ctx: &Context| {
+        }));
+        o.on_logged_out = Some(LoginHook::new(|ctx: &Context| {
             let id = ctx.user_id.clone();
             async move { Some(json!({"bye": id})) }
-        })),
-        ..opts()
+        }));
+        o
     })
     .await;
     let login = call_json(
@@ -169,16 +171,13 @@ async fn logged_in_and_out_hooks_add_extra() {
 
 #[tokio::test]
 async fn failed_logins_are_limited_per_identity_with_retry_after() {
-    let limit = LoginRateLimit {
-        per_identity: Some(RateLimit {
-            attempts: 3,
-            per: Duration::from_secs(60),
-        }),
-        per_address: None,
-    };
-    let (r, _id, _p) = auth_api(ApiOptions {
-        login_rate_limit: limit,
-        ..opts()
+    let mut limit = LoginRateLimit::default();
+    limit.per_identity = Some(RateLimit::new(3, Duration::from_secs(60)));
+    limit.per_address = None;
+    let (r, _id, _p) = auth_api({
+        let mut o = opts();
+        o.login_rate_limit = limit;
+        o
     })
     .await;
     let bad = json!({"username": "ann", "password": "wrong"});
@@ -222,16 +221,13 @@ fn from_addr(addr: &str, body: &Value) -> http::Request<Body> {
 
 #[tokio::test]
 async fn failed_logins_are_limited_per_client_address() {
-    let limit = LoginRateLimit {
-        per_identity: None,
-        per_address: Some(RateLimit {
-            attempts: 2,
-            per: Duration::from_secs(60),
-        }),
-    };
-    let (r, _id, _p) = auth_api(ApiOptions {
-        login_rate_limit: limit,
-        ..opts()
+    let mut limit = LoginRateLimit::default();
+    limit.per_identity = None;
+    limit.per_address = Some(RateLimit::new(2, Duration::from_secs(60)));
+    let (r, _id, _p) = auth_api({
+        let mut o = opts();
+        o.login_rate_limit = limit;
+        o
     })
     .await;
     for name in ["a", "b"] {
@@ -278,21 +274,16 @@ async fn default_limits_allow_five_failures_per_identity() {
 
 #[tokio::test]
 async fn forwarded_addresses_count_only_when_trusted() {
-    let limit = LoginRateLimit {
-        per_identity: None,
-        per_address: Some(RateLimit {
-            attempts: 1,
-            per: Duration::from_secs(60),
-        }),
-    };
-    let (r, _id, _p) = auth_api(ApiOptions {
-        login_rate_limit: limit,
-        // The peer and a second proxy hop are trusted; the client is the right-most
-        // untrusted address (a client can forge the left part of the header, not the right).
-        trusted_proxies: portico_rest::TrustedProxies::parse(["127.0.0.1", "10.0.0.0/8"]).unwrap(),
-        ..opts()
-    })
-    .await;
+    let mut limit = LoginRateLimit::default();
+    limit.per_identity = None;
+    limit.per_address = Some(RateLimit::new(1, Duration::from_secs(60)));
+    let mut options = opts();
+    options.login_rate_limit = limit;
+    // The peer and a second proxy hop are trusted; the client is the right-most untrusted
+    // address (a client can forge the left part of the header, not the right).
+    options.trusted_proxies =
+        portico_rest::TrustedProxies::parse(["127.0.0.1", "10.0.0.0/8"]).unwrap();
+    let (r, _id, _p) = auth_api(options).await;
     let bad = |ip: &str| {
         let mut request = from_addr(
             "127.0.0.1:9000",

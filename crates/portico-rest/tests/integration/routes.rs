@@ -157,9 +157,10 @@ async fn unknown_paths_are_404_jsend() {
 #[tokio::test]
 async fn duplicate_paths_are_setup_errors() {
     let mut api = Api::new(
-        portico_rest::ApiOptions {
-            use_default_auth: true,
-            ..opts()
+        {
+            let mut o = opts();
+            o.use_default_auth = true;
+            o
         },
         memory().await,
     )
@@ -277,10 +278,11 @@ async fn context_exposes_the_request() {
 #[tokio::test]
 async fn the_route_table_lists_paths_and_methods() {
     let mut api = Api::new(
-        portico_rest::ApiOptions {
-            version: Some("v1".into()),
-            use_default_auth: true,
-            ..opts()
+        {
+            let mut o = opts();
+            o.version = Some("v1".into());
+            o.use_default_auth = true;
+            o
         },
         memory().await,
     )

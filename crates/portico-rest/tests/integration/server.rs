@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use portico_rest::{Api, ApiOptions, CollectionOptions, LoginRateLimit, RateLimit, RouteOptions};
+use portico_rest::{Api, CollectionOptions, LoginRateLimit, RateLimit, RouteOptions};
 use serde_json::{Value, json};
 
 use super::common::{memory, opts, user};
@@ -25,18 +25,15 @@ async fn serve(app: axum::Router) -> (String, tokio::task::JoinHandle<()>) {
 async fn a_real_server_with_login_rate_limits_per_address_and_crud() {
     let platform = memory().await;
     user(&platform, "ann", "pw-123456", &["editor"]).await;
-    let limits = LoginRateLimit {
-        per_identity: None,
-        per_address: Some(RateLimit {
-            attempts: 3,
-            per: Duration::from_secs(60),
-        }),
-    };
+    let mut limits = LoginRateLimit::default();
+    limits.per_identity = None;
+    limits.per_address = Some(RateLimit::new(3, Duration::from_secs(60)));
     let mut api = Api::new(
-        ApiOptions {
-            use_default_auth: true,
-            login_rate_limit: limits,
-            ..opts()
+        {
+            let mut o = opts();
+            o.use_default_auth = true;
+            o.login_rate_limit = limits;
+            o
         },
         platform.clone(),
     )

@@ -1,9 +1,7 @@
 //! The same flows on a real SQLite file.
 
 use portico_platform::Platform;
-use portico_rest::{
-    AccessScope, Api, ApiOptions, CollectionOptions, Context, Endpoints, RouteOptions,
-};
+use portico_rest::{AccessScope, Api, CollectionOptions, Context, Endpoints, RouteOptions};
 use serde_json::json;
 
 use super::common::{call, call_json, opts, req, send, user};
@@ -21,10 +19,11 @@ async fn login_collection_logout_cycle_on_sqlite() {
     let platform = sqlite_platform(&dir).await;
     let ann = user(&platform, "ann", "pw-123456", &["author"]).await;
     let mut api = Api::new(
-        ApiOptions {
-            use_default_auth: true,
-            version: Some("v1".into()),
-            ..opts()
+        {
+            let mut o = opts();
+            o.use_default_auth = true;
+            o.version = Some("v1".into());
+            o
         },
         platform.clone(),
     )
@@ -167,9 +166,10 @@ async fn stored_text_pages_match_decoded_pages() {
     for pretty in [false, true] {
         let router = |platform: &Platform| {
             let mut api = Api::new(
-                ApiOptions {
-                    pretty_json: pretty,
-                    ..opts()
+                {
+                    let mut o = opts();
+                    o.pretty_json = pretty;
+                    o
                 },
                 platform.clone(),
             )

@@ -1,6 +1,6 @@
 //! The generated `users` collection.
 
-use portico_rest::{Api, ApiOptions, CollectionOptions, RouteOptions};
+use portico_rest::{Api, CollectionOptions, RouteOptions};
 use serde_json::{Value, json};
 
 use super::common::{call, call_json, memory, opts, token_for, user};
@@ -11,9 +11,10 @@ async fn users_collection_exposes_only_id_and_profile_and_creates_accounts() {
     let admin = user(&platform, "admin", "pw-123456", &["admin"]).await;
     let ta = token_for(&platform, &admin).await;
     let mut api = Api::new(
-        ApiOptions {
-            use_default_auth: true,
-            ..opts()
+        {
+            let mut o = opts();
+            o.use_default_auth = true;
+            o
         },
         platform.clone(),
     )
@@ -180,12 +181,11 @@ async fn users_collection_with_roles() {
 
 #[tokio::test]
 async fn anonymous_signups_refused_when_the_platform_forbids_them() {
-    let config = portico_platform::PlatformConfig {
-        accounts: portico_platform::AccountsConfig {
-            forbid_client_account_creation: true,
-            ..Default::default()
-        },
-        ..Default::default()
+    let mut config = portico_platform::PlatformConfig::default();
+    config.accounts = {
+        let mut o = portico_platform::AccountsConfig::default();
+        o.forbid_client_account_creation = true;
+        o
     };
     let platform = portico_platform::Platform::open_with("memory:", config)
         .await
@@ -202,9 +202,10 @@ async fn anonymous_signups_refused_when_the_platform_forbids_them() {
     )
     .unwrap();
     let mut open = Api::new(
-        ApiOptions {
-            version: Some("open".into()),
-            ..opts()
+        {
+            let mut o = opts();
+            o.version = Some("open".into());
+            o
         },
         platform.clone(),
     )
@@ -237,9 +238,10 @@ async fn users_crud_writes_end_cached_tokens_at_once() {
     let admin = user(&platform, "admin", "pw-123456", &["admin"]).await;
     let admin_token = token_for(&platform, &admin).await;
     let mut api = Api::new(
-        ApiOptions {
-            use_default_auth: true,
-            ..opts()
+        {
+            let mut o = opts();
+            o.use_default_auth = true;
+            o
         },
         platform.clone(),
     )

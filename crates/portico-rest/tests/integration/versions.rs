@@ -1,6 +1,6 @@
 //! Several API objects side by side: versions with different options, merged routers, layers.
 
-use portico_rest::{Api, ApiOptions, CollectionOptions, Context, Endpoints, RouteOptions};
+use portico_rest::{Api, CollectionOptions, Context, Endpoints, RouteOptions};
 use serde_json::json;
 
 use super::common::{call, call_json, memory, opts, user};
@@ -10,22 +10,24 @@ async fn v1_and_v2_with_different_options_and_the_same_path() {
     let platform = memory().await;
     user(&platform, "ann", "pw-123456", &[]).await;
     let mut v1 = Api::new(
-        ApiOptions {
-            api_path: "my-api/".into(),
-            version: Some("v1".into()),
-            use_default_auth: true,
-            pretty_json: true,
-            ..opts()
+        {
+            let mut o = opts();
+            o.api_path = "my-api/".into();
+            o.version = Some("v1".into());
+            o.use_default_auth = true;
+            o.pretty_json = true;
+            o
         },
         platform.clone(),
     )
     .unwrap();
     let mut v2 = Api::new(
-        ApiOptions {
-            api_path: "my-api/".into(),
-            version: Some("v2".into()),
-            enable_cors: false,
-            ..opts()
+        {
+            let mut o = opts();
+            o.api_path = "my-api/".into();
+            o.version = Some("v2".into());
+            o.enable_cors = false;
+            o
         },
         platform.clone(),
     )
@@ -95,9 +97,10 @@ async fn an_unversioned_and_a_versioned_api_merge() {
     let platform = memory().await;
     let mut base = Api::new(opts(), platform.clone()).unwrap();
     let mut v1 = Api::new(
-        ApiOptions {
-            version: Some("v1".into()),
-            ..opts()
+        {
+            let mut o = opts();
+            o.version = Some("v1".into());
+            o
         },
         platform,
     )

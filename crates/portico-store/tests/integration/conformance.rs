@@ -100,18 +100,9 @@ fn upd(v: Value) -> Update {
     Update::parse(&v).unwrap_or_else(|e| panic!("update {v}: {e}"))
 }
 
-const MULTI: UpdateOptions = UpdateOptions {
-    multi: true,
-    upsert: false,
-};
-const ONE: UpdateOptions = UpdateOptions {
-    multi: false,
-    upsert: false,
-};
-const UPSERT: UpdateOptions = UpdateOptions {
-    multi: false,
-    upsert: true,
-};
+const MULTI: UpdateOptions = UpdateOptions::new(true, false);
+const ONE: UpdateOptions = UpdateOptions::new(false, false);
+const UPSERT: UpdateOptions = UpdateOptions::new(false, true);
 
 async fn insert_generates_ids_and_get_finds_them(store: S) {
     let id = insert(&store, "c", json!({"a": 1, "b": {"c": [1, 2]}})).await;
@@ -1672,9 +1663,10 @@ async fn size_and_id_limits_hold_on_every_write(store: S) {
             "lim",
             &sel(json!({"_id": "new"})),
             &upd(json!({"$set": {"big": big}})),
-            UpdateOptions {
-                upsert: true,
-                ..UpdateOptions::default()
+            {
+                let mut o = UpdateOptions::default();
+                o.upsert = true;
+                o
             },
         )
         .await;

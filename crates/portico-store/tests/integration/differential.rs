@@ -310,10 +310,9 @@ async fn run(s: &Scenario, reference: &dyn Store, other: &dyn Store, name: &str)
         let (Ok(selector), Ok(update)) = (Selector::parse(selector), Update::parse(update)) else {
             continue;
         };
-        let options = UpdateOptions {
-            multi: *multi,
-            upsert: *upsert,
-        };
+        let mut options = UpdateOptions::default();
+        options.multi = *multi;
+        options.upsert = *upsert;
         let want = reference.update(C, &selector, &update, options).await;
         let got = other.update(C, &selector, &update, options).await;
         match (&want, &got) {

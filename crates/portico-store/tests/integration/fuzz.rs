@@ -230,10 +230,8 @@ fn modifiers_apply_without_panicking_and_keep_the_id() {
 
 #[test]
 fn the_bounded_parser_agrees_with_serde_json() {
-    let limits = JsonLimits {
-        max_depth: 128,
-        ..JsonLimits::default()
-    };
+    let mut limits = JsonLimits::default();
+    limits.max_depth = 128;
     let runs = fuzz("json", |input| {
         let ours = parse_bounded(input, &limits);
         let theirs = serde_json::from_slice::<Value>(input);

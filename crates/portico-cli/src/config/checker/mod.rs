@@ -305,10 +305,12 @@ impl<'a> Checker<'a> {
             (1, 3600),
             defaults.ping.as_secs(),
         );
-        portico_platform::LiveConfig {
-            max_streams: as_usize(max_streams, defaults.max_streams),
-            buffer: as_usize(buffer, defaults.buffer),
-            ping: Duration::from_secs(ping),
+        {
+            let mut o = portico_platform::LiveConfig::default();
+            o.max_streams = as_usize(max_streams, defaults.max_streams);
+            o.buffer = as_usize(buffer, defaults.buffer);
+            o.ping = Duration::from_secs(ping);
+            o
         }
     }
 

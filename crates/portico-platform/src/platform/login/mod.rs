@@ -37,6 +37,7 @@ pub const ACCOUNT_FACTOR: u32 = 4;
 
 /// At most `attempts` in any window of `per`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limit {
     /// Attempts allowed in the window.
     pub attempts: u32,
@@ -53,6 +54,7 @@ impl Limit {
 
 /// The limits of a [`LoginService`]; `None` turns one off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LoginLimits {
     /// Failed logins per account and client address (default 5 per 10 s).
     pub per_identity: Option<Limit>,
