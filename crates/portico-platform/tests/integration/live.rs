@@ -353,7 +353,7 @@ on_every_backend! {
             .field("notes", ["owner:ownerId".parse::<portico_platform::ReadRule>()?])?;
         let staff = p.define_collection(
             "staff",
-            portico_platform::CollectionOptions { field_rules: rules, ..Default::default() },
+            { let mut o = portico_platform::CollectionOptions::default(); o.field_rules = rules; o },
         )?;
         staff.insert(doc(json!({"_id": "e1", "ownerId": "u1", "notes": "mine", "n": 1}))).await?;
         // A projection without the owner field still decides ownership on the whole document.
