@@ -66,35 +66,3 @@ pub fn declare(config: &Config, platform: &Platform) -> crate::Result<()> {
     }
     Ok(())
 }
-
-/// The upload paths of the config (`POST {api}{collection}/:id/files/:field`): a streamed
-/// upload holds a few parts of its body at a time, whatever its length, so the budget for
-/// bodies in flight does not count it.
-pub fn upload_matcher(config: &Config) -> crate::serve::body_budget::Unbudgeted {
-    let prefixes: Vec<String> = config
-        .apis
-        .iter()
-        .flat_map(|api| {
-            api.collections
-                .iter()
-                .filter(|c| !c.files.is_empty())
-                .map(move |c| {
-                    let path = c.path.trim_matches('/');
-                    if path.is_empty() {
-                        api.base_path()
-                    } else {
-                        format!("{}{path}/", api.base_path())
-                    }
-                })
-        })
-        .collect();
-    Arc::new(move |method: &http::Method, path: &str| {
-        *method == http::Method::POST
-            && prefixes.iter().any(|prefix| {
-                path.strip_prefix(prefix.as_str()).is_some_and(|rest| {
-                    let parts: Vec<&str> = rest.trim_end_matches('/').split('/').collect();
-                    parts.len() == 3 && parts[1] == "files" && !parts[0].is_empty()
-                })
-            })
-    })
-}

@@ -62,7 +62,6 @@ mod cursor;
 mod endpoint;
 mod error;
 mod field_rules;
-pub mod files;
 mod live;
 mod method_error;
 mod platform;
@@ -81,9 +80,12 @@ pub use cursor::Cursor;
 pub use endpoint::{ArgsExtractor, EndpointOptions, HttpMethod, UnknownHttpMethod};
 pub use error::{Error, Result};
 pub use field_rules::{FieldRules, FieldView, ReadRule};
-pub use files::{FileAccess, FileError, FileField, FileMeta, FileSlot, Files, FilesConfig};
 pub use live::{LiveCaller, LiveConfig, LiveEvent, LiveStream, SentEvent};
 pub use method_error::{MethodError, arg};
+pub use platform::files;
+pub use platform::files::{
+    FileAccess, FileError, FileField, FileMeta, FileSlot, Files, FilesConfig,
+};
 pub use platform::login::{ACCOUNT_FACTOR, Limit, LoginError, LoginLimits, LoginService};
 pub use platform::method::{Invocation, MethodInfo, MethodOptions, MethodReply};
 pub use platform::publication::{PublicationInfo, PublicationOptions, Subscription};

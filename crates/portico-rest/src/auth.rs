@@ -128,3 +128,36 @@ pub(crate) async fn admit(
     }
     Ok(())
 }
+
+/// Lets in the caller of a file download that carries a download token (`?token=`) and no
+/// other credentials; true when it did. An unknown or expired token is a 401.
+pub(crate) async fn admit_file_token(ctx: &mut Context) -> std::result::Result<bool, Reply> {
+    if !ctx.options.auth_required || portico_edge::request_token(&ctx.request.headers).is_some() {
+        return Ok(false);
+    }
+    let Some(token) = ctx.query_param("token").map(str::to_owned) else {
+        return Ok(false);
+    };
+    let Some(files) = ctx.platform.files() else {
+        return Ok(false);
+    };
+    let user_id = files
+        .token_user(&ctx.platform, &token)
+        .await
+        .map_err(Reply::from)?
+        .ok_or_else(|| Reply::error(401, "The download token is unknown or expired."))?;
+    let user = ctx
+        .platform
+        .accounts()
+        .find_user_by_id(&user_id)
+        .await
+        .map_err(Reply::from)?
+        .ok_or_else(unauthorized)?;
+    let roles = &ctx.options.role_required;
+    if !roles.is_empty() && !portico_platform::user_has_any_role(&user, roles) {
+        return Err(forbidden());
+    }
+    ctx.user = Some(user);
+    ctx.user_id = Some(user_id);
+    Ok(true)
+}

@@ -150,7 +150,7 @@ impl ApiInner {
             body_state,
             body_stream,
         };
-        if route.file_download && crate::collection::admit_file_token(&mut ctx).await? {
+        if route.file_download && crate::auth::admit_file_token(&mut ctx).await? {
             return Ok(ctx);
         }
         admit(&mut ctx, &self.auth, &mut None).await?;

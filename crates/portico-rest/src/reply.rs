@@ -317,6 +317,22 @@ impl From<portico_store::Error> for Reply {
     }
 }
 
+/// A files error: the platform's own errors as above, a store failure 500 (logged, not sent),
+/// an unsatisfiable range 416 with the size in `Content-Range`, the rest their own status.
+impl From<portico_platform::FileError> for Reply {
+    fn from(e: portico_platform::FileError) -> Reply {
+        match e {
+            portico_platform::FileError::Platform(p) => Reply::from(p),
+            e if e.status() >= 500 => Reply::internal(e),
+            portico_platform::FileError::RangeNotSatisfiable(size) => {
+                Reply::error(416, e.to_string())
+                    .with_header("Content-Range", format!("bytes */{size}"))
+            }
+            e => Reply::error(e.status(), e.to_string()),
+        }
+    }
+}
+
 /// The database cannot be reached: 503, with the details logged, not sent.
 fn unavailable(e: impl Display) -> Reply {
     tracing::warn!(error = %e, "database unavailable");

@@ -28,6 +28,8 @@ use http::{HeaderValue, StatusCode, header};
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::config::Config;
+
 /// Memory reserved for bodies in flight now, in bytes (a gauge).
 pub const INFLIGHT_BYTES: &str = "portico_inflight_body_bytes";
 /// Requests refused with 503 because the budget for bodies in flight was used up (a counter).
@@ -236,4 +238,36 @@ impl HttpBody for Reserving {
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
     }
+}
+
+/// The upload paths of the config (`POST {api}{collection}/:id/files/:field`): a streamed
+/// upload holds a few parts of its body at a time, whatever its length, so the budget for
+/// bodies in flight does not count it.
+pub fn upload_matcher(config: &Config) -> Unbudgeted {
+    let prefixes: Vec<String> = config
+        .apis
+        .iter()
+        .flat_map(|api| {
+            api.collections
+                .iter()
+                .filter(|c| !c.files.is_empty())
+                .map(move |c| {
+                    let path = c.path.trim_matches('/');
+                    if path.is_empty() {
+                        api.base_path()
+                    } else {
+                        format!("{}{path}/", api.base_path())
+                    }
+                })
+        })
+        .collect();
+    Arc::new(move |method: &http::Method, path: &str| {
+        *method == http::Method::POST
+            && prefixes.iter().any(|prefix| {
+                path.strip_prefix(prefix.as_str()).is_some_and(|rest| {
+                    let parts: Vec<&str> = rest.trim_end_matches('/').split('/').collect();
+                    parts.len() == 3 && parts[1] == "files" && !parts[0].is_empty()
+                })
+            })
+    })
 }

@@ -327,7 +327,7 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         body_budget::with_body_budget(
             app,
             config.server.max_inflight_body,
-            crate::files::upload_matcher(&config),
+            body_budget::upload_matcher(&config),
         ),
         config.trusted_proxies.clone(),
     );

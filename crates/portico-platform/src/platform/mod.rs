@@ -20,6 +20,7 @@ use portico_store::{Store, document_id};
 use serde_json::{Map, Value};
 
 mod aggregate;
+pub mod files;
 mod live;
 pub(crate) mod login;
 pub(crate) mod method;
@@ -62,7 +63,7 @@ struct Inner {
     methods: RwLock<BTreeMap<String, MethodEntry>>,
     publications: RwLock<BTreeMap<String, PublicationEntry>>,
     live: Arc<crate::live::Hub>,
-    files: OnceLock<crate::files::Files>,
+    files: OnceLock<crate::platform::files::Files>,
 }
 
 /// The host-program model: a store, named collections with rules, accounts, and the method and
@@ -160,7 +161,7 @@ impl Platform {
     }
 
     /// Where the files service is kept (see [`Platform::set_files`]).
-    pub(crate) fn files_cell(&self) -> &OnceLock<crate::files::Files> {
+    pub(crate) fn files_cell(&self) -> &OnceLock<crate::platform::files::Files> {
         &self.inner.files
     }
 

@@ -20,17 +20,6 @@ use crate::route_table::{RouteExtras, compile};
 use crate::{Api, Context, Endpoint, Endpoints, Op, Reply, Result, RouteOptions};
 
 /// A file error as a reply: its status, and its text unless it is an internal one.
-fn file_error(e: FileError) -> Reply {
-    match e {
-        FileError::Platform(p) => Reply::from(p),
-        e if e.status() >= 500 => Reply::internal(e),
-        FileError::RangeNotSatisfiable(size) => {
-            Reply::error(416, e.to_string()).with_header("Content-Range", format!("bytes */{size}"))
-        }
-        e => Reply::error(e.status(), e.to_string()),
-    }
-}
-
 fn files_of(ctx: &Context) -> std::result::Result<&Files, Reply> {
     ctx.platform
         .files()
@@ -97,7 +86,7 @@ async fn try_upload(state: &CollectionState, ctx: &Context) -> std::result::Resu
                     part,
                 )
                 .await
-                .map_err(file_error)?;
+                .map_err(Reply::from)?;
             stored.push(meta.to_json());
         }
         return match stored.len() {
@@ -120,7 +109,7 @@ async fn try_upload(state: &CollectionState, ctx: &Context) -> std::result::Resu
         .header("content-length")
         .and_then(|l| l.trim().parse::<u64>().ok());
     if declared_length.is_some_and(|len| len > max) {
-        return Err(file_error(FileError::TooLarge(max)));
+        return Err(Reply::from(FileError::TooLarge(max)));
     }
     let declared = (!content_type.is_empty()).then_some(content_type);
     let meta = files
@@ -131,7 +120,7 @@ async fn try_upload(state: &CollectionState, ctx: &Context) -> std::result::Resu
             body.into_data_stream(),
         )
         .await
-        .map_err(file_error)?;
+        .map_err(Reply::from)?;
     Ok(Reply::success(meta.to_json()).with_status(201))
 }
 
@@ -157,7 +146,7 @@ async fn try_download(state: &CollectionState, ctx: &Context) -> std::result::Re
             DownloadOptions::new(range, thumb),
         )
         .await
-        .map_err(file_error)?;
+        .map_err(Reply::from)?;
     let tag = format!("\"{}\"", found.etag);
     let unchanged = ctx
         .header("if-none-match")
@@ -227,7 +216,7 @@ async fn delete(state: Arc<CollectionState>, ctx: Context) -> Reply {
                 &access,
             )
             .await
-            .map_err(file_error)?;
+            .map_err(Reply::from)?;
         Ok::<Reply, Reply>(Reply::success(json!({"message": "File removed"})))
     };
     match run.await {
@@ -243,45 +232,12 @@ async fn token(ctx: Context) -> Reply {
         let (token, expires) = files
             .issue_token(&ctx.platform, &user_id)
             .await
-            .map_err(file_error)?;
+            .map_err(Reply::from)?;
         Ok::<Reply, Reply>(Reply::success(json!({"token": token, "expires": expires})))
     };
     match run.await {
         Ok(reply) | Err(reply) => reply,
     }
-}
-
-/// Lets in the caller of a file download that carries a download token (`?token=`) and no
-/// other credentials; true when it did. An unknown or expired token is a 401.
-pub(crate) async fn admit_file_token(ctx: &mut Context) -> std::result::Result<bool, Reply> {
-    if !ctx.options.auth_required || portico_edge::request_token(&ctx.request.headers).is_some() {
-        return Ok(false);
-    }
-    let Some(token) = ctx.query_param("token").map(str::to_owned) else {
-        return Ok(false);
-    };
-    let Some(files) = ctx.platform.files() else {
-        return Ok(false);
-    };
-    let user_id = files
-        .token_user(&ctx.platform, &token)
-        .await
-        .map_err(file_error)?
-        .ok_or_else(|| Reply::error(401, "The download token is unknown or expired."))?;
-    let user = ctx
-        .platform
-        .accounts()
-        .find_user_by_id(&user_id)
-        .await
-        .map_err(Reply::from)?
-        .ok_or_else(crate::auth::unauthorized)?;
-    let roles = &ctx.options.role_required;
-    if !roles.is_empty() && !portico_platform::user_has_any_role(&user, roles) {
-        return Err(crate::auth::forbidden());
-    }
-    ctx.user = Some(user);
-    ctx.user_id = Some(user_id);
-    Ok(true)
 }
 
 fn meta_schema() -> Value {

@@ -26,7 +26,6 @@ use crate::{Api, Context, Endpoint, Endpoints, Error, Op, Reply, Result, RouteOp
 use records::{Accounts, Documents, Records};
 
 pub use batch::{BatchOptions, DEFAULT_BATCH_LIMIT};
-pub(crate) use files::admit_file_token;
 pub use hooks::{AfterEvent, AfterHook, BeforeHook, HookEvent};
 pub use scope::AccessScope;
 
