@@ -48,6 +48,9 @@ pub(crate) async fn login(
             return Ok(response);
         }
         Err(LoginError::Platform(err)) => return Err(err.into()),
+        Err(e @ LoginError::EmailNotVerified) => {
+            return Err(ApiError::new(StatusCode::FORBIDDEN, e.to_string()));
+        }
         Err(other) => return Err(ApiError::bad_request(other.to_string())),
     };
     let accounts = state.platform.accounts();

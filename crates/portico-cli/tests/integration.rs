@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic on setup failures
 
 mod integration {
+    mod accounts;
     mod admin_page;
     mod aggregates;
     mod auto_api;

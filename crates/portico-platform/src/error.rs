@@ -55,6 +55,12 @@ pub enum Error {
     /// Something failed inside the platform (a panicked hashing task, ...).
     #[error("internal error: {0}")]
     Internal(String),
+    /// A mailed or one-time token is unknown, used, expired or of another kind.
+    #[error("The link is invalid or has expired")]
+    InvalidToken,
+    /// Too many requests from this client or for this address; try again after the duration.
+    #[error("Too many requests; try again later")]
+    TooManyRequests(std::time::Duration),
 }
 
 impl Error {
@@ -72,7 +78,9 @@ impl Error {
             | Error::LoginFailed
             | Error::UserNotFound
             | Error::PreconditionFailed
-            | Error::InvalidArgument(_) => true,
+            | Error::InvalidArgument(_)
+            | Error::InvalidToken
+            | Error::TooManyRequests(_) => true,
             Error::Duplicate(_) | Error::MethodOptions(_) | Error::Internal(_) => false,
         }
     }
@@ -101,6 +109,7 @@ impl Error {
             Error::LoginFailed => 401,
             Error::UserNotFound => 404,
             Error::PreconditionFailed => 412,
+            Error::TooManyRequests(_) => 429,
             e if e.is_client_error() => 400,
             _ => 500,
         }

@@ -72,8 +72,10 @@ mod time;
 mod timestamps;
 
 pub use accounts::{
-    Accounts, AccountsConfig, LoginToken, NewUser, Password, TOKEN_PATH, USERS, UserSelector,
-    hash_token, import_value, password_digest, public_user, user_has_any_role,
+    ACCOUNT_TOKENS, Accounts, AccountsConfig, Lifecycle, LoginToken, MAIL_NAMES, Mail, MailLimits,
+    MailSender, MailTemplate, MailTemplates, MailTransport, NewUser, OUTBOX, Password,
+    SenderOptions, SmtpTransport, TOKEN_PATH, USERS, UserSelector, has_verified_email, hash_token,
+    import_value, password_digest, public_user, user_has_any_role,
 };
 pub use collection::{Collection, CollectionOptions, IfMatch, PROTECTED_ACCOUNT_FIELDS};
 pub use cursor::Cursor;

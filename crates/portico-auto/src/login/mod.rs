@@ -186,6 +186,11 @@ fn login_error(err: LoginError) -> ApiError {
             ApiError::new(StatusCode::FORBIDDEN, "forbidden", "Signups forbidden")
         }
         LoginError::InvalidUser(reason) => ApiError::bad_request("invalid-user", reason),
+        LoginError::EmailNotVerified => ApiError::new(
+            StatusCode::FORBIDDEN,
+            "email-not-verified",
+            LoginError::EmailNotVerified.to_string(),
+        ),
         // The one status mapping: 503 while the database is unavailable, else 500.
         LoginError::Platform(e) => ApiError::from(e),
         other => ApiError::internal(other),

@@ -3,6 +3,7 @@
 //! Every mistake is reported with its line, column and key (see [`ConfigError`]); nothing that
 //! does not check out is ever served.
 
+mod accounts;
 mod admin;
 mod api_paths;
 mod checker;
@@ -21,6 +22,7 @@ use std::time::Duration;
 use portico_rest::Op;
 use serde_json::Value;
 
+pub use accounts::{AccountsSection, EmailConfig, platform_accounts};
 pub use admin::AdminConfig;
 pub use checker::check_database_url;
 pub use diagnostic::ConfigError;
@@ -90,6 +92,10 @@ pub struct Config {
     pub log: LogConfig,
     /// `[files]`: where files attached to documents are kept.
     pub files: FilesSettings,
+    /// `[accounts]`, when present: the account lifecycle (served at `/auth/`).
+    pub accounts: Option<AccountsSection>,
+    /// `[email]`, when present: the SMTP server account mail goes through.
+    pub email: Option<EmailConfig>,
 }
 
 /// `[scripts]`: the main module and the limits of its runtimes.

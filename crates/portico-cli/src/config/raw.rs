@@ -31,6 +31,8 @@ pub(crate) struct RawConfig {
     pub(crate) backups: Option<super::operations::RawBackups>,
     pub(crate) log: Option<super::operations::RawLog>,
     pub(crate) files: Option<super::files::RawFiles>,
+    pub(crate) accounts: Option<super::accounts::RawAccounts>,
+    pub(crate) email: Option<super::accounts::RawEmail>,
 }
 
 /// `[scripts]`: application logic in JavaScript or TypeScript.

@@ -148,6 +148,13 @@ pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Re
     } = doors;
     routes.extend(probes::docs());
     routers.push(probes::router(platform.clone()));
+    if config.accounts.is_some() || config.email.is_some() {
+        routes.extend(portico_auth::AuthRoutes::docs());
+        routers.push(
+            portico_auth::AuthRoutes::new(platform.clone(), config.trusted_proxies.clone())
+                .router(),
+        );
+    }
     let metrics_here = config.metrics.as_ref().is_some_and(|m| m.listen.is_none());
     if metrics_here {
         routes.push(
@@ -319,6 +326,8 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         crate::scripts::watch(scripts.clone());
     }
     let door_routes = doors.routes.clone();
+    // Account mail leaves through the outbox; this instance's sender runs until shutdown.
+    let _mail_sender = start_mail_sender(&config, &platform)?;
     let backups = crate::backup::configured_set(&config, &choice)?.map(std::sync::Arc::new);
     let app = assemble(&config, &platform, doors)?.router;
     let app = admin::mount(app, &config, &platform, door_routes, backups.clone()).await?;
@@ -367,11 +376,29 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     Ok(())
 }
 
-/// The platform on the store `url` names, with the config's live limits (and store metrics
-/// when `[metrics]` is on).
+/// The sender of the account lifecycle's mail, when `[email]` is set; it stops when dropped.
+fn start_mail_sender(
+    config: &Config,
+    platform: &Platform,
+) -> crate::Result<Option<portico_platform::MailSender>> {
+    let Some(email) = &config.email else {
+        return Ok(None);
+    };
+    let transport = portico_platform::SmtpTransport::new(&email.smtp_url, &email.from)?;
+    let options = portico_platform::SenderOptions::with_retry_max(email.retry_max);
+    let sender = platform
+        .lifecycle()
+        .start_sender(std::sync::Arc::new(transport), options);
+    Ok(Some(sender))
+}
+
+/// The platform on the store `url` names, with the config's live limits and accounts settings
+/// (and store metrics when `[metrics]` is on).
 async fn open_platform(url: &str, config: &Config) -> crate::Result<Platform> {
     let mut platform_config = portico_platform::PlatformConfig::default();
     platform_config.live = config.live.clone();
+    platform_config.accounts =
+        crate::config::platform_accounts(config).map_err(crate::Error::Setup)?;
     if config.metrics.is_some() {
         metrics::handle()?;
         Ok(store_metrics::open(url, platform_config).await?)

@@ -90,6 +90,17 @@ impl Workspace {
 
     /// Runs `portico users add` on this workspace's database; returns the new id.
     pub(crate) fn add_user(&self, username: &str, password: &str, roles: &[&str]) -> String {
+        self.add_account(username, None, password, roles)
+    }
+
+    /// Runs `portico users add` with an email address too; returns the new id.
+    pub(crate) fn add_account(
+        &self,
+        username: &str,
+        email: Option<&str>,
+        password: &str,
+        roles: &[&str],
+    ) -> String {
         let db = self.database();
         let mut args = vec![
             "users",
@@ -101,6 +112,10 @@ impl Workspace {
             "--password",
             password,
         ];
+        if let Some(email) = email {
+            args.push("--email");
+            args.push(email);
+        }
         for role in roles {
             args.push("--role");
             args.push(role);

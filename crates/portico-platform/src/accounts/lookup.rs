@@ -16,6 +16,8 @@ pub(crate) fn exact(path: &str, value: &str) -> Result<Selector> {
 pub(crate) const LOWER_USERNAME: &str = "services.lowercase.username";
 /// Lowercase copies of the email addresses, kept beside the record's own fields and indexed.
 pub(crate) const LOWER_EMAILS: &str = "services.lowercase.emails";
+/// The object holding both lowercase copies.
+pub(crate) const LOWER_LOWERCASE: &str = "services.lowercase";
 
 /// The case-folded form lookups compare.
 pub(crate) fn fold(s: &str) -> String {
@@ -51,6 +53,16 @@ pub(crate) fn set_lowercase_fields(doc: &mut Document) {
     if let Value::Object(services) = services {
         services.insert("lowercase".into(), Value::Object(lowercase));
     }
+}
+
+/// Sets the lowercase copies ([`set_lowercase_fields`]) and returns them, for a `$set` of
+/// [`LOWER_LOWERCASE`].
+pub(crate) fn lowercase_copies(doc: &mut Document) -> Value {
+    set_lowercase_fields(doc);
+    doc.get("services")
+        .and_then(|s| s.get("lowercase"))
+        .cloned()
+        .unwrap_or(Value::Null)
 }
 
 /// Checks an email address: one `@`, a non-empty local part, a dotted domain, no spaces.

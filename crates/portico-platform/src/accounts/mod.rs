@@ -24,8 +24,10 @@
 //! | login tokens: issue, lookup, expiry, removal | `token.rs`, `token_cache.rs` |
 //! | username and email lookups, lowercase copies | `lookup.rs` |
 //! | importing users exported by existing apps | `import.rs` |
+//! | verification, password reset, email change by mail; the outbox | `lifecycle/` |
 
 mod import;
+mod lifecycle;
 mod lookup;
 mod password;
 mod roles;
@@ -40,6 +42,10 @@ use portico_store::{Document, Selector, Store, Update, UpdateOptions};
 use serde_json::{Map, Value, json};
 
 pub use import::import_value;
+pub use lifecycle::{
+    ACCOUNT_TOKENS, Lifecycle, MAIL_NAMES, Mail, MailLimits, MailSender, MailTemplate,
+    MailTemplates, MailTransport, OUTBOX, SenderOptions, SmtpTransport, has_verified_email,
+};
 pub use password::{Password, password_digest};
 pub use roles::user_has_any_role;
 pub use token::hash_token;
@@ -65,6 +71,24 @@ pub struct AccountsConfig {
     pub token_lifetime: chrono::Duration,
     /// When true, front doors should not let clients create accounts (the platform itself still can).
     pub forbid_client_account_creation: bool,
+    /// When true, a password login of an account without a verified email address is refused
+    /// ([`crate::LoginError::EmailNotVerified`]), on every door and the admin page.
+    pub require_verified_email: bool,
+    /// The shortest password a password reset accepts, in characters (default 8).
+    pub password_min_length: usize,
+    /// The application's address: mailed links are `{app_url}/verify-email?token=...`,
+    /// `{app_url}/reset-password?token=...` and `{app_url}/confirm-email-change?token=...`.
+    pub app_url: String,
+    /// How long a verification link works (default 24 hours).
+    pub verify_email_lifetime: chrono::Duration,
+    /// How long a password-reset link works (default 1 hour).
+    pub password_reset_lifetime: chrono::Duration,
+    /// How long an email-change link works (default 1 hour).
+    pub email_change_lifetime: chrono::Duration,
+    /// Limits on the requests that send mail.
+    pub mail_limits: MailLimits,
+    /// The texts of the mails.
+    pub mail_templates: MailTemplates,
 }
 
 impl Default for AccountsConfig {
@@ -72,6 +96,14 @@ impl Default for AccountsConfig {
         AccountsConfig {
             token_lifetime: chrono::Duration::days(90),
             forbid_client_account_creation: false,
+            require_verified_email: false,
+            password_min_length: 8,
+            app_url: "http://localhost:3000".to_owned(),
+            verify_email_lifetime: chrono::Duration::hours(24),
+            password_reset_lifetime: chrono::Duration::hours(1),
+            email_change_lifetime: chrono::Duration::hours(1),
+            mail_limits: MailLimits::default(),
+            mail_templates: MailTemplates::default(),
         }
     }
 }

@@ -258,7 +258,8 @@ impl Accounts {
         blocking(move || stored.verify(&digest)).await
     }
 
-    /// Sets a new password (argon2id), replacing any bcrypt hash. Login tokens are kept.
+    /// Sets a new password (argon2id), replacing any bcrypt hash. Login tokens are kept; mailed
+    /// tokens (reset, verification and email-change links) stop working.
     ///
     /// # Errors
     /// [`Error::InvalidUser`] for an empty password, [`Error::UserNotFound`].
@@ -273,7 +274,7 @@ impl Accounts {
         if self.update_user(user_id, &update).await? == 0 {
             return Err(Error::UserNotFound);
         }
-        Ok(())
+        super::lifecycle::void_tokens(self.store(), user_id).await
     }
 
     /// Checks the credentials and issues a login token.
@@ -296,6 +297,17 @@ impl Accounts {
         user: Option<Document>,
         password: &Password,
     ) -> Result<LoginToken> {
+        let (user_id, prune) = self.authenticate(user, password).await?;
+        self.issue_token(&user_id, prune).await
+    }
+
+    /// Checks a password login of `user` (`None`: no such user, which fails the same way and
+    /// costs the same hash); the user's id, and whether it holds expired tokens to prune.
+    pub(crate) async fn authenticate(
+        &self,
+        user: Option<Document>,
+        password: &Password,
+    ) -> Result<(String, bool)> {
         let digest = password.digest().ok();
         let stored = user.as_ref().and_then(StoredHash::of_user);
         let (hash, genuine) = match (&stored, &digest) {
@@ -315,7 +327,7 @@ impl Accounts {
             }
         }
         let prune = self.has_expired_tokens(&user);
-        self.issue_token(&user_id, prune).await
+        Ok((user_id, prune))
     }
 
     /// True when `user` holds a login token past its lifetime.

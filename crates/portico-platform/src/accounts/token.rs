@@ -57,7 +57,7 @@ impl Accounts {
 
     /// Issues a token; prunes expired ones when `prune` (a login knows whether there are any, and
     /// so spares itself the second write when there are none).
-    pub(super) async fn issue_token(&self, user_id: &str, prune: bool) -> Result<LoginToken> {
+    pub(crate) async fn issue_token(&self, user_id: &str, prune: bool) -> Result<LoginToken> {
         let token = new_token();
         let when = now_iso();
         let update = Update::parse(&json!({

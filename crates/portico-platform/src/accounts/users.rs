@@ -148,12 +148,7 @@ impl Accounts {
             let Some(id) = document_id(&user).map(str::to_string) else {
                 continue;
             };
-            lookup::set_lowercase_fields(&mut user);
-            let lowercase = user
-                .get("services")
-                .and_then(|s| s.get("lowercase"))
-                .cloned()
-                .unwrap_or(Value::Null);
+            let lowercase = lookup::lowercase_copies(&mut user);
             match self
                 .update_user(&id, &set("services.lowercase", lowercase)?)
                 .await

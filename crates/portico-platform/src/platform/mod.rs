@@ -59,6 +59,7 @@ struct PublicationEntry {
 struct Inner {
     store: Arc<dyn Store>,
     accounts: Accounts,
+    lifecycle: crate::Lifecycle,
     collections: RwLock<BTreeMap<String, Collection>>,
     methods: RwLock<BTreeMap<String, MethodEntry>>,
     publications: RwLock<BTreeMap<String, PublicationEntry>>,
@@ -142,6 +143,8 @@ impl Platform {
     ) -> Result<Platform> {
         let accounts = Accounts::new(store.clone(), config.accounts);
         accounts.prepare().await?;
+        let lifecycle = crate::Lifecycle::new(accounts.clone(), store.clone());
+        lifecycle.prepare().await?;
         let live = Arc::new(crate::live::Hub::new(
             store.clone(),
             accounts.clone(),
@@ -152,6 +155,7 @@ impl Platform {
                 live,
                 store,
                 accounts,
+                lifecycle,
                 collections: RwLock::new(BTreeMap::new()),
                 methods: RwLock::new(BTreeMap::new()),
                 publications: RwLock::new(BTreeMap::new()),
@@ -185,6 +189,11 @@ impl Platform {
     /// The accounts service.
     pub fn accounts(&self) -> &Accounts {
         &self.inner.accounts
+    }
+
+    /// The account lifecycle: verification, password reset and email change by mail.
+    pub fn lifecycle(&self) -> &crate::Lifecycle {
+        &self.inner.lifecycle
     }
 
     /// The live queries (see [`Platform::subscribe_live`]).

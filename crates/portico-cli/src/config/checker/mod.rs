@@ -94,6 +94,19 @@ impl<'a> Checker<'a> {
             let err = self.source.error(span, key, message);
             self.errors.push(err);
         }
+        let (accounts, mut mistakes) = match raw.accounts.map(super::AccountsSection::check) {
+            Some((section, mistakes)) => (Some(section), mistakes),
+            None => (None, Vec::new()),
+        };
+        let email = raw.email.map(|email| {
+            let (email, more) = super::EmailConfig::check(email);
+            mistakes.extend(more);
+            email
+        });
+        for (span, key, message) in mistakes {
+            let err = self.source.error(span, key, message);
+            self.errors.push(err);
+        }
         let trusted_proxies = match &raw.trusted_proxies {
             Some(list) => match portico_edge::TrustedProxies::parse(list.get_ref()) {
                 Ok(proxies) => proxies,
@@ -175,6 +188,8 @@ impl<'a> Checker<'a> {
             backups,
             log,
             files,
+            accounts,
+            email,
         }
     }
 

@@ -87,6 +87,12 @@ pub enum LoginError {
     /// Sign-ups are turned off.
     #[error("Signups forbidden")]
     SignupsForbidden,
+    /// The password was right, but the account has no verified email address and the platform
+    /// requires one (`require_verified_email`); no token was issued.
+    #[error(
+        "The email address of this account is not verified; follow the link in the verification mail first"
+    )]
+    EmailNotVerified,
     /// The sign-up body is not acceptable (the message says why), or the username or email is
     /// taken.
     #[error("{0}")]
@@ -208,12 +214,19 @@ impl LoginService {
             self.record(&failed).await;
             return Err(LoginError::Failed);
         };
-        match accounts.login_user(user, &password).await {
-            Ok(token) => {
+        let verified = user.as_ref().is_some_and(crate::has_verified_email);
+        match accounts.authenticate(user, &password).await {
+            Ok((user_id, prune)) => {
                 RateLimiter::new(1, Duration::ZERO)
                     .reset(self.platform.store().as_ref(), &pair)
                     .await;
-                Ok(token)
+                if accounts.config().require_verified_email && !verified {
+                    return Err(LoginError::EmailNotVerified);
+                }
+                accounts
+                    .issue_token(&user_id, prune)
+                    .await
+                    .map_err(LoginError::Platform)
             }
             Err(err) if err.is_client_error() => {
                 self.record(&failed).await;
@@ -224,7 +237,9 @@ impl LoginService {
     }
 
     /// Creates an account from a sign-up body (`username` and/or `email`, `password`, optional
-    /// `profile` object) and logs it in. `allowed` is the door's own switch; the platform's
+    /// `profile` object) and logs it in. When the platform sends mail, a verification mail goes
+    /// to the new address; when it requires verified addresses, the account is created and
+    /// [`LoginError::EmailNotVerified`] returned instead of a token. `allowed` is the door's own switch; the platform's
     /// `forbid_client_account_creation` also refuses.
     ///
     /// # Errors
@@ -246,6 +261,7 @@ impl LoginService {
         self.record(&[(&key, self.limits.register_per_address)])
             .await;
         let registration = Registration::from_body(body).map_err(LoginError::InvalidUser)?;
+        let email = registration.email.clone();
         let created = accounts
             .create_user(NewUser {
                 username: registration.username,
@@ -262,6 +278,18 @@ impl LoginService {
             }
             Err(err) => return Err(LoginError::Platform(err)),
         };
+        // A new address gets its verification mail when this server sends mail.
+        let lifecycle = self.platform.lifecycle();
+        if let (Some(email), true) = (email, lifecycle.sends_mail()) {
+            lifecycle
+                .queue_verification(&email)
+                .await
+                .map_err(LoginError::Platform)?;
+        }
+        if accounts.config().require_verified_email {
+            // The account exists; it logs in once the address is verified.
+            return Err(LoginError::EmailNotVerified);
+        }
         accounts
             .new_login_token(&user_id)
             .await

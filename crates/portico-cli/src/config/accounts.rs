@@ -1,0 +1,319 @@
+//! `[accounts]` and `[email]`: the account lifecycle (verification, password reset, email
+//! change) and the SMTP server its mail goes through.
+
+use std::ops::Range;
+use std::path::Path;
+use std::time::Duration;
+
+use portico_platform::{Limit, MAIL_NAMES, MailLimits, MailTemplate, MailTemplates};
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::raw::RawRateLimit;
+
+/// `[accounts]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAccounts {
+    app_url: Option<Spanned<String>>,
+    require_verified_email: Option<bool>,
+    password_min_length: Option<Spanned<u64>>,
+    verify_email_token_secs: Option<Spanned<u64>>,
+    password_reset_token_secs: Option<Spanned<u64>>,
+    email_change_token_secs: Option<Spanned<u64>>,
+    mail_rate_limit_per_address: Option<Spanned<RawRateLimit>>,
+    mail_rate_limit_per_email: Option<Spanned<RawRateLimit>>,
+}
+
+/// `[email]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawEmail {
+    smtp_url: Spanned<String>,
+    from: Spanned<String>,
+    templates: Option<Spanned<String>>,
+    retry_max_secs: Option<Spanned<u64>>,
+}
+
+/// `[accounts]`: the account lifecycle's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountsSection {
+    /// `app_url`: links in mails are `{app_url}/verify-email?token=...` and the like.
+    pub app_url: String,
+    /// `require_verified_email` (default false): logins of accounts without a verified email
+    /// are refused with 403, on both doors and the admin page.
+    pub require_verified_email: bool,
+    /// `password_min_length` (default 8): the shortest password a reset accepts.
+    pub password_min_length: usize,
+    /// `verify_email_token_secs` (default 24 hours).
+    pub verify_email_token: Duration,
+    /// `password_reset_token_secs` (default 1 hour).
+    pub password_reset_token: Duration,
+    /// `email_change_token_secs` (default 1 hour).
+    pub email_change_token: Duration,
+    /// `mail_rate_limit_per_address` and `mail_rate_limit_per_email` (default 20 and 5 per
+    /// hour): requests that send mail, counted in the database.
+    pub mail_limits: MailLimits,
+}
+
+impl Default for AccountsSection {
+    fn default() -> Self {
+        let defaults = portico_platform::AccountsConfig::default();
+        AccountsSection {
+            app_url: defaults.app_url,
+            require_verified_email: defaults.require_verified_email,
+            password_min_length: defaults.password_min_length,
+            verify_email_token: defaults
+                .verify_email_lifetime
+                .to_std()
+                .unwrap_or(Duration::ZERO),
+            password_reset_token: defaults
+                .password_reset_lifetime
+                .to_std()
+                .unwrap_or(Duration::ZERO),
+            email_change_token: defaults
+                .email_change_lifetime
+                .to_std()
+                .unwrap_or(Duration::ZERO),
+            mail_limits: defaults.mail_limits,
+        }
+    }
+}
+
+/// `[email]`: where the account mail is sent from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmailConfig {
+    /// `smtp_url`: `smtp://host:port` (STARTTLS when offered), `smtps://host:port`, with
+    /// `user:password@` when needed.
+    pub smtp_url: String,
+    /// `from`: the sender, `Name <address>` or an address.
+    pub from: String,
+    /// `templates`: a folder (relative to the config file) whose `NAME.subject`, `NAME.txt`
+    /// and `NAME.html` replace the built-in texts (`NAME`: `verify-email`, `password-reset`,
+    /// `email-change`).
+    pub templates: Option<String>,
+    /// `retry_max_secs` (default 600): the longest wait between two attempts at a mail while
+    /// the SMTP server is down.
+    pub retry_max: Duration,
+}
+
+/// A mistake: where, which key, why.
+pub(crate) type Mistake = (Range<usize>, &'static str, String);
+
+fn limit(
+    raw: Option<Spanned<RawRateLimit>>,
+    default: Option<Limit>,
+    key: &'static str,
+    mistakes: &mut Vec<Mistake>,
+) -> Option<Limit> {
+    let Some(raw) = raw else { return default };
+    let span = raw.span();
+    let raw = raw.into_inner();
+    if raw.per_seconds == 0 {
+        mistakes.push((span, key, "per_seconds must be at least 1".into()));
+        return default;
+    }
+    Some(Limit::new(
+        raw.attempts,
+        Duration::from_secs(raw.per_seconds),
+    ))
+}
+
+fn secs(
+    raw: Option<Spanned<u64>>,
+    default: Duration,
+    key: &'static str,
+    mistakes: &mut Vec<Mistake>,
+) -> Duration {
+    match raw {
+        Some(v) if *v.get_ref() == 0 => {
+            mistakes.push((v.span(), key, "must be at least 1 second".into()));
+            default
+        }
+        Some(v) => Duration::from_secs(*v.get_ref()),
+        None => default,
+    }
+}
+
+impl AccountsSection {
+    /// Checks `[accounts]`; the mistakes come back with their places.
+    pub(crate) fn check(raw: RawAccounts) -> (AccountsSection, Vec<Mistake>) {
+        let mut mistakes = Vec::new();
+        let defaults = AccountsSection::default();
+        let app_url = match raw.app_url {
+            Some(url) => {
+                let text = url.get_ref().trim().trim_end_matches('/').to_owned();
+                if !(text.starts_with("http://") || text.starts_with("https://"))
+                    || text.contains(char::is_whitespace)
+                {
+                    mistakes.push((
+                        url.span(),
+                        "accounts.app_url",
+                        "write the application's address, as in \"https://app.example.com\"".into(),
+                    ));
+                }
+                text
+            }
+            None => defaults.app_url.clone(),
+        };
+        let password_min_length = match raw.password_min_length {
+            Some(n) if *n.get_ref() == 0 || *n.get_ref() > 1024 => {
+                mistakes.push((
+                    n.span(),
+                    "accounts.password_min_length",
+                    "must be between 1 and 1024".into(),
+                ));
+                defaults.password_min_length
+            }
+            Some(n) => usize::try_from(*n.get_ref()).unwrap_or(defaults.password_min_length),
+            None => defaults.password_min_length,
+        };
+        let section = AccountsSection {
+            app_url,
+            require_verified_email: raw.require_verified_email.unwrap_or(false),
+            password_min_length,
+            verify_email_token: secs(
+                raw.verify_email_token_secs,
+                defaults.verify_email_token,
+                "accounts.verify_email_token_secs",
+                &mut mistakes,
+            ),
+            password_reset_token: secs(
+                raw.password_reset_token_secs,
+                defaults.password_reset_token,
+                "accounts.password_reset_token_secs",
+                &mut mistakes,
+            ),
+            email_change_token: secs(
+                raw.email_change_token_secs,
+                defaults.email_change_token,
+                "accounts.email_change_token_secs",
+                &mut mistakes,
+            ),
+            mail_limits: MailLimits {
+                per_address: limit(
+                    raw.mail_rate_limit_per_address,
+                    defaults.mail_limits.per_address,
+                    "accounts.mail_rate_limit_per_address",
+                    &mut mistakes,
+                ),
+                per_email: limit(
+                    raw.mail_rate_limit_per_email,
+                    defaults.mail_limits.per_email,
+                    "accounts.mail_rate_limit_per_email",
+                    &mut mistakes,
+                ),
+            },
+        };
+        (section, mistakes)
+    }
+}
+
+impl EmailConfig {
+    /// Checks `[email]`; the mistakes come back with their places.
+    pub(crate) fn check(raw: RawEmail) -> (EmailConfig, Vec<Mistake>) {
+        let mut mistakes = Vec::new();
+        let smtp_url = raw.smtp_url.get_ref().trim().to_owned();
+        let from = raw.from.get_ref().trim().to_owned();
+        if !(smtp_url.starts_with("smtp://") || smtp_url.starts_with("smtps://")) {
+            mistakes.push((
+                raw.smtp_url.span(),
+                "email.smtp_url",
+                "write smtp://host:port or smtps://host:port".into(),
+            ));
+        } else if let Err(e) = portico_platform::SmtpTransport::new(&smtp_url, "check@example.com")
+        {
+            mistakes.push((raw.smtp_url.span(), "email.smtp_url", e.to_string()));
+        }
+        if portico_platform::SmtpTransport::new("smtp://127.0.0.1:25", &from).is_err() {
+            mistakes.push((
+                raw.from.span(),
+                "email.from",
+                "write an address, or a name and an address: \"Example <no-reply@example.com>\""
+                    .into(),
+            ));
+        }
+        let retry_max = secs(
+            raw.retry_max_secs,
+            Duration::from_secs(600),
+            "email.retry_max_secs",
+            &mut mistakes,
+        );
+        let config = EmailConfig {
+            smtp_url,
+            from,
+            templates: raw.templates.map(Spanned::into_inner),
+            retry_max,
+        };
+        (config, mistakes)
+    }
+
+    /// The mail templates in the `templates` folder (under `folder`, the config file's).
+    ///
+    /// # Errors
+    /// A message naming a file that cannot be read, or a folder with none of the mails.
+    pub fn read_templates(&self, folder: Option<&Path>) -> Result<MailTemplates, String> {
+        let mut templates = MailTemplates::default();
+        let Some(dir) = &self.templates else {
+            return Ok(templates);
+        };
+        let dir = folder.map_or_else(|| Path::new(dir).to_path_buf(), |f| f.join(dir));
+        if !dir.is_dir() {
+            return Err(format!(
+                "email.templates: {} is not a folder",
+                dir.display()
+            ));
+        }
+        for name in MAIL_NAMES {
+            let read = |ext: &str| -> Result<Option<String>, String> {
+                let path = dir.join(format!("{name}.{ext}"));
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => Ok(Some(text)),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Err(e) => Err(format!(
+                        "email.templates: cannot read {}: {e}",
+                        path.display()
+                    )),
+                }
+            };
+            let (subject, text, html) = (read("subject")?, read("txt")?, read("html")?);
+            if subject.is_none() && text.is_none() && html.is_none() {
+                continue;
+            }
+            let built_in = templates.get(name);
+            templates.set(
+                name,
+                MailTemplate {
+                    subject: subject.map_or(built_in.subject, |s| s.trim().to_owned()),
+                    text: text.unwrap_or(built_in.text),
+                    html,
+                },
+            );
+        }
+        Ok(templates)
+    }
+}
+
+/// The platform's accounts settings from `[accounts]` and `[email]`.
+///
+/// # Errors
+/// A message when the mail templates cannot be read.
+pub fn platform_accounts(
+    config: &super::Config,
+) -> Result<portico_platform::AccountsConfig, String> {
+    let mut accounts = portico_platform::AccountsConfig::default();
+    if let Some(section) = &config.accounts {
+        let lifetime = |d: Duration| chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX);
+        accounts.app_url = section.app_url.clone();
+        accounts.require_verified_email = section.require_verified_email;
+        accounts.password_min_length = section.password_min_length;
+        accounts.verify_email_lifetime = lifetime(section.verify_email_token);
+        accounts.password_reset_lifetime = lifetime(section.password_reset_token);
+        accounts.email_change_lifetime = lifetime(section.email_change_token);
+        accounts.mail_limits = section.mail_limits;
+    }
+    if let Some(email) = &config.email {
+        accounts.mail_templates = email.read_templates(config.folder.as_deref())?;
+    }
+    Ok(accounts)
+}

@@ -1,0 +1,560 @@
+//! The account lifecycle through the binary: verification, password reset and email change
+//! with mail sent to a real SMTP server (Python's aiosmtpd, `tests/support/smtp_sink.py`) and
+//! the mailed links followed over HTTP; the SMTP server down then up; two instances on one
+//! PostgreSQL database sending each mail once.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::common::{Server, Workspace, x_auth};
+
+/// An SMTP server writing each mail it receives as a JSON file the test reads.
+struct SmtpSink {
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+fn python() -> String {
+    // Debian's interpreter, which has python3-aiosmtpd (see .ci/run).
+    std::env::var("PORTICO_TEST_PYTHON").unwrap_or_else(|_| {
+        if std::path::Path::new("/usr/bin/python3").exists() {
+            "/usr/bin/python3".into()
+        } else {
+            "python3".into()
+        }
+    })
+}
+
+impl SmtpSink {
+    /// A sink on a free port, not started yet (the mail server is down).
+    fn stopped() -> SmtpSink {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        SmtpSink {
+            child: None,
+            dir: tempfile::tempdir().expect("mail folder"),
+            port,
+        }
+    }
+
+    fn started() -> SmtpSink {
+        let mut sink = SmtpSink::stopped();
+        sink.up();
+        sink
+    }
+
+    fn up(&mut self) {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/smtp_sink.py");
+        let mut child = Command::new(python())
+            .arg(&script)
+            .arg(self.dir.path())
+            .arg(self.port.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the SMTP sink (python3 with aiosmtpd; Debian: python3-aiosmtpd)");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read the sink's first line");
+        assert_eq!(
+            line.trim(),
+            "ready",
+            "the SMTP sink did not start (python3-aiosmtpd installed?)"
+        );
+        self.child = Some(child);
+    }
+
+    fn url(&self) -> String {
+        format!("smtp://127.0.0.1:{}", self.port)
+    }
+
+    /// Every mail received so far, oldest first.
+    fn mails(&self) -> Vec<Value> {
+        let mut names: Vec<PathBuf> = std::fs::read_dir(self.dir.path())
+            .expect("read mail folder")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        names.sort();
+        names
+            .iter()
+            .map(|p| {
+                serde_json::from_str(&std::fs::read_to_string(p).expect("mail")).expect("mail json")
+            })
+            .collect()
+    }
+
+    /// Waits until `n` mails have arrived; returns them.
+    async fn wait_for(&self, n: usize) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let mails = self.mails();
+            if mails.len() >= n {
+                return mails;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} of {n} mails arrived: {mails:?}",
+                mails.len()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for SmtpSink {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The token of the link to `{APP}/{path}?token=...` in a mail to `to`.
+fn link_token(mail: &Value, to: &str, path: &str) -> String {
+    assert_eq!(mail["to"], json!([to]), "mail: {mail}");
+    let text = mail["text"].as_str().unwrap_or_default();
+    let prefix = format!("{APP}/{path}?token=");
+    let start = text
+        .find(&prefix)
+        .unwrap_or_else(|| panic!("no {prefix} link in {text:?}"))
+        + prefix.len();
+    let token: String = text[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect();
+    assert_eq!(token.len(), 43, "256-bit token in {text:?}");
+    token
+}
+
+const APP: &str = "http://app.test";
+
+fn config(smtp: &str, extra: &str) -> String {
+    format!(
+        "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
+         [[api.collection]]\nname = \"items\"\nauth_required = true\n\
+         [auto]\ncollections = [\"things\"]\nallow_register = true\n\
+         [accounts]\napp_url = \"{APP}\"\n{extra}\n\
+         [email]\nsmtp_url = \"{smtp}\"\nfrom = \"Portico <no-reply@example.com>\"\nretry_max_secs = 1\n"
+    )
+}
+
+async fn post(
+    server: &Server,
+    path: &str,
+    body: Value,
+    headers: &[(&str, &str)],
+) -> super::common::Reply {
+    server.call("POST", path, Some(body), headers).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_reset_and_change_by_mailed_links_on_sqlite() {
+    let sink = SmtpSink::started();
+    let ws = Workspace::new();
+    ws.config(&config(
+        &sink.url(),
+        "require_verified_email = true\nemail_change_token_secs = 2\n\
+         mail_rate_limit_per_email = { attempts = 3, per_seconds = 3600 }",
+    ));
+    ws.add_user("root", "root-password", &["admin"]);
+    let server = ws.serve();
+
+    // Sign-up: the account is made, a verification mail goes out, no token until verified.
+    let signup = post(
+        &server,
+        "/users/register",
+        json!({"username": "ann", "email": "ann@example.com", "password": "first-password"}),
+        &[],
+    )
+    .await;
+    assert_eq!(signup.status, 403, "{}", signup.raw);
+    assert_eq!(signup.body["error"], "email-not-verified", "{}", signup.raw);
+    let login = json!({"username": "ann", "password": "first-password"});
+    let rest = post(&server, "/api/login", login.clone(), &[]).await;
+    assert_eq!(rest.status, 403, "routes door: {}", rest.raw);
+    assert!(
+        rest.body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not verified"),
+        "{}",
+        rest.raw
+    );
+    let auto = post(&server, "/users/login", login.clone(), &[]).await;
+    assert_eq!(auto.status, 403, "auto API: {}", auto.raw);
+    // The admin page refuses an account without a verified address too (root has none).
+    let admin = post(
+        &server,
+        "/_/api/login",
+        json!({"user": "root", "password": "root-password"}),
+        &[],
+    )
+    .await;
+    assert_eq!(admin.status, 403, "admin page: {}", admin.raw);
+
+    let first = link_token(
+        &sink.wait_for(1).await[0],
+        "ann@example.com",
+        "verify-email",
+    );
+    // Asking again mails a newer link, which voids the first.
+    let again = post(
+        &server,
+        "/auth/verify-email",
+        json!({"email": "ann@example.com"}),
+        &[],
+    )
+    .await;
+    assert_eq!(again.status, 202, "{}", again.raw);
+    let second = link_token(
+        &sink.wait_for(2).await[1],
+        "ann@example.com",
+        "verify-email",
+    );
+    let stale = post(
+        &server,
+        "/auth/verify-email/confirm",
+        json!({"token": first}),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        (stale.status, stale.body["error"].as_str()),
+        (400, Some("invalid-token")),
+        "{}",
+        stale.raw
+    );
+    let ok = post(
+        &server,
+        "/auth/verify-email/confirm",
+        json!({"token": second}),
+        &[],
+    )
+    .await;
+    assert_eq!(ok.status, 200, "{}", ok.raw);
+    assert_eq!(ok.body["email"], "ann@example.com");
+    let twice = post(
+        &server,
+        "/auth/verify-email/confirm",
+        json!({"token": second}),
+        &[],
+    )
+    .await;
+    assert_eq!(twice.status, 400, "a link works once: {}", twice.raw);
+
+    // Verified: both doors let ann in.
+    let (rest_token, _) = server.rest_login("/api/", "ann", "first-password").await;
+    let (auto_token, _) = server.auto_login("ann", "first-password").await;
+    assert_eq!(
+        server
+            .call("GET", "/api/items", None, &x_auth(&rest_token))
+            .await
+            .status,
+        200
+    );
+
+    // Reset: the same reply for an address with and without an account.
+    let known = post(
+        &server,
+        "/auth/password-reset",
+        json!({"email": "ann@example.com"}),
+        &[],
+    )
+    .await;
+    let unknown = post(
+        &server,
+        "/auth/password-reset",
+        json!({"email": "nobody@example.com"}),
+        &[],
+    )
+    .await;
+    assert_eq!((known.status, unknown.status), (202, 202));
+    assert_eq!(known.raw, unknown.raw, "no account oracle");
+    let reset = link_token(
+        &sink.wait_for(3).await[2],
+        "ann@example.com",
+        "reset-password",
+    );
+    let short = post(
+        &server,
+        "/auth/password-reset/confirm",
+        json!({"token": reset, "password": "short"}),
+        &[],
+    )
+    .await;
+    assert_eq!(short.status, 400, "{}", short.raw);
+    let done = post(
+        &server,
+        "/auth/password-reset/confirm",
+        json!({"token": reset, "password": "second-password"}),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        done.status, 200,
+        "a refused password leaves the link working: {}",
+        done.raw
+    );
+    let reused = post(
+        &server,
+        "/auth/password-reset/confirm",
+        json!({"token": reset, "password": "third-password"}),
+        &[],
+    )
+    .await;
+    assert_eq!(reused.status, 400, "{}", reused.raw);
+    // Every login token from before the reset is refused, on both doors.
+    assert_eq!(
+        server
+            .call("GET", "/api/items", None, &x_auth(&rest_token))
+            .await
+            .status,
+        401
+    );
+    let bearer = format!("Bearer {auto_token}");
+    let old = post(
+        &server,
+        "/auth/email-change",
+        json!({"email": "x@example.com"}),
+        &[("Authorization", &bearer)],
+    )
+    .await;
+    assert_eq!(old.status, 401, "{}", old.raw);
+    assert_eq!(
+        post(&server, "/api/login", login, &[]).await.status,
+        401,
+        "old password"
+    );
+    let (token, _) = server.auto_login("ann", "second-password").await;
+    let bearer = format!("Bearer {token}");
+
+    // Email change: the link goes to the new address; an expired one is refused.
+    let change = post(
+        &server,
+        "/auth/email-change",
+        json!({"email": "ann@new.example"}),
+        &[("Authorization", &bearer)],
+    )
+    .await;
+    assert_eq!(change.status, 202, "{}", change.raw);
+    let expired = link_token(
+        &sink.wait_for(4).await[3],
+        "ann@new.example",
+        "confirm-email-change",
+    );
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let late = post(
+        &server,
+        "/auth/email-change/confirm",
+        json!({"token": expired}),
+        &[],
+    )
+    .await;
+    assert_eq!(late.status, 400, "expired: {}", late.raw);
+    post(
+        &server,
+        "/auth/email-change",
+        json!({"email": "ann@new.example"}),
+        &[("Authorization", &bearer)],
+    )
+    .await;
+    let fresh = link_token(
+        &sink.wait_for(5).await[4],
+        "ann@new.example",
+        "confirm-email-change",
+    );
+    let moved = post(
+        &server,
+        "/auth/email-change/confirm",
+        json!({"token": fresh}),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        (moved.status, moved.body["email"].as_str()),
+        (200, Some("ann@new.example")),
+        "{}",
+        moved.raw
+    );
+    let by_new = post(
+        &server,
+        "/api/login",
+        json!({"email": "ann@new.example", "password": "second-password"}),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        by_new.status, 200,
+        "the new address is verified: {}",
+        by_new.raw
+    );
+    let by_old = post(
+        &server,
+        "/api/login",
+        json!({"email": "ann@example.com", "password": "second-password"}),
+        &[],
+    )
+    .await;
+    assert_eq!(by_old.status, 401, "{}", by_old.raw);
+
+    // Rate limit per address, counted for unknown addresses the same way.
+    for _ in 0..2 {
+        let r = post(
+            &server,
+            "/auth/password-reset",
+            json!({"email": "nobody@example.com"}),
+            &[],
+        )
+        .await;
+        assert_eq!(r.status, 202, "{}", r.raw);
+    }
+    let limited = post(
+        &server,
+        "/auth/password-reset",
+        json!({"email": "nobody@example.com"}),
+        &[],
+    )
+    .await;
+    assert_eq!(limited.status, 429, "{}", limited.raw);
+    assert!(limited.header("retry-after").is_some());
+
+    let methods = server.call("GET", "/auth/methods", None, &[]).await;
+    assert_eq!(methods.body["passwordReset"], true, "{}", methods.raw);
+    assert_eq!(
+        methods.body["requireVerifiedEmail"], true,
+        "{}",
+        methods.raw
+    );
+    // Nothing was ever mailed to the address without an account.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mails = sink.mails();
+    assert_eq!(mails.len(), 5, "{mails:?}");
+    assert!(
+        mails
+            .iter()
+            .all(|m| m["to"] != json!(["nobody@example.com"]))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mail_waits_for_a_dead_smtp_server_across_a_restart() {
+    let mut sink = SmtpSink::stopped();
+    let ws = Workspace::new();
+    ws.config(&config(&sink.url(), ""));
+    ws.add_account("bob", Some("bob@example.com"), "bob-password", &[]);
+    let first = ws.serve();
+    let started = Instant::now();
+    let asked = post(
+        &first,
+        "/auth/password-reset",
+        json!({"email": "bob@example.com"}),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        asked.status, 202,
+        "a dead mail server never fails the request: {}",
+        asked.raw
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // Let the sender fail at least once, then restart the server with the mail still queued.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&first.log)
+        .unwrap_or_default()
+        .contains("could not send a mail")
+    {
+        assert!(Instant::now() < deadline, "no failed attempt logged");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (clean, _) = first.stop();
+    assert!(clean);
+    let second = ws.serve();
+    sink.up();
+    let mails = sink.wait_for(1).await;
+    let token = link_token(&mails[0], "bob@example.com", "reset-password");
+    // Sent once: later polls find nothing left.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(sink.mails().len(), 1);
+    let done = post(
+        &second,
+        "/auth/password-reset/confirm",
+        json!({"token": token, "password": "bob-new-password"}),
+        &[],
+    )
+    .await;
+    assert_eq!(done.status, 200, "{}", done.raw);
+    second.rest_login("/api/", "bob", "bob-new-password").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_on_postgres_send_each_mail_once() {
+    let sink = SmtpSink::started();
+    let ws = Workspace::on_postgres();
+    ws.config(&config(&sink.url(), ""));
+    const USERS: usize = 6;
+    for i in 0..USERS {
+        ws.add_account(
+            &format!("u{i}"),
+            Some(&format!("u{i}@example.com")),
+            "old-password",
+            &[],
+        );
+    }
+    let a = ws.serve();
+    let b = ws.serve();
+    for i in 0..USERS {
+        let server = if i % 2 == 0 { &a } else { &b };
+        let r = post(
+            server,
+            "/auth/password-reset",
+            json!({"email": format!("u{i}@example.com")}),
+            &[],
+        )
+        .await;
+        assert_eq!(r.status, 202, "{}", r.raw);
+    }
+    sink.wait_for(USERS).await;
+    // Both senders poll a few more times; nothing is sent twice.
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    let mails = sink.mails();
+    let mut to: Vec<String> = mails
+        .iter()
+        .map(|m| m["to"][0].as_str().unwrap_or_default().to_owned())
+        .collect();
+    to.sort();
+    to.dedup();
+    assert_eq!((mails.len(), to.len()), (USERS, USERS), "{mails:?}");
+    // A link mailed by one instance works on the other.
+    let mail = mails
+        .iter()
+        .find(|m| m["to"] == json!(["u0@example.com"]))
+        .expect("u0's mail");
+    let token = link_token(mail, "u0@example.com", "reset-password");
+    let done = post(
+        &b,
+        "/auth/password-reset/confirm",
+        json!({"token": token, "password": "new-password"}),
+        &[],
+    )
+    .await;
+    assert_eq!(done.status, 200, "{}", done.raw);
+    let again = post(
+        &a,
+        "/auth/password-reset/confirm",
+        json!({"token": token, "password": "other-password"}),
+        &[],
+    )
+    .await;
+    assert_eq!(again.status, 400, "{}", again.raw);
+    a.rest_login("/api/", "u0", "new-password").await;
+}

@@ -1,0 +1,120 @@
+//! The texts of the account mails: built in, or overridden per mail from files.
+
+use std::collections::BTreeMap;
+
+/// One mail's texts. `{{link}}`, `{{email}}` and `{{app_url}}` are replaced when it is sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MailTemplate {
+    /// The subject line.
+    pub subject: String,
+    /// The plain-text body.
+    pub text: String,
+    /// The HTML body, when there is one (values are HTML-escaped into it).
+    pub html: Option<String>,
+}
+
+/// The templates by mail name: `verify-email`, `password-reset`, `email-change`. A name not
+/// set uses the built-in text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MailTemplates {
+    overrides: BTreeMap<String, MailTemplate>,
+}
+
+/// The names of the account mails.
+pub const MAIL_NAMES: [&str; 3] = ["verify-email", "password-reset", "email-change"];
+
+impl MailTemplates {
+    /// Uses `template` for the mail `name` (one of [`MAIL_NAMES`]).
+    pub fn set(&mut self, name: &str, template: MailTemplate) {
+        self.overrides.insert(name.to_owned(), template);
+    }
+
+    /// The template of the mail `name`.
+    pub fn get(&self, name: &str) -> MailTemplate {
+        if let Some(t) = self.overrides.get(name) {
+            return t.clone();
+        }
+        let (subject, text) = match name {
+            "verify-email" => (
+                "Confirm your email address",
+                "Hello,\n\nplease confirm that {{email}} is your address by opening this link:\n\n{{link}}\n\nThe link works once, for 24 hours. If you did not ask for it, ignore this mail.\n",
+            ),
+            "password-reset" => (
+                "Reset your password",
+                "Hello,\n\nsomeone (hopefully you) asked to reset the password of the account of {{email}}. Choose a new one here:\n\n{{link}}\n\nThe link works once, for one hour. If you did not ask for it, ignore this mail: your password stays as it is.\n",
+            ),
+            _ => (
+                "Confirm your new email address",
+                "Hello,\n\nplease confirm that your account should use {{email}} from now on by opening this link:\n\n{{link}}\n\nThe link works once, for one hour. If you did not ask for it, ignore this mail.\n",
+            ),
+        };
+        MailTemplate {
+            subject: subject.to_owned(),
+            text: text.to_owned(),
+            html: None,
+        }
+    }
+
+    /// The mail `name` with its placeholders filled in.
+    pub(crate) fn render(
+        &self,
+        name: &str,
+        values: &[(&str, &str)],
+    ) -> (String, String, Option<String>) {
+        let t = self.get(name);
+        let fill = |s: &str, escape: bool| {
+            values.iter().fold(s.to_owned(), |acc, (k, v)| {
+                let v = if escape {
+                    html_escape(v)
+                } else {
+                    (*v).to_owned()
+                };
+                acc.replace(&format!("{{{{{k}}}}}"), &v)
+            })
+        };
+        (
+            fill(&t.subject, false),
+            fill(&t.text, false),
+            t.html.as_deref().map(|h| fill(h, true)),
+        )
+    }
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_filled_and_escaped_in_html() {
+        let mut t = MailTemplates::default();
+        t.set(
+            "password-reset",
+            MailTemplate {
+                subject: "Reset for {{email}}".into(),
+                text: "Go to {{link}}".into(),
+                html: Some("<a href=\"{{link}}\">{{email}}</a>".into()),
+            },
+        );
+        let (s, text, html) = t.render(
+            "password-reset",
+            &[("link", "https://x/r?token=a&b"), ("email", "<a@x.org>")],
+        );
+        assert_eq!(s, "Reset for <a@x.org>");
+        assert_eq!(text, "Go to https://x/r?token=a&b");
+        assert_eq!(
+            html.as_deref(),
+            Some("<a href=\"https://x/r?token=a&amp;b\">&lt;a@x.org&gt;</a>")
+        );
+        let (_, built_in, none) = t.render("verify-email", &[("link", "L"), ("email", "E")]);
+        assert!(built_in.contains("\n\nL\n") && built_in.contains("E is your"));
+        assert!(none.is_none());
+    }
+}
