@@ -103,7 +103,7 @@ impl AuthRoutes {
         let message = json!({"type": "object", "properties": {"message": {"type": "string"}}});
         let email_reply = json!({"type": "object", "properties": {"email": {"type": "string"}}});
         let doc = |method: Method, path: &str, access: Access, summary: &str| {
-            RouteDoc::new(Door::Server, method, format!("/auth/{path}"), access).summary(summary)
+            RouteDoc::new(Door::Accounts, method, format!("/auth/{path}"), access).summary(summary)
         };
         vec![
             doc(Method::POST, "verify-email", Access::Public, "mail a link that verifies an address (202 whether or not an account has it)")

@@ -64,6 +64,7 @@ pub fn format_table(routes: &[RouteDoc]) -> String {
             Door::Routes => "api",
             Door::Auto => "auto",
             Door::Server => "server",
+            Door::Accounts => "accounts",
         };
         let mut source = format!("{door}: {}", route.summary);
         if !route.rules.is_empty() {

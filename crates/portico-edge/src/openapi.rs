@@ -193,6 +193,7 @@ fn operation(route: &RouteDoc, params: &[String], id: String) -> Value {
             Door::Routes => "routes",
             Door::Auto => "auto",
             Door::Server => "server",
+            Door::Accounts => "accounts",
         }]),
     );
     let mut parameters: Vec<Value> = params
@@ -251,7 +252,8 @@ fn responses(route: &RouteDoc) -> Value {
                 .map(|data| json!({"type": "object", "required": ["status", "data"], "properties": {"status": {"const": "success"}, "data": data}})),
             "#/components/schemas/JSendError",
         ),
-        Door::Auto => (route.reply_body.clone(), "#/components/schemas/AutoError"),
+        // The account lifecycle's errors have the auto API's shape: `{error, reason}`.
+        Door::Auto | Door::Accounts => (route.reply_body.clone(), "#/components/schemas/AutoError"),
         Door::Server => (route.reply_body.clone(), "#/components/schemas/ServerError"),
     };
     let success = match success {

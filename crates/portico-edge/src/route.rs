@@ -19,6 +19,9 @@ pub enum Door {
     /// The server around the doors (health probes, the OpenAPI document, metrics): plain JSON
     /// or text, no envelope.
     Server,
+    /// The account lifecycle under `/auth/` (verification, password reset, email change): plain
+    /// JSON, errors as `{"error", "reason"}`.
+    Accounts,
 }
 
 /// Who may call a route.

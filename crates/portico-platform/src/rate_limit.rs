@@ -6,6 +6,23 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use portico_store::{Selector, Store, Update, UpdateOptions};
 use serde_json::{Value, json};
 
+/// At most `attempts` in any window of `per`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limit {
+    /// Attempts allowed in the window.
+    pub attempts: u32,
+    /// The sliding window.
+    pub per: Duration,
+}
+
+impl Limit {
+    /// `attempts` per `per`.
+    pub const fn new(attempts: u32, per: Duration) -> Self {
+        Limit { attempts, per }
+    }
+}
+
 /// The collection holding recent failures: one document per key (`_id`), with the failure
 /// times in milliseconds since the Unix epoch (`failures`) and the latest one (`last`).
 pub const LOGIN_FAILURES: &str = "portico_login_failures";

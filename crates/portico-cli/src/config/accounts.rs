@@ -9,7 +9,13 @@ use portico_platform::{Limit, MAIL_NAMES, MailLimits, MailTemplate, MailTemplate
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::raw::RawRateLimit;
+/// `{ attempts = 5, per_seconds = 3600 }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMailLimit {
+    attempts: u32,
+    per_seconds: u64,
+}
 
 /// `[accounts]` as written.
 #[derive(Debug, Deserialize)]
@@ -21,8 +27,8 @@ pub(crate) struct RawAccounts {
     verify_email_token_secs: Option<Spanned<u64>>,
     password_reset_token_secs: Option<Spanned<u64>>,
     email_change_token_secs: Option<Spanned<u64>>,
-    mail_rate_limit_per_address: Option<Spanned<RawRateLimit>>,
-    mail_rate_limit_per_email: Option<Spanned<RawRateLimit>>,
+    mail_rate_limit_per_address: Option<Spanned<RawMailLimit>>,
+    mail_rate_limit_per_email: Option<Spanned<RawMailLimit>>,
 }
 
 /// `[email]` as written.
@@ -101,7 +107,7 @@ pub struct EmailConfig {
 pub(crate) type Mistake = (Range<usize>, &'static str, String);
 
 fn limit(
-    raw: Option<Spanned<RawRateLimit>>,
+    raw: Option<Spanned<RawMailLimit>>,
     default: Option<Limit>,
     key: &'static str,
     mistakes: &mut Vec<Mistake>,

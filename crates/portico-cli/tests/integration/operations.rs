@@ -195,4 +195,5 @@ fn the_every_key_config_of_the_api_checks_stays_valid() {
     assert!(doc["paths"]["/metrics"].is_null());
     assert!(doc["paths"]["/api/v1/batch"]["post"].is_object());
     assert!(doc["paths"]["/mine/widgets"]["get"].is_object());
+    assert!(doc["paths"]["/auth/password-reset/confirm"]["post"].is_object());
 }

@@ -43,8 +43,8 @@ use serde_json::{Map, Value, json};
 
 pub use import::import_value;
 pub use lifecycle::{
-    ACCOUNT_TOKENS, Lifecycle, MAIL_NAMES, Mail, MailLimits, MailSender, MailTemplate,
-    MailTemplates, MailTransport, OUTBOX, SenderOptions, SmtpTransport, has_verified_email,
+    Lifecycle, MAIL_NAMES, Mail, MailLimits, MailSender, MailTemplate, MailTemplates,
+    MailTransport, OUTBOX, SenderOptions, SmtpTransport, has_verified_email,
 };
 pub use password::{Password, password_digest};
 pub use roles::user_has_any_role;
@@ -55,6 +55,9 @@ use crate::{Error, Result};
 
 /// The collection holding the users.
 pub const USERS: &str = "users";
+
+/// The collection of outstanding mailed tokens, stored hashed (see `lifecycle/tokens.rs`).
+pub const ACCOUNT_TOKENS: &str = "portico_account_tokens";
 
 /// The default path of hashed login tokens inside a user document (the routes spec's `auth.token`).
 pub const TOKEN_PATH: &str = "services.resume.loginTokens.hashedToken";
@@ -244,6 +247,13 @@ impl Accounts {
                 Err(e) => return Err(e.into()),
             }
         }
+        Ok(())
+    }
+
+    /// Voids every mailed token of the user (its password or address changed).
+    pub(crate) async fn void_mailed_tokens(&self, user_id: &str) -> Result<()> {
+        let of_user = Selector::parse(&json!({ "userId": user_id }))?;
+        self.store().remove(ACCOUNT_TOKENS, &of_user).await?;
         Ok(())
     }
 

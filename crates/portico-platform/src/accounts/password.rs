@@ -274,7 +274,7 @@ impl Accounts {
         if self.update_user(user_id, &update).await? == 0 {
             return Err(Error::UserNotFound);
         }
-        super::lifecycle::void_tokens(self.store(), user_id).await
+        self.void_mailed_tokens(user_id).await
     }
 
     /// Checks the credentials and issues a login token.

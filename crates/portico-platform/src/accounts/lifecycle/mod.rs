@@ -29,7 +29,6 @@ use serde_json::{Value, json};
 pub use outbox::{Mail, MailSender, MailTransport, OUTBOX, SenderOptions};
 pub use smtp::SmtpTransport;
 pub use templates::{MAIL_NAMES, MailTemplate, MailTemplates};
-pub use tokens::ACCOUNT_TOKENS;
 
 use self::tokens::TokenKind;
 use super::{Accounts, Password, lookup};
@@ -415,12 +414,7 @@ impl Lifecycle {
                 Error::Store(s) => super::taken_name_error(s),
                 other => other,
             })?;
-        tokens::void_all(self.store(), &user_id).await?;
+        self.accounts().void_mailed_tokens(&user_id).await?;
         Ok(address)
     }
-}
-
-/// Voids the mailed tokens of a user (a password or address changed).
-pub(crate) async fn void_tokens(store: &dyn Store, user_id: &str) -> Result<()> {
-    tokens::void_all(store, user_id).await
 }

@@ -14,11 +14,10 @@ use portico_store::{Document, Selector, Store};
 use rand::RngCore;
 use serde_json::{Value, json};
 
-use crate::accounts::hash_token;
+use super::super::hash_token;
 use crate::{Error, Result};
 
-/// The collection of outstanding mailed tokens (hashed).
-pub const ACCOUNT_TOKENS: &str = "portico_account_tokens";
+use super::super::ACCOUNT_TOKENS;
 
 /// The longest token accepted for a lookup (a real one has 43 characters).
 const MAX_TOKEN_LEN: usize = 128;
@@ -125,17 +124,6 @@ pub(crate) async fn redeem(store: &dyn Store, kind: TokenKind, token: &str) -> R
     })
 }
 
-/// Voids every mailed token of the user (after a password or email change).
-pub(crate) async fn void_all(store: &dyn Store, user_id: &str) -> Result<()> {
-    store
-        .remove(
-            ACCOUNT_TOKENS,
-            &Selector::parse(&json!({"userId": user_id}))?,
-        )
-        .await?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,7 +154,12 @@ mod tests {
             .await
             .unwrap();
         assert!(s.get(ACCOUNT_TOKENS, &third).await.unwrap().is_none());
-        void_all(s, "u1").await.unwrap();
+        s.remove(
+            ACCOUNT_TOKENS,
+            &Selector::parse(&json!({"userId": "u1"})).unwrap(),
+        )
+        .await
+        .unwrap();
         assert!(redeem(s, TokenKind::VerifyEmail, &third).await.is_err());
     }
 

@@ -35,22 +35,7 @@ use portico_store::document_id;
 /// How many times the per-identity budget an account accepts from all addresses together.
 pub const ACCOUNT_FACTOR: u32 = 4;
 
-/// At most `attempts` in any window of `per`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Limit {
-    /// Attempts allowed in the window.
-    pub attempts: u32,
-    /// The sliding window.
-    pub per: Duration,
-}
-
-impl Limit {
-    /// `attempts` per `per`.
-    pub const fn new(attempts: u32, per: Duration) -> Self {
-        Limit { attempts, per }
-    }
-}
+pub use crate::rate_limit::Limit;
 
 /// The limits of a [`LoginService`]; `None` turns one off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,8 +224,8 @@ impl LoginService {
     /// Creates an account from a sign-up body (`username` and/or `email`, `password`, optional
     /// `profile` object) and logs it in. When the platform sends mail, a verification mail goes
     /// to the new address; when it requires verified addresses, the account is created and
-    /// [`LoginError::EmailNotVerified`] returned instead of a token. `allowed` is the door's own switch; the platform's
-    /// `forbid_client_account_creation` also refuses.
+    /// [`LoginError::EmailNotVerified`] returned instead of a token. `allowed` is the door's own
+    /// switch; the platform's `forbid_client_account_creation` also refuses.
     ///
     /// # Errors
     /// [`LoginError::SignupsForbidden`], [`LoginError::TooManyAttempts`],
