@@ -51,6 +51,9 @@ pub(crate) async fn login(
         Err(e @ LoginError::EmailNotVerified) => {
             return Err(ApiError::new(StatusCode::FORBIDDEN, e.to_string()));
         }
+        Err(e @ (LoginError::TotpRequired | LoginError::TotpInvalid)) => {
+            return Err(ApiError::new(StatusCode::UNAUTHORIZED, e.to_string()));
+        }
         Err(other) => return Err(ApiError::bad_request(other.to_string())),
     };
     let accounts = state.platform.accounts();

@@ -9,6 +9,9 @@
 //! | `POST /auth/password-reset/confirm` | `{token, password}` | 200; every login token of the account stops working |
 //! | `POST /auth/email-change` (logged in) | `{email}` | 202; the link goes to the new address |
 //! | `POST /auth/email-change/confirm` | `{token}` | 200 `{email}` |
+//! | `POST /auth/totp/setup` (logged in) | | 200 `{secret, uri}`: a new secret, pending |
+//! | `POST /auth/totp/enable` (logged in) | `{code}` | 200 `{recoveryCodes}`: password logins need `totp` from now on |
+//! | `POST /auth/totp/disable` (logged in) | `{code}` | 200 (a code or a recovery code) |
 //! | `GET /auth/methods` | | which sign-in methods are on |
 //!
 //! Replies are plain JSON; errors are `{"error": code, "reason": text}` (400 `invalid-token`
@@ -86,6 +89,9 @@ impl AuthRoutes {
             .route("/auth/password-reset/confirm", post(password_reset_confirm))
             .route("/auth/email-change", post(email_change))
             .route("/auth/email-change/confirm", post(email_change_confirm))
+            .route("/auth/totp/setup", post(totp_setup))
+            .route("/auth/totp/enable", post(totp_enable))
+            .route("/auth/totp/disable", post(totp_disable))
             .route("/auth/methods", get(methods))
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
             .with_state(self.state.clone())
@@ -120,10 +126,22 @@ impl AuthRoutes {
                 .reply_body(message.clone()),
             doc(Method::POST, "email-change", Access::LoggedIn, "mail a link to a new address that moves the account to it")
                 .request_body(object(&["email"]))
-                .reply_body(message),
+                .reply_body(message.clone()),
             doc(Method::POST, "email-change/confirm", Access::Public, "move the account of a mailed link to its new address")
                 .request_body(object(&["token"]))
                 .reply_body(email_reply),
+            doc(Method::POST, "totp/setup", Access::LoggedIn, "start two-factor setup: a secret and its otpauth:// URI")
+                .reply_body(json!({"type": "object", "properties": {
+                    "secret": {"type": "string"}, "uri": {"type": "string"}
+                }})),
+            doc(Method::POST, "totp/enable", Access::LoggedIn, "turn two-factor codes on with a code of the new secret; one-time recovery codes")
+                .request_body(object(&["code"]))
+                .reply_body(json!({"type": "object", "properties": {
+                    "recoveryCodes": {"type": "array", "items": {"type": "string"}}
+                }})),
+            doc(Method::POST, "totp/disable", Access::LoggedIn, "turn two-factor codes off with a code or a recovery code")
+                .request_body(object(&["code"]))
+                .reply_body(message),
             doc(Method::GET, "methods", Access::Public, "which sign-in methods are on")
                 .reply_body(json!({"type": "object", "properties": {
                     "password": {"type": "boolean"},
@@ -343,6 +361,40 @@ async fn email_change_confirm(State(state): State<AuthState>, body: Bytes) -> Re
     Ok(axum::Json(json!({"email": email})).into_response())
 }
 
+/// The issuer named in authenticator apps.
+const TOTP_ISSUER: &str = "Portico";
+
+async fn totp_setup(State(state): State<AuthState>, user: AuthenticatedUser) -> Reply {
+    let accounts = state.platform.accounts();
+    let setup = accounts.totp_setup(user.user_id(), TOTP_ISSUER).await?;
+    Ok(axum::Json(json!({"secret": setup.secret, "uri": setup.uri})).into_response())
+}
+
+async fn totp_enable(
+    State(state): State<AuthState>,
+    user: AuthenticatedUser,
+    body: Bytes,
+) -> Reply {
+    let [code] = fields(&body, ["code"])?;
+    let codes = (state.platform.accounts())
+        .totp_enable(user.user_id(), &code)
+        .await?;
+    Ok(axum::Json(json!({"recoveryCodes": codes})).into_response())
+}
+
+async fn totp_disable(
+    State(state): State<AuthState>,
+    user: AuthenticatedUser,
+    body: Bytes,
+) -> Reply {
+    let [code] = fields(&body, ["code"])?;
+    (state.platform.accounts())
+        .totp_disable(user.user_id(), &code)
+        .await
+        .map(|()| axum::Json(json!({"message": "Two-factor codes are off"})).into_response())
+        .map_err(AuthError::from)
+}
+
 async fn methods(State(state): State<AuthState>) -> Response {
     let mail = state.platform.lifecycle().sends_mail();
     let config = state.platform.accounts().config();
@@ -352,7 +404,7 @@ async fn methods(State(state): State<AuthState>) -> Response {
         "passwordReset": mail,
         "requireVerifiedEmail": config.require_verified_email,
         "oidc": [],
-        "totp": false,
+        "totp": true,
     }))
     .into_response()
 }

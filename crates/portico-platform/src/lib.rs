@@ -74,8 +74,9 @@ mod timestamps;
 pub use accounts::{
     ACCOUNT_TOKENS, Accounts, AccountsConfig, Lifecycle, LoginToken, MAIL_NAMES, Mail, MailLimits,
     MailSender, MailTemplate, MailTemplates, MailTransport, NewUser, OUTBOX, Password,
-    SenderOptions, SmtpTransport, TOKEN_PATH, USERS, UserSelector, has_verified_email, hash_token,
-    import_value, password_digest, public_user, user_has_any_role,
+    SenderOptions, SmtpTransport, TOKEN_PATH, TotpRefusal, TotpSetup, USERS, UserSelector,
+    has_verified_email, hash_token, import_value, password_digest, public_user, totp_code,
+    totp_enabled, user_has_any_role,
 };
 pub use collection::{Collection, CollectionOptions, IfMatch, PROTECTED_ACCOUNT_FIELDS};
 pub use cursor::Cursor;

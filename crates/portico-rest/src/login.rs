@@ -98,6 +98,9 @@ async fn login(mut ctx: Context, on_in: Option<&LoginHook>) -> Reply {
         Err(LoginError::TooManyAttempts(wait)) => return too_many(wait),
         Err(LoginError::Platform(e)) => return Reply::from(e),
         Err(e @ LoginError::EmailNotVerified) => return Reply::error(403, e.to_string()),
+        Err(e @ (LoginError::TotpRequired | LoginError::TotpInvalid)) => {
+            return Reply::error(401, e.to_string());
+        }
         Err(_) => return login_failed(),
     };
     let accounts = ctx.platform.accounts();

@@ -186,6 +186,16 @@ fn login_error(err: LoginError) -> ApiError {
             ApiError::new(StatusCode::FORBIDDEN, "forbidden", "Signups forbidden")
         }
         LoginError::InvalidUser(reason) => ApiError::bad_request("invalid-user", reason),
+        LoginError::TotpRequired => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "totp-required",
+            LoginError::TotpRequired.to_string(),
+        ),
+        LoginError::TotpInvalid => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "totp-invalid",
+            LoginError::TotpInvalid.to_string(),
+        ),
         LoginError::EmailNotVerified => ApiError::new(
             StatusCode::FORBIDDEN,
             "email-not-verified",

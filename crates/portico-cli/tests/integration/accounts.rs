@@ -558,3 +558,153 @@ async fn two_instances_on_postgres_send_each_mail_once() {
     assert_eq!(again.status, 400, "{}", again.raw);
     a.rest_login("/api/", "u0", "new-password").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_factor_codes_on_both_doors() {
+    let ws = Workspace::new();
+    ws.config(&format!(
+        "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
+         [[api.collection]]\nname = \"items\"\nauth_required = true\n\
+         [auto]\ncollections = [\"things\"]\n\
+         [accounts]\napp_url = \"{APP}\"\n"
+    ));
+    ws.add_user("tia", "tia-password", &[]);
+    let server = ws.serve();
+    let (token, _) = server.auto_login("tia", "tia-password").await;
+    let bearer = format!("Bearer {token}");
+    let auth = [("Authorization", bearer.as_str())];
+    let setup = post(&server, "/auth/totp/setup", json!({}), &auth).await;
+    assert_eq!(setup.status, 200, "{}", setup.raw);
+    let secret = setup.body["secret"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        setup.body["uri"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with(&format!("otpauth://totp/Portico:tia?secret={secret}")),
+        "{}",
+        setup.raw
+    );
+    // Stay inside one 30-second step for the rest of the test.
+    let now = || {
+        i64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        )
+        .unwrap_or(0)
+    };
+    if now() % 30 > 15 {
+        tokio::time::sleep(Duration::from_secs(
+            u64::try_from(31 - now() % 30).unwrap_or(0),
+        ))
+        .await;
+    }
+    let t = now();
+    let code = |dt: i64| portico_platform::totp_code(&secret, t + dt).expect("code");
+    let wrong = post(
+        &server,
+        "/auth/totp/enable",
+        json!({"code": code(150)}),
+        &auth,
+    )
+    .await;
+    assert_eq!(wrong.status, 400, "a code of another time: {}", wrong.raw);
+    // The previous step's code counts (clocks drift).
+    let enabled = post(
+        &server,
+        "/auth/totp/enable",
+        json!({"code": code(-30)}),
+        &auth,
+    )
+    .await;
+    assert_eq!(enabled.status, 200, "{}", enabled.raw);
+    let recovery: Vec<String> = enabled.body["recoveryCodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(recovery.len(), 8, "{}", enabled.raw);
+
+    let login = |totp: Option<String>| {
+        let mut body = json!({"username": "tia", "password": "tia-password"});
+        if let Some(code) = totp {
+            body["totp"] = json!(code);
+        }
+        body
+    };
+    let rest = post(&server, "/api/login", login(None), &[]).await;
+    assert_eq!(rest.status, 401, "{}", rest.raw);
+    assert!(
+        rest.body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("two-factor"),
+        "{}",
+        rest.raw
+    );
+    let auto = post(&server, "/users/login", login(None), &[]).await;
+    assert_eq!(
+        (auto.status, auto.body["error"].as_str()),
+        (401, Some("totp-required")),
+        "{}",
+        auto.raw
+    );
+    let ok = post(&server, "/api/login", login(Some(code(0))), &[]).await;
+    assert_eq!(ok.status, 200, "{}", ok.raw);
+    let reused = post(&server, "/users/login", login(Some(code(0))), &[]).await;
+    assert_eq!(
+        (reused.status, reused.body["error"].as_str()),
+        (401, Some("totp-invalid")),
+        "a code works once: {}",
+        reused.raw
+    );
+    let next = post(&server, "/users/login", login(Some(code(30))), &[]).await;
+    assert_eq!(
+        next.status, 200,
+        "the next step's code counts: {}",
+        next.raw
+    );
+    let older = post(&server, "/api/login", login(Some(code(-30))), &[]).await;
+    assert_eq!(
+        older.status, 401,
+        "a step before the last used one: {}",
+        older.raw
+    );
+    let by_recovery = post(
+        &server,
+        "/users/login",
+        login(Some(recovery[0].clone())),
+        &[],
+    )
+    .await;
+    assert_eq!(by_recovery.status, 200, "{}", by_recovery.raw);
+    let again = post(
+        &server,
+        "/users/login",
+        login(Some(recovery[0].clone())),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        again.status, 401,
+        "a recovery code works once: {}",
+        again.raw
+    );
+    let fresh = format!(
+        "Bearer {}",
+        by_recovery.body["token"].as_str().unwrap_or_default()
+    );
+    let off = post(
+        &server,
+        "/auth/totp/disable",
+        json!({"code": recovery[1]}),
+        &[("Authorization", &fresh)],
+    )
+    .await;
+    assert_eq!(off.status, 200, "{}", off.raw);
+    let plain = post(&server, "/api/login", login(None), &[]).await;
+    assert_eq!(plain.status, 200, "codes off: {}", plain.raw);
+    let methods = server.call("GET", "/auth/methods", None, &[]).await;
+    assert_eq!(methods.body["totp"], true, "{}", methods.raw);
+}

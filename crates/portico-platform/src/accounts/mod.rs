@@ -25,6 +25,7 @@
 //! | username and email lookups, lowercase copies | `lookup.rs` |
 //! | importing users exported by existing apps | `import.rs` |
 //! | verification, password reset, email change by mail; the outbox | `lifecycle/` |
+//! | two-factor codes (TOTP) and recovery codes | `totp.rs` |
 
 mod import;
 mod lifecycle;
@@ -33,6 +34,7 @@ mod password;
 mod roles;
 mod token;
 mod token_cache;
+mod totp;
 mod users;
 
 use std::collections::HashSet;
@@ -49,6 +51,7 @@ pub use lifecycle::{
 pub use password::{Password, password_digest};
 pub use roles::user_has_any_role;
 pub use token::hash_token;
+pub use totp::{TotpRefusal, TotpSetup, totp_code, totp_enabled};
 
 use self::password::{blocking, dummy_hash};
 use crate::{Error, Result};

@@ -72,6 +72,14 @@ pub enum LoginError {
     /// Sign-ups are turned off.
     #[error("Signups forbidden")]
     SignupsForbidden,
+    /// The password was right, but the account has two-factor codes on and the login body has
+    /// no `totp` field; no token was issued.
+    #[error("This account needs a two-factor code: send it as `totp` with the password")]
+    TotpRequired,
+    /// The password was right, but the `totp` code is wrong, of another time, or used already
+    /// (a recovery code works once too); counts as a failed login.
+    #[error("The two-factor code is wrong or was used already")]
+    TotpInvalid,
     /// The password was right, but the account has no verified email address and the platform
     /// requires one (`require_verified_email`); no token was issued.
     #[error(
@@ -113,6 +121,15 @@ pub enum LoginError {
 pub struct LoginService {
     platform: Platform,
     limits: LoginLimits,
+}
+
+/// The `totp` field of a login body: a string, or a number (zero-padded to 6 digits).
+fn totp_field(fields: &serde_json::Map<String, Value>) -> Option<String> {
+    match fields.get("totp")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => n.as_u64().map(|n| format!("{n:06}")),
+        _ => None,
+    }
 }
 
 fn address_key(client: Option<IpAddr>) -> String {
@@ -200,8 +217,21 @@ impl LoginService {
             return Err(LoginError::Failed);
         };
         let verified = user.as_ref().is_some_and(crate::has_verified_email);
+        let second_factor = user.as_ref().filter(|u| crate::totp_enabled(u)).cloned();
         match accounts.authenticate(user, &password).await {
             Ok((user_id, prune)) => {
+                if let Some(user) = second_factor {
+                    let code = fields.and_then(totp_field);
+                    match accounts.check_totp(&user, code.as_deref()).await {
+                        Ok(()) => {}
+                        Err(crate::TotpRefusal::Missing) => return Err(LoginError::TotpRequired),
+                        Err(crate::TotpRefusal::Invalid) => {
+                            // Guessing codes counts like guessing passwords.
+                            self.record(&failed).await;
+                            return Err(LoginError::TotpInvalid);
+                        }
+                    }
+                }
                 RateLimiter::new(1, Duration::ZERO)
                     .reset(self.platform.store().as_ref(), &pair)
                     .await;
