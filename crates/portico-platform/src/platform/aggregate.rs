@@ -1,12 +1,10 @@
 //! Aggregates over what a publication publishes ([`Platform::aggregate_publication`]): the
 //! platform call behind the auto API's `?group=&count=&sum=` on a publication's url.
 
-use std::panic::AssertUnwindSafe;
-
-use futures::FutureExt;
 use portico_store::{Aggregate, Document, Projection, lookup_path};
 use serde_json::{Map, Value};
 
+use super::run_caught;
 use crate::{MethodError, Platform, Subscription};
 
 /// Whether `projection` keeps the dotted `path` of a document that holds it.
@@ -50,14 +48,8 @@ impl Platform {
         let invalid =
             |reason: String| MethodError::new("invalid-aggregate", reason).with_status(400);
         let subscription = Subscription::new(self.clone(), user_id.clone());
-        let run = {
-            let subscription = subscription.clone();
-            async move { handler(subscription, args).await }
-        };
-        let mut cursors = AssertUnwindSafe(run)
-            .catch_unwind()
-            .await
-            .map_err(|_| MethodError::internal(format!("publication {name:?} panicked")))??;
+        let mut cursors =
+            run_caught("publication", name, || handler(subscription.clone(), args)).await?;
         let by_hand = !subscription.take().collections.is_empty();
         let (Some(cursor), true, false) = (cursors.pop(), cursors.is_empty(), by_hand) else {
             return Err(invalid(format!(

@@ -1,14 +1,13 @@
 //! Opening live streams on a [`Platform`]: a publication ([`Platform::subscribe_live`]) or one
 //! query ([`Platform::live_query`]).
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use futures::FutureExt;
 use portico_store::document_id;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::run_caught;
 use crate::live::{
     HandSink, LiveCaller, LiveEvent, LiveStream, Membership, MergeBox, SentEvent, direct_stream,
     fields_of, run_merge,
@@ -80,14 +79,8 @@ impl Platform {
         let views = self.field_views(caller.user_id()).await?;
         let subscription =
             Subscription::new(self.clone(), caller.user_id.clone()).with_views(views.clone());
-        let run = {
-            let subscription = subscription.clone();
-            async move { handler(subscription, args).await }
-        };
-        let cursors = AssertUnwindSafe(run)
-            .catch_unwind()
-            .await
-            .map_err(|_| MethodError::internal(format!("publication {name:?} panicked")))??;
+        let cursors =
+            run_caught("publication", name, || handler(subscription.clone(), args)).await?;
         let cursors: Vec<Cursor> = cursors
             .into_iter()
             .map(|mut cursor| {

@@ -392,14 +392,7 @@ impl Platform {
                     .with_status(404)
             })?;
         let invocation = Invocation::new(self.clone(), user_id);
-        let run = {
-            let invocation = invocation.clone();
-            async move { handler(invocation, args).await }
-        };
-        let value = AssertUnwindSafe(run)
-            .catch_unwind()
-            .await
-            .map_err(|_| MethodError::internal(format!("method {name:?} panicked")))??;
+        let value = run_caught("method", name, || handler(invocation.clone(), args)).await?;
         Ok(MethodReply {
             value,
             status: invocation.status(),
@@ -493,14 +486,8 @@ impl Platform {
             })?;
         let views = self.field_views(user_id.as_deref()).await?;
         let subscription = Subscription::new(self.clone(), user_id).with_views(views.clone());
-        let run = {
-            let subscription = subscription.clone();
-            async move { handler(subscription, args).await }
-        };
-        let cursors = AssertUnwindSafe(run)
-            .catch_unwind()
-            .await
-            .map_err(|_| MethodError::internal(format!("publication {name:?} panicked")))??;
+        let cursors =
+            run_caught("publication", name, || handler(subscription.clone(), args)).await?;
         let mut published = subscription.take();
         for mut cursor in cursors {
             published.touch(&cursor.collection);
@@ -583,4 +570,21 @@ impl WeakPlatform {
     pub(crate) fn upgrade(&self) -> Option<Platform> {
         self.0.upgrade().map(|inner| Platform { inner })
     }
+}
+
+/// Runs a method's or publication's handler (`kind` and `name` say which): a panic in it, also
+/// while the handler makes its future, is an internal error naming it, never a crash.
+pub(crate) async fn run_caught<T, F, Fut>(
+    kind: &str,
+    name: &str,
+    handler: F,
+) -> std::result::Result<T, MethodError>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = std::result::Result<T, MethodError>>,
+{
+    AssertUnwindSafe(async move { handler().await })
+        .catch_unwind()
+        .await
+        .map_err(|_| MethodError::internal(format!("{kind} {name:?} panicked")))?
 }
