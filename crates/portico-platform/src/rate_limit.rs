@@ -129,9 +129,7 @@ impl RateLimiter {
         let now = now_ms();
         let since = now.saturating_sub(self.per_ms());
         let by_key = Selector::by_id(key);
-        let mut upsert = UpdateOptions::default();
-        upsert.multi = false;
-        upsert.upsert = true;
+        let upsert = UpdateOptions::new(false, true);
         let push = Update::parse(&json!({"$push": {"failures": now}, "$set": {"last": now}}))?;
         store.update(LOGIN_FAILURES, &by_key, &push, upsert).await?;
         let prune = Update::parse(&json!({"$pull": {"failures": {"$lte": since}}}))?;

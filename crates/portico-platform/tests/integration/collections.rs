@@ -39,7 +39,7 @@ on_every_backend! {
         notes.client_update(None, &client, &json!({"$inc": {"n": 1}})).await?;
         assert!(notes.get(&client).await?.ok_or("client")?.contains_key("updatedAt"));
         let upserted = notes
-            .update(&Selector::by_id("fresh"), &Update::parse(&json!({"$set": {"x": 1}}))?, { let mut o = UpdateOptions::default(); o.upsert = true; o })
+            .update(&Selector::by_id("fresh"), &Update::parse(&json!({"$set": {"x": 1}}))?, UpdateOptions::new(false, true))
             .await?;
         assert_eq!(upserted.upserted_id.as_deref(), Some("fresh"));
         assert!(notes.get("fresh").await?.ok_or("upserted")?.contains_key("createdAt"));
@@ -272,7 +272,7 @@ on_every_backend! {
             Err(Error::Validation(_))
         ));
         assert!(matches!(
-            books.update(&Selector::parse(&json!({"title": "New"}))?, &Update::parse(&json!({"$set": {"stars": "x"}}))?, { let mut o = UpdateOptions::default(); o.upsert = true; o.multi = false; o }).await,
+            books.update(&Selector::parse(&json!({"title": "New"}))?, &Update::parse(&json!({"$set": {"stars": "x"}}))?, UpdateOptions::new(false, true)).await,
             Err(Error::Validation(_))
         ));
         assert_eq!(books.count(&Selector::all()).await?, 1);
@@ -331,7 +331,7 @@ on_every_backend! {
             Err(Error::InvalidArgument(_))
         ));
         let upserted = things
-            .update(&Selector::parse(&json!({"a": 9}))?, &Update::parse(&json!({"$set": {"b": 1}}))?, { let mut o = UpdateOptions::default(); o.upsert = true; o.multi = false; o })
+            .update(&Selector::parse(&json!({"a": 9}))?, &Update::parse(&json!({"$set": {"b": 1}}))?, UpdateOptions::new(false, true))
             .await?
             .upserted_id
             .ok_or("upserted")?;
@@ -353,7 +353,7 @@ on_every_backend! {
         assert_eq!(found.len(), 3);
         assert!(c.find_one(&Selector::parse(&json!({"n": 4}))?).await?.is_some());
         let result = c
-            .update(&even, &Update::parse(&json!({"$set": {"seen": true}}))?, { let mut o = UpdateOptions::default(); o.multi = true; o.upsert = false; o })
+            .update(&even, &Update::parse(&json!({"$set": {"seen": true}}))?, UpdateOptions::new(true, false))
             .await?;
         assert_eq!(result.matched, 3);
         assert_eq!(c.remove(&even).await?, 3);

@@ -80,7 +80,7 @@ on_every_backend! {
         items.update_by_id("b1", &set(json!({"kind": "a"}))).await?;
         assert_eq!(next(&mut s).await?.0, "added");
         // A multi-document update names no ids: the query runs again.
-        items.update(&sel(json!({"kind": "a"})), &set(json!({"m": 1})), { let mut o = portico_platform::UpdateOptions::default(); o.multi = true; o.upsert = false; o }).await?;
+        items.update(&sel(json!({"kind": "a"})), &set(json!({"m": 1})), portico_platform::UpdateOptions::new(true, false)).await?;
         let events = next_n(&mut s, 2).await?;
         assert_eq!(events[0].1["id"], "a1");
         assert_eq!(events[1].1, json!({"collection": "items", "id": "b1", "fields": {"m": 1}, "cleared": []}));

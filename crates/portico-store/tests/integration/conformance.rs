@@ -1663,11 +1663,7 @@ async fn size_and_id_limits_hold_on_every_write(store: S) {
             "lim",
             &sel(json!({"_id": "new"})),
             &upd(json!({"$set": {"big": big}})),
-            {
-                let mut o = UpdateOptions::default();
-                o.upsert = true;
-                o
-            },
+            UpdateOptions::new(false, true),
         )
         .await;
     assert!(

@@ -310,9 +310,7 @@ async fn run(s: &Scenario, reference: &dyn Store, other: &dyn Store, name: &str)
         let (Ok(selector), Ok(update)) = (Selector::parse(selector), Update::parse(update)) else {
             continue;
         };
-        let mut options = UpdateOptions::default();
-        options.multi = *multi;
-        options.upsert = *upsert;
+        let options = UpdateOptions::new(*multi, *upsert);
         let want = reference.update(C, &selector, &update, options).await;
         let got = other.update(C, &selector, &update, options).await;
         match (&want, &got) {
