@@ -130,16 +130,22 @@ impl Collection {
         if rules.is_empty() {
             return Ok(FieldView::all());
         }
-        let roles = match user_id {
-            Some(id) if rules.needs_roles() => self
-                .store()
-                .get(crate::accounts::USERS, id)
-                .await?
-                .map(|user| roles_of(&user))
-                .unwrap_or_default(),
-            _ => Vec::new(),
+        let roles = if rules.needs_roles() {
+            caller_roles(self.store(), user_id).await?
+        } else {
+            Vec::new()
         };
         Ok(rules.view(user_id, &roles))
+    }
+
+    /// [`Collection::field_view`] for a caller whose roles were read already.
+    pub(crate) fn field_view_with(&self, user_id: Option<&str>, roles: &[String]) -> FieldView {
+        self.inner.options.field_rules.view(user_id, roles)
+    }
+
+    /// True when some field rule of this collection depends on the caller's roles.
+    pub(crate) fn field_rules_need_roles(&self) -> bool {
+        self.inner.options.field_rules.needs_roles()
     }
 
     /// True when some field of this collection has read rules.
@@ -212,4 +218,17 @@ impl Collection {
         };
         timestamps::stamp_update(update, created, &now_iso()).map(Some)
     }
+}
+
+/// The roles of the caller `user_id` (none for an anonymous caller or a removed account), read
+/// from the store: field rules see a role change at once.
+pub(crate) async fn caller_roles(store: &dyn Store, user_id: Option<&str>) -> Result<Vec<String>> {
+    let Some(id) = user_id else {
+        return Ok(Vec::new());
+    };
+    Ok(store
+        .get(crate::accounts::USERS, id)
+        .await?
+        .map(|user| roles_of(&user))
+        .unwrap_or_default())
 }

@@ -521,14 +521,18 @@ impl Platform {
             .filter(|c| c.has_field_rules())
             .cloned()
             .collect();
-        let mut views = Vec::with_capacity(ruled.len());
-        for collection in ruled {
-            let view = collection
-                .field_view(user_id)
+        // The caller's roles are read once for every ruled collection.
+        let roles = if ruled.iter().any(Collection::field_rules_need_roles) {
+            crate::collection::caller_roles(self.inner.store.as_ref(), user_id)
                 .await
-                .map_err(MethodError::from)?;
-            views.push((collection.name().to_owned(), view));
-        }
+                .map_err(MethodError::from)?
+        } else {
+            Vec::new()
+        };
+        let views = ruled
+            .iter()
+            .map(|c| (c.name().to_owned(), c.field_view_with(user_id, &roles)))
+            .collect();
         Ok(Arc::new(views))
     }
 
