@@ -202,12 +202,12 @@ pub(crate) async fn replace(
     let collection = collection(&state, &name).await?;
     refuse_account_writes(&name)?;
     let doc = object_body(&body)?;
-    if let Some(given) = doc.get("_id") {
-        if given.as_str() != Some(id.as_str()) {
-            return Err(ApiError::bad_request(format!(
-                "_id cannot change (it is {id:?}); create a new document instead"
-            )));
-        }
+    if let Some(given) = doc.get("_id")
+        && given.as_str() != Some(id.as_str())
+    {
+        return Err(ApiError::bad_request(format!(
+            "_id cannot change (it is {id:?}); create a new document instead"
+        )));
     }
     let update = Update::replace(doc)?;
     match collection.update_by_id(&id, &update).await? {

@@ -175,20 +175,20 @@ impl Builder {
     }
 
     fn add_route(&mut self, route: Route) {
-        if route.target != Target::Preflight {
-            if let Some(existing) = self.routes.iter().find(|r| {
+        if route.target != Target::Preflight
+            && let Some(existing) = self.routes.iter().find(|r| {
                 r.method == route.method
                     && r.pattern.key() == route.pattern.key()
                     && r.target != Target::Preflight
-            }) {
-                self.errors.push(Error::DuplicateRoute {
-                    method: route.method.to_string(),
-                    path: route.path(),
-                    first: existing.target.owner(),
-                    second: route.target.owner(),
-                });
-                return;
-            }
+            })
+        {
+            self.errors.push(Error::DuplicateRoute {
+                method: route.method.to_string(),
+                path: route.path(),
+                first: existing.target.owner(),
+                second: route.target.owner(),
+            });
+            return;
         }
         self.routes.push(route);
     }
@@ -422,10 +422,10 @@ impl Builder {
         publications: &[PublicationInfo],
         listed: &[(Method, &'static str, &'static str)],
     ) {
-        if !publications.iter().any(|p| p.name == API_ROUTES) {
-            if let Ok(path) = parse_url("api-routes", &format!("publications/{API_ROUTES}")) {
-                self.add(Method::GET, path, Target::ApiRoutes);
-            }
+        if !publications.iter().any(|p| p.name == API_ROUTES)
+            && let Ok(path) = parse_url("api-routes", &format!("publications/{API_ROUTES}"))
+        {
+            self.add(Method::GET, path, Target::ApiRoutes);
         }
         for (method, path, what) in listed {
             if let Ok(pattern) = parse_url("the login add-on", path) {

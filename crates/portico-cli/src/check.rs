@@ -75,10 +75,10 @@ pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report>
     // `[backups]` copies SQLite files: on another store `serve` would refuse to start.
     crate::backup::configured_set(&config, &choice)?;
     // Files on local disk are not seen by the other instances of a PostgreSQL database.
-    if crate::files::wanted(&config) {
-        if let Some(message) = config.files.refusal(&url) {
-            return Err(crate::Error::Setup(message));
-        }
+    if crate::files::wanted(&config)
+        && let Some(message) = config.files.refusal(&url)
+    {
+        return Err(crate::Error::Setup(message));
     }
     let format = checked.map_or_else(|_| String::new(), |status| status.to_string());
     Ok(Report {

@@ -134,12 +134,13 @@ pub fn check_lasting(choice: &DatabaseChoice, effect: Effect) -> crate::Result<(
             "database {choice}: a memory store ends with this command, so the change would be lost; give a lasting one, as in --database sqlite:./portico.db"
         )));
     }
-    if let Some(path) = choice.url.strip_prefix("sqlite:") {
-        if effect != Effect::Creates && !Path::new(path).exists() {
-            return Err(crate::Error::Usage(format!(
-                "database {choice}: {path} does not exist; give the database your server uses with --database or --config"
-            )));
-        }
+    if let Some(path) = choice.url.strip_prefix("sqlite:")
+        && effect != Effect::Creates
+        && !Path::new(path).exists()
+    {
+        return Err(crate::Error::Usage(format!(
+            "database {choice}: {path} does not exist; give the database your server uses with --database or --config"
+        )));
     }
     Ok(())
 }

@@ -193,10 +193,10 @@ async fn existing_ids(
     let target = platform.collection(collection);
     let mut existing = Vec::new();
     for doc in docs {
-        if let Some(id) = doc.get("_id").and_then(Value::as_str) {
-            if target.get(id).await?.is_some() {
-                existing.push(id.to_owned());
-            }
+        if let Some(id) = doc.get("_id").and_then(Value::as_str)
+            && target.get(id).await?.is_some()
+        {
+            existing.push(id.to_owned());
         }
     }
     Ok(existing)
@@ -307,12 +307,12 @@ pub fn read_export(reader: impl Read) -> Result<Vec<Document>, String> {
     let mut ids = BTreeSet::new();
     let mut docs = Vec::new();
     for_each_element(reader, |index, doc| {
-        if let Some(Value::String(id)) = doc.get("_id") {
-            if !ids.insert(id.clone()) {
-                return Err(format!(
-                    "element {index}: `_id` \"{id}\" appears twice in the file"
-                ));
-            }
+        if let Some(Value::String(id)) = doc.get("_id")
+            && !ids.insert(id.clone())
+        {
+            return Err(format!(
+                "element {index}: `_id` \"{id}\" appears twice in the file"
+            ));
         }
         docs.push(doc);
         Ok(())

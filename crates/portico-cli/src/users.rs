@@ -101,10 +101,10 @@ pub async fn find(platform: &Platform, who: &str) -> crate::Result<Document> {
     if let Some(user) = accounts.find_user_by_username(who).await? {
         return Ok(user);
     }
-    if who.contains('@') {
-        if let Some(user) = accounts.find_user_by_email(who).await? {
-            return Ok(user);
-        }
+    if who.contains('@')
+        && let Some(user) = accounts.find_user_by_email(who).await?
+    {
+        return Ok(user);
     }
     Err(crate::Error::Usage(format!(
         "no user `{who}` (give an id, a username or an email)"

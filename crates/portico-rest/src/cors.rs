@@ -89,12 +89,11 @@ impl BaseHeaders {
         }
         if self.any_origin {
             map.insert(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
-        } else if let (Some(origin), Some(list)) = (origin, &self.allowed) {
-            if let Ok(o) = origin.to_str() {
-                if list.iter().any(|allowed| allowed.eq_ignore_ascii_case(o)) {
-                    map.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
-                }
-            }
+        } else if let (Some(origin), Some(list)) = (origin, &self.allowed)
+            && let Ok(o) = origin.to_str()
+            && list.iter().any(|allowed| allowed.eq_ignore_ascii_case(o))
+        {
+            map.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
         }
         map
     }

@@ -141,10 +141,10 @@ async fn logout(ctx: Context, token_path: &str, on_out: Option<&LoginHook>) -> R
     }
     let mut data = Map::new();
     data.insert("message".into(), json!("You've been logged out!"));
-    if let Some(hook) = on_out {
-        if let Some(extra) = hook.call(&ctx).await {
-            data.insert("extra".into(), extra);
-        }
+    if let Some(hook) = on_out
+        && let Some(extra) = hook.call(&ctx).await
+    {
+        data.insert("extra".into(), extra);
     }
     Reply::success(Value::Object(data))
 }

@@ -1,6 +1,6 @@
 //! Id generation.
 
-use rand::Rng;
+use rand::RngExt;
 
 /// The characters of a random id (no `0`, `1`, `I`, `O`, `U`, `V`, `l`: easy to read aloud).
 const ALPHABET: &[u8] = b"23456789ABCDEFGHJKLMNPQRSTWXYZabcdefghijkmnopqrstuvwxyz";

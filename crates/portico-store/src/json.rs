@@ -161,10 +161,10 @@ fn container_sizes(bytes: &[u8]) -> Vec<u32> {
                     state = State::Between;
                 }
                 b'}' | b']' => {
-                    if let Some((at, started)) = open.pop() {
-                        if started {
-                            sizes[at] = sizes[at].saturating_add(1);
-                        }
+                    if let Some((at, started)) = open.pop()
+                        && started
+                    {
+                        sizes[at] = sizes[at].saturating_add(1);
                     }
                     state = State::Between;
                 }

@@ -161,10 +161,10 @@ impl Update {
                 "a replacement document cannot hold the field {key:?}"
             )));
         }
-        if let Some(id) = doc.get("_id") {
-            if !id.is_string() {
-                return Err(err(format!("_id must be a string, not {id}")));
-            }
+        if let Some(id) = doc.get("_id")
+            && !id.is_string()
+        {
+            return Err(err(format!("_id must be a string, not {id}")));
         }
         Ok(Update {
             kind: Kind::Replace {
@@ -296,12 +296,12 @@ impl Update {
                 doc: replacement, ..
             } => {
                 let id = doc.get("_id").cloned();
-                if let (Some(old), Some(new)) = (&id, replacement.get("_id")) {
-                    if !values_equal(old, new) {
-                        return Err(err(format!(
-                            "a replacement cannot change _id from {old} to {new}"
-                        )));
-                    }
+                if let (Some(old), Some(new)) = (&id, replacement.get("_id"))
+                    && !values_equal(old, new)
+                {
+                    return Err(err(format!(
+                        "a replacement cannot change _id from {old} to {new}"
+                    )));
                 }
                 // At its size: a document built by adding fields one by one grows by doubling.
                 let mut out = Document::with_capacity(replacement.len() + 3);
@@ -400,12 +400,12 @@ impl Update {
             return None;
         };
         let id = old.get("_id");
-        if let (Some(old_id), Some(new_id)) = (id, replacement.get("_id")) {
-            if !values_equal(old_id, new_id) {
-                return Some(Err(err(format!(
-                    "a replacement cannot change _id from {old_id} to {new_id}"
-                ))));
-            }
+        if let (Some(old_id), Some(new_id)) = (id, replacement.get("_id"))
+            && !values_equal(old_id, new_id)
+        {
+            return Some(Err(err(format!(
+                "a replacement cannot change _id from {old_id} to {new_id}"
+            ))));
         }
         Some(Ok(ReplacementView {
             id: id.or_else(|| replacement.get("_id")),

@@ -139,14 +139,14 @@ impl Projection {
             exclude_map(doc, &self.tree)
         };
         if self.include_id {
-            if self.include {
-                if let Some(id) = doc.get("_id") {
-                    // Keep `_id` where the document has it (first, for stored documents).
-                    let mut with_id = Map::new();
-                    with_id.insert("_id".to_string(), id.clone());
-                    with_id.extend(out);
-                    out = with_id;
-                }
+            if self.include
+                && let Some(id) = doc.get("_id")
+            {
+                // Keep `_id` where the document has it (first, for stored documents).
+                let mut with_id = Map::new();
+                with_id.insert("_id".to_string(), id.clone());
+                with_id.extend(out);
+                out = with_id;
             }
         } else {
             out.shift_remove("_id");
@@ -158,10 +158,10 @@ impl Projection {
 fn include_map(m: &Map<String, Value>, tree: &Tree) -> Map<String, Value> {
     let mut out = Map::new();
     for (k, v) in m {
-        if let Some(sub) = tree.child(k) {
-            if let Some(v) = include_value(v, sub) {
-                out.insert(k.clone(), v);
-            }
+        if let Some(sub) = tree.child(k)
+            && let Some(v) = include_value(v, sub)
+        {
+            out.insert(k.clone(), v);
         }
     }
     out

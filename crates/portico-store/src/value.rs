@@ -186,10 +186,11 @@ pub(crate) fn any_expanded<'a>(
     mut f: impl FnMut(Option<&'a Value>) -> bool,
 ) -> bool {
     for b in branches {
-        if let Some(Value::Array(a)) = b.value {
-            if !b.dont_iterate && a.iter().any(|e| f(Some(e))) {
-                return true;
-            }
+        if let Some(Value::Array(a)) = b.value
+            && !b.dont_iterate
+            && a.iter().any(|e| f(Some(e)))
+        {
+            return true;
         }
         if f(b.value) {
             return true;

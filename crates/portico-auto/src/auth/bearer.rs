@@ -42,10 +42,10 @@ fn query_token(query: &str) -> Option<String> {
 
 /// Finds the bearer token of a request (see [`BearerTokenLayer`]).
 fn find_token<B>(req: &Request<B>, query_parameter: bool) -> Option<String> {
-    if let Some(value) = req.headers().get(http::header::AUTHORIZATION) {
-        if let Some(token) = value.to_str().ok().and_then(bearer_token) {
-            return Some(token.to_owned());
-        }
+    if let Some(value) = req.headers().get(http::header::AUTHORIZATION)
+        && let Some(token) = value.to_str().ok().and_then(bearer_token)
+    {
+        return Some(token.to_owned());
     }
     let query = req.uri().query()?;
     let token = query_token(query)?;

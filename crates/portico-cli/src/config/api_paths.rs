@@ -19,9 +19,10 @@ pub(super) fn clashes(config: &Config) -> Vec<ConfigError> {
                 ),
             });
         }
-        if base == "/" {
-            if let Some(auto) = &config.auto {
-                errors.push(ConfigError {
+        if base == "/"
+            && let Some(auto) = &config.auto
+        {
+            errors.push(ConfigError {
                     line: api.line,
                     column: 1,
                     key: "api.api_path".to_owned(),
@@ -30,7 +31,6 @@ pub(super) fn clashes(config: &Config) -> Vec<ConfigError> {
                         auto.line
                     ),
                 });
-            }
         }
     }
     errors

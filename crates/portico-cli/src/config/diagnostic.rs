@@ -181,11 +181,11 @@ pub(crate) fn parse_all<T: DeserializeOwned>(text: &str) -> (Option<T>, Vec<Conf
             return (None, errors);
         };
         let missing = quoted_name(&message, "missing field `");
-        if let Some(field) = &missing {
-            if blanked_keys.iter().any(|k| k == field) {
-                // Caused by our own blanking of a wrongly typed required key.
-                return (None, errors);
-            }
+        if let Some(field) = &missing
+            && blanked_keys.iter().any(|k| k == field)
+        {
+            // Caused by our own blanking of a wrongly typed required key.
+            return (None, errors);
         }
         let mut key = source.key_at(span.start);
         if let Some(unknown) = quoted_name(&message, "unknown field `") {

@@ -25,10 +25,11 @@ fn acceptable(value: &HeaderValue) -> bool {
 
 /// The id of `request`: the trusted proxy's, or a new one.
 pub(crate) fn id_of(request: &Request, proxies: &TrustedProxies) -> HeaderValue {
-    if !proxies.is_empty() && proxies.trusts_peer(request.extensions()) {
-        if let Some(sent) = request.headers().get(REQUEST_ID).filter(|v| acceptable(v)) {
-            return sent.clone();
-        }
+    if !proxies.is_empty()
+        && proxies.trusts_peer(request.extensions())
+        && let Some(sent) = request.headers().get(REQUEST_ID).filter(|v| acceptable(v))
+    {
+        return sent.clone();
     }
     HeaderValue::from_str(&portico_store::new_id())
         .unwrap_or_else(|_| HeaderValue::from_static("-"))

@@ -114,10 +114,10 @@ impl Accounts {
             let Value::Object(entry) = entry else {
                 continue;
             };
-            if !entry.contains_key("hashedToken") {
-                if let Some(Value::String(plain)) = entry.shift_remove("token") {
-                    entry.insert("hashedToken".into(), Value::String(hash_token(&plain)));
-                }
+            if !entry.contains_key("hashedToken")
+                && let Some(Value::String(plain)) = entry.shift_remove("token")
+            {
+                entry.insert("hashedToken".into(), Value::String(hash_token(&plain)));
             }
             if entry.get("when").is_none_or(Value::is_null) {
                 entry.insert("when".into(), Value::String(now.clone()));

@@ -7,11 +7,12 @@
 
 use std::sync::OnceLock;
 
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::password_hash::phc::PasswordHash;
+use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use argon2::{Algorithm, Argon2, Params, Version};
 use chrono::Utc;
 use portico_store::{Document, Update, document_id, lookup_path};
-use rand::RngCore;
+use rand::Rng;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -111,9 +112,8 @@ fn argon2() -> Result<Argon2<'static>> {
 pub(crate) fn hash_digest(digest: &str) -> Result<String> {
     let mut salt = [0u8; 16];
     rand::rng().fill_bytes(&mut salt);
-    let salt = SaltString::encode_b64(&salt).map_err(|e| Error::Internal(format!("salt: {e}")))?;
-    let hash = argon2()?
-        .hash_password(digest.as_bytes(), &salt)
+    let hash: PasswordHash = argon2()?
+        .hash_password_with_salt(digest.as_bytes(), &salt)
         .map_err(|e| Error::Internal(format!("argon2: {e}")))?;
     Ok(hash.to_string())
 }

@@ -7,7 +7,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use chrono::{DateTime, Utc};
 use portico_store::{Document, Selector, Update, UpdateOptions, lookup_path};
-use rand::RngCore;
+use rand::Rng;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 

@@ -8,7 +8,7 @@
 use data_encoding::BASE32_NOPAD;
 use hmac::{Hmac, KeyInit, Mac};
 use portico_store::{Document, Selector, Update, UpdateOptions, document_id, lookup_path};
-use rand::RngCore;
+use rand::Rng;
 use serde_json::{Value, json};
 use sha1::Sha1;
 

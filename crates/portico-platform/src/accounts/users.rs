@@ -21,10 +21,10 @@ impl Accounts {
         if username.as_deref() == Some("") {
             return Err(Error::InvalidUser("Username may not be empty".into()));
         }
-        if let Some(e) = &email {
-            if !lookup::is_valid_email(e) {
-                return Err(Error::InvalidUser(format!("Invalid email address {e:?}")));
-            }
+        if let Some(e) = &email
+            && !lookup::is_valid_email(e)
+        {
+            return Err(Error::InvalidUser(format!("Invalid email address {e:?}")));
         }
         if username.is_none() && email.is_none() {
             return Err(Error::InvalidUser("Need to set a username or email".into()));
@@ -85,18 +85,17 @@ impl Accounts {
         email: Option<&str>,
     ) -> Result<()> {
         // The exact check also covers records written without the lowercase copies.
-        if let Some(u) = username {
-            if self.exists("username", lookup::LOWER_USERNAME, u).await? {
-                return Err(Error::UserExists("Username already exists.".into()));
-            }
+        if let Some(u) = username
+            && self.exists("username", lookup::LOWER_USERNAME, u).await?
+        {
+            return Err(Error::UserExists("Username already exists.".into()));
         }
-        if let Some(e) = email {
-            if self
+        if let Some(e) = email
+            && self
                 .exists("emails.address", lookup::LOWER_EMAILS, e)
                 .await?
-            {
-                return Err(Error::UserExists("Email already exists.".into()));
-            }
+        {
+            return Err(Error::UserExists("Email already exists.".into()));
         }
         Ok(())
     }

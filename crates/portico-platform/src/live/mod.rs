@@ -296,10 +296,10 @@ struct Unused<'a> {
 
 impl Drop for Unused<'_> {
     fn drop(&mut self) {
-        if let Some(query) = self.query.take() {
-            if query.close_if_unused() {
-                self.hub.forget(&query);
-            }
+        if let Some(query) = self.query.take()
+            && query.close_if_unused()
+        {
+            self.hub.forget(&query);
         }
     }
 }

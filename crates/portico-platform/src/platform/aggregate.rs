@@ -56,12 +56,12 @@ impl Platform {
                 "publication {name:?} does not publish one query, so it cannot be aggregated"
             )));
         };
-        if let Some(projection) = &cursor.query.projection {
-            if let Some(path) = spec.paths().find(|p| !shows(projection, p)) {
-                return Err(invalid(format!(
-                    "the field {path} is not published, so it cannot be aggregated"
-                )));
-            }
+        if let Some(projection) = &cursor.query.projection
+            && let Some(path) = spec.paths().find(|p| !shows(projection, p))
+        {
+            return Err(invalid(format!(
+                "the field {path} is not published, so it cannot be aggregated"
+            )));
         }
         spec.selector = cursor.query.selector.clone().and(spec.selector);
         self.collection(&cursor.collection)

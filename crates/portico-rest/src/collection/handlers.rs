@@ -487,10 +487,10 @@ async fn read(state: &CollectionState, ctx: &Context, id: &str) -> Result<Outcom
 async fn get(state: &CollectionState, ctx: &Context, id: Option<&str>) -> Result<Outcome, Reply> {
     let id = id.ok_or_else(not_found)?;
     let mut outcome = read(state, ctx, id).await?;
-    if let Some(tag) = outcome.id.take() {
-        if not_modified(&ctx.request.headers, &tag) {
-            return Err(not_modified_reply(format!("\"{tag}\"")));
-        }
+    if let Some(tag) = outcome.id.take()
+        && not_modified(&ctx.request.headers, &tag)
+    {
+        return Err(not_modified_reply(format!("\"{tag}\"")));
     }
     Ok(outcome)
 }

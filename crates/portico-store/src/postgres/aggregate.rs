@@ -36,11 +36,11 @@ pub(crate) async fn aggregate(
             let selector = spec.selector.clone();
             let mut failed = None;
             for_each_candidate(client, collection, &spec.selector, None, |_, doc| {
-                if selector.matches(&doc) {
-                    if let Err(e) = groups.add_doc(group.as_deref(), &doc) {
-                        failed = Some(e);
-                        return Ok(ControlFlow::Break(()));
-                    }
+                if selector.matches(&doc)
+                    && let Err(e) = groups.add_doc(group.as_deref(), &doc)
+                {
+                    failed = Some(e);
+                    return Ok(ControlFlow::Break(()));
                 }
                 Ok(ControlFlow::Continue(()))
             })

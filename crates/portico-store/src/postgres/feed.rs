@@ -162,11 +162,10 @@ async fn pump(
             message = messages.next() => match message {
                 Some(Ok(AsyncMessage::Notification(n))) => {
                     let Some(feed) = feed.upgrade() else { return false };
-                    if n.channel() == CHANNEL {
-                        if let Some(change) = decode(n.payload()) {
+                    if n.channel() == CHANNEL
+                        && let Some(change) = decode(n.payload()) {
                             feed.publish(change);
                         }
-                    }
                 }
                 Some(Ok(_)) => {}
                 Some(Err(_)) | None => return true,

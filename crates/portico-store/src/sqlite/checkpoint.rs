@@ -54,7 +54,7 @@ impl Checkpoints {
     pub(crate) fn wrote(&self) {
         let n = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
         let pending = n.saturating_sub(self.checkpointed.load(Ordering::Relaxed));
-        if pending == 1 || pending % WRITES_PER_CHECKPOINT == 0 {
+        if pending == 1 || pending.is_multiple_of(WRITES_PER_CHECKPOINT) {
             self.wake();
         }
     }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use portico_store::json::{JsonError, JsonLimits, parse_bounded};
 use portico_store::{Document, Projection, Selector, Sort, Update};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
 
 /// Tokens spliced into inputs: the grammar's operators and punctuation.

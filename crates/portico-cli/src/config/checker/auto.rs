@@ -49,16 +49,16 @@ impl Checker<'_> {
             if let Err(message) = check_collection_name(&collection) {
                 self.error(&spanned, &key, message);
             }
-            if let Some(list) = collections {
-                if !list.contains(&collection) {
-                    self.error(
+            if let Some(list) = collections
+                && !list.contains(&collection)
+            {
+                self.error(
                         &spanned,
                         &key,
                         format!(
                             "rules for `{collection}`, but `{collection}` is not in `auto.collections`, so it has no write endpoints"
                         ),
                     );
-                }
             }
             let line = self.line(&spanned);
             let raw_rules = spanned.into_inner();

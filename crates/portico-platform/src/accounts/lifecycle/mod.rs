@@ -341,10 +341,10 @@ impl Lifecycle {
             .flatten()
             .map(|e| {
                 let mut e = e.clone();
-                if e.get("address").and_then(Value::as_str) == Some(address.as_str()) {
-                    if let Some(o) = e.as_object_mut() {
-                        o.insert("verified".into(), Value::Bool(true));
-                    }
+                if e.get("address").and_then(Value::as_str) == Some(address.as_str())
+                    && let Some(o) = e.as_object_mut()
+                {
+                    o.insert("verified".into(), Value::Bool(true));
                 }
                 e
             })
@@ -363,12 +363,12 @@ impl Lifecycle {
     /// works then), [`Error::InvalidToken`]; store failures.
     pub async fn confirm_password_reset(&self, token: &str, password: Password) -> Result<String> {
         let min = self.accounts().config().password_min_length;
-        if let Password::Plain(p) = &password {
-            if p.chars().count() < min {
-                return Err(Error::InvalidUser(format!(
-                    "The password must have at least {min} characters"
-                )));
-            }
+        if let Password::Plain(p) = &password
+            && p.chars().count() < min
+        {
+            return Err(Error::InvalidUser(format!(
+                "The password must have at least {min} characters"
+            )));
         }
         password.digest()?;
         let redeemed = tokens::redeem(self.store(), TokenKind::PasswordReset, token).await?;

@@ -11,7 +11,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::Duration;
 use portico_store::{Document, Selector, Store};
-use rand::RngCore;
+use rand::Rng;
 use serde_json::{Value, json};
 
 use super::super::hash_token;
