@@ -24,6 +24,10 @@ pub enum Error {
     /// A client write sets or removes a field the caller may not see; names the field.
     #[error("The field {0} cannot be written by this caller")]
     FieldDenied(String),
+    /// A client write sets, changes or removes a file field's metadata, which only the files
+    /// service writes (an upload or a delete of a file); names the field.
+    #[error("The field {0} holds files: it changes only by uploading or deleting a file")]
+    FileField(String),
     /// A document does not satisfy the collection's JSON Schema; one message per failure.
     #[error("Validation failed: {}", .0.join("; "))]
     Validation(Vec<String>),
@@ -72,6 +76,7 @@ impl Error {
             | Error::ProtectedField(_)
             | Error::HiddenField(_)
             | Error::FieldDenied(_)
+            | Error::FileField(_)
             | Error::Validation(_)
             | Error::InvalidUser(_)
             | Error::UserExists(_)
@@ -105,7 +110,10 @@ impl Error {
                 portico_store::ErrorKind::Unavailable => 503,
                 _ => 500,
             },
-            Error::AccessDenied | Error::ProtectedField(_) | Error::FieldDenied(_) => 403,
+            Error::AccessDenied
+            | Error::ProtectedField(_)
+            | Error::FieldDenied(_)
+            | Error::FileField(_) => 403,
             Error::LoginFailed => 401,
             Error::UserNotFound => 404,
             Error::PreconditionFailed => 412,
@@ -127,6 +135,7 @@ mod tests {
     fn status_codes_follow_the_kind_of_error() {
         assert_eq!(Error::AccessDenied.status_code(), 403);
         assert_eq!(Error::ProtectedField("roles".into()).status_code(), 403);
+        assert_eq!(Error::FileField("cover".into()).status_code(), 403);
         assert_eq!(Error::LoginFailed.status_code(), 401);
         assert_eq!(Error::UserNotFound.status_code(), 404);
         assert_eq!(Error::PreconditionFailed.status_code(), 412);

@@ -122,7 +122,7 @@ impl From<Error> for MethodError {
             Error::AccessDenied => {
                 MethodError::new("access-denied", "Access denied").with_status(status)
             }
-            Error::ProtectedField(_) => {
+            Error::ProtectedField(_) | Error::FileField(_) => {
                 MethodError::new("access-denied", e.to_string()).with_status(status)
             }
             Error::LoginFailed => {

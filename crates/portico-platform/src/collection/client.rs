@@ -40,6 +40,45 @@ impl Collection {
         }
     }
 
+    /// The fields of this collection that only server code writes: its file fields, whose
+    /// metadata changes only by an upload or a delete through the files service
+    /// ([`crate::files::Files`]), never by a client's body.
+    pub fn server_fields(&self) -> Vec<String> {
+        self.inner.server_fields.of(self.name())
+    }
+
+    /// Refuses a client write that would set, change or remove a field only server code writes
+    /// ([`Collection::server_fields`]). `stored` is the document before the write (`None` for an
+    /// insert), `changed` the document the write would make; a value repeated unchanged passes,
+    /// and a missing field is the same as `null`. Both doors and the client writes of this
+    /// collection call it.
+    ///
+    /// # Errors
+    /// [`Error::FileField`] naming the first such field.
+    pub fn check_server_fields(&self, stored: Option<&Document>, changed: &Document) -> Result<()> {
+        for field in self.server_fields() {
+            let before = stored.and_then(|d| d.get(&field)).filter(|v| !v.is_null());
+            let after = changed.get(&field).filter(|v| !v.is_null());
+            if before != after {
+                return Err(Error::FileField(field));
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives a client's whole replacement `doc` of `stored` the stored values of the fields only
+    /// server code writes that it leaves out, so replacing a document keeps its files (a client
+    /// that read a document without them, or never knew them, cannot drop them).
+    pub fn keep_server_fields(&self, stored: &Document, doc: &mut Document) {
+        for field in self.server_fields() {
+            if !doc.contains_key(&field)
+                && let Some(value) = stored.get(&field)
+            {
+                doc.insert(field, value.clone());
+            }
+        }
+    }
+
     /// Adds allow rules for client writes.
     pub fn allow(&self, rules: Rules) {
         self.inner
@@ -124,10 +163,12 @@ impl Collection {
     /// start with `$` or contain `.`.
     ///
     /// In the `users` collection, `roles` and `services` are refused whatever the rules say
-    /// ([`Error::ProtectedField`]).
+    /// ([`Error::ProtectedField`]); a file field is refused in any collection
+    /// ([`Error::FileField`]: files are uploaded to a document that exists).
     ///
     /// # Errors
-    /// [`Error::AccessDenied`], [`Error::ProtectedField`], [`Error::InvalidArgument`] for a bad
+    /// [`Error::AccessDenied`], [`Error::ProtectedField`], [`Error::FileField`],
+    /// [`Error::InvalidArgument`] for a bad
     /// `_id` or field name,
     /// [`Error::Validation`],
     /// a store error for a duplicate `_id`.
@@ -135,6 +176,7 @@ impl Collection {
         let id = self.ensure_id(&mut doc)?;
         Collection::check_client_fields(&doc)?;
         self.check_protected(doc.keys().map(String::as_str))?;
+        self.check_server_fields(None, &doc)?;
         self.stamp_new(&mut doc);
         if !self.id_kind().is_valid(&id) {
             return Err(Error::InvalidArgument(format!("invalid _id {id:?}")));
@@ -155,7 +197,8 @@ impl Collection {
     /// The update rules see the document before the change, the changed top-level field names
     /// and `modifier` as given. Whole-document replacement is not accepted from clients, nor a
     /// change that would store a `$`-prefixed or dotted field name, nor (in the `users`
-    /// collection) a change to `roles` or `services` ([`Error::ProtectedField`]). With no allow
+    /// collection) a change to `roles` or `services` ([`Error::ProtectedField`]), nor a change to a
+    /// file field's metadata ([`Error::FileField`]: only uploads and deletes change it). With no allow
     /// rule for updates, every id is [`Error::AccessDenied`] (a missing one too), so the answer
     /// tells nothing about which ids exist.
     ///
@@ -210,6 +253,7 @@ impl Collection {
         let mut changed = doc.clone();
         update.apply(&mut changed)?;
         Collection::check_client_fields(&changed)?;
+        self.check_server_fields(Some(&doc), &changed)?;
         self.validate(&changed)?;
         let result = self
             .store()

@@ -42,12 +42,21 @@ pub struct CollectionOptions {
     pub field_rules: FieldRules,
 }
 
+/// Where a collection learns which of its fields only server code writes: the file fields its
+/// platform's files service declares (their metadata changes only by an upload or a delete).
+/// Asked on each client write, so a field declared after the collection is covered too.
+pub(crate) trait ServerFields: Send + Sync {
+    /// The server-written fields of `collection`.
+    fn of(&self, collection: &str) -> Vec<String>;
+}
+
 struct Inner {
     name: String,
     options: CollectionOptions,
     schema: Option<Schema>,
     store: Arc<dyn Store>,
     rules: RwLock<RuleSet>,
+    server_fields: Arc<dyn ServerFields>,
 }
 
 /// A collection handle. Cheap to clone; clones share the rules.
@@ -73,6 +82,7 @@ impl Collection {
         store: Arc<dyn Store>,
         name: &str,
         options: CollectionOptions,
+        server_fields: Arc<dyn ServerFields>,
     ) -> Result<Collection> {
         if name.is_empty() || name.starts_with('$') || name.contains('\0') {
             return Err(Error::InvalidArgument(format!(
@@ -87,12 +97,17 @@ impl Collection {
                 schema,
                 store,
                 rules: RwLock::new(RuleSet::default()),
+                server_fields,
             }),
         })
     }
 
     /// A collection with default options and no name check (the store refuses unusable names on use).
-    pub(crate) fn unchecked(store: Arc<dyn Store>, name: &str) -> Collection {
+    pub(crate) fn unchecked(
+        store: Arc<dyn Store>,
+        name: &str,
+        server_fields: Arc<dyn ServerFields>,
+    ) -> Collection {
         Collection {
             inner: Arc::new(Inner {
                 name: name.to_string(),
@@ -100,6 +115,7 @@ impl Collection {
                 schema: None,
                 store,
                 rules: RwLock::new(RuleSet::default()),
+                server_fields,
             }),
         }
     }

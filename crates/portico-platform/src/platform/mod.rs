@@ -64,7 +64,8 @@ struct Inner {
     methods: RwLock<BTreeMap<String, MethodEntry>>,
     publications: RwLock<BTreeMap<String, PublicationEntry>>,
     live: Arc<crate::live::Hub>,
-    files: OnceLock<crate::platform::files::Files>,
+    /// Shared with every collection, which asks it for its file fields on client writes.
+    files: Arc<OnceLock<crate::platform::files::Files>>,
 }
 
 /// The host-program model: a store, named collections with rules, accounts, and the method and
@@ -159,7 +160,7 @@ impl Platform {
                 collections: RwLock::new(BTreeMap::new()),
                 methods: RwLock::new(BTreeMap::new()),
                 publications: RwLock::new(BTreeMap::new()),
-                files: OnceLock::new(),
+                files: Arc::new(OnceLock::new()),
             }),
         })
     }
@@ -167,6 +168,11 @@ impl Platform {
     /// Where the files service is kept (see [`Platform::set_files`]).
     pub(crate) fn files_cell(&self) -> &OnceLock<crate::platform::files::Files> {
         &self.inner.files
+    }
+
+    /// What tells a collection its file fields (see `collection::ServerFields`).
+    fn server_fields(&self) -> Arc<dyn crate::collection::ServerFields> {
+        self.inner.files.clone()
     }
 
     /// A handle that does not keep the platform alive (for background tasks).
@@ -233,7 +239,9 @@ impl Platform {
         }
         write(&self.inner.collections)
             .entry(name.to_string())
-            .or_insert_with(|| Collection::unchecked(self.inner.store.clone(), name))
+            .or_insert_with(|| {
+                Collection::unchecked(self.inner.store.clone(), name, self.server_fields())
+            })
             .clone()
     }
 
@@ -253,7 +261,12 @@ impl Platform {
                 "collection {name:?} is declared already with other options"
             )));
         }
-        let collection = Collection::new(self.inner.store.clone(), name, options)?;
+        let collection = Collection::new(
+            self.inner.store.clone(),
+            name,
+            options,
+            self.server_fields(),
+        )?;
         collections.insert(name.to_string(), collection.clone());
         Ok(collection)
     }

@@ -78,6 +78,34 @@ async fn methods_attach_and_read_files_under_the_rules() -> TestResult {
         .filter_map(|f| f["name"].as_str())
         .collect();
     assert_eq!(names, ["a.txt", "a-2.txt"]);
+
+    // A client write never changes the metadata, whatever the modifier; other fields it may.
+    notes.allow(Rules::new().insert(|_, _| async { true }));
+    for modifier in [
+        json!({"$set": {"att": []}}),
+        json!({"$unset": {"att": 1}}),
+        json!({"$push": {"att": {"name": "forged.txt"}}}),
+        json!({"$set": {"att.0.sha256": "0"}}),
+    ] {
+        let refused = notes.client_update(Some("ada"), &id, &modifier).await;
+        assert!(
+            matches!(refused, Err(portico_platform::Error::FileField(ref f)) if f == "att"),
+            "{modifier}: {refused:?}"
+        );
+    }
+    let repeated = json!({"$set": {"title": "t", "att": stored["att"].clone()}});
+    assert_eq!(notes.client_update(Some("ada"), &id, &repeated).await?, 1);
+    let inserted = notes
+        .client_insert(
+            Some("ada"),
+            serde_json::from_value(json!({"owner": "ada", "att": []}))?,
+        )
+        .await;
+    assert!(
+        matches!(inserted, Err(portico_platform::Error::FileField(_))),
+        "{inserted:?}"
+    );
+    assert_eq!(notes.get(&id).await?.ok_or("gone")?["att"], stored["att"]);
     let read = files
         .download(slot, "a-2.txt", &ada, DownloadOptions::default())
         .await?;

@@ -2,6 +2,9 @@
 //! [`FieldView`] hides fields from every reply (and from the entity tags computed over them),
 //! refuses writes to hidden fields (403), and lets a replacement keep what the caller cannot
 //! see. Filters and sorts on hidden fields are refused where a list is parsed (`handlers.rs`).
+//!
+//! File fields are guarded here too: a client's body never sets or changes a file field's
+//! metadata (403); only the file routes (`files.rs`) do.
 
 use portico_platform::FieldView;
 use portico_store::Document;
@@ -48,6 +51,7 @@ pub(crate) async fn guard_write(
     body: &mut Document,
     how: BodyUse,
 ) -> Result<(), Reply> {
+    guard_file_fields(state, ctx, id, body, how).await?;
     if view.is_empty() {
         return Ok(());
     }
@@ -74,6 +78,55 @@ pub(crate) async fn guard_write(
             Ok(())
         }
     }
+}
+
+/// Refuses a write of `body` that sets, changes or removes a file field (403 naming it): its
+/// metadata changes only by an upload or a delete. A field repeated unchanged passes (a client
+/// may send back the document it read), and a replacement that leaves one out keeps it.
+async fn guard_file_fields(
+    state: &CollectionState,
+    ctx: &Context,
+    id: Option<&str>,
+    body: &mut Document,
+    how: BodyUse,
+) -> Result<(), Reply> {
+    let collection = &state.collection;
+    let fields = collection.server_fields();
+    if fields.is_empty() {
+        return Ok(());
+    }
+    let id = match (how, id) {
+        (BodyUse::Create, _) | (_, None) => {
+            return collection
+                .check_server_fields(None, body)
+                .map_err(platform_error);
+        }
+        (_, Some(id)) => id,
+    };
+    // A missing document is the write's 404; nothing to check against.
+    let Some(doc) = stored(state, ctx, id).await? else {
+        return Ok(());
+    };
+    if how == BodyUse::Replace {
+        collection.keep_server_fields(&doc, body);
+        return collection
+            .check_server_fields(Some(&doc), body)
+            .map_err(platform_error);
+    }
+    for (key, value) in body.iter() {
+        let top = key.split('.').next().unwrap_or(key);
+        if !fields.iter().any(|f| f == top) {
+            continue;
+        }
+        let unchanged = key == top
+            && doc.get(top).filter(|v| !v.is_null()) == Some(value).filter(|v| !v.is_null());
+        if !unchanged {
+            return Err(platform_error(portico_platform::Error::FileField(
+                top.to_owned(),
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// For an `If-Match` on a collection with hidden fields: the caller's tags are of the document

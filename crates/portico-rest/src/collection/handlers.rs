@@ -452,6 +452,11 @@ async fn post(
 /// body's tree is dropped once encoded, and the reply is not encoded from it again).
 async fn post_json(state: &CollectionState, body: Map<String, Value>) -> Result<Reply, Reply> {
     let body = checked(body, BodyUse::Create, None)?;
+    // No field rules here (`as_stored`), but file fields are filled only by uploads.
+    state
+        .collection
+        .check_server_fields(None, &body)
+        .map_err(platform_error)?;
     let (_, text) = state
         .collection
         .insert_json(body)

@@ -207,7 +207,9 @@ impl Files {
         &self.inner.store
     }
 
-    /// Declares `field` of `collection` a file field.
+    /// Declares `field` of `collection` a file field. Once this service is the platform's
+    /// ([`Platform::set_files`]), no client write sets, changes or removes the field
+    /// ([`Collection::check_server_fields`]): its metadata changes only by an upload or a delete.
     ///
     /// # Errors
     /// [`FileError::Invalid`] for a field name that is not letters, digits and `_`.
@@ -429,6 +431,24 @@ impl Files {
                 }
             }
         }
+    }
+}
+
+/// A platform's collections ask its files service for their file fields: a client write never
+/// changes those (see [`Collection::check_server_fields`]).
+impl crate::collection::ServerFields for std::sync::OnceLock<Files> {
+    fn of(&self, collection: &str) -> Vec<String> {
+        let Some(files) = self.get() else {
+            return Vec::new();
+        };
+        files
+            .inner
+            .fields
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(collection)
+            .map(|fields| fields.keys().cloned().collect())
+            .unwrap_or_default()
     }
 }
 
