@@ -59,18 +59,23 @@ class ApiError extends Error {
   }
 }
 
-/** Calls the admin API; throws ApiError with the server's message. A 401 logs the page out. */
+/**
+ * Calls the admin API; throws ApiError with the server's message. A 401 logs the page out.
+ * A Blob (a chosen file) is sent as it is, with its own type; anything else as JSON.
+ */
 async function call(method, path, body) {
   const headers = { Accept: 'application/json' };
   const t = token();
   if (t) headers['X-Auth-Token'] = t;
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const raw = body instanceof Blob;
+  if (raw) headers['Content-Type'] = body.type || 'application/octet-stream';
+  else if (body !== undefined) headers['Content-Type'] = 'application/json';
   let response;
   try {
     response = await fetch(new URL(path, API), {
       method,
       headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? undefined : raw ? body : JSON.stringify(body),
       credentials: 'omit',
       cache: 'no-store',
     });
@@ -342,12 +347,137 @@ function viewer(panel, collection, doc, reload) {
       } catch (e) { showError(box, e); }
     } }, 'Delete'),
   ];
+  const again = async () => {
+    const fresh = await call('GET', docPath(collection, doc._id));
+    reload();
+    viewer(panel, collection, fresh, reload);
+  };
   clear(panel).append(el('section', { class: 'card', 'aria-label': 'Document' },
     el('div', { class: 'title-row' }, el('h3', {}, 'Document ' + doc._id), ...buttons,
       el('button', { type: 'button', class: 'secondary', onclick: () => clear(panel) }, 'Close')),
     el('pre', { id: 'document-json', tabindex: '0' }, JSON.stringify(doc, null, 2)),
+    filesSection(collection, doc, again),
     box));
   panel.scrollIntoView({ block: 'nearest' });
+}
+
+// ----- files of a document -----
+
+/** Types the server makes thumbnails of; other files get a download link. */
+const PREVIEWABLE = ['image/png', 'image/jpeg', 'image/webp'];
+const PREVIEW_SIZE = '160x160f';
+
+function filePath(collection, id, field, name) {
+  return docPath(collection, id) + '/files/' + encodeURIComponent(field)
+    + (name === undefined ? '' : '/' + encodeURIComponent(name));
+}
+
+/** The file metadata a field holds: one object, or an array of them. */
+function filesIn(doc, field) {
+  const value = doc[field];
+  const list = Array.isArray(value) ? value : value ? [value] : [];
+  return list.filter((f) => f && typeof f === 'object' && typeof f.name === 'string');
+}
+
+/** An admin API file, fetched with the token header (never in a URL), as a Blob. */
+async function fetchBlob(path) {
+  let response;
+  try {
+    response = await fetch(new URL(path, API), {
+      headers: { 'X-Auth-Token': token() || '' },
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+  } catch (e) {
+    throw new ApiError(0, 'The server cannot be reached.');
+  }
+  if (!response.ok) {
+    let message = response.statusText;
+    try { message = (await response.json()).error || message; } catch (e) { /* not JSON */ }
+    throw new ApiError(response.status, message);
+  }
+  return response.blob();
+}
+
+/** Saves a blob under `name` through a temporary link. */
+function save(blob, name) {
+  const url = URL.createObjectURL(blob);
+  const link = el('a', { href: url, download: name, hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+}
+
+function fieldRule(spec) {
+  const parts = [spec.max > 1 ? 'up to ' + spec.max + ' files' : 'one file'];
+  if (spec.types && spec.types.length) parts.push(spec.types.join(', '));
+  return parts.join('; ');
+}
+
+/** The files of a document's file fields: previews, downloads, deletes and uploads. */
+function filesSection(collection, doc, again) {
+  const fields = Object.entries(collection.files || {});
+  if (fields.length === 0) return null;
+  const box = errorBox('files-error');
+  const act = (fn) => async (event) => {
+    if (event) event.preventDefault();
+    showError(box, null);
+    try { await fn(); } catch (e) { showError(box, e); }
+  };
+  const section = el('section', { class: 'files', id: 'document-files', 'aria-label': 'Files' },
+    el('h4', {}, 'Files'));
+  for (const [field, spec] of fields) {
+    const list = el('ul', { class: 'plain file-list', dataset: { field } });
+    const files = filesIn(doc, field);
+    for (const file of files) {
+      const path = filePath(collection, doc._id, field, file.name);
+      const preview = el('span', { class: 'preview', 'aria-hidden': 'true' });
+      if (PREVIEWABLE.includes(file.type)) {
+        const img = el('img', { class: 'thumb', alt: '' });
+        preview.append(img);
+        fetchBlob(path + '?thumb=' + PREVIEW_SIZE).then((blob) => {
+          const url = URL.createObjectURL(blob);
+          img.addEventListener('load', () => URL.revokeObjectURL(url), { once: true });
+          img.src = url;
+        }, () => preview.replaceChildren(el('span', { class: 'muted small' }, 'no preview')));
+      } else {
+        preview.append(el('span', { class: 'file-type' }, (file.type || '').split('/').pop() || 'file'));
+      }
+      list.append(el('li', { class: 'file' }, preview,
+        el('span', { class: 'file-info' },
+          el('button', { type: 'button', class: 'link download', onclick: act(async () => save(await fetchBlob(path), file.name)) }, file.name),
+          el('span', { class: 'muted small' }, ' ' + (file.type || '') + ', ' + sizeText(Number(file.size) || 0))),
+        el('button', { type: 'button', class: 'danger delete-file', 'aria-label': 'Delete ' + file.name, onclick: act(async () => {
+          if (!confirm('Delete the file ' + file.name + ' of ' + doc._id + '?')) return;
+          await call('DELETE', path);
+          notice('Deleted ' + file.name + '.');
+          await again();
+        }) }, 'Delete')));
+    }
+    if (files.length === 0) list.append(el('li', { class: 'muted small' }, 'No files.'));
+    const id = 'upload-' + field;
+    const input = el('input', {
+      type: 'file', id, name: field, multiple: spec.max > 1,
+      accept: spec.types && spec.types.length ? spec.types.join(',') : undefined,
+    });
+    const upload = el('form', { class: 'inline upload', onsubmit: act(async () => {
+      const chosen = [...input.files];
+      if (chosen.length === 0) throw new Error('Choose a file first.');
+      for (const file of chosen) {
+        await call('POST', filePath(collection, doc._id, field) + '?name=' + encodeURIComponent(file.name), file);
+      }
+      notice('Uploaded ' + chosen.map((f) => f.name).join(', ') + '.');
+      await again();
+    }) },
+    el('label', { for: id }, 'Add to ' + field), input,
+    el('button', { type: 'submit' }, 'Upload'));
+    section.append(el('div', { class: 'file-field' },
+      el('h5', {}, field, ' ', el('span', { class: 'muted small' }, fieldRule(spec))),
+      list, upload));
+  }
+  section.append(box);
+  return section;
 }
 
 function editor(panel, collection, doc, reload) {

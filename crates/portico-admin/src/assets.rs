@@ -13,7 +13,8 @@ const STYLE: &str = include_str!("../assets/app.css");
 
 /// Only the page's own files may load or be fetched; no inline script or style, no frames.
 /// Together with inserting data as text, this keeps a document's content from ever running.
-const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+/// Previews are images the page fetched with its token and shows from `blob:` URLs.
+const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; \
      connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'";
 
 fn file(content_type: &'static str, body: &'static str) -> Response {

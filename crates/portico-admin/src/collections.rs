@@ -11,7 +11,7 @@ use http::StatusCode;
 use portico_platform::{Collection, Document, Query, Selector, USERS, Update};
 use portico_store::Sort;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::api_error::{ApiError, ApiResult, object_body};
 use crate::state::AdminState;
@@ -27,7 +27,7 @@ async fn names(state: &AdminState) -> ApiResult<Vec<String>> {
 }
 
 /// The collection `name` when the store or the platform knows it.
-async fn collection(state: &AdminState, name: &str) -> ApiResult<Collection> {
+pub(crate) async fn collection(state: &AdminState, name: &str) -> ApiResult<Collection> {
     if let Some(declared) = state.platform.get_collection(name) {
         return Ok(declared);
     }
@@ -85,9 +85,30 @@ pub(crate) async fn list(State(state): State<AdminState>) -> ApiResult<Json<Valu
             "schema": collection.options().schema,
             "timestamps": collection.options().timestamps,
             "readOnly": name == USERS,
+            "files": file_fields(&state, &name),
         }));
     }
     Ok(Json(json!({ "collections": out })))
+}
+
+/// The file fields of `collection` as the page shows them: `{field: {types, max, thumbs}}`
+/// (empty when the server keeps no files). Their files are changed through `files.rs`.
+fn file_fields(state: &AdminState, collection: &str) -> Value {
+    let Some(files) = state.platform.files() else {
+        return Value::Object(Map::new());
+    };
+    let fields: Map<String, Value> = files
+        .fields(collection)
+        .into_iter()
+        .map(|(name, field)| {
+            let thumbs: Vec<String> = field.thumbs.iter().map(ToString::to_string).collect();
+            (
+                name,
+                json!({"types": field.types, "max": field.max, "thumbs": thumbs}),
+            )
+        })
+        .collect();
+    Value::Object(fields)
 }
 
 /// The query of a documents page.
@@ -188,6 +209,8 @@ pub(crate) async fn insert(
     let collection = collection(&state, &name).await?;
     refuse_account_writes(&name)?;
     let doc = object_body(&body)?;
+    // File fields are filled by uploads to a document that exists.
+    collection.check_server_fields(None, &doc)?;
     let id = collection.insert(doc).await?;
     Ok((StatusCode::CREATED, Json(json!({ "_id": id }))))
 }
@@ -201,13 +224,22 @@ pub(crate) async fn replace(
 ) -> ApiResult<Json<Document>> {
     let collection = collection(&state, &name).await?;
     refuse_account_writes(&name)?;
-    let doc = object_body(&body)?;
+    let mut doc = object_body(&body)?;
     if let Some(given) = doc.get("_id")
         && given.as_str() != Some(id.as_str())
     {
         return Err(ApiError::bad_request(format!(
             "_id cannot change (it is {id:?}); create a new document instead"
         )));
+    }
+    if !collection.server_fields().is_empty() {
+        // The files panel changes file fields; an edit of the JSON keeps them (left out: kept;
+        // changed: refused), so metadata never names bytes that are not there.
+        let Some(stored) = collection.get(&id).await? else {
+            return Err(ApiError::not_found(format!("No document {id:?} in {name}")));
+        };
+        collection.keep_server_fields(&stored, &mut doc);
+        collection.check_server_fields(Some(&stored), &doc)?;
     }
     let update = Update::replace(doc)?;
     match collection.update_by_id(&id, &update).await? {

@@ -24,6 +24,7 @@
 //! |---|---|
 //! | log in | username or email + password, through the platform's [`LoginService`](portico_platform::LoginService) (same rate limits as the front doors); only holders of the admin role get in |
 //! | collections | every collection with its count; a paged, sortable table with a `where` selector; open, create, replace and delete documents through the platform collection (schema, duplicate `_id` checks) |
+//! | files | a document's file fields: previews (thumbnails of images, a download otherwise), upload and delete, through the platform's files service |
 //! | users | list and search accounts (never hashes or tokens), add one, set roles, set a password, log one out everywhere, remove one |
 //! | API | every route of both front doors, from their own [`RouteDoc`](portico_edge::RouteDoc)s, and a link to `/openapi.json` |
 //! | backups | the backups of the SQLite database ([`AdminPage::backups`]): list, take one now, download one |
@@ -36,10 +37,13 @@
 //! |---|---|
 //! | `POST login` `{user, password}` | `{token, user}`; 401 wrong credentials, 429 too many, 403 without the role |
 //! | `POST logout`, `GET me` | ends this session; the logged-in account |
-//! | `GET collections` | `{collections: [{name, count, schema, timestamps, readOnly}]}` |
+//! | `GET collections` | `{collections: [{name, count, schema, timestamps, readOnly, files}]}` (`files`: `{field: {types, max, thumbs}}`) |
 //! | `GET collections/{name}/documents?where=&sort=&skip=&limit=` | `{total, skip, limit, documents}` (`sort`: `-n,title`) |
 //! | `POST collections/{name}/documents` | insert; `{_id}` with 201 |
-//! | `GET`, `PUT`, `DELETE collections/{name}/documents/{id}` | read, replace (the whole document), remove |
+//! | `GET`, `PUT`, `DELETE collections/{name}/documents/{id}` | read, replace (the whole document; file fields left out are kept, changed ones refused with 403), remove |
+//! | `POST collections/{name}/documents/{id}/files/{field}?name=` | the raw body is a file: 201 with its metadata `{name, size, type, sha256, createdAt}` (413 over the size limit, 415 a type the field does not take) |
+//! | `GET collections/{name}/documents/{id}/files/{field}/{file}?thumb=WxH` | the file, or a thumbnail of any size, as an attachment |
+//! | `DELETE collections/{name}/documents/{id}/files/{field}/{file}` | removes the file; its metadata is the reply |
 //! | `GET users?q=`, `POST users` `{username, email, password, roles}` | list/search; create |
 //! | `PUT users/{id}/roles` `{roles}`, `PUT users/{id}/password` `{password}` | set exactly these roles; set a password |
 //! | `POST users/{id}/logout`, `DELETE users/{id}` | end every session; remove the account |
@@ -67,6 +71,7 @@ mod api_error;
 mod assets;
 mod backups;
 mod collections;
+mod files;
 mod guard;
 mod route_list;
 mod router;

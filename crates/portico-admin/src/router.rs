@@ -9,7 +9,7 @@ use portico_edge::RouteDoc;
 use portico_platform::{LoginLimits, Platform};
 
 use crate::state::{AdminState, RouteSource};
-use crate::{assets, backups, collections, guard, route_list, session, users};
+use crate::{assets, backups, collections, files, guard, route_list, session, users};
 
 /// Where the page is served unless told otherwise.
 pub const DEFAULT_PATH: &str = "/_/";
@@ -177,6 +177,14 @@ impl AdminPage {
                 get(collections::document)
                     .put(collections::replace)
                     .delete(collections::remove),
+            )
+            .route(
+                &api("/collections/{name}/documents/{id}/files/{field}"),
+                post(files::upload),
+            )
+            .route(
+                &api("/collections/{name}/documents/{id}/files/{field}/{file}"),
+                get(files::download).delete(files::delete),
             )
             .route(&api("/users"), get(users::list).post(users::create))
             .route(&api("/users/{id}"), axum::routing::delete(users::remove))

@@ -3,8 +3,9 @@
 // up the server and its data, reads the JSON this prints last, and checks the store afterwards.
 //
 // Every step checks what a person would see; the first failure exits 1 with its message.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { deflateSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
 
 const env = (name) => {
@@ -17,6 +18,44 @@ const SHOTS = env('SCREENSHOT_DIR');
 const ADMIN = { user: env('ADMIN_USER'), password: env('ADMIN_PASSWORD') };
 const PLAIN = { user: env('PLAIN_USER'), password: env('PLAIN_PASSWORD') };
 mkdirSync(SHOTS, { recursive: true });
+
+/** A `w` x `h` RGB PNG, written here so the test needs no image files. */
+function png(w, h) {
+  const crc32 = (bytes) => {
+    let crc = 0xffffffff;
+    for (const b of bytes) {
+      let c = (crc ^ b) & 0xff;
+      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+      crc = (crc >>> 8) ^ c;
+    }
+    return (crc ^ 0xffffffff) >>> 0;
+  };
+  const chunk = (type, data) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([length, body, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(w, 0);
+  header.writeUInt32BE(h, 4);
+  header[8] = 8; // bits per channel
+  header[9] = 2; // RGB
+  const rows = Buffer.alloc((w * 3 + 1) * h);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const i = y * (w * 3 + 1) + 1 + x * 3;
+      rows[i] = (x * 255 / w) | 0;
+      rows[i + 1] = (y * 255 / h) | 0;
+      rows[i + 2] = 120;
+    }
+  }
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header), chunk('IDAT', deflateSync(rows)), chunk('IEND', Buffer.alloc(0))]);
+}
+const NOTE_TEXT = 'Packing list: tent, stove, map.\n';
 
 const results = {};
 const problems = [];
@@ -180,6 +219,50 @@ try {
   await page.click('#save-document');
   results.schemaError = await waitText('#editor-error', /Validation/);
   await shot('08-schema-error');
+
+  // ----- files: upload an image and a text file, previews, download, a refused type, delete -----
+  await openCollection('albums');
+  await page.locator('#documents tbody button.link', { hasText: 'trip' }).click();
+  await page.locator('#document-files').waitFor();
+  results.filesBefore = await page.locator('#document-files li.file').count();
+  const uploadTo = async (field, file) => {
+    await page.setInputFiles('#upload-' + field, file);
+    await page.locator('form.upload', { has: page.locator('#upload-' + field) })
+      .getByRole('button', { name: 'Upload' }).click();
+  };
+  await uploadTo('photo', { name: 'sunset.png', mimeType: 'image/png', buffer: png(640, 480) });
+  await page.locator('#document-files ul[data-field="photo"] li.file', { hasText: 'sunset.png' }).waitFor();
+  await uploadTo('docs', { name: 'packing.txt', mimeType: 'text/plain', buffer: Buffer.from(NOTE_TEXT) });
+  await page.locator('#document-files ul[data-field="docs"] li.file', { hasText: 'packing.txt' }).waitFor();
+  // The photo's preview: a thumbnail the server made (fitted in 160x160), shown from a blob.
+  await page.waitForFunction(() => {
+    const img = document.querySelector('#document-files ul[data-field="photo"] img.thumb');
+    return img && img.complete && img.naturalWidth > 0;
+  });
+  const thumb = page.locator('#document-files ul[data-field="photo"] img.thumb');
+  results.thumbSize = await thumb.evaluate((img) => [img.naturalWidth, img.naturalHeight]);
+  results.thumbScheme = ((await thumb.getAttribute('src')) || '').split(':')[0];
+  results.docsImages = await page.locator('#document-files ul[data-field="docs"] img').count();
+  results.docsLink = (await page.locator('#document-files ul[data-field="docs"] button.download').textContent()).trim();
+  results.uploadedJson = JSON.parse(await text('#document-json'));
+  await shot('08b-files');
+  // The text file's link downloads its bytes.
+  const [fileDownload] = await Promise.all([
+    page.waitForEvent('download'),
+    page.locator('#document-files ul[data-field="docs"] button.download').click(),
+  ]);
+  results.fileDownloadName = fileDownload.suggestedFilename();
+  const savedFile = join(SHOTS, 'downloaded-packing.txt');
+  await fileDownload.saveAs(savedFile);
+  results.fileDownloadText = readFileSync(savedFile, 'utf8');
+  // Bytes that are not an image are refused for the photo, whatever the browser declares.
+  await uploadTo('photo', { name: 'fake.png', mimeType: 'image/png', buffer: Buffer.from('not an image at all') });
+  results.wrongType = await waitText('#files-error', /not accepted/);
+  // Delete the photo (the confirm is accepted): its metadata, bytes and thumbnail go.
+  await page.locator('#document-files ul[data-field="photo"] button.delete-file').click();
+  await page.locator('#document-files ul[data-field="photo"] li', { hasText: 'No files.' }).waitFor();
+  results.afterFileDelete = JSON.parse(await text('#document-json'));
+  results.imagesAfterDelete = await page.locator('#document-files img').count();
 
   // ----- users: add one with a role, set roles, search, log out, remove -----
   // The views are links: reachable and followed with the keyboard.

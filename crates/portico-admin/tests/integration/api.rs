@@ -493,3 +493,128 @@ async fn routes_of_both_doors_and_logout() {
     let (status, _) = admin.call(&server, Method::GET, "/me", None).await;
     assert_eq!(status, 401);
 }
+
+/// The files calls: an upload through the files service (typed by content, metadata in the
+/// document), a download and a thumbnail of any size, an edit of the JSON that keeps the file
+/// fields (changing them is refused), a delete; a non-admin gets 403 before anything happens.
+#[tokio::test]
+async fn files_are_uploaded_downloaded_and_deleted() {
+    let server = Server::start().await;
+    let admin = admin(&server).await;
+    let (_, body) = admin.call(&server, Method::GET, "/collections", None).await;
+    let albums = body["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "albums")
+        .cloned()
+        .unwrap();
+    assert_eq!(albums["files"]["docs"]["max"], 3, "{albums}");
+    assert_eq!(albums["files"]["photo"]["types"], json!(["image/*"]));
+
+    let base = server.url("/_/api/collections/albums/documents/trip/files");
+    let send = |method: Method, url: String, token: &str| {
+        admin
+            .client
+            .request(method, url)
+            .header("X-Auth-Token", token.to_owned())
+    };
+    let text = b"plain words, not an image".to_vec();
+    let reply = send(
+        Method::POST,
+        format!("{base}/docs?name=a%2Fb.txt"),
+        &admin.token,
+    )
+    .header("Content-Type", "text/plain")
+    .body(text.clone())
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(reply.status(), StatusCode::CREATED);
+    let meta: Value = reply.json().await.unwrap();
+    assert_eq!(
+        (meta["name"].as_str(), meta["size"].as_u64()),
+        (Some("b.txt"), Some(text.len() as u64))
+    );
+    let refused = send(
+        Method::POST,
+        format!("{base}/photo?name=x.png"),
+        &admin.token,
+    )
+    .header("Content-Type", "image/png")
+    .body(text.clone())
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+
+    let got = send(Method::GET, format!("{base}/docs/b.txt"), &admin.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.status(), StatusCode::OK);
+    assert_eq!(got.headers()["content-disposition"], "attachment");
+    assert_eq!(got.bytes().await.unwrap().as_ref(), text.as_slice());
+    let thumb = send(
+        Method::GET,
+        format!("{base}/docs/b.txt?thumb=160x160f"),
+        &admin.token,
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(thumb.status(), StatusCode::BAD_REQUEST, "not an image");
+
+    // An edit of the JSON keeps the files; changing them is refused.
+    let doc_url = "/collections/albums/documents/trip";
+    let (status, kept) = admin
+        .call(
+            &server,
+            Method::PUT,
+            doc_url,
+            Some(json!({"title": "Renamed"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{kept}");
+    assert_eq!(kept["docs"], json!([meta]));
+    let (status, body) = admin
+        .call(
+            &server,
+            Method::PUT,
+            doc_url,
+            Some(json!({"title": "x", "docs": []})),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    let (status, _) = admin
+        .call(
+            &server,
+            Method::POST,
+            "/collections/albums/documents",
+            Some(json!({"title": "x", "photo": meta})),
+        )
+        .await;
+    assert_eq!(status, 403);
+
+    // Not an admin: refused before the body is looked at.
+    let bob = server.token(PLAIN.0, PLAIN.1).await;
+    let reply = send(Method::DELETE, format!("{base}/docs/b.txt"), &bob)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), StatusCode::FORBIDDEN);
+
+    let reply = send(Method::DELETE, format!("{base}/docs/b.txt"), &admin.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), StatusCode::OK);
+    let trip = server.document("albums", "trip").await;
+    assert_eq!(trip["docs"], json!([]));
+    assert_eq!(trip["title"], "Renamed");
+    let reply = send(Method::GET, format!("{base}/docs/b.txt"), &admin.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), StatusCode::NOT_FOUND);
+}

@@ -1,7 +1,8 @@
 //! The admin page in headless Chromium, driven through the DevTools protocol by playwright-core
 //! (`tests/browser/admin.mjs`): Microsoft's maintained driver, used only as a library against
 //! Debian's `chromium` package, so nothing downloads a browser. The script drives the page as a
-//! person would and prints what it saw; this test checks that and then checks the store.
+//! person would and prints what it saw; this test checks that and then checks the store (and the
+//! files on disk).
 //!
 //! Needs `/usr/bin/chromium` (or `CHROMIUM`), `node`, and `npm ci` run in `tests/browser`
 //! (`.ci/run` does both). Without them the test fails saying so; it never skips.
@@ -21,6 +22,20 @@ fn browser_dir() -> PathBuf {
 fn screenshot_dir() -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     tmp.parent().unwrap_or(tmp).join("admin-screenshots")
+}
+
+/// Every file under `dir`, at any depth.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_under(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
 }
 
 fn require_tools() -> String {
@@ -167,6 +182,44 @@ async fn the_admin_page_works_in_a_real_browser() {
         .unwrap();
     assert_eq!(note["text"], "first note");
 
+    // Files: an image with its preview, a text file with a download link, a refused type, a
+    // delete; in the page, in the document and in the store.
+    assert_eq!(seen["filesBefore"], 0);
+    assert_eq!(seen["thumbSize"], serde_json::json!([160, 120]), "{seen}");
+    assert_eq!(
+        text("thumbScheme"),
+        "blob",
+        "shown from a blob: no token in a URL"
+    );
+    assert_eq!(
+        seen["docsImages"], 0,
+        "a text file has a link, not a preview"
+    );
+    assert_eq!(text("docsLink"), "packing.txt");
+    assert_eq!(seen["uploadedJson"]["photo"]["type"], "image/png", "{seen}");
+    assert_eq!(seen["uploadedJson"]["docs"][0]["name"], "packing.txt");
+    assert_eq!(text("fileDownloadName"), "packing.txt");
+    assert_eq!(
+        text("fileDownloadText"),
+        "Packing list: tent, stove, map.\n"
+    );
+    assert!(text("wrongType").contains("not accepted"), "{seen}");
+    assert_eq!(seen["afterFileDelete"]["photo"], Value::Null, "{seen}");
+    assert_eq!(seen["imagesAfterDelete"], 0);
+    let trip = server.document("albums", "trip").await;
+    assert_eq!(trip["photo"], Value::Null);
+    assert_eq!(trip["docs"][0]["size"], 32);
+    let stored = files_under(&server.files);
+    assert_eq!(
+        stored.len(),
+        1,
+        "only the text file is left (the photo and its thumbnail went): {stored:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&stored[0]).unwrap(),
+        "Packing list: tent, stove, map.\n"
+    );
+
     // Users: secrets never on the page; carol added with roles; bob logged out; dave removed.
     let users_page = text("usersPageText");
     assert!(
@@ -227,6 +280,7 @@ async fn the_admin_page_works_in_a_real_browser() {
         "04-filtered",
         "05-bad-filter",
         "06-xss-as-text",
+        "08b-files",
         "09-users",
         "10-api",
         "11-narrow-collections",

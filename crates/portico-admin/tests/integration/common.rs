@@ -3,7 +3,10 @@
 use std::net::SocketAddr;
 
 use portico_admin::AdminPage;
-use portico_platform::{CollectionOptions, Document, NewUser, Password, Platform, UserSelector};
+use portico_platform::{
+    CollectionOptions, Document, FileField, Files, FilesConfig, NewUser, Password, Platform,
+    UserSelector,
+};
 use serde_json::{Value, json};
 
 pub(crate) const ADMIN: (&str, &str) = ("root", "root-password-1");
@@ -16,6 +19,8 @@ pub(crate) struct Server {
     pub(crate) platform: Platform,
     /// Where the page's backups go.
     pub(crate) backups: std::path::PathBuf,
+    /// Where the files of `albums` are kept.
+    pub(crate) files: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -43,7 +48,8 @@ async fn user(platform: &Platform, name: &str, password: &str, roles: &[&str]) -
 impl Server {
     /// The admin page at `/_/` beside a routes API on `articles` and the auto API's route
     /// description; 25 articles (odd ones tagged red), one holding markup, a `notes` collection
-    /// with a JSON Schema; accounts `root` (admin), `bob` and `dave`; backups of the database
+    /// with a JSON Schema; an `albums` document `trip` with file fields (`photo`, `docs`) kept in
+    /// `files/`; accounts `root` (admin), `bob` and `dave`; backups of the database
     /// in `backups/` beside it (none yet).
     pub(crate) async fn start() -> Server {
         let dir = tempfile::tempdir().unwrap();
@@ -78,6 +84,25 @@ impl Server {
             .unwrap();
         notes
             .insert(doc(json!({"text": "first note"})))
+            .await
+            .unwrap();
+        // `albums` has file fields: a photo (images only) and up to 3 documents.
+        let files = Files::open(FilesConfig::new(
+            dir.path().join("files").display().to_string(),
+        ))
+        .unwrap();
+        files
+            .declare(
+                "albums",
+                "photo",
+                FileField::new(1).types(vec!["image/*".into()]),
+            )
+            .unwrap();
+        files.declare("albums", "docs", FileField::new(3)).unwrap();
+        platform.set_files(files);
+        platform
+            .collection("albums")
+            .insert(doc(json!({"_id": "trip", "title": "Trip"})))
             .await
             .unwrap();
         user(&platform, ADMIN.0, ADMIN.1, &["admin"]).await;
@@ -130,6 +155,7 @@ impl Server {
             origin: format!("http://{addr}"),
             platform,
             backups: dir.path().join("backups"),
+            files: dir.path().join("files"),
             _dir: dir,
         }
     }
@@ -149,6 +175,16 @@ impl Server {
             .await
             .unwrap()
             .token
+    }
+
+    /// The document `id` of `collection`, as stored.
+    pub(crate) async fn document(&self, collection: &str, id: &str) -> Document {
+        self.platform
+            .collection(collection)
+            .get(id)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("no document {id} in {collection}"))
     }
 
     pub(crate) async fn user_id(&self, name: &str) -> String {

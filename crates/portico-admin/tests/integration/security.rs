@@ -29,6 +29,21 @@ fn calls(user_id: &str) -> Vec<(Method, String, Option<serde_json::Value>)> {
             u("/collections/articles/documents/a01"),
             None,
         ),
+        (
+            Method::POST,
+            u("/collections/albums/documents/trip/files/docs?name=x.txt"),
+            Some(json!("file bytes")),
+        ),
+        (
+            Method::GET,
+            u("/collections/albums/documents/trip/files/docs/x.txt"),
+            None,
+        ),
+        (
+            Method::DELETE,
+            u("/collections/albums/documents/trip/files/docs/x.txt"),
+            None,
+        ),
         (Method::GET, u("/users"), None),
         (
             Method::POST,
@@ -111,6 +126,8 @@ async fn every_admin_call_refuses_anonymous_callers_and_non_admins() {
         );
     }
     // Nothing the refused calls asked for happened.
+    let trip = server.document("albums", "trip").await;
+    assert!(trip.get("docs").is_none(), "no file was attached: {trip:?}");
     let accounts = server.platform.accounts();
     assert!(
         accounts

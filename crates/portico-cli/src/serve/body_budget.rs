@@ -240,10 +240,15 @@ impl HttpBody for Reserving {
     }
 }
 
-/// The upload paths of the config (`POST {api}{collection}/:id/files/:field`): a streamed
-/// upload holds a few parts of its body at a time, whatever its length, so the budget for
-/// bodies in flight does not count it.
+/// The upload paths of the config (`POST {api}{collection}/:id/files/:field`, and the admin
+/// page's `POST {admin}/api/collections/:name/documents/:id/files/:field`): a streamed upload
+/// holds a few parts of its body at a time, whatever its length, so the budget for bodies in
+/// flight does not count it.
 pub fn upload_matcher(config: &Config) -> Unbudgeted {
+    let admin = (config.admin.enabled && crate::files::wanted(config))
+        .then(|| portico_admin::normalize_path(&config.admin.path).ok())
+        .flatten()
+        .map(|prefix| format!("{prefix}/api/collections/"));
     let prefixes: Vec<String> = config
         .apis
         .iter()
@@ -262,12 +267,48 @@ pub fn upload_matcher(config: &Config) -> Unbudgeted {
         })
         .collect();
     Arc::new(move |method: &http::Method, path: &str| {
+        let segments = |rest: &str| -> Vec<String> {
+            rest.trim_end_matches('/')
+                .split('/')
+                .map(str::to_owned)
+                .collect()
+        };
         *method == http::Method::POST
-            && prefixes.iter().any(|prefix| {
+            && (prefixes.iter().any(|prefix| {
                 path.strip_prefix(prefix.as_str()).is_some_and(|rest| {
-                    let parts: Vec<&str> = rest.trim_end_matches('/').split('/').collect();
+                    let parts = segments(rest);
                     parts.len() == 3 && parts[1] == "files" && !parts[0].is_empty()
                 })
-            })
+            }) || admin.as_deref().is_some_and(|prefix| {
+                // {name}/documents/{id}/files/{field}
+                path.strip_prefix(prefix).is_some_and(|rest| {
+                    let parts = segments(rest);
+                    parts.len() == 5 && parts[1] == "documents" && parts[3] == "files"
+                })
+            }))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uploads_of_both_doors_and_the_admin_page_are_not_counted() {
+        let config = Config::parse(
+            "[[api]]\napi_path = \"api/\"\n[[api.collection]]\nname = \"posts\"\nfiles = { cover = {} }\n",
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let exempt = upload_matcher(&config);
+        let post = http::Method::POST;
+        assert!(exempt(&post, "/api/posts/p1/files/cover"));
+        assert!(exempt(
+            &post,
+            "/_/api/collections/posts/documents/p1/files/cover"
+        ));
+        assert!(!exempt(&http::Method::PUT, "/api/posts/p1/files/cover"));
+        assert!(!exempt(&post, "/api/posts/p1"));
+        assert!(!exempt(&post, "/_/api/collections/posts/documents"));
+        assert!(!exempt(&post, "/_/api/users/u1/files/x"));
+    }
 }

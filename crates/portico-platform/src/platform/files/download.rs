@@ -120,6 +120,8 @@ impl Files {
     /// byte range asked for, or a thumbnail (made on first request and kept): see
     /// [`DownloadOptions`].
     ///
+    /// A client may ask only the thumbnail sizes the field lists; [`FileAccess::Server`] any.
+    ///
     /// # Errors
     /// [`FileError::NotFound`] when the document (as `access` sees it), the field or the file
     /// is missing; [`FileError::Invalid`] for a thumbnail size the field does not allow or a
@@ -145,7 +147,8 @@ impl Files {
             ),
             Some(text) => {
                 let size: ThumbSize = text.parse().map_err(FileError::Invalid)?;
-                if !spec.thumbs.contains(&size) {
+                // Server code (a method, the admin page's previews) may ask any size.
+                if !spec.thumbs.contains(&size) && !matches!(access, FileAccess::Server) {
                     return Err(FileError::Invalid(format!(
                         "thumbnail size {text} is not allowed for {field}; allowed: {}",
                         allowed(&spec.thumbs)
