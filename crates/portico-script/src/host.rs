@@ -11,9 +11,8 @@ use portico_platform::{
 use portico_store::{Projection, Sort};
 use serde_json::{Map, Value, json};
 
+use crate::payload::{Answer, bad, text, to_json};
 use crate::shared::Shared;
-
-type Answer = Result<String, MethodError>;
 
 /// Runs the host operation `op` with its JSON `payload`.
 pub(crate) async fn run(shared: &Shared, op: &str, payload: &str) -> Result<String, String> {
@@ -30,18 +29,6 @@ pub(crate) async fn run(shared: &Shared, op: &str, payload: &str) -> Result<Stri
     })
 }
 
-fn bad(reason: impl Into<String>) -> MethodError {
-    MethodError::new("bad-request", reason.into()).with_status(400)
-}
-
-fn text(payload: &Value, key: &str) -> Result<String, MethodError> {
-    payload
-        .get(key)
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| bad(format!("{key} must be a string")))
-}
-
 fn object(payload: &Value, key: &str) -> Result<Map<String, Value>, MethodError> {
     match payload.get(key) {
         Some(Value::Object(m)) => Ok(m.clone()),
@@ -51,10 +38,6 @@ fn object(payload: &Value, key: &str) -> Result<Map<String, Value>, MethodError>
 
 fn store_error(e: portico_store::Error) -> MethodError {
     MethodError::from(portico_platform::Error::from(e))
-}
-
-fn to_json<T: serde::Serialize>(value: &T) -> Answer {
-    serde_json::to_string(value).map_err(|e| MethodError::internal(e.to_string()))
 }
 
 fn selector(payload: &Value) -> Result<Selector, MethodError> {
@@ -158,6 +141,7 @@ async fn dispatch(shared: &Shared, op: &str, payload: Value) -> Answer {
             to_json(&removed)
         }
         "fetch" => shared.http.fetch(&payload, shared.config.timeout).await,
+        op if op.starts_with("files.") => crate::files::run(platform, op, &payload).await,
         op if op.starts_with("accounts.") || op.starts_with("roles.") => {
             accounts(platform, op, &payload).await
         }

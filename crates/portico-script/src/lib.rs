@@ -16,9 +16,9 @@
 //! |---|---|
 //! | [`strip`] | TypeScript to JavaScript by blanking types (lines and columns kept) |
 //! | engine | QuickJS-NG through `rquickjs`: one runtime per thread, a pool of them |
-//! | `"portico"` module | `methods`, `publish`, `api`, `collection`, `accounts`, `roles`, `PorticoError` |
+//! | `"portico"` module | `methods`, `publish`, `api`, `collection`, `files`, `accounts`, `roles`, `PorticoError` |
 //! | limits | `timeout_ms` per stretch of JavaScript and per call, `memory_mb` per runtime, a native stack cap |
-//! | host operations | the data API, accounts, roles and `fetch` (listed hosts only), all async |
+//! | host operations | the data API, files, accounts, roles and `fetch` (listed hosts only), all async |
 //!
 //! Why this engine: it builds from crates.io with a C compiler and nothing else (V8-based
 //! engines download a prebuilt library at build time), starts a runtime in well under a
@@ -31,10 +31,12 @@ mod console;
 mod definitions;
 mod error;
 mod fetch;
+mod files;
 mod host;
 mod install;
 mod modules;
 mod outcome;
+mod payload;
 mod runtime;
 mod shared;
 pub mod strip;

@@ -19,7 +19,8 @@ use crate::shared::Shared;
 /// The `"portico"` module: the prelude's objects, as named exports.
 pub(crate) const PORTICO_MODULE: &str = "const m = globalThis.__portico_module;\n\
 export const methods = m.methods;\nexport const publish = m.publish;\nexport const api = m.api;\n\
-export const collection = m.collection;\nexport const accounts = m.accounts;\n\
+export const collection = m.collection;\nexport const files = m.files;\n\
+export const accounts = m.accounts;\n\
 export const roles = m.roles;\nexport const PorticoError = m.PorticoError;\nexport default m;\n";
 
 /// The name of the `"portico"` module.

@@ -104,6 +104,42 @@ declare module "portico" {
   /** The `[[api]]` of the config whose base path (api_path and version) is `path`. */
   export function api(path: string): Api;
 
+  /** A stored file's metadata, as its document's file field holds it. */
+  export interface FileMeta {
+    /** Unique within its field. */
+    name: string;
+    /** Bytes. */
+    size: number;
+    /** The type judged from the content (magic bytes). */
+    type: string;
+    /** Lowercase hex SHA-256 of the bytes. */
+    sha256: string;
+    /** ISO-8601. */
+    createdAt: string;
+  }
+  /**
+   * The files of documents' file fields (`files = {...}` on a collection), through the server's
+   * files service, as trusted server code (no allow/deny rules; the field's size limit and
+   * accepted types apply). Every call names the collection, the document's `_id` and the field.
+   */
+  export const files: {
+    /** The field's files (an empty array when it holds none). */
+    list(collection: string, id: string, field: string): Promise<FileMeta[]>;
+    meta(collection: string, id: string, field: string, name: string): Promise<FileMeta>;
+    /** The file's bytes, read whole (at most 8 MiB). */
+    read(collection: string, id: string, field: string, name: string): Promise<Uint8Array>;
+    /** The file as UTF-8 text, read whole (at most 8 MiB). */
+    readText(collection: string, id: string, field: string, name: string): Promise<string>;
+    /**
+     * Stores `data` (a string is stored as UTF-8) as a file of the field, as an upload does:
+     * `max = 1` replaces the file, a larger `max` adds one (the name made unique). `type` is
+     * believed only for content without magic bytes (text/csv...).
+     */
+    attach(collection: string, id: string, field: string, name: string, data: string | Uint8Array | ArrayBuffer, type?: string): Promise<FileMeta>;
+    /** Removes the file (its metadata, bytes and thumbnails); resolves to its metadata. */
+    delete(collection: string, id: string, field: string, name: string): Promise<FileMeta>;
+  };
+
   export const accounts: {
     createUser(options: { username?: string; email?: string; password?: string; profile?: { [key: string]: Json }; roles?: string[] }): Promise<string>;
     findUserById(id: string): Promise<User | null>;

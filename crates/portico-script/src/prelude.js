@@ -418,5 +418,58 @@
     getRolesForUser: (userId) => call("roles.get", { userId }),
   };
 
-  globalThis.__portico_module = { methods, publish, api, collection, accounts, roles, PorticoError };
+  // Bytes cross the host boundary as base64 inside JSON (the engine has no atob/btoa).
+  const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const B64_INDEX = new Uint8Array(128);
+  for (let i = 0; i < B64.length; i++) B64_INDEX[B64.charCodeAt(i)] = i;
+  function toBase64(bytes) {
+    const parts = [];
+    const CHUNK = 3 * 4096;
+    for (let start = 0; start < bytes.length; start += CHUNK) {
+      const end = Math.min(start + CHUNK, bytes.length);
+      let out = "";
+      for (let i = start; i < end; i += 3) {
+        const a = bytes[i], b = i + 1 < end ? bytes[i + 1] : 0, c = i + 2 < end ? bytes[i + 2] : 0;
+        out += B64[a >> 2] + B64[((a & 3) << 4) | (b >> 4)]
+          + (i + 1 < end ? B64[((b & 15) << 2) | (c >> 6)] : "=")
+          + (i + 2 < end ? B64[c & 63] : "=");
+      }
+      parts.push(out);
+    }
+    return parts.join("");
+  }
+  function fromBase64(text) {
+    const pad = text.endsWith("==") ? 2 : text.endsWith("=") ? 1 : 0;
+    const out = new Uint8Array((text.length / 4) * 3 - pad);
+    let o = 0;
+    for (let i = 0; i < text.length; i += 4) {
+      const n = (B64_INDEX[text.charCodeAt(i)] << 18) | (B64_INDEX[text.charCodeAt(i + 1)] << 12)
+        | (B64_INDEX[text.charCodeAt(i + 2)] << 6) | B64_INDEX[text.charCodeAt(i + 3)];
+      if (o < out.length) out[o++] = n >> 16;
+      if (o < out.length) out[o++] = (n >> 8) & 255;
+      if (o < out.length) out[o++] = n & 255;
+    }
+    return out;
+  }
+  function content(data) {
+    if (typeof data === "string") return { text: data };
+    if (data instanceof ArrayBuffer) return { base64: toBase64(new Uint8Array(data)) };
+    if (ArrayBuffer.isView(data)) return { base64: toBase64(new Uint8Array(data.buffer, data.byteOffset, data.byteLength)) };
+    throw new TypeError("files.attach(): give the content as a string, a Uint8Array or an ArrayBuffer");
+  }
+  const slot = (collection, id, field) => ({ collection: String(collection), id: String(id), field: String(field) });
+  // The files of documents' file fields, through the platform's files service, as server code.
+  const files = {
+    list: (collection, id, field) => call("files.list", slot(collection, id, field)),
+    meta: (collection, id, field, name) => call("files.meta", { ...slot(collection, id, field), name: String(name) }),
+    read: async (collection, id, field, name) =>
+      fromBase64((await call("files.read", { ...slot(collection, id, field), name: String(name) })).base64),
+    readText: async (collection, id, field, name) =>
+      (await call("files.read", { ...slot(collection, id, field), name: String(name), text: true })).text,
+    attach: (collection, id, field, name, data, type) =>
+      call("files.attach", { ...slot(collection, id, field), name: String(name), type: type == null ? null : String(type), ...content(data) }),
+    delete: (collection, id, field, name) => call("files.delete", { ...slot(collection, id, field), name: String(name) }),
+  };
+
+  globalThis.__portico_module = { methods, publish, api, collection, files, accounts, roles, PorticoError };
 })();

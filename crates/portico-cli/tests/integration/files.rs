@@ -936,3 +936,325 @@ async fn file_routes_are_listed_and_described() {
     );
     assert!(reply.body["paths"]["/api/files/token"]["post"].is_object());
 }
+
+/// Files on local disk and a routes API with the default login, for the tests below to add
+/// their collections to.
+const FILES_AND_API: &str = r#"
+[files]
+store = "store"
+
+[[api]]
+api_path = "api/"
+use_default_auth = true
+auth_failure_delay_ms = 0
+"#;
+
+/// Client writes never touch a file field's metadata, on either door: a PATCH, PUT, POST or
+/// batch that sets, changes or removes it is refused with 403 (a value sent back unchanged
+/// passes, and a PUT that leaves the field out keeps it); only the file routes change it.
+#[tokio::test]
+async fn client_writes_never_touch_file_metadata() {
+    let ws = Workspace::new();
+    ws.config(&format!(
+        r#"{FILES_AND_API}
+[[api.collection]]
+name = "posts"
+files = {{ cover = {{}}, attachments = {{ max = 3 }} }}
+
+[auto]
+collections = ["posts"]
+
+[auto.rules.posts]
+insert = "authenticated"
+update = "authenticated"
+"#
+    ));
+    ws.add_user("ada", "correct horse", &[]);
+    let server = ws.serve();
+    let ada = login(&server, "ada", "correct horse").await;
+    let id = ada.new_post().await;
+    let post = format!("/api/posts/{id}");
+    let (status, body) = ada
+        .upload(
+            &format!("{post}/files/attachments?name=a.txt"),
+            b"first file",
+            "text/plain",
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let stored = json!([body["data"].clone()]);
+    let forged = json!({"name": "a.txt", "size": 3, "type": "text/plain", "sha256": "0".repeat(64), "createdAt": "2020-01-01T00:00:00Z"});
+    let refused = |reply: &(u16, Value), what: &str| {
+        assert_eq!(reply.0, 403, "{what}: {}", reply.1);
+        assert!(
+            reply.1.to_string().contains("holds files"),
+            "{what}: {}",
+            reply.1
+        );
+    };
+
+    // The routes door: patch (whole field, a path inside it, a removal), put, post, batch.
+    for body in [
+        json!({"attachments": [forged]}),
+        json!({"attachments.0.sha256": "0".repeat(64)}),
+        json!({"attachments": null}),
+        json!({"cover": forged}),
+    ] {
+        refused(
+            &ada.json("PATCH", &post, Some(body.clone())).await,
+            &format!("PATCH {body}"),
+        );
+    }
+    refused(
+        &ada.json("PUT", &post, Some(json!({"title": "t", "attachments": []})))
+            .await,
+        "PUT emptying the field",
+    );
+    refused(
+        &ada.json(
+            "POST",
+            "/api/posts",
+            Some(json!({"title": "t", "cover": forged})),
+        )
+        .await,
+        "POST with a cover",
+    );
+    refused(
+        &ada.json(
+            "POST",
+            "/api/batch",
+            Some(json!({"requests": [{"method": "PATCH", "url": post.clone(), "body": {"attachments": []}}]})),
+        )
+        .await,
+        "batch PATCH",
+    );
+    // Sent back unchanged, or left out of a replacement: accepted, the files kept.
+    let (status, body) = ada
+        .json(
+            "PATCH",
+            &post,
+            Some(json!({"title": "again", "attachments": stored.clone()})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = ada
+        .json("PUT", &post, Some(json!({"title": "replaced"})))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["title"], "replaced");
+    assert_eq!(
+        body["data"]["attachments"], stored,
+        "a replacement keeps the files"
+    );
+
+    // The auto API: an update or an insert naming a file field is refused the same way.
+    let (token, _) = server.auto_login("ada", "correct horse").await;
+    let auth = format!("Bearer {token}");
+    let auto = |method: &'static str, path: String, body: Value| {
+        let auth = auth.clone();
+        let server = &server;
+        async move {
+            let r = server
+                .call(
+                    method,
+                    &path,
+                    Some(body),
+                    &[("Authorization", auth.as_str())],
+                )
+                .await;
+            (r.status, r.body)
+        }
+    };
+    refused(
+        &auto(
+            "PATCH",
+            format!("/posts/{id}"),
+            json!({"attachments": [forged]}),
+        )
+        .await,
+        "auto PATCH",
+    );
+    refused(
+        &auto(
+            "POST",
+            "/posts".into(),
+            json!({"title": "x", "cover": forged}),
+        )
+        .await,
+        "auto insert",
+    );
+    let (status, body) = auto("PATCH", format!("/posts/{id}"), json!({"title": "auto"})).await;
+    assert_eq!((status, body.clone()), (200, json!(1)), "{body}");
+
+    // Nothing above changed the metadata, and the bytes still download; the file routes
+    // still change it.
+    let (_, doc) = ada.json("GET", &post, None).await;
+    assert_eq!(doc["data"]["attachments"], stored);
+    assert_eq!(doc["data"]["title"], "auto");
+    let (status, _, bytes) = ada
+        .send("GET", &format!("{post}/files/attachments/a.txt"), None, &[])
+        .await;
+    assert_eq!((status, bytes.as_slice()), (200, b"first file".as_slice()));
+    let (status, _) = ada
+        .json("DELETE", &format!("{post}/files/attachments/a.txt"), None)
+        .await;
+    assert_eq!(status, 200);
+    let (_, doc) = ada.json("GET", &post, None).await;
+    assert_eq!(doc["data"]["attachments"], json!([]));
+}
+
+/// A script's `files` (the `"portico"` module): attach text and bytes, list, read back (bytes
+/// of every value, text), delete, through the same files service the routes use: what a script
+/// attaches downloads over HTTP, and what a client uploads a script reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_attach_read_and_delete_files() {
+    const MAIN: &str = r#"
+import { methods, collection, files } from "portico";
+
+const failure = (e: any) => ({ error: e.error, status: e.statusCode });
+
+methods({
+  async newPost() {
+    return await collection("posts").insert({ title: "from a script" });
+  },
+  async attachText(id: string, name: string, text: string) {
+    return await files.attach("posts", id, "att", name, text, "text/plain");
+  },
+  async attachBytes(id: string, name: string, bytes: number[]) {
+    return await files.attach("posts", id, "att", name, new Uint8Array(bytes));
+  },
+  async readBack(id: string, name: string) {
+    const bytes: Uint8Array = await files.read("posts", id, "att", name);
+    const list = await files.list("posts", id, "att");
+    const meta = await files.meta("posts", id, "att", name);
+    return { bytes: Array.from(bytes), names: list.map((f) => f.name), size: meta.size };
+  },
+  async readText(id: string, name: string) {
+    return await files.readText("posts", id, "att", name);
+  },
+  async remove(id: string, name: string) {
+    return (await files.delete("posts", id, "att", name)).name;
+  },
+  async refused(id: string) {
+    const out: any = {};
+    try { await files.read("posts", id, "att", "nope.txt"); } catch (e) { out.missing = failure(e); }
+    try { await files.attach("posts", id, "cover", "x.png", "not a png"); } catch (e) { out.wrongType = failure(e); }
+    try { await files.list("posts", id, "nofield"); } catch (e) { out.noField = failure(e); }
+    return out;
+  },
+});
+"#;
+    let ws = Workspace::new();
+    ws.config(&format!(
+        r#"{FILES_AND_API}
+[[api.collection]]
+name = "posts"
+files = {{ cover = {{ types = ["image/png"] }}, att = {{ max = 3 }} }}
+
+[auto]
+collections = []
+
+[scripts]
+main = "server/main.ts"
+"#
+    ));
+    let main = ws.path("server/main.ts");
+    std::fs::create_dir_all(main.parent().unwrap()).unwrap();
+    std::fs::write(main, MAIN).unwrap();
+    ws.add_user("ada", "correct horse", &[]);
+    let server = ws.serve();
+    let method = |name: &'static str, args: Value| {
+        let server = &server;
+        async move {
+            let r = server
+                .call("POST", &format!("/methods/{name}"), Some(args), &[])
+                .await;
+            assert_eq!(r.status, 200, "{name}: {}", r.raw);
+            r.body
+        }
+    };
+    let id = method("newPost", json!([])).await;
+    let id = id.as_str().unwrap().to_owned();
+    let ada = login(&server, "ada", "correct horse").await;
+
+    // Text attached by the script downloads over HTTP, byte for byte.
+    let text = "héllo wörld, from a script\n";
+    let meta = method("attachText", json!([id, "../notes.txt", text])).await;
+    assert_eq!(meta["name"], "notes.txt", "the name loses its path: {meta}");
+    assert_eq!(meta["size"], text.len());
+    assert_eq!(meta["type"], "text/plain");
+    assert_eq!(meta["sha256"], sha(text.as_bytes()));
+    let att = format!("/api/posts/{id}/files/att");
+    let (status, _, bytes) = ada
+        .send("GET", &format!("{att}/notes.txt"), None, &[])
+        .await;
+    assert_eq!((status, bytes.as_slice()), (200, text.as_bytes()));
+    assert_eq!(
+        method("readText", json!([id, "notes.txt"])).await,
+        json!(text)
+    );
+
+    // Bytes of every value both ways (lengths 256 and 257: both base64 paddings).
+    let every: Vec<u8> = (0..=255u8).collect();
+    let (status, body) = ada
+        .upload(
+            &format!("{att}?name=every.bin"),
+            &every,
+            "application/octet-stream",
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let back = method("readBack", json!([id, "every.bin"])).await;
+    assert_eq!(back["bytes"], json!(every));
+    assert_eq!(back["size"], 256);
+    assert_eq!(back["names"], json!(["notes.txt", "every.bin"]));
+    let mut longer = every.clone();
+    longer.push(7);
+    let meta = method("attachBytes", json!([id, "longer.bin", longer])).await;
+    assert_eq!(meta["sha256"], sha(&longer), "{meta}");
+    let (status, _, bytes) = ada
+        .send("GET", &format!("{att}/longer.bin"), None, &[])
+        .await;
+    assert_eq!((status, bytes), (200, longer));
+
+    // Errors as a script sees them; a full field, a missing file, a wrong type, no such field.
+    let refused = method("refused", json!([id])).await;
+    assert_eq!(
+        refused["missing"],
+        json!({"error": "not-found", "status": 404}),
+        "{refused}"
+    );
+    assert_eq!(
+        refused["wrongType"],
+        json!({"error": "wrong-type", "status": 415}),
+        "{refused}"
+    );
+    assert_eq!(refused["noField"]["status"], 404, "{refused}");
+    let r = server
+        .call(
+            "POST",
+            "/methods/attachText",
+            Some(json!([id, "fourth.txt", "x"])),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 400, "max = 3: {}", r.raw);
+
+    // Delete: gone from the document and from HTTP.
+    assert_eq!(
+        method("remove", json!([id, "notes.txt"])).await,
+        "notes.txt"
+    );
+    let (status, _, _) = ada
+        .send("GET", &format!("{att}/notes.txt"), None, &[])
+        .await;
+    assert_eq!(status, 404);
+    let (_, doc) = ada.json("GET", &format!("/api/posts/{id}"), None).await;
+    let names: Vec<&str> = doc["data"]["att"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["name"].as_str())
+        .collect();
+    assert_eq!(names, ["every.bin", "longer.bin"]);
+}

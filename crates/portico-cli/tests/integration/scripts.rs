@@ -494,6 +494,8 @@ fn types_are_printed_for_editors() {
         "publish",
         "api",
         "collection",
+        "files",
+        "FileMeta",
         "accounts",
         "roles",
         "PorticoError",

@@ -63,3 +63,25 @@ impl From<object_store::Error> for FileError {
         }
     }
 }
+
+/// A file error as a method's error (a Rust method or a script calling the files service): its
+/// status and a code naming its kind; a store failure is internal (logged, not sent).
+impl From<FileError> for crate::MethodError {
+    fn from(e: FileError) -> crate::MethodError {
+        let code = match &e {
+            FileError::Platform(_) | FileError::Store(_) => None,
+            FileError::NotFound(_) => Some("not-found"),
+            FileError::AccessDenied => Some("access-denied"),
+            FileError::TooLarge(_) => Some("too-large"),
+            FileError::WrongType(_) => Some("wrong-type"),
+            FileError::RangeNotSatisfiable(_) => Some("range-not-satisfiable"),
+            FileError::Conflict => Some("conflict"),
+            FileError::Invalid(_) | FileError::Aborted(_) => Some("bad-request"),
+        };
+        match (e, code) {
+            (FileError::Platform(p), _) => p.into(),
+            (e, Some(code)) => crate::MethodError::new(code, e.to_string()).with_status(e.status()),
+            (e, None) => crate::MethodError::internal(e),
+        }
+    }
+}
