@@ -951,7 +951,8 @@ auth_failure_delay_ms = 0
 
 /// Client writes never touch a file field's metadata, on either door: a PATCH, PUT, POST or
 /// batch that sets, changes or removes it is refused with 403 (a value sent back unchanged
-/// passes, and a PUT that leaves the field out keeps it); only the file routes change it.
+/// passes, and a PUT that leaves the field out keeps it); only the file routes (and the admin
+/// page's files calls) change it.
 #[tokio::test]
 async fn client_writes_never_touch_file_metadata() {
     let ws = Workspace::new();
@@ -970,6 +971,7 @@ update = "authenticated"
 "#
     ));
     ws.add_user("ada", "correct horse", &[]);
+    ws.add_user("root", "root-secret", &["admin"]);
     let server = ws.serve();
     let ada = login(&server, "ada", "correct horse").await;
     let id = ada.new_post().await;
@@ -1101,6 +1103,42 @@ update = "authenticated"
     assert_eq!(status, 200);
     let (_, doc) = ada.json("GET", &post, None).await;
     assert_eq!(doc["data"]["attachments"], json!([]));
+
+    // The admin page of the binary attaches files through the same service.
+    let login = server
+        .call(
+            "POST",
+            "/_/api/login",
+            Some(json!({"user": "root", "password": "root-secret"})),
+            &[],
+        )
+        .await;
+    assert_eq!(login.status, 200, "{}", login.raw);
+    let root = Client {
+        server: &server,
+        token: login.body["token"].as_str().unwrap().to_owned(),
+    };
+    let (status, meta) = root
+        .upload(
+            &format!("/_/api/collections/posts/documents/{id}/files/attachments?name=admin.txt"),
+            b"from the admin page",
+            "text/plain",
+        )
+        .await;
+    assert_eq!(status, 201, "{meta}");
+    assert_eq!(meta["sha256"], sha(b"from the admin page"));
+    let (status, _, bytes) = ada
+        .send(
+            "GET",
+            &format!("{post}/files/attachments/admin.txt"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(
+        (status, bytes.as_slice()),
+        (200, b"from the admin page".as_slice())
+    );
 }
 
 /// A script's `files` (the `"portico"` module): attach text and bytes, list, read back (bytes
