@@ -677,19 +677,7 @@ async fn streaming_to_s3_stays_in_bounded_memory() {
     let s3 = S3Server::start("bucket");
     let ws = Workspace::new();
     ws.config(&open_posts("s3://bucket/portico"));
-    let env = s3.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let server = Server::start_with_env(
-        ws.dir.path(),
-        &[
-            "serve",
-            "--config",
-            "portico.toml",
-            "--listen",
-            "127.0.0.1:0",
-        ],
-        &env,
-    );
+    let server = s3.serve(&ws);
     let grown = stream_round_trip(&server, 256 * 1024 * 1024).await;
     assert!(grown < 40 * 1024 * 1024, "the peak grew by {grown} bytes");
 }
@@ -797,6 +785,23 @@ impl S3Server {
         ]
     }
 
+    /// `portico serve` of the workspace's config, with this server's settings in `AWS_*`.
+    fn serve(&self, ws: &Workspace) -> Server {
+        let env = self.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        Server::start_with_env(
+            ws.dir.path(),
+            &[
+                "serve",
+                "--config",
+                "portico.toml",
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            &env,
+        )
+    }
+
     /// The objects stored under `prefix` of the bucket (the server keeps them as files).
     fn objects(&self, bucket_prefix: &str) -> Vec<PathBuf> {
         files_under(&self.root.path().join(bucket_prefix))
@@ -835,17 +840,7 @@ async fn files_on_s3_with_postgres() {
         .unwrap();
     assert!(out.status.success(), "{}", super::common::text(&out.stderr));
     ws.add_user("ada", "correct horse", &[]);
-    let server = Server::start_with_env(
-        ws.dir.path(),
-        &[
-            "serve",
-            "--config",
-            "portico.toml",
-            "--listen",
-            "127.0.0.1:0",
-        ],
-        &env,
-    );
+    let server = s3.serve(&ws);
     let ada = login(&server, "ada", "correct horse").await;
     let id = ada.new_post().await;
     let attach = format!("/api/posts/{id}/files/attachments");
