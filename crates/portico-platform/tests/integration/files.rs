@@ -184,3 +184,67 @@ async fn the_sweep_heals_what_a_crash_left() -> TestResult {
     assert_eq!(left.len(), 1, "{left:?}");
     Ok(())
 }
+
+/// The example of docs/platform-api.md ("Files"): a method attaches a file under the update
+/// rules of its caller.
+#[tokio::test]
+async fn a_method_attaches_a_file_for_its_caller() -> TestResult {
+    use portico_platform::{MethodError, arg};
+    let (dir, platform) = crate::common::sqlite().await?;
+    let files = Files::open(FilesConfig::new(
+        dir.path().join("files").display().to_string(),
+    ))?;
+    files.declare("reports", "summary", FileField::new(1))?;
+    platform.set_files(files);
+    let reports = platform.collection("reports");
+    reports.allow(Rules::new().update(|user, doc, _, _| async move {
+        user.is_some() && doc.get("owner").and_then(Value::as_str) == user.as_deref()
+    }));
+    let id = reports
+        .insert(serde_json::from_value(json!({"owner": "ada"}))?)
+        .await?;
+
+    platform.method("attachSummary", |inv, args| async move {
+        let files = inv
+            .platform()
+            .files()
+            .ok_or_else(|| MethodError::new("no-files", "no [files]"))?;
+        let id: String = arg(&args, 0)?;
+        let text: String = arg(&args, 1)?;
+        let reports = inv.platform().collection("reports");
+        let body =
+            futures::stream::iter([Ok::<_, std::convert::Infallible>(bytes::Bytes::from(text))]);
+        let access = FileAccess::Rules(inv.user_id().map(str::to_owned));
+        let meta = files
+            .upload(
+                FileSlot::new(&reports, &id, "summary"),
+                NewFile::new("summary.txt", None),
+                &access,
+                body,
+            )
+            .await?;
+        Ok(meta.to_json())
+    })?;
+
+    let reply = platform
+        .call(
+            "attachSummary",
+            Some("ada".into()),
+            vec![json!(id), json!("all good")],
+        )
+        .await?;
+    assert_eq!(reply.value["name"], "summary.txt");
+    assert_eq!(reply.value["size"], 8);
+    let refused = platform
+        .call(
+            "attachSummary",
+            Some("bob".into()),
+            vec![json!(id), json!("x")],
+        )
+        .await;
+    assert!(
+        matches!(&refused, Err(e) if e.error == "access-denied" && e.status == Some(403)),
+        "{refused:?}"
+    );
+    Ok(())
+}
