@@ -1,4 +1,6 @@
-//! The platform's error type.
+//! The platform's error type, and how it reaches a method's caller.
+
+use crate::MethodError;
 
 /// Everything that can go wrong in the platform.
 ///
@@ -62,6 +64,10 @@ pub enum Error {
     /// A mailed or one-time token is unknown, used, expired or of another kind.
     #[error("The link is invalid or has expired")]
     InvalidToken,
+    /// A write hook refused the write (see [`crate::WriteHooks`]): its error, shown to the
+    /// client as a method's error is (an internal one says nothing).
+    #[error("{0}")]
+    Hook(Box<MethodError>),
     /// Too many requests from this client or for this address; try again after the duration.
     #[error("Too many requests; try again later")]
     TooManyRequests(std::time::Duration),
@@ -86,6 +92,7 @@ impl Error {
             | Error::InvalidArgument(_)
             | Error::InvalidToken
             | Error::TooManyRequests(_) => true,
+            Error::Hook(e) => !e.internal && e.status.is_none_or(|s| s < 500),
             Error::Duplicate(_) | Error::MethodOptions(_) | Error::Internal(_) => false,
         }
     }
@@ -118,8 +125,68 @@ impl Error {
             Error::UserNotFound => 404,
             Error::PreconditionFailed => 412,
             Error::TooManyRequests(_) => 429,
+            Error::Hook(e) => e.status.unwrap_or(400),
             e if e.is_client_error() => 400,
             _ => 500,
+        }
+    }
+}
+
+impl From<Error> for MethodError {
+    /// Client errors keep their message (status 400, 401 for a failed login, 403 for access
+    /// denied, 404 for an unknown user); an unreachable database is 503 `service-unavailable`
+    /// (its details are logged, not sent); other internal errors become
+    /// [`MethodError::internal`].
+    fn from(e: Error) -> MethodError {
+        if let Error::Hook(e) = e {
+            return *e;
+        }
+        if e.is_unavailable() {
+            tracing::warn!(error = %e, "database unavailable");
+            return MethodError::new(
+                "service-unavailable",
+                "The database is unavailable; try again shortly",
+            )
+            .with_status(503);
+        }
+        if !e.is_client_error() {
+            return MethodError::internal(e);
+        }
+        let status = e.status_code();
+        match e {
+            Error::AccessDenied => {
+                MethodError::new("access-denied", "Access denied").with_status(status)
+            }
+            Error::ProtectedField(_) | Error::FileField(_) => {
+                MethodError::new("access-denied", e.to_string()).with_status(status)
+            }
+            Error::LoginFailed => {
+                MethodError::new("unauthorized", "Incorrect credentials").with_status(status)
+            }
+            Error::UserNotFound => {
+                MethodError::new("user-not-found", "User not found").with_status(status)
+            }
+            Error::Validation(failures) => {
+                let details = serde_json::Value::Array(
+                    failures
+                        .iter()
+                        .cloned()
+                        .map(serde_json::Value::String)
+                        .collect(),
+                );
+                MethodError::new("validation-error", Error::Validation(failures).to_string())
+                    .with_status(status)
+                    .with_details(details)
+            }
+            Error::PreconditionFailed => {
+                MethodError::new("precondition-failed", e.to_string()).with_status(status)
+            }
+            Error::InvalidUser(msg) => MethodError::new("invalid-user", msg).with_status(status),
+            Error::UserExists(msg) => MethodError::new("user-exists", msg).with_status(status),
+            Error::InvalidArgument(msg) => {
+                MethodError::new("invalid-argument", msg).with_status(status)
+            }
+            other => MethodError::new("bad-request", other.to_string()).with_status(status),
         }
     }
 }
@@ -130,6 +197,32 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn platform_errors_convert_with_status() {
+        let e = MethodError::from(Error::AccessDenied);
+        assert_eq!((e.error.as_str(), e.status), ("access-denied", Some(403)));
+        let e = MethodError::from(Error::Validation(vec!["/a: bad".into()]));
+        assert_eq!(e.details.as_deref(), Some(&serde_json::json!(["/a: bad"])));
+        assert_eq!(e.status, Some(400));
+        let e = MethodError::from(Error::UserExists("Username already exists.".into()));
+        assert_eq!(e.reason.as_deref(), Some("Username already exists."));
+        let e = MethodError::from(Error::Internal("secret detail".into()));
+        assert!(e.internal);
+        assert_eq!(e.reason.as_deref(), Some("Internal server error"));
+    }
+
+    #[test]
+    fn a_hook_refusal_is_the_hook_error_itself() {
+        let refusal = MethodError::new("locked", "This note is locked").with_status(409);
+        let e = Error::Hook(Box::new(refusal.clone()));
+        assert!(e.is_client_error());
+        assert_eq!(e.status_code(), 409);
+        assert_eq!(MethodError::from(e), refusal);
+        let internal = Error::Hook(Box::new(MethodError::internal("hook broke")));
+        assert!(!internal.is_client_error());
+        assert_eq!(internal.status_code(), 500);
+    }
 
     #[test]
     fn status_codes_follow_the_kind_of_error() {

@@ -78,7 +78,10 @@ pub use accounts::{
     has_verified_email, hash_token, import_value, password_digest, public_user, totp_code,
     totp_enabled, user_has_any_role,
 };
-pub use collection::{Collection, CollectionOptions, IfMatch, PROTECTED_ACCOUNT_FIELDS};
+pub use collection::{
+    Collection, CollectionOptions, HookOp, HookWhen, IfMatch, PROTECTED_ACCOUNT_FIELDS, WriteHooks,
+    hook_refusal,
+};
 pub use cursor::Cursor;
 pub use endpoint::{ArgsExtractor, EndpointOptions, HttpMethod, UnknownHttpMethod};
 pub use error::{Error, Result};

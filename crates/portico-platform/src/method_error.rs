@@ -3,8 +3,6 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::Error;
-
 /// The error of a method or publication, shaped as the auto API's error body
 /// `{"error": code, "reason": text, "details"?, "data"?}`.
 ///
@@ -100,56 +98,6 @@ impl MethodError {
     }
 }
 
-impl From<Error> for MethodError {
-    /// Client errors keep their message (status 400, 401 for a failed login, 403 for access
-    /// denied, 404 for an unknown user); an unreachable database is 503 `service-unavailable`
-    /// (its details are logged, not sent); other internal errors become
-    /// [`MethodError::internal`].
-    fn from(e: Error) -> MethodError {
-        if e.is_unavailable() {
-            tracing::warn!(error = %e, "database unavailable");
-            return MethodError::new(
-                "service-unavailable",
-                "The database is unavailable; try again shortly",
-            )
-            .with_status(503);
-        }
-        if !e.is_client_error() {
-            return MethodError::internal(e);
-        }
-        let status = e.status_code();
-        match e {
-            Error::AccessDenied => {
-                MethodError::new("access-denied", "Access denied").with_status(status)
-            }
-            Error::ProtectedField(_) | Error::FileField(_) => {
-                MethodError::new("access-denied", e.to_string()).with_status(status)
-            }
-            Error::LoginFailed => {
-                MethodError::new("unauthorized", "Incorrect credentials").with_status(status)
-            }
-            Error::UserNotFound => {
-                MethodError::new("user-not-found", "User not found").with_status(status)
-            }
-            Error::Validation(failures) => {
-                let details = Value::Array(failures.iter().cloned().map(Value::String).collect());
-                MethodError::new("validation-error", Error::Validation(failures).to_string())
-                    .with_status(status)
-                    .with_details(details)
-            }
-            Error::PreconditionFailed => {
-                MethodError::new("precondition-failed", e.to_string()).with_status(status)
-            }
-            Error::InvalidUser(msg) => MethodError::new("invalid-user", msg).with_status(status),
-            Error::UserExists(msg) => MethodError::new("user-exists", msg).with_status(status),
-            Error::InvalidArgument(msg) => {
-                MethodError::new("invalid-argument", msg).with_status(status)
-            }
-            other => MethodError::new("bad-request", other.to_string()).with_status(status),
-        }
-    }
-}
-
 /// Reads positional argument `index` as a `T`; a missing or ill-shaped argument is
 /// [`MethodError::invalid_arguments`] naming the position and what was expected.
 ///
@@ -196,20 +144,6 @@ mod tests {
         assert!(e.internal);
         assert_eq!(e.status, Some(500));
         assert!(!e.to_body().to_string().contains("fire"));
-    }
-
-    #[test]
-    fn platform_errors_convert_with_status() {
-        let e = MethodError::from(Error::AccessDenied);
-        assert_eq!((e.error.as_str(), e.status), ("access-denied", Some(403)));
-        let e = MethodError::from(Error::Validation(vec!["/a: bad".into()]));
-        assert_eq!(e.details.as_deref(), Some(&json!(["/a: bad"])));
-        assert_eq!(e.status, Some(400));
-        let e = MethodError::from(Error::UserExists("Username already exists.".into()));
-        assert_eq!(e.reason.as_deref(), Some("Username already exists."));
-        let e = MethodError::from(Error::Internal("secret detail".into()));
-        assert!(e.internal);
-        assert_eq!(e.reason.as_deref(), Some("Internal server error"));
     }
 
     #[test]

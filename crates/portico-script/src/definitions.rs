@@ -70,6 +70,22 @@ pub struct RuleDefinition {
     pub place: String,
 }
 
+/// A write hook: `collection(name).before.insert(f)` and the like.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub struct HookDefinition {
+    /// The collection.
+    pub collection: String,
+    /// Its position among the collection's hooks.
+    pub index: usize,
+    /// `before` or `after`.
+    pub when: String,
+    /// `insert`, `update` or `remove`.
+    pub op: String,
+    /// Where it was given.
+    pub place: String,
+}
+
 /// Everything the modules defined.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[non_exhaustive]
@@ -82,6 +98,9 @@ pub struct Definitions {
     pub routes: Vec<RouteDefinition>,
     /// `collection(...).allow/deny(...)`.
     pub rules: Vec<RuleDefinition>,
+    /// `collection(...).before/after.insert/update/remove(...)`.
+    #[serde(default)]
+    pub hooks: Vec<HookDefinition>,
 }
 
 fn roles<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {

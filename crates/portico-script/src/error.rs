@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use portico_platform::MethodError;
 use serde_json::Value;
 
 /// A 1-based line and column in a script file.
@@ -114,6 +115,33 @@ impl fmt::Display for CallError {
 }
 
 impl std::error::Error for CallError {}
+
+/// The auto API's error for a failed script call. Anything but a `PorticoError` is logged
+/// (message, script stack) and answered as an internal error that says nothing of it.
+pub(crate) fn method_error(error: CallError, what: &str) -> MethodError {
+    match error {
+        CallError::Portico {
+            error,
+            reason,
+            details,
+            status,
+        } => {
+            let mut e = MethodError::new(error, reason.unwrap_or_default());
+            if e.reason.as_deref() == Some("") {
+                e.reason = None;
+            }
+            if let Some(details) = details {
+                e = e.with_details(details);
+            }
+            if let Some(status) = status {
+                e = e.with_status(status);
+            }
+            e
+        }
+        CallError::Failed { message } => MethodError::internal(format!("{what}: {message}")),
+        CallError::Stopped { reason } => MethodError::internal(format!("{what}: {reason}")),
+    }
+}
 
 #[cfg(test)]
 mod tests {

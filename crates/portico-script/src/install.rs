@@ -1,39 +1,12 @@
-//! Script methods, publications and rules registered on the platform like Rust ones.
+//! Script methods, publications, rules and write hooks registered on the platform like Rust ones.
 
 use portico_platform::{Cursor, EndpointOptions, MethodError, Platform, Query, Rules, public_user};
 use portico_store::{Projection, Selector, Sort};
 use serde_json::{Value, json};
 
-use crate::error::{CallError, LoadError};
+use crate::error::{LoadError, method_error};
 use crate::runtime::Kind;
 use crate::{Definition, Scripts};
-
-/// The auto API's error for a failed script call. Anything but a `PorticoError` is logged
-/// (message, script stack) and answered as an internal error that says nothing of it.
-pub(crate) fn method_error(error: CallError, what: &str) -> MethodError {
-    match error {
-        CallError::Portico {
-            error,
-            reason,
-            details,
-            status,
-        } => {
-            let mut e = MethodError::new(error, reason.unwrap_or_default());
-            if e.reason.as_deref() == Some("") {
-                e.reason = None;
-            }
-            if let Some(details) = details {
-                e = e.with_details(details);
-            }
-            if let Some(status) = status {
-                e = e.with_status(status);
-            }
-            e
-        }
-        CallError::Failed { message } => MethodError::internal(format!("{what}: {message}")),
-        CallError::Stopped { reason } => MethodError::internal(format!("{what}: {reason}")),
-    }
-}
 
 fn options(def: &Definition, kind: &str) -> Result<EndpointOptions, LoadError> {
     let mut options = EndpointOptions::default();
@@ -177,6 +150,23 @@ pub(crate) fn install(scripts: &Scripts, platform: &Platform) -> Result<(), Load
         } else {
             collection.allow(rules);
         }
+    }
+    let mut hooks: std::collections::BTreeMap<String, Vec<crate::HookDefinition>> =
+        std::collections::BTreeMap::new();
+    for hook in &defs.hooks {
+        hooks
+            .entry(hook.collection.clone())
+            .or_default()
+            .push(hook.clone());
+    }
+    for (name, list) in hooks {
+        platform
+            .collection(&name)
+            .set_hooks(std::sync::Arc::new(crate::hooks::ScriptHooks::new(
+                scripts.clone(),
+                name,
+                list,
+            )));
     }
     Ok(())
 }

@@ -32,6 +32,7 @@ mod definitions;
 mod error;
 mod fetch;
 mod files;
+mod hooks;
 mod host;
 mod install;
 mod modules;
@@ -52,7 +53,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 pub use definitions::{
-    Definition, Definitions, EndpointDefinition, RouteDefinition, RuleDefinition,
+    Definition, Definitions, EndpointDefinition, HookDefinition, RouteDefinition, RuleDefinition,
 };
 pub use error::{CallError, LoadError, Position};
 pub use outcome::Outcome;

@@ -35,6 +35,22 @@ declare module "portico" {
     update?(userId: string | null, doc: T, fieldNames: string[], modifier: Modifier): boolean | Promise<boolean>;
     remove?(userId: string | null, doc: T): boolean | Promise<boolean>;
   }
+  export interface HookContext<T = Document> {
+    /** The client's user id for a client write; null for a write by server code. */
+    readonly userId: string | null;
+    /** In an after.update hook: the document as it was before the update. */
+    readonly previous?: T;
+  }
+  /**
+   * Write hooks. A before hook may change the document (insert) or the modifier (update) in
+   * place; returning false or throwing refuses the write, and nothing is written. An after
+   * hook runs once the write is stored; what it throws is logged.
+   */
+  export interface Hooks<T = Document> {
+    insert(f: (this: HookContext<T>, userId: string | null, doc: T) => unknown): void;
+    update(f: (this: HookContext<T>, userId: string | null, doc: T, fieldNames: string[], modifier: Modifier) => unknown): void;
+    remove(f: (this: HookContext<T>, userId: string | null, doc: T) => unknown): void;
+  }
   export interface Collection<T = Document> {
     readonly name: string;
     find(selector?: Selector, options?: FindOptions): Cursor<T>;
@@ -48,6 +64,10 @@ declare module "portico" {
     /** Rules for client writes (any deny refuses; one allow must pass). */
     allow(rules: Rules<T>): void;
     deny(rules: Rules<T>): void;
+    /** Hooks run before each write of this collection (server and client writes alike). */
+    readonly before: Hooks<T>;
+    /** Hooks run after each write of this collection. */
+    readonly after: Hooks<T>;
   }
   export function collection<T = Document>(name: string): Collection<T>;
 

@@ -303,7 +303,9 @@
       }
       case "hook": {
         const h = (registry.hooks.get(name) || [])[ctx.index];
-        const value = await h.run.apply({ userId: ctx.userId ?? null }, args);
+        const self = { userId: ctx.userId ?? null };
+        if (ctx.previous !== undefined) self.previous = ctx.previous;
+        const value = await h.run.apply(self, args);
         return { value: { result: value === false ? false : null, args } };
       }
       case "route": {

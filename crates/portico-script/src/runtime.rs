@@ -41,6 +41,7 @@ pub(crate) enum Kind {
     Publish,
     Route,
     Rule,
+    Hook,
     /// Not a script call: the runtime's memory use.
     Memory,
 }
@@ -53,6 +54,7 @@ impl Kind {
             Kind::Publish => "publish",
             Kind::Route => "route",
             Kind::Rule => "rule",
+            Kind::Hook => "hook",
             Kind::Memory => "memory",
         }
     }

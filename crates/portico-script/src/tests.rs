@@ -322,3 +322,178 @@ async fn a_reload_serves_new_code_and_a_broken_edit_keeps_the_old() {
     assert!(e.contains("main.js:3:"), "{e}");
     assert_eq!(call(&app, "v", json!([])).await.ok(), Some(json!(2)));
 }
+
+const HOOKS: &str = r#"
+import { collection, methods, PorticoError } from "portico";
+
+const notes = collection("notes");
+const log = collection("log");
+
+notes.allow({ insert: () => true, update: () => true, remove: () => true });
+notes.before.insert(function (userId, doc) {
+  if (doc.text === "refuse") return false;
+  if (doc.text === "throw") throw new PorticoError("bad-note", "No such notes", { text: doc.text });
+  if (doc.text === "spin") for (;;) {}
+  doc.by = userId ?? "server";
+  doc.length = doc.text.length;
+});
+notes.before.insert((userId, doc) => { doc.second = doc.by + "!"; });
+notes.after.insert(async function (userId, doc) {
+  await log.insert({ op: "inserted", id: doc._id, by: userId, second: doc.second });
+});
+notes.before.update(function (userId, doc, fieldNames, modifier) {
+  if (doc.locked) throw new PorticoError("locked", "This note is locked");
+  modifier.$set = Object.assign(modifier.$set || {}, { edits: (doc.edits || 0) + 1 });
+});
+notes.after.update(async function (userId, doc, fieldNames) {
+  await log.insert({ op: "updated", id: doc._id, was: this.previous.text, now: doc.text, fields: fieldNames });
+});
+notes.before.remove((userId, doc) => { if (doc.keep) throw new PorticoError("kept", "This note is kept"); });
+notes.after.remove(async (userId, doc) => { await log.insert({ op: "removed", id: doc._id }); });
+notes.after.remove(() => { throw new Error("after hooks fail alone"); });
+
+methods({
+  async add(text) { return await notes.insert({ text }); },
+  async edit(id, text) { return await notes.update({ _id: id }, { $set: { text } }); },
+  async drop(id) { return await notes.remove({ _id: id }); },
+});
+"#;
+
+#[tokio::test]
+async fn write_hooks_run_around_server_and_client_writes() {
+    let app = app(&[("main.ts", HOOKS)], |c| {
+        c.timeout = Duration::from_millis(300)
+    })
+    .await;
+    let notes = app.platform.collection("notes");
+    let log = app.platform.collection("log");
+    let get = |id: &str| {
+        let notes = notes.clone();
+        let id = id.to_owned();
+        async move {
+            notes
+                .get(&id)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .unwrap_or_else(|| panic!("{id} missing"))
+        }
+    };
+    let logged = |op: &'static str| {
+        let log = log.clone();
+        async move {
+            let selector = portico_platform::Selector::parse(&json!({ "op": op }))
+                .unwrap_or_else(|e| panic!("{e}"));
+            log.find(&portico_platform::Query::new(selector))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+        }
+    };
+
+    // A server insert (from a method) and a client insert both go through both before hooks
+    // in order, and the after hook sees the stored document.
+    let id = call(&app, "add", json!(["hello"]))
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let id = id.as_str().unwrap_or_else(|| panic!("{id}")).to_owned();
+    let doc = get(&id).await;
+    assert_eq!(doc["by"], "server");
+    assert_eq!(doc["length"], 5);
+    assert_eq!(doc["second"], "server!");
+    let mut client_doc = portico_platform::Document::new();
+    client_doc.insert("text".into(), json!("hi"));
+    let client_id = notes
+        .client_insert(Some("u1"), client_doc)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(get(&client_id).await["by"], "u1");
+    let inserted = logged("inserted").await;
+    assert_eq!(inserted.len(), 2);
+    assert!(
+        inserted
+            .iter()
+            .any(|l| l["id"] == json!(client_id) && l["by"] == "u1" && l["second"] == "u1!")
+    );
+
+    // A before hook that refuses, throws or runs too long: the write is not done, and the
+    // caller gets the hook's error.
+    let e = call(&app, "add", json!(["refuse"])).await.err();
+    assert_eq!(e.map(|e| e.status_or_default()), Some(403));
+    let e = call(&app, "add", json!(["throw"]))
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("a throwing hook let the insert through"));
+    assert_eq!(e.error, "bad-note");
+    assert_eq!(e.status_or_default(), 400);
+    let e = call(&app, "add", json!(["spin"]))
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("a spinning hook let the insert through"));
+    assert_eq!(e.status_or_default(), 500);
+    assert_eq!(
+        notes.count(&portico_platform::Selector::all()).await.ok(),
+        Some(2),
+        "a refused insert was stored"
+    );
+
+    // Updates: the hook's change to the modifier is applied; after hooks see the previous
+    // document; a throwing before hook leaves the document as it was.
+    assert_eq!(
+        call(&app, "edit", json!([id, "changed"])).await.ok(),
+        Some(json!(1))
+    );
+    let doc = get(&id).await;
+    assert_eq!(
+        (doc["text"].clone(), doc["edits"].clone()),
+        (json!("changed"), json!(1))
+    );
+    let mut modifier = json!({"$set": {"text": "by client"}});
+    assert_eq!(
+        notes.client_update(Some("u1"), &id, &modifier).await.ok(),
+        Some(1)
+    );
+    assert_eq!(get(&id).await["edits"], 2);
+    let updated = logged("updated").await;
+    assert!(
+        updated
+            .iter()
+            .any(|l| l["was"] == "hello" && l["now"] == "changed")
+    );
+    assert!(
+        updated
+            .iter()
+            .any(|l| l["was"] == "changed" && l["now"] == "by client")
+    );
+    notes
+        .update(
+            &portico_platform::Selector::by_id(&id),
+            &portico_platform::Update::parse(&json!({"$set": {"locked": true}}))
+                .unwrap_or_else(|e| panic!("{e}")),
+            portico_platform::UpdateOptions::default(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    modifier = json!({"$set": {"text": "sneaky"}});
+    let e = notes.client_update(Some("u1"), &id, &modifier).await.err();
+    assert_eq!(e.map(|e| e.status_code()), Some(400));
+    assert_eq!(get(&id).await["text"], "by client");
+
+    // Removes: a throwing before hook keeps the document; the after hooks run (one failing
+    // alone) once it is gone.
+    notes
+        .update(
+            &portico_platform::Selector::by_id(&client_id),
+            &portico_platform::Update::parse(&json!({"$set": {"keep": true}}))
+                .unwrap_or_else(|e| panic!("{e}")),
+            portico_platform::UpdateOptions::default(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let e = notes.client_remove(Some("u1"), &client_id).await.err();
+    assert_eq!(e.map(|e| e.status_code()), Some(400));
+    let _ = get(&client_id).await;
+    assert_eq!(call(&app, "drop", json!([id])).await.ok(), Some(json!(1)));
+    assert!(notes.get(&id).await.ok().flatten().is_none());
+    let removed = logged("removed").await;
+    assert_eq!(removed.len(), 1);
+    assert_eq!(removed[0]["id"], json!(id));
+}

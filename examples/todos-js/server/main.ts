@@ -51,6 +51,13 @@ methods({
   },
 });
 
+// A hook: a write that marks a todo done stamps when, whoever writes it (methods here, or a
+// client through the auto API or a generated route).
+todos.before.update(function (userId, doc, fieldNames, modifier) {
+  const set = (modifier as { $set?: { [k: string]: unknown } }).$set;
+  if (set && set.done === true) set.doneAt = new Date().toISOString();
+});
+
 // GET /publications/myTodos: the caller's todos; with Accept: text/event-stream, live.
 publish("myTodos", function () {
   return todos.find({ owner: this.userId ?? "" }, { sort: { createdAt: 1 }, fields: { owner: 0 } });

@@ -1,5 +1,6 @@
 //! `[scripts]`: application logic in TypeScript/JavaScript, observed through the binary over
-//! HTTP (methods, publications, routes, rules, schema files, faults, fetch, concurrency).
+//! HTTP (methods, publications, routes, rules, write hooks, schema files, faults, fetch,
+//! concurrency).
 
 use std::time::{Duration, Instant};
 
@@ -48,6 +49,7 @@ methods({
     return await todos.insert({ title, done: false, owner: this.userId });
   },
   async countTodos() { return await todos.find({}).count(); },
+  async countAudit() { return await collection("audit").find({}).count(); },
   refuse() { throw new PorticoError("not-yours", "That is not yours", { id: 7 }); },
   teapot() { const e = new PorticoError("teapot", "I am one"); (e as any).statusCode = 418; throw e; },
   broken() { throw new Error("secret internal detail"); },
@@ -75,6 +77,13 @@ publish("byHand", function (n: number = 3) {
   for (let i = 0; i < n; i++) this.added("numbers", "n" + i, { value: i });
   this.ready();
 });
+
+// Write hooks: every write of todos, from a method, a generated route or the auto API.
+todos.before.insert((userId, doc) => {
+  if (doc.title === "veto") throw new PorticoError("vetoed", "That title is vetoed");
+  (doc as any).titleLength = doc.title.length;
+});
+todos.after.insert(async (userId, doc) => { await collection("audit").insert({ todo: doc._id, by: userId }); });
 
 collection("notes").allow({
   insert(userId: string | null, doc: any) { return doc.text !== "forbidden"; },
@@ -476,7 +485,7 @@ fn load_errors_stop_serve_and_fail_check_with_their_position() {
     let out = ws.run(&["check", "--config", "portico.toml"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
-        text(&out.stdout).contains("scripts: 13 methods, 2 publications, 3 routes"),
+        text(&out.stdout).contains("scripts: 14 methods, 2 publications, 3 routes"),
         "{}",
         text(&out.stdout)
     );
@@ -531,6 +540,40 @@ async fn scripts_run_on_postgres() {
         .call("GET", &format!("/api/todo/{id}"), None, &[])
         .await;
     assert_eq!(r.body["title"], "milk", "{}", r.raw);
+    assert_eq!(r.body["titleLength"], 4, "before.insert hook: {}", r.raw);
+    // The generated route's insert runs the hooks too; a throwing hook refuses it.
+    let r = server
+        .call(
+            "POST",
+            "/api/todos",
+            Some(json!({"title": "bread"})),
+            &[("Authorization", &auth)],
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.raw);
+    assert_eq!(r.body["data"]["titleLength"], 5, "{}", r.raw);
+    let r = server
+        .call(
+            "POST",
+            "/api/todos",
+            Some(json!({"title": "veto"})),
+            &[("Authorization", &auth)],
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.raw);
+    assert!(r.raw.contains("vetoed"), "{}", r.raw);
+    let r = server
+        .call("POST", "/methods/addTodo", Some(json!(["veto"])), &[])
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"].clone()),
+        (400, json!("vetoed")),
+        "{}",
+        r.raw
+    );
+    // The after hook's audit documents, one per insert that was done.
+    let r = server.call("POST", "/methods/countAudit", None, &[]).await;
+    assert_eq!(r.body, 2, "{}", r.raw);
     let r = server
         .call("GET", "/publications/openTodos", None, &[])
         .await;

@@ -6,7 +6,7 @@ use std::sync::PoisonError;
 use portico_store::{Document, Selector, Update, UpdateOptions};
 use serde_json::Value;
 
-use super::Collection;
+use super::{Collection, HookOp};
 use crate::FieldView;
 use crate::rules::Write;
 use crate::{Error, Result, Rules};
@@ -187,8 +187,11 @@ impl Collection {
                 .check_write(&doc, doc.keys().map(String::as_str))?;
         }
         self.check(user_id, Write::Insert(&doc)).await?;
-        self.validate(&doc)?;
-        Ok(self.store().insert(self.name(), doc).await?)
+        let doc = self.hooked_insert(user_id, doc).await?;
+        let after = self.keep_for_after_insert(&doc);
+        let id = self.store().insert(self.name(), doc).await?;
+        self.after_insert(user_id, after).await;
+        Ok(id)
     }
 
     /// Applies a client's modifier (such as `{"$set": {...}}`) to the document `id` when the rules
@@ -246,6 +249,15 @@ impl Collection {
         view.check_write(&doc, fields.iter().map(String::as_str))?;
         self.check(user_id, Write::Update(&doc, &fields, modifier))
             .await?;
+        let hooked = self.hooked(HookOp::Update);
+        let (update, hooked) = if hooked {
+            let (update, modifier, fields) = self
+                .before_update(user_id, std::slice::from_ref(&doc), &update)
+                .await?;
+            (update, Some((modifier, fields)))
+        } else {
+            (update, None)
+        };
         let update = match self.stamp_update(&Selector::by_id(id), &update).await? {
             Some(stamped) => stamped,
             None => update,
@@ -261,6 +273,10 @@ impl Collection {
             .await?;
         if result.matched == 0 && !matches!(if_match, IfMatch::Absent) {
             return Err(Error::PreconditionFailed);
+        }
+        if let (Some((modifier, fields)), true) = (hooked, result.matched > 0) {
+            self.after_update(user_id, vec![doc], fields, modifier)
+                .await?;
         }
         Ok(result.matched)
     }
@@ -292,9 +308,17 @@ impl Collection {
             return Ok(0);
         };
         self.check(user_id, Write::Remove(&doc)).await?;
-        let removed = self.remove(&selector).await?;
+        let hooked = self.hooked(HookOp::Remove);
+        if hooked {
+            self.before_remove(user_id, std::slice::from_ref(&doc))
+                .await?;
+        }
+        let removed = self.store().remove(self.name(), &selector).await?;
         if removed == 0 && !matches!(if_match, IfMatch::Absent) {
             return Err(Error::PreconditionFailed);
+        }
+        if hooked && removed > 0 {
+            self.after_remove(user_id, vec![doc]).await;
         }
         Ok(removed)
     }

@@ -5,8 +5,10 @@
 //! | the handle, its options, ids, schema and timestamps | `mod.rs` |
 //! | server writes and reads (no rules) | `server.rs` |
 //! | rules, client writes, conditional writes, field checks | `client.rs` |
+//! | write hooks (before and after each write) | `hooks.rs` |
 
 mod client;
+mod hooks;
 mod server;
 
 use std::fmt;
@@ -23,6 +25,7 @@ use crate::timestamps;
 use crate::{Error, Result};
 
 pub use client::{IfMatch, PROTECTED_ACCOUNT_FIELDS};
+pub use hooks::{HookOp, HookWhen, WriteHooks, hook_refusal};
 
 /// How a collection is declared.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -57,6 +60,7 @@ struct Inner {
     store: Arc<dyn Store>,
     rules: RwLock<RuleSet>,
     server_fields: Arc<dyn ServerFields>,
+    hooks: RwLock<Option<Arc<dyn WriteHooks>>>,
 }
 
 /// A collection handle. Cheap to clone; clones share the rules.
@@ -98,6 +102,7 @@ impl Collection {
                 store,
                 rules: RwLock::new(RuleSet::default()),
                 server_fields,
+                hooks: RwLock::new(None),
             }),
         })
     }
@@ -116,6 +121,7 @@ impl Collection {
                 store,
                 rules: RwLock::new(RuleSet::default()),
                 server_fields,
+                hooks: RwLock::new(None),
             }),
         }
     }

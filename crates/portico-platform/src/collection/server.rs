@@ -5,7 +5,7 @@ use std::sync::{Arc, PoisonError};
 use portico_store::{Document, IdKind, Query, Selector, Update, UpdateOptions, UpdateResult};
 use serde_json::Value;
 
-use super::Collection;
+use super::{Collection, HookOp};
 use crate::time::now_iso;
 use crate::timestamps;
 use crate::{Cursor, Error, Result};
@@ -16,8 +16,11 @@ impl Collection {
     /// # Errors
     /// [`Error::Validation`] when the schema refuses it; a store error for a duplicate `_id`.
     pub async fn insert(&self, doc: Document) -> Result<String> {
-        let doc = self.prepared_insert(doc)?;
-        Ok(self.store().insert(self.name(), doc).await?)
+        let doc = self.hooked_new(None, doc).await?;
+        let after = self.keep_for_after_insert(&doc);
+        let id = self.store().insert(self.name(), doc).await?;
+        self.after_insert(None, after).await;
+        Ok(id)
     }
 
     /// [`Collection::insert`], returning the document as stored (with its `_id` and
@@ -26,15 +29,30 @@ impl Collection {
     /// # Errors
     /// As [`Collection::insert`].
     pub async fn insert_returning(&self, doc: Document) -> Result<Document> {
-        let doc = self.prepared_insert(doc)?;
+        let doc = self.hooked_new(None, doc).await?;
         self.store().insert(self.name(), doc.clone()).await?;
+        self.after_insert(None, self.keep_for_after_insert(&doc))
+            .await;
         Ok(doc)
+    }
+
+    /// `doc` with an `_id` of the collection's kind and its timestamps, through the
+    /// before-insert hooks, checked against the schema: what an insert by `user_id` stores.
+    pub(super) async fn hooked_new(
+        &self,
+        user_id: Option<&str>,
+        mut doc: Document,
+    ) -> Result<Document> {
+        self.ensure_id(&mut doc)?;
+        self.stamp_new(&mut doc);
+        self.hooked_insert(user_id, doc).await
     }
 
     /// The document [`Collection::insert`] would store, for a writer that stores it itself (a
     /// batch of writes in one store transaction, [`Store::batch`]): `doc` with an `_id` of the
     /// collection's kind when it has none, `createdAt`/`updatedAt` when the collection keeps
-    /// timestamps, checked against the schema.
+    /// timestamps, checked against the schema. Write hooks do not run (a batch refuses a
+    /// collection with hooks).
     ///
     /// # Errors
     /// As [`Collection::insert`], before anything is written.
@@ -63,11 +81,12 @@ impl Collection {
     ///
     /// # Errors
     /// As [`Collection::insert`].
-    pub async fn insert_json(&self, mut doc: Document) -> Result<(String, String)> {
-        self.ensure_id(&mut doc)?;
-        self.stamp_new(&mut doc);
-        self.validate(&doc)?;
-        Ok(self.store().insert_json(self.name(), doc).await?)
+    pub async fn insert_json(&self, doc: Document) -> Result<(String, String)> {
+        let doc = self.hooked_new(None, doc).await?;
+        let after = self.keep_for_after_insert(&doc);
+        let stored = self.store().insert_json(self.name(), doc).await?;
+        self.after_insert(None, after).await;
+        Ok(stored)
     }
 
     /// Inserts every document of `docs`, all or none, and returns their `_id`s in order.
@@ -80,19 +99,27 @@ impl Collection {
     /// [`Error::Validation`] (or [`Error::InvalidArgument`] for a bad `_id`) for the first
     /// document refused, and a store [`portico_store::Error::DuplicateId`] when an `_id` exists
     /// already or repeats within `docs`; nothing is written then.
-    pub async fn insert_many(&self, mut docs: Vec<Document>) -> Result<Vec<String>> {
-        for doc in &mut docs {
-            self.ensure_id(doc)?;
-            self.stamp_new(doc);
-            self.validate(doc)?;
+    pub async fn insert_many(&self, docs: Vec<Document>) -> Result<Vec<String>> {
+        let mut checked = Vec::with_capacity(docs.len());
+        for doc in docs {
+            checked.push(self.hooked_new(None, doc).await?);
         }
-        Ok(self.store().insert_many(self.name(), docs).await?)
+        let after: Vec<Option<Document>> = checked
+            .iter()
+            .map(|doc| self.keep_for_after_insert(doc))
+            .collect();
+        let ids = self.store().insert_many(self.name(), checked).await?;
+        for doc in after {
+            self.after_insert(None, doc).await;
+        }
+        Ok(ids)
     }
 
     /// Inserts every document of `batches`, all or none, and returns how many it inserted: an
     /// import of any size that holds a batch at a time ([`Store::insert_stream`]).
     ///
-    /// Each document is checked as by [`Collection::insert_many`] as its batch comes. `batches`
+    /// Each document is checked as by [`Collection::insert_many`] as its batch comes; write
+    /// hooks do not run (an import writes data as it is). `batches`
     /// may block (a channel from a reader thread); an error it yields stops the stream.
     ///
     /// # Errors
@@ -237,6 +264,21 @@ impl Collection {
         update: &Update,
         options: UpdateOptions,
     ) -> Result<UpdateResult> {
+        if self.hooked(HookOp::Update) {
+            return self
+                .update_with_hooks(None, selector, update, options)
+                .await;
+        }
+        self.update_unhooked(selector, update, options).await
+    }
+
+    /// [`Collection::update`] without the write hooks.
+    pub(super) async fn update_unhooked(
+        &self,
+        selector: &Selector,
+        update: &Update,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult> {
         let stamped = self.stamp_update(selector, update).await?;
         let update = stamped.as_ref().unwrap_or(update);
         let result = self.update_stamped(selector, update, options).await?;
@@ -324,6 +366,9 @@ impl Collection {
     /// # Errors
     /// Store failures.
     pub async fn remove(&self, selector: &Selector) -> Result<u64> {
+        if self.hooked(HookOp::Remove) {
+            return self.remove_with_hooks(None, selector).await;
+        }
         Ok(self.store().remove(self.name(), selector).await?)
     }
 

@@ -323,7 +323,7 @@ fn batchable(state: &CollectionState) -> std::result::Result<(), Reply> {
     if name == portico_platform::USERS {
         return Err(bad("Accounts cannot be written in a batch"));
     }
-    if state.before.is_some() || state.after.is_some() {
+    if state.before.is_some() || state.after.is_some() || state.collection.has_write_hooks() {
         return Err(bad(format!(
             "Collection {name} has hooks and cannot be written in a batch"
         )));

@@ -1,0 +1,314 @@
+//! Write hooks: code a collection runs before and after each write to it, such as a script's
+//! `collection("todos").before.insert(...)`.
+//!
+//! Hooks see server writes and client writes alike, through either door. A before hook runs
+//! before anything is written and may change what is written (the document of an insert, the
+//! modifier of an update); when it fails, the write is not done and its error is the write's.
+//! An after hook runs once the write is stored; a failure there is its own to log, the write
+//! stands. Imports ([`Collection::insert_stream`]) run no hooks, and batches of the routes door
+//! refuse collections with hooks (a batch cannot run code between its writes).
+
+use futures::future::BoxFuture;
+use portico_store::{Document, Query, Selector, Update, UpdateOptions, UpdateResult};
+use serde_json::{Value, json};
+
+use super::Collection;
+use crate::{Error, Result};
+
+/// A write a hook can watch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HookOp {
+    /// Inserts (also each document of [`Collection::insert_many`]).
+    Insert,
+    /// Updates, once for each document changed.
+    Update,
+    /// Removes, once for each document removed.
+    Remove,
+}
+
+/// When a hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HookWhen {
+    /// Before the write; a failure refuses it.
+    Before,
+    /// After the write is stored.
+    After,
+}
+
+/// The hooks of a collection (see the module documentation), set with
+/// [`Collection::set_hooks`]. `user_id` is the client's for a client write and `None` for a
+/// server write.
+pub trait WriteHooks: Send + Sync {
+    /// True when some hook watches `op` at `when`. The platform reads the documents a write
+    /// touches only for a watched write, so writes without hooks cost nothing more.
+    fn watches(&self, when: HookWhen, op: HookOp) -> bool;
+
+    /// Before an insert, with the document as it would be stored (its `_id` and timestamps
+    /// set). Returns the document to store.
+    ///
+    /// # Errors
+    /// The error the insert fails with; nothing is written.
+    fn before_insert(
+        &self,
+        user_id: Option<String>,
+        doc: Document,
+    ) -> BoxFuture<'static, Result<Document>>;
+
+    /// Before an update of `doc` (as stored now): the top-level fields the modifier changes and
+    /// the modifier. Returns the modifier to apply (for the documents after this one too).
+    ///
+    /// # Errors
+    /// The error the update fails with; nothing is written.
+    fn before_update(
+        &self,
+        user_id: Option<String>,
+        doc: Document,
+        fields: Vec<String>,
+        modifier: Value,
+    ) -> BoxFuture<'static, Result<Value>>;
+
+    /// Before `doc` is removed.
+    ///
+    /// # Errors
+    /// The error the remove fails with; nothing is removed.
+    fn before_remove(
+        &self,
+        user_id: Option<String>,
+        doc: Document,
+    ) -> BoxFuture<'static, Result<()>>;
+
+    /// After `doc` was inserted.
+    fn after_insert(&self, user_id: Option<String>, doc: Document) -> BoxFuture<'static, ()>;
+
+    /// After an update: the document as stored now and as it was before.
+    fn after_update(
+        &self,
+        user_id: Option<String>,
+        doc: Document,
+        previous: Document,
+        fields: Vec<String>,
+        modifier: Value,
+    ) -> BoxFuture<'static, ()>;
+
+    /// After `doc` was removed.
+    fn after_remove(&self, user_id: Option<String>, doc: Document) -> BoxFuture<'static, ()>;
+}
+
+impl Collection {
+    /// Sets this collection's write hooks (replacing any set before).
+    pub fn set_hooks(&self, hooks: std::sync::Arc<dyn WriteHooks>) {
+        *self
+            .inner
+            .hooks
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(hooks);
+    }
+
+    /// True when this collection has write hooks.
+    pub fn has_write_hooks(&self) -> bool {
+        self.hooks().is_some()
+    }
+
+    fn hooks(&self) -> Option<std::sync::Arc<dyn WriteHooks>> {
+        self.inner
+            .hooks
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The hooks when one of them watches `op` at `when`.
+    fn watching(&self, when: HookWhen, op: HookOp) -> Option<std::sync::Arc<dyn WriteHooks>> {
+        self.hooks().filter(|h| h.watches(when, op))
+    }
+
+    /// True when a hook watches `op`, before or after.
+    pub(super) fn hooked(&self, op: HookOp) -> bool {
+        self.hooks()
+            .is_some_and(|h| h.watches(HookWhen::Before, op) || h.watches(HookWhen::After, op))
+    }
+
+    /// `doc` (with its `_id` and timestamps) through the before-insert hooks, then checked
+    /// against the schema: the document an insert stores.
+    pub(super) async fn hooked_insert(
+        &self,
+        user_id: Option<&str>,
+        doc: Document,
+    ) -> Result<Document> {
+        let Some(hooks) = self.watching(HookWhen::Before, HookOp::Insert) else {
+            self.validate(&doc)?;
+            return Ok(doc);
+        };
+        let id = doc.get("_id").cloned();
+        let mut doc = hooks.before_insert(user_id.map(str::to_owned), doc).await?;
+        if doc.get("_id") != id.as_ref() {
+            // A hook may change the document, not which document it is.
+            match id {
+                Some(id) => doc.shift_insert(0, "_id".into(), id),
+                None => None,
+            };
+        }
+        self.validate(&doc)?;
+        Ok(doc)
+    }
+
+    /// A copy of `doc` for the after-insert hooks, when one watches.
+    pub(super) fn keep_for_after_insert(&self, doc: &Document) -> Option<Document> {
+        self.watching(HookWhen::After, HookOp::Insert)
+            .map(|_| doc.clone())
+    }
+
+    /// Runs the after-insert hooks on `doc`.
+    pub(super) async fn after_insert(&self, user_id: Option<&str>, doc: Option<Document>) {
+        if let (Some(hooks), Some(doc)) = (self.watching(HookWhen::After, HookOp::Insert), doc) {
+            hooks.after_insert(user_id.map(str::to_owned), doc).await;
+        }
+    }
+
+    /// An update of what `selector` finds, with the update hooks: the documents are read
+    /// first, each goes through the before hooks, and the write is limited to exactly those
+    /// documents (a document that starts matching meanwhile is not changed unseen). An upsert
+    /// that finds nothing inserts without update hooks.
+    pub(super) async fn update_with_hooks(
+        &self,
+        user_id: Option<&str>,
+        selector: &Selector,
+        update: &Update,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult> {
+        let mut query = Query::new(selector.clone());
+        if !options.multi {
+            query.limit = Some(1);
+        }
+        let found = self.find(&query).await?;
+        if found.is_empty() {
+            return self.update_unhooked(selector, update, options).await;
+        }
+        let (update, modifier, fields) = self.before_update(user_id, &found, update).await?;
+        let ids: Vec<Value> = found.iter().filter_map(|d| d.get("_id").cloned()).collect();
+        let exact = selector
+            .clone()
+            .and(Selector::parse(&json!({"_id": {"$in": ids}}))?);
+        let mut exact_options = options;
+        exact_options.multi = true;
+        exact_options.upsert = false;
+        let result = self.update_unhooked(&exact, &update, exact_options).await?;
+        self.after_update(user_id, found, fields, modifier).await?;
+        Ok(result)
+    }
+
+    /// Runs the before-update hooks on each of `found`; the update to apply, its modifier and
+    /// the fields it changes.
+    pub(super) async fn before_update(
+        &self,
+        user_id: Option<&str>,
+        found: &[Document],
+        update: &Update,
+    ) -> Result<(Update, Value, Vec<String>)> {
+        let mut modifier = update.to_value().clone();
+        let mut update = update.clone();
+        let Some(hooks) = self.watching(HookWhen::Before, HookOp::Update) else {
+            let fields = update.field_names();
+            return Ok((update, modifier, fields));
+        };
+        for doc in found {
+            let fields = update.field_names();
+            let changed = hooks
+                .before_update(
+                    user_id.map(str::to_owned),
+                    doc.clone(),
+                    fields,
+                    modifier.clone(),
+                )
+                .await?;
+            if changed != modifier {
+                update = Update::parse(&changed)?;
+                modifier = changed;
+            }
+        }
+        let fields = update.field_names();
+        Ok((update, modifier, fields))
+    }
+
+    /// Runs the after-update hooks on the documents `previous` (as they were), read again now.
+    pub(super) async fn after_update(
+        &self,
+        user_id: Option<&str>,
+        previous: Vec<Document>,
+        fields: Vec<String>,
+        modifier: Value,
+    ) -> Result<()> {
+        let Some(hooks) = self.watching(HookWhen::After, HookOp::Update) else {
+            return Ok(());
+        };
+        for before in previous {
+            let Some(id) = before.get("_id").and_then(Value::as_str) else {
+                continue;
+            };
+            if let Some(now) = self.get(id).await? {
+                hooks
+                    .after_update(
+                        user_id.map(str::to_owned),
+                        now,
+                        before,
+                        fields.clone(),
+                        modifier.clone(),
+                    )
+                    .await;
+            }
+        }
+        Ok(())
+    }
+
+    /// A remove of what `selector` finds, with the remove hooks (as
+    /// [`Collection::update_with_hooks`]: read, before hooks, the exact documents removed,
+    /// after hooks).
+    pub(super) async fn remove_with_hooks(
+        &self,
+        user_id: Option<&str>,
+        selector: &Selector,
+    ) -> Result<u64> {
+        let found = self.find(&Query::new(selector.clone())).await?;
+        if found.is_empty() {
+            return Ok(0);
+        }
+        self.before_remove(user_id, &found).await?;
+        let ids: Vec<Value> = found.iter().filter_map(|d| d.get("_id").cloned()).collect();
+        let exact = selector
+            .clone()
+            .and(Selector::parse(&json!({"_id": {"$in": ids}}))?);
+        let removed = self.store().remove(self.name(), &exact).await?;
+        self.after_remove(user_id, found).await;
+        Ok(removed)
+    }
+
+    /// Runs the before-remove hooks on each of `found`.
+    pub(super) async fn before_remove(
+        &self,
+        user_id: Option<&str>,
+        found: &[Document],
+    ) -> Result<()> {
+        if let Some(hooks) = self.watching(HookWhen::Before, HookOp::Remove) {
+            for doc in found {
+                hooks
+                    .before_remove(user_id.map(str::to_owned), doc.clone())
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the after-remove hooks on each of `removed`.
+    pub(super) async fn after_remove(&self, user_id: Option<&str>, removed: Vec<Document>) {
+        if let Some(hooks) = self.watching(HookWhen::After, HookOp::Remove) {
+            for doc in removed {
+                hooks.after_remove(user_id.map(str::to_owned), doc).await;
+            }
+        }
+    }
+}
+
+/// A hook's refusal as a platform error, for implementors: an error the caller may see.
+pub fn hook_refusal(error: crate::MethodError) -> Error {
+    Error::Hook(Box::new(error))
+}
