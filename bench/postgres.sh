@@ -17,8 +17,6 @@ BIG=${3:-0}
 CONNS=${CONNS:-32}
 PG_PORT=${PG_PORT:-55433}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
-pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
-[ -x "$pg_bin/initdb" ] || { echo "PostgreSQL is not installed (apt-get install postgresql)"; exit 1; }
 # PORTICO_BIN=path measures that binary (no build); else target/release/portico, built here.
 if [ -n "${PORTICO_BIN:-}" ]; then
   BIN=$(mktemp -d /tmp/portico-bench-bin.XXXXXX)
@@ -27,21 +25,8 @@ else
   cargo build --release -q -p portico-cli
   BIN=$PWD/target/release
 fi
-work=$(mktemp -d /tmp/portico-bench-pg.XXXXXX)
-chmod 755 "$work"
-as_pg=()
-if [ "$(id -u)" = 0 ]; then chown nobody "$work"; as_pg=(runuser -u nobody --); fi
-cleanup() {
-  kill $(jobs -p) 2>/dev/null || true
-  (cd / && "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$work/pg" -m fast stop >/dev/null 2>&1) || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-(cd "$work" && "${as_pg[@]}" "$pg_bin/initdb" -D "$work/pg" -U postgres -A trust -E UTF8 --no-locale >/dev/null)
-(cd "$work" && "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w \
-  -o "-p $PG_PORT -k $work -c listen_addresses=127.0.0.1" start >/dev/null)
-"$pg_bin/psql" -h "$work" -p "$PG_PORT" -U postgres -q -c "CREATE DATABASE portico"
+# shellcheck source=bench/pg-cluster.sh
+source bench/pg-cluster.sh pg
 PG="postgres://postgres@127.0.0.1:$PG_PORT/portico"
 SQ="sqlite:$work/portico.db"
 

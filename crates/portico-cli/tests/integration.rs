@@ -25,11 +25,13 @@ mod integration {
     mod login_parity;
     mod memory;
     mod operations;
+    mod relations;
     mod request_ids;
     mod routes_api;
     mod safe_defaults;
     mod scale_out;
     mod scripts;
+    mod search;
     // One SSE reader for every crate's live tests.
     #[path = "../../../portico-rest/tests/integration/sse.rs"]
     mod sse;

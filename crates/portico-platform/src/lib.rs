@@ -66,6 +66,7 @@ mod live;
 mod method_error;
 mod platform;
 mod rate_limit;
+mod relations;
 mod rules;
 mod schema;
 mod time;
@@ -97,6 +98,9 @@ pub use platform::method::{Invocation, MethodInfo, MethodOptions, MethodReply};
 pub use platform::publication::{PublicationInfo, PublicationOptions, Subscription};
 pub use platform::{Platform, PlatformConfig};
 pub use rate_limit::{LOGIN_FAILURES, RateLimiter};
+pub use relations::{
+    EXPAND_KEY, Expand, MAX_EXPAND_DEPTH, MAX_EXPAND_IDS, MAX_EXPAND_PATHS, ReadAccess, Relations,
+};
 pub use rules::{InsertRule, RemoveRule, Rules, UpdateRule};
 pub use time::now_iso;
 pub use timestamps::{CREATED_AT, UPDATED_AT};

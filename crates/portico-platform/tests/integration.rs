@@ -55,5 +55,7 @@ mod login;
 mod methods;
 #[path = "integration/publications.rs"]
 mod publications;
+#[path = "integration/relations.rs"]
+mod relations;
 #[path = "integration/token_cache.rs"]
 mod token_cache;

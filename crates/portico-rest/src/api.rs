@@ -42,7 +42,18 @@ pub struct Api {
     pub(crate) routes: RouteTable,
     pub(crate) base_headers: BaseHeaders,
     pub(crate) logins: LoginService,
+    /// The generated collections by name, for expansions (see `collection/expand.rs`).
+    pub(crate) readers: Readers,
 }
+
+/// The generated collections of one API by collection name (the first one added for a name),
+/// for an expansion to find the rules of a related collection. Held weakly (the routes hold
+/// them), and as `Any` so that the API need not know the collection's type.
+pub(crate) type Readers = Arc<
+    std::sync::RwLock<
+        std::collections::BTreeMap<String, std::sync::Weak<dyn std::any::Any + Send + Sync>>,
+    >,
+>;
 
 /// A route as [`Api::routes`] lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +111,7 @@ impl Api {
             routes: RouteTable::default(),
             base_headers,
             logins,
+            readers: Readers::default(),
         };
         if api.options.use_default_auth {
             for (path, endpoints, extras) in crate::login::routes(&api.options) {

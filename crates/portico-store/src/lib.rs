@@ -77,6 +77,7 @@ mod modifier;
 mod number;
 mod projection;
 mod redact;
+mod search;
 mod selector;
 mod sort;
 mod store;
@@ -104,6 +105,10 @@ pub use id::{IdKind, new_id, new_object_id};
 pub use modifier::{Update, UpdateResult};
 pub use projection::Projection;
 pub use redact::redact_url;
+pub use search::{
+    MAX_SEARCH_FIELDS, MAX_SEARCH_WORDS, Search, check_fields as check_search_fields,
+    words as search_words,
+};
 pub use selector::Selector;
 pub use sort::Sort;
 pub use store::{DocumentBatches, Query, Store, UpdateOptions};

@@ -277,6 +277,32 @@ impl Selector {
         None
     }
 
+    /// When the selector requires `_id` to be one of a list of strings (`{"_id": {"$in":
+    /// [...]}}`, also inside `$and`), those strings: a backend reads those rows by primary key
+    /// instead of scanning (the related documents of a page, see the platform's `expand`).
+    pub fn id_set(&self) -> Option<Vec<&str>> {
+        for clause in &self.clauses {
+            match clause {
+                Clause::Field { path, conds, .. } if path == "_id" => {
+                    for c in conds {
+                        if let Cond::In(values) = c
+                            && let Some(ids) = values.iter().map(Value::as_str).collect()
+                        {
+                            return Some(ids);
+                        }
+                    }
+                }
+                Clause::And(subs) => {
+                    if let Some(ids) = subs.iter().find_map(Selector::id_set) {
+                        return Some(ids);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
     /// The selector as SQL can decide it exactly, when it is only equalities of top-level
     /// fields with strings (`$and` included): `(field, string)` pairs that every matching
     /// document satisfies and that together decide a match (a field equals the string, or

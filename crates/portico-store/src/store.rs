@@ -218,6 +218,43 @@ pub trait Store: Send + Sync + 'static {
         crate::aggregate::over(spec, &docs)
     }
 
+    /// Keeps a full-text index of `collection` over `fields` (top-level fields; every string in
+    /// them, through arrays and objects, is searched), for [`Store::search`]. The index follows
+    /// every later write, whatever writes it (single writes, batches, streamed imports, another
+    /// process on the same data), by the database itself. Calling it again with the same fields
+    /// is a no-op; with other fields, the index is rebuilt over them. The default keeps nothing
+    /// ([`Store::search`]'s default reads the documents instead).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidName`] for unusable fields (see [`crate::check_search_fields`]);
+    /// backend failures.
+    async fn ensure_search(&self, collection: &str, fields: &[String]) -> Result<()> {
+        let _ = collection;
+        crate::search::check_fields(fields)
+    }
+
+    /// The documents of `collection` holding every word of `search.text` in `search.fields`
+    /// (whole words, any case) and matching `search.selector`, best first (ties in `_id`
+    /// order), skipped, limited and projected; with how many match in all. SQLite ranks with
+    /// FTS5's BM25, PostgreSQL with `ts_rank`; this default counts the occurrences of the words
+    /// in every document [`Store::find`] gives for the selector (memory grows with them).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidSelector`] for too many words; on SQLite and PostgreSQL, a
+    /// collection without an index over `search.fields` (see [`Store::ensure_search`]);
+    /// backend failures.
+    async fn search(
+        &self,
+        collection: &str,
+        search: &crate::Search,
+    ) -> Result<(Vec<Document>, u64)> {
+        crate::search::check_fields(&search.fields)?;
+        let docs = self
+            .find(collection, &Query::new(search.selector.clone()))
+            .await?;
+        crate::search::over(search, docs)
+    }
+
     /// Applies `update` (a modifier, or a whole-document replacement that keeps `_id`) to the first
     /// matching document, or to all of them with `options.multi`; with `options.upsert`, inserts
     /// when nothing matches.

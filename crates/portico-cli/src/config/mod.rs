@@ -83,6 +83,10 @@ pub struct Config {
     /// Field-level read rules by collection (`field_rules` of `[[api.collection]]` and
     /// `[auto.field_rules.<collection>]`).
     pub field_rules: std::collections::BTreeMap<String, portico_platform::FieldRules>,
+    /// Relations by collection (`relations` of `[[api.collection]]`).
+    pub relations: std::collections::BTreeMap<String, portico_platform::Relations>,
+    /// Full-text search fields by collection (`search` of `[[api.collection]]`).
+    pub search: std::collections::BTreeMap<String, Vec<String>>,
     /// The config file's folder (set by [`Config::load`]): scripts and schema files are found
     /// relative to it.
     pub folder: Option<PathBuf>,
@@ -289,6 +293,11 @@ pub struct CollectionConfig {
     pub schema: Option<String>,
     /// `field_rules = { salary = "role:hr" }`: who sees which fields.
     pub field_rules: portico_platform::FieldRules,
+    /// `relations = { author = "users" }`: fields holding ids of another collection's documents,
+    /// which `?expand=` reads.
+    pub relations: portico_platform::Relations,
+    /// `search = ["title", "body"]`: the fields `?search=` looks in (full-text).
+    pub search: Vec<String>,
     /// `files`: the collection's file fields, by name.
     pub files: std::collections::BTreeMap<String, portico_platform::FileField>,
     /// The line of `name`, for messages.

@@ -117,6 +117,8 @@ pub(crate) struct RawCollection {
     pub(crate) timestamps: Option<bool>,
     pub(crate) schema: Option<Spanned<String>>,
     pub(crate) field_rules: Option<Spanned<BTreeMap<String, OneOrMany>>>,
+    pub(crate) relations: Option<Spanned<BTreeMap<String, String>>>,
+    pub(crate) search: Option<Spanned<Vec<String>>>,
     pub(crate) files: Option<Spanned<BTreeMap<String, super::files::RawFileField>>>,
 }
 

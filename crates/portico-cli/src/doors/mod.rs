@@ -222,6 +222,8 @@ pub fn declare_collections(config: &Config, platform: &Platform) -> crate::Resul
         options.timestamps = config.timestamps(&name);
         options.schema = config.schema_values.get(&name).cloned();
         options.field_rules = config.field_rules.get(&name).cloned().unwrap_or_default();
+        options.relations = config.relations.get(&name).cloned().unwrap_or_default();
+        options.search = config.search.get(&name).cloned().unwrap_or_default();
         platform.define_collection(&name, options)?;
     }
     Ok(())

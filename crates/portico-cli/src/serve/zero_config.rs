@@ -44,6 +44,8 @@ pub async fn zero_config(platform: &Platform, url: &str) -> crate::Result<Config
             self_only: false,
             schema: None,
             field_rules: portico_platform::FieldRules::new(),
+            relations: portico_platform::Relations::new(),
+            search: Vec::new(),
             files: std::collections::BTreeMap::new(),
             line: 0,
         })

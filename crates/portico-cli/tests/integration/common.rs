@@ -79,6 +79,28 @@ impl Workspace {
         path
     }
 
+    /// Writes `body` as the config, runs `portico check` on it, expects it to fail and returns
+    /// what it printed on stderr.
+    pub(crate) fn check_refuses(&self, body: &str) -> String {
+        self.config(body);
+        let out = self.run(&["check", "--config", "portico.toml"]);
+        assert!(!out.status.success(), "check accepted: {body}");
+        text(&out.stderr)
+    }
+
+    /// Runs `portico import` of `file` (in this workspace) into `collection` of its database.
+    pub(crate) fn import(&self, collection: &str, file: &str) -> Output {
+        let db = self.database();
+        self.run(&[
+            "import",
+            "--database",
+            &db,
+            "--collection",
+            collection,
+            file,
+        ])
+    }
+
     /// Runs `portico ARGS...` in this workspace and waits for it.
     pub(crate) fn run(&self, args: &[&str]) -> Output {
         portico()

@@ -304,11 +304,7 @@ async fn hidden_fields_never_show_and_cannot_be_queried_or_written() {
 
 #[test]
 fn field_rules_are_checked_with_the_config() {
-    let ws = Workspace::new();
-    ws.config("[[api]]\n[[api.collection]]\nname = \"staff\"\nfield_rules = { salary = \"role:\" }\n[auto]\n[auto.field_rules.users]\nx = \"anyone\"\n");
-    let out = ws.run(&["check", "--config", "portico.toml"]);
-    assert!(!out.status.success());
-    let stderr = super::common::text(&out.stderr);
+    let stderr = Workspace::new().check_refuses("[[api]]\n[[api.collection]]\nname = \"staff\"\nfield_rules = { salary = \"role:\" }\n[auto]\n[auto.field_rules.users]\nx = \"anyone\"\n");
     assert!(stderr.contains("field_rules.salary"), "{stderr}");
     assert!(stderr.contains("users"), "{stderr}");
 }

@@ -43,6 +43,12 @@ pub struct CollectionOptions {
     /// Field-level read rules: which callers see which fields (see [`FieldRules`]). A caller
     /// who fails a field's rules never sees it, cannot query on it and cannot write it.
     pub field_rules: FieldRules,
+    /// Fields holding ids of other collections' documents, which reads may expand (see
+    /// [`crate::Platform::expand`]).
+    pub relations: crate::relations::Relations,
+    /// The fields full-text search covers (`search = ["title", "body"]`); none: the collection
+    /// cannot be searched (see [`Collection::search`]).
+    pub search: Vec<String>,
 }
 
 /// Where a collection learns which of its fields only server code writes: the file fields its
@@ -168,6 +174,27 @@ impl Collection {
     /// True when some field rule of this collection depends on the caller's roles.
     pub(crate) fn field_rules_need_roles(&self) -> bool {
         self.inner.options.field_rules.needs_roles()
+    }
+
+    /// The page of documents holding every word of `search.text` in the collection's search
+    /// fields (its `search` option; `search.fields` is set from it), best first, with how many
+    /// match in all. No rules apply: a door narrows `search.selector` to the caller's scope and
+    /// refuses a search over fields hidden from the caller.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the collection has no search fields; store failures
+    /// (also when the index was not made: see [`crate::Platform::ensure_search_indexes`]).
+    pub async fn search(&self, search: &portico_store::Search) -> Result<(Vec<Document>, u64)> {
+        let fields = &self.inner.options.search;
+        if fields.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "The collection {} cannot be searched (it has no search fields)",
+                self.name()
+            )));
+        }
+        let mut search = search.clone();
+        search.fields.clone_from(fields);
+        Ok(self.store().search(self.name(), &search).await?)
     }
 
     /// True when some field of this collection has read rules.

@@ -20,6 +20,7 @@ use portico_store::{Store, document_id};
 use serde_json::{Map, Value};
 
 mod aggregate;
+mod expand;
 pub mod files;
 mod live;
 pub(crate) mod login;
@@ -269,6 +270,28 @@ impl Platform {
         )?;
         collections.insert(name.to_string(), collection.clone());
         Ok(collection)
+    }
+
+    /// Makes the full-text index of every declared collection with search fields (see
+    /// [`crate::CollectionOptions::search`]); an index over other fields is rebuilt. Call at
+    /// startup, after declaring the collections: the database keeps the index in step with
+    /// every write from then on.
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Store`] for unusable field names.
+    pub async fn ensure_search_indexes(&self) -> Result<()> {
+        let searched: Vec<Collection> = read(&self.inner.collections)
+            .values()
+            .filter(|c| !c.options().search.is_empty())
+            .cloned()
+            .collect();
+        for collection in searched {
+            self.inner
+                .store
+                .ensure_search(collection.name(), &collection.options().search)
+                .await?;
+        }
+        Ok(())
     }
 
     /// The collection `name` when it was declared.

@@ -25,6 +25,11 @@ pub(crate) async fn get_aggregate(state: &CollectionState, ctx: &Context) -> Res
         ));
     }
     let query = &ctx.query_params;
+    if query.contains_key("search") {
+        return Err(bad(
+            "Invalid aggregate: groups cannot be combined with search".into(),
+        ));
+    }
     let params = ListParams::parse(query, state.default_page_size, state.max_page_size)?;
     let view = view(state, ctx).await?;
     if let Some(filter) = &params.filter {

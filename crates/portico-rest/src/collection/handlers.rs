@@ -1,7 +1,7 @@
 //! One handler per generated operation (getAll, post, get, put, patch, delete), each written
 //! once over [`Records`], and the before/after hooks around them.
 
-use portico_platform::{FieldView, IfMatch};
+use portico_platform::{Expand, FieldView, IfMatch};
 use portico_store::{Query, Selector};
 use serde_json::{Map, Value, json};
 
@@ -10,7 +10,7 @@ use super::conditional::{
     if_match, list_etag, list_etag_json, not_modified, not_modified_reply, precondition_failed,
 };
 use super::fields::{guard_write, stored_tag, view};
-use super::list::{ListParams, link_header};
+use super::list::{ListParams, bad, encoded_size, link_header};
 use super::records::{Target, checked};
 use super::{AfterEvent, CollectionState, HookEvent, not_found, platform_error, scoped};
 use crate::context::BodyState;
@@ -88,8 +88,17 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
             Ok(reply) | Err(reply) => reply,
         };
     }
-    // Documents with field rules are shown as each caller may see them, never as stored.
-    let as_stored = !state.collection.has_field_rules();
+    // Documents with field rules are shown as each caller may see them, never as stored; an
+    // expanded read shows more than the stored text.
+    let expand = match op {
+        Op::GetAll | Op::Get => match super::expand::requested(&ctx) {
+            Ok(expand) => expand,
+            Err(reply) => return reply,
+        },
+        _ => None,
+    };
+    let searching = op == Op::GetAll && ctx.query_params.contains_key("search");
+    let as_stored = !state.collection.has_field_rules() && expand.is_none() && !searching;
     if op == Op::GetAll
         && as_stored
         && state.after.is_none()
@@ -143,9 +152,9 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
         };
     }
     let result = match op {
-        Op::GetAll => get_all(state, &ctx).await,
+        Op::GetAll => get_all(state, &ctx, expand.as_ref()).await,
         Op::Post => post(state, &ctx, event.body.unwrap_or_default()).await,
-        Op::Get => get(state, &ctx, id).await,
+        Op::Get => get(state, &ctx, id, expand.as_ref()).await,
         Op::Put => update(state, &ctx, id, event.body, BodyUse::Replace).await,
         Op::Patch => update(state, &ctx, id, event.body, BodyUse::Change).await,
         Op::Delete => delete(state, &ctx, id).await,
@@ -178,20 +187,6 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
 
 /// Documents read from the store per query while a page is filled.
 const CHUNK: u64 = 50;
-
-/// Counts the bytes of a JSON encoding without keeping them.
-struct Counter(usize);
-
-impl std::io::Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// Reads one page, `CHUNK` documents at a time: up to the page's limit, or until the items'
 /// JSON passes `max_reply_bytes` (at least one item is always sent). `fetch` reads one chunk
@@ -273,11 +268,8 @@ async fn read_page(
                         None => doc,
                     };
                     let item = state.records.show(doc);
-                    let mut counter = Counter(0);
-                    if serde_json::to_writer(&mut counter, &item).is_err() {
-                        return Err(Reply::internal("a document could not be encoded"));
-                    }
-                    Ok((item, counter.0))
+                    let size = encoded_size(&item)?;
+                    Ok((item, size))
                 })
                 .collect()
         },
@@ -337,7 +329,7 @@ async fn get_all_json(state: &CollectionState, ctx: &Context) -> Result<Reply, R
         state.max_page_size,
     )?;
     if state.records.list_projection(&params)?.is_some() {
-        let outcome = get_all(state, ctx).await?;
+        let outcome = get_all(state, ctx, None).await?;
         return Ok(outcome.into_reply());
     }
     let selector = scoped(state, ctx, params.filter.clone())?;
@@ -376,7 +368,11 @@ fn list_link(ctx: &Context, params: &ListParams, page: u64, total: u64) -> Optio
     link_header(uri.path(), uri.query(), params.skip, page, total)
 }
 
-async fn get_all(state: &CollectionState, ctx: &Context) -> Result<Outcome, Reply> {
+async fn get_all(
+    state: &CollectionState,
+    ctx: &Context,
+    expand: Option<&Expand>,
+) -> Result<Outcome, Reply> {
     let params = ListParams::parse(
         &ctx.query_params,
         state.default_page_size,
@@ -388,7 +384,18 @@ async fn get_all(state: &CollectionState, ctx: &Context) -> Result<Outcome, Repl
     view.check_query(params.paths().iter().map(String::as_str))
         .map_err(platform_error)?;
     let selector = scoped(state, ctx, params.filter.clone())?;
+    let search = super::search::requested(state, ctx, &params, &view)?;
     if portico_edge::wants_event_stream(&ctx.request.headers) {
+        if search.is_some() {
+            return Err(bad(
+                "Invalid search: a live list (text/event-stream) cannot be searched".into(),
+            ));
+        }
+        if expand.is_some() {
+            return Err(bad(
+                "Invalid expand: a live list (text/event-stream) cannot expand relations".into(),
+            ));
+        }
         // The same list, followed live: one reading of its parameters for both.
         let query = portico_store::Query {
             selector,
@@ -399,12 +406,26 @@ async fn get_all(state: &CollectionState, ctx: &Context) -> Result<Outcome, Repl
         };
         return Err(super::live::get_all(state, ctx, query).await);
     }
-    let total = state
-        .collection
-        .count(&selector)
-        .await
-        .map_err(platform_error)?;
-    let (items, page) = read_page(state, selector, &params, projection, &view).await?;
+    let (total, (mut items, page)) = match search {
+        Some(text) => {
+            super::search::read_page(state, selector, &params, projection, &view, text).await?
+        }
+        None => {
+            let total = state
+                .collection
+                .count(&selector)
+                .await
+                .map_err(platform_error)?;
+            (
+                total,
+                read_page(state, selector, &params, projection, &view).await?,
+            )
+        }
+    };
+    if let Some(expand) = expand {
+        // One query per relation for the whole page; the tag below covers what is expanded.
+        super::expand::expand_items(state, ctx, expand, &mut items).await?;
+    }
     let mut headers = vec![("X-Total-Count".to_owned(), total.to_string())];
     if let Some(link) = list_link(ctx, &params, page, total) {
         headers.push(("Link".to_owned(), link));
@@ -489,9 +510,29 @@ async fn read(state: &CollectionState, ctx: &Context, id: &str) -> Result<Outcom
     Ok(outcome)
 }
 
-async fn get(state: &CollectionState, ctx: &Context, id: Option<&str>) -> Result<Outcome, Reply> {
+async fn get(
+    state: &CollectionState,
+    ctx: &Context,
+    id: Option<&str>,
+    expand: Option<&Expand>,
+) -> Result<Outcome, Reply> {
     let id = id.ok_or_else(not_found)?;
     let mut outcome = read(state, ctx, id).await?;
+    if let Some(expand) = expand {
+        let mut items = [std::mem::take(&mut outcome.data)];
+        super::expand::expand_items(state, ctx, expand, &mut items).await?;
+        let [data] = items;
+        if let (Some(_), Value::Object(doc)) = (&outcome.id, &data) {
+            // The tag of what is sent, expanded documents included.
+            let tag = portico_store::etag(doc);
+            outcome.headers.retain(|(name, _)| name != "ETag");
+            outcome
+                .headers
+                .push(("ETag".to_owned(), format!("\"{tag}\"")));
+            outcome.id = Some(tag);
+        }
+        outcome.data = data;
+    }
     if let Some(tag) = outcome.id.take()
         && not_modified(&ctx.request.headers, &tag)
     {

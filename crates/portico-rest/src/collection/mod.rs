@@ -4,6 +4,7 @@ mod aggregate;
 mod batch;
 mod client_body;
 mod conditional;
+mod expand;
 mod fields;
 mod files;
 mod handlers;
@@ -12,6 +13,7 @@ mod list;
 mod live;
 mod records;
 mod scope;
+mod search;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -156,6 +158,12 @@ pub(crate) struct CollectionState {
     pub(crate) default_page_size: u64,
     pub(crate) max_page_size: u64,
     pub(crate) max_reply_bytes: usize,
+    /// The API's generated collections, for expansions into related ones.
+    pub(crate) readers: crate::api::Readers,
+    /// The options of the generated get (`GET /:id`), which an expansion into this collection
+    /// requires of its caller; `None` when get is not generated or has an action of its own
+    /// (then nothing is expanded from this collection).
+    pub(crate) read_options: Option<crate::ResolvedOptions>,
 }
 
 impl Api {
@@ -184,9 +192,11 @@ impl Api {
         {
             route_options.auth_required = true;
         }
-        let state = self.collection_state(collection, &options);
+        let read_options = generated_get(&options).map(|get| get.resolve(&route_options));
+        let state = self.collection_state(collection, &options, read_options);
         let routes = GeneratedRoutes::new(&state, &options);
         let list_matcher = compile(&base.as_str().into())?;
+        let name = state.collection.name().to_owned();
         let item_path = if base.is_empty() {
             ":id".to_owned()
         } else {
@@ -226,6 +236,14 @@ impl Api {
             self.insert_route_with(list_matcher, route_options.clone(), list, extras)?;
         }
         self.add_files_of(&state, &item_path, &route_options, &options)?;
+        self.readers
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(name)
+            .or_insert_with(|| {
+                let any: Arc<dyn std::any::Any + Send + Sync> = state.clone();
+                Arc::downgrade(&any)
+            });
         if !item.is_empty() {
             let extras = RouteExtras {
                 body_limit: item_limit,
@@ -246,6 +264,7 @@ impl Api {
         &self,
         collection: Collection,
         options: &CollectionOptions,
+        read_options: Option<crate::ResolvedOptions>,
     ) -> Arc<CollectionState> {
         let records: Box<dyn Records> = if collection.name() == "users" {
             Box::new(Accounts)
@@ -263,8 +282,23 @@ impl Api {
                 .unwrap_or(self.options.default_page_size),
             max_page_size: options.max_page_size.unwrap_or(self.options.max_page_size),
             max_reply_bytes: self.options.max_reply_bytes,
+            readers: self.readers.clone(),
+            read_options,
         })
     }
+}
+
+/// The generated get of `options` (`None` when it is not generated or has its own action).
+fn generated_get(options: &CollectionOptions) -> Option<Endpoint> {
+    if options.excluded.contains(&Op::Get) {
+        return None;
+    }
+    let endpoint = match options.endpoints.get(&Op::Get) {
+        Some(CollectionEndpoint::Disabled) => return None,
+        Some(CollectionEndpoint::Configured(e)) => e.clone(),
+        None => Endpoint::options(),
+    };
+    endpoint.action.is_none().then_some(endpoint)
 }
 
 /// The endpoints of a generated collection: on the list path (getAll, post) and on the item
@@ -395,14 +429,16 @@ fn describe_op(state: &CollectionState, op: Op) -> EndpointDoc {
     let doc = match op {
         Op::GetAll => EndpointDoc::new(format!("list {name}"))
             .query(&[
-                "where", "sort", "limit", "skip", "fields", "group", "count", "sum", "avg", "min",
-                "max",
+                "where", "sort", "limit", "skip", "fields", "expand", "search", "group", "count",
+                "sum", "avg", "min", "max",
             ])
             .reply(json!({"type": "array", "items": document})),
         Op::Post => EndpointDoc::new(format!("create a document in {name}"))
             .request(body)
             .reply(document),
-        Op::Get => EndpointDoc::new(format!("read one document of {name}")).reply(document),
+        Op::Get => EndpointDoc::new(format!("read one document of {name}"))
+            .query(&["expand"])
+            .reply(document),
         Op::Put => EndpointDoc::new(format!("replace a document of {name}"))
             .request(body)
             .reply(document),

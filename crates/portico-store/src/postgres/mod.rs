@@ -53,6 +53,7 @@ mod plan;
 mod pool;
 mod query;
 mod schema;
+mod search;
 mod write;
 
 pub mod testing;
@@ -224,6 +225,20 @@ impl Store for PostgresStore {
     async fn ensure_unique_index(&self, collection: &str, path: &str) -> Result<()> {
         let mut client = self.client().await?;
         write::ensure_index(&mut client, collection, path, true).await
+    }
+
+    async fn ensure_search(&self, collection: &str, fields: &[String]) -> Result<()> {
+        let mut client = self.client().await?;
+        search::ensure(&mut client, collection, fields).await
+    }
+
+    async fn search(
+        &self,
+        collection: &str,
+        search: &crate::Search,
+    ) -> Result<(Vec<Document>, u64)> {
+        let client = self.client().await?;
+        search::search(&client, collection, search).await
     }
 
     async fn drop_collection(&self, collection: &str) -> Result<()> {

@@ -34,6 +34,8 @@ use crate::value::numeric_index;
 pub(crate) enum Plan {
     /// The one document with this `_id`.
     Id(String),
+    /// The documents with one of these `_id`s (`{"_id": {"$in": [...]}}`), by primary key.
+    Ids(Vec<String>),
     /// The documents whose index on `path` holds `key`, in `_id` order.
     Index {
         /// The indexed path.
@@ -58,6 +60,9 @@ pub(crate) fn may_use_index(selector: &Selector) -> bool {
 pub(crate) fn plan(selector: &Selector, indexes: &[IndexedPath]) -> Plan {
     if let Some(id) = selector.id_equality() {
         return Plan::Id(id.to_owned());
+    }
+    if let Some(ids) = selector.id_set() {
+        return Plan::Ids(ids.into_iter().map(str::to_owned).collect());
     }
     for (path, value) in selector.equalities() {
         if !indexes.iter().any(|i| i.path == path) {

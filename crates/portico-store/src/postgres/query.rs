@@ -43,6 +43,10 @@ pub(crate) fn candidate_sql(
             format!("SELECT id, doc FROM {table} WHERE id = $1"),
             vec![Box::new(id.clone())],
         ),
+        Plan::Ids(ids) => (
+            format!("SELECT id, doc FROM {table} WHERE id = ANY($1) ORDER BY id"),
+            vec![Box::new(ids.clone())],
+        ),
         Plan::Index { path, key } => (
             format!(
                 "SELECT c.id, c.doc FROM {index} AS x JOIN {table} AS c ON c.id = x.id \
@@ -226,6 +230,9 @@ async fn scan(
 fn guessed_plan(selector: &Selector) -> Option<Plan> {
     if let Some(id) = selector.id_equality() {
         return Some(Plan::Id(id.to_owned()));
+    }
+    if let Some(ids) = selector.id_set() {
+        return Some(Plan::Ids(ids.into_iter().map(str::to_owned).collect()));
     }
     match selector.equalities().as_slice() {
         [(path, _)] => match plan(

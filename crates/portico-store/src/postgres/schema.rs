@@ -67,6 +67,13 @@ pub(crate) async fn init(client: &mut Client) -> Result<()> {
          );",
     )
     .await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS portico_search (
+             collection text COLLATE \"C\" PRIMARY KEY,
+             fields text NOT NULL
+         )",
+    )
+    .await?;
     if status != FormatStatus::Current {
         // Format 1 to 2 (and a new database): the catalog as it was, plus the version row.
         tx.batch_execute(&format!(
@@ -331,6 +338,7 @@ pub(crate) async fn drop_collection(tx: &Transaction<'_>, collection: &str) -> R
     ))
     .await?;
     for sql in [
+        "DELETE FROM portico_search WHERE collection = $1",
         "DELETE FROM portico_indexes WHERE collection = $1",
         "DELETE FROM portico_collections WHERE name = $1",
         "DELETE FROM portico_counts WHERE name = $1",

@@ -67,6 +67,7 @@ mod plan;
 mod pool;
 mod query;
 mod schema;
+mod search;
 mod write;
 
 #[cfg(test)]
@@ -506,6 +507,24 @@ impl Store for SqliteStore {
         let collection = collection.to_owned();
         let path = path.to_owned();
         self.with_writer(move |conn| write::ensure_unique_index(conn, &collection, &path))
+            .await
+    }
+
+    async fn ensure_search(&self, collection: &str, fields: &[String]) -> Result<()> {
+        let collection = collection.to_owned();
+        let fields = fields.to_vec();
+        self.with_writer(move |conn| search::ensure(conn, &collection, &fields))
+            .await
+    }
+
+    async fn search(
+        &self,
+        collection: &str,
+        search: &crate::Search,
+    ) -> Result<(Vec<Document>, u64)> {
+        let collection = collection.to_owned();
+        let search = search.clone();
+        self.with_reader(move |conn| search::search(conn, &collection, &search))
             .await
     }
 

@@ -22,6 +22,8 @@ use crate::{Document, Result, Selector};
 pub(crate) enum Plan {
     /// The one document with this `_id`.
     Id(String),
+    /// The documents with one of these `_id`s (`{"_id": {"$in": [...]}}`), by primary key.
+    Ids(Vec<String>),
     /// The documents whose index on `path` holds `key`, in `_id` order.
     Index {
         /// The indexed path.
@@ -68,6 +70,9 @@ pub(crate) enum Plan {
 pub(crate) fn plan(conn: &Connection, collection: &str, selector: &Selector) -> Result<Plan> {
     if let Some(id) = selector.id_equality() {
         return Ok(Plan::Id(id.to_owned()));
+    }
+    if let Some(ids) = selector.id_set() {
+        return Ok(Plan::Ids(ids.into_iter().map(str::to_owned).collect()));
     }
     let mut sizes: Vec<(String, usize)> = selector
         .sizes()
@@ -155,6 +160,16 @@ pub(crate) fn for_each_candidate(
         Plan::Id(id) => (
             format!("SELECT id, doc FROM {table} WHERE id = ?1"),
             vec![SqlValue::Text(id.clone())],
+        ),
+        Plan::Ids(ids) => (
+            // One parameter, the ids as a JSON array, whatever their number.
+            format!(
+                "SELECT id, doc FROM {table} WHERE id IN (SELECT value FROM json_each(?1)) \
+                 ORDER BY id"
+            ),
+            vec![SqlValue::Text(
+                serde_json::to_string(ids).map_err(|e| crate::Error::Backend(e.to_string()))?,
+            )],
         ),
         Plan::Index { path, key } => (
             format!(

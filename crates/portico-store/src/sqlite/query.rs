@@ -128,6 +128,8 @@ pub(crate) fn find_quick(
         let plan = plan(conn, collection, selector)?;
         match &plan {
             Plan::Id(_) => {}
+            Plan::Ids(ids) if ids.len() <= budget => {}
+            Plan::Ids(_) => return Ok(None),
             Plan::Index { path, key } => {
                 let entries: i64 = conn
                     .prepare_cached(&format!(

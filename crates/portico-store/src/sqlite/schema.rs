@@ -33,6 +33,7 @@ pub(crate) fn init(conn: &Connection) -> Result<()> {
              n INTEGER NOT NULL
          ) WITHOUT ROWID;",
     )?;
+    conn.execute_batch(SEARCH_CATALOG)?;
     // Files written before unique indexes existed: every index they have is a plain one.
     let has_unique_column = conn
         .prepare("SELECT 1 FROM pragma_table_info('portico_indexes') WHERE name = 'is_unique'")?
@@ -178,6 +179,7 @@ pub(crate) fn create_index_table(conn: &Connection, collection: &str, path: &str
 
 /// Drops `collection`, its indexes and its catalog entries. Call inside a write transaction.
 pub(crate) fn drop_collection(conn: &Connection, collection: &str) -> Result<()> {
+    drop_search(conn, collection)?;
     for path in indexed_paths(conn, collection)? {
         conn.execute_batch(&format!(
             "DROP TABLE IF EXISTS {}",
@@ -193,6 +195,46 @@ pub(crate) fn drop_collection(conn: &Connection, collection: &str) -> Result<()>
     conn.prepare_cached("DELETE FROM portico_collections WHERE name = ?1")?
         .execute(params![collection])?;
     conn.prepare_cached("DELETE FROM portico_counts WHERE name = ?1")?
+        .execute(params![collection])?;
+    Ok(())
+}
+
+/// The catalog of searched collections and their fields (a JSON array; see `search.rs`).
+pub(crate) const SEARCH_CATALOG: &str = "CREATE TABLE IF NOT EXISTS portico_search (
+     collection TEXT PRIMARY KEY NOT NULL,
+     fields TEXT NOT NULL
+ ) WITHOUT ROWID";
+
+/// The quoted names of the full-text tables of `collection`: the FTS5 table (`s_<hex>`) and
+/// the table giving each document its FTS5 rowid (`k_<hex>`).
+pub(crate) fn search_tables(collection: &str) -> (String, String) {
+    let hex = hex::encode(collection);
+    (format!("\"s_{hex}\""), format!("\"k_{hex}\""))
+}
+
+/// The quoted name of a trigger keeping the full-text index of `collection` (`what`: `ins`,
+/// `upd` or `del`).
+pub(crate) fn search_trigger(collection: &str, what: &str) -> String {
+    format!("\"t_{}_{what}\"", hex::encode(collection))
+}
+
+/// Drops the full-text index of `collection` (triggers, tables, catalog entry), when it has
+/// one. Call inside a write transaction.
+pub(crate) fn drop_search(conn: &Connection, collection: &str) -> Result<()> {
+    conn.execute_batch(SEARCH_CATALOG)?;
+    let (fts, keys) = search_tables(collection);
+    let mut sql = String::new();
+    for what in ["ins", "upd", "del"] {
+        sql.push_str(&format!(
+            "DROP TRIGGER IF EXISTS {};",
+            search_trigger(collection, what)
+        ));
+    }
+    sql.push_str(&format!(
+        "DROP TABLE IF EXISTS {fts}; DROP TABLE IF EXISTS {keys};"
+    ));
+    conn.execute_batch(&sql)?;
+    conn.prepare_cached("DELETE FROM portico_search WHERE collection = ?1")?
         .execute(params![collection])?;
     Ok(())
 }

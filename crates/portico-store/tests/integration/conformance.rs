@@ -57,6 +57,8 @@ macro_rules! conformance_suite {
             batch_whose_third_write_fails_writes_nothing,
             batch_is_atomic_for_a_concurrent_reader,
             aggregates_group_count_and_compute,
+            search_ranks_whole_words_and_follows_writes,
+            id_lists_find_by_primary_key,
         ]);
     };
     (@cases $backend:ident, $open:expr, [$($case:ident),* $(,)?]) => {
@@ -2201,4 +2203,116 @@ async fn aggregates_group_count_and_compute(store: S) {
     let mut bad = portico_store::Aggregate::new(Selector::all());
     bad.sum = vec!["a.0".into()];
     assert!(store.aggregate("agg", &bad).await.is_err());
+}
+
+async fn search_ranks_whole_words_and_follows_writes(store: S) {
+    let fields = vec!["title".to_owned(), "tags".to_owned()];
+    // Made before any document and before the collection exists: it follows what comes.
+    store
+        .ensure_search("txt", &fields)
+        .await
+        .expect("ensure_search");
+    store
+        .ensure_search("txt", &fields)
+        .await
+        .expect("again: a no-op");
+    for v in [
+        // a, b and d have five words each: b, with three times the word, ranks first on
+        // every backend (BM25 and ts_rank weigh lengths and counts differently otherwise).
+        json!({"_id": "a", "title": "Red apple pear plum fig", "k": 1}),
+        json!({"_id": "b", "title": "apple APPLE apple", "tags": ["red", {"x": "fruit"}], "k": 2}),
+        json!({"_id": "c", "title": "pineapple", "other": "red apple", "k": 3}),
+        json!({"_id": "d", "title": 7, "tags": "red-apple one two three", "k": 4}),
+    ] {
+        insert(&store, "txt", v).await;
+    }
+    let search = |text: &str, selector: Value, skip: u64, limit: Option<u64>| {
+        let store = store.clone();
+        let mut search = portico_store::Search::new(fields.clone(), text);
+        search.selector = sel(selector);
+        search.skip = skip;
+        search.limit = limit;
+        async move {
+            let (docs, total) = store.search("txt", &search).await.expect("search");
+            (ids(&docs), total)
+        }
+    };
+    let (found, total) = search("RED apple", json!({}), 0, None).await;
+    assert_eq!(total, 3);
+    assert_eq!(found[0], "b", "most occurrences first: {found:?}");
+    let mut rest = found[1..].to_vec();
+    rest.sort();
+    assert_eq!(rest, ["a", "d"]);
+    assert_eq!(
+        search("apple", json!({"k": {"$gte": 2}}), 1, Some(1))
+            .await
+            .1,
+        2
+    );
+    assert_eq!(search("fruit", json!({}), 0, None).await.0, ["b"]);
+    assert_eq!(
+        search("pine", json!({}), 0, None).await.1,
+        0,
+        "whole words only"
+    );
+    assert_eq!(search("\" OR * title:x", json!({}), 0, None).await.1, 0);
+    assert_eq!(search("  ", json!({}), 0, None).await.1, 0);
+    // The index follows updates, replacements, removals and batches.
+    store
+        .update(
+            "txt",
+            &sel(json!({"_id": "c"})),
+            &upd(json!({"$set": {"title": "red apple"}})),
+            ONE,
+        )
+        .await
+        .expect("update");
+    store
+        .update(
+            "txt",
+            &sel(json!({"_id": "a"})),
+            &upd(json!({"title": "green pear"})),
+            ONE,
+        )
+        .await
+        .expect("replace");
+    store
+        .remove("txt", &sel(json!({"_id": "d"})))
+        .await
+        .expect("remove");
+    let mut found = search("red apple", json!({}), 0, None).await.0;
+    found.sort();
+    assert_eq!(found, ["b", "c"]);
+    let ops = vec![
+        portico_store::BatchOp::Insert {
+            collection: "txt".into(),
+            doc: doc(json!({"_id": "e", "title": "pear"})),
+        },
+        portico_store::BatchOp::Remove {
+            collection: "txt".into(),
+            selector: sel(json!({"_id": "a"})),
+        },
+    ];
+    store.batch(ops).await.expect("batch");
+    assert_eq!(search("pear", json!({}), 0, None).await.0, ["e"]);
+    // Dropped with its collection.
+    store.drop_collection("txt").await.expect("drop");
+    assert_eq!(search("pear", json!({}), 0, None).await.1, 0);
+}
+
+async fn id_lists_find_by_primary_key(store: S) {
+    for id in ["a", "b", "c", "d"] {
+        insert(&store, "ids", json!({"_id": id, "n": id})).await;
+    }
+    let found = find_ids(&store, "ids", json!({"_id": {"$in": ["d", "x", "b"]}})).await;
+    assert_eq!(found, ["b", "d"]);
+    let found = find_ids(
+        &store,
+        "ids",
+        json!({"$and": [{"_id": {"$in": ["a", "b", 3]}}, {"n": {"$ne": "a"}}]}),
+    )
+    .await;
+    assert_eq!(found, ["b"]);
+    let found = find_ids(&store, "ids", json!({"_id": {"$in": []}})).await;
+    assert!(found.is_empty());
 }

@@ -79,6 +79,14 @@ impl Checker<'_> {
                 .field_rules
                 .map(|rules| self.field_rules(&name, rules, &format!("{KEY}.field_rules")))
                 .unwrap_or_default(),
+            relations: raw
+                .relations
+                .map(|relations| self.relations(&name, relations))
+                .unwrap_or_default(),
+            search: raw
+                .search
+                .map(|fields| self.search_fields(&name, fields))
+                .unwrap_or_default(),
         }
     }
 

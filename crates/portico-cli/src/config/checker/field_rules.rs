@@ -67,8 +67,7 @@ impl Checker<'_> {
         apis: &[ApiConfig],
         auto: Option<&AutoConfig>,
     ) -> BTreeMap<String, FieldRules> {
-        let mut merged: BTreeMap<String, (FieldRules, usize)> = BTreeMap::new();
-        let declared = apis
+        let declared: Vec<(String, FieldRules, usize)> = apis
             .iter()
             .flat_map(|api| &api.collections)
             .filter(|c| !c.field_rules.is_empty())
@@ -77,28 +76,41 @@ impl Checker<'_> {
                 auto.field_rules
                     .iter()
                     .map(move |(name, rules)| (name.clone(), rules.clone(), auto.line))
-            }));
-        for (name, rules, line) in declared {
+            }))
+            .collect();
+        self.merge_once(declared, "field_rules", "sets of field rules")
+    }
+
+    /// One value per collection out of `declared` (collection, value, line): a collection
+    /// given two different values is a mistake, reported under `key` (`what` names them).
+    pub(super) fn merge_once<T: PartialEq>(
+        &mut self,
+        declared: impl IntoIterator<Item = (String, T, usize)>,
+        key: &str,
+        what: &str,
+    ) -> BTreeMap<String, T> {
+        let mut merged: BTreeMap<String, (T, usize)> = BTreeMap::new();
+        for (name, value, line) in declared {
             match merged.get(&name) {
-                Some((existing, first)) if *existing != rules => {
+                Some((existing, first)) if *existing != value => {
                     self.errors.push(ConfigError {
                         line,
                         column: 1,
-                        key: "field_rules".into(),
+                        key: key.into(),
                         message: format!(
-                            "collection `{name}` has two different sets of field rules (the first at line {first}); give them once"
+                            "collection `{name}` has two different {what} (the first at line {first}); give them once"
                         ),
                     });
                 }
                 Some(_) => {}
                 None => {
-                    merged.insert(name, (rules, line));
+                    merged.insert(name, (value, line));
                 }
             }
         }
         merged
             .into_iter()
-            .map(|(name, (rules, _))| (name, rules))
+            .map(|(name, (value, _))| (name, value))
             .collect()
     }
 }

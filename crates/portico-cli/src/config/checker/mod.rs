@@ -10,6 +10,8 @@ mod auto;
 mod collection;
 mod field_rules;
 mod metrics;
+mod relations;
+mod search;
 
 use super::diagnostic::Source;
 use super::raw::{OneOrMany, RawApi, RawConfig, RawLive, RawScripts, RawServer};
@@ -162,6 +164,8 @@ impl<'a> Checker<'a> {
         schemas.dedup_by(|a, b| a.collection == b.collection);
         let (backups, log) = self.operations(raw.backups, raw.log);
         let field_rules = self.merged_field_rules(&apis, auto.as_ref());
+        let relations = self.merged_relations(&apis);
+        let search = self.merged_search(&apis);
         let (files, mistakes) = super::files::check_settings(raw.files);
         for (span, key, message) in mistakes {
             let err = self.source.error(span, &key, message);
@@ -169,6 +173,8 @@ impl<'a> Checker<'a> {
         }
         Config {
             field_rules,
+            relations,
+            search,
             scripts,
             schemas,
             schema_values: BTreeMap::new(),

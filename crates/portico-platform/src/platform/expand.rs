@@ -1,0 +1,173 @@
+//! Expanding related documents (see `relations.rs` for relations and [`Expand`]): one query
+//! per relation for a whole page of documents, each related document shown only as the
+//! caller's [`ReadAccess`] to its collection allows.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use futures::future::BoxFuture;
+use portico_store::{Document, Query, Selector};
+use serde_json::{Value, json};
+
+use super::Platform;
+use crate::relations::{EXPAND_KEY, Expand, MAX_EXPAND_IDS, ReadAccess, ids_of, shown};
+use crate::{Error, Result};
+
+impl Platform {
+    /// The collections an expansion of `collection`'s documents by `expand` reads, each once
+    /// (for a door to work out the caller's [`ReadAccess`] to each).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming a field that is not a relation.
+    pub fn expand_targets(&self, collection: &str, expand: &Expand) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        self.collect_targets(collection, expand, &mut out)?;
+        Ok(out)
+    }
+
+    fn collect_targets(
+        &self,
+        collection: &str,
+        expand: &Expand,
+        out: &mut Vec<String>,
+    ) -> Result<()> {
+        for (field, inner) in expand.levels() {
+            let target = self.related(collection, field)?;
+            self.collect_targets(&target, inner, out)?;
+            if !out.contains(&target) {
+                out.push(target);
+            }
+        }
+        Ok(())
+    }
+
+    /// The collection the relation `field` of `collection` names.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `field` is not a relation of `collection`.
+    fn related(&self, collection: &str, field: &str) -> Result<String> {
+        self.get_collection(collection)
+            .and_then(|c| c.options().relations.target(field).map(str::to_owned))
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "Invalid expand: {field} is not a relation of {collection}"
+                ))
+            })
+    }
+
+    /// Puts the documents related to each of `docs` (documents of `collection`, as the caller
+    /// sees them) under their `"expand"` key: `{"expand": {"author": {...}, "tags": [{...}]}}`.
+    /// A relation holding one id gives one document (left out when it is missing or not
+    /// readable); an array of ids gives the readable ones in the array's order. Each relation
+    /// is read with one query for all of `docs` (at most [`MAX_EXPAND_IDS`] distinct ids), under
+    /// `access` to its collection (none: nothing is expanded from it); nested relations
+    /// (`author.team`) expand the related documents as shown, with one more query each.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming a field that is not a relation; store failures.
+    pub async fn expand(
+        &self,
+        collection: &str,
+        docs: &mut [Document],
+        expand: &Expand,
+        access: &BTreeMap<String, ReadAccess>,
+    ) -> Result<()> {
+        self.expand_level(collection.to_owned(), docs, expand, access)
+            .await
+    }
+
+    /// [`Platform::expand`] for server code and platform callers: every related collection is
+    /// read under its field rules for `user_id` (`users` as `_id` and `profile`); no other
+    /// scope applies.
+    ///
+    /// # Errors
+    /// As [`Platform::expand`]; store failures of the role lookup.
+    pub async fn expand_as(
+        &self,
+        collection: &str,
+        user_id: Option<&str>,
+        docs: &mut [Document],
+        expand: &Expand,
+    ) -> Result<()> {
+        let mut access = BTreeMap::new();
+        for target in self.expand_targets(collection, expand)? {
+            let view = self.collection(&target).field_view(user_id).await?;
+            access.insert(target, ReadAccess::new(view));
+        }
+        self.expand(collection, docs, expand, &access).await
+    }
+
+    fn expand_level<'a>(
+        &'a self,
+        collection: String,
+        docs: &'a mut [Document],
+        expand: &'a Expand,
+        access: &'a BTreeMap<String, ReadAccess>,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            for (field, inner) in expand.levels() {
+                let target = self.related(&collection, field)?;
+                let target = target.as_str();
+                let Some(reader) = access.get(target) else {
+                    continue;
+                };
+                let mut seen = HashSet::new();
+                let mut ids: Vec<String> = Vec::new();
+                for doc in docs.iter() {
+                    for id in doc.get(field).map(ids_of).unwrap_or_default() {
+                        if ids.len() < MAX_EXPAND_IDS && seen.insert(id) {
+                            ids.push(id.to_owned());
+                        }
+                    }
+                }
+                let mut found: Vec<Document> = if ids.is_empty() {
+                    Vec::new()
+                } else {
+                    let wanted = Selector::parse(&json!({"_id": {"$in": ids}}))?;
+                    let query = Query::new(wanted.and(reader.scope.clone()));
+                    self.store()
+                        .find(target, &query)
+                        .await?
+                        .into_iter()
+                        .map(|doc| shown(target, reader, doc))
+                        .collect()
+                };
+                if !found.is_empty() && !inner.is_empty() {
+                    self.expand_level(target.to_owned(), &mut found, inner, access)
+                        .await?;
+                }
+                let by_id: HashMap<String, Value> = found
+                    .into_iter()
+                    .filter_map(|doc| {
+                        let id = portico_store::document_id(&doc)?.to_owned();
+                        Some((id, Value::Object(doc)))
+                    })
+                    .collect();
+                for doc in docs.iter_mut() {
+                    let related = match doc.get(field) {
+                        Some(Value::String(id)) => by_id.get(id).cloned(),
+                        Some(Value::Array(items)) => Some(Value::Array(
+                            items
+                                .iter()
+                                .filter_map(|v| v.as_str().and_then(|id| by_id.get(id)).cloned())
+                                .collect(),
+                        )),
+                        _ => None,
+                    };
+                    let Some(related) = related else {
+                        continue;
+                    };
+                    let slot = doc
+                        .entry(EXPAND_KEY)
+                        .or_insert_with(|| Value::Object(Document::new()));
+                    if !slot.is_object() {
+                        *slot = Value::Object(Document::new());
+                    }
+                    if let Value::Object(map) = slot {
+                        map.insert(field.to_owned(), related);
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,149 @@
+//! Relations and search through the platform: `Platform::expand_as` reads one query per
+//! relation for a whole page (counted on a store wrapped around the backend's), shows related
+//! documents through their field rules and `users` as `_id` and `profile`; `Collection::search`
+//! over the index `ensure_search_indexes` makes.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use portico_platform::{
+    CollectionOptions, Document, Expand, FieldRules, NewUser, Platform, Query, Relations, Selector,
+    Update, UpdateOptions, UpdateResult,
+};
+use portico_store::{Search, Store};
+use serde_json::json;
+
+use crate::common::{TestResult, doc};
+
+/// The backend's store, counting the reads that may answer many documents.
+struct Counting {
+    inner: Arc<dyn Store>,
+    finds: AtomicUsize,
+}
+
+#[async_trait]
+impl Store for Counting {
+    async fn insert(&self, c: &str, d: Document) -> portico_store::Result<String> {
+        self.inner.insert(c, d).await
+    }
+    async fn insert_many(&self, c: &str, d: Vec<Document>) -> portico_store::Result<Vec<String>> {
+        self.inner.insert_many(c, d).await
+    }
+    async fn find(&self, c: &str, q: &Query) -> portico_store::Result<Vec<Document>> {
+        self.finds.fetch_add(1, Ordering::SeqCst);
+        self.inner.find(c, q).await
+    }
+    async fn find_one(&self, c: &str, s: &Selector) -> portico_store::Result<Option<Document>> {
+        self.finds.fetch_add(1, Ordering::SeqCst);
+        self.inner.find_one(c, s).await
+    }
+    async fn get(&self, c: &str, id: &str) -> portico_store::Result<Option<Document>> {
+        self.finds.fetch_add(1, Ordering::SeqCst);
+        self.inner.get(c, id).await
+    }
+    async fn count(&self, c: &str, s: &Selector) -> portico_store::Result<u64> {
+        self.inner.count(c, s).await
+    }
+    async fn update(
+        &self,
+        c: &str,
+        s: &Selector,
+        u: &Update,
+        o: UpdateOptions,
+    ) -> portico_store::Result<UpdateResult> {
+        self.inner.update(c, s, u, o).await
+    }
+    async fn remove(&self, c: &str, s: &Selector) -> portico_store::Result<u64> {
+        self.inner.remove(c, s).await
+    }
+    async fn ensure_index(&self, c: &str, p: &str) -> portico_store::Result<()> {
+        self.inner.ensure_index(c, p).await
+    }
+    async fn ensure_unique_index(&self, c: &str, p: &str) -> portico_store::Result<()> {
+        self.inner.ensure_unique_index(c, p).await
+    }
+    async fn drop_collection(&self, c: &str) -> portico_store::Result<()> {
+        self.inner.drop_collection(c).await
+    }
+    async fn list_collections(&self) -> portico_store::Result<Vec<String>> {
+        self.inner.list_collections().await
+    }
+    async fn ensure_search(&self, c: &str, f: &[String]) -> portico_store::Result<()> {
+        self.inner.ensure_search(c, f).await
+    }
+    async fn search(&self, c: &str, s: &Search) -> portico_store::Result<(Vec<Document>, u64)> {
+        self.inner.search(c, s).await
+    }
+}
+
+on_every_backend! {
+    async fn expand_reads_one_query_per_relation(p: Platform) -> TestResult {
+        let counting = Arc::new(Counting { inner: p.store().clone(), finds: AtomicUsize::new(0) });
+        let p = Platform::with_store(counting.clone()).await?;
+        let ann = p.accounts().create_user(NewUser {
+            username: Some("ann".into()),
+            profile: Some(json!({"name": "Ann"})),
+            ..NewUser::default()
+        }).await?;
+        let mut people = CollectionOptions::default();
+        people.relations = Relations::new().field("team", "teams")?.field("account", "users")?;
+        people.field_rules = FieldRules::new().field("phone", ["role:hr".parse()?])?;
+        p.define_collection("people", people)?;
+        p.define_collection("teams", CollectionOptions::default())?;
+        let mut posts = CollectionOptions::default();
+        posts.relations = Relations::new().field("author", "people")?.field("tags", "tags")?;
+        p.define_collection("posts", posts)?;
+        for i in 0..5 {
+            p.collection("people").insert(doc(json!({
+                "_id": format!("u{i}"), "name": format!("P{i}"), "phone": "555", "team": "t1", "account": ann
+            }))).await?;
+        }
+        p.collection("teams").insert(doc(json!({"_id": "t1", "name": "core"}))).await?;
+        for i in 0..10 {
+            p.collection("tags").insert(doc(json!({"_id": format!("g{i}"), "n": i}))).await?;
+        }
+        let mut page: Vec<Document> = (0..40)
+            .map(|i| doc(json!({
+                "_id": format!("p{i}"),
+                "author": format!("u{}", i % 6),
+                "tags": [format!("g{}", i % 10), "missing", format!("g{}", (i + 1) % 10)]
+            })))
+            .collect();
+        let expand: Expand = "author,tags,author.team,author.account".parse()?;
+        counting.finds.store(0, Ordering::SeqCst);
+        p.expand_as("posts", None, &mut page, &expand).await?;
+        // author, tags, then team and account of the authors: four reads for 40 documents.
+        assert_eq!(counting.finds.load(Ordering::SeqCst), 4);
+        let first = &page[0]["expand"];
+        assert_eq!(first["author"]["name"], "P0");
+        assert!(first["author"].get("phone").is_none(), "hidden by field rules: {first}");
+        assert_eq!(first["author"]["expand"]["team"]["name"], "core");
+        let account = first["author"]["expand"]["account"].as_object().ok_or("account")?;
+        assert_eq!(account.keys().collect::<Vec<_>>(), ["_id", "profile"]);
+        assert_eq!(first["tags"], json!([{"_id": "g0", "n": 0}, {"_id": "g1", "n": 1}]));
+        // u5 does not exist: no author under expand, the tags still.
+        assert!(page[5]["expand"].get("author").is_none());
+        assert_eq!(page[5]["expand"]["tags"].as_array().map(Vec::len), Some(2));
+        // Not a relation: refused before anything is read.
+        let wrong: Expand = "title".parse()?;
+        assert!(p.expand_as("posts", None, &mut page, &wrong).await.is_err());
+        Ok(())
+    }
+
+    async fn collections_search_their_fields(p: Platform) -> TestResult {
+        let mut options = CollectionOptions::default();
+        options.search = vec!["title".into()];
+        let notes = p.define_collection("notes", options)?;
+        p.ensure_search_indexes().await?;
+        notes.insert(doc(json!({"_id": "a", "title": "Red apple", "x": 1}))).await?;
+        notes.insert(doc(json!({"_id": "b", "title": "green apple", "x": 2}))).await?;
+        let mut search = Search::new(Vec::new(), "APPLE");
+        search.selector = Selector::parse(&json!({"x": {"$gt": 1}}))?;
+        let (found, total) = notes.search(&search).await?;
+        assert_eq!((found.len(), total), (1, 1));
+        assert_eq!(found[0]["_id"], "b");
+        assert!(p.collection("other").search(&search).await.is_err(), "no search fields");
+        Ok(())
+    }
+}

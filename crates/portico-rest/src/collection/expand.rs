@@ -1,0 +1,128 @@
+//! `?expand=author,tags,author.team` on a generated collection's get and getAll: the documents
+//! a relation field names are put under `"expand"` in each result (see
+//! [`portico_platform::Platform::expand`]), read with one query per relation for the whole
+//! page, each as the caller could read it at the related collection's own `GET /:id` on this
+//! API: its authentication and roles, its access scope and its field rules. A related
+//! collection the caller could not read there (or that this API does not serve by its
+//! generated get, or that has an after hook, which could reshape what it shows) is not read:
+//! its documents are left out, never shown.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use portico_platform::{Document, Expand, ReadAccess};
+use serde_json::Value;
+
+use super::fields::view;
+use super::list::{bad, single};
+use super::{CollectionState, HookEvent, platform_error, scoped};
+use crate::{Context, Op, Reply, ResolvedOptions};
+
+/// The request's `expand`, when it names something.
+///
+/// # Errors
+/// 400 for a malformed or too deep `expand`.
+pub(crate) fn requested(ctx: &Context) -> Result<Option<Expand>, Reply> {
+    let Some(text) = single(&ctx.query_params, "expand")? else {
+        return Ok(None);
+    };
+    let expand: Expand = text
+        .parse()
+        .map_err(|e: portico_platform::Error| bad(e.to_string()))?;
+    Ok((!expand.is_empty()).then_some(expand))
+}
+
+/// The collection served as `name` by this API, if any.
+fn reader(state: &CollectionState, name: &str) -> Option<Arc<CollectionState>> {
+    state
+        .readers
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(name)
+        .and_then(std::sync::Weak::upgrade)
+        .and_then(|any| any.downcast::<CollectionState>().ok())
+}
+
+/// Whether the caller of `ctx` passes the authentication and roles of `options`.
+fn admitted(ctx: &Context, options: &ResolvedOptions) -> bool {
+    if options.auth_required && ctx.user_id.is_none() {
+        return false;
+    }
+    options.role_required.is_empty()
+        || ctx
+            .user
+            .as_ref()
+            .is_some_and(|user| portico_platform::user_has_any_role(user, &options.role_required))
+}
+
+/// What the caller of `ctx` may read of each collection the expansion reads.
+async fn access(
+    state: &CollectionState,
+    ctx: &Context,
+    expand: &Expand,
+) -> Result<BTreeMap<String, ReadAccess>, Reply> {
+    let targets = ctx
+        .platform
+        .expand_targets(state.collection.name(), expand)
+        .map_err(platform_error)?;
+    let mut out = BTreeMap::new();
+    for target in targets {
+        let Some(related) = reader(state, &target) else {
+            continue;
+        };
+        let Some(options) = &related.read_options else {
+            continue;
+        };
+        if related.after.is_some() || !admitted(ctx, options) {
+            continue;
+        }
+        if let Some(before) = &related.before {
+            // Asked as for a list of the related collection: a refusal reads nothing.
+            let event = HookEvent {
+                op: Op::GetAll,
+                user_id: ctx.user_id.clone(),
+                id: None,
+                body: None,
+            };
+            if before.call(event).await.is_err() {
+                continue;
+            }
+        }
+        let scope = scoped(&related, ctx, None)?;
+        let view = view(&related, ctx).await?;
+        out.insert(target, ReadAccess::new(view).scoped(scope));
+    }
+    Ok(out)
+}
+
+/// Expands `items` (documents of `state`'s collection as the caller sees them) in place.
+///
+/// # Errors
+/// 400 naming a field that is not a relation; store failures.
+pub(crate) async fn expand_items(
+    state: &CollectionState,
+    ctx: &Context,
+    expand: &Expand,
+    items: &mut [Value],
+) -> Result<(), Reply> {
+    let access = access(state, ctx, expand).await?;
+    let mut docs: Vec<Document> = items
+        .iter_mut()
+        .filter_map(|item| match item {
+            Value::Object(doc) => Some(std::mem::take(doc)),
+            _ => None,
+        })
+        .collect();
+    ctx.platform
+        .expand(state.collection.name(), &mut docs, expand, &access)
+        .await
+        .map_err(platform_error)?;
+    let objects = items.iter_mut().filter_map(|item| match item {
+        Value::Object(doc) => Some(doc),
+        _ => None,
+    });
+    for (slot, doc) in objects.zip(docs) {
+        *slot = doc;
+    }
+    Ok(())
+}
