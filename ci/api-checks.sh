@@ -38,6 +38,9 @@ echo "== building portico"
 cargo build -q -p portico-cli --bin portico
 portico="$target_dir/debug/portico"
 
+# ci/every-key.toml names this variable for its OpenID Connect provider's client secret.
+export PORTICO_CI_OIDC_SECRET=ci-secret
+
 work="$(mktemp -d)"
 server_pid=""
 cleanup() {

@@ -141,6 +141,7 @@ async function login(event) {
     const reply = await call('POST', 'login', {
       user: form.user.value.trim(),
       password: form.password.value,
+      totp: form.totp.value.trim() || undefined,
     });
     sessionStorage.setItem(TOKEN_KEY, reply.token);
     sessionStorage.setItem(USER_KEY, reply.user.username || reply.user._id);
@@ -537,6 +538,13 @@ function emailsOf(user) {
   return Array.isArray(user.emails) ? user.emails.map((e) => e && e.address).filter(Boolean) : [];
 }
 
+/** "verified" or "not verified" for each address, in the order of emailsOf. */
+function verifiedOf(user) {
+  return Array.isArray(user.emails)
+    ? user.emails.filter((e) => e && e.address).map((e) => (e.verified === true ? 'verified' : 'not verified'))
+    : [];
+}
+
 function parseRoles(text) {
   return text.split(',').map((r) => r.trim()).filter(Boolean);
 }
@@ -588,12 +596,13 @@ async function usersView(root) {
     const rows = users.map((u) => el('tr', {},
       el('td', {}, el('button', { type: 'button', class: 'link', onclick: () => manage(u) }, u.username || u._id)),
       el('td', {}, emailsOf(u).join(', ')),
+      el('td', { class: 'verified' }, verifiedOf(u).join(', ')),
       el('td', {}, rolesOf(u).join(', ')),
       el('td', {}, cellText(u.createdAt))));
     clear(table).append(el('table', {},
       el('caption', { class: 'sr-only' }, 'Users'),
-      el('thead', {}, el('tr', {}, ['User', 'Emails', 'Roles', 'Created'].map((h) => el('th', { scope: 'col' }, h)))),
-      el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: '4', class: 'muted' }, 'No users match.')))));
+      el('thead', {}, el('tr', {}, ['User', 'Emails', 'Verified', 'Roles', 'Created'].map((h) => el('th', { scope: 'col' }, h)))),
+      el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: '5', class: 'muted' }, 'No users match.')))));
   }
 
   function manage(user) {
@@ -622,6 +631,10 @@ async function usersView(root) {
         notice('New password set for ' + name + '.');
       }) }, el('label', { for: 'user-password' }, 'New password'), password, el('button', { type: 'submit' }, 'Set password')),
       el('div', { class: 'row' },
+        el('button', { type: 'button', class: 'secondary', id: 'send-reset', disabled: emailsOf(user).length === 0, onclick: act(async () => {
+          const reply = await call('POST', 'users/' + encodeURIComponent(user._id) + '/password-reset');
+          notice('A password-reset mail is on its way to ' + reply.email + '.');
+        }) }, 'Send reset mail'),
         el('button', { type: 'button', class: 'secondary', onclick: act(async () => {
           const reply = await call('POST', 'users/' + encodeURIComponent(user._id) + '/logout');
           notice(name + ' is logged out everywhere (' + reply.tokensRemoved + ' sessions).');

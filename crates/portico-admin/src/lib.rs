@@ -22,10 +22,10 @@
 //!
 //! | view | what it does, through |
 //! |---|---|
-//! | log in | username or email + password, through the platform's [`LoginService`](portico_platform::LoginService) (same rate limits as the front doors); only holders of the admin role get in |
+//! | log in | username or email + password (and a two-factor code when the account has them on), through the platform's [`LoginService`](portico_platform::LoginService) (same rate limits as the front doors); only holders of the admin role get in |
 //! | collections | every collection with its count; a paged, sortable table with a `where` selector; open, create, replace and delete documents through the platform collection (schema, duplicate `_id` checks) |
 //! | files | a document's file fields: previews (thumbnails of images, a download otherwise), upload and delete, through the platform's files service |
-//! | users | list and search accounts (never hashes or tokens), add one, set roles, set a password, log one out everywhere, remove one |
+//! | users | list and search accounts (never hashes or tokens) with whether each address is verified, add one, set roles, set a password, send a reset mail, log one out everywhere, remove one |
 //! | API | every route of both front doors, from their own [`RouteDoc`](portico_edge::RouteDoc)s, and a link to `/openapi.json` |
 //! | backups | the backups of the SQLite database ([`AdminPage::backups`]): list, take one now, download one |
 //!
@@ -35,7 +35,7 @@
 //!
 //! | call | does |
 //! |---|---|
-//! | `POST login` `{user, password}` | `{token, user}`; 401 wrong credentials, 429 too many, 403 without the role |
+//! | `POST login` `{user, password, totp?}` | `{token, user}`; 401 wrong credentials or a two-factor code needed or wrong, 429 too many, 403 without the role |
 //! | `POST logout`, `GET me` | ends this session; the logged-in account |
 //! | `GET collections` | `{collections: [{name, count, schema, timestamps, readOnly, files}]}` (`files`: `{field: {types, max, thumbs}}`) |
 //! | `GET collections/{name}/documents?where=&sort=&skip=&limit=` | `{total, skip, limit, documents}` (`sort`: `-n,title`) |
@@ -47,6 +47,7 @@
 //! | `GET users?q=`, `POST users` `{username, email, password, roles}` | list/search; create |
 //! | `PUT users/{id}/roles` `{roles}`, `PUT users/{id}/password` `{password}` | set exactly these roles; set a password |
 //! | `POST users/{id}/logout`, `DELETE users/{id}` | end every session; remove the account |
+//! | `POST users/{id}/password-reset` | mails a password-reset link to the account's first address: `{_id, email}`; 503 when the server sends no mail |
 //! | `GET routes` | `{routes: [RouteDoc], openapi}` |
 //! | `GET backups` | `{configured, dir, keep, running, backups: [{name, bytes, modifiedMs}]}`, newest first |
 //! | `POST backups` | takes a backup now (see [`AdminPage::backups`]): 201 `{name, bytes, format, elapsedMs}`, 409 while one runs, 404 without backups |

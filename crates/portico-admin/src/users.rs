@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Extension, Path, Query as QueryParams, State};
+use axum::extract::{Extension, Path, Query as QueryParams, Request, State};
 use http::StatusCode;
 use portico_edge::AuthenticatedUser;
 use portico_platform::{Document, NewUser, Password, public_user};
@@ -216,4 +216,37 @@ pub(crate) async fn remove(
     } else {
         Err(ApiError::not_found("User not found"))
     }
+}
+
+/// `POST api/users/{id}/password-reset`: mails a password-reset link to the account's first
+/// address, through the account lifecycle (its outbox, rate limits and templates).
+pub(crate) async fn send_reset_mail(
+    State(state): State<AdminState>,
+    Path(id): Path<String>,
+    request: Request,
+) -> ApiResult<Json<Value>> {
+    let client = portico_edge::peer_ip(request.extensions());
+    let platform = &state.platform;
+    let user = platform
+        .accounts()
+        .find_user_by_id(&id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("User not found"))?;
+    let email = user
+        .get("emails")
+        .and_then(Value::as_array)
+        .and_then(|emails| emails.iter().find_map(|e| e.get("address")?.as_str()))
+        .ok_or_else(|| ApiError::bad_request("This account has no email address"))?
+        .to_owned();
+    if !platform.lifecycle().sends_mail() {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "This server sends no mail: set [email] in its config",
+        ));
+    }
+    platform
+        .lifecycle()
+        .request_password_reset(&email, client)
+        .await?;
+    Ok(Json(json!({ "_id": id, "email": email })))
 }

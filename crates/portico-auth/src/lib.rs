@@ -13,10 +13,21 @@
 //! | `POST /auth/totp/enable` (logged in) | `{code}` | 200 `{recoveryCodes}`: password logins need `totp` from now on |
 //! | `POST /auth/totp/disable` (logged in) | `{code}` | 200 (a code or a recovery code) |
 //! | `GET /auth/methods` | | which sign-in methods are on |
+//! | `GET /auth/oidc/{name}` | | 302 to the provider (authorization code with PKCE S256, state and nonce) |
+//! | `GET /auth/oidc/{name}/callback` | | the provider's way back: 302 to `{app_url}/oidc?code=...` (or `?error=...`) |
+//! | `POST /auth/oidc/exchange` | `{code, totp?}` | 200 `{id, token, tokenExpires}`: the one-time code (60 s) for a login token |
 //!
 //! Replies are plain JSON; errors are `{"error": code, "reason": text}` (400 `invalid-token`
 //! for a bad, used or expired link; 429 with `Retry-After` past a rate limit; 503 when this
 //! server sends no mail).
+//!
+//! The sign-in with a provider binds its state to the browser with a cookie (`portico_oidc`,
+//! path `/auth/oidc/`, `HttpOnly`, `SameSite=Lax`, `Secure` when the server's address is
+//! `https://`): a callback URL made in another browser does not sign this one in. The callback
+//! never puts a login token in a URL: the application trades the one-time code of
+//! `{app_url}/oidc?code=...` at `/auth/oidc/exchange`. When the sign-in fails, the browser goes to
+//! `{app_url}/oidc?error=WORD` (`invalid-state`, `provider-refused`, `provider-unavailable`,
+//! `invalid-response`, `email-not-verified`, `account-not-verified`, `internal-server-error`).
 //!
 //! ```
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -29,13 +40,13 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRef, State};
+use axum::extract::{DefaultBodyLimit, FromRef, Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use http::Method;
 use portico_edge::{Access, AuthenticatedUser, Door, RouteDoc, TrustedProxies};
-use portico_platform::{Error, Password, Platform};
+use portico_platform::{Error, OidcCallback, OidcError, Password, Platform};
 use serde_json::{Value, json};
 
 /// Where the endpoints are served.
@@ -93,6 +104,9 @@ impl AuthRoutes {
             .route("/auth/totp/enable", post(totp_enable))
             .route("/auth/totp/disable", post(totp_disable))
             .route("/auth/methods", get(methods))
+            .route("/auth/oidc/exchange", post(oidc_exchange))
+            .route("/auth/oidc/{name}", get(oidc_begin))
+            .route("/auth/oidc/{name}/callback", get(oidc_callback))
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
             .with_state(self.state.clone())
     }
@@ -151,6 +165,20 @@ impl AuthRoutes {
                     "oidc": {"type": "array", "items": {"type": "string"}},
                     "totp": {"type": "boolean"}
                 }})),
+            doc(Method::GET, "oidc/:name", Access::Public, "sign in with an OpenID Connect provider: 302 to the provider")
+                .redirects(),
+            doc(Method::GET, "oidc/:name/callback", Access::Public, "the provider's way back: 302 to {app_url}/oidc?code=... (or ?error=...)")
+                .query(["code", "state", "iss", "error"])
+                .redirects(),
+            doc(Method::POST, "oidc/exchange", Access::Public, "trade the one-time code of a provider sign-in (60 s, single use) for a login token; totp when the account has two-factor codes on")
+                .request_body(json!({"type": "object", "properties": {
+                    "code": {"type": "string"}, "totp": {"type": "string"}
+                }, "required": ["code"]}))
+                .reply_body(json!({"type": "object", "properties": {
+                    "id": {"type": "string"},
+                    "token": {"type": "string"},
+                    "tokenExpires": {"type": "string", "format": "date-time"}
+                }, "required": ["id", "token", "tokenExpires"]})),
         ]
     }
 }
@@ -403,8 +431,142 @@ async fn methods(State(state): State<AuthState>) -> Response {
         "emailVerification": mail,
         "passwordReset": mail,
         "requireVerifiedEmail": config.require_verified_email,
-        "oidc": [],
+        "oidc": state.platform.oidc().names(),
         "totp": true,
     }))
     .into_response()
+}
+
+/// The cookie that binds a provider sign-in to the browser that started it.
+const OIDC_COOKIE: &str = "portico_oidc";
+
+/// `Set-Cookie` for the sign-in state (`None`: remove it).
+fn oidc_cookie(state: &AuthState, value: Option<&str>) -> String {
+    let secure = state
+        .platform
+        .accounts()
+        .config()
+        .server_url
+        .starts_with("https://");
+    let (value, age) = value.map_or(("", 0), |v| (v, 600));
+    format!(
+        "{OIDC_COOKIE}={value}; Path=/auth/oidc/; Max-Age={age}; HttpOnly; SameSite=Lax{}",
+        if secure { "; Secure" } else { "" }
+    )
+}
+
+/// The sign-in state the browser holds (the last `portico_oidc` cookie).
+fn browser_state(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .filter(|(name, _)| *name == OIDC_COOKIE)
+        .map(|(_, value)| value.to_owned())
+        .next_back()
+}
+
+/// A 302 to `location` that sets `cookie`, cached by no one, sending no referrer on.
+fn redirect(location: &str, cookie: String) -> Response {
+    let mut response = StatusCode::FOUND.into_response();
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::LOCATION, location.to_owned()),
+        (header::SET_COOKIE, cookie),
+        (header::CACHE_CONTROL, "no-store".to_owned()),
+        (header::REFERRER_POLICY, "no-referrer".to_owned()),
+    ] {
+        if let Ok(value) = value.parse() {
+            headers.insert(name, value);
+        }
+    }
+    response
+}
+
+fn oidc_error(e: OidcError) -> AuthError {
+    let status = match &e {
+        OidcError::UnknownProvider => StatusCode::NOT_FOUND,
+        OidcError::InvalidCode => StatusCode::BAD_REQUEST,
+        OidcError::TotpRequired | OidcError::TotpInvalid => StatusCode::UNAUTHORIZED,
+        OidcError::Unavailable(why) => {
+            tracing::warn!(error = %why, "OpenID Connect provider unavailable");
+            StatusCode::BAD_GATEWAY
+        }
+        OidcError::Platform(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::BAD_REQUEST,
+    };
+    match e {
+        // The platform's own mapping (503 while the database is down, 500 logged).
+        OidcError::Platform(e) => AuthError::from(e),
+        e => AuthError::new(status, e.code(), e.to_string()),
+    }
+}
+
+async fn oidc_begin(State(state): State<AuthState>, Path(name): Path<String>) -> Reply {
+    let start = state
+        .platform
+        .oidc()
+        .begin(&name)
+        .await
+        .map_err(oidc_error)?;
+    Ok(redirect(
+        &start.url,
+        oidc_cookie(&state, Some(&start.state)),
+    ))
+}
+
+async fn oidc_callback(
+    State(state): State<AuthState>,
+    Path(name): Path<String>,
+    Query(query): Query<std::collections::HashMap<String, String>>,
+    headers: http::HeaderMap,
+) -> Response {
+    let mut callback = OidcCallback::default();
+    callback.code = query.get("code").cloned();
+    callback.state = query.get("state").cloned();
+    callback.iss = query.get("iss").cloned();
+    callback.error = query.get("error").cloned();
+    callback.browser_state = browser_state(&headers);
+    let app_url = state.platform.accounts().config().app_url.clone();
+    let app_url = app_url.trim_end_matches('/');
+    let target = match state.platform.oidc().finish(&name, callback).await {
+        Ok(code) => format!("{app_url}/oidc?code={code}"),
+        Err(e) => {
+            match &e {
+                OidcError::Platform(p) => {
+                    tracing::error!(provider = name, error = %p, "OpenID Connect sign-in")
+                }
+                other => {
+                    tracing::info!(provider = name, error = %other, "OpenID Connect sign-in refused")
+                }
+            }
+            format!("{app_url}/oidc?error={}", e.code())
+        }
+    };
+    redirect(&target, oidc_cookie(&state, None))
+}
+
+async fn oidc_exchange(State(state): State<AuthState>, body: Bytes) -> Reply {
+    let [code] = fields(&body, ["code"])?;
+    let totp = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v.get("totp").and_then(Value::as_str).map(str::to_owned));
+    let platform = &state.platform;
+    let token = platform
+        .oidc()
+        .exchange(&code, totp.as_deref())
+        .await
+        .map_err(oidc_error)?;
+    let issued = chrono::DateTime::parse_from_rfc3339(&token.when)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .unwrap_or_else(|_| chrono::Utc::now());
+    let expires = issued + platform.accounts().config().token_lifetime;
+    Ok(axum::Json(json!({
+        "id": token.user_id,
+        "token": token.token,
+        "tokenExpires": expires.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    }))
+    .into_response())
 }

@@ -24,6 +24,7 @@ mod integration {
     mod log_secrets;
     mod login_parity;
     mod memory;
+    mod oidc;
     mod operations;
     mod relations;
     mod request_ids;

@@ -268,7 +268,17 @@ fn responses(route: &RouteDoc) -> Value {
         "content": {"application/json": {"schema": {"$ref": error_ref}}}
     });
     let mut out = Map::new();
-    out.insert("2XX".into(), success);
+    if route.redirects {
+        out.insert(
+            "302".into(),
+            json!({
+                "description": "a redirect to the `Location` header",
+                "headers": {"Location": {"required": true, "schema": {"type": "string"}}}
+            }),
+        );
+    } else {
+        out.insert("2XX".into(), success);
+    }
     if route.method == Method::GET && route.door == Door::Routes && route.reply_body.is_some() {
         out.insert(
             "304".into(),

@@ -76,6 +76,9 @@ pub struct RouteDoc {
     pub request_body: Option<Value>,
     /// JSON Schema of the successful reply body (before the door's envelope).
     pub reply_body: Option<Value>,
+    /// True when it answers with a redirect (302 and `Location`) rather than a body.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub redirects: bool,
 }
 
 fn method_name<S: serde::Serializer>(method: &Method, s: S) -> Result<S::Ok, S::Error> {
@@ -95,6 +98,7 @@ impl RouteDoc {
             query: Vec::new(),
             request_body: None,
             reply_body: None,
+            redirects: false,
         }
     }
 
@@ -125,6 +129,12 @@ impl RouteDoc {
     /// Sets the reply body schema.
     pub fn reply_body(mut self, schema: Value) -> Self {
         self.reply_body = Some(schema);
+        self
+    }
+
+    /// Marks it as answering with a redirect (302, `Location`).
+    pub fn redirects(mut self) -> Self {
+        self.redirects = true;
         self
     }
 }

@@ -65,6 +65,7 @@ fn describe_route(path: &str, route: &Route) -> Vec<RouteDoc> {
                 query: doc.query,
                 request_body: doc.request_body,
                 reply_body: doc.reply_body,
+                redirects: false,
             }
         })
         .collect()

@@ -15,7 +15,7 @@ const env = (name) => {
 };
 const PAGE = env('ADMIN_URL');
 const SHOTS = env('SCREENSHOT_DIR');
-const ADMIN = { user: env('ADMIN_USER'), password: env('ADMIN_PASSWORD') };
+const ADMIN = { user: env('ADMIN_USER'), password: env('ADMIN_PASSWORD'), totp: env('ADMIN_TOTP') };
 const PLAIN = { user: env('PLAIN_USER'), password: env('PLAIN_PASSWORD') };
 mkdirSync(SHOTS, { recursive: true });
 
@@ -130,12 +130,17 @@ try {
   check(await page.evaluate(() => sessionStorage.length) === 0, 'a non-admin token was kept');
   await shot('02-login-refused');
 
-  // ----- log in with the keyboard -----
+  // ----- log in with the keyboard; the admin has two-factor codes on -----
   await page.fill('#login-form [name=user]', '');
   await page.focus('#login-form [name=user]');
   await page.keyboard.type(ADMIN.user);
   await page.keyboard.press('Tab');
   await page.keyboard.type(ADMIN.password);
+  await page.keyboard.press('Enter');
+  results.totpMessage = await waitText('#login-error', /two-factor/);
+  check(await page.locator('#top').isHidden(), 'in without the two-factor code');
+  await page.focus('#login-form [name=totp]');
+  await page.keyboard.type(ADMIN.totp);
   await page.keyboard.press('Enter');
   await page.locator('#top').waitFor();
   await page.locator('#collection-list a').first().waitFor();
@@ -295,6 +300,13 @@ try {
   await page.getByRole('button', { name: 'Remove user' }).click();
   await page.waitForFunction(() => ![...document.querySelectorAll('#users tbody tr')].some((r) => r.textContent.includes('dave')));
   results.usersAfter = await page.locator('#users tbody tr').count();
+  // Whether each address is verified; a reset mail for bob.
+  results.rootRow = await page.locator('#users tbody tr', { hasText: ADMIN.user + '@' }).textContent();
+  results.bobRow = await page.locator('#users tbody tr', { hasText: PLAIN.user + '@' }).textContent();
+  await page.locator('#users tbody button.link', { hasText: PLAIN.user }).click();
+  await page.click('#send-reset');
+  results.resetNotice = await waitText('#notice', /reset mail/);
+  await shot('09b-reset-mail');
 
   // ----- API: every route, and the OpenAPI link -----
   await page.click('nav a[data-view=api]');

@@ -5,10 +5,14 @@
 //! files on disk).
 //!
 //! Needs `/usr/bin/chromium` (or `CHROMIUM`), `node`, and `npm ci` run in `tests/browser`
-//! (`.ci/run` does both). Without them the test fails saying so; it never skips.
+//! (`.ci/run` does both), and for the reset mail the SMTP server of the account tests
+//! (`portico-cli/tests/support/smtp_sink.py`, Debian's python3-aiosmtpd). Without them the test
+//! fails saying so; it never skips.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -38,6 +42,60 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// An SMTP server that writes each mail it receives as a JSON file in `dir`.
+struct SmtpSink {
+    child: Child,
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl SmtpSink {
+    fn start() -> SmtpSink {
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../portico-cli/tests/support/smtp_sink.py");
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let mut child = Command::new("/usr/bin/python3")
+            .arg(&script)
+            .arg(dir.path())
+            .arg(port.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the SMTP sink (Debian: python3-aiosmtpd)");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(
+            line.trim(),
+            "ready",
+            "the SMTP sink did not start (python3-aiosmtpd?)"
+        );
+        SmtpSink { child, dir, port }
+    }
+
+    /// The mails received so far.
+    fn mails(&self) -> Vec<Value> {
+        std::fs::read_dir(self.dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for SmtpSink {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn require_tools() -> String {
     let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
     assert!(
@@ -62,6 +120,46 @@ fn require_tools() -> String {
 async fn the_admin_page_works_in_a_real_browser() {
     let chromium = require_tools();
     let server = Server::start().await;
+    // Mail goes out through a real SMTP server; root's address is verified and root has
+    // two-factor codes on (the page's login form takes the code).
+    let sink = SmtpSink::start();
+    let transport = portico_platform::SmtpTransport::new(
+        &format!("smtp://127.0.0.1:{}", sink.port),
+        "admin@example.com",
+    )
+    .unwrap();
+    let _sender = server.platform.lifecycle().start_sender(
+        Arc::new(transport),
+        portico_platform::SenderOptions::with_retry_max(std::time::Duration::from_secs(1)),
+    );
+    let accounts = server.platform.accounts();
+    let root = accounts
+        .find_user_by_username(ADMIN.0)
+        .await
+        .unwrap()
+        .unwrap();
+    let root_id = root["_id"].as_str().unwrap().to_owned();
+    server
+        .platform
+        .store()
+        .update(
+            portico_platform::USERS,
+            &portico_platform::Selector::by_id(&root_id),
+            &portico_platform::Update::parse(
+                &serde_json::json!({"$set": {"emails.0.verified": true}}),
+            )
+            .unwrap(),
+            portico_platform::UpdateOptions::default(),
+        )
+        .await
+        .unwrap();
+    let setup = accounts.totp_setup(&root_id, "Portico").await.unwrap();
+    let now = chrono_now();
+    let code = |t: i64| portico_platform::totp_code(&setup.secret, t).unwrap();
+    accounts
+        .totp_enable(&root_id, &code(now - 30))
+        .await
+        .unwrap();
     let shots = screenshot_dir();
     let _ = std::fs::remove_dir_all(&shots);
     let script = browser_dir().join("admin.mjs");
@@ -73,6 +171,7 @@ async fn the_admin_page_works_in_a_real_browser() {
         .env("SCREENSHOT_DIR", &shots)
         .env("ADMIN_USER", ADMIN.0)
         .env("ADMIN_PASSWORD", ADMIN.1)
+        .env("ADMIN_TOTP", code(now))
         .env("PLAIN_USER", PLAIN.0)
         .env("PLAIN_PASSWORD", PLAIN.1)
         .env("CHROMIUM", &chromium);
@@ -120,6 +219,7 @@ async fn the_admin_page_works_in_a_real_browser() {
 
     // Refused, then in.
     assert!(text("nonAdminMessage").contains("admin"), "{seen}");
+    assert!(text("totpMessage").contains("two-factor code"), "{seen}");
     assert_eq!(text("whoami"), ADMIN.0);
     assert_eq!(seen["cookies"], 0, "no cookie is ever set");
     assert_eq!(seen["tokenStored"], 43);
@@ -248,6 +348,32 @@ async fn the_admin_page_works_in_a_real_browser() {
             .is_none()
     );
     assert_eq!(seen["usersAfter"], 3);
+    // Whether each address is verified, and a reset mail sent from the page.
+    assert!(
+        text("rootRow").contains("verified") && !text("rootRow").contains("not verified"),
+        "{seen}"
+    );
+    assert!(text("bobRow").contains("not verified"), "{seen}");
+    assert!(text("resetNotice").contains("bob@example.com"), "{seen}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mail = loop {
+        if let Some(mail) = sink.mails().into_iter().next() {
+            break mail;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no reset mail arrived"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(mail["to"], serde_json::json!(["bob@example.com"]), "{mail}");
+    assert!(
+        mail["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("/reset-password?token="),
+        "{mail}"
+    );
 
     // API view.
     let rows: Vec<String> = serde_json::from_value(seen["routeRows"].clone()).unwrap();
@@ -294,4 +420,14 @@ async fn the_admin_page_works_in_a_real_browser() {
             file.display()
         );
     }
+}
+
+fn chrono_now() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    )
+    .unwrap()
 }

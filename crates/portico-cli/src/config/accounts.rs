@@ -1,5 +1,5 @@
 //! `[accounts]` and `[email]`: the account lifecycle (verification, password reset, email
-//! change) and the SMTP server its mail goes through.
+//! change, `[[accounts.oidc]]` providers) and the SMTP server its mail goes through.
 
 use std::ops::Range;
 use std::path::Path;
@@ -29,6 +29,36 @@ pub(crate) struct RawAccounts {
     email_change_token_secs: Option<Spanned<u64>>,
     mail_rate_limit_per_address: Option<Spanned<RawMailLimit>>,
     mail_rate_limit_per_email: Option<Spanned<RawMailLimit>>,
+    server_url: Option<Spanned<String>>,
+    oidc: Option<Vec<Spanned<RawOidc>>>,
+}
+
+/// `[[accounts.oidc]]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawOidc {
+    name: Spanned<String>,
+    issuer: Spanned<String>,
+    client_id: Spanned<String>,
+    client_secret_env: Spanned<String>,
+    scopes: Option<Spanned<Vec<String>>>,
+}
+
+/// `[[accounts.oidc]]`: an OpenID Connect provider users may sign in with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OidcSection {
+    /// `name`: the provider's part of `/auth/oidc/{name}`.
+    pub name: String,
+    /// `issuer`: `https://...` (or `http://` on this machine), read from
+    /// `{issuer}/.well-known/openid-configuration`.
+    pub issuer: String,
+    /// `client_id`.
+    pub client_id: String,
+    /// `client_secret_env`: the environment variable holding the client secret (read by
+    /// `serve`, never written in the file).
+    pub client_secret_env: String,
+    /// `scopes` (default `["openid", "email", "profile"]`; `openid` is required).
+    pub scopes: Vec<String>,
 }
 
 /// `[email]` as written.
@@ -60,6 +90,11 @@ pub struct AccountsSection {
     /// `mail_rate_limit_per_address` and `mail_rate_limit_per_email` (default 20 and 5 per
     /// hour): requests that send mail, counted in the database.
     pub mail_limits: MailLimits,
+    /// `server_url`: the address clients reach this server at; providers send the browser
+    /// back to `{server_url}/auth/oidc/{name}/callback`. Required with `[[accounts.oidc]]`.
+    pub server_url: Option<String>,
+    /// `[[accounts.oidc]]`: the OpenID Connect providers.
+    pub oidc: Vec<OidcSection>,
 }
 
 impl Default for AccountsSection {
@@ -82,6 +117,8 @@ impl Default for AccountsSection {
                 .to_std()
                 .unwrap_or(Duration::ZERO),
             mail_limits: defaults.mail_limits,
+            server_url: None,
+            oidc: Vec::new(),
         }
     }
 }
@@ -141,27 +178,142 @@ fn secs(
     }
 }
 
+/// An `http(s)://` address without its trailing `/`; a mistake under `key` otherwise.
+fn address(url: &Spanned<String>, key: &'static str, mistakes: &mut Vec<Mistake>) -> String {
+    let text = url.get_ref().trim().trim_end_matches('/').to_owned();
+    if !(text.starts_with("http://") || text.starts_with("https://"))
+        || text.contains(char::is_whitespace)
+    {
+        mistakes.push((
+            url.span(),
+            key,
+            "write an address, as in \"https://app.example.com\"".into(),
+        ));
+    }
+    text
+}
+
+/// Checks one `[[accounts.oidc]]`; `taken` holds the names before it.
+fn check_oidc(
+    raw: Spanned<RawOidc>,
+    taken: &mut Vec<String>,
+    mistakes: &mut Vec<Mistake>,
+) -> OidcSection {
+    let raw = raw.into_inner();
+    let name = raw.name.get_ref().trim().to_owned();
+    let good_name = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if !good_name || name == "exchange" {
+        mistakes.push((
+            raw.name.span(),
+            "accounts.oidc.name",
+            "write lowercase letters, digits, - and _ (not \"exchange\"), as in \"google\"".into(),
+        ));
+    } else if taken.contains(&name) {
+        mistakes.push((
+            raw.name.span(),
+            "accounts.oidc.name",
+            format!("another provider is named {name:?}"),
+        ));
+    }
+    taken.push(name.clone());
+    let issuer = raw.issuer.get_ref().trim().to_owned();
+    if !portico_platform::acceptable_provider_url(&issuer) {
+        mistakes.push((
+            raw.issuer.span(),
+            "accounts.oidc.issuer",
+            "write the provider's https:// issuer, as in \"https://accounts.google.com\" \
+             (http:// only on this machine: 127.0.0.1, localhost)"
+                .into(),
+        ));
+    }
+    let client_id = raw.client_id.get_ref().trim().to_owned();
+    if client_id.is_empty() {
+        mistakes.push((
+            raw.client_id.span(),
+            "accounts.oidc.client_id",
+            "write the client id the provider gave this server".into(),
+        ));
+    }
+    let client_secret_env = raw.client_secret_env.get_ref().trim().to_owned();
+    if client_secret_env.is_empty()
+        || !client_secret_env
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        mistakes.push((
+            raw.client_secret_env.span(),
+            "accounts.oidc.client_secret_env",
+            "write the name of the environment variable holding the client secret, as in \
+             \"OIDC_GOOGLE_SECRET\""
+                .into(),
+        ));
+    }
+    let scopes = match raw.scopes {
+        Some(scopes) => {
+            let list: Vec<String> = scopes
+                .get_ref()
+                .iter()
+                .map(|s| s.trim().to_owned())
+                .collect();
+            if !list.iter().any(|s| s == "openid")
+                || list
+                    .iter()
+                    .any(|s| s.is_empty() || s.contains(char::is_whitespace))
+            {
+                mistakes.push((
+                    scopes.span(),
+                    "accounts.oidc.scopes",
+                    "list single-word scopes, \"openid\" among them".into(),
+                ));
+            }
+            list
+        }
+        None => ["openid", "email", "profile"].map(str::to_owned).to_vec(),
+    };
+    OidcSection {
+        name,
+        issuer,
+        client_id,
+        client_secret_env,
+        scopes,
+    }
+}
+
 impl AccountsSection {
     /// Checks `[accounts]`; the mistakes come back with their places.
     pub(crate) fn check(raw: RawAccounts) -> (AccountsSection, Vec<Mistake>) {
         let mut mistakes = Vec::new();
         let defaults = AccountsSection::default();
-        let app_url = match raw.app_url {
-            Some(url) => {
-                let text = url.get_ref().trim().trim_end_matches('/').to_owned();
-                if !(text.starts_with("http://") || text.starts_with("https://"))
-                    || text.contains(char::is_whitespace)
-                {
-                    mistakes.push((
-                        url.span(),
-                        "accounts.app_url",
-                        "write the application's address, as in \"https://app.example.com\"".into(),
-                    ));
-                }
-                text
-            }
+        let app_url = match &raw.app_url {
+            Some(url) => address(url, "accounts.app_url", &mut mistakes),
             None => defaults.app_url.clone(),
         };
+        let server_url = raw
+            .server_url
+            .as_ref()
+            .map(|url| address(url, "accounts.server_url", &mut mistakes));
+        let mut taken = Vec::new();
+        let oidc_spans: Vec<Range<usize>> = raw.oidc.iter().flatten().map(Spanned::span).collect();
+        let oidc: Vec<OidcSection> = raw
+            .oidc
+            .into_iter()
+            .flatten()
+            .map(|p| check_oidc(p, &mut taken, &mut mistakes))
+            .collect();
+        if let (Some(first), None) = (oidc_spans.first(), &server_url) {
+            mistakes.push((
+                first.clone(),
+                "accounts.server_url",
+                "[[accounts.oidc]] needs accounts.server_url: the address clients reach this \
+                 server at, as in \"https://api.example.com\" (providers send the browser back \
+                 to {server_url}/auth/oidc/{name}/callback)"
+                    .into(),
+            ));
+        }
         let password_min_length = match raw.password_min_length {
             Some(n) if *n.get_ref() == 0 || *n.get_ref() > 1024 => {
                 mistakes.push((
@@ -210,6 +362,8 @@ impl AccountsSection {
                     &mut mistakes,
                 ),
             },
+            server_url,
+            oidc,
         };
         (section, mistakes)
     }
@@ -317,6 +471,21 @@ pub fn platform_accounts(
         accounts.password_reset_lifetime = lifetime(section.password_reset_token);
         accounts.email_change_lifetime = lifetime(section.email_change_token);
         accounts.mail_limits = section.mail_limits;
+        if let Some(url) = &section.server_url {
+            accounts.server_url = url.clone();
+        }
+        for p in &section.oidc {
+            let secret = std::env::var(&p.client_secret_env).map_err(|_| {
+                format!(
+                    "accounts.oidc {:?}: set the environment variable {} to the client secret",
+                    p.name, p.client_secret_env
+                )
+            })?;
+            let mut provider =
+                portico_platform::OidcProvider::new(&p.name, &p.issuer, &p.client_id, secret);
+            provider.scopes = p.scopes.clone();
+            accounts.oidc.push(provider);
+        }
     }
     if let Some(email) = &config.email {
         accounts.mail_templates = email.read_templates(config.folder.as_deref())?;

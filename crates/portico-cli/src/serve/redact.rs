@@ -11,8 +11,9 @@ use axum::http::Uri;
 pub(crate) const REDACTED: &str = "[redacted]";
 
 /// Parts of a parameter name (lowercase, punctuation removed) that mark a credential: `token`
-/// covers `access_token`, `X-Auth-Token`, `authToken`, `id_token`...
-const SECRET_NAME_PARTS: [&str; 11] = [
+/// covers `access_token`, `X-Auth-Token`, `authToken`, `id_token`...; `code` the authorization
+/// code an OpenID Connect provider sends back to `/auth/oidc/{name}/callback`.
+const SECRET_NAME_PARTS: [&str; 12] = [
     "token",
     "password",
     "passwd",
@@ -24,6 +25,7 @@ const SECRET_NAME_PARTS: [&str; 11] = [
     "session",
     "credential",
     "signature",
+    "code",
 ];
 
 /// True when a query parameter named `name` (as sent, percent-encoded or not) may hold a
@@ -130,6 +132,7 @@ mod tests {
             "api_key",
             "user[password]",
             "client_secret",
+            "code",
         ] {
             let logged = redact(&format!("/api/items?limit=5&{name}=s3cr3tvalue&x"));
             assert!(!logged.contains("s3cr3tvalue"), "{name}: {logged}");

@@ -25,6 +25,7 @@
 //! | username and email lookups, lowercase copies | `lookup.rs` |
 //! | importing users exported by existing apps | `import.rs` |
 //! | verification, password reset, email change by mail; the outbox | `lifecycle/` |
+//! | sign-in with OpenID Connect providers | `lifecycle/oidc/` |
 //! | two-factor codes (TOTP) and recovery codes | `totp.rs` |
 
 mod import;
@@ -45,8 +46,9 @@ use serde_json::{Map, Value, json};
 
 pub use import::import_value;
 pub use lifecycle::{
-    Lifecycle, MAIL_NAMES, Mail, MailLimits, MailSender, MailTemplate, MailTemplates,
-    MailTransport, OUTBOX, SenderOptions, SmtpTransport, has_verified_email,
+    IDENTITIES, Lifecycle, MAIL_NAMES, Mail, MailLimits, MailSender, MailTemplate, MailTemplates,
+    MailTransport, OIDC_LOGINS, OUTBOX, Oidc, OidcCallback, OidcError, OidcProvider, OidcStart,
+    SenderOptions, SmtpTransport, acceptable_provider_url, has_verified_email,
 };
 pub use password::{Password, password_digest};
 pub use roles::user_has_any_role;
@@ -95,6 +97,11 @@ pub struct AccountsConfig {
     pub mail_limits: MailLimits,
     /// The texts of the mails.
     pub mail_templates: MailTemplates,
+    /// The address clients reach this server at (default `http://localhost:8080`): OpenID
+    /// Connect providers send the browser back to `{server_url}/auth/oidc/{name}/callback`.
+    pub server_url: String,
+    /// The OpenID Connect providers users may sign in with (see [`crate::Oidc`]).
+    pub oidc: Vec<OidcProvider>,
 }
 
 impl Default for AccountsConfig {
@@ -110,6 +117,8 @@ impl Default for AccountsConfig {
             email_change_lifetime: chrono::Duration::hours(1),
             mail_limits: MailLimits::default(),
             mail_templates: MailTemplates::default(),
+            server_url: "http://localhost:8080".to_owned(),
+            oidc: Vec::new(),
         }
     }
 }

@@ -16,6 +16,16 @@ impl Accounts {
     /// profile that is not an object, or neither username nor email; [`Error::UserExists`] when
     /// the username or email is taken, also when it differs only in case. Nothing is written then.
     pub async fn create_user(&self, user: NewUser) -> Result<String> {
+        if user.username.is_none() && user.email.is_none() {
+            return Err(Error::InvalidUser("Need to set a username or email".into()));
+        }
+        self.insert_user(user, false).await
+    }
+
+    /// Creates a user as [`Accounts::create_user`] does, except that neither a username nor
+    /// an email is needed (an account that signs in with an OpenID Connect provider only), and
+    /// the email, if any, is stored verified when `email_verified`.
+    pub(crate) async fn insert_user(&self, user: NewUser, email_verified: bool) -> Result<String> {
         let username = user.username.map(|u| u.trim().to_string());
         let email = user.email.map(|e| e.trim().to_string());
         if username.as_deref() == Some("") {
@@ -25,9 +35,6 @@ impl Accounts {
             && !lookup::is_valid_email(e)
         {
             return Err(Error::InvalidUser(format!("Invalid email address {e:?}")));
-        }
-        if username.is_none() && email.is_none() {
-            return Err(Error::InvalidUser("Need to set a username or email".into()));
         }
         let profile = match user.profile {
             None | Some(Value::Null) => None,
@@ -59,7 +66,7 @@ impl Accounts {
         if let Some(e) = email.clone() {
             doc.insert(
                 "emails".into(),
-                json!([{ "address": e, "verified": false }]),
+                json!([{ "address": e, "verified": email_verified }]),
             );
         }
         doc.insert("profile".into(), profile.unwrap_or_else(|| json!({})));

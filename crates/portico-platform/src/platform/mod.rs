@@ -61,6 +61,7 @@ struct Inner {
     store: Arc<dyn Store>,
     accounts: Accounts,
     lifecycle: crate::Lifecycle,
+    oidc: crate::Oidc,
     collections: RwLock<BTreeMap<String, Collection>>,
     methods: RwLock<BTreeMap<String, MethodEntry>>,
     publications: RwLock<BTreeMap<String, PublicationEntry>>,
@@ -147,6 +148,8 @@ impl Platform {
         accounts.prepare().await?;
         let lifecycle = crate::Lifecycle::new(accounts.clone(), store.clone());
         lifecycle.prepare().await?;
+        let oidc = crate::Oidc::new(accounts.clone(), store.clone());
+        oidc.prepare().await?;
         let live = Arc::new(crate::live::Hub::new(
             store.clone(),
             accounts.clone(),
@@ -158,6 +161,7 @@ impl Platform {
                 store,
                 accounts,
                 lifecycle,
+                oidc,
                 collections: RwLock::new(BTreeMap::new()),
                 methods: RwLock::new(BTreeMap::new()),
                 publications: RwLock::new(BTreeMap::new()),
@@ -201,6 +205,11 @@ impl Platform {
     /// The account lifecycle: verification, password reset and email change by mail.
     pub fn lifecycle(&self) -> &crate::Lifecycle {
         &self.inner.lifecycle
+    }
+
+    /// Sign-in with the OpenID Connect providers of [`crate::AccountsConfig::oidc`].
+    pub fn oidc(&self) -> &crate::Oidc {
+        &self.inner.oidc
     }
 
     /// The live queries (see [`Platform::subscribe_live`]).

@@ -14,6 +14,7 @@
 //! 256 random bits, stored hashed, single use, expiring, void once a newer one is issued or
 //! the password or address changes) and sends the mail, retrying while the mail server is down.
 
+mod oidc;
 mod outbox;
 mod smtp;
 mod templates;
@@ -26,6 +27,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use portico_store::{Document, Store, Update, document_id};
 use serde_json::{Value, json};
 
+pub use oidc::{
+    IDENTITIES, OIDC_LOGINS, Oidc, OidcCallback, OidcError, OidcProvider, OidcStart,
+    acceptable_url as acceptable_provider_url,
+};
 pub use outbox::{Mail, MailSender, MailTransport, OUTBOX, SenderOptions};
 pub use smtp::SmtpTransport;
 pub use templates::{MAIL_NAMES, MailTemplate, MailTemplates};

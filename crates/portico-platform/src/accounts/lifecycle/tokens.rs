@@ -31,6 +31,9 @@ pub(crate) enum TokenKind {
     PasswordReset,
     /// Moves the account to a new address.
     EmailChange,
+    /// The one-time code an OpenID Connect sign-in hands the application (not mailed: it is
+    /// in the redirect to `{app_url}/oidc`), exchanged for a login token.
+    OidcCode,
 }
 
 impl TokenKind {
@@ -39,6 +42,7 @@ impl TokenKind {
             TokenKind::VerifyEmail => "verify-email",
             TokenKind::PasswordReset => "password-reset",
             TokenKind::EmailChange => "email-change",
+            TokenKind::OidcCode => "oidc-code",
         }
     }
 }
@@ -93,6 +97,25 @@ pub(crate) async fn issue(
 /// # Errors
 /// [`Error::InvalidToken`] for an unknown, used, expired or other kind of token.
 pub(crate) async fn redeem(store: &dyn Store, kind: TokenKind, token: &str) -> Result<Redeemed> {
+    let (id, doc) = find(store, kind, token).await?;
+    // Removing is the redemption: a second one, here or on another instance, removes nothing.
+    if store.remove(ACCOUNT_TOKENS, &Selector::by_id(&id)).await? == 0 {
+        return Err(Error::InvalidToken);
+    }
+    redeemed(&doc)
+}
+
+/// What a token of `kind` would redeem, without using it up.
+///
+/// # Errors
+/// As [`redeem`].
+pub(crate) async fn peek(store: &dyn Store, kind: TokenKind, token: &str) -> Result<Redeemed> {
+    let (_, doc) = find(store, kind, token).await?;
+    redeemed(&doc)
+}
+
+/// The stored id and document of a token of `kind`.
+async fn find(store: &dyn Store, kind: TokenKind, token: &str) -> Result<(String, Document)> {
     if token.is_empty() || token.len() > MAX_TOKEN_LEN {
         return Err(Error::InvalidToken);
     }
@@ -104,10 +127,11 @@ pub(crate) async fn redeem(store: &dyn Store, kind: TokenKind, token: &str) -> R
     if doc.get("kind").and_then(Value::as_str) != Some(kind.name()) {
         return Err(Error::InvalidToken);
     }
-    // Removing is the redemption: a second one, here or on another instance, removes nothing.
-    if store.remove(ACCOUNT_TOKENS, &Selector::by_id(&id)).await? == 0 {
-        return Err(Error::InvalidToken);
-    }
+    Ok((id, doc))
+}
+
+/// The user and address of a token's document, unless it expired.
+fn redeemed(doc: &Document) -> Result<Redeemed> {
     let expires = doc.get("expires").and_then(Value::as_i64).unwrap_or(0);
     let (Some(user_id), Some(email)) = (
         doc.get("userId").and_then(Value::as_str),
