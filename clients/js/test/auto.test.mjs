@@ -40,7 +40,7 @@ describe('portico serve: register, login, writes, publications', () => {
     // The auto API's token on the routes door:
     const note = await pc.collection('notes').create({ text: 'from a registered user' });
     assert.equal(note.ownerId, user.id);
-    await refused(new Portico(server.url).auth.register({ username: 'ann', password: 'another' }), 400, 'invalid-user');
+    await refused(new Portico(server.url).auth.register({ username: 'ann', password: 'another-secret' }), 400, 'invalid-user');
     await pc.auth.logout();
     assert.deepEqual(changes, [user.id, null]);
   });

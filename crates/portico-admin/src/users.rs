@@ -105,13 +105,16 @@ pub(crate) async fn create(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let body = object_body(&body)?;
-    let id = state
-        .platform
-        .accounts()
+    let accounts = state.platform.accounts();
+    let password = string_field(&body, "password")?.map(Password::Plain);
+    if let Some(p) = &password {
+        accounts.check_password_length(p)?;
+    }
+    let id = accounts
         .create_user(NewUser {
             username: string_field(&body, "username")?,
             email: string_field(&body, "email")?,
-            password: string_field(&body, "password")?.map(Password::Plain),
+            password,
             profile: None,
             roles: roles_field(&body)?,
         })
@@ -179,11 +182,10 @@ pub(crate) async fn set_password(
     let body = object_body(&body)?;
     let password = string_field(&body, "password")?
         .ok_or_else(|| ApiError::bad_request("password is required"))?;
-    state
-        .platform
-        .accounts()
-        .set_password(&id, Password::Plain(password))
-        .await?;
+    let password = Password::Plain(password);
+    let accounts = state.platform.accounts();
+    accounts.check_password_length(&password)?;
+    accounts.set_password(&id, password).await?;
     Ok(Json(json!({ "_id": id, "passwordSet": true })))
 }
 

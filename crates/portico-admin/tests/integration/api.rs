@@ -352,7 +352,7 @@ async fn accounts_are_shown_without_secrets_and_managed_through_the_accounts_ser
             &server,
             Method::POST,
             "/users",
-            Some(json!({"username": "CAROL", "password": "x1"})),
+            Some(json!({"username": "CAROL", "password": "x1-long-password"})),
         )
         .await;
     assert_eq!(status, 400, "a taken name");
@@ -379,6 +379,29 @@ async fn accounts_are_shown_without_secrets_and_managed_through_the_accounts_ser
         .unwrap();
     assert_eq!(stored["roles"], json!(["reviewer", "admin"]));
 
+    // password_min_length (default 8) holds on the page too.
+    let (status, short) = admin
+        .call(
+            &server,
+            Method::PUT,
+            &format!("/users/{carol}/password"),
+            Some(json!({"password": "short"})),
+        )
+        .await;
+    assert_eq!(status, 400, "{short}");
+    assert!(
+        short["error"].as_str().unwrap().contains("at least 8"),
+        "{short}"
+    );
+    let (status, _) = admin
+        .call(
+            &server,
+            Method::POST,
+            "/users",
+            Some(json!({"username": "dora", "password": "short"})),
+        )
+        .await;
+    assert_eq!(status, 400);
     let (status, _) = admin
         .call(
             &server,

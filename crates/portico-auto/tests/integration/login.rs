@@ -118,7 +118,7 @@ async fn register_then_use_the_token() {
     let r = s
         .post(
             "/users/register",
-            json!({"username": "grace", "email": "grace@example.com", "password": "cobol", "profile": {"name": "Grace"}}),
+            json!({"username": "grace", "email": "grace@example.com", "password": "cobol-1959", "profile": {"name": "Grace"}}),
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
@@ -138,7 +138,7 @@ async fn register_then_use_the_token() {
     let r = s
         .post(
             "/users/login",
-            json!({"username": "grace", "password": "cobol"}),
+            json!({"username": "grace", "password": "cobol-1959"}),
         )
         .await;
     assert_eq!(r.status, 200);
@@ -146,12 +146,29 @@ async fn register_then_use_the_token() {
     let r = s
         .post(
             "/users/register",
-            json!({"username": "GRACE", "password": "x"}),
+            json!({"username": "GRACE", "password": "x-long-password"}),
         )
         .await;
     assert_eq!(r.status, 400, "{}", r.text);
     // The platform's login service reports a taken name as an invalid user.
     assert_eq!(r.json["error"], "invalid-user");
+    assert!(r.text.contains("exists"), "{}", r.text);
+    // A password shorter than password_min_length (default 8) is refused; nothing is made.
+    let r = s
+        .post(
+            "/users/register",
+            json!({"username": "shorty", "password": "1234567"}),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(r.text.contains("at least 8 characters"), "{}", r.text);
+    assert!(
+        p.accounts()
+            .find_user_by_username("shorty")
+            .await
+            .unwrap()
+            .is_none()
+    );
     let r = s
         .post("/users/register", json!({"username": "newbie"}))
         .await;
@@ -332,7 +349,7 @@ async fn registrations_are_rate_limited() {
         let r = s
             .post(
                 "/users/register",
-                json!({"username": name, "password": "pw"}),
+                json!({"username": name, "password": "pw-long-1"}),
             )
             .await;
         assert_eq!(r.status, 200, "{}", r.text);
@@ -340,7 +357,7 @@ async fn registrations_are_rate_limited() {
     let r = s
         .post(
             "/users/register",
-            json!({"username": "r3", "password": "pw"}),
+            json!({"username": "r3", "password": "pw-long-1"}),
         )
         .await;
     assert_eq!(r.status, 429);

@@ -71,7 +71,7 @@ async fn full_flow_survives_a_restart() {
         let r = s
             .post(
                 "/users/register",
-                json!({"username": "ada", "password": "pw"}),
+                json!({"username": "ada", "password": "pw-long-1"}),
             )
             .await;
         assert_eq!(r.status, 200, "{}", r.text);
@@ -128,7 +128,10 @@ async fn full_flow_survives_a_restart() {
     let r = s.post_empty("/methods/count").await;
     assert_eq!(r.json, json!(2));
     let r = s
-        .post("/users/login", json!({"username": "ada", "password": "pw"}))
+        .post(
+            "/users/login",
+            json!({"username": "ada", "password": "pw-long-1"}),
+        )
         .await;
     assert_eq!(r.status, 200);
 }

@@ -79,7 +79,8 @@ pub struct AccountsSection {
     /// `require_verified_email` (default false): logins of accounts without a verified email
     /// are refused with 403, on both doors and the admin page.
     pub require_verified_email: bool,
-    /// `password_min_length` (default 8): the shortest password a reset accepts.
+    /// `password_min_length` (default 8): the shortest password a sign-up (both doors), a
+    /// password reset or the admin page accepts.
     pub password_min_length: usize,
     /// `verify_email_token_secs` (default 24 hours).
     pub verify_email_token: Duration,

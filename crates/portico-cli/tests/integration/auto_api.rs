@@ -63,12 +63,12 @@ async fn rules_publications_headers_and_ids() {
         .call(
             "POST",
             "/users/register",
-            Some(json!({"username": "ann", "password": "ann-pw"})),
+            Some(json!({"username": "ann", "password": "ann-password"})),
             &[],
         )
         .await;
     assert_eq!(reg.status, 200, "{}", reg.raw);
-    let (ann, ann_id) = server.auto_login("ann", "ann-pw").await;
+    let (ann, ann_id) = server.auto_login("ann", "ann-password").await;
     let (root, _) = server.auto_login("root", "root-password").await;
 
     // insert = authenticated

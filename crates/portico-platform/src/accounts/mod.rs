@@ -82,7 +82,10 @@ pub struct AccountsConfig {
     /// When true, a password login of an account without a verified email address is refused
     /// ([`crate::LoginError::EmailNotVerified`]), on every door and the admin page.
     pub require_verified_email: bool,
-    /// The shortest password a password reset accepts, in characters (default 8).
+    /// The shortest password a client or an admin may choose, in characters (default 8):
+    /// checked by sign-ups on both doors ([`crate::LoginService::register`]), password resets
+    /// and the admin page ([`Accounts::check_password_length`]). Server code and the operator's
+    /// `portico users` commands set what they set.
     pub password_min_length: usize,
     /// The application's address: mailed links are `{app_url}/verify-email?token=...`,
     /// `{app_url}/reset-password?token=...` and `{app_url}/confirm-email-change?token=...`.

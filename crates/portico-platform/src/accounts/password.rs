@@ -258,6 +258,21 @@ impl Accounts {
         blocking(move || stored.verify(&digest)).await
     }
 
+    /// Checks a password a client or an admin chose against `password_min_length`. A password
+    /// sent as its SHA-256 digest (the form some clients use) cannot be measured and passes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidUser`] saying how long it must be.
+    pub fn check_password_length(&self, password: &Password) -> Result<()> {
+        let min = self.inner.config.password_min_length;
+        match password {
+            Password::Plain(p) if p.chars().count() < min => Err(Error::InvalidUser(format!(
+                "The password must have at least {min} characters"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// Sets a new password (argon2id), replacing any bcrypt hash. Login tokens are kept; mailed
     /// tokens (reset, verification and email-change links) stop working.
     ///

@@ -116,17 +116,17 @@ on_every_backend! {
     async fn sign_ups_are_limited_per_address(p: Platform) -> TestResult {
         let logins = p.login_service({ let mut o = LoginLimits::default(); o.register_per_address = Some(Limit::new(3, Duration::from_secs(60))); o });
         for n in 0..3 {
-            let body = json!({"username": format!("u{n}"), "password": "pw"});
+            let body = json!({"username": format!("u{n}"), "password": "pw-long-1"});
             logins.register(Some(&body), ip("10.0.0.5"), true).await?;
         }
-        let body = json!({"username": "u9", "password": "pw"});
+        let body = json!({"username": "u9", "password": "pw-long-1"});
         assert!(matches!(
             logins.register(Some(&body), ip("10.0.0.5"), true).await,
             Err(LoginError::TooManyAttempts(_))
         ));
         assert!(logins.register(Some(&body), ip("10.0.0.6"), true).await.is_ok());
         assert!(matches!(
-            logins.register(Some(&json!({"username": "U9", "password": "pw"})), ip("10.0.0.7"), true).await,
+            logins.register(Some(&json!({"username": "U9", "password": "pw-long-1"})), ip("10.0.0.7"), true).await,
             Err(LoginError::InvalidUser(_))
         ));
         assert!(matches!(

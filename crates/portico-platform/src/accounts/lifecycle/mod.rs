@@ -367,14 +367,7 @@ impl Lifecycle {
     /// [`Error::InvalidUser`] for a password shorter than `password_min_length` (the link still
     /// works then), [`Error::InvalidToken`]; store failures.
     pub async fn confirm_password_reset(&self, token: &str, password: Password) -> Result<String> {
-        let min = self.accounts().config().password_min_length;
-        if let Password::Plain(p) = &password
-            && p.chars().count() < min
-        {
-            return Err(Error::InvalidUser(format!(
-                "The password must have at least {min} characters"
-            )));
-        }
+        self.accounts().check_password_length(&password)?;
         password.digest()?;
         let redeemed = tokens::redeem(self.store(), TokenKind::PasswordReset, token).await?;
         let user_id = redeemed.user_id;

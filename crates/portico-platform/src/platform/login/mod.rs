@@ -276,6 +276,9 @@ impl LoginService {
         self.record(&[(&key, self.limits.register_per_address)])
             .await;
         let registration = Registration::from_body(body).map_err(LoginError::InvalidUser)?;
+        accounts
+            .check_password_length(&registration.password)
+            .map_err(|e| LoginError::InvalidUser(e.to_string()))?;
         let email = registration.email.clone();
         let created = accounts
             .create_user(NewUser {
