@@ -1,6 +1,7 @@
 //! `fetch()` for scripts: HTTP requests to the hosts of `fetch_hosts` only.
 //!
-//! Only plain `http://` is served for now (the binary carries no TLS stack); redirects are not
+//! `http://` and `https://` (rustls; the certificate is checked against the system's trusted
+//! roots, which `SSL_CERT_FILE` / `SSL_CERT_DIR` can point elsewhere); redirects are not
 //! followed (a 3xx is the answer), so an allowed host cannot send a script elsewhere.
 
 use std::time::Duration;
@@ -81,9 +82,9 @@ impl Client {
             .unwrap_or_default();
         let url = reqwest::Url::parse(url_text)
             .map_err(|e| refused(format!("fetch({url_text:?}): not a URL: {e}")))?;
-        if url.scheme() != "http" {
+        if !matches!(url.scheme(), "http" | "https") {
             return Err(refused(format!(
-                "fetch({url_text:?}): only http:// URLs can be fetched"
+                "fetch({url_text:?}): only http:// and https:// URLs can be fetched"
             )));
         }
         if !self.allowed(&url) {

@@ -186,7 +186,7 @@ declare module "portico" {
   }
 }
 
-/** `fetch` reaches only the hosts of `[scripts] fetch_hosts`, over http://. */
+/** `fetch` reaches only the hosts of `[scripts] fetch_hosts`, over http:// or https://. */
 declare function fetch(
   url: string,
   init?: { method?: string; headers?: { [name: string]: string }; body?: string },

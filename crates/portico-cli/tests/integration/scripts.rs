@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::common::{Workspace, text};
+use super::common::{Server, Workspace, text};
 
 const CONFIG: &str = r#"
 [scripts]
@@ -678,4 +678,159 @@ async fn watch_reloads_edits_and_keeps_serving_through_a_broken_one() {
         log.contains("scripts not reloaded") && log.contains("server/lib/text.ts:2:"),
         "{log}"
     );
+}
+
+/// A local HTTPS server (Python's, with a certificate for `localhost` signed by a fresh test
+/// authority, both made by `openssl`) answering every GET with "secure pong"; its port, the
+/// authority's certificate and the child to kill.
+fn https_server(dir: &std::path::Path) -> (u16, std::path::PathBuf, std::process::Child) {
+    use std::io::BufRead;
+    let openssl = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl (Debian's openssl package) makes the test certificates");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            text(&out.stderr)
+        );
+    };
+    let quick = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    openssl(
+        &[
+            &["req", "-x509", "-days", "1", "-subj", "/CN=Portico test CA"][..],
+            &quick,
+            &["-keyout", "ca.key", "-out", "ca.pem"],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &["req", "-subj", "/CN=localhost"][..],
+            &quick,
+            &["-keyout", "key.pem", "-out", "leaf.csr"],
+        ]
+        .concat(),
+    );
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        "leaf.ext",
+        "-out",
+        "cert.pem",
+    ]);
+    let (cert, key, ca) = (
+        dir.join("cert.pem"),
+        dir.join("key.pem"),
+        dir.join("ca.pem"),
+    );
+    let server = r#"
+import http.server, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"secure pong"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+httpd = http.server.HTTPServer(("127.0.0.1", 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+print(httpd.server_address[1], flush=True)
+httpd.serve_forever()
+"#;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", server])
+        .arg(&cert)
+        .arg(&key)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("port line");
+    let port = line
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{line:?}: {e}"));
+    (port, ca, child)
+}
+
+/// `fetch` over https: a server whose authority the system trusts (`SSL_CERT_FILE`) answers;
+/// without it the server is refused (the certificate is checked), both through the binary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetch_reaches_https_hosts_and_checks_their_certificate() {
+    let ws = Workspace::new();
+    let (port, ca, mut https) = https_server(&ws.path(""));
+    ws.config(&format!(
+        "[scripts]\nmain = \"main.ts\"\nfetch_hosts = [\"localhost:{port}\"]\n\n[auto]\n"
+    ));
+    std::fs::write(
+        ws.path("main.ts"),
+        r#"import { methods } from "portico";
+methods({ async get(url: string) { const r = await fetch(url); return { status: r.status, body: await r.text() }; } });
+"#,
+    )
+    .unwrap();
+    let url = format!("https://localhost:{port}/hello");
+    let args = [
+        "serve",
+        "--config",
+        "portico.toml",
+        "--listen",
+        "127.0.0.1:0",
+    ];
+    let ca = ca.to_string_lossy().into_owned();
+    let trusted = Server::start_with_env(&ws.path(""), &args, &[("SSL_CERT_FILE", &ca)]);
+    let r = trusted
+        .call("POST", "/methods/get", Some(json!([url])), &[])
+        .await;
+    assert_eq!(
+        r.body,
+        json!({"status": 200, "body": "secure pong"}),
+        "{}",
+        r.raw
+    );
+    drop(trusted);
+    // The system's own roots do not include the test certificate: the fetch fails, unanswered.
+    let untrusted = ws.serve();
+    let r = untrusted
+        .call("POST", "/methods/get", Some(json!([url])), &[])
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"].clone()),
+        (502, json!("fetch-failed")),
+        "{}",
+        r.raw
+    );
+    assert!(r.raw.contains("certificate"), "{}", r.raw);
+    let _ = https.kill();
+    let _ = https.wait();
 }
