@@ -53,8 +53,10 @@ impl Access {
     }
 }
 
-/// One route: an HTTP method at a path, who may call it, and what goes in and out.
+/// One route: an HTTP method at a path, who may call it, and what goes in and out. Built with
+/// [`RouteDoc::new`] and its fields set, so a new field does not break callers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct RouteDoc {
     /// The door serving it.
     pub door: Door,

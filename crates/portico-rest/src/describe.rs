@@ -55,18 +55,13 @@ fn describe_route(path: &str, route: &Route) -> Vec<RouteDoc> {
                 .find(|(m, _)| *m == name)
                 .map(|(_, d)| d.clone())
                 .unwrap_or_else(|| EndpointDoc::new("custom endpoint"));
-            RouteDoc {
-                door: Door::Routes,
-                method: method(name),
-                path: path.to_owned(),
-                summary: doc.summary,
-                access: access(&options),
-                rules: doc.rules,
-                query: doc.query,
-                request_body: doc.request_body,
-                reply_body: doc.reply_body,
-                redirects: false,
-            }
+            let mut route = RouteDoc::new(Door::Routes, method(name), path, access(&options));
+            route.summary = doc.summary;
+            route.rules = doc.rules;
+            route.query = doc.query;
+            route.request_body = doc.request_body;
+            route.reply_body = doc.reply_body;
+            route
         })
         .collect()
 }
