@@ -196,4 +196,20 @@ fn the_every_key_config_of_the_api_checks_stays_valid() {
     assert!(doc["paths"]["/api/v1/batch"]["post"].is_object());
     assert!(doc["paths"]["/mine/widgets"]["get"].is_object());
     assert!(doc["paths"]["/auth/password-reset/confirm"]["post"].is_object());
+    // The list and read parameters of relations and search.
+    let query = |path: &str| -> Vec<String> {
+        doc["paths"][path]["get"]["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["in"] == "query")
+            .filter_map(|p| p["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let list = query("/api/v1/notes");
+    assert!(
+        list.iter().any(|n| n == "expand") && list.iter().any(|n| n == "search"),
+        "{list:?}"
+    );
+    assert_eq!(query("/api/v1/notes/{id}"), ["expand"]);
 }
