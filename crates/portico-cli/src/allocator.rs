@@ -3,7 +3,10 @@
 //! After a burst of large requests the system allocator (glibc) kept most of the peak resident:
 //! freed small blocks stay in per-thread arenas that are only trimmed at their top. jemalloc
 //! (the default feature) with background threads was back within 2x of idle 10 s after the
-//! burst; mimalloc and a tuned glibc were not. See the crate README ("Memory") for the figures.
+//! burst; mimalloc and a tuned glibc were not. The workspace's `.cargo/config.toml` builds
+//! jemalloc with a 250 ms decay (`JEMALLOC_SYS_WITH_MALLOC_CONF`), so freed pages go back within
+//! a quarter second: eight clients sending the worst bodies at once peak at about 200 MiB instead
+//! of 310. See the crate README ("Memory") for the figures.
 
 #[cfg(feature = "jemalloc")]
 #[global_allocator]
