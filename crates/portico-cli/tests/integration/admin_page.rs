@@ -40,16 +40,7 @@ async fn served_at_the_default_path_for_admins_beside_both_doors() {
         )
         .await;
     assert_eq!(refused.status, 403, "{}", refused.raw);
-    let login = server
-        .call(
-            "POST",
-            "/_/api/login",
-            Some(json!({"user": "root", "password": "root-secret"})),
-            &[],
-        )
-        .await;
-    assert_eq!(login.status, 200, "{}", login.raw);
-    let token = login.body["token"].as_str().unwrap_or_default().to_owned();
+    let token = server.admin_token("root", "root-secret").await;
     let routes = server
         .call("GET", "/_/api/routes", None, &[("X-Auth-Token", &token)])
         .await;

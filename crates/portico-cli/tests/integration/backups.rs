@@ -507,16 +507,7 @@ async fn serve_takes_scheduled_backups_keeps_the_newest_and_the_admin_page_lists
     assert!(now.len() <= 2, "keep = 2, found {now:?}");
 
     // The admin API: only admins, list, start, download.
-    let login = server
-        .call(
-            "POST",
-            "/_/api/login",
-            Some(json!({"user": "root", "password": "root-secret-1"})),
-            &[],
-        )
-        .await;
-    assert_eq!(login.status, 200, "{}", login.raw);
-    let token = login.body["token"].as_str().unwrap().to_owned();
+    let token = server.admin_token("root", "root-secret-1").await;
     let auth = [("X-Auth-Token", token.as_str())];
     assert_eq!(
         server.call("GET", "/_/api/backups", None, &[]).await.status,

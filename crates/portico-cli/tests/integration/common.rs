@@ -245,6 +245,21 @@ impl Server {
         }
     }
 
+    /// Logs `user` in to the admin page's API (`POST /_/api/login`), asserting it succeeds;
+    /// its token.
+    pub(crate) async fn admin_token(&self, user: &str, password: &str) -> String {
+        let login = self
+            .call(
+                "POST",
+                "/_/api/login",
+                Some(serde_json::json!({"user": user, "password": password})),
+                &[],
+            )
+            .await;
+        assert_eq!(login.status, 200, "admin login of {user}: {}", login.raw);
+        login.body["token"].as_str().unwrap_or_default().to_owned()
+    }
+
     pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }

@@ -1135,18 +1135,9 @@ update = "authenticated"
     assert_eq!(doc["data"]["attachments"], json!([]));
 
     // The admin page of the binary attaches files through the same service.
-    let login = server
-        .call(
-            "POST",
-            "/_/api/login",
-            Some(json!({"user": "root", "password": "root-secret"})),
-            &[],
-        )
-        .await;
-    assert_eq!(login.status, 200, "{}", login.raw);
     let root = Client {
         server: &server,
-        token: login.body["token"].as_str().unwrap().to_owned(),
+        token: server.admin_token("root", "root-secret").await,
     };
     let (status, meta) = root
         .upload(

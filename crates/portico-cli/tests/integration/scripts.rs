@@ -620,15 +620,7 @@ async fn watch_reloads_edits_and_keeps_serving_through_a_broken_one() {
         .await;
     assert_eq!(r.body, json!("A!"));
     // The admin page's API view lists the script's methods, publications and routes.
-    let login = server
-        .call(
-            "POST",
-            "/_/api/login",
-            Some(json!({"user": "root", "password": "root-secret"})),
-            &[],
-        )
-        .await;
-    let token = login.body["token"].as_str().unwrap_or_default().to_owned();
+    let token = server.admin_token("root", "root-secret").await;
     let routes = server
         .call("GET", "/_/api/routes", None, &[("X-Auth-Token", &token)])
         .await;
