@@ -276,7 +276,7 @@ impl Collection {
         }
         if let (Some((modifier, fields)), true) = (hooked, result.matched > 0) {
             self.after_update(user_id, vec![doc], fields, modifier)
-                .await?;
+                .await;
         }
         Ok(result.matched)
     }

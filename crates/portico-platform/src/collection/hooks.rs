@@ -143,10 +143,9 @@ impl Collection {
         let mut doc = hooks.before_insert(user_id.map(str::to_owned), doc).await?;
         if doc.get("_id") != id.as_ref() {
             // A hook may change the document, not which document it is.
-            match id {
-                Some(id) => doc.shift_insert(0, "_id".into(), id),
-                None => None,
-            };
+            if let Some(id) = id {
+                doc.shift_insert(0, "_id".into(), id);
+            }
         }
         self.validate(&doc)?;
         Ok(doc)
@@ -193,7 +192,7 @@ impl Collection {
         exact_options.multi = true;
         exact_options.upsert = false;
         let result = self.update_unhooked(&exact, &update, exact_options).await?;
-        self.after_update(user_id, found, fields, modifier).await?;
+        self.after_update(user_id, found, fields, modifier).await;
         Ok(result)
     }
 
@@ -231,21 +230,30 @@ impl Collection {
     }
 
     /// Runs the after-update hooks on the documents `previous` (as they were), read again now.
+    /// The write is stored already: a failed read is logged and skips that document's hooks,
+    /// as a failing after hook would, rather than failing a write that was done.
     pub(super) async fn after_update(
         &self,
         user_id: Option<&str>,
         previous: Vec<Document>,
         fields: Vec<String>,
         modifier: Value,
-    ) -> Result<()> {
+    ) {
         let Some(hooks) = self.watching(HookWhen::After, HookOp::Update) else {
-            return Ok(());
+            return;
         };
         for before in previous {
             let Some(id) = before.get("_id").and_then(Value::as_str) else {
                 continue;
             };
-            if let Some(now) = self.get(id).await? {
+            let now = match self.get(id).await {
+                Ok(now) => now,
+                Err(e) => {
+                    tracing::error!(collection = %self.name(), id, "after.update hooks skipped: the updated document could not be read: {e}");
+                    continue;
+                }
+            };
+            if let Some(now) = now {
                 hooks
                     .after_update(
                         user_id.map(str::to_owned),
@@ -257,7 +265,6 @@ impl Collection {
                     .await;
             }
         }
-        Ok(())
     }
 
     /// A remove of what `selector` finds, with the remove hooks (as
