@@ -314,14 +314,17 @@ pub trait Store: Send + Sync + 'static {
     async fn list_collections(&self) -> Result<Vec<String>>;
 
     /// A number that differs from any earlier answer once a write to `collection` may have
-    /// committed since, made through this store, another store on the same data or another
-    /// process. Read it before reading data you mean to keep (a cache); while it is unchanged,
-    /// nothing you read since has changed. `None` when the backend cannot tell cheaply (many
-    /// servers on one PostgreSQL database): then nothing read may be cached.
+    /// committed before this call began, made through this store, another store on the same
+    /// data or another process (another instance on the same PostgreSQL database). Read it
+    /// before reading data you mean to keep (a cache); while it is unchanged, nothing you read
+    /// since has changed. `None` when the backend cannot tell (the memory backend, or PostgreSQL
+    /// while its stamps cannot be read): then nothing read may be cached.
     ///
     /// It may change more often than needed (the SQLite backend changes it on a commit to any
-    /// collection), never less.
-    fn change_stamp(&self, collection: &str) -> Option<u64> {
+    /// collection), never less. On PostgreSQL it is read from the database, but concurrent
+    /// callers share one read that started after they called, so under load it costs a fraction
+    /// of a round trip per call.
+    async fn change_stamp(&self, collection: &str) -> Option<u64> {
         let _ = collection;
         None
     }

@@ -136,8 +136,8 @@ impl Store for Measured {
         timed("drop_collection", self.0.drop_collection(collection)).await
     }
 
-    fn change_stamp(&self, collection: &str) -> Option<u64> {
-        self.0.change_stamp(collection)
+    async fn change_stamp(&self, collection: &str) -> Option<u64> {
+        self.0.change_stamp(collection).await
     }
 
     async fn list_collections(&self) -> StoreResult<Vec<String>> {

@@ -139,11 +139,11 @@ impl Accounts {
             )));
         }
         let store = self.store();
-        if let Some(user) = self.inner.tokens.get(store, USERS, path, hashed) {
-            return Ok(Some(user));
-        }
-        // Read before the lookup: a write committing after this point makes the entry stale.
-        let stamp = token_cache::TokenCache::stamp(store, USERS);
+        // The stamp is read before the lookup: a write committing after it makes the entry stale.
+        let stamp = match self.inner.tokens.get(store, USERS, path, hashed).await {
+            token_cache::Cached::Hit(user) => return Ok(Some(user)),
+            token_cache::Cached::Miss(stamp) => stamp,
+        };
         self.ensure_token_index(path).await?;
         let Some(user) = store.find_one(USERS, &lookup::exact(path, hashed)?).await? else {
             return Ok(None);

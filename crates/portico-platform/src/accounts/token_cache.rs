@@ -7,11 +7,13 @@
 //!
 //! - the store's [`Store::change_stamp`] of the users collection, read *before* the lookup: any
 //!   write that commits after it changes the stamp, so an entry is used only while nothing has
-//!   been written since its lookup began (in this process or, for SQLite, any other);
+//!   been written since its lookup began (in this process or, for SQLite, any other; on
+//!   PostgreSQL, by any instance on the database: the stamp is read from the database, by a
+//!   read that started after the request did, shared by the requests waiting at that moment);
 //! - the token's expiry, checked against the clock on every use.
 //!
-//! A backend without a cheap stamp (PostgreSQL, where other servers write) answers `None`, and
-//! then nothing is cached: every request reads the store, as before.
+//! A backend without a stamp (the memory backend; PostgreSQL while it cannot read its stamps)
+//! answers `None`, and then nothing is cached: every request reads the store.
 //!
 //! Keys are the hashed tokens (never the tokens themselves), with the token path. The cache is
 //! bounded: when full it is emptied, which costs one lookup per live token.
@@ -43,32 +45,41 @@ pub(crate) struct TokenCache {
     entries: Mutex<HashMap<String, Entry>>,
 }
 
-impl TokenCache {
-    /// The stamp to keep with an answer about to be looked up: `None` means "do not cache".
-    pub(crate) fn stamp(store: &dyn Store, users: &str) -> Option<u64> {
-        store.change_stamp(users)
-    }
+/// What the cache knows of a token.
+pub(crate) enum Cached {
+    /// The user holding it, nothing written since the lookup and not expired.
+    Hit(Document),
+    /// Not known: look it up, and keep the answer with this stamp (read before the lookup;
+    /// `None`: do not keep it).
+    Miss(Option<u64>),
+}
 
-    /// The cached user for `hashed` at `path`, if the entry is still good: nothing written since
-    /// its lookup (the store's current stamp equals the entry's) and not expired now.
-    pub(crate) fn get(
+impl TokenCache {
+    /// The cached user for `hashed` at `path` if the entry is still good (nothing written since
+    /// its lookup: the store's current stamp equals the entry's; and not expired now), else the
+    /// stamp just read, to keep with the answer about to be looked up. One stamp read per call.
+    pub(crate) async fn get(
         &self,
         store: &dyn Store,
         users: &str,
         path: &str,
         hashed: &str,
-    ) -> Option<Document> {
-        let current = store.change_stamp(users)?;
+    ) -> Cached {
+        let Some(current) = store.change_stamp(users).await else {
+            return Cached::Miss(None);
+        };
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        let entry = entries.get(hashed)?;
+        let Some(entry) = entries.get(hashed) else {
+            return Cached::Miss(Some(current));
+        };
         let live = entry.path == path
             && entry.stamp == current
             && entry.expires.is_none_or(|at| Utc::now() < at);
         if !live {
             entries.remove(hashed);
-            return None;
+            return Cached::Miss(Some(current));
         }
-        Some(entry.user.clone())
+        Cached::Hit(entry.user.clone())
     }
 
     /// Keeps `user` as the holder of `hashed` at `path`, looked up after `stamp` was read.

@@ -91,26 +91,163 @@ async fn another_process_removing_the_user_refuses_the_cached_token() -> TestRes
     Ok(())
 }
 
-/// Where other servers may write (PostgreSQL), the store gives no change stamp, so nothing is
-/// cached; SQLite gives one that moves on every commit.
+/// SQLite gives a change stamp that moves on every commit; the memory backend none.
 #[tokio::test]
 async fn change_stamps_move_on_writes_and_are_absent_in_memory() -> TestResult {
     let (_dir, p) = crate::common::sqlite().await?;
-    let before = p.store().change_stamp(USERS).ok_or("sqlite has a stamp")?;
-    assert_eq!(p.store().change_stamp(USERS), Some(before));
+    let before = p
+        .store()
+        .change_stamp(USERS)
+        .await
+        .ok_or("sqlite has a stamp")?;
+    assert_eq!(p.store().change_stamp(USERS).await, Some(before));
     p.collection("other")
         .insert(crate::common::doc(json!({"a": 1})))
         .await?;
-    assert_ne!(p.store().change_stamp(USERS), Some(before));
+    assert_ne!(p.store().change_stamp(USERS).await, Some(before));
     let m = crate::common::memory().await?;
-    assert_eq!(m.store().change_stamp(USERS), None);
+    assert_eq!(m.store().change_stamp(USERS).await, None);
     Ok(())
 }
 
+/// Two instances on one PostgreSQL database (two platforms, as two `portico serve`): each test
+/// resolves a token on B twice (cached: B's stamp is there and unchanged), changes something on
+/// A, and checks B's very next resolution sees it, without waiting for the change feed.
 #[cfg(feature = "postgres")]
-#[tokio::test]
-async fn postgres_has_no_change_stamp_so_nothing_is_cached() -> TestResult {
-    let p = crate::common::postgres().await?;
-    assert_eq!(p.store().change_stamp(USERS), None);
-    Ok(())
+mod two_instances {
+    use super::*;
+
+    async fn pair(
+        config: impl Fn() -> PlatformConfig,
+    ) -> Result<(Platform, Platform), Box<dyn std::error::Error>> {
+        let url = crate::common::postgres_database().await?;
+        let a = Platform::open_with(&url, config()).await?;
+        let b = Platform::open_with(&url, config()).await?;
+        Ok((a, b))
+    }
+
+    /// `ada` made on A, with a token resolved (and cached) on B; returns (id, token).
+    async fn ada_cached_on_b(
+        a: &Platform,
+        b: &Platform,
+    ) -> Result<(String, String), Box<dyn std::error::Error>> {
+        let id = a
+            .accounts()
+            .create_user(NewUser {
+                username: Some("ada".into()),
+                password: Some(Password::Plain("password".into())),
+                roles: vec!["editor".into()],
+                ..NewUser::default()
+            })
+            .await?;
+        let token = a.accounts().new_login_token(&id).await?.token;
+        let stamp = b
+            .store()
+            .change_stamp(USERS)
+            .await
+            .ok_or("postgres has a stamp")?;
+        for _ in 0..2 {
+            assert!(b.accounts().user_by_token(&token).await?.is_some());
+        }
+        assert_eq!(
+            b.store().change_stamp(USERS).await,
+            Some(stamp),
+            "cached, not moved"
+        );
+        Ok((id, token))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn logout_on_a_is_refused_on_b() -> TestResult {
+        let (a, b) = pair(PlatformConfig::default).await?;
+        let (id, token) = ada_cached_on_b(&a, &b).await?;
+        assert!(a.accounts().remove_token(&id, &token).await?);
+        assert!(b.accounts().user_by_token(&token).await?.is_none());
+        Ok(())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn removal_on_a_is_refused_on_b() -> TestResult {
+        let (a, b) = pair(PlatformConfig::default).await?;
+        let (id, token) = ada_cached_on_b(&a, &b).await?;
+        assert!(a.accounts().remove_user(&id).await?);
+        assert!(b.accounts().user_by_token(&token).await?.is_none());
+        Ok(())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn role_change_on_a_is_seen_on_b() -> TestResult {
+        let (a, b) = pair(PlatformConfig::default).await?;
+        let (id, token) = ada_cached_on_b(&a, &b).await?;
+        let user = b
+            .accounts()
+            .user_by_token(&token)
+            .await?
+            .ok_or("logged in")?;
+        assert_eq!(user["roles"], json!(["editor"]));
+        a.accounts().remove_roles(&id, &["editor".into()]).await?;
+        let user = b
+            .accounts()
+            .user_by_token(&token)
+            .await?
+            .ok_or("logged in")?;
+        assert_eq!(user["roles"], json!([]));
+        Ok(())
+    }
+
+    /// Expiry is checked against the clock on every use of a cached answer.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn expiry_is_refused_on_b() -> TestResult {
+        let short = || {
+            let mut config = PlatformConfig::default();
+            config.accounts = {
+                let mut o = AccountsConfig::default();
+                o.token_lifetime = Duration::milliseconds(600);
+                o
+            };
+            config
+        };
+        let (a, b) = pair(short).await?;
+        let (_, token) = ada_cached_on_b(&a, &b).await?;
+        tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+        assert!(b.accounts().user_by_token(&token).await?.is_none());
+        assert!(a.accounts().user_by_token(&token).await?.is_none());
+        Ok(())
+    }
+
+    /// Many tokens resolved on B at once while A logs them out one by one: once A's logout
+    /// returned, no resolution that starts on B lets that token through.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_resolutions_never_outlive_a_logout() -> TestResult {
+        let (a, b) = pair(PlatformConfig::default).await?;
+        let (id, _) = ada_cached_on_b(&a, &b).await?;
+        let mut tokens = Vec::new();
+        for _ in 0..10 {
+            tokens.push(a.accounts().new_login_token(&id).await?.token);
+        }
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut readers = Vec::new();
+        for _ in 0..4 {
+            let (b, tokens, stop) = (b.clone(), tokens.clone(), stop.clone());
+            readers.push(tokio::spawn(async move {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for t in &tokens {
+                        let _ = b.accounts().user_by_token(t).await;
+                    }
+                }
+            }));
+        }
+        for t in &tokens {
+            assert!(a.accounts().remove_token(&id, t).await?);
+            assert!(
+                b.accounts().user_by_token(t).await?.is_none(),
+                "a logged-out token"
+            );
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for r in readers {
+            r.await?;
+        }
+        Ok(())
+    }
 }

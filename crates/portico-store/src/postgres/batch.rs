@@ -37,7 +37,10 @@ pub(crate) async fn batch(
         done.push(outcome);
     }
     let last = done.len().saturating_sub(1);
-    for change in crate::feed::batch_changes(targets, &done) {
+    // By collection: two batches never wait on each other's stamp rows in opposite orders.
+    let mut changes = crate::feed::batch_changes(targets, &done);
+    changes.sort_by(|a, b| a.collection().cmp(&b.collection()));
+    for change in changes {
         super::feed::notify(&tx, &change)
             .await
             .map_err(|e| BatchError::new(last, e))?;

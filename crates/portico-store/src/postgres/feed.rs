@@ -83,9 +83,19 @@ fn decode(payload: &str) -> Option<Change> {
 }
 
 /// Sends `change` inside `tx`: delivered to every listener when `tx` commits, never otherwise.
+/// The same statement moves the collection's change stamp (see `stamp.rs`), on the slot of this
+/// connection, so the stamp and the documents become visible together.
 pub(crate) async fn notify(tx: &Transaction<'_>, change: &Change) -> Result<()> {
-    let stmt = tx.prepare_cached("SELECT pg_notify($1, $2)").await?;
-    tx.execute(&stmt, &[&CHANNEL, &encode(change)]).await?;
+    let stmt = tx
+        .prepare_cached(&format!(
+            "WITH stamp AS (UPDATE portico_stamps SET v = v + 1 \
+             WHERE name = $3 AND slot = pg_backend_pid() % {}) \
+             SELECT pg_notify($1, $2)",
+            super::stamp::SLOTS
+        ))
+        .await?;
+    tx.execute(&stmt, &[&CHANNEL, &encode(change), &change.collection()])
+        .await?;
     Ok(())
 }
 

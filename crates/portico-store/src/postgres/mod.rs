@@ -28,6 +28,7 @@
 //! | `query.rs` | `find`, `count`, `get`: candidates decided by the reference matcher, in batches |
 //! | `write.rs` | insert, update, remove, `ensure_index`, drop, each one transaction |
 //! | `feed.rs` | the change feed: notifications sent in each write transaction, a listener per instance |
+//! | `stamp.rs` | change stamps: a counter per collection moved by every write, read shared by concurrent callers |
 //! | `error.rs` | PostgreSQL's errors as the store's, [`crate::Error::Unavailable`] among them |
 //!
 //! The layout is the SQLite backend's: a table per collection with the document's exact text,
@@ -54,6 +55,7 @@ mod pool;
 mod query;
 mod schema;
 mod search;
+mod stamp;
 mod write;
 
 pub mod testing;
@@ -70,6 +72,7 @@ pub struct PostgresStore {
     /// Settings of the change feed's listening connection.
     config: tokio_postgres::Config,
     feed: std::sync::Arc<feed::Feed>,
+    stamps: std::sync::Arc<stamp::Stamps>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -96,6 +99,7 @@ impl PostgresStore {
         let (pool, config) = pool::build_with_config(url)?;
         let store = PostgresStore {
             pool,
+            stamps: std::sync::Arc::new(stamp::Stamps::new(config.clone())),
             config,
             feed: std::sync::Arc::default(),
         };
@@ -260,6 +264,10 @@ impl Store for PostgresStore {
     async fn list_collections(&self) -> Result<Vec<String>> {
         let client = self.client().await?;
         schema::list_collections(&client).await
+    }
+
+    async fn change_stamp(&self, collection: &str) -> Option<u64> {
+        self.stamps.stamp(collection).await
     }
 
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<crate::Change>> {

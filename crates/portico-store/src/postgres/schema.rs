@@ -67,6 +67,21 @@ pub(crate) async fn init(client: &mut Client) -> Result<()> {
          );",
     )
     .await?;
+    // Change stamps (see `stamp.rs`): rows for every collection, also those made before
+    // stamps existed, so that from now on every write moves its collection's stamp.
+    tx.batch_execute(&format!(
+        "CREATE TABLE IF NOT EXISTS portico_stamps (
+             name text COLLATE \"C\" NOT NULL,
+             slot integer NOT NULL,
+             v bigint NOT NULL,
+             PRIMARY KEY (name, slot)
+         );
+         INSERT INTO portico_stamps (name, slot, v)
+             SELECT name, s, 0 FROM portico_collections, generate_series(0, {} - 1) AS s
+             ON CONFLICT (name, slot) DO NOTHING;",
+        super::stamp::SLOTS
+    ))
+    .await?;
     tx.batch_execute(
         "CREATE TABLE IF NOT EXISTS portico_search (
              collection text COLLATE \"C\" PRIMARY KEY,
@@ -192,14 +207,20 @@ pub(crate) async fn create_collection(client: &mut Client, collection: &str) -> 
         )
         .await?;
     tx.execute(&stmt, &[&collection]).await?;
-    let stmt = tx
-        .prepare_cached(
-            "INSERT INTO portico_counts (name, slot, n) \
-             SELECT $1, s, 0 FROM generate_series(0, $2 - 1) AS s \
-             ON CONFLICT (name, slot) DO NOTHING",
-        )
-        .await?;
-    tx.execute(&stmt, &[&collection, &COUNT_SLOTS]).await?;
+    // The count's slots, and the change stamp's (kept when the collection is dropped: a stamp
+    // never goes back).
+    for (table, slots) in [
+        ("portico_counts (name, slot, n)", COUNT_SLOTS),
+        ("portico_stamps (name, slot, v)", super::stamp::SLOTS),
+    ] {
+        let stmt = tx
+            .prepare_cached(&format!(
+                "INSERT INTO {table} SELECT $1, s, 0 FROM generate_series(0, $2 - 1) AS s \
+                 ON CONFLICT (name, slot) DO NOTHING"
+            ))
+            .await?;
+        tx.execute(&stmt, &[&collection, &slots]).await?;
+    }
     tx.commit().await?;
     Ok(())
 }

@@ -538,7 +538,7 @@ impl Store for SqliteStore {
         Ok(())
     }
 
-    fn change_stamp(&self, _collection: &str) -> Option<u64> {
+    async fn change_stamp(&self, _collection: &str) -> Option<u64> {
         // SQLite's data version of the whole file: any commit on another connection changes
         // it, also one of another process (`portico users remove` beside the server), so a
         // cache keyed on it never outlives a write it did not see.

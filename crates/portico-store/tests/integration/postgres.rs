@@ -246,3 +246,137 @@ async fn a_database_that_goes_away_is_unavailable_then_comes_back() {
         2
     );
 }
+
+/// Change stamps across instances: every kind of write on one instance moves the stamp the
+/// other reads on its very next call (no waiting for the change feed), a read alone does not,
+/// and a collection made before stamps existed gets one when an instance starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_on_one_instance_moves_the_stamp_the_other_reads_next() {
+    let (a, b) = two_instances().await;
+    assert_eq!(
+        b.change_stamp("notes").await,
+        None,
+        "no collection, no stamp"
+    );
+    a.insert("notes", doc(json!({"_id": "n1", "n": 1})))
+        .await
+        .expect("insert");
+    let mut last = b.change_stamp("notes").await.expect("a stamp once made");
+    let other = b.change_stamp("other").await;
+    b.get("notes", "n1").await.expect("get");
+    assert_eq!(
+        b.change_stamp("notes").await,
+        Some(last),
+        "reads move nothing"
+    );
+    let inc = Update::parse(&json!({"$inc": {"n": 1}})).expect("update");
+    let by_id = Selector::by_id("n1");
+    for round in 0..50 {
+        match round % 5 {
+            0 => {
+                a.update("notes", &by_id, &inc, UpdateOptions::default())
+                    .await
+                    .expect("update");
+            }
+            1 => {
+                a.insert("notes", doc(json!({"_id": format!("x{round}")})))
+                    .await
+                    .expect("insert");
+            }
+            2 => {
+                a.remove("notes", &Selector::by_id(&format!("x{}", round - 1)))
+                    .await
+                    .expect("remove");
+            }
+            3 => {
+                let op = portico_store::BatchOp::Update {
+                    collection: "notes".into(),
+                    selector: by_id.clone(),
+                    update: inc.clone(),
+                };
+                a.batch(vec![op]).await.expect("batch");
+            }
+            _ => {
+                a.insert_many("notes", vec![doc(json!({})), doc(json!({}))])
+                    .await
+                    .expect("insert many");
+            }
+        }
+        let now = b.change_stamp("notes").await.expect("stamp");
+        assert!(now > last, "round {round}: {now} after {last}");
+        last = now;
+    }
+    assert_eq!(b.change_stamp("other").await, other, "per collection");
+    // Dropping moves it too, and it never goes back when the collection is made again.
+    a.drop_collection("notes").await.expect("drop");
+    let dropped = b.change_stamp("notes").await.expect("kept when dropped");
+    assert!(dropped > last);
+    a.insert("notes", doc(json!({}))).await.expect("again");
+    assert!(b.change_stamp("notes").await.expect("stamp") > dropped);
+}
+
+/// Many callers at once share reads, and each still sees every write committed before it
+/// called: writes and reads interleave from several tasks, each checking its own order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_callers_share_reads_without_missing_a_write() {
+    let (a, b) = two_instances().await;
+    a.insert("notes", doc(json!({"_id": "n", "n": 0})))
+        .await
+        .expect("insert");
+    let inc = Update::parse(&json!({"$inc": {"n": 1}})).expect("update");
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let (a, b, inc) = (Arc::clone(&a), Arc::clone(&b), inc.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..20 {
+                let before = b.change_stamp("notes").await.expect("stamp");
+                a.update(
+                    "notes",
+                    &Selector::by_id("n"),
+                    &inc,
+                    UpdateOptions::default(),
+                )
+                .await
+                .expect("update");
+                let after = b.change_stamp("notes").await.expect("stamp");
+                assert!(after > before, "{after} after {before}");
+            }
+        }));
+    }
+    // Readers only, at the same time: each answer is at least the last one it saw.
+    for _ in 0..4 {
+        let b = Arc::clone(&b);
+        tasks.push(tokio::spawn(async move {
+            let mut last = 0;
+            for _ in 0..100 {
+                let now = b.change_stamp("notes").await.expect("stamp");
+                assert!(now >= last);
+                last = now;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("task");
+    }
+}
+
+/// A database whose collections were made before change stamps existed: the next instance to
+/// start gives them stamps, which writes then move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collections_made_before_stamps_get_them_at_start() {
+    let url = tokio::task::spawn_blocking(|| cluster().create_database())
+        .await
+        .expect("task")
+        .expect("create database");
+    let a = PostgresStore::open(&url).await.expect("open a");
+    a.insert("notes", doc(json!({}))).await.expect("insert");
+    let db = url.rsplit('/').next().unwrap_or_default().to_owned();
+    tokio::task::spawn_blocking(move || cluster().sql(&db, "DROP TABLE portico_stamps"))
+        .await
+        .expect("task")
+        .expect("drop the stamps");
+    let b = PostgresStore::open(&url).await.expect("open b");
+    let first = b.change_stamp("notes").await.expect("made at start");
+    a.insert("notes", doc(json!({}))).await.expect("insert");
+    assert!(b.change_stamp("notes").await.expect("stamp") > first);
+}
