@@ -39,6 +39,7 @@
 //! | [`Sort`], [`Projection`], [`Query`] | sort on dotted paths, skip, limit, inclusion or exclusion of fields |
 //! | [`Store`] | the async, object-safe backend trait; [`open`] picks a backend from a URL; [`Store::insert_stream`] writes a stream of any size all or nothing |
 //! | [`feed`] | the change feed: what each committed write changed, for live queries ([`Store::changes`]) |
+//! | [`routing`] | who reads: the scope a server sets per request, so reads can go to replicas with read-your-writes kept |
 //! | [`json`] | bounded parsing of JSON bodies: nesting and value count checked before anything is built |
 //! | limits | documents up to [`MAX_DOCUMENT_BYTES`] (16 MiB of JSON), `_id`s up to [`MAX_ID_BYTES`] (512), on every write; a sorted query's `skip + limit` up to [`MAX_SORTED_WINDOW`] (10,000) |
 //!
@@ -77,6 +78,7 @@ mod modifier;
 mod number;
 mod projection;
 mod redact;
+pub mod routing;
 mod search;
 mod selector;
 mod sort;

@@ -8,6 +8,7 @@
 //! | `durability` | a writer killed with SIGKILL keeps every acknowledged write (SQLite, PostgreSQL) |
 //! | `fuzz` | selector, modifier and bounded-JSON fuzzing from the corpus in `fuzz/corpus/` |
 //! | `postgres` | what only PostgreSQL has: instances sharing a database, a server that goes away |
+//! | `replicas` | reads served by a streaming replica, read-your-writes, a lagging or stopped replica |
 //!
 //! The PostgreSQL tests (feature `postgres`) start one throwaway cluster per test binary and use
 //! a fresh database per test; they need Debian's `postgresql` package (`initdb`, `pg_ctl`) and
@@ -35,3 +36,6 @@ mod fuzz;
 #[cfg(feature = "postgres")]
 #[path = "integration/postgres.rs"]
 mod postgres;
+#[cfg(feature = "postgres")]
+#[path = "integration/replicas.rs"]
+mod replicas;

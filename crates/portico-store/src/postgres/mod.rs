@@ -30,6 +30,7 @@
 //! | `feed.rs` | the change feed: notifications sent in each write transaction, a listener per instance |
 //! | `stamp.rs` | change stamps: a counter per collection moved by every write, read shared by concurrent callers |
 //! | `error.rs` | PostgreSQL's errors as the store's, [`crate::Error::Unavailable`] among them |
+//! | `replica.rs` | read replicas: which read goes where, read-your-writes, polling their health |
 //!
 //! The layout is the SQLite backend's: a table per collection with the document's exact text,
 //! index tables `(value, id)` for dotted paths (arrays included) written in the transaction of
@@ -53,6 +54,7 @@ mod feed;
 mod plan;
 mod pool;
 mod query;
+mod replica;
 mod schema;
 mod search;
 mod stamp;
@@ -63,9 +65,61 @@ pub mod testing;
 use async_trait::async_trait;
 use deadpool_postgres::{Client, Pool};
 
+pub use replica::{ReplicaState, ReplicaStatus};
+
 use crate::{Document, Query, Result, Selector, Store, Update, UpdateOptions, UpdateResult};
 
+/// How far behind the primary a read replica may fall before its reads go to the primary
+/// instead (see [`PostgresOptions::replica_max_lag`]): one second.
+pub const DEFAULT_REPLICA_MAX_LAG: std::time::Duration = std::time::Duration::from_millis(1000);
+
+/// Options of [`PostgresStore::open_with`]. Build with `PostgresOptions::default()` and set
+/// the fields.
+///
+/// ```
+/// let mut options = portico_store::postgres::PostgresOptions::default();
+/// options.replicas = vec!["postgres://app:secret@replica1/app".into()];
+/// assert_eq!(options.replica_max_lag.as_millis(), 1000);
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct PostgresOptions {
+    /// URLs of read replicas (hot standbys streaming from the primary) that answer reads made
+    /// inside a [`crate::routing::Reader`] scope; none by default. See the module `replica.rs`
+    /// docs in [`PostgresStore`]'s: writes, the change feed and reads outside a scope use the
+    /// primary, and each caller reads its own writes.
+    pub replicas: Vec<String>,
+    /// A replica further behind the primary than this (in time) is skipped until it catches
+    /// up ([`DEFAULT_REPLICA_MAX_LAG`] by default).
+    pub replica_max_lag: std::time::Duration,
+    /// Collections every read of which goes to the primary; a trailing `*` matches a prefix.
+    /// By default `users` and `portico_*` (accounts, login tokens, login limits, sign-in
+    /// state: where a stale read would refuse a fresh login or accept a revoked token).
+    pub primary_collections: Vec<String>,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        PostgresOptions {
+            replicas: Vec::new(),
+            replica_max_lag: DEFAULT_REPLICA_MAX_LAG,
+            primary_collections: vec!["users".into(), "portico_*".into()],
+        }
+    }
+}
+
 /// A [`Store`] in a PostgreSQL database. Cloning is cheap and shares the connection pool.
+///
+/// # Read replicas
+///
+/// With [`PostgresOptions::replicas`], reads made inside a [`crate::routing::Reader`] scope
+/// (gets, finds, counts, aggregates, searches) go to a replica that is up, within
+/// [`PostgresOptions::replica_max_lag`] of the primary, and has replayed every write of the
+/// scope's caller; anything else goes to the primary. After a write in a scope, the store
+/// records the primary's WAL insert position for that scope and its caller key, and the
+/// caller's reads stay on the primary until the replica's `pg_last_wal_replay_lsn()` (polled
+/// every 200 ms) has passed it. A replica that is down, lagging or failing a read is skipped
+/// and the read answered by the primary. [`PostgresStore::replica_status`] reports each one.
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool,
@@ -73,6 +127,42 @@ pub struct PostgresStore {
     config: tokio_postgres::Config,
     feed: std::sync::Arc<feed::Feed>,
     stamps: std::sync::Arc<stamp::Stamps>,
+    /// The read replicas, when there are any.
+    replicas: Option<std::sync::Arc<replica::Replicas>>,
+}
+
+/// Runs a read on the replica the running scope may use (counted, and on the primary when it
+/// fails there), else on the primary: `read!(store, Some(collection), |client| expression)`,
+/// the expression awaited inside.
+macro_rules! read {
+    ($store:expr, $collection:expr, |$client:ident| $body:expr) => {{
+        let store = $store;
+        let mut answer = None;
+        if let Some(replica) = store.replicas.as_ref().and_then(|r| r.pick($collection)) {
+            match replica.client().await {
+                Ok(connection) => {
+                    #[allow(unused_mut)]
+                    let mut $client = connection;
+                    match $body {
+                        Ok(value) => {
+                            replica.served();
+                            answer = Some(value);
+                        }
+                        Err(e) => replica.failed(&e),
+                    }
+                }
+                Err(e) => replica.failed(&e),
+            }
+        }
+        match answer {
+            Some(value) => Ok(value),
+            None => {
+                #[allow(unused_mut)]
+                let mut $client = store.client().await?;
+                $body
+            }
+        }
+    }};
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -96,16 +186,57 @@ impl PostgresStore {
     /// server cannot be reached, refuses the credentials, or has no such database (the message
     /// says which); [`crate::Error::Backend`] when the catalog cannot be created.
     pub async fn open(url: &str) -> Result<PostgresStore> {
+        PostgresStore::open_with(url, PostgresOptions::default()).await
+    }
+
+    /// As [`PostgresStore::open`], with `options` (read replicas). Replicas are polled once
+    /// before this returns (a healthy one is in use at once); one that cannot be reached does
+    /// not stop the store from opening, it is skipped until it answers.
+    ///
+    /// # Errors
+    /// As [`PostgresStore::open`]; [`crate::Error::InvalidUrl`] for a malformed replica URL.
+    pub async fn open_with(url: &str, options: PostgresOptions) -> Result<PostgresStore> {
         let (pool, config) = pool::build_with_config(url)?;
+        let replicas = if options.replicas.is_empty() {
+            None
+        } else {
+            Some(std::sync::Arc::new(replica::Replicas::new(
+                pool.clone(),
+                &options.replicas,
+                options.replica_max_lag,
+                options.primary_collections,
+            )?))
+        };
         let store = PostgresStore {
             pool,
             stamps: std::sync::Arc::new(stamp::Stamps::new(config.clone())),
             config,
             feed: std::sync::Arc::default(),
+            replicas,
         };
         let mut client = store.client().await?;
         schema::init(&mut client).await?;
+        if let Some(replicas) = &store.replicas {
+            replicas.poll().await;
+            replicas.start();
+        }
         Ok(store)
+    }
+
+    /// Each read replica's state, lag and reads, as last polled (empty without replicas).
+    pub fn replica_status(&self) -> Vec<ReplicaStatus> {
+        self.replicas
+            .as_ref()
+            .map(|r| r.status())
+            .unwrap_or_default()
+    }
+
+    /// Records a write just made, for read-your-writes (nothing without replicas).
+    async fn wrote<T>(&self, result: Result<T>) -> Result<T> {
+        if let Some(replicas) = &self.replicas {
+            replicas.wrote().await;
+        }
+        result
     }
 
     /// A connection from the pool, within the pool's timeouts.
@@ -126,13 +257,16 @@ pub(crate) async fn stored_format(url: &str) -> Result<Option<u32>> {
 impl Store for PostgresStore {
     async fn insert(&self, collection: &str, doc: Document) -> Result<String> {
         let mut client = self.client().await?;
-        let mut ids = write::insert_many(&mut client, collection, vec![doc]).await?;
-        Ok(ids.pop().unwrap_or_default())
+        let ids = write::insert_many(&mut client, collection, vec![doc]).await;
+        drop(client);
+        Ok(self.wrote(ids).await?.pop().unwrap_or_default())
     }
 
     async fn insert_many(&self, collection: &str, docs: Vec<Document>) -> Result<Vec<String>> {
         let mut client = self.client().await?;
-        write::insert_many(&mut client, collection, docs).await
+        let ids = write::insert_many(&mut client, collection, docs).await;
+        drop(client);
+        self.wrote(ids).await
     }
 
     async fn insert_stream(
@@ -141,13 +275,19 @@ impl Store for PostgresStore {
         batches: crate::DocumentBatches,
     ) -> Result<u64> {
         let mut client = self.client().await?;
-        write::insert_stream(&mut client, collection, batches).await
+        let n = write::insert_stream(&mut client, collection, batches).await;
+        drop(client);
+        self.wrote(n).await
     }
 
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>> {
         crate::top::check_sorted_window(query)?;
-        let mut client = self.client().await?;
-        query::find(&mut client, collection, query).await
+        read!(self, Some(collection), |client| query::find(
+            &mut client,
+            collection,
+            query
+        )
+        .await)
     }
 
     async fn find_json(&self, collection: &str, query: &Query) -> Result<Vec<String>> {
@@ -156,8 +296,13 @@ impl Store for PostgresStore {
         if !query.is_plain_page() {
             return crate::encode_all(&self.find(collection, query).await?);
         }
-        let client = self.client().await?;
-        query::page_json(&client, collection, query.skip, query.limit).await
+        read!(self, Some(collection), |client| query::page_json(
+            &client,
+            collection,
+            query.skip,
+            query.limit
+        )
+        .await)
     }
 
     async fn find_json_counted(
@@ -169,40 +314,55 @@ impl Store for PostgresStore {
         if !query.is_plain_page() {
             return crate::count_then_page(self, collection, query).await;
         }
-        let client = self.client().await?;
-        query::page_json_counted(&client, collection, query.skip, query.limit).await
+        read!(self, Some(collection), |client| {
+            query::page_json_counted(&client, collection, query.skip, query.limit).await
+        })
     }
 
     async fn find_one(&self, collection: &str, selector: &Selector) -> Result<Option<Document>> {
-        let mut client = self.client().await?;
         let query = Query {
             limit: Some(1),
             ..Query::new(selector.clone())
         };
-        Ok(query::find(&mut client, collection, &query)
-            .await?
-            .into_iter()
-            .next())
+        let found = read!(self, Some(collection), |client| query::find(
+            &mut client,
+            collection,
+            &query
+        )
+        .await)?;
+        Ok(found.into_iter().next())
     }
 
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Document>> {
-        let client = self.client().await?;
-        query::get(&client, collection, id).await
+        read!(self, Some(collection), |client| query::get(
+            &client, collection, id
+        )
+        .await)
     }
 
     async fn get_json(&self, collection: &str, id: &str) -> Result<Option<String>> {
-        let client = self.client().await?;
-        query::get_json(&client, collection, id).await
+        read!(self, Some(collection), |client| query::get_json(
+            &client, collection, id
+        )
+        .await)
     }
 
     async fn count(&self, collection: &str, selector: &Selector) -> Result<u64> {
-        let mut client = self.client().await?;
-        query::count(&mut client, collection, selector).await
+        read!(self, Some(collection), |client| query::count(
+            &mut client,
+            collection,
+            selector
+        )
+        .await)
     }
 
     async fn aggregate(&self, collection: &str, spec: &crate::Aggregate) -> Result<Vec<Document>> {
-        let mut client = self.client().await?;
-        aggregate::aggregate(&mut client, collection, spec).await
+        read!(self, Some(collection), |client| aggregate::aggregate(
+            &mut client,
+            collection,
+            spec
+        )
+        .await)
     }
 
     async fn update(
@@ -213,27 +373,37 @@ impl Store for PostgresStore {
         options: UpdateOptions,
     ) -> Result<UpdateResult> {
         let mut client = self.client().await?;
-        write::update(&mut client, collection, selector, update, options).await
+        let result = write::update(&mut client, collection, selector, update, options).await;
+        drop(client);
+        self.wrote(result).await
     }
 
     async fn remove(&self, collection: &str, selector: &Selector) -> Result<u64> {
         let mut client = self.client().await?;
-        write::remove(&mut client, collection, selector).await
+        let n = write::remove(&mut client, collection, selector).await;
+        drop(client);
+        self.wrote(n).await
     }
 
     async fn ensure_index(&self, collection: &str, path: &str) -> Result<()> {
         let mut client = self.client().await?;
-        write::ensure_index(&mut client, collection, path, false).await
+        let done = write::ensure_index(&mut client, collection, path, false).await;
+        drop(client);
+        self.wrote(done).await
     }
 
     async fn ensure_unique_index(&self, collection: &str, path: &str) -> Result<()> {
         let mut client = self.client().await?;
-        write::ensure_index(&mut client, collection, path, true).await
+        let done = write::ensure_index(&mut client, collection, path, true).await;
+        drop(client);
+        self.wrote(done).await
     }
 
     async fn ensure_search(&self, collection: &str, fields: &[String]) -> Result<()> {
         let mut client = self.client().await?;
-        search::ensure(&mut client, collection, fields).await
+        let done = search::ensure(&mut client, collection, fields).await;
+        drop(client);
+        self.wrote(done).await
     }
 
     async fn search(
@@ -241,13 +411,17 @@ impl Store for PostgresStore {
         collection: &str,
         search: &crate::Search,
     ) -> Result<(Vec<Document>, u64)> {
-        let client = self.client().await?;
-        search::search(&client, collection, search).await
+        read!(self, Some(collection), |client| search::search(
+            &client, collection, search
+        )
+        .await)
     }
 
     async fn drop_collection(&self, collection: &str) -> Result<()> {
         let mut client = self.client().await?;
-        write::drop_collection(&mut client, collection).await
+        let done = write::drop_collection(&mut client, collection).await;
+        drop(client);
+        self.wrote(done).await
     }
 
     async fn batch(
@@ -258,7 +432,12 @@ impl Store for PostgresStore {
             .client()
             .await
             .map_err(|e| crate::BatchError::new(0, e))?;
-        batch::batch(&mut client, ops).await
+        let outcomes = batch::batch(&mut client, ops).await;
+        drop(client);
+        if let Some(replicas) = &self.replicas {
+            replicas.wrote().await;
+        }
+        outcomes
     }
 
     async fn list_collections(&self) -> Result<Vec<String>> {

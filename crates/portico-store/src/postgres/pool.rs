@@ -33,6 +33,28 @@ pub(crate) const MAX_CONNECTIONS: usize = 16;
 /// # Errors
 /// [`Error::InvalidUrl`] when `url` is not a PostgreSQL connection URL.
 pub(crate) fn build_with_config(url: &str) -> Result<(Pool, tokio_postgres::Config)> {
+    build(url, CONNECT_TIMEOUT, POOL_TIMEOUT)
+}
+
+/// How long connecting to a read replica may take, and a read may wait for one of its free
+/// connections: a replica that is slow to answer is not worth waiting for when the primary can
+/// answer the read instead.
+pub(crate) const REPLICA_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Builds the pool of a read replica: as [`build_with_config`], with waits bounded by
+/// [`REPLICA_TIMEOUT`] (unless the URL sets `connect_timeout`).
+///
+/// # Errors
+/// [`Error::InvalidUrl`] when `url` is not a PostgreSQL connection URL.
+pub(crate) fn build_replica(url: &str) -> Result<Pool> {
+    build(url, REPLICA_TIMEOUT, REPLICA_TIMEOUT).map(|(pool, _)| pool)
+}
+
+fn build(
+    url: &str,
+    connect_timeout: Duration,
+    pool_timeout: Duration,
+) -> Result<(Pool, tokio_postgres::Config)> {
     let invalid = |reason: String| Error::InvalidUrl {
         url: crate::redact_url(url),
         reason,
@@ -48,7 +70,7 @@ pub(crate) fn build_with_config(url: &str) -> Result<(Pool, tokio_postgres::Conf
         ));
     }
     if config.get_connect_timeout().is_none() {
-        config.connect_timeout(CONNECT_TIMEOUT);
+        config.connect_timeout(connect_timeout);
     }
     if config.get_application_name().is_none() {
         config.application_name("portico");
@@ -66,9 +88,9 @@ pub(crate) fn build_with_config(url: &str) -> Result<(Pool, tokio_postgres::Conf
     );
     Pool::builder(manager)
         .max_size(MAX_CONNECTIONS)
-        .wait_timeout(Some(POOL_TIMEOUT))
-        .create_timeout(Some(CONNECT_TIMEOUT + Duration::from_secs(5)))
-        .recycle_timeout(Some(POOL_TIMEOUT))
+        .wait_timeout(Some(pool_timeout))
+        .create_timeout(Some(connect_timeout + Duration::from_secs(5)))
+        .recycle_timeout(Some(pool_timeout))
         .runtime(Runtime::Tokio1)
         .build()
         .map(|pool| (pool, config))

@@ -42,25 +42,7 @@ impl TestCluster {
     /// # Errors
     /// A message saying what is missing or what failed (with the server's log).
     pub fn start() -> Result<TestCluster, String> {
-        let bin = find_bin()?;
-        let as_nobody = is_root();
-        let dir = std::env::temp_dir().join(format!(
-            "portico-pg-{}-{}",
-            std::process::id(),
-            DATABASES.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {dir:?}: {e}"))?;
-        let mut cluster = TestCluster {
-            bin,
-            dir,
-            port: 0,
-            as_nobody,
-            options: String::new(),
-        };
-        if as_nobody {
-            run(Command::new("chown").arg("nobody").arg(&cluster.dir))?;
-        }
-        cluster.watch_parent()?;
+        let cluster = TestCluster::empty()?;
         let data = cluster.dir.join("data");
         let pwfile = cluster.dir.join("pwfile");
         std::fs::write(&pwfile, format!("{PASSWORD}\n"))
@@ -74,7 +56,7 @@ impl TestCluster {
                 "-U".as_ref(),
                 "postgres".as_ref(),
                 // TCP connections need the password (so tests can check wrong credentials);
-                // the unix socket is trusted (for `psql` in test setup).
+                // the unix socket is trusted (for `psql` in test setup, and replication).
                 "--auth-host=scram-sha-256".as_ref(),
                 "--auth-local=trust".as_ref(),
                 pwfile_arg.as_ref(),
@@ -84,33 +66,81 @@ impl TestCluster {
                 "--no-sync".as_ref(),
             ],
         )?;
-        cluster.port = free_port()?;
-        cluster.options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=200 \
-             -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
-            cluster.port,
-            cluster.dir.display()
-        );
-        let options = cluster.options.clone();
-        let log = cluster.dir.join("server.log");
-        let started = cluster.run_pg(
-            "pg_ctl",
+        cluster.first_start()
+    }
+
+    /// Creates and starts a streaming replica of this cluster: a hot standby made with
+    /// `pg_basebackup -R` (its `primary_conninfo` reaches this server over its unix socket),
+    /// answering reads on a port of its own, with the same superuser and password. The primary
+    /// runs with PostgreSQL's defaults `wal_level = replica` and `max_wal_senders = 10`.
+    ///
+    /// # Errors
+    /// When the base backup or the start fails (with the replica's log).
+    pub fn start_replica(&self) -> Result<TestCluster, String> {
+        let replica = TestCluster::empty()?;
+        let data = replica.dir.join("data");
+        let port = self.port.to_string();
+        replica.run_pg(
+            "pg_basebackup",
             &[
                 "-D".as_ref(),
                 data.as_os_str(),
-                "-o".as_ref(),
-                options.as_ref(),
-                "-l".as_ref(),
-                log.as_os_str(),
-                "-w".as_ref(),
-                "start".as_ref(),
+                "-h".as_ref(),
+                self.dir.as_os_str(),
+                "-p".as_ref(),
+                port.as_ref(),
+                "-U".as_ref(),
+                "postgres".as_ref(),
+                "-R".as_ref(),
+                "-X".as_ref(),
+                "stream".as_ref(),
+                "-c".as_ref(),
+                "fast".as_ref(),
+                "--no-sync".as_ref(),
             ],
+        )?;
+        replica.first_start()
+    }
+
+    /// A new cluster directory (owned by `nobody` when we are root) with its watchdog; nothing
+    /// in it yet.
+    fn empty() -> Result<TestCluster, String> {
+        let bin = find_bin()?;
+        let as_nobody = is_root();
+        let dir = std::env::temp_dir().join(format!(
+            "portico-pg-{}-{}",
+            std::process::id(),
+            DATABASES.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {dir:?}: {e}"))?;
+        let cluster = TestCluster {
+            bin,
+            dir,
+            port: 0,
+            as_nobody,
+            options: String::new(),
+        };
+        if as_nobody {
+            run(Command::new("chown").arg("nobody").arg(&cluster.dir))?;
+        }
+        cluster.watch_parent()?;
+        Ok(cluster)
+    }
+
+    /// Starts the server of a data directory just made, on a free port.
+    fn first_start(mut self) -> Result<TestCluster, String> {
+        self.port = free_port()?;
+        self.options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=200 \
+             -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            self.port,
+            self.dir.display()
         );
-        if let Err(e) = started {
-            let log = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Err(e) = self.restart() {
+            let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
             return Err(format!("{e}\nserver log:\n{log}"));
         }
-        Ok(cluster)
+        Ok(self)
     }
 
     /// The port the server listens on (loopback).
@@ -151,12 +181,24 @@ impl TestCluster {
     /// # Errors
     /// When `psql` fails.
     pub fn sql(&self, db: &str, sql: &str) -> Result<(), String> {
+        self.query(db, sql).map(drop)
+    }
+
+    /// Runs `sql` in database `db` with `psql` and returns what it printed, unaligned and
+    /// without headers (one value: the value), trimmed.
+    ///
+    /// # Errors
+    /// When `psql` fails.
+    pub fn query(&self, db: &str, sql: &str) -> Result<String, String> {
         let port = self.port.to_string();
-        run(Command::new(self.bin.join("psql"))
-            .arg("-h")
-            .arg(&self.dir)
-            .args(["-p", &port, "-U", "postgres", "-d", db])
-            .args(["-v", "ON_ERROR_STOP=1", "-q", "-c", sql]))
+        output(
+            Command::new(self.bin.join("psql"))
+                .arg("-h")
+                .arg(&self.dir)
+                .args(["-p", &port, "-U", "postgres", "-d", db])
+                .args(["-v", "ON_ERROR_STOP=1", "-q", "-A", "-t", "-c", sql]),
+        )
+        .map(|out| out.trim().to_owned())
     }
 
     /// Stops the server (fast shutdown) and keeps its files, so that [`TestCluster::restart`]
@@ -265,12 +307,17 @@ impl Drop for TestCluster {
 
 /// Runs `cmd`, turning a failure into a message with its output.
 fn run(cmd: &mut Command) -> Result<(), String> {
+    output(cmd).map(drop)
+}
+
+/// Runs `cmd` and returns its standard output, turning a failure into a message with its output.
+fn output(cmd: &mut Command) -> Result<String, String> {
     let out = cmd
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
     if out.status.success() {
-        Ok(())
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
         Err(format!(
             "{cmd:?} failed ({}): {}{}",

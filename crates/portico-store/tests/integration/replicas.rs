@@ -1,0 +1,255 @@
+//! Read replicas on real streaming replication: a primary and a hot standby made with
+//! `pg_basebackup -R`, started by the test. A replica whose replay is paused
+//! (`pg_wal_replay_pause()`) shows an older view than the primary, which proves who answered.
+
+use std::time::{Duration, Instant};
+
+use portico_store::postgres::testing::TestCluster;
+use portico_store::postgres::{PostgresOptions, PostgresStore, ReplicaState};
+use portico_store::routing::{Reader, on_primary};
+use portico_store::{Selector, Store, Update, UpdateOptions};
+use serde_json::json;
+
+use crate::common::doc;
+
+/// A primary, its replica, a database on both, and a store reading from the replica.
+struct Pair {
+    primary: TestCluster,
+    replica: TestCluster,
+    db: String,
+    store: PostgresStore,
+}
+
+async fn pair(max_lag: Duration) -> Pair {
+    let (primary, replica, url) = tokio::task::spawn_blocking(|| {
+        let primary = TestCluster::start().expect("primary");
+        let url = primary.create_database().expect("database");
+        let replica = primary.start_replica().expect("replica");
+        (primary, replica, url)
+    })
+    .await
+    .expect("setup task");
+    let db = url.rsplit('/').next().expect("a database name").to_owned();
+    let mut options = PostgresOptions::default();
+    options.replicas = vec![replica.url(&db)];
+    options.replica_max_lag = max_lag;
+    let store = PostgresStore::open_with(&url, options)
+        .await
+        .expect("open with a replica");
+    let pair = Pair {
+        primary,
+        replica,
+        db,
+        store,
+    };
+    pair.wait_state(ReplicaState::InUse).await;
+    pair
+}
+
+impl Pair {
+    async fn wait_state(&self, state: ReplicaState) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let status = self.store.replica_status();
+            if status[0].state == state {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "replica not {state:?}: {status:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn replica_reads(&self) -> u64 {
+        self.store.replica_status()[0].reads
+    }
+
+    /// Pauses the replica's replay, and waits until it is paused.
+    fn pause(&self) {
+        self.replica
+            .sql(&self.db, "SELECT pg_wal_replay_pause()")
+            .expect("pause replay");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self
+            .replica
+            .query(&self.db, "SELECT pg_get_wal_replay_pause_state()")
+            .expect("pause state")
+            != "paused"
+        {
+            assert!(Instant::now() < deadline, "replay did not pause");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn resume(&self) {
+        self.replica
+            .sql(&self.db, "SELECT pg_wal_replay_resume()")
+            .expect("resume replay");
+    }
+
+    /// Document `id` as caller `key` reads it (in a scope of its own: one request).
+    async fn get_as(&self, key: &str, id: &str) -> Option<i64> {
+        Reader::caller(Some(key))
+            .scope(self.store.get("c", id))
+            .await
+            .expect("a read never fails for a replica")
+            .and_then(|d| d.get("v").and_then(serde_json::Value::as_i64))
+    }
+
+    /// Waits until caller `key` reads `v` of `id`.
+    async fn wait_read(&self, key: &str, id: &str, v: Option<i64>) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.get_as(key, id).await != v {
+            assert!(Instant::now() < deadline, "{key} never read {id} = {v:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+fn set_v(v: i64) -> Update {
+    Update::parse(&json!({"$set": {"v": v}})).expect("update")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_replica_serves_other_callers_while_writers_read_their_writes() {
+    let pair = pair(Duration::from_secs(60)).await;
+    let store = &pair.store;
+    Reader::caller(Some("alice"))
+        .scope(store.insert("c", doc(json!({"_id": "old", "v": 1}))))
+        .await
+        .unwrap();
+    // Bob reads it once the replica has replayed it.
+    pair.wait_read("bob", "old", Some(1)).await;
+    pair.pause();
+
+    // Alice writes while the replica is paused: one request inserts, another updates.
+    Reader::caller(Some("alice"))
+        .scope(store.insert("c", doc(json!({"_id": "new", "v": 2}))))
+        .await
+        .unwrap();
+    Reader::caller(Some("alice"))
+        .scope(store.update(
+            "c",
+            &Selector::by_id("old"),
+            &set_v(3),
+            UpdateOptions::default(),
+        ))
+        .await
+        .unwrap();
+
+    // Her next requests read her writes (from the primary)...
+    assert_eq!(pair.get_as("alice", "new").await, Some(2));
+    assert_eq!(pair.get_as("alice", "old").await, Some(3));
+    let count = Reader::caller(Some("alice"))
+        .scope(store.count("c", &Selector::all()))
+        .await
+        .unwrap();
+    assert_eq!(count, 2);
+
+    // ...while Bob, who wrote nothing, reads the paused replica's older view.
+    let before = pair.replica_reads();
+    assert_eq!(pair.get_as("bob", "new").await, None);
+    assert_eq!(pair.get_as("bob", "old").await, Some(1));
+    let bobs = Reader::caller(Some("bob"))
+        .scope(store.count("c", &Selector::all()))
+        .await
+        .unwrap();
+    assert_eq!(bobs, 1, "the replica has one document");
+    assert_eq!(pair.replica_reads(), before + 3);
+
+    // Within one request, a write is read back at once, whoever the caller is.
+    let carol = Reader::caller(Some("carol"))
+        .scope(async {
+            store
+                .insert("c", doc(json!({"_id": "carol", "v": 4})))
+                .await
+                .unwrap();
+            store.get("c", "carol").await.unwrap()
+        })
+        .await;
+    assert!(carol.is_some());
+    // Another key of a caller that wrote: Carol's next request reads from the primary too.
+    assert_eq!(pair.get_as("carol", "carol").await, Some(4));
+
+    // Outside a scope, and on_primary inside one, reads go to the primary.
+    assert!(store.get("c", "new").await.unwrap().is_some());
+    let bob_on_primary = Reader::caller(Some("bob"))
+        .scope(on_primary(store.get("c", "new")))
+        .await
+        .unwrap();
+    assert!(bob_on_primary.is_some());
+    // The replica is paused but within its allowed lag: still in use.
+    assert_eq!(store.replica_status()[0].state, ReplicaState::InUse);
+
+    // Replay resumes: Bob sees everything, from the replica.
+    pair.resume();
+    pair.wait_read("bob", "new", Some(2)).await;
+    assert_eq!(pair.get_as("bob", "old").await, Some(3));
+    drop(pair.primary);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lagging_or_stopped_replica_is_skipped_and_used_again_when_back() {
+    let pair = pair(Duration::from_millis(300)).await;
+    let store = &pair.store;
+    store
+        .insert("c", doc(json!({"_id": "a", "v": 1})))
+        .await
+        .unwrap();
+    pair.wait_read("bob", "a", Some(1)).await;
+
+    // Paused past the allowed lag: skipped, Bob reads the primary's current data.
+    pair.pause();
+    store
+        .update(
+            "c",
+            &Selector::by_id("a"),
+            &set_v(2),
+            UpdateOptions::default(),
+        )
+        .await
+        .unwrap();
+    pair.wait_state(ReplicaState::Lagging).await;
+    assert!(
+        store.replica_status()[0]
+            .lag_ms
+            .is_some_and(|lag| lag > 300)
+    );
+    assert_eq!(pair.get_as("bob", "a").await, Some(2));
+    pair.resume();
+    pair.wait_state(ReplicaState::InUse).await;
+    pair.wait_read("bob", "a", Some(2)).await;
+
+    // Stopped: every read still answers, from the primary.
+    let replica = &pair.replica;
+    tokio::task::block_in_place(|| replica.stop()).expect("stop the replica");
+    for _ in 0..20 {
+        assert_eq!(pair.get_as("bob", "a").await, Some(2));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    pair.wait_state(ReplicaState::Down).await;
+    store
+        .update(
+            "c",
+            &Selector::by_id("a"),
+            &set_v(3),
+            UpdateOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(pair.get_as("bob", "a").await, Some(3));
+
+    // Back: in use again, and reads go to it.
+    tokio::task::block_in_place(|| replica.restart()).expect("restart the replica");
+    pair.wait_state(ReplicaState::InUse).await;
+    let before = pair.replica_reads();
+    pair.wait_read("bob", "a", Some(3)).await;
+    assert!(pair.get_as("bob", "a").await == Some(3));
+    assert!(
+        pair.replica_reads() > before,
+        "{:?}",
+        store.replica_status()
+    );
+}
