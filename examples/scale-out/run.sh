@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Scale-out on one machine: PostgreSQL, several `portico serve` instances on its database, and
-# nginx balancing requests across them. Everything lives in a temp dir and stops on exit.
+# Scale-out on one machine: PostgreSQL with a streaming read replica, several `portico serve`
+# instances on its database (reading from the replica), and nginx balancing requests across
+# them. Everything lives in a temp dir and stops on exit.
 #
 #   examples/scale-out/run.sh              # run the demo, then keep serving until Ctrl-C
 #   DEMO_ONLY=1 examples/scale-out/run.sh  # run the demo and stop
@@ -13,6 +14,7 @@ cd "$(dirname "$0")/../.."
 INSTANCES=${INSTANCES:-2}
 PORT=${PORT:-8080}
 PG_PORT=${PG_PORT:-55432}
+REPLICA_PORT=$((PG_PORT + 1))
 
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 if [ -z "$pg_bin" ] || [ ! -x "$pg_bin/initdb" ]; then
@@ -33,6 +35,7 @@ pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  (cd / && "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$work/replica" -m fast stop >/dev/null 2>&1) || true
   (cd / && "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$work/pg" -m fast stop >/dev/null 2>&1) || true
   rm -rf "$work"
 }
@@ -46,8 +49,19 @@ echo "== PostgreSQL on 127.0.0.1:$PG_PORT"
 "$pg_bin/psql" -h "$work" -p "$PG_PORT" -U postgres -q -c "CREATE DATABASE portico"
 DB="postgres://postgres@127.0.0.1:$PG_PORT/portico"
 
+echo "== read replica on 127.0.0.1:$REPLICA_PORT (pg_basebackup -R: a hot standby streaming from the primary)"
+(cd "$work" && "${as_pg[@]}" "$pg_bin/pg_basebackup" -D "$work/replica" -h "$work" -p "$PG_PORT" \
+  -U postgres -R -X stream -c fast)
+(cd "$work" && "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$work/replica" -l "$work/replica.log" -w \
+  -o "-p $REPLICA_PORT -k $work -c listen_addresses=127.0.0.1" start >/dev/null)
+REPLICA="postgres://postgres@127.0.0.1:$REPLICA_PORT/portico"
+
 cat > "$work/portico.toml" <<TOML
 database = "$DB"
+# Reads go to the replica; each caller reads its own writes (from the primary until the
+# replica has replayed them); a replica more than 1000 ms behind is skipped.
+database_replicas = ["$REPLICA"]
+replica_max_lag_ms = 1000
 
 [[api]]
 use_default_auth = true
@@ -123,6 +137,7 @@ for i in 1 2 3 4; do
 done
 curl -s -D "$work/headers" -o "$work/body" "http://127.0.0.1:$PORT/api/notes" -H "X-Auth-Token: $token"
 echo "GET notes -> answered by $(awk 'tolower($1)=="x-upstream:" {print $2}' "$work/headers" | tr -d '\r'): $(cat "$work/body")"
+echo "readyz: $(curl -s "http://127.0.0.1:$PORT/readyz")"
 curl -s -o /dev/null "http://127.0.0.1:$PORT/api/logout" -X POST -H "X-Auth-Token: $token"
 for i in 1 2; do
   code=$(curl -s -D "$work/headers" -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/api/notes" -H "X-Auth-Token: $token")

@@ -26,6 +26,7 @@ mod integration {
     mod memory;
     mod oidc;
     mod operations;
+    mod read_replicas;
     mod relations;
     mod request_ids;
     mod routes_api;

@@ -50,6 +50,12 @@ pub struct Config {
     pub database: Option<String>,
     /// The line and column of `database`, for messages about the database itself.
     pub database_position: Option<(usize, usize)>,
+    /// `database_replicas`: URLs of PostgreSQL read replicas (hot standbys of `database`)
+    /// that answer reads; none by default.
+    pub database_replicas: Vec<String>,
+    /// `replica_max_lag_ms`: a replica further behind than this is skipped (default
+    /// 1000 ms).
+    pub replica_max_lag: Option<Duration>,
     /// `shutdown_grace_seconds`: how long in-flight requests may run on after SIGINT/SIGTERM
     /// (default [`crate::serve::SHUTDOWN_GRACE`]).
     pub shutdown_grace: Option<Duration>,

@@ -347,3 +347,29 @@ fn live_limits_have_defaults_and_ranges() {
     let found: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.key.as_str())).collect();
     assert_eq!(found, [(2, "live.buffer"), (3, "live.ping_secs")]);
 }
+
+#[test]
+fn read_replicas_are_postgresql_urls_with_a_positive_lag_bound() {
+    let config = Config::parse(
+        "database = \"postgres://app@primary/app\"\n\
+         database_replicas = [\"postgres://app@replica1/app\", \"postgresql://app@replica2/app\"]\n\
+         replica_max_lag_ms = 250\n",
+    )
+    .expect("valid");
+    assert_eq!(config.database_replicas.len(), 2);
+    assert_eq!(config.replica_max_lag, Some(Duration::from_millis(250)));
+    assert!(
+        Config::parse("")
+            .expect("valid")
+            .database_replicas
+            .is_empty()
+    );
+    let errs = errors("database_replicas = [\"sqlite:./replica.db\"]\nreplica_max_lag_ms = 0\n");
+    let keys: Vec<&str> = errs.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        vec!["database_replicas", "replica_max_lag_ms"],
+        "{errs:?}"
+    );
+    assert!(errs[0].message.contains("not a PostgreSQL URL"), "{errs:?}");
+}

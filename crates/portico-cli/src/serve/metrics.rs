@@ -135,6 +135,7 @@ pub fn router(handle: PrometheusHandle, platform: portico_platform::Platform) ->
                     metrics::gauge!(LIVE_STREAMS).set(platform.open_live_streams() as f64);
                     metrics::gauge!(LIVE_QUERIES).set(platform.open_live_queries() as f64);
                 }
+                super::replicas::record_metrics();
                 (
                     [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
                     handle.render(),

@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod probes;
 mod redact;
+pub mod replicas;
 pub mod request_id;
 mod request_log;
 pub mod store_metrics;
@@ -332,6 +333,11 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     let backups = crate::backup::configured_set(&config, &choice)?.map(std::sync::Arc::new);
     let app = assemble(&config, &platform, doors)?.router;
     let app = admin::mount(app, &config, &platform, door_routes, backups.clone()).await?;
+    let app = if replicas::enabled() {
+        replicas::with_callers(app, config.trusted_proxies.clone())
+    } else {
+        app
+    };
     let app = with_body_timeout(app, config.server.body_timeout);
     let app = with_request_log(
         body_budget::with_body_budget(
@@ -400,6 +406,20 @@ async fn open_platform(url: &str, config: &Config) -> crate::Result<Platform> {
     platform_config.live = config.live.clone();
     platform_config.accounts =
         crate::config::platform_accounts(config).map_err(crate::Error::Setup)?;
+    if !config.database_replicas.is_empty() {
+        let store =
+            replicas::open_store(url, &config.database_replicas, config.replica_max_lag).await?;
+        if config.metrics.is_some() {
+            metrics::handle()?;
+            return store_metrics::platform_on(url, store, platform_config).await;
+        }
+        return portico_platform::Platform::with_store_config(store, platform_config)
+            .await
+            .map_err(|e| crate::Error::Database {
+                url: portico_store::redact_url(url),
+                message: e.to_string(),
+            });
+    }
     if config.metrics.is_some() {
         metrics::handle()?;
         Ok(store_metrics::open(url, platform_config).await?)

@@ -1,5 +1,6 @@
 //! Health probes for orchestrators: `GET /healthz` answers while the process serves,
-//! `GET /readyz` only while the store answers too.
+//! `GET /readyz` only while the store answers too (and lists each read replica's state and lag,
+//! without depending on them: their reads fall back to the primary).
 
 use std::time::Duration;
 
@@ -36,7 +37,14 @@ async fn readyz(State(platform): State<Platform>) -> (StatusCode, axum::Json<Val
         .store()
         .get(portico_platform::USERS, "readyz-probe");
     match tokio::time::timeout(READY_TIMEOUT, lookup).await {
-        Ok(Ok(_)) => (StatusCode::OK, axum::Json(json!({"status": "ok"}))),
+        Ok(Ok(_)) => {
+            let mut body = json!({"status": "ok"});
+            // Replicas are reported, not required: reads fall back to the primary.
+            if let Some(replicas) = super::replicas::readyz_json() {
+                body["replicas"] = replicas;
+            }
+            (StatusCode::OK, axum::Json(body))
+        }
         Ok(Err(err)) => {
             tracing::warn!("readiness probe: the store failed: {err}");
             unavailable("the store did not answer")

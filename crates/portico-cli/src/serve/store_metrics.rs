@@ -166,7 +166,22 @@ pub async fn open(url: &str, config: portico_platform::PlatformConfig) -> crate:
     let store = portico_store::open(url)
         .await
         .map_err(|e| failed(e.to_string()))?;
+    platform_on(url, store, config).await
+}
+
+/// Opens the platform on `store` (opened from `url`), its store timed.
+///
+/// # Errors
+/// [`crate::Error::Database`] when the platform cannot be set up on the store.
+pub async fn platform_on(
+    url: &str,
+    store: Arc<dyn Store>,
+    config: portico_platform::PlatformConfig,
+) -> crate::Result<Platform> {
     Platform::with_store_config(Arc::new(Measured(store)), config)
         .await
-        .map_err(|e| failed(e.to_string()))
+        .map_err(|e| crate::Error::Database {
+            url: portico_store::redact_url(url),
+            message: e.to_string(),
+        })
 }

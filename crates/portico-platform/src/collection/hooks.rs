@@ -179,7 +179,8 @@ impl Collection {
         if !options.multi {
             query.limit = Some(1);
         }
-        let found = self.find(&query).await?;
+        // The documents the write changes: read from the primary (never a replica's older view).
+        let found = portico_store::routing::on_primary(self.find(&query)).await?;
         if found.is_empty() {
             return self.update_unhooked(selector, update, options).await;
         }
@@ -275,7 +276,8 @@ impl Collection {
         user_id: Option<&str>,
         selector: &Selector,
     ) -> Result<u64> {
-        let found = self.find(&Query::new(selector.clone())).await?;
+        let query = Query::new(selector.clone());
+        let found = portico_store::routing::on_primary(self.find(&query)).await?;
         if found.is_empty() {
             return Ok(0);
         }

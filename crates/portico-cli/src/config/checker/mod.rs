@@ -83,6 +83,30 @@ impl<'a> Checker<'a> {
                     None
                 }
             });
+        let database_replicas = match raw.database_replicas {
+            Some(list) => {
+                let bad = list.get_ref().iter().find(|url| {
+                    !(url.starts_with("postgres://") || url.starts_with("postgresql://"))
+                });
+                if let Some(url) = bad {
+                    let message = format!(
+                        "`{}` is not a PostgreSQL URL; replicas are PostgreSQL hot standbys, as in \"postgres://app@replica1/app\"",
+                        portico_store::redact_url(url)
+                    );
+                    self.error(&list, "database_replicas", message);
+                }
+                list.into_inner()
+            }
+            None => Vec::new(),
+        };
+        let replica_max_lag = raw.replica_max_lag_ms.and_then(|ms| {
+            if *ms.get_ref() == 0 {
+                self.error(&ms, "replica_max_lag_ms", "must be at least 1");
+                None
+            } else {
+                Some(Duration::from_millis(ms.into_inner()))
+            }
+        });
         let api_lines = self.source.header_lines("api");
         let apis: Vec<ApiConfig> = raw
             .api
@@ -183,6 +207,8 @@ impl<'a> Checker<'a> {
             listen,
             database,
             database_position,
+            database_replicas,
+            replica_max_lag,
             trusted_proxies,
             shutdown_grace: raw.shutdown_grace_seconds.map(Duration::from_secs),
             openapi: raw.openapi,
