@@ -118,8 +118,8 @@ pub(crate) fn insert_in(
 ///
 /// Memory: the document is held once as a tree and once as text; the tree is dropped once
 /// encoded unless index rows need it, and SQLite copies the text when it is bound, so ours is
-/// dropped then unless the caller wants it. A large document costs about three times its text
-/// at the peak.
+/// dropped then unless the caller wants it (a large one is read back afterwards instead). A
+/// large document costs about twice its text at the peak (SQLite's copy and the row it builds).
 pub(crate) fn insert_keeping(
     conn: &Connection,
     collection: &str,
@@ -136,7 +136,11 @@ pub(crate) fn insert_keeping(
     ))?;
     insert.raw_bind_parameter(1, id.as_str())?;
     insert.raw_bind_parameter(2, text.as_str())?;
-    let text = keep.then_some(text);
+    // A large text is not held while SQLite writes it (SQLite has copied it when it was bound,
+    // and builds the row as a second copy): it is read back afterwards instead, so the peak is
+    // two copies of it, not three.
+    let read_back = keep && text.len() > READ_BACK_BYTES;
+    let text = (keep && !read_back).then_some(text);
     let inserted = insert.raw_execute();
     // SQLite's copy of the text goes too.
     insert.clear_bindings();
@@ -154,8 +158,21 @@ pub(crate) fn insert_keeping(
     if let Some(doc) = &doc {
         update_rows(conn, collection, paths, &id, None, Some(doc))?;
     }
+    let text = if read_back {
+        let mut stored = conn.prepare_cached(&format!(
+            "SELECT doc FROM {} WHERE id = ?1",
+            collection_table(collection)
+        ))?;
+        Some(stored.query_row([id.as_str()], |row| row.get::<_, String>(0))?)
+    } else {
+        text
+    };
     Ok((id, text))
 }
+
+/// A stored text longer than this is read back after its insert rather than held during it
+/// (see [`insert_keeping`]).
+const READ_BACK_BYTES: usize = 1 << 20;
 
 /// The matching documents of `selector` with their ids, in `_id` order; at most one unless `multi`.
 fn matching(
