@@ -11,7 +11,7 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use deadpool_postgres::Transaction;
+use deadpool_postgres::GenericClient;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio_postgres::{AsyncMessage, NoTls};
@@ -85,7 +85,7 @@ fn decode(payload: &str) -> Option<Change> {
 /// Sends `change` inside `tx`: delivered to every listener when `tx` commits, never otherwise.
 /// The same statement moves the collection's change stamp (see `stamp.rs`), on the slot of this
 /// connection, so the stamp and the documents become visible together.
-pub(crate) async fn notify(tx: &Transaction<'_>, change: &Change) -> Result<()> {
+pub(crate) async fn notify(tx: &impl GenericClient, change: &Change) -> Result<()> {
     let stmt = tx
         .prepare_cached(&format!(
             "WITH stamp AS (UPDATE portico_stamps SET v = v + 1 \

@@ -27,6 +27,7 @@
 //! | `plan.rs` | narrowing the candidates of a selector in SQL (primary key, index table, jsonpath) |
 //! | `query.rs` | `find`, `count`, `get`: candidates decided by the reference matcher, in batches |
 //! | `write.rs` | insert, update, remove, `ensure_index`, drop, each one transaction |
+//! | `group.rs` | group commit: concurrent single inserts share one transaction |
 //! | `feed.rs` | the change feed: notifications sent in each write transaction, a listener per instance |
 //! | `stamp.rs` | change stamps: a counter per collection moved by every write, read shared by concurrent callers |
 //! | `error.rs` | PostgreSQL's errors as the store's, [`crate::Error::Unavailable`] among them |
@@ -51,6 +52,7 @@ mod aggregate;
 mod batch;
 mod error;
 mod feed;
+mod group;
 mod plan;
 mod pool;
 mod query;
@@ -129,6 +131,8 @@ pub struct PostgresStore {
     stamps: std::sync::Arc<stamp::Stamps>,
     /// The read replicas, when there are any.
     replicas: Option<std::sync::Arc<replica::Replicas>>,
+    /// Single inserts waiting for their group commit (see `group.rs`).
+    inserts: std::sync::Arc<group::InsertQueue>,
 }
 
 /// Runs a read on the replica the running scope may use (counted, and on the primary when it
@@ -210,6 +214,7 @@ impl PostgresStore {
         let store = PostgresStore {
             pool,
             stamps: std::sync::Arc::new(stamp::Stamps::new(config.clone())),
+            inserts: std::sync::Arc::default(),
             config,
             feed: std::sync::Arc::default(),
             replicas,
@@ -256,10 +261,16 @@ pub(crate) async fn stored_format(url: &str) -> Result<Option<u32>> {
 #[async_trait]
 impl Store for PostgresStore {
     async fn insert(&self, collection: &str, doc: Document) -> Result<String> {
-        let mut client = self.client().await?;
-        let ids = write::insert_many(&mut client, collection, vec![doc]).await;
-        drop(client);
-        Ok(self.wrote(ids).await?.pop().unwrap_or_default())
+        // Concurrent inserts share a transaction (group commit); each is answered once the
+        // transaction holding it committed.
+        let inserted = self.inserts.insert(&self.pool, collection, doc).await;
+        Ok(self.wrote(inserted).await?.0)
+    }
+
+    async fn insert_json(&self, collection: &str, doc: Document) -> Result<(String, String)> {
+        // The text the group commit stored: the document is encoded once.
+        let inserted = self.inserts.insert(&self.pool, collection, doc).await;
+        self.wrote(inserted).await
     }
 
     async fn insert_many(&self, collection: &str, docs: Vec<Document>) -> Result<Vec<String>> {

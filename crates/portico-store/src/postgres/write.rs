@@ -14,7 +14,7 @@
 
 use std::ops::ControlFlow;
 
-use deadpool_postgres::{Client, Transaction};
+use deadpool_postgres::{Client, GenericClient, Transaction};
 
 use super::error::unique_violation_table;
 use super::feed;
@@ -167,13 +167,28 @@ async fn insert_rows(
     let ids: Vec<&str> = chunk.iter().map(|(id, _, _)| id.as_str()).collect();
     let texts: Vec<&str> = chunk.iter().map(|(_, text, _)| text.as_str()).collect();
     tx.execute(&stmt, &[&ids, &texts]).await?;
+    let docs: Vec<(&str, &Document)> = chunk
+        .iter()
+        .map(|(id, _, doc)| (id.as_str(), doc))
+        .collect();
+    insert_index_rows(tx, collection, indexes, &docs).await
+}
+
+/// The rows of every index (not unique: a duplicate value is not checked) for the new documents
+/// `docs` (`_id`, document), one statement per index.
+pub(super) async fn insert_index_rows(
+    tx: &impl GenericClient,
+    collection: &str,
+    indexes: &[IndexedPath],
+    docs: &[(&str, &Document)],
+) -> Result<()> {
     for index in indexes {
-        let rows: Vec<(String, &str)> = chunk
+        let rows: Vec<(String, &str)> = docs
             .iter()
-            .flat_map(|(id, _, doc)| {
+            .flat_map(|(id, doc)| {
                 keys(doc, &index.path)
                     .into_iter()
-                    .map(move |key| (key, id.as_str()))
+                    .map(move |key| (key, *id))
             })
             .collect();
         if rows.is_empty() {
@@ -258,10 +273,21 @@ pub(crate) async fn insert_many(
         let ids: Vec<String> = prepared.iter().map(|(id, _, _)| id.clone()).collect();
         let change = Change::documents(collection, ids.clone(), ChangeKind::Insert);
         if let [doc] = prepared.as_slice() {
-            // The document, the count and the notification in one round trip; a refused
-            // insert's error comes first (the others' are then only the aborted transaction).
+            if !indexes.is_empty() {
+                // The index rows first: an insert waiting on another's unique value must not
+                // hold a count or stamp slot that one wants (a deadlock).
+                insert_in(&tx, collection, &indexes, doc).await?;
+            }
+            // The document (without indexes), the count and the notification in one round
+            // trip; a refused insert's error comes first (the others' are then only the
+            // aborted transaction).
             let (inserted, counted, notified) = tokio::join!(
-                insert_in(&tx, collection, &indexes, doc),
+                async {
+                    if indexes.is_empty() {
+                        insert_in(&tx, collection, &indexes, doc).await?;
+                    }
+                    Ok::<(), Error>(())
+                },
                 schema::add_to_count(&tx, collection, 1),
                 feed::notify(&tx, &change)
             );

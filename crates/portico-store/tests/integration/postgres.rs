@@ -380,3 +380,74 @@ async fn collections_made_before_stamps_get_them_at_start() {
     a.insert("notes", doc(json!({}))).await.expect("insert");
     assert!(b.change_stamp("notes").await.expect("stamp") > first);
 }
+
+/// Concurrent single inserts (grouped into shared transactions): each caller gets its own
+/// answer — a repeated `_id`, within a group or against a stored document, refuses that insert
+/// alone — indexes and counts follow, and a collection with a unique index still refuses a
+/// shared value to exactly one of the racers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_inserts_commit_together_and_fail_alone() {
+    let (a, b) = two_instances().await;
+    a.insert("notes", doc(json!({"_id": "taken"})))
+        .await
+        .expect("insert");
+    a.ensure_index("notes", "tag").await.expect("index");
+    a.ensure_unique_index("people", "name")
+        .await
+        .expect("unique index");
+    let mut tasks = Vec::new();
+    for i in 0..64 {
+        let store = if i % 2 == 0 {
+            Arc::clone(&a)
+        } else {
+            Arc::clone(&b)
+        };
+        tasks.push(tokio::spawn(async move {
+            let id = match i % 8 {
+                0 => "taken".to_owned(),
+                1 => "twice".to_owned(),
+                _ => format!("n{i}"),
+            };
+            let notes = store
+                .insert("notes", doc(json!({"_id": id, "tag": i % 3})))
+                .await;
+            let people = store
+                .insert("people", doc(json!({"name": format!("p{}", i % 32)})))
+                .await;
+            (i, notes, people)
+        }));
+    }
+    let (mut twice, mut people) = (0, 0);
+    for task in tasks {
+        let (i, notes, person) = task.await.expect("task");
+        match i % 8 {
+            0 => assert!(
+                matches!(notes, Err(Error::DuplicateId { .. })),
+                "{i}: {notes:?}"
+            ),
+            1 => twice += usize::from(notes.is_ok()),
+            _ => assert!(notes.is_ok(), "{i}: {notes:?}"),
+        }
+        match person {
+            Ok(_) => people += 1,
+            Err(e) => assert!(matches!(e, Error::DuplicateKey { .. }), "{e:?}"),
+        }
+    }
+    assert_eq!(twice, 1, "one of the racers for one _id wins");
+    assert_eq!(people, 32, "one per unique name");
+    let all = Selector::all();
+    // "taken", "twice" once, and the 48 others.
+    assert_eq!(b.count("notes", &all).await.expect("count"), 50);
+    assert_eq!(b.count("people", &all).await.expect("count"), 32);
+    let tag1 = Selector::parse(&json!({"tag": 1})).expect("selector");
+    let by_index = a
+        .find("notes", &portico_store::Query::new(tag1.clone()))
+        .await
+        .expect("find");
+    assert!(!by_index.is_empty());
+    assert!(by_index.iter().all(|d| d.get("tag") == Some(&json!(1))));
+    assert_eq!(
+        by_index.len() as u64,
+        a.count("notes", &tag1).await.expect("count")
+    );
+}
