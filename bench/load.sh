@@ -16,23 +16,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 
-YARDSTICK=${YARDSTICK:-$repo/../shared/bench}
-if [ ! -f "$YARDSTICK/seed.py" ] || [ ! -d "$YARDSTICK/wrk" ] || [ ! -f "$YARDSTICK/rust/Cargo.toml" ]; then
-  echo "no yardstick directory at '$YARDSTICK' (seed.py, wrk/, rust/Cargo.toml);" >&2
-  echo "set YARDSTICK=/path/to/it (see bench/README.md)" >&2
-  exit 2
-fi
-YARDSTICK=$(cd "$YARDSTICK" && pwd)
-for tool in wrk taskset python3 curl; do
-  command -v "$tool" >/dev/null || { echo "$tool is not installed" >&2; exit 2; }
-done
-ITEMS=${ITEMS:-10000}
-SECS=${SECS:-10}
-ROUNDS=${ROUNDS:-3}
-CONNS=${CONNS:-32}
-WARMUP=${WARMUP:-2}
-PROFILE=${PROFILE:-release}
-PEER_TARGET=${PEER_TARGET:-/tmp/portico-bench-target}
+needs="seed.py"
+# shellcheck source=bench/yardstick.sh
+source bench/yardstick.sh
 
 if [ "${NO_BUILD:-0}" != 1 ]; then
   CARGO_TARGET_DIR=$PEER_TARGET cargo build --release -q --manifest-path "$YARDSTICK/rust/Cargo.toml"
@@ -110,14 +96,8 @@ stop() {
 
 # measure SERVER WORKLOAD ROUND: one wrk run against the server started last, appended to results.
 measure() {
-  local env=(IDS_FILE="$data/ids.txt" PATH_PREFIX=/api/items/) script=random_get.lua url=http://127.0.0.1:$port
-  case $2 in
-    get) ;;
-    auth-get) env=(IDS_FILE="$data/ids.txt" PATH_PREFIX=/api/secure/items/ TOKEN="$token") ;;
-    list) script=fixed.lua; env=(); url=$url/api/items?limit=20 ;;
-    insert) script=fixed.lua; url=$url/api/items
-      env=(METHOD=POST BODY='{"name":"New item","email":"new@example.com","age":33,"active":true,"city":"Oslo","score":12.5}') ;;
-  esac
+  local env script url
+  workload "$2" "$port"
   if [ "$WARMUP" != 0 ]; then
     env "${env[@]}" taskset -c 1 wrk -t1 -c"$CONNS" -d"${WARMUP}s" -s "$YARDSTICK/wrk/$script" "$url" >/dev/null 2>&1
   fi

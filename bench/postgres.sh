@@ -1,152 +1,237 @@
 #!/usr/bin/env bash
-# Load run: `portico serve` on PostgreSQL against the same server on SQLite, and two instances on
-# one PostgreSQL database against one, in the same run on the same machine.
-# Usage: bench/postgres.sh [ITEMS] [SECONDS] [BIG]   (needs wrk and Debian's postgresql)
-#   env PORTICO_BIN=path: measure that binary instead of building target/release/portico.
-#   ITEMS  documents in `items` (default 10000); SECONDS per workload (default 10);
-#   BIG    documents in a second collection `big` for get-by-id at scale (default 0: skipped;
-#          1000000 compares 1M with ITEMS in this run and reports the instance's peak RSS).
-# Portico pinned to CPU 0, wrk to CPU 1; the PostgreSQL server is not pinned (it is part of the
-# PostgreSQL setup's cost). "two" runs both instances on CPU 0, each loaded by its own wrk with
-# half the connections: on a 2-core machine that shows the cost of a second instance, not a gain.
+# Load run on PostgreSQL: `portico serve` beside the yardstick's hand-written PostgreSQL server
+# (`peer-axum-postgres`: axum + tokio-postgres, a pool, prepared statements, stored JSON text
+# embedded raw), in ONE run, on one throwaway PostgreSQL cluster and the same seeded data; then
+# two Portico instances sharing the database. Besides req/s and p99 it reports the CPU seconds
+# per 1,000 requests spent by each Portico instance and by PostgreSQL (from /proc), with one
+# instance and with two.
+#
+# Usage: YARDSTICK=/path/to/yardstick bench/postgres.sh
+#   YARDSTICK  the yardstick directory (seed.py, seed_pg.py, wrk/, rust/); required outside the
+#              development machines
+#   ITEMS      seeded documents (default 10000)      SECS    seconds per measurement (default 10)
+#   ROUNDS     rounds (servers take turns in each), medians reported (default 3)
+#   CONNS      wrk connections (default 32; "two" gives each instance its own wrk with half)
+#   WARMUP     seconds of warm-up first (default 2)  PROFILE cargo profile for portico (release)
+#   NO_BUILD=1 use the binaries already built        PORTICO_BIN  measure this portico binary
+#   PG_PORT    the throwaway cluster's port (default 55433)
+# Needs wrk, taskset, python3, curl and Debian's postgresql. Servers pinned to CPU 0, wrk to CPU 1;
+# PostgreSQL is not pinned (on a 2-core machine it shares both cores). Each round re-seeds both
+# databases (the insert workload, run last, grows them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ITEMS=${1:-10000}
-SECS=${2:-10}
-BIG=${3:-0}
-CONNS=${CONNS:-32}
+repo=$(pwd)
+
+needs="seed.py seed_pg.py"
+# shellcheck source=bench/yardstick.sh
+source bench/yardstick.sh
 PG_PORT=${PG_PORT:-55433}
-command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
-# PORTICO_BIN=path measures that binary (no build); else target/release/portico, built here.
-if [ -n "${PORTICO_BIN:-}" ]; then
-  BIN=$(mktemp -d /tmp/portico-bench-bin.XXXXXX)
-  ln -s "$(realpath "$PORTICO_BIN")" "$BIN/portico"
-else
-  cargo build --release -q -p portico-cli
-  BIN=$PWD/target/release
+
+if [ "${NO_BUILD:-0}" != 1 ]; then
+  CARGO_TARGET_DIR=$PEER_TARGET cargo build --release -q --manifest-path "$YARDSTICK/rust/Cargo.toml"
+  if [ -z "${PORTICO_BIN:-}" ]; then cargo build --profile "$PROFILE" -q -p portico-cli; fi
 fi
+PORTICO=${PORTICO_BIN:-$repo/target/$PROFILE/portico}
+PEER=$PEER_TARGET/release/peer-axum-postgres
+[ -x "$PEER" ] || { echo "no $PEER (build the yardstick, or unset NO_BUILD)" >&2; exit 2; }
+
 # shellcheck source=bench/pg-cluster.sh
-source bench/pg-cluster.sh pg
-PG="postgres://postgres@127.0.0.1:$PG_PORT/portico"
-SQ="sqlite:$work/portico.db"
+source bench/pg-cluster.sh postgres
+PG_URL=postgres://postgres@127.0.0.1:$PG_PORT
+psql_do() { "$pg_bin/psql" -h "$work" -p "$PG_PORT" -U postgres -q -v ON_ERROR_STOP=1 "$@"; }
+postmaster=$(head -1 "$work/pg/postmaster.pid")
+HZ=$(getconf CLK_TCK)
 
-# The workloads' wrk scripts (kept here so this run does not depend on other files).
-cat > "$work/get.lua" <<'LUA'
-local n = tonumber(os.getenv("ITEMS") or "10000")
-local prefix = os.getenv("PREFIX") or "/api/items/"
-local token = os.getenv("TOKEN")
-math.randomseed(os.time())
-if token and token ~= "" then wrk.headers["X-Auth-Token"] = token end
-request = function()
-  return wrk.format("GET", string.format("%sitem-%07d", prefix, math.random(0, n - 1)))
-end
-LUA
-cat > "$work/list.lua" <<'LUA'
-wrk.method = "GET"
-wrk.path = "/api/items?limit=20"
-LUA
-cat > "$work/insert.lua" <<'LUA'
-wrk.method = "POST"
-wrk.path = "/api/items"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"title":"new item","n":42,"tags":["bench","insert"]}'
-LUA
-
-items() { # N -> a JSON array of N items
-  python3 - "$1" <<'PY'
-import json, sys
-n = int(sys.argv[1])
-sys.stdout.write("[")
-for i in range(n):
-    if i: sys.stdout.write(",")
-    sys.stdout.write(json.dumps({"_id": "item-%07d" % i, "title": "Item %d" % i, "n": i, "tags": ["bench", "load"]}))
-sys.stdout.write("]")
-PY
-}
-items "$ITEMS" > "$work/items.json"
-for db in "$SQ" "$PG"; do
-  name=$([ "$db" = "$SQ" ] && echo sqlite || echo postgres)
-  cat > "$work/$name.toml" <<TOML
-database = "$db"
+python3 "$YARDSTICK/seed.py" --out "$work/data" --items "$ITEMS" >/dev/null
+data=$work/data
+token=$(cat "$data/token.txt")
+cat > "$work/portico.toml" <<TOML
+database = "$PG_URL/portico"
 [[api]]
 api_path = "api/"
 use_default_auth = true
 auth_failure_delay_ms = 0
 [[api.collection]]
 name = "items"
-auth_required = false
+auth_required = false   # the insert workload writes anonymously, as the baseline does
 [[api.collection]]
 name = "items"
 path = "secure/items"
 auth_required = true
-[[api.collection]]
-name = "big"
-auth_required = false
 TOML
-  $BIN/portico import --database "$db" --collection items "$work/items.json" >/dev/null
-  $BIN/portico users add --database "$db" --username bench --password bench-password >/dev/null
-done
-if [ "$BIG" -gt 0 ]; then
-  items "$BIG" > "$work/big.json"
-  start=$(date +%s.%N)
-  $BIN/portico import --database "$PG" --collection big "$work/big.json" >/dev/null
-  echo "import of $BIG documents into PostgreSQL: $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN{printf "%.1f", e-s}') s"
-  rm -f "$work/big.json"
-fi
 
-serve() { # config port (started as a job of this shell, so the cleanup stops it)
-  RUST_LOG=warn taskset -c 0 $BIN/portico serve --config "$work/$1.toml" --listen "127.0.0.1:$2" >/dev/null 2>&1 &
+# Fresh databases from the same seed: the peer's schema through the yardstick's loader, and
+# Portico's through `portico import` of the same items and user (the same login token).
+seed() {
+  psql_do -d postgres -c "DROP DATABASE IF EXISTS peers" -c "DROP DATABASE IF EXISTS portico" \
+    -c "CREATE DATABASE peers" -c "CREATE DATABASE portico"
+  PATH=$pg_bin:$PATH python3 "$YARDSTICK/seed_pg.py" --from "$data/seed.db" --url "$PG_URL/peers" >/dev/null
+  "$PORTICO" import --database "$PG_URL/portico" --collection items "$data/portico-items.json" >/dev/null
+  "$PORTICO" import --database "$PG_URL/portico" --collection users "$data/portico-users.json" >/dev/null
+  psql_do -d portico -c "ANALYZE"
 }
-serve sqlite 3921; sqlite_pid=$!
-serve postgres 3922; pg_pid=$!
-serve postgres 3923; pg2_pid=$!
-for port in 3921 3922 3923; do
-  for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/api/items/item-0000000" && break; sleep 0.1; done
-done
-token() {
-  curl -sf -H 'Content-Type: application/json' -d '{"username":"bench","password":"bench-password"}' \
-    "http://127.0.0.1:$1/api/login" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["authToken"])'
-}
-sq_token=$(token 3921)
-pg_token=$(token 3922)
 
-wrk_run() { # port script conns prefix token items -> "rps p99_ms non2xx"
-  local out p99
-  out=$(ITEMS=$6 TOKEN=$5 PREFIX=$4 taskset -c 1 wrk -t1 -c"$3" -d"${SECS}s" --latency \
-    -s "$work/$2" "http://127.0.0.1:$1" 2>&1)
-  p99=$(awk '$1=="99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}' <<<"$out")
-  echo "$(awk '/Requests\/sec/ {print $2}' <<<"$out") ${p99:-?} $(awk '/Non-2xx/ {print $5}' <<<"$out" | grep . || echo 0)"
+# CPU clock ticks (user + system) of processes; of PostgreSQL: the postmaster with the children
+# it reaped, and every live server process.
+ticks() {
+  local t=0 p
+  for p in "$@"; do
+    if [ -r "/proc/$p/stat" ]; then t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); fi
+  done
+  echo "$t"
 }
-two_run() { # script prefix token -> "rps p99_ms non2xx" over both instances at once
-  local half=$((CONNS / 2)) first
-  wrk_run 3922 "$1" "$half" "$2" "$3" "$ITEMS" > "$work/a.out" &
-  first=$!
-  wrk_run 3923 "$1" "$half" "$2" "$3" "$ITEMS" > "$work/b.out"
-  wait "$first"
-  read -r ra pa ba < "$work/a.out"; read -r rb pb bb < "$work/b.out"
-  awk -v ra="$ra" -v rb="$rb" -v pa="$pa" -v pb="$pb" -v ba="$ba" -v bb="$bb" \
-    'BEGIN{printf "%.2f %s %d", ra+rb, (pa>pb?pa:pb), ba+bb}'
+pg_ticks() {
+  local t
+  t=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$postmaster/stat")
+  echo $((t + $(ticks $(pgrep -P "$postmaster" || true))))
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "-" }'; }
 
-printf "%-15s %10s %8s | %10s %8s %6s | %10s %8s %6s | %s\n" \
-  workload sqlite p99ms pg-one p99ms x_sq pg-two p99ms x_one non2xx
-for w in "get-by-id get.lua /api/items/" "auth-get-by-id get.lua /api/secure/items/" \
-         "list-of-20 list.lua -" "insert insert.lua -"; do
-  read -r name script prefix <<<"$w"
-  st=""; pt=""
-  if [ "$name" = auth-get-by-id ]; then st=$sq_token; pt=$pg_token; fi
-  read -r srps sp99 sbad <<<"$(wrk_run 3921 "$script" "$CONNS" "$prefix" "$st" "$ITEMS")"
-  read -r prps pp99 pbad <<<"$(wrk_run 3922 "$script" "$CONNS" "$prefix" "$pt" "$ITEMS")"
-  read -r trps tp99 tbad <<<"$(two_run "$script" "$prefix" "$pt")"
-  printf "%-15s %10s %8s | %10s %8s %6s | %10s %8s %6s | %s/%s/%s\n" "$name" "$srps" "$sp99" \
-    "$prps" "$pp99" "$(ratio "$prps" "$srps")" "$trps" "$tp99" "$(ratio "$trps" "$prps")" \
-    "$sbad" "$pbad" "$tbad"
+results=$work/results.tsv
+: > "$results"
+port=3290
+pids=()
+
+# start NAME [COUNT]: the server(s) pinned to CPU 0, each on its own port (ports in $ports).
+start() {
+  ports=(); pids=()
+  local n=${2:-1} i
+  for i in $(seq 1 "$n"); do
+    port=$((port + 1)); ports+=("$port")
+    case $1 in
+      peer) DATABASE_URL=$PG_URL/peers PORT=$port taskset -c 0 "$PEER" 2>/dev/null & ;;
+      *) RUST_LOG=warn taskset -c 0 "$PORTICO" serve --config "$work/portico.toml" \
+           --listen "127.0.0.1:$port" >/dev/null 2>>"$work/portico.log" & ;;
+    esac
+    pids+=("$!")
+  done
+  local first p
+  first=$(head -1 "$data/ids.txt")
+  for p in "${ports[@]}"; do
+    for _ in $(seq 1 100); do
+      curl -sf -o /dev/null "http://127.0.0.1:$p/api/items/$first" && continue 2
+      sleep 0.1
+    done
+    echo "$1 did not answer on port $p" >&2
+    exit 1
+  done
+}
+
+stop() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  pids=()
+}
+
+# measure NAME WORKLOAD ROUND: one wrk per running server (the connections shared out), at once;
+# appends the summed requests, the worst p99 and the CPU ticks of the servers and of PostgreSQL.
+measure() {
+  local n=${#ports[@]} conns=$((CONNS / ${#ports[@]})) p i env script url
+  if [ "$WARMUP" != 0 ]; then
+    for p in "${ports[@]}"; do
+      workload "$2" "$p"
+      env "${env[@]}" taskset -c 1 wrk -t1 -c"$conns" -d"${WARMUP}s" -s "$YARDSTICK/wrk/$script" "$url" >/dev/null 2>&1 &
+      wrks+=("$!")
+    done
+    wait_wrk
+  fi
+  local before=() pg_before
+  for p in "${pids[@]}"; do before+=("$(ticks "$p")"); done
+  pg_before=$(pg_ticks)
+  i=0
+  for p in "${ports[@]}"; do
+    workload "$2" "$p"
+    env "${env[@]}" taskset -c 1 wrk -t1 -c"$conns" --timeout 10s -d"${SECS}s" --latency \
+      -s "$YARDSTICK/wrk/$script" "$url" > "$work/wrk.$i" 2>&1 &
+    wrks+=("$!")
+    i=$((i + 1))
+  done
+  wait_wrk
+  local cpu="" pg_cpu
+  pg_cpu=$(( $(pg_ticks) - pg_before ))
+  for i in $(seq 0 $((n - 1))); do cpu="$cpu,$(( $(ticks "${pids[$i]}") - before[i] ))"; done
+  local lines
+  lines=$(cat "$work"/wrk.* | grep '^RESULT' || true)
+  [ "$(grep -c . <<<"$lines")" = "$n" ] || { echo "wrk gave no RESULT line for $1 $2" >&2; cat "$work"/wrk.*; exit 1; }
+  rm -f "$work"/wrk.*
+  echo "$1 $2 $3 $pg_cpu ${cpu#,} $(tr '\n' '|' <<<"$lines")" >> "$results"
+  echo "  $1 $2 round $3: $(awk '{for (i = 1; i <= NF; i++) if ($i ~ /^(rps|p99_us|bad_status)=/) printf "%s ", $i}' <<<"$lines")" >&2
+}
+wait_wrk() { local j; for j in "${wrks[@]}"; do wait "$j" 2>/dev/null || true; done; wrks=(); }
+wrks=()
+
+# run ROUND NAME COUNT: every workload against COUNT instances (insert last: it grows the data).
+run() {
+  start "$2" "$3"
+  for w in get auth-get list insert; do measure "$2" "$w" "$1"; done
+  local p rss=""
+  for p in "${pids[@]}"; do rss="$rss $(awk '/VmHWM/ {print $2}' "/proc/$p/status")"; done
+  echo "$2 rss${rss}" >> "$results"
+  stop
+}
+
+for r in $(seq 1 "$ROUNDS"); do
+  seed
+  run "$r" peer 1
+  run "$r" portico 1
+  seed
+  run "$r" two 2
 done
-if [ "$BIG" -gt 0 ]; then
-  read -r brps bp99 bbad <<<"$(wrk_run 3922 get.lua "$CONNS" /api/big/ "" "$BIG")"
-  read -r krps kp99 kbad <<<"$(wrk_run 3922 get.lua "$CONNS" /api/items/ "" "$ITEMS")"
-  echo "postgres get-by-id: $BIG docs $brps req/s p99 ${bp99} ms; $ITEMS docs $krps req/s p99 ${kp99} ms; ratio $(ratio "$brps" "$krps") (non-2xx $bbad/$kbad)"
-fi
-hwm() { awk '/VmHWM/ {print $2, $3}' "/proc/$1/status" 2>/dev/null || echo "? (the server is gone)"; }
-echo "peak RSS (VmHWM): sqlite $(hwm $sqlite_pid), postgres one $(hwm $pg_pid), postgres two $(hwm $pg2_pid)"
+echo "load while measuring (1/5/15 min): $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+python3 - "$results" "$ITEMS" "$CONNS" "$SECS" "$ROUNDS" "$HZ" <<'PY'
+import statistics, sys
+path, items, conns, secs, rounds, hz = sys.argv[1:]
+hz = float(hz)
+runs, rss = {}, {}
+for line in open(path):
+    f = line.split()
+    if f[1] == "rss":
+        for i, v in enumerate(f[2:]):
+            key = f"{f[0]} {i + 1}" if f[0] == "two" else f[0]
+            rss[key] = max(rss.get(key, 0), int(v) / 1024)
+        continue
+    name, workload, pg, cpu = f[0], f[1], int(f[3]), [int(x) for x in f[4].split(",")]
+    parts = [dict(x.split("=", 1) for x in r.split()[1:])
+             for r in line.split(" ", 5)[5].split("|") if r.startswith("RESULT")]
+    requests = [int(p["requests"]) for p in parts]
+    runs.setdefault((name, workload), []).append({
+        "rps": sum(float(p["rps"]) for p in parts),
+        "p99": max(int(p["p99_us"]) for p in parts),
+        "bad": sum(int(p["bad_status"]) + int(p["sock_errors"]) for p in parts),
+        "cpu": [c / hz / r * 1000 for c, r in zip(cpu, requests)],
+        "pg": pg / hz / sum(requests) * 1000,
+    })
+def med(name, w, key, i=None):
+    rs = runs.get((name, w), [])
+    vals = [r[key][i] if i is not None else r[key] for r in rs]
+    return statistics.median(vals) if vals else float("nan")
+names = {"get": "get by id", "auth-get": "authenticated get by id", "list": "list of 20", "insert": "insert"}
+print(f"\n{items} items, wrk -t1 -c{conns}, {secs}s x {rounds} rounds, medians; servers on CPU 0, "
+      f"wrk on CPU 1, PostgreSQL unpinned\n")
+print("| workload | peer-axum-postgres req/s (p99 ms) | Portico req/s (p99 ms) | Portico / peer | p99 ratio | two instances req/s (p99 ms) | errors peer/one/two |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for w, label in names.items():
+    a, p, t = med("peer", w, "rps"), med("portico", w, "rps"), med("two", w, "rps")
+    ap, pp, tp = med("peer", w, "p99"), med("portico", w, "p99"), med("two", w, "p99")
+    bad = "/".join(str(sum(r["bad"] for r in runs.get((n, w), []))) for n in ("peer", "portico", "two"))
+    print(f"| {label} | {a:,.0f} ({ap / 1000:.2f}) | {p:,.0f} ({pp / 1000:.2f}) | {p / a:.2f}x | "
+          f"{pp / ap:.2f}x | {t:,.0f} ({tp / 1000:.2f}) | {bad} |")
+print("\nCPU seconds per 1,000 requests (medians):\n")
+print("| workload | peer | PostgreSQL under peer | Portico, one | PostgreSQL, one | Portico, two (each) | PostgreSQL, two | Portico two/one | PostgreSQL two/one |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+for w, label in names.items():
+    peer, peer_pg = med("peer", w, "cpu", 0), med("peer", w, "pg")
+    one, one_pg = med("portico", w, "cpu", 0), med("portico", w, "pg")
+    t1, t2, two_pg = med("two", w, "cpu", 0), med("two", w, "cpu", 1), med("two", w, "pg")
+    two = (t1 + t2) / 2  # per request served by either instance, each instance's own share
+    print(f"| {label} | {peer:.3f} | {peer_pg:.3f} | {one:.3f} | {one_pg:.3f} | {t1:.3f} / {t2:.3f} | "
+          f"{two_pg:.3f} | {two / one:.2f}x | {two_pg / one_pg:.2f}x |")
+print("\nProjection (from the one-instance figures): N instances, each on a core of its own, serve")
+print("N / portico_cpu req/s until PostgreSQL's cores run out at cores / postgres_cpu:\n")
+for w, label in names.items():
+    one, one_pg = med("portico", w, "cpu", 0), med("portico", w, "pg")
+    if one > 0 and one_pg > 0:
+        print(f"- {label}: one Portico core {1000 / one:,.0f} req/s; one PostgreSQL core {1000 / one_pg:,.0f} "
+              f"req/s, so one PostgreSQL core keeps {one / one_pg:.1f} Portico cores busy")
+print("\npeak RSS (VmHWM): " + ", ".join(f"{k} {v:.1f} MiB" for k, v in rss.items()))
+PY

@@ -1,0 +1,37 @@
+# Sourced by the load scripts that measure against the yardstick (load.sh, postgres.sh): finds
+# the yardstick directory and the tools, and sets the settings both share. Before sourcing, set
+# `repo` (the repository) and `needs` (the yardstick files this script uses, besides wrk/ and
+# rust/Cargo.toml).
+YARDSTICK=${YARDSTICK:-$repo/../shared/bench}
+for f in $needs wrk rust/Cargo.toml; do
+  if [ ! -e "$YARDSTICK/$f" ]; then
+    echo "no yardstick directory at '$YARDSTICK' (it needs $needs wrk/ rust/Cargo.toml; $f is missing);" >&2
+    echo "set YARDSTICK=/path/to/it (see bench/README.md)" >&2
+    exit 2
+  fi
+done
+YARDSTICK=$(cd "$YARDSTICK" && pwd)
+for tool in wrk taskset python3 curl; do
+  command -v "$tool" >/dev/null || { echo "$tool is not installed" >&2; exit 2; }
+done
+ITEMS=${ITEMS:-10000}
+SECS=${SECS:-10}
+ROUNDS=${ROUNDS:-3}
+CONNS=${CONNS:-32}
+WARMUP=${WARMUP:-2}
+PROFILE=${PROFILE:-release}
+PEER_TARGET=${PEER_TARGET:-/tmp/portico-bench-target}
+
+# workload NAME PORT: sets `script` (in the yardstick's wrk/), `url` and `env` (the script's
+# environment, an array) of one workload against the server on PORT; uses `data` and `token`.
+workload() {
+  script=random_get.lua; url=http://127.0.0.1:$2
+  env=(IDS_FILE="$data/ids.txt" PATH_PREFIX=/api/items/)
+  case $1 in
+    get) ;;
+    auth-get) env=(IDS_FILE="$data/ids.txt" PATH_PREFIX=/api/secure/items/ TOKEN="$token") ;;
+    list) script=fixed.lua; env=(); url=$url/api/items?limit=20 ;;
+    insert) script=fixed.lua; url=$url/api/items
+      env=(METHOD=POST BODY='{"name":"New item","email":"new@example.com","age":33,"active":true,"city":"Oslo","score":12.5}') ;;
+  esac
+}
