@@ -5,6 +5,7 @@
 #   DOCS     documents in `orders` (aggregates) and in `notes` (search); default 1000000
 #   SECONDS  per wrk workload; default 10
 #   env PORTICO_BIN=path: measure that binary instead of building target/release/portico.
+#   env PARTS="lists aggregates search" (the default): the parts to run, e.g. PARTS=lists.
 # For each backend:
 #   1. list of 20 `posts` against the same list with `expand=author` (one relation to `people`):
 #      req/s of each and their ratio (wrk -t1 -c32, Portico pinned to CPU 0, wrk to CPU 1);
@@ -17,6 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DOCS=${1:-1000000}
 SECS=${2:-10}
+PARTS=${PARTS:-lists aggregates search}
+part() { case " $PARTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 PG_PORT=${PG_PORT:-55434}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
 if [ -n "${PORTICO_BIN:-}" ]; then
@@ -91,6 +94,7 @@ for backend in sqlite postgres; do
   done
 
   # 1. expand against a plain list.
+  if part lists; then
   cat > "$work/lists.toml" <<'TOML'
 [[api]]
 [[api.collection]]
@@ -108,8 +112,10 @@ TOML
   expanded=$(rps "/api/posts?limit=20&expand=author")
   echo "   list of 20: $plain req/s; with expand=author: $expanded req/s; ratio $(awk -v a="$expanded" -v b="$plain" 'BEGIN {printf "%.2f", a / b}')"
   stop
+  fi
 
   # 2. aggregates over DOCS orders, on a server serving orders only.
+  if part aggregates; then
   cat > "$work/orders.toml" <<'TOML'
 [[api]]
 [[api.collection]]
@@ -129,8 +135,10 @@ TOML
   peak=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
   echo "   peak RSS: $((idle / 1024)) MiB idle, $((peak / 1024)) MiB after the aggregates"
   stop
+  fi
 
   # 3. search over DOCS notes (the index is built at startup).
+  if part search; then
   cat > "$work/notes.toml" <<'TOML'
 [[api]]
 [[api.collection]]
@@ -149,4 +157,5 @@ TOML
     | awk '/Requests\/sec/ {print "   search: " $2 " req/s"} / (50|90|99)%/ {print "   search p" $1 ": " $2}'
   echo "   peak RSS: $(($(awk '/VmHWM/ {print $2}' "/proc/$pid/status") / 1024)) MiB"
   stop
+  fi
 done

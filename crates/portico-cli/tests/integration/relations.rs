@@ -32,6 +32,10 @@ owner_field = "ownerId"
 [[api.collection]]
 name = "notes"
 auth_required = true
+[[api.collection]]
+name = "shelves"
+auth_required = true
+relations = { box = "vault", tags = "tags" }
 "#;
 
 async fn get(server: &Server, path: &str, token: &str) -> super::common::Reply {
@@ -182,6 +186,62 @@ async fn expand_across_rule_boundaries(ws: Workspace) {
         .await;
     assert_eq!(again.status, 200, "{}", again.raw);
     assert!(again.raw.contains("\"rs\""), "{}", again.raw);
+
+    // A collection shown as stored (no field rules, no scope): its page is read as stored text,
+    // with its total from the same read, and only the related documents are added to it,
+    // under the same rules.
+    for i in 0..3 {
+        post(
+            &server,
+            "/api/shelves",
+            json!({"_id": format!("s{i}"), "box": ann_box, "tags": [t2]}),
+            &ann,
+        )
+        .await;
+    }
+    let r = get(&server, "/api/shelves?expand=box,tags&limit=2", &bob).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    assert_eq!(r.header("x-total-count"), Some("3"));
+    assert!(r.header("link").is_some_and(|l| l.contains("rel=\"next\"")));
+    let shelves = r.body["data"].as_array().cloned().unwrap_or_default();
+    assert_eq!(shelves.len(), 2, "{}", r.raw);
+    for shelf in &shelves {
+        assert_eq!(shelf["box"], json!(ann_box));
+        assert!(shelf["expand"].get("box").is_none(), "{}", r.raw);
+        assert_eq!(shelf["expand"]["tags"][0]["name"], "sql", "{}", r.raw);
+    }
+    assert!(
+        !r.raw.contains("\"pin\"") && !r.raw.contains("\"internal\""),
+        "{}",
+        r.raw
+    );
+    let r = get(&server, "/api/shelves?expand=box,tags&limit=2", &ann).await;
+    assert_eq!(r.body["data"][0]["expand"]["box"]["pin"], 1234, "{}", r.raw);
+    assert_eq!(r.body["data"][1]["expand"]["tags"][0]["internal"], "x2");
+    let r = get(&server, "/api/shelves?expand=tags", &bob).await;
+    let tag = r.header("etag").expect("list etag").to_owned();
+    let with_tag = [
+        ("X-Auth-Token", bob.as_str()),
+        ("If-None-Match", tag.as_str()),
+    ];
+    let again = server
+        .call("GET", "/api/shelves?expand=tags", None, &with_tag)
+        .await;
+    assert_eq!(again.status, 304);
+    let r = server
+        .call(
+            "PATCH",
+            &format!("/api/tags/{t2}"),
+            Some(json!({"name": "sequel"})),
+            &x_auth(&ann),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    let again = server
+        .call("GET", "/api/shelves?expand=tags", None, &with_tag)
+        .await;
+    assert_eq!(again.status, 200, "{}", again.raw);
+    assert!(again.raw.contains("\"sequel\""), "{}", again.raw);
 
     // Mistakes are 400 naming them; a live list does not expand.
     for (query, word) in [

@@ -98,17 +98,18 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
         _ => None,
     };
     let searching = op == Op::GetAll && ctx.query_params.contains_key("search");
-    let as_stored = !state.collection.has_field_rules() && expand.is_none() && !searching;
+    let shown_as_stored = !state.collection.has_field_rules() && !searching;
+    let as_stored = shown_as_stored && expand.is_none();
     if op == Op::GetAll
-        && as_stored
+        && shown_as_stored
         && state.after.is_none()
         && state.records.tagged()
         && !portico_edge::wants_event_stream(&ctx.request.headers)
     {
         // Documents shown as stored and no after hook to hand them to: the page is sent as the
-        // store's JSON text (see `get_all_json`). A live list (`Accept: text/event-stream`)
-        // goes to `get_all`, which streams it.
-        return match get_all_json(state, &ctx).await {
+        // store's JSON text (see `get_all_json`), decoded only to splice in what `expand`
+        // adds. A live list (`Accept: text/event-stream`) goes to `get_all`, which streams it.
+        return match get_all_json(state, &ctx, expand.as_ref()).await {
             Ok(reply) | Err(reply) => reply,
         };
     }
@@ -321,19 +322,29 @@ async fn read_page_json(
 
 /// The getAll reply when documents are shown as stored and no after hook runs: the same
 /// status, headers and body as [`get_all`], with the documents' stored JSON text embedded as it
-/// is instead of decoded and encoded again.
-async fn get_all_json(state: &CollectionState, ctx: &Context) -> Result<Reply, Reply> {
+/// is instead of decoded and encoded again. With `expand`, the page (and its total, from the
+/// same snapshot) is still read as text; each document is decoded only to put its related
+/// documents in, and encoded once, for both the tag and the reply.
+async fn get_all_json(
+    state: &CollectionState,
+    ctx: &Context,
+    expand: Option<&Expand>,
+) -> Result<Reply, Reply> {
     let params = ListParams::parse(
         &ctx.query_params,
         state.default_page_size,
         state.max_page_size,
     )?;
     if state.records.list_projection(&params)?.is_some() {
-        let outcome = get_all(state, ctx, None).await?;
+        let outcome = get_all(state, ctx, expand).await?;
         return Ok(outcome.into_reply());
     }
     let selector = scoped(state, ctx, params.filter.clone())?;
-    let (items, page, counted) = read_page_json(state, selector.clone(), &params).await?;
+    let (mut items, page, counted) = read_page_json(state, selector.clone(), &params).await?;
+    if let Some(expand) = expand {
+        // The reply size budget counted the page as stored (as `get_all` does).
+        items = expanded_texts(state, ctx, expand, items).await?;
+    }
     let total = match counted {
         Some(total) => total,
         None => state
@@ -355,6 +366,24 @@ async fn get_all_json(state: &CollectionState, ctx: &Context) -> Result<Reply, R
         reply = reply.with_header("Link", link);
     }
     Ok(reply.with_header("ETag", tag))
+}
+
+/// Stored documents' JSON texts with their related documents put in (see
+/// [`super::expand::expand_items`]), encoded again.
+async fn expanded_texts(
+    state: &CollectionState,
+    ctx: &Context,
+    expand: &Expand,
+    texts: Vec<String>,
+) -> Result<Vec<String>, Reply> {
+    let mut items = texts
+        .iter()
+        .map(|text| serde_json::from_str::<Value>(text))
+        .collect::<Result<Vec<Value>, _>>()
+        .map_err(|_| Reply::internal("a stored document could not be read"))?;
+    drop(texts);
+    super::expand::expand_items(state, ctx, expand, &mut items).await?;
+    Ok(items.iter().map(Value::to_string).collect())
 }
 
 /// The `Link` header of a page: under `Router::nest` the request's uri lost the outer prefix,
