@@ -23,9 +23,22 @@ pub struct AutoConfig {
     /// object id. Collections declared on the platform with `IdKind::ObjectId` are treated so
     /// whether listed here or not.
     pub object_id_collections: Vec<String>,
+    /// Who may read the documents of each collection when a publication's reply expands a
+    /// relation into it (`?expand=`): collection -> rules, any one passing
+    /// (`owner:FIELD` reads only the caller's documents). A collection not listed is never
+    /// expanded on this door; the collection's field rules apply to what is shown.
+    pub read: Vec<(String, Vec<portico_platform::ReadRule>)>,
 }
 
 impl AutoConfig {
+    /// The read rules of `collection` (see [`AutoConfig::read`]); empty when it has none.
+    pub fn read_rules(&self, collection: &str) -> &[portico_platform::ReadRule] {
+        self.read
+            .iter()
+            .find(|(name, _)| name == collection)
+            .map_or(&[], |(_, rules)| rules.as_slice())
+    }
+
     /// True when `name` is listed in [`AutoConfig::object_id_collections`].
     pub fn is_object_id_collection(&self, name: &str) -> bool {
         self.object_id_collections.iter().any(|n| n == name)

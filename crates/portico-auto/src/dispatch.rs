@@ -128,7 +128,23 @@ async fn call_method(request: Matched<'_>, name: &str) -> Result<Response, ApiEr
 /// Answers the publication `name` once, or follows it live for `Accept: text/event-stream`.
 async fn publication(request: Matched<'_>, name: &str) -> Result<Response, ApiError> {
     let shared = request.shared;
-    if portico_edge::wants_event_stream(&request.parts.headers) {
+    let params = crate::queries::params(request.parts.uri.query());
+    let expand = crate::queries::expand(&params)?;
+    let search = crate::queries::search(&params)?;
+    let live = portico_edge::wants_event_stream(&request.parts.headers);
+    if live && expand.is_some() {
+        return Err(ApiError::bad_request(
+            "invalid-expand",
+            "a live publication (text/event-stream) cannot expand relations",
+        ));
+    }
+    if live && search.is_some() {
+        return Err(ApiError::bad_request(
+            "invalid-search",
+            "a live publication (text/event-stream) cannot be searched",
+        ));
+    }
+    if live {
         let Matched {
             route,
             parts,
@@ -139,6 +155,12 @@ async fn publication(request: Matched<'_>, name: &str) -> Result<Response, ApiEr
         return crate::live::publication(shared, route, parts, body, found, name).await;
     }
     let aggregate = crate::aggregate::from_query(request.parts.uri.query())?;
+    if aggregate.is_some() && (expand.is_some() || search.is_some()) {
+        return Err(ApiError::bad_request(
+            "invalid-aggregate",
+            "groups cannot be combined with expand or search",
+        ));
+    }
     let (args, user_id) = request.into_args().await?;
     if let Some(spec) = aggregate {
         let groups = shared
@@ -148,8 +170,39 @@ async fn publication(request: Matched<'_>, name: &str) -> Result<Response, ApiEr
         let groups = groups.into_iter().map(Value::Object).collect();
         return Ok(Json(Value::Array(groups)).into_response());
     }
-    let published = shared.platform.subscribe(name, user_id, args).await?;
-    Ok(Json(Value::Object(published)).into_response())
+    let (mut published, total) = match search {
+        Some(search) => {
+            let (found, total) = shared
+                .platform
+                .search_publication(name, user_id.clone(), args, search)
+                .await?;
+            (found, Some(total))
+        }
+        None => (
+            shared
+                .platform
+                .subscribe(name, user_id.clone(), args)
+                .await?,
+            None,
+        ),
+    };
+    if let Some(expand) = &expand {
+        crate::queries::expand_published(
+            &shared.platform,
+            &shared.config,
+            user_id.as_deref(),
+            expand,
+            &mut published,
+        )
+        .await?;
+    }
+    let mut response = Json(Value::Object(published)).into_response();
+    if let Some(total) = total {
+        response
+            .headers_mut()
+            .insert("x-total-count", http::HeaderValue::from(total));
+    }
+    Ok(response)
 }
 
 /// Inserts the body into the collection `name`; the reply is the new `_id`.

@@ -130,6 +130,7 @@ mod error;
 mod layers;
 mod live;
 mod login;
+mod queries;
 mod route;
 mod route_doc;
 mod state;

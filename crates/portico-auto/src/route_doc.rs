@@ -15,6 +15,14 @@ fn args_schema() -> Value {
     json!({"oneOf": [{"type": "array"}, {"type": "object"}]})
 }
 
+/// The query parameters a publication's url reads: `expand` and `search` (with `skip` and
+/// `limit`), and the aggregates (`group`, `count`, `sum`, `avg`, `min`, `max`, with `where`,
+/// `sort`, `skip` and `limit`).
+const PUBLICATION_QUERY: [&str; 12] = [
+    "expand", "search", "group", "count", "sum", "avg", "min", "max", "where", "sort", "skip",
+    "limit",
+];
+
 /// JSON Schema of a publication's reply: documents by collection.
 fn publication_schema() -> Value {
     json!({
@@ -96,6 +104,7 @@ fn describe(route: &Route, context: Option<&Context<'_>>) -> RouteDoc {
         Target::Publication(name) => {
             let doc = doc(Access::OptionalUser)
                 .summary(format!("publication {name}"))
+                .query(PUBLICATION_QUERY)
                 .reply_body(publication_schema());
             match route.extractor {
                 None => doc.request_body(args_schema()),

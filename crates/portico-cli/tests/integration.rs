@@ -10,6 +10,7 @@ mod integration {
     mod aggregates;
     mod auto_api;
     mod auto_conditional;
+    mod auto_queries;
     mod backups;
     mod batch;
     mod check;

@@ -388,6 +388,9 @@ pub struct CollectionRules {
     pub update: Vec<Rule>,
     /// `remove`.
     pub remove: Vec<Rule>,
+    /// `read`: who may read the collection's documents where a publication's reply expands a
+    /// relation into them (`?expand=`); none: never expanded on the auto API.
+    pub read: Vec<Rule>,
     /// The line of `[auto.rules.<collection>]`, for messages.
     pub line: usize,
 }

@@ -231,6 +231,7 @@ pub(crate) struct RawRules {
     pub(crate) insert: Option<Spanned<OneOrMany>>,
     pub(crate) update: Option<Spanned<OneOrMany>>,
     pub(crate) remove: Option<Spanned<OneOrMany>>,
+    pub(crate) read: Option<Spanned<OneOrMany>>,
 }
 
 /// One `[[auto.publication]]` table.

@@ -99,6 +99,7 @@ fn the_issue_example_parses_with_every_key() {
             insert: vec![Rule::Authenticated],
             update: vec![Rule::Owner("ownerId".into())],
             remove: vec![Rule::Role("admin".into())],
+            read: Vec::new(),
             line: 31,
         }]
     );

@@ -102,6 +102,12 @@ pub(crate) fn api(
             let mut o = portico_auto::AutoConfig::default();
             o.collections = Some(writable);
             o.object_id_collections = auto.object_id_collections.clone();
+            o.read = auto
+                .rules
+                .iter()
+                .filter(|rules| !rules.read.is_empty())
+                .map(|rules| (rules.collection.clone(), rules.read.clone()))
+                .collect();
             o
         })
         .response_headers(response_headers(auto))

@@ -212,4 +212,12 @@ fn the_every_key_config_of_the_api_checks_stays_valid() {
         "{list:?}"
     );
     assert_eq!(query("/api/v1/notes/{id}"), ["expand"]);
+    // An auto API publication takes them too, and its groups.
+    let publication = query("/mine/widgets");
+    for name in ["expand", "search", "skip", "limit", "group"] {
+        assert!(
+            publication.iter().any(|n| n == name),
+            "{name}: {publication:?}"
+        );
+    }
 }

@@ -36,8 +36,8 @@ impl Checker<'_> {
         }
     }
 
-    /// `[auto.rules.<collection>]`: each rule parsed; rules for a collection without write
-    /// endpoints, and client inserts into `users`, refused.
+    /// `[auto.rules.<collection>]`: each rule parsed; write rules for a collection without
+    /// write endpoints, and client inserts into `users`, refused.
     fn auto_rules(
         &mut self,
         raw: BTreeMap<String, Spanned<RawRules>>,
@@ -49,7 +49,12 @@ impl Checker<'_> {
             if let Err(message) = check_collection_name(&collection) {
                 self.error(&spanned, &key, message);
             }
-            if let Some(list) = collections
+            // `read` alone needs no write endpoints (it rules what `?expand=` shows).
+            let raw_ref = spanned.get_ref();
+            let writes =
+                raw_ref.insert.is_some() || raw_ref.update.is_some() || raw_ref.remove.is_some();
+            if writes
+                && let Some(list) = collections
                 && !list.contains(&collection)
             {
                 self.error(
@@ -79,6 +84,7 @@ impl Checker<'_> {
             let insert = parse(raw_rules.insert, "insert");
             let update = parse(raw_rules.update, "update");
             let remove = parse(raw_rules.remove, "remove");
+            let read = parse(raw_rules.read, "read");
             if collection == portico_platform::USERS
                 && insert.iter().any(|rule| *rule != Rule::Nobody)
             {
@@ -98,6 +104,7 @@ impl Checker<'_> {
                 insert,
                 update,
                 remove,
+                read,
                 line,
             });
         }
