@@ -41,6 +41,8 @@ pub struct Reader {
     written: Arc<AtomicU64>,
     /// Every read goes to the primary.
     primary: bool,
+    /// Reads also see every change the store's change feed has told (live re-evaluations).
+    follows_feed: bool,
 }
 
 impl Reader {
@@ -52,7 +54,23 @@ impl Reader {
             key: key.map(Arc::from),
             written: Arc::default(),
             primary: false,
+            follows_feed: false,
         }
+    }
+
+    /// The scope of work that follows the store's change feed (live queries re-evaluated on
+    /// each change): its reads see at least every change the feed has told so far, on top of
+    /// what the running scope's caller (if any) wrote.
+    pub fn following() -> Reader {
+        Reader {
+            follows_feed: true,
+            ..current().unwrap_or_default()
+        }
+    }
+
+    /// True when reads must see every change the feed has told (see [`Reader::following`]).
+    pub fn follows_feed(&self) -> bool {
+        self.follows_feed
     }
 
     /// Runs `fut` in this scope.
@@ -128,5 +146,10 @@ mod tests {
             })
             .await;
         on_primary(async { assert!(current().is_some_and(|r| r.primary_only())) }).await;
+        let following = Reader::caller(Some("u"))
+            .scope(async { Reader::following() })
+            .await;
+        assert!(following.follows_feed());
+        assert_eq!(following.key(), Some("u"));
     }
 }

@@ -1,12 +1,14 @@
 //! `database_replicas` through the binary: reads served by a streaming replica (its replay
 //! paused, so it shows an older view than the primary), a writer reading its own writes at
-//! once, and the replica's state on `/readyz` and `/metrics`.
+//! once, a live list told of a change once the replica holds it, and the replica's state on
+//! `/readyz` and `/metrics`.
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
 use super::common::{Server, Workspace, cluster, x_auth};
+use super::sse::Sse;
 
 const CONFIG: &str = "replica_max_lag_ms = 60000\n\
 [metrics]\n\
@@ -44,6 +46,16 @@ async fn a_paused_replica_answers_other_callers_while_a_writer_reads_its_writes(
         assert!(Instant::now() < deadline, "the replica never had the item");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+
+    // Bob follows the list live.
+    let mut live = Sse::open(
+        reqwest::Client::new()
+            .get(server.url("/api/items"))
+            .header("x-auth-token", &bob),
+    )
+    .await;
+    assert_eq!(live.next().await.0, "added");
+    assert_eq!(live.next().await.0, "ready");
 
     let pause = |sql: &str| {
         tokio::task::block_in_place(|| replica.sql(&db, sql)).expect("replica SQL");
@@ -119,8 +131,19 @@ async fn a_paused_replica_answers_other_callers_while_a_writer_reads_its_writes(
         metrics.raw
     );
 
-    // Replay resumes: Bob sees the new item.
+    // The change waits for the replica: Bob's live list (re-read from the replica) hears
+    // nothing while it is paused...
+    assert!(
+        tokio::time::timeout(Duration::from_millis(1000), live.next())
+            .await
+            .is_err(),
+        "no live event while the replica lacks the change"
+    );
+    // ...and the new item once replay resumes; his gets see it too.
     pause("SELECT pg_wal_replay_resume()");
+    let (event, data) = live.next().await;
+    assert_eq!(event, "added", "{data}");
+    assert_eq!(data["id"].as_str(), Some(new_id.as_str()), "{data}");
     let deadline = Instant::now() + Duration::from_secs(20);
     while status_of(&server, &new_path, &bob).await != 200 {
         assert!(Instant::now() < deadline, "the replica never caught up");

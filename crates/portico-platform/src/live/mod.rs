@@ -180,7 +180,10 @@ impl Hub {
                 }
             };
             if created {
-                tokio::spawn(query.clone().run(self.store.clone()));
+                // Its reads may go to a read replica that holds every change the feed has
+                // told, and the writes of the caller that opened it.
+                let reader = portico_store::routing::Reader::following();
+                tokio::spawn(reader.scope(query.clone().run(self.store.clone())));
             }
             // Should this caller go away during the first evaluation, nobody would ever leave
             // the query it created: the guard closes it then.

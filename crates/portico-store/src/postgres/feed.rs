@@ -7,15 +7,20 @@
 //! is re-checked. A slow safety re-check ([`SAFETY_RECHECK`]) does the same, so a notification
 //! missed for any other reason heals itself. A payload that would not fit PostgreSQL's 8000-byte
 //! limit names the collection only (any of its documents may have changed).
+//!
+//! With read replicas, changes are published once every replica in use has replayed them
+//! (see `Replicas::caught_up`), so that live queries re-evaluated on a change, which read from
+//! a replica, see it.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use deadpool_postgres::GenericClient;
-use futures::StreamExt;
+use futures::{FutureExt as _, StreamExt};
 use serde_json::{Value, json};
 use tokio_postgres::{AsyncMessage, NoTls};
 
+use super::replica::Replicas;
 use crate::Result;
 use crate::feed::{Change, ChangeFeed, ChangeKind};
 
@@ -101,7 +106,11 @@ pub(crate) async fn notify(tx: &impl GenericClient, change: &Change) -> Result<(
 
 /// Listens for notifications on a connection of its own and publishes them to `feed`, until
 /// the store holding `feed` is gone.
-pub(crate) async fn listen(config: tokio_postgres::Config, feed: Weak<ChangeFeed>) {
+pub(crate) async fn listen(
+    config: tokio_postgres::Config,
+    feed: Weak<ChangeFeed>,
+    gate: Option<Weak<Replicas>>,
+) {
     let mut backoff = Duration::from_millis(100);
     let mut first = true;
     loop {
@@ -132,11 +141,12 @@ pub(crate) async fn listen(config: tokio_postgres::Config, feed: Weak<ChangeFeed
                         );
                     }
                     // Whatever was sent while no one listened is lost: re-check everything.
+                    caught_up(gate.as_ref()).await;
                     if let Some(feed) = feed.upgrade() {
                         feed.publish(Change::Resync { collection: None });
                     }
                     first = false;
-                    if !pump(&mut messages, &feed).await {
+                    if !pump(&mut messages, &feed, gate.as_ref()).await {
                         return;
                     }
                     tracing::warn!(
@@ -161,6 +171,7 @@ async fn pump(
         std::result::Result<AsyncMessage, tokio_postgres::Error>,
     >,
     feed: &Weak<ChangeFeed>,
+    gate: Option<&Weak<Replicas>>,
 ) -> bool {
     let mut safety = tokio::time::interval(SAFETY_RECHECK);
     safety.tick().await;
@@ -171,20 +182,55 @@ async fn pump(
             _ = alive.tick() => if feed.strong_count() == 0 { return false },
             message = messages.next() => match message {
                 Some(Ok(AsyncMessage::Notification(n))) => {
-                    let Some(feed) = feed.upgrade() else { return false };
-                    if n.channel() == CHANNEL
-                        && let Some(change) = decode(n.payload()) {
-                            feed.publish(change);
+                    let mut changes: Vec<Change> = ours(&n).into_iter().collect();
+                    // Notifications already waiting go with this one: one wait for the
+                    // replicas covers them all.
+                    let mut ended = false;
+                    while let Some(next) = messages.next().now_or_never() {
+                        match next {
+                            Some(Ok(AsyncMessage::Notification(n))) => changes.extend(ours(&n)),
+                            Some(Ok(_)) => {}
+                            Some(Err(_)) | None => {
+                                ended = true;
+                                break;
+                            }
                         }
+                    }
+                    if !changes.is_empty() {
+                        caught_up(gate).await;
+                    }
+                    let Some(feed) = feed.upgrade() else { return false };
+                    for change in changes {
+                        feed.publish(change);
+                    }
+                    if ended {
+                        return true;
+                    }
                 }
                 Some(Ok(_)) => {}
                 Some(Err(_)) | None => return true,
             },
             _ = safety.tick() => {
+                caught_up(gate).await;
                 let Some(feed) = feed.upgrade() else { return false };
                 feed.publish(Change::Resync { collection: None });
             }
         }
+    }
+}
+
+/// The change a notification on Portico's channel tells.
+fn ours(n: &tokio_postgres::Notification) -> Option<Change> {
+    (n.channel() == CHANNEL)
+        .then(|| decode(n.payload()))
+        .flatten()
+}
+
+/// With read replicas, waits until those in use hold what the primary has written now (see
+/// [`Replicas::caught_up`]), so that whoever re-reads on a change reads it there too.
+async fn caught_up(gate: Option<&Weak<Replicas>>) {
+    if let Some(replicas) = gate.and_then(Weak::upgrade) {
+        replicas.caught_up().await;
     }
 }
 
@@ -193,6 +239,8 @@ async fn pump(
 pub(crate) struct Feed {
     pub(crate) feed: Arc<ChangeFeed>,
     started: std::sync::OnceLock<()>,
+    /// The store's read replicas: changes are published once they hold them.
+    gate: std::sync::OnceLock<Weak<Replicas>>,
 }
 
 impl Feed {
@@ -203,9 +251,18 @@ impl Feed {
     ) -> tokio::sync::broadcast::Receiver<Change> {
         let rx = self.feed.subscribe();
         self.started.get_or_init(|| {
-            tokio::spawn(listen(config.clone(), Arc::downgrade(&self.feed)));
+            tokio::spawn(listen(
+                config.clone(),
+                Arc::downgrade(&self.feed),
+                self.gate.get().cloned(),
+            ));
         });
         rx
+    }
+
+    /// Publishes changes only once `replicas` hold them (set before the listener starts).
+    pub(crate) fn gate_on(&self, replicas: &Arc<Replicas>) {
+        let _ = self.gate.set(Arc::downgrade(replicas));
     }
 }
 

@@ -122,6 +122,9 @@ impl Default for PostgresOptions {
 /// caller's reads stay on the primary until the replica's `pg_last_wal_replay_lsn()` (polled
 /// every 200 ms) has passed it. A replica that is down, lagging or failing a read is skipped
 /// and the read answered by the primary. [`PostgresStore::replica_status`] reports each one.
+/// The change feed tells a change once the replicas in use hold it, and reads of a
+/// [`crate::routing::Reader::following`] scope (live re-evaluations) go only to a replica
+/// holding every change told.
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: Pool,
@@ -224,6 +227,7 @@ impl PostgresStore {
         if let Some(replicas) = &store.replicas {
             replicas.poll().await;
             replicas.start();
+            store.feed.gate_on(replicas);
         }
         Ok(store)
     }

@@ -16,6 +16,12 @@
 //! chosen this way always holds the caller's writes. A caller's record is dropped once every
 //! replica that may be used is sure to hold it (see [`Replicas::poll`]).
 //!
+//! **The change feed.** Changes are published once every replica in use has replayed the
+//! primary's position at the time they were heard ([`Replicas::caught_up`]), and reads of a
+//! [`routing::Reader::following`] scope (live queries re-evaluated on a change) go only to a
+//! replica that has replayed the last such position: a re-evaluation sees the change that
+//! triggered it.
+//!
 //! **Health.** A background task polls the primary and each replica every [`POLL`]. A replica
 //! that does not answer within [`POLL_TIMEOUT`], is not in recovery (not a standby), or lags by
 //! more than the configured maximum is skipped until a later poll finds it well. The lag is
@@ -39,6 +45,10 @@ pub(crate) const POLL: Duration = Duration::from_millis(200);
 
 /// How long a replica may take to answer a poll before it counts as down.
 pub(crate) const POLL_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The pause between two looks at a replica's replayed position while the change feed waits
+/// for it.
+const CATCH_UP_PAUSE: Duration = Duration::from_millis(5);
 
 /// The SQL of a replica's poll: in recovery, and the position replayed.
 const REPLICA_POSITION: &str =
@@ -176,6 +186,17 @@ pub(crate) struct Replicas {
     /// The primary's flushed position at recent polls, oldest first.
     samples: Mutex<VecDeque<(Instant, u64)>>,
     next: AtomicUsize,
+    /// A primary position past every change the change feed has published: reads of a
+    /// [`routing::Reader::following`] scope need a replica that has replayed it.
+    feed_position: AtomicU64,
+}
+
+impl std::fmt::Debug for Replicas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replicas")
+            .field("replicas", &self.status())
+            .finish()
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -220,6 +241,7 @@ impl Replicas {
             callers: Mutex::default(),
             samples: Mutex::default(),
             next: AtomicUsize::new(0),
+            feed_position: AtomicU64::new(0),
         })
     }
 
@@ -255,6 +277,9 @@ impl Replicas {
             return None;
         }
         let mut need = reader.written();
+        if reader.follows_feed() {
+            need = need.max(self.feed_position.load(Ordering::Acquire));
+        }
         if let Some(key) = reader.key()
             && let Some(written) = lock(&self.callers).get(key)
         {
@@ -285,6 +310,48 @@ impl Replicas {
             // The position is unknown: the rest of this scope reads from the primary.
             Err(_) => reader.record_write(u64::MAX),
         }
+    }
+
+    /// Waits until every replica in use has replayed what the primary has written now, so
+    /// that the changes the feed is about to publish are on every replica a
+    /// [`routing::Reader::following`] read may use; a replica that does not get there within
+    /// the maximum lag is skipped (lagging) until a poll finds it well again.
+    pub(crate) async fn caught_up(&self) {
+        let Ok(target) = self.primary_position(PRIMARY_INSERTED).await else {
+            return;
+        };
+        let deadline = Instant::now() + self.max_lag;
+        for replica in self
+            .list
+            .iter()
+            .filter(|r| r.in_use.load(Ordering::Acquire))
+        {
+            while replica.replayed.load(Ordering::Acquire) < target {
+                if Instant::now() >= deadline {
+                    replica.set(ReplicaState::Lagging);
+                    break;
+                }
+                let answer = tokio::time::timeout(POLL_TIMEOUT, async {
+                    let client = replica.client().await?;
+                    let row = client.query_one(REPLICA_POSITION, &[]).await?;
+                    Ok::<_, Error>(position(row.try_get(1)?))
+                })
+                .await;
+                match answer {
+                    Ok(Ok(Some(replayed))) => {
+                        replica.replayed.fetch_max(replayed, Ordering::AcqRel);
+                        if replayed < target {
+                            tokio::time::sleep(CATCH_UP_PAUSE).await;
+                        }
+                    }
+                    _ => {
+                        replica.set(ReplicaState::Down);
+                        break;
+                    }
+                }
+            }
+        }
+        self.feed_position.fetch_max(target, Ordering::AcqRel);
     }
 
     async fn primary_position(&self, sql: &str) -> Result<u64> {

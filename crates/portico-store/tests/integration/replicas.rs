@@ -253,3 +253,66 @@ async fn a_lagging_or_stopped_replica_is_skipped_and_used_again_when_back() {
         store.replica_status()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_are_told_once_the_replica_holds_them_so_live_reads_see_them_there() {
+    let pair = pair(Duration::from_millis(1500)).await;
+    let store = &pair.store;
+    let mut rx = store.changes().expect("a feed");
+    // The listener says it listens with a re-check.
+    tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .expect("listening in time")
+        .expect("the feed is open");
+    store
+        .insert("c", doc(json!({"_id": "a", "v": 1})))
+        .await
+        .unwrap();
+    next_insert(&mut rx).await;
+    // Told: a read that follows the feed finds it, on the replica.
+    let before = pair.replica_reads();
+    let seen = Reader::following()
+        .scope(store.get("c", "a"))
+        .await
+        .unwrap();
+    assert!(seen.is_some());
+    assert_eq!(pair.replica_reads(), before + 1, "read on the replica");
+
+    // Paused: the change waits for the replica, then for the allowed lag, then is told with
+    // the replica skipped, and the read that follows it finds it on the primary.
+    pair.pause();
+    let written = Instant::now();
+    store
+        .insert("c", doc(json!({"_id": "b", "v": 2})))
+        .await
+        .unwrap();
+    next_insert(&mut rx).await;
+    assert!(
+        written.elapsed() >= Duration::from_millis(1400),
+        "told after {:?}",
+        written.elapsed()
+    );
+    assert_ne!(store.replica_status()[0].state, ReplicaState::InUse);
+    let seen = Reader::following()
+        .scope(store.get("c", "b"))
+        .await
+        .unwrap();
+    assert!(seen.is_some());
+    pair.resume();
+    pair.wait_state(ReplicaState::InUse).await;
+}
+
+/// Waits for the next insert the feed tells (skipping re-checks).
+async fn next_insert(rx: &mut tokio::sync::broadcast::Receiver<portico_store::Change>) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let change = tokio::time::timeout(left, rx.recv())
+            .await
+            .expect("a change in time")
+            .expect("the feed is open");
+        if matches!(change, portico_store::Change::Documents { .. }) {
+            return;
+        }
+    }
+}
