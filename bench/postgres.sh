@@ -66,8 +66,8 @@ seed() {
   psql_do -d postgres -c "DROP DATABASE IF EXISTS peers" -c "DROP DATABASE IF EXISTS portico" \
     -c "CREATE DATABASE peers" -c "CREATE DATABASE portico"
   PATH=$pg_bin:$PATH python3 "$YARDSTICK/seed_pg.py" --from "$data/seed.db" --url "$PG_URL/peers" >/dev/null
-  "$PORTICO" import --database "$PG_URL/portico" --collection items "$data/portico-items.json" >/dev/null
-  "$PORTICO" import --database "$PG_URL/portico" --collection users "$data/portico-users.json" >/dev/null
+  "$PORTICO" import --database "$PG_URL/portico" --collection items "$data/portico-items.json" >/dev/null 2>>"$work/import.log"
+  "$PORTICO" import --database "$PG_URL/portico" --collection users "$data/portico-users.json" >/dev/null 2>>"$work/import.log"
   psql_do -d portico -c "ANALYZE"
 }
 
