@@ -8,6 +8,10 @@
 //! renamed to its final name: a process killed halfway leaves at most the `.partial` file, never
 //! a torn file under the final name, and the database is only read.
 //!
+//! The copy, its check and its flush run on a thread of their own at the lowest scheduling
+//! priority (nice 19 on Linux): beside a busy server they take the CPU its threads leave, so a
+//! backup slows down under load rather than the server's requests.
+//!
 //! [`verify`] is the check a backup must pass before it replaces anything: a SQLite header whose
 //! size matches the file, `integrity_check` ok, Portico's tables, a stored format this build can
 //! open. [`restore`] copies the backup beside the database, checks the copy, keeps the current
@@ -160,6 +164,33 @@ fn integrity_check(conn: &Connection, place: &Path) -> Result<()> {
 /// its check; [`Error::Backend`] when a file cannot be written. Then nothing is left under
 /// `out`, and the `.partial` file is removed when possible.
 pub fn backup(database: &Path, out: &Path) -> Result<BackupReport> {
+    at_low_priority(|| backup_here(database, out))
+}
+
+/// Runs `work` on a thread of its own at the lowest scheduling priority (nice 19 on Linux; a
+/// thread's priority cannot be raised back without privileges, hence a thread for it), and
+/// waits for it. A backup beside a busy server then takes the CPU the server's threads leave:
+/// the page copy, the integrity check and the flush slow down under load instead of the
+/// server's requests. Failing to lower the priority is harmless (the backup runs as it is).
+fn at_low_priority<T: Send>(work: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    std::thread::scope(|scope| {
+        let thread = std::thread::Builder::new()
+            .name("portico-backup".to_owned())
+            .spawn_scoped(scope, || {
+                let _ = thread_priority::set_current_thread_priority(
+                    thread_priority::ThreadPriority::Min,
+                );
+                work()
+            })
+            .map_err(|e| Error::Backend(format!("cannot start the backup's thread: {e}")))?;
+        thread
+            .join()
+            .unwrap_or_else(|_| Err(Error::Backend("the backup's thread failed".to_owned())))
+    })
+}
+
+/// [`backup`], on the calling thread.
+fn backup_here(database: &Path, out: &Path) -> Result<BackupReport> {
     let started = Instant::now();
     if !database.is_file() {
         return Err(Error::Open(format!(
@@ -471,6 +502,23 @@ mod tests {
             let id = format!("d{n:06}");
             assert!(copy.get("items", &id).await.unwrap().is_some(), "{id}");
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_backup_runs_at_the_lowest_priority_and_leaves_the_caller_s_alone() {
+        // Field 19 of /proc/thread-self/stat is the thread's nice value.
+        fn nice() -> i64 {
+            let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+            let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+            after_name.split(' ').nth(16).unwrap().parse().unwrap()
+        }
+        let before = nice();
+        let inside = at_low_priority(|| Ok(nice())).unwrap();
+        assert_eq!(inside, 19);
+        assert_eq!(nice(), before);
+        let failed: Result<()> = at_low_priority(|| Err(Error::Backend("no".into())));
+        assert!(matches!(failed, Err(Error::Backend(m)) if m == "no"));
     }
 
     #[tokio::test]
