@@ -1,5 +1,5 @@
-//! The backups view: the backups of the server's SQLite database, taking one, downloading one
-//! (see [`portico_store::sqlite::BackupSet`]).
+//! The backups view: the backups of the server's SQLite database, in a directory or an
+//! S3-compatible bucket, taking one, downloading one (see [`portico_platform::backups`]).
 
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
@@ -9,16 +9,13 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use http::{StatusCode, header};
-use portico_store::sqlite::BackupSet;
+use portico_platform::backups::Backups;
 use serde_json::{Value, json};
 
 use crate::api_error::{ApiError, ApiResult};
 use crate::state::AdminState;
 
-/// Bytes read from a backup file per chunk of a download.
-const CHUNK: usize = 64 * 1024;
-
-fn set(state: &AdminState) -> ApiResult<Arc<BackupSet>> {
+fn set(state: &AdminState) -> ApiResult<Arc<Backups>> {
     state.backups.clone().ok_or_else(|| {
         ApiError::not_found(
             "Backups are not set up on this server: add a [backups] table to its config \
@@ -28,17 +25,12 @@ fn set(state: &AdminState) -> ApiResult<Arc<BackupSet>> {
 }
 
 /// `GET api/backups`: `{configured, dir, keep, running, backups: [{name, bytes, modifiedMs}]}`,
-/// newest first.
+/// newest first (`dir`: the directory, or the bucket's `s3://` URL).
 pub(crate) async fn list(State(state): State<AdminState>) -> ApiResult<Json<Value>> {
     let Some(set) = state.backups.clone() else {
         return Ok(Json(json!({ "configured": false, "backups": [] })));
     };
-    let listed = {
-        let set = Arc::clone(&set);
-        tokio::task::spawn_blocking(move || set.list())
-            .await
-            .map_err(|_| ApiError::internal())??
-    };
+    let listed = set.list().await?;
     let backups: Vec<Value> = listed
         .iter()
         .map(|file| {
@@ -51,7 +43,7 @@ pub(crate) async fn list(State(state): State<AdminState>) -> ApiResult<Json<Valu
         .collect();
     Ok(Json(json!({
         "configured": true,
-        "dir": set.dir().display().to_string(),
+        "dir": set.location(),
         "keep": set.keep(),
         "running": set.is_running(),
         "backups": backups,
@@ -62,17 +54,10 @@ pub(crate) async fn list(State(state): State<AdminState>) -> ApiResult<Json<Valu
 /// written and checked, 409 while another runs.
 pub(crate) async fn start(State(state): State<AdminState>) -> ApiResult<Response> {
     let set = set(&state)?;
-    let taken = tokio::task::spawn_blocking(move || set.take())
-        .await
-        .map_err(|_| ApiError::internal())?;
-    match taken {
+    match set.take().await {
         Ok(report) => {
-            let name = report
-                .path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            tracing::info!(backup = %report.path.display(), bytes = report.bytes, "backup taken from the admin page");
+            let name = report.name;
+            tracing::info!(backup = %report.location, bytes = report.bytes, "backup taken from the admin page");
             Ok((
                 StatusCode::CREATED,
                 Json(json!({
@@ -98,45 +83,26 @@ pub(crate) async fn start(State(state): State<AdminState>) -> ApiResult<Response
     }
 }
 
-/// `GET api/backups/{name}`: the file, as an attachment, read in chunks.
+/// `GET api/backups/{name}`: the backup, as an attachment, streamed from its file or bucket.
 pub(crate) async fn download(
     State(state): State<AdminState>,
     Path(name): Path<String>,
 ) -> ApiResult<Response> {
     let set = set(&state)?;
-    let not_found = || ApiError::not_found("No such backup");
-    let path = set.find(&name).ok_or_else(not_found)?;
-    let file = tokio::fs::File::open(&path)
-        .await
-        .map_err(|_| not_found())?;
-    let length = file
-        .metadata()
-        .await
-        .map_err(|_| ApiError::internal())?
-        .len();
-    let chunks = futures::stream::unfold(Some(file), |file| async move {
-        use tokio::io::AsyncReadExt as _;
-        let mut file = file?;
-        let mut buffer = vec![0u8; CHUNK];
-        match file.read(&mut buffer).await {
-            Ok(0) => None,
-            Ok(n) => {
-                buffer.truncate(n);
-                Some((Ok(bytes::Bytes::from(buffer)), Some(file)))
-            }
-            Err(e) => Some((Err(e), None)),
-        }
-    });
+    let download = set
+        .download(&name)
+        .await?
+        .ok_or_else(|| ApiError::not_found("No such backup"))?;
     Ok((
         [
             (header::CONTENT_TYPE, "application/vnd.sqlite3".to_owned()),
-            (header::CONTENT_LENGTH, length.to_string()),
+            (header::CONTENT_LENGTH, download.bytes.to_string()),
             (
                 header::CONTENT_DISPOSITION,
                 format!("attachment; filename=\"{name}\""),
             ),
         ],
-        Body::from_stream(chunks),
+        Body::from_stream(download.stream),
     )
         .into_response())
 }

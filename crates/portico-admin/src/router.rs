@@ -31,7 +31,7 @@ pub struct AdminPage {
     limits: LoginLimits,
     routes: RouteSource,
     openapi: Option<String>,
-    backups: Option<Arc<portico_store::sqlite::BackupSet>>,
+    backups: Option<Arc<portico_platform::backups::Backups>>,
 }
 
 impl std::fmt::Debug for AdminPage {
@@ -141,7 +141,7 @@ impl AdminPage {
 
     /// The backups the Backups view lists, takes and downloads (a SQLite database's; without
     /// them the view says backups are not set up).
-    pub fn backups(mut self, backups: Arc<portico_store::sqlite::BackupSet>) -> Self {
+    pub fn backups(mut self, backups: Arc<portico_platform::backups::Backups>) -> Self {
         self.backups = Some(backups);
         self
     }

@@ -17,5 +17,5 @@ pub(crate) struct AdminState {
     pub(crate) routes: RouteSource,
     pub(crate) openapi: Option<String>,
     /// The backups the Backups view lists, takes and downloads (see `backups.rs`).
-    pub(crate) backups: Option<Arc<portico_store::sqlite::BackupSet>>,
+    pub(crate) backups: Option<Arc<portico_platform::backups::Backups>>,
 }

@@ -2,7 +2,9 @@
 //! and putting one back (see `portico_store::sqlite` for how both stay safe).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use portico_platform::backups::{Backups, TakenBackup};
 use portico_store::sqlite::{BackupReport, BackupSet, RestoreReport};
 
 use crate::config::Config;
@@ -37,14 +39,12 @@ pub fn sqlite_file(choice: &DatabaseChoice, what: &str) -> crate::Result<PathBuf
 }
 
 /// The backups `serve` schedules and the admin page lists: `[backups]` of `config` for the
-/// SQLite file of `choice`. `None` without `[backups]`.
+/// SQLite file of `choice`, in its `dir` or its bucket (`url`). `None` without `[backups]`.
 ///
 /// # Errors
-/// As [`sqlite_file`]: `[backups]` on a store that is not a SQLite file.
-pub fn configured_set(
-    config: &Config,
-    choice: &DatabaseChoice,
-) -> crate::Result<Option<BackupSet>> {
+/// As [`sqlite_file`]: `[backups]` on a store that is not a SQLite file;
+/// [`crate::Error::Setup`] when the bucket cannot be set up.
+pub fn configured_set(config: &Config, choice: &DatabaseChoice) -> crate::Result<Option<Backups>> {
     let Some(backups) = &config.backups else {
         return Ok(None);
     };
@@ -54,21 +54,36 @@ pub fn configured_set(
             backups.line
         ))
     })?;
-    Ok(Some(BackupSet::new(database, &backups.dir, backups.keep)))
+    match &backups.url {
+        Some(url) => {
+            let set = Backups::in_bucket(database, url, backups.keep)
+                .map_err(|e| crate::Error::Setup(format!("[backups] url: {e}")))?;
+            Ok(Some(match &backups.staging {
+                Some(dir) => set.staged_in(dir),
+                None => set,
+            }))
+        }
+        None => Ok(Some(Backups::in_dir(BackupSet::new(
+            database,
+            &backups.dir,
+            backups.keep,
+        )))),
+    }
 }
 
 /// `portico backup`: an online copy of the SQLite database of `choice`, to `out`, else into
-/// `[backups] dir` (keeping its newest `keep`), else `./portico-backup-<UTC time>.db`.
+/// `[backups] dir` or its bucket (keeping the newest `keep`), else
+/// `./portico-backup-<UTC time>.db`.
 ///
 /// # Errors
 /// [`crate::Error::Usage`] for a store that is not a SQLite file or a file that does not
-/// exist; [`crate::Error::Backup`] when the copy or its check fails (nothing is left under the
-/// final name then).
+/// exist; [`crate::Error::Backup`] when the copy, its check or its upload fails (nothing is
+/// left under the final name then).
 pub async fn backup(
     choice: &DatabaseChoice,
     out: Option<PathBuf>,
     config: &Config,
-) -> crate::Result<BackupReport> {
+) -> crate::Result<TakenBackup> {
     let database = sqlite_file(choice, "backup")?;
     if !database.is_file() {
         return Err(crate::Error::Usage(format!(
@@ -76,24 +91,62 @@ pub async fn backup(
             database.display()
         )));
     }
-    let set = config.backups.as_ref().map(|b| (b.dir.clone(), b.keep));
-    run_blocking(move || match (out, set) {
-        (Some(out), _) => portico_store::sqlite::backup(&database, &out),
-        (None, Some((dir, keep))) => BackupSet::new(database, dir, keep).take(),
+    let set = match (out, configured_set(config, choice)?) {
+        (Some(out), _) => {
+            let report =
+                run_blocking(move || portico_store::sqlite::backup(&database, &out)).await?;
+            return Ok(taken(&report));
+        }
+        (None, Some(set)) => set,
         // In the working directory, where nothing is ever removed.
-        (None, None) => BackupSet::new(database, ".", usize::MAX).take(),
-    })
-    .await
+        (None, None) => Backups::in_dir(BackupSet::new(database, ".", usize::MAX)),
+    };
+    Arc::new(set)
+        .take()
+        .await
+        .map_err(|e| crate::Error::Backup(e.to_string()))
+}
+
+/// A backup written to a file, reported as the set's backups are.
+fn taken(report: &BackupReport) -> TakenBackup {
+    let mut taken = TakenBackup::new(
+        report
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        report.path.display().to_string(),
+        report.bytes,
+    );
+    taken.format = report.format;
+    taken.elapsed = report.elapsed;
+    taken
 }
 
 /// `portico restore FILE`: replaces the SQLite database of `choice` with the backup `file`
-/// (see `portico_store::sqlite::restore`).
+/// (see `portico_store::sqlite::restore`). `file` may be an object of an S3-compatible bucket,
+/// `s3://bucket/prefix/portico-backup-<time>.db` (endpoint, region and keys from the `AWS_*`
+/// environment variables): it is downloaded beside the database first, then restored as a
+/// file, and the download removed.
 ///
 /// # Errors
 /// [`crate::Error::Usage`] for a store that is not a SQLite file; [`crate::Error::Backup`]
-/// when the backup fails its checks or the database is in use: nothing is replaced then.
+/// when the backup cannot be downloaded, fails its checks or the database is in use: nothing
+/// is replaced then.
 pub async fn restore(file: &Path, choice: &DatabaseChoice) -> crate::Result<RestoreReport> {
     let database = sqlite_file(choice, "restore")?;
+    if let Some(url) = file.to_str().filter(|f| f.starts_with("s3://")) {
+        let mut download = database.as_os_str().to_owned();
+        download.push(".download");
+        let download = PathBuf::from(download);
+        portico_platform::backups::fetch_object(url, &download)
+            .await
+            .map_err(|e| crate::Error::Backup(e.to_string()))?;
+        let (from, to) = (download.clone(), database);
+        let restored = run_blocking(move || portico_store::sqlite::restore(&from, &to)).await;
+        let _ = std::fs::remove_file(&download);
+        return restored;
+    }
     if !file.is_file() {
         return Err(crate::Error::Usage(format!(
             "{}: no such backup file",
@@ -129,10 +182,10 @@ pub fn size(bytes: u64) -> String {
 }
 
 /// What `portico backup` prints.
-pub fn backup_line(report: &BackupReport) -> String {
+pub fn backup_line(report: &TakenBackup) -> String {
     format!(
         "backup: {} ({}, stored format {}, {:.1} s, integrity_check ok)",
-        report.path.display(),
+        report.location,
         size(report.bytes),
         report.format,
         report.elapsed.as_secs_f64()

@@ -73,14 +73,14 @@ enum Command {
     Backup {
         #[command(flatten)]
         db: DatabaseArgs,
-        /// Where to write it (default: in `[backups] dir`, else
+        /// Where to write it (default: in `[backups] dir` or its bucket, else
         /// ./portico-backup-<UTC time>.db).
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
     /// Replace a SQLite database with a backup (refused while a server has it open).
     Restore {
-        /// The backup file.
+        /// The backup file, or a backup in a bucket (s3://bucket/prefix/NAME).
         file: PathBuf,
         #[command(flatten)]
         db: DatabaseArgs,

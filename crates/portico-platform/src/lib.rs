@@ -55,8 +55,11 @@
 //! | [`Platform::publish`], [`Platform::subscribe`] | named queries returning [`Cursor`]s |
 //! | [`Platform::subscribe_live`], [`Platform::live_query`] | publications and queries followed live: [`LiveStream`] of [`LiveEvent`]s |
 //! | [`RateLimiter`] | failure limits for login routes, kept in the store (shared by instances) |
+//! | [`backups::Backups`] | a SQLite database's backups in a directory or an S3-compatible bucket: take, list, download |
 
 mod accounts;
+#[cfg(feature = "sqlite")]
+pub mod backups;
 mod collection;
 mod cursor;
 mod endpoint;

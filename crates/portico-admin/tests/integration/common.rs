@@ -130,11 +130,12 @@ impl Server {
         });
         let mut routes = rest.describe();
         routes.extend(auto.routes().unwrap());
-        let backups = portico_store::sqlite::BackupSet::new(
-            dir.path().join("admin.db"),
-            dir.path().join("backups"),
-            3,
-        );
+        let backups =
+            portico_platform::backups::Backups::in_dir(portico_store::sqlite::BackupSet::new(
+                dir.path().join("admin.db"),
+                dir.path().join("backups"),
+                3,
+            ));
         let admin = AdminPage::new(platform.clone())
             .routes(routes)
             .backups(std::sync::Arc::new(backups))

@@ -14,6 +14,7 @@ pub(crate) struct RawBackups {
     every_hours: Option<Spanned<toml::Value>>,
     keep: Option<Spanned<i64>>,
     dir: Option<Spanned<String>>,
+    url: Option<Spanned<String>>,
 }
 
 /// `[log]` as written.
@@ -34,7 +35,16 @@ pub struct BackupsConfig {
     /// `keep` (default 7): the newest this many backups are kept, older ones removed.
     pub keep: usize,
     /// `dir` (default `./backups`, relative to the working directory as SQLite paths are).
+    /// With `url`: where each backup is taken and checked before its upload (`None` in
+    /// [`BackupsConfig::staging`]: beside the database).
     pub dir: PathBuf,
+    /// With `url`, `dir` as written (`None`: not written, the copy is staged beside the
+    /// database).
+    pub staging: Option<PathBuf>,
+    /// `url = "s3://bucket/prefix"`: the backups go to an S3-compatible bucket instead of
+    /// `dir` (endpoint, region and keys from the `AWS_*` environment variables, as for
+    /// `[files] store`).
+    pub url: Option<String>,
     /// The line of `[backups]`, for messages.
     pub line: usize,
 }
@@ -54,6 +64,8 @@ impl Default for BackupsConfig {
             every: None,
             keep: Self::DEFAULT_KEEP,
             dir: PathBuf::from(Self::DEFAULT_DIR),
+            url: None,
+            staging: None,
             line: 1,
         }
     }
@@ -119,6 +131,7 @@ impl BackupsConfig {
                 )),
             }
         }
+        let dir_written = raw.dir.is_some();
         if let Some(dir) = raw.dir {
             if dir.get_ref().trim().is_empty() {
                 mistakes.push((
@@ -128,6 +141,24 @@ impl BackupsConfig {
                 ));
             } else {
                 config.dir = PathBuf::from(dir.get_ref());
+            }
+        }
+        if let Some(url) = raw.url {
+            let text = url.get_ref().trim();
+            let bucket = text
+                .strip_prefix("s3://")
+                .map(|rest| rest.split('/').next().unwrap_or_default());
+            if bucket.is_none_or(str::is_empty) {
+                mistakes.push((
+                    url.span(),
+                    "backups.url",
+                    format!(
+                        "`{text}` is not a bucket; write \"s3://bucket/prefix\" (or leave url out and write dir)"
+                    ),
+                ));
+            } else {
+                config.url = Some(text.trim_end_matches('/').to_owned());
+                config.staging = dir_written.then(|| config.dir.clone());
             }
         }
         (config, mistakes)

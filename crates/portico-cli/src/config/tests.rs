@@ -374,3 +374,21 @@ fn read_replicas_are_postgresql_urls_with_a_positive_lag_bound() {
     );
     assert!(errs[0].message.contains("not a PostgreSQL URL"), "{errs:?}");
 }
+
+#[test]
+fn backups_go_to_a_bucket_with_url_and_dir_stages_them() {
+    let config = Config::parse("[backups]\nurl = \"s3://b/nightly/\"\nkeep = 3\n").unwrap();
+    let backups = config.backups.unwrap();
+    assert_eq!(backups.url.as_deref(), Some("s3://b/nightly"));
+    assert_eq!((backups.keep, backups.staging), (3, None));
+    let config = Config::parse("[backups]\nurl = \"s3://b\"\ndir = \"./stage\"\n").unwrap();
+    let backups = config.backups.unwrap();
+    assert_eq!(backups.staging, Some(std::path::PathBuf::from("./stage")));
+    for bad in ["s3://", "s3:///x", "./backups", "https://b/x"] {
+        let found = errors(&format!("[backups]\nurl = \"{bad}\"\n"));
+        assert!(
+            found.len() == 1 && found[0].key == "backups.url" && found[0].line == 2,
+            "{bad}: {found:?}"
+        );
+    }
+}

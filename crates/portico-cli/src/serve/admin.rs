@@ -20,7 +20,7 @@ pub async fn mount(
     config: &Config,
     platform: &Platform,
     routes: Vec<RouteDoc>,
-    backups: Option<std::sync::Arc<portico_store::sqlite::BackupSet>>,
+    backups: Option<std::sync::Arc<portico_platform::backups::Backups>>,
 ) -> crate::Result<Router> {
     if !config.admin.enabled {
         return Ok(app);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::common::{Server, Workspace, cluster, text};
+use super::common::{S3Server, Server, Workspace, cluster, text};
 
 /// A collection anyone may write (the tests write without logging in).
 const ITEMS: &str = "[[api]]\nuse_default_auth = true\n[[api.collection]]\nname = \"items\"\nauth_required = false\n";
@@ -64,6 +64,56 @@ fn settle(path: &Path) {
     let conn = rusqlite::Connection::open(path).expect("open");
     conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
         .expect("checkpoint");
+}
+
+/// Imports `count` documents of about 10 kB each (`d000000`...) into `items`.
+fn import_padded(ws: &Workspace, count: usize) {
+    let docs: Vec<serde_json::Value> = (0..count)
+        .map(|n| json!({"_id": format!("d{n:06}"), "n": n, "pad": "x".repeat(10_000)}))
+        .collect();
+    std::fs::write(ws.path("big.json"), serde_json::to_vec(&docs).unwrap()).unwrap();
+    let imported = ws.run(&[
+        "import",
+        "--database",
+        &ws.database(),
+        "--collection",
+        "items",
+        "big.json",
+    ]);
+    assert!(imported.status.success(), "{}", text(&imported.stderr));
+}
+
+/// Kills `child` (SIGKILL) as soon as `started` says it is halfway, and waits for it.
+fn kill_once(mut child: std::process::Child, started: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !started() {
+        assert!(
+            Instant::now() < deadline,
+            "the backup never started writing"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the backup finished before it could be killed"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().expect("kill -9");
+    assert!(!child.wait().unwrap().success());
+}
+
+/// Checks that a schedule keeps `keep` backups: the count, sampled for 3 s while backups go on,
+/// is never above `keep + 1` (a new backup is complete a moment before the oldest is removed)
+/// and comes down to `keep`.
+async fn kept_at_most(keep: usize, count: impl Fn() -> usize) {
+    let mut counts = Vec::new();
+    for _ in 0..30 {
+        counts.push(count());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        counts.iter().all(|n| *n <= keep + 1) && counts.iter().any(|n| *n <= keep),
+        "keep = {keep}, counted {counts:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -182,46 +232,20 @@ async fn backups_under_write_load_restore_into_fresh_servers_with_every_acknowle
 fn a_backup_killed_halfway_leaves_no_file_under_its_name_and_the_database_as_it_was() {
     let ws = Workspace::new();
     // About 25 MB: the copy and its check take long enough to be caught halfway.
-    let docs: Vec<serde_json::Value> = (0..2_500)
-        .map(|n| json!({"_id": format!("d{n:06}"), "n": n, "pad": "x".repeat(10_000)}))
-        .collect();
-    std::fs::write(ws.path("big.json"), serde_json::to_vec(&docs).unwrap()).unwrap();
-    let imported = ws.run(&[
-        "import",
-        "--database",
-        &ws.database(),
-        "--collection",
-        "items",
-        "big.json",
-    ]);
-    assert!(imported.status.success(), "{}", text(&imported.stderr));
+    import_padded(&ws, 2_500);
     let db = ws.path("portico.db");
     settle(&db);
     let before = sha(&db);
     let out = ws.path("killed.db");
     let partial = ws.path("killed.db.partial");
-    let mut child = super::common::portico()
+    let child = super::common::portico()
         .args(["backup", "--database", &ws.database(), "--out", "killed.db"])
         .current_dir(ws.dir.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn backup");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !partial.metadata().is_ok_and(|m| m.len() > 0) {
-        assert!(
-            Instant::now() < deadline,
-            "the backup never started writing"
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the backup finished before it could be killed"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    child.kill().expect("kill -9");
-    let status = child.wait().unwrap();
-    assert!(!status.success());
+    kill_once(child, || partial.metadata().is_ok_and(|m| m.len() > 0));
     assert!(!out.exists(), "a file under the final name after kill -9");
     assert_eq!(sha(&db), before, "the database changed");
     assert_eq!(integrity(&db), "ok");
@@ -500,11 +524,13 @@ async fn serve_takes_scheduled_backups_keeps_the_newest_and_the_admin_page_lists
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let now: Vec<PathBuf> = files_with(&saved, "portico-backup-")
-        .into_iter()
-        .filter(|f| !f.to_string_lossy().ends_with(".partial"))
-        .collect();
-    assert!(now.len() <= 2, "keep = 2, found {now:?}");
+    kept_at_most(2, || {
+        files_with(&saved, "portico-backup-")
+            .into_iter()
+            .filter(|f| !f.to_string_lossy().ends_with(".partial"))
+            .count()
+    })
+    .await;
 
     // The admin API: only admins, list, start, download.
     let token = server.admin_token("root", "root-secret-1").await;
@@ -581,4 +607,178 @@ async fn serve_takes_scheduled_backups_keeps_the_newest_and_the_admin_page_lists
     let (stopped, log) = server.stop();
     assert!(stopped, "{log}");
     assert!(log.contains("scheduled backup taken"), "{log}");
+}
+
+/// Backups to an S3-compatible bucket (`[backups] url`), on a real `s3s-fs` server: scheduled
+/// and kept, listed, taken and downloaded by the admin page, taken by `portico backup`,
+/// restored with `portico restore s3://...`; a `portico backup` killed before its upload
+/// leaves no object, and its staging file (in `dir`) goes with the next backup.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backups_to_an_s3_bucket_are_scheduled_kept_downloaded_and_restored() {
+    let s3 = S3Server::start("bucket");
+    let env = s3.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = |ws: &Workspace, args: &[&str]| {
+        super::common::portico()
+            .args(args)
+            .current_dir(ws.dir.path())
+            .envs(env.iter().copied())
+            .output()
+            .expect("run portico")
+    };
+    let in_bucket = || -> Vec<String> {
+        files_with(
+            &s3.root.path().join("bucket").join("nightly"),
+            "portico-backup-",
+        )
+        .into_iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .filter(|n| n.ends_with(".db"))
+        .collect()
+    };
+    let ws = Workspace::new();
+    ws.add_user("root", "root-secret-1", &["admin"]);
+    // 0.0004 h: every 1.44 s.
+    ws.config(&format!(
+        "[backups]\nevery_hours = 0.0004\nkeep = 2\nurl = \"s3://bucket/nightly\"\ndir = \"./staging\"\n{ITEMS}"
+    ));
+    let checked = run(&ws, &["check", "--config", "portico.toml"]);
+    assert!(checked.status.success(), "{}", text(&checked.stderr));
+
+    let server = s3.serve(&ws);
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let mut seen = std::collections::BTreeSet::new();
+    while seen.len() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "scheduled backups seen: {seen:?}"
+        );
+        seen.extend(in_bucket());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    kept_at_most(2, || in_bucket().len()).await;
+
+    let reply = server
+        .call("POST", "/api/items", Some(json!({"_id": "latest"})), &[])
+        .await;
+    assert_eq!(reply.status, 201);
+    let token = server.admin_token("root", "root-secret-1").await;
+    let auth = [("X-Auth-Token", token.as_str())];
+    let mut started = server.call("POST", "/_/api/backups", None, &auth).await;
+    for _ in 0..100 {
+        if started.status != 409 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        started = server.call("POST", "/_/api/backups", None, &auth).await;
+    }
+    assert_eq!(started.status, 201, "{}", started.raw);
+    let name = started.body["name"].as_str().unwrap().to_owned();
+    let listed = server.call("GET", "/_/api/backups", None, &auth).await;
+    assert_eq!(listed.status, 200, "{}", listed.raw);
+    assert_eq!(listed.body["dir"], "s3://bucket/nightly");
+    assert_eq!(listed.body["keep"], 2);
+    let names: Vec<&str> = listed.body["backups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["name"].as_str())
+        .collect();
+    assert!(names.contains(&name.as_str()), "{names:?}");
+    assert!(names.len() <= 2, "{names:?}");
+    let response = server
+        .http
+        .get(server.url(&format!("/_/api/backups/{name}")))
+        .header("X-Auth-Token", &token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let length: u64 = response.headers()["content-length"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let bytes = response.bytes().await.unwrap();
+    assert_eq!(bytes.len() as u64, length);
+    let downloaded = ws.path("downloaded.db");
+    std::fs::write(&downloaded, &bytes).unwrap();
+    assert_eq!(integrity(&downloaded), "ok");
+    assert!(ids_in(&downloaded).contains("latest"));
+    let missing = server
+        .call(
+            "GET",
+            "/_/api/backups/portico-backup-19990101T000000Z.db",
+            None,
+            &auth,
+        )
+        .await;
+    assert_eq!(missing.status, 404, "{}", missing.raw);
+    let (stopped, log) = server.stop();
+    assert!(stopped, "{log}");
+    assert!(
+        log.contains("scheduled backup taken") && log.contains("s3://bucket/nightly/"),
+        "{log}"
+    );
+    assert!(files_with(&ws.path("staging"), ".upload-").is_empty());
+
+    // `portico restore s3://...` into a fresh database.
+    let fresh = Workspace::new();
+    let restored = run(
+        &fresh,
+        &[
+            "restore",
+            &format!("s3://bucket/nightly/{name}"),
+            "--database",
+            &fresh.database(),
+        ],
+    );
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    let said = text(&restored.stdout);
+    assert!(said.contains("restored it into"), "{said}");
+    assert!(ids_in(&fresh.path("portico.db")).contains("latest"));
+    assert!(files_with(fresh.dir.path(), ".download").is_empty());
+    let absent = run(
+        &fresh,
+        &[
+            "restore",
+            "s3://bucket/nightly/portico-backup-19990101T000000Z.db",
+            "--database",
+            &fresh.database(),
+        ],
+    );
+    assert!(!absent.status.success());
+    assert!(text(&absent.stderr).contains("no such object"));
+
+    // A `portico backup` killed while it copies (before its upload) leaves no object.
+    import_padded(&ws, 1_000);
+    let before = in_bucket();
+    let child = super::common::portico()
+        .args(["backup", "--config", "portico.toml"])
+        .current_dir(ws.dir.path())
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn backup");
+    kill_once(child, || {
+        !files_with(&ws.path("staging"), ".upload-").is_empty()
+    });
+    assert_eq!(in_bucket(), before, "an object appeared after kill -9");
+    // The next one uploads, prunes to keep = 2 and removes the killed one's staging file.
+    let taken = run(&ws, &["backup", "--config", "portico.toml"]);
+    assert!(taken.status.success(), "{}", text(&taken.stderr));
+    let said = text(&taken.stdout);
+    assert!(
+        said.starts_with("backup: s3://bucket/nightly/portico-backup-")
+            && said.contains("integrity_check ok"),
+        "{said}"
+    );
+    let now = in_bucket();
+    assert!(now.len() <= 2, "{now:?}");
+    assert!(files_with(&ws.path("staging"), ".upload-").is_empty());
+    let newest = now.iter().max().unwrap();
+    let copy = s3.root.path().join("bucket").join("nightly").join(newest);
+    assert_eq!(integrity(&copy), "ok");
+    assert_eq!(ids_in(&copy).len(), 1_001);
 }

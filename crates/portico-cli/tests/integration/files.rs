@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::common::{Server, Workspace};
+use super::common::{S3Server, Server, Workspace};
 
 /// `posts`: owners only (`ownerId`), a cover image (with thumbnails) and up to 3 attachments.
 /// `albums`: reads need a login (for the download-token cases), writes too.
@@ -732,89 +732,13 @@ async fn files_on_postgres_need_shared_storage() {
     assert!(files_under(&store).is_empty());
 }
 
-/// A real S3-compatible server for the test: `s3s-fs` (the `s3s` project's server over a
-/// directory, installed by `.ci/run` with `cargo install --locked`), on a free port, with one
-/// bucket. Killed when dropped.
-struct S3Server {
-    child: std::process::Child,
-    root: tempfile::TempDir,
-    endpoint: String,
-}
-
 impl S3Server {
-    const KEY: &'static str = "portico-test-key";
-    const SECRET: &'static str = "portico-test-secret";
-
-    fn start(bucket: &str) -> S3Server {
-        let root = tempfile::tempdir().unwrap();
-        std::fs::create_dir(root.path().join(bucket)).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = std::process::Command::new("s3s-fs")
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--access-key", S3Server::KEY, "--secret-key", S3Server::SECRET])
-            .arg(root.path())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("s3s-fs (cargo install --locked s3s-fs --version 0.14.1 --features binary; .ci/run does)");
-        let endpoint = format!("http://127.0.0.1:{port}");
-        for _ in 0..100 {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        S3Server {
-            child,
-            root,
-            endpoint,
-        }
-    }
-
-    fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("AWS_ACCESS_KEY_ID", S3Server::KEY.to_owned()),
-            ("AWS_SECRET_ACCESS_KEY", S3Server::SECRET.to_owned()),
-            ("AWS_ENDPOINT", self.endpoint.clone()),
-            ("AWS_REGION", "us-east-1".to_owned()),
-            ("AWS_ALLOW_HTTP", "true".to_owned()),
-        ]
-    }
-
-    /// `portico serve` of the workspace's config, with this server's settings in `AWS_*`.
-    fn serve(&self, ws: &Workspace) -> Server {
-        let env = self.env();
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        Server::start_with_env(
-            ws.dir.path(),
-            &[
-                "serve",
-                "--config",
-                "portico.toml",
-                "--listen",
-                "127.0.0.1:0",
-            ],
-            &env,
-        )
-    }
-
     /// The objects stored under `prefix` of the bucket (the server keeps them as files).
     fn objects(&self, bucket_prefix: &str) -> Vec<PathBuf> {
         files_under(&self.root.path().join(bucket_prefix))
             .into_iter()
             .filter(|p| !p.to_string_lossy().contains(".upload"))
             .collect()
-    }
-}
-
-impl Drop for S3Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -28,6 +28,18 @@ pub struct BackupFile {
     pub modified: SystemTime,
 }
 
+impl BackupFile {
+    /// A backup named `name`, of `bytes` bytes, last written at `modified` (backups kept
+    /// elsewhere than in a directory list theirs with it).
+    pub fn new(name: impl Into<String>, bytes: u64, modified: SystemTime) -> BackupFile {
+        BackupFile {
+            name: name.into(),
+            bytes,
+            modified,
+        }
+    }
+}
+
 /// The backups of the database at `database` in `dir`, keeping the newest `keep`.
 #[derive(Debug)]
 pub struct BackupSet {
@@ -39,13 +51,26 @@ pub struct BackupSet {
 
 /// True for a name a set's backup has: `portico-backup-*.db` of letters, digits, `-`, `_` and
 /// `.` (nothing that could leave `dir` or need quoting in a header).
-fn is_backup_name(name: &str) -> bool {
+pub fn is_backup_name(name: &str) -> bool {
     name.starts_with(BACKUP_PREFIX)
         && name.ends_with(BACKUP_EXTENSION)
         && !name.contains("..")
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+}
+
+/// A new backup's name, `portico-backup-<UTC time>.db`, with `-2`, `-3`... before `.db` while
+/// `taken` says the name is taken.
+pub fn new_backup_name(taken: impl Fn(&str) -> bool) -> String {
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+    let mut name = format!("{BACKUP_PREFIX}{stamp}{BACKUP_EXTENSION}");
+    let mut n = 2;
+    while taken(&name) {
+        name = format!("{BACKUP_PREFIX}{stamp}-{n}{BACKUP_EXTENSION}");
+        n += 1;
+    }
+    name
 }
 
 impl BackupSet {
@@ -101,17 +126,9 @@ impl BackupSet {
                 self.dir.display()
             ))
         })?;
-        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
-        let mut out = self
+        let out = self
             .dir
-            .join(format!("{BACKUP_PREFIX}{stamp}{BACKUP_EXTENSION}"));
-        let mut n = 2;
-        while out.exists() {
-            out = self
-                .dir
-                .join(format!("{BACKUP_PREFIX}{stamp}-{n}{BACKUP_EXTENSION}"));
-            n += 1;
-        }
+            .join(new_backup_name(|name| self.dir.join(name).exists()));
         let report = backup(&self.database, &out)?;
         self.prune_now()?;
         Ok(report)

@@ -84,7 +84,9 @@ use crate::{Document, Error, Query, Result, Selector, Store, Update, UpdateOptio
 pub use backup::{
     BackupCheck, BackupReport, PARTIAL_SUFFIX, RestoreReport, backup, restore, verify,
 };
-pub use backup_set::{BACKUP_EXTENSION, BACKUP_PREFIX, BackupFile, BackupSet};
+pub use backup_set::{
+    BACKUP_EXTENSION, BACKUP_PREFIX, BackupFile, BackupSet, is_backup_name, new_backup_name,
+};
 pub use format::read_stored_format;
 pub use lock::{LOCK_SUFFIX, is_held, lock_path};
 

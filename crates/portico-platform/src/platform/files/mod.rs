@@ -42,6 +42,10 @@ pub use name::sanitize as sanitize_name;
 pub use token::{FILE_TOKENS, TOKEN_LIFETIME};
 pub use upload::NewFile;
 
+/// Opens the object store a `store` value names (a directory or `s3://bucket/prefix`), as the
+/// files service does; the backups of [`crate::backups`] use it for their bucket.
+pub(crate) use store::open as open_store;
+
 use crate::{Collection, Document, Platform, Selector};
 
 /// Who a file operation is done for, and how their access is checked.

@@ -13,7 +13,7 @@ use super::FileError;
 /// `s3://bucket/prefix` with the endpoint, region and keys of the `AWS_*` environment
 /// variables (`AWS_ENDPOINT`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
 /// `AWS_ALLOW_HTTP`...).
-pub(super) fn open(store: &str) -> Result<Arc<dyn ObjectStore>, FileError> {
+pub(crate) fn open(store: &str) -> Result<Arc<dyn ObjectStore>, FileError> {
     if let Some(rest) = store.strip_prefix("s3://") {
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         if bucket.is_empty() {
