@@ -110,7 +110,10 @@ fuzz() {
 sed 's/^use_default_auth = true$/&\nauth_failure_delay_ms = 0/' examples/portico.toml > "$work/example.toml"
 grep -q '^auth_failure_delay_ms = 0$' "$work/example.toml" || fail "could not turn the auth failure delay off"
 fuzz example "$work/example.toml"
-# Every key, with the metrics listener on a free port.
-sed 's/^listen = "127.0.0.1:9464"$/listen = "127.0.0.1:0"/' ci/every-key.toml > "$work/every-key.toml"
+# Every key, with the metrics listener on a free port, on SQLite (`--database`): without the
+# read replicas, which only a PostgreSQL database has (`portico openapi` reads the whole file above).
+sed -e 's/^listen = "127.0.0.1:9464"$/listen = "127.0.0.1:0"/' -e '/^database_replicas = /d' \
+  ci/every-key.toml > "$work/every-key.toml"
+grep -q '^database_replicas' "$work/every-key.toml" && fail "could not leave the replicas out"
 fuzz every-key "$work/every-key.toml"
 echo "== api checks passed"

@@ -23,15 +23,19 @@ const PUBLICATION_QUERY: [&str; 12] = [
     "limit",
 ];
 
-/// JSON Schema of a publication's reply: documents by collection.
+/// JSON Schema of a publication's reply: documents by collection, or, when the url asks for
+/// aggregates, the groups (each with its group value as `_id`, `null` without `group`).
 fn publication_schema() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": {
-            "type": "array",
-            "items": {"type": "object", "required": ["_id"], "properties": {"_id": {"type": "string"}}}
-        }
-    })
+    json!({"oneOf": [
+        {
+            "type": "object",
+            "additionalProperties": {
+                "type": "array",
+                "items": {"type": "object", "required": ["_id"], "properties": {"_id": {"type": "string"}}}
+            }
+        },
+        {"type": "array", "items": {"type": "object", "required": ["_id"]}}
+    ]})
 }
 
 /// JSON Schema of the `api-routes` listing.
