@@ -34,13 +34,7 @@ impl Platform {
         code: &str,
         what: &str,
     ) -> Result<Cursor, MethodError> {
-        let handler = self.publication_handler(name).ok_or_else(|| {
-            MethodError::new(
-                "publication-not-found",
-                format!("Publication '{name}' not found"),
-            )
-            .with_status(404)
-        })?;
+        let handler = self.found_publication(name)?;
         let subscription = Subscription::new(self.clone(), user_id.map(str::to_owned));
         let mut cursors =
             run_caught("publication", name, || handler(subscription.clone(), args)).await?;

@@ -66,13 +66,7 @@ impl Platform {
         caller: LiveCaller,
         args: Vec<Value>,
     ) -> Result<LiveStream, MethodError> {
-        let handler = self.publication_handler(name).ok_or_else(|| {
-            MethodError::new(
-                "publication-not-found",
-                format!("Publication '{name}' not found"),
-            )
-            .with_status(404)
-        })?;
+        let handler = self.found_publication(name)?;
         let hub = self.live_hub().clone();
         let (control, permit) = hub.open(caller.clone()).await?;
         let buffer = hub.config().buffer.max(1);

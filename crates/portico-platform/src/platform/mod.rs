@@ -240,6 +240,17 @@ impl Platform {
             .map(|e| e.handler.clone())
     }
 
+    /// The handler of the publication `name`, or `publication-not-found` (404).
+    pub(crate) fn found_publication(&self, name: &str) -> Result<PublicationHandler, MethodError> {
+        self.publication_handler(name).ok_or_else(|| {
+            MethodError::new(
+                "publication-not-found",
+                format!("Publication '{name}' not found"),
+            )
+            .with_status(404)
+        })
+    }
+
     // ----- collections -----
 
     /// The collection `name`, declared with default options when it was not declared yet.
@@ -519,16 +530,7 @@ impl Platform {
         user_id: Option<String>,
         args: Vec<Value>,
     ) -> std::result::Result<Map<String, Value>, MethodError> {
-        let handler = read(&self.inner.publications)
-            .get(name)
-            .map(|e| e.handler.clone())
-            .ok_or_else(|| {
-                MethodError::new(
-                    "publication-not-found",
-                    format!("Publication '{name}' not found"),
-                )
-                .with_status(404)
-            })?;
+        let handler = self.found_publication(name)?;
         let views = self.field_views(user_id.as_deref()).await?;
         let subscription = Subscription::new(self.clone(), user_id).with_views(views.clone());
         let cursors =
