@@ -329,7 +329,7 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     }
     let door_routes = doors.routes.clone();
     // Account mail leaves through the outbox; this instance's sender runs until shutdown.
-    let _mail_sender = start_mail_sender(&config, &platform)?;
+    let mail_sender = start_mail_sender(&config, &platform)?;
     let backups = crate::backup::configured_set(&config, &choice)?.map(std::sync::Arc::new);
     let app = assemble(&config, &platform, doors)?.router;
     let app = admin::mount(app, &config, &platform, door_routes, backups.clone()).await?;
@@ -374,6 +374,11 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         let _ = stdout.flush();
     }
     serve_until_signalled(listener, app, &config, signals).await;
+    // A mail being sent finishes (or gives its claim back), so the next instance to start sends
+    // it at once rather than after the claim's lease.
+    if let Some(sender) = mail_sender {
+        sender.stop(Duration::from_secs(10)).await;
+    }
     // Every connection has finished; the routers are gone. Dropping the last handle closes the
     // store (SQLite checkpoints and closes its connections).
     drop(platform);
@@ -383,7 +388,8 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     Ok(())
 }
 
-/// The sender of the account lifecycle's mail, when `[email]` is set; it stops when dropped.
+/// The sender of the account lifecycle's mail, when `[email]` is set; stop it with
+/// [`portico_platform::MailSender::stop`] (dropping it stops it at once).
 fn start_mail_sender(
     config: &Config,
     platform: &Platform,

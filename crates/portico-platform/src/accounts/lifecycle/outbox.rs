@@ -117,15 +117,19 @@ pub(crate) async fn prepare(store: &dyn Store) -> Result<()> {
     Ok(())
 }
 
-/// The running sender task; dropping it stops the task.
+/// The running sender task. [`MailSender::stop`] lets a send under way finish first; dropping
+/// the handle stops the task at once (a mail it had claimed waits for its lease to run out).
 #[derive(Debug)]
 pub struct MailSender {
-    task: tokio::task::JoinHandle<()>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    stopping: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl Drop for MailSender {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
     }
 }
 
@@ -135,12 +139,16 @@ impl MailSender {
         transport: Arc<dyn MailTransport>,
         options: SenderOptions,
     ) -> MailSender {
+        let (stopping, mut stop) = tokio::sync::watch::channel(false);
+        let stopping = Arc::new(stopping);
+        let asked = Arc::clone(&stopping);
         let task = tokio::spawn(async move {
             let owner = portico_store::new_id();
-            loop {
+            let stopped = move || *asked.borrow();
+            while !stopped() {
                 // Listen before reading, so a request queued during the read wakes the next one.
                 let woken = lifecycle.inner.wake.notified();
-                match send_due(&lifecycle, transport.as_ref(), &options, &owner).await {
+                match send_due(&lifecycle, transport.as_ref(), &options, &owner, &stopped).await {
                     Ok(n) if n > 0 => continue,
                     Ok(_) => {}
                     Err(e) => tracing::warn!(error = %e, "cannot read the mail outbox"),
@@ -148,10 +156,26 @@ impl MailSender {
                 tokio::select! {
                     () = woken => {}
                     () = tokio::time::sleep(options.poll) => {}
+                    _ = stop.changed() => {}
                 }
             }
         });
-        MailSender { task }
+        MailSender {
+            task: Some(task),
+            stopping,
+        }
+    }
+
+    /// Stops the sender: it claims no further mail, and a send under way finishes (and records
+    /// its outcome, so another sender can take the mail at once) within `grace`; past it the
+    /// task is stopped where it is.
+    pub async fn stop(mut self, grace: Duration) {
+        self.stopping.send_replace(true);
+        if let Some(mut task) = self.task.take()
+            && tokio::time::timeout(grace, &mut task).await.is_err()
+        {
+            task.abort();
+        }
     }
 }
 
@@ -161,6 +185,7 @@ async fn send_due(
     transport: &dyn MailTransport,
     options: &SenderOptions,
     owner: &str,
+    stopped: &(dyn Fn() -> bool + Sync),
 ) -> Result<usize> {
     let store = lifecycle.store();
     let now = now_ms();
@@ -172,6 +197,9 @@ async fn send_due(
     let due = store.find(OUTBOX, &query).await?;
     let mut handled = 0;
     for doc in due {
+        if stopped() {
+            break;
+        }
         let Some(id) = doc.get("_id").and_then(Value::as_str).map(str::to_owned) else {
             continue;
         };
