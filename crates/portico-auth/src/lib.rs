@@ -13,7 +13,7 @@
 //! | `POST /auth/totp/enable` (logged in) | `{code}` | 200 `{recoveryCodes}`: password logins need `totp` from now on |
 //! | `POST /auth/totp/disable` (logged in) | `{code}` | 200 (a code or a recovery code) |
 //! | `GET /auth/methods` | | which sign-in methods are on |
-//! | `GET /auth/oidc/{name}` | | 302 to the provider (authorization code with PKCE S256, state and nonce) |
+//! | `GET /auth/oidc/{name}` | | 302 to the provider (authorization code with PKCE S256, state and nonce); 429 past the accounts' `oidc_start_limit` per client |
 //! | `GET /auth/oidc/{name}/callback` | | the provider's way back: 302 to `{app_url}/oidc?code=...` (or `?error=...`) |
 //! | `POST /auth/oidc/exchange` | `{code, totp?}` | 200 `{id, token, tokenExpires}`: the one-time code (60 s) for a login token |
 //!
@@ -504,11 +504,18 @@ fn oidc_error(e: OidcError) -> AuthError {
     }
 }
 
-async fn oidc_begin(State(state): State<AuthState>, Path(name): Path<String>) -> Reply {
+async fn oidc_begin(
+    State(state): State<AuthState>,
+    Path(name): Path<String>,
+    request: axum::extract::Request,
+) -> Reply {
+    let ip = state
+        .proxies
+        .client_ip_of(request.headers(), request.extensions());
     let start = state
         .platform
         .oidc()
-        .begin(&name)
+        .begin(&name, ip)
         .await
         .map_err(oidc_error)?;
     Ok(redirect(

@@ -12,7 +12,7 @@ use toml::Spanned;
 /// `{ attempts = 5, per_seconds = 3600 }`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawMailLimit {
+pub(crate) struct RawLimit {
     attempts: u32,
     per_seconds: u64,
 }
@@ -27,8 +27,9 @@ pub(crate) struct RawAccounts {
     verify_email_token_secs: Option<Spanned<u64>>,
     password_reset_token_secs: Option<Spanned<u64>>,
     email_change_token_secs: Option<Spanned<u64>>,
-    mail_rate_limit_per_address: Option<Spanned<RawMailLimit>>,
-    mail_rate_limit_per_email: Option<Spanned<RawMailLimit>>,
+    mail_rate_limit_per_address: Option<Spanned<RawLimit>>,
+    mail_rate_limit_per_email: Option<Spanned<RawLimit>>,
+    oidc_rate_limit_per_address: Option<Spanned<RawLimit>>,
     server_url: Option<Spanned<String>>,
     oidc: Option<Vec<Spanned<RawOidc>>>,
 }
@@ -91,6 +92,9 @@ pub struct AccountsSection {
     /// `mail_rate_limit_per_address` and `mail_rate_limit_per_email` (default 20 and 5 per
     /// hour): requests that send mail, counted in the database.
     pub mail_limits: MailLimits,
+    /// `oidc_rate_limit_per_address` (default 30 per 10 minutes): sign-ins with a provider
+    /// started per client address.
+    pub oidc_start_limit: Option<Limit>,
     /// `server_url`: the address clients reach this server at; providers send the browser
     /// back to `{server_url}/auth/oidc/{name}/callback`. Required with `[[accounts.oidc]]`.
     pub server_url: Option<String>,
@@ -118,6 +122,7 @@ impl Default for AccountsSection {
                 .to_std()
                 .unwrap_or(Duration::ZERO),
             mail_limits: defaults.mail_limits,
+            oidc_start_limit: defaults.oidc_start_limit,
             server_url: None,
             oidc: Vec::new(),
         }
@@ -145,7 +150,7 @@ pub struct EmailConfig {
 pub(crate) type Mistake = (Range<usize>, &'static str, String);
 
 fn limit(
-    raw: Option<Spanned<RawMailLimit>>,
+    raw: Option<Spanned<RawLimit>>,
     default: Option<Limit>,
     key: &'static str,
     mistakes: &mut Vec<Mistake>,
@@ -363,6 +368,12 @@ impl AccountsSection {
                     &mut mistakes,
                 ),
             },
+            oidc_start_limit: limit(
+                raw.oidc_rate_limit_per_address,
+                defaults.oidc_start_limit,
+                "accounts.oidc_rate_limit_per_address",
+                &mut mistakes,
+            ),
             server_url,
             oidc,
         };
@@ -472,6 +483,7 @@ pub fn platform_accounts(
         accounts.password_reset_lifetime = lifetime(section.password_reset_token);
         accounts.email_change_lifetime = lifetime(section.email_change_token);
         accounts.mail_limits = section.mail_limits;
+        accounts.oidc_start_limit = section.oidc_start_limit;
         if let Some(url) = &section.server_url {
             accounts.server_url = url.clone();
         }

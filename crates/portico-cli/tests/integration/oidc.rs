@@ -510,3 +510,46 @@ async fn a_sign_in_begun_on_one_instance_finishes_on_another_on_postgres() {
     let again = sign_in(&a, &verified("dana-sub", "dana@example.org")).await;
     assert_eq!(again["id"], reply.body["id"]);
 }
+
+/// Each start stores a pending sign-in, so starts are limited per client address
+/// (`oidc_rate_limit_per_address`): past it 429 with `Retry-After`, and other clients go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_starts_are_limited_per_client_address() {
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let provider = Provider::start(&format!("{base}/auth/oidc/local/callback"));
+    let ws = Workspace::new();
+    let config = config(&provider.issuer, &base).replace(
+        "[accounts]\n",
+        "[accounts]\noidc_rate_limit_per_address = { attempts = 3, per_seconds = 600 }\n",
+    );
+    ws.config(&format!("trusted_proxies = [\"127.0.0.1\"]\n{config}"));
+    let server = serve_on(&ws, port);
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let start = |client: &'static str| {
+        http.get(server.url("/auth/oidc/local"))
+            .header("x-forwarded-for", client)
+            .send()
+    };
+    for n in 0..3 {
+        let started = start("203.0.113.5").await.unwrap();
+        assert_eq!(started.status(), 302, "start {n}");
+        let to = started.headers()["location"].to_str().unwrap().to_owned();
+        assert!(to.starts_with(&provider.issuer), "{to}");
+    }
+    let refused = start("203.0.113.5").await.unwrap();
+    assert_eq!(refused.status(), 429);
+    let wait: u64 = refused.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=600).contains(&wait), "{wait}");
+    assert!(refused.headers().get("location").is_none());
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"], "too-many-requests", "{body}");
+    assert_eq!(start("203.0.113.6").await.unwrap().status(), 302);
+}

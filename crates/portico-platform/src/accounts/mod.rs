@@ -105,6 +105,10 @@ pub struct AccountsConfig {
     pub server_url: String,
     /// The OpenID Connect providers users may sign in with (see [`crate::Oidc`]).
     pub oidc: Vec<OidcProvider>,
+    /// Sign-ins with a provider started per client address (default 30 per 10 minutes; `None`
+    /// turns the limit off). Each start stores a pending sign-in for 10 minutes, so the limit
+    /// also bounds what one client can make the server store.
+    pub oidc_start_limit: Option<crate::Limit>,
 }
 
 impl Default for AccountsConfig {
@@ -122,6 +126,7 @@ impl Default for AccountsConfig {
             mail_templates: MailTemplates::default(),
             server_url: "http://localhost:8080".to_owned(),
             oidc: Vec::new(),
+            oidc_start_limit: Some(crate::Limit::new(30, std::time::Duration::from_secs(600))),
         }
     }
 }

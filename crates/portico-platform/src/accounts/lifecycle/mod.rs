@@ -147,19 +147,10 @@ impl Lifecycle {
     /// Checks and counts one request against the limits of `client` and `email`.
     async fn limit(&self, client: Option<IpAddr>, email: &str) -> Result<()> {
         let limits = self.accounts().config().mail_limits;
-        let address = format!(
-            "mail-address:{}",
-            client.map_or_else(|| "unknown".to_owned(), |ip| ip.to_string())
-        );
+        let address = client_key("mail-address", client);
         let email = format!("mail-email:{}", lookup::fold(email.trim()));
         for (key, limit) in [(address, limits.per_address), (email, limits.per_email)] {
-            let Some(limit) = limit else { continue };
-            let limiter = RateLimiter::new(limit.attempts, limit.per);
-            limiter
-                .check(self.store(), &key)
-                .await
-                .map_err(Error::TooManyRequests)?;
-            limiter.record_failure(self.store(), &key).await;
+            count_request(self.store(), &key, limit).await?;
         }
         Ok(())
     }
@@ -415,4 +406,30 @@ impl Lifecycle {
         self.accounts().void_mailed_tokens(&user_id).await?;
         Ok(address)
     }
+}
+/// The rate-limit key of a client address (`{prefix}:{ip}`, or `{prefix}:unknown`).
+pub(crate) fn client_key(prefix: &str, client: Option<IpAddr>) -> String {
+    match client {
+        Some(ip) => format!("{prefix}:{ip}"),
+        None => format!("{prefix}:unknown"),
+    }
+}
+
+/// Counts one request under `key` against `limit` (every request counts; `None`: no limit).
+///
+/// # Errors
+/// [`Error::TooManyRequests`] past the limit.
+pub(crate) async fn count_request(
+    store: &dyn Store,
+    key: &str,
+    limit: Option<Limit>,
+) -> Result<()> {
+    let Some(limit) = limit else { return Ok(()) };
+    let limiter = RateLimiter::new(limit.attempts, limit.per);
+    limiter
+        .check(store, key)
+        .await
+        .map_err(Error::TooManyRequests)?;
+    limiter.record_failure(store, key).await;
+    Ok(())
 }

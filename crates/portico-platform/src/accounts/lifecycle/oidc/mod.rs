@@ -345,14 +345,22 @@ impl Oidc {
         Ok(fresh)
     }
 
-    /// Starts a sign-in with provider `name`: stores its state, nonce and PKCE verifier and
-    /// returns the provider's URL to send the browser to.
+    /// Starts a sign-in with provider `name` for the caller at `client`: stores its state,
+    /// nonce and PKCE verifier and returns the provider's URL to send the browser to.
     ///
     /// # Errors
     /// [`OidcError::UnknownProvider`]; [`OidcError::Unavailable`] when the provider's metadata
-    /// cannot be read; store failures.
-    pub async fn begin(&self, name: &str) -> Result<OidcStart, OidcError> {
+    /// cannot be read; [`Error::TooManyRequests`] past the accounts' `oidc_start_limit` for
+    /// `client`; store failures.
+    pub async fn begin(
+        &self,
+        name: &str,
+        client: Option<std::net::IpAddr>,
+    ) -> Result<OidcStart, OidcError> {
         let provider = self.provider(name)?;
+        let limit = self.inner.accounts.config().oidc_start_limit;
+        let key = super::client_key("oidc-start", client);
+        super::count_request(self.store(), &key, limit).await?;
         let discovered = self.discovered(provider, false).await?;
         // Sign-ins nobody finished.
         let stale = Selector::parse(&json!({"expires": {"$lt": now_ms()}})).map_err(Error::from)?;
