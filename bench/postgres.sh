@@ -15,6 +15,8 @@
 #   WARMUP     seconds of warm-up first (default 2)  PROFILE cargo profile for portico (release)
 #   NO_BUILD=1 use the binaries already built        PORTICO_BIN  measure this portico binary
 #   PG_PORT    the throwaway cluster's port (default 55433)
+#   CACHE_MB   Portico's database_cache_mb (default: the server's, 64; 0 measures without the
+#              read cache)
 # Needs wrk, taskset, python3, curl and Debian's postgresql. Servers pinned to CPU 0, wrk to CPU 1;
 # PostgreSQL is not pinned (on a 2-core machine it shares both cores). Each round re-seeds both
 # databases (the insert workload, run last, grows them).
@@ -47,6 +49,7 @@ data=$work/data
 token=$(cat "$data/token.txt")
 cat > "$work/portico.toml" <<TOML
 database = "$PG_URL/portico"
+${CACHE_MB:+database_cache_mb = $CACHE_MB}
 [[api]]
 api_path = "api/"
 use_default_auth = true

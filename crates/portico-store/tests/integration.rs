@@ -8,6 +8,7 @@
 //! | `durability` | a writer killed with SIGKILL keeps every acknowledged write (SQLite, PostgreSQL) |
 //! | `fuzz` | selector, modifier and bounded-JSON fuzzing from the corpus in `fuzz/corpus/` |
 //! | `postgres` | what only PostgreSQL has: instances sharing a database, a server that goes away |
+//! | `read_cache` | PostgreSQL's read cache: never hides another instance's write, bounded memory |
 //! | `replicas` | reads served by a streaming replica, read-your-writes, a lagging or stopped replica |
 //!
 //! The PostgreSQL tests (feature `postgres`) start one throwaway cluster per test binary and use
@@ -36,6 +37,9 @@ mod fuzz;
 #[cfg(feature = "postgres")]
 #[path = "integration/postgres.rs"]
 mod postgres;
+#[cfg(feature = "postgres")]
+#[path = "integration/read_cache.rs"]
+mod read_cache;
 #[cfg(feature = "postgres")]
 #[path = "integration/replicas.rs"]
 mod replicas;

@@ -19,6 +19,7 @@ pub(crate) struct RawConfig {
     pub(crate) database: Option<Spanned<String>>,
     pub(crate) database_replicas: Option<Spanned<Vec<String>>>,
     pub(crate) replica_max_lag_ms: Option<Spanned<u64>>,
+    pub(crate) database_cache_mb: Option<Spanned<u64>>,
     pub(crate) shutdown_grace_seconds: Option<u64>,
     pub(crate) trusted_proxies: Option<Spanned<Vec<String>>>,
     pub(crate) openapi: Option<bool>,

@@ -93,8 +93,9 @@ pub fn record_metrics() {
     }
 }
 
-/// Opens the store on `url` with `replicas` (their lag bound `max_lag`, or the default), and
-/// keeps it for [`report`].
+/// Opens the PostgreSQL store on `url` with `replicas` (their lag bound `max_lag`, or the
+/// default) and the read cache budget `cache_bytes` (or the default), and keeps it for
+/// [`report`] when it has replicas.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when `url` is not PostgreSQL or the store cannot be opened.
@@ -103,6 +104,7 @@ pub async fn open_store(
     url: &str,
     replicas: &[String],
     max_lag: Option<std::time::Duration>,
+    cache_bytes: Option<usize>,
 ) -> crate::Result<std::sync::Arc<dyn portico_store::Store>> {
     let failed = |message: String| crate::Error::Database {
         url: portico_store::redact_url(url),
@@ -118,10 +120,15 @@ pub async fn open_store(
     if let Some(max_lag) = max_lag {
         options.replica_max_lag = max_lag;
     }
+    if let Some(bytes) = cache_bytes {
+        options.cache_bytes = bytes;
+    }
     let store = portico_store::postgres::PostgresStore::open_with(url, options)
         .await
         .map_err(|e| failed(e.to_string()))?;
-    let _ = STORE.set(store.clone());
+    if !replicas.is_empty() {
+        let _ = STORE.set(store.clone());
+    }
     Ok(std::sync::Arc::new(store))
 }
 
@@ -134,10 +141,13 @@ pub async fn open_store(
     url: &str,
     _replicas: &[String],
     _max_lag: Option<std::time::Duration>,
+    _cache_bytes: Option<usize>,
 ) -> crate::Result<std::sync::Arc<dyn portico_store::Store>> {
     Err(crate::Error::Database {
         url: portico_store::redact_url(url),
-        message: "database_replicas needs the postgres backend, not in this build".into(),
+        message:
+            "database_replicas and database_cache_mb need the postgres backend, not in this build"
+                .into(),
     })
 }
 

@@ -30,6 +30,7 @@
 //! | `group.rs` | group commit: concurrent single inserts share one transaction |
 //! | `feed.rs` | the change feed: notifications sent in each write transaction, a listener per instance |
 //! | `stamp.rs` | change stamps: a counter per collection moved by every write, read shared by concurrent callers |
+//! | `cache.rs` | the read cache: stored texts of gets and pages, served while their collection's stamp holds |
 //! | `error.rs` | PostgreSQL's errors as the store's, [`crate::Error::Unavailable`] among them |
 //! | `replica.rs` | read replicas: which read goes where, read-your-writes, polling their health |
 //!
@@ -50,6 +51,7 @@
 
 mod aggregate;
 mod batch;
+mod cache;
 mod error;
 mod feed;
 mod group;
@@ -67,6 +69,7 @@ pub mod testing;
 use async_trait::async_trait;
 use deadpool_postgres::{Client, Pool};
 
+pub use cache::CacheStatus;
 pub use replica::{ReplicaState, ReplicaStatus};
 
 use crate::{Document, Query, Result, Selector, Store, Update, UpdateOptions, UpdateResult};
@@ -74,6 +77,9 @@ use crate::{Document, Query, Result, Selector, Store, Update, UpdateOptions, Upd
 /// How far behind the primary a read replica may fall before its reads go to the primary
 /// instead (see [`PostgresOptions::replica_max_lag`]): one second.
 pub const DEFAULT_REPLICA_MAX_LAG: std::time::Duration = std::time::Duration::from_millis(1000);
+
+/// The read cache's memory budget by default (see [`PostgresOptions::cache_bytes`]): 64 MiB.
+pub const DEFAULT_CACHE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Options of [`PostgresStore::open_with`]. Build with `PostgresOptions::default()` and set
 /// the fields.
@@ -98,6 +104,14 @@ pub struct PostgresOptions {
     /// By default `users` and `portico_*` (accounts, login tokens, login limits, sign-in
     /// state: where a stale read would refuse a fresh login or accept a revoked token).
     pub primary_collections: Vec<String>,
+    /// The read cache's memory budget in bytes ([`DEFAULT_CACHE_BYTES`] by default; 0 turns
+    /// the cache off). The cache keeps the stored text of documents read by id and of pages
+    /// of whole collections (with their totals), and serves them only while the collection's
+    /// change stamp, read from the database for each read (one read shared by the reads
+    /// waiting at that moment), is the one they were read under: a write committed by any
+    /// instance before a read began is never hidden. A document or page over a sixteenth of
+    /// the budget (at most 256 KiB) is not kept. Reads that a replica answers do not use it.
+    pub cache_bytes: usize,
 }
 
 impl Default for PostgresOptions {
@@ -106,6 +120,7 @@ impl Default for PostgresOptions {
             replicas: Vec::new(),
             replica_max_lag: DEFAULT_REPLICA_MAX_LAG,
             primary_collections: vec!["users".into(), "portico_*".into()],
+            cache_bytes: DEFAULT_CACHE_BYTES,
         }
     }
 }
@@ -136,6 +151,8 @@ pub struct PostgresStore {
     replicas: Option<std::sync::Arc<replica::Replicas>>,
     /// Single inserts waiting for their group commit (see `group.rs`).
     inserts: std::sync::Arc<group::InsertQueue>,
+    /// Stored texts read from the primary, valid while their collection's stamp holds.
+    cache: std::sync::Arc<cache::Cache>,
 }
 
 /// Runs a read on the replica the running scope may use (counted, and on the primary when it
@@ -221,6 +238,7 @@ impl PostgresStore {
             config,
             feed: std::sync::Arc::default(),
             replicas,
+            cache: std::sync::Arc::new(cache::Cache::new(options.cache_bytes)),
         };
         let mut client = store.client().await?;
         schema::init(&mut client).await?;
@@ -238,6 +256,61 @@ impl PostgresStore {
             .as_ref()
             .map(|r| r.status())
             .unwrap_or_default()
+    }
+
+    /// The read cache's budget, size and hits (see [`PostgresOptions::cache_bytes`]).
+    pub fn cache_status(&self) -> CacheStatus {
+        self.cache.status()
+    }
+
+    /// The stamp a read of `collection` is cached under: `None` when there is no cache, the
+    /// read goes to a replica (whose data the primary's stamp does not count), or no stamp can
+    /// be read (then nothing is cached, as `cache.rs` says).
+    async fn cache_stamp(&self, collection: &str) -> Option<u64> {
+        if !self.cache.enabled()
+            || self
+                .replicas
+                .as_ref()
+                .is_some_and(|r| r.pick(Some(collection)).is_some())
+        {
+            return None;
+        }
+        self.stamps.stamp(collection).await
+    }
+
+    /// A page of the whole collection, as stored, from the cache when it holds it under
+    /// `stamp`, else read from the primary (with its total when `counted`) and kept.
+    async fn cached_page(
+        &self,
+        collection: &str,
+        query: &Query,
+        stamp: u64,
+        counted: bool,
+    ) -> Result<(Vec<String>, Option<u64>)> {
+        let key = cache::Key::Page(query.skip, query.limit);
+        if let Some(value) = self.cache.get(collection, &key, stamp)
+            && let cache::Value::Page(texts, total) = &*value
+            && (total.is_some() || !counted)
+        {
+            return Ok((texts.clone(), *total));
+        }
+        let client = self.client().await?;
+        let (page, total) = if counted {
+            let (page, total) =
+                query::page_json_counted(&client, collection, query.skip, query.limit).await?;
+            (page, Some(total))
+        } else {
+            let page = query::page_json(&client, collection, query.skip, query.limit).await?;
+            (page, None)
+        };
+        drop(client);
+        self.cache.put(
+            collection,
+            key,
+            stamp,
+            cache::Value::Page(page.clone(), total),
+        );
+        Ok((page, total))
     }
 
     /// Records a write just made, for read-your-writes (nothing without replicas).
@@ -311,6 +384,9 @@ impl Store for PostgresStore {
         if !query.is_plain_page() {
             return crate::encode_all(&self.find(collection, query).await?);
         }
+        if let Some(stamp) = self.cache_stamp(collection).await {
+            return Ok(self.cached_page(collection, query, stamp, false).await?.0);
+        }
         read!(self, Some(collection), |client| query::page_json(
             &client,
             collection,
@@ -328,6 +404,10 @@ impl Store for PostgresStore {
         // A page of the whole collection and its total: one statement, one round trip.
         if !query.is_plain_page() {
             return crate::count_then_page(self, collection, query).await;
+        }
+        if let Some(stamp) = self.cache_stamp(collection).await {
+            let (page, total) = self.cached_page(collection, query, stamp, true).await?;
+            return Ok((page, total.unwrap_or_default()));
         }
         read!(self, Some(collection), |client| {
             query::page_json_counted(&client, collection, query.skip, query.limit).await
@@ -356,6 +436,20 @@ impl Store for PostgresStore {
     }
 
     async fn get_json(&self, collection: &str, id: &str) -> Result<Option<String>> {
+        if let Some(stamp) = self.cache_stamp(collection).await {
+            let key = cache::Key::Doc(id.to_owned());
+            if let Some(value) = self.cache.get(collection, &key, stamp)
+                && let cache::Value::Doc(text) = &*value
+            {
+                return Ok(text.clone());
+            }
+            let client = self.client().await?;
+            let found = query::get_json(&client, collection, id).await?;
+            drop(client);
+            self.cache
+                .put(collection, key, stamp, cache::Value::Doc(found.clone()));
+            return Ok(found);
+        }
         read!(self, Some(collection), |client| query::get_json(
             &client, collection, id
         )

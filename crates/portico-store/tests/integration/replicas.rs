@@ -316,3 +316,89 @@ async fn next_insert(rx: &mut tokio::sync::broadcast::Receiver<portico_store::Ch
         }
     }
 }
+
+/// The read cache with a replica: a read the replica answers neither comes from the cache nor
+/// fills it (the primary's stamp does not count the replica's data); reads on the primary are
+/// cached, and a caller's own writes are read back at once through the cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_read_cache_holds_primary_reads_only_and_keeps_read_your_writes() {
+    let pair = pair(Duration::from_secs(60)).await;
+    let store = &pair.store;
+    let v_as = |key: &'static str, id: &'static str| async move {
+        let text = Reader::caller(Some(key))
+            .scope(store.get_json("c", id))
+            .await
+            .expect("a read never fails for a replica");
+        text.and_then(|t| {
+            serde_json::from_str::<serde_json::Value>(&t)
+                .ok()?
+                .get("v")?
+                .as_i64()
+        })
+    };
+    Reader::caller(Some("alice"))
+        .scope(store.insert("c", doc(json!({"_id": "old", "v": 1}))))
+        .await
+        .unwrap();
+    pair.wait_read("bob", "old", Some(1)).await;
+    pair.pause();
+
+    // Outside a scope the primary answers, and its answer is cached.
+    let before = store.cache_status();
+    assert!(store.get_json("c", "old").await.unwrap().is_some());
+    assert!(store.get_json("c", "old").await.unwrap().is_some());
+    let cached = store.cache_status();
+    assert_eq!(cached.hits, before.hits + 1, "{cached:?}");
+
+    // Alice updates while the replica is paused.
+    Reader::caller(Some("alice"))
+        .scope(store.update(
+            "c",
+            &Selector::by_id("old"),
+            &set_v(3),
+            UpdateOptions::default(),
+        ))
+        .await
+        .unwrap();
+
+    // Bob's reads go to the replica, past the cache: its older view, the cache untouched.
+    let reads = pair.replica_reads();
+    assert_eq!(v_as("bob", "old").await, Some(1));
+    assert_eq!(v_as("bob", "old").await, Some(1));
+    let (page, total) = Reader::caller(Some("bob"))
+        .scope(store.find_json_counted(
+            "c",
+            &portico_store::Query {
+                limit: Some(20),
+                ..portico_store::Query::default()
+            },
+        ))
+        .await
+        .unwrap();
+    assert_eq!((page.len(), total), (1, 1));
+    assert!(page[0].contains("\"v\":1"), "{page:?}");
+    assert_eq!(pair.replica_reads(), reads + 3);
+    assert_eq!(
+        store.cache_status(),
+        cached,
+        "a replica read leaves the cache alone"
+    );
+
+    // Alice reads her write at once (the primary, a new stamp: not the cached v=1), and her
+    // next read comes from the cache.
+    assert_eq!(v_as("alice", "old").await, Some(3));
+    let hits = store.cache_status().hits;
+    assert_eq!(v_as("alice", "old").await, Some(3));
+    assert_eq!(store.cache_status().hits, hits + 1);
+    assert_eq!(pair.replica_reads(), reads + 3, "Alice read the primary");
+    // On the primary, Bob too reads the newest document.
+    let bob_on_primary = Reader::caller(Some("bob"))
+        .scope(on_primary(store.get_json("c", "old")))
+        .await
+        .unwrap();
+    assert!(bob_on_primary.is_some_and(|t| t.contains("\"v\":3")));
+
+    pair.resume();
+    pair.wait_read("bob", "old", Some(3)).await;
+    drop(pair.primary);
+}

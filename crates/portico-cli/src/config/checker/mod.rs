@@ -107,6 +107,16 @@ impl<'a> Checker<'a> {
                 Some(Duration::from_millis(ms.into_inner()))
             }
         });
+        let database_cache_bytes = raw.database_cache_mb.and_then(|mb| {
+            // At most 1 TiB: a budget beyond the machine's memory is a mistake.
+            match usize::try_from(mb.get_ref().saturating_mul(1024 * 1024)) {
+                Ok(bytes) if *mb.get_ref() <= 1024 * 1024 => Some(bytes),
+                _ => {
+                    self.error(&mb, "database_cache_mb", "must be at most 1048576 (1 TiB)");
+                    None
+                }
+            }
+        });
         let api_lines = self.source.header_lines("api");
         let apis: Vec<ApiConfig> = raw
             .api
@@ -209,6 +219,7 @@ impl<'a> Checker<'a> {
             database_position,
             database_replicas,
             replica_max_lag,
+            database_cache_bytes,
             trusted_proxies,
             shutdown_grace: raw.shutdown_grace_seconds.map(Duration::from_secs),
             openapi: raw.openapi,
