@@ -15,7 +15,7 @@
 #   WARMUP     seconds of warm-up first (default 2)  PROFILE cargo profile for portico (release)
 #   NO_BUILD=1 use the binaries already built        PORTICO_BIN  measure this portico binary
 #   PG_PORT    the throwaway cluster's port (default 55433)
-#   CACHE_MB   Portico's database_cache_mb (default: the server's, 64; 0 measures without the
+#   CACHE_MB   Portico's database_cache_mb (default: the server's, 16; 0 measures without the
 #              read cache)
 # Needs wrk, taskset, python3, curl and Debian's postgresql. Servers pinned to CPU 0, wrk to CPU 1;
 # PostgreSQL is not pinned (on a 2-core machine it shares both cores). Each round re-seeds both

@@ -56,7 +56,7 @@ pub struct Config {
     /// `replica_max_lag_ms`: a replica further behind than this is skipped (default
     /// 1000 ms).
     pub replica_max_lag: Option<Duration>,
-    /// `database_cache_mb`: the PostgreSQL read cache's budget in bytes (default 64 MiB,
+    /// `database_cache_mb`: the PostgreSQL read cache's budget in bytes (default 16 MiB,
     /// `Some(0)`: no cache; ignored by the other backends).
     pub database_cache_bytes: Option<usize>,
     /// `shutdown_grace_seconds`: how long in-flight requests may run on after SIGINT/SIGTERM

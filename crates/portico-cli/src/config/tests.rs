@@ -376,6 +376,24 @@ fn read_replicas_are_postgresql_urls_with_a_positive_lag_bound() {
 }
 
 #[test]
+fn the_database_cache_budget_is_in_mib_and_bounded() {
+    let config = Config::parse("database_cache_mb = 8\n").expect("valid");
+    assert_eq!(config.database_cache_bytes, Some(8 * 1024 * 1024));
+    assert_eq!(
+        Config::parse("database_cache_mb = 0\n")
+            .expect("valid")
+            .database_cache_bytes,
+        Some(0),
+        "0 turns the cache off"
+    );
+    assert_eq!(Config::parse("").expect("valid").database_cache_bytes, None);
+    let errs = errors("database_cache_mb = 2000000\n");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].key, "database_cache_mb");
+    assert!(errs[0].message.contains("at most"), "{errs:?}");
+}
+
+#[test]
 fn backups_go_to_a_bucket_with_url_and_dir_stages_them() {
     let config = Config::parse("[backups]\nurl = \"s3://b/nightly/\"\nkeep = 3\n").unwrap();
     let backups = config.backups.unwrap();

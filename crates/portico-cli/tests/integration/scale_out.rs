@@ -42,25 +42,75 @@ async fn a_token_from_one_instance_works_on_the_other_until_logout() {
     );
 }
 
+/// Posts `body` to `/api/items` on `server` as the holder of `token`; its new `_id`.
+async fn post_item(server: &Server, token: &str, body: Value) -> String {
+    let created = server
+        .call("POST", "/api/items", Some(body), &x_auth(token))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.raw);
+    created.body["data"]["_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The read cache (on by default) never hides a write made through the other instance: B's
+/// gets and list, answered twice before (the second time from its cache), show A's update,
+/// insert and removal on the very next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_on_one_instance_is_read_on_the_other_at_once_through_its_cache() {
+    let (ws, a, b) = two_instances();
+    ws.add_user("ann", "ann-password", &[]);
+    let (token, _) = a.rest_login("/api/", "ann", "ann-password").await;
+    let auth = x_auth(&token);
+    let id = post_item(&a, &token, json!({"name": "x"})).await;
+    let item = format!("/api/items/{id}");
+    // B: name and list (items, X-Total-Count) as read twice, then after each write on A.
+    let read_b = || async {
+        let got = b.call("GET", &item, None, &auth).await;
+        let list = b.call("GET", "/api/items?limit=20", None, &auth).await;
+        let names: Vec<Value> = list.body["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| d["name"].clone())
+            .collect();
+        let total = list.header("x-total-count").unwrap_or_default().to_owned();
+        (got.status, got.body["data"]["name"].clone(), names, total)
+    };
+    for _ in 0..2 {
+        assert_eq!(
+            read_b().await,
+            (200, json!("x"), vec![json!("x")], "1".to_owned())
+        );
+    }
+    let patched = a
+        .call("PATCH", &item, Some(json!({"name": "y"})), &auth)
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.raw);
+    assert_eq!(
+        read_b().await,
+        (200, json!("y"), vec![json!("y")], "1".to_owned())
+    );
+    post_item(&a, &token, json!({"_id": "zz", "name": "z"})).await;
+    let (_, _, names, total) = read_b().await;
+    assert!(names.contains(&json!("z")), "{names:?}");
+    assert_eq!(total, "2");
+    let removed = a.call("DELETE", &item, None, &auth).await;
+    assert!(removed.status < 300, "{}", removed.raw);
+    assert_eq!(
+        read_b().await,
+        (404, Value::Null, vec![json!("z")], "1".to_owned())
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_patches_through_both_instances_lose_nothing() {
     const FIELDS: usize = 24;
     let (ws, a, b) = two_instances();
     ws.add_user("ann", "ann-password", &[]);
     let (token, _) = a.rest_login("/api/", "ann", "ann-password").await;
-    let created = a
-        .call(
-            "POST",
-            "/api/items",
-            Some(json!({"name": "x"})),
-            &x_auth(&token),
-        )
-        .await;
-    assert_eq!(created.status, 201, "{}", created.raw);
-    let id = created.body["data"]["_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let id = post_item(&a, &token, json!({"name": "x"})).await;
     let (a, b, token) = (Arc::new(a), Arc::new(b), Arc::new(token));
     let mut tasks = Vec::new();
     for i in 0..FIELDS {

@@ -46,9 +46,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// The largest entry kept, whatever the budget: a document (or page) of more is read each time.
 pub(crate) const MAX_ENTRY: usize = 256 * 1024;
 
-/// Bytes counted for an entry beside its texts (its maps' slots, the eviction queue, the
-/// allocations' headers).
-const ENTRY_OVERHEAD: usize = 96;
+/// Bytes counted for an entry beside its texts and id: its map slot (with the map's spare
+/// room), its shared value, its place in the eviction queue, the allocator's rounding.
+const ENTRY_OVERHEAD: usize = 256;
 
 /// What a read found, as kept.
 #[derive(Debug, PartialEq, Eq)]
@@ -94,8 +94,9 @@ struct Entry {
 }
 
 /// One collection's entries, all filled under `stamp`.
-#[derive(Default)]
 struct Shelf {
+    /// The collection's name, shared by its items in the eviction queue.
+    name: Arc<str>,
     stamp: u64,
     docs: HashMap<String, Entry>,
     pages: HashMap<(u64, Option<u64>), Entry>,
@@ -278,7 +279,15 @@ impl Cache {
         let inner = &mut *guard;
         let shelf = match inner.shelves.get_mut(collection) {
             Some(shelf) => shelf,
-            None => inner.shelves.entry(collection.to_owned()).or_default(),
+            None => inner
+                .shelves
+                .entry(collection.to_owned())
+                .or_insert_with(|| Shelf {
+                    name: Arc::from(collection),
+                    stamp,
+                    docs: HashMap::new(),
+                    pages: HashMap::new(),
+                }),
         };
         if stamp < shelf.stamp {
             return;
@@ -310,7 +319,8 @@ impl Cache {
             None => inner.entries += 1,
         }
         inner.bytes += bytes;
-        inner.order.push_back((Arc::from(collection), key, stamp));
+        let name = Arc::clone(&shelf.name);
+        inner.order.push_back((name, key, stamp));
         inner.shrink_to(self.budget);
         inner.compact();
     }
