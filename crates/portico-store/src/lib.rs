@@ -113,7 +113,7 @@ pub use search::{
 };
 pub use selector::Selector;
 pub use sort::Sort;
-pub use store::{DocumentBatches, Query, Store, UpdateOptions};
+pub use store::{DocumentBatches, Query, RelatedField, RelatedRead, Store, UpdateOptions};
 pub(crate) use store::{count_then_page, encode_all};
 pub use top::MAX_SORTED_WINDOW;
 pub use url::{open, stored_format};

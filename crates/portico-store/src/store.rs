@@ -38,6 +38,47 @@ impl Query {
     }
 }
 
+/// A relation followed while a list page is read ([`Store::find_json_counted_related`]): the
+/// page's documents hold in `field` the id, or an array of ids, of documents of `collection`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RelatedField {
+    /// The top-level field of the page's documents holding the ids.
+    pub field: String,
+    /// The collection the ids belong to.
+    pub collection: String,
+    /// The most distinct ids looked up: the first ones in page order, then array order.
+    pub max_ids: usize,
+}
+
+impl RelatedField {
+    /// The ids `field` holds name documents of `collection`; at most `max_ids` are looked up.
+    pub fn new(
+        field: impl Into<String>,
+        collection: impl Into<String>,
+        max_ids: usize,
+    ) -> RelatedField {
+        RelatedField {
+            field: field.into(),
+            collection: collection.into(),
+            max_ids,
+        }
+    }
+}
+
+/// The documents of one [`RelatedField`] read along with a page
+/// ([`Store::find_json_counted_related`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RelatedRead {
+    /// The relation field.
+    pub field: String,
+    /// Every id looked up, found or not, in no set order.
+    pub ids: Vec<String>,
+    /// The documents found among `ids`, whole as stored, in no set order.
+    pub docs: Vec<Document>,
+}
+
 /// The documents of [`Store::insert_stream`], batch by batch: each item is a batch to insert, or
 /// an error that stops the stream (and writes nothing).
 pub type DocumentBatches = Box<dyn Iterator<Item = Result<Vec<Document>>> + Send>;
@@ -165,6 +206,29 @@ pub trait Store: Send + Sync + 'static {
         query: &Query,
     ) -> Result<(Vec<String>, u64)> {
         count_then_page(self, collection, query).await
+    }
+
+    /// [`Store::find_json_counted`], and the documents each of `related` names in the page's
+    /// documents, where the backend can read them along in the same statement (a list page, its
+    /// total and its related documents in one round trip). A [`RelatedRead`] lists the ids
+    /// looked up (the first `max_ids` distinct string ids the page's stored documents hold in
+    /// the field, an id or an array of ids, in page order then array order) and the documents
+    /// found among them, unfiltered: the caller decides which it may show. A backend returns no
+    /// `RelatedRead` for what it did not read along (this default reads none; the caller then
+    /// reads the related documents itself), and may look up only some of the ids (the caller
+    /// reads the others).
+    ///
+    /// # Errors
+    /// As [`Store::find_json_counted`].
+    async fn find_json_counted_related(
+        &self,
+        collection: &str,
+        query: &Query,
+        related: &[RelatedField],
+    ) -> Result<(Vec<String>, u64, Vec<RelatedRead>)> {
+        let _ = related;
+        let (page, total) = self.find_json_counted(collection, query).await?;
+        Ok((page, total, Vec::new()))
     }
 
     /// Returns the first document matching `selector`, if any.

@@ -82,6 +82,20 @@ impl Store for Measured {
         timed("find", self.0.find_json_counted(collection, query)).await
     }
 
+    async fn find_json_counted_related(
+        &self,
+        collection: &str,
+        query: &Query,
+        related: &[portico_store::RelatedField],
+    ) -> StoreResult<(Vec<String>, u64, Vec<portico_store::RelatedRead>)> {
+        // Forwarded, not the trait's default: the default reads no related document along.
+        timed(
+            "find",
+            self.0.find_json_counted_related(collection, query, related),
+        )
+        .await
+    }
+
     async fn find_one(
         &self,
         collection: &str,

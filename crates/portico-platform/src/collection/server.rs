@@ -191,6 +191,24 @@ impl Collection {
         Ok(self.store().find_json_counted(self.name(), query).await?)
     }
 
+    /// [`Collection::find_json_counted`] and the documents `related` names in the page's
+    /// documents, where the store reads them along (see
+    /// [`Store::find_json_counted_related`]; [`crate::Platform::related_fields`] and
+    /// [`crate::Platform::expand_read`] build what to follow and show what was read).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn find_json_counted_related(
+        &self,
+        query: &Query,
+        related: &[portico_store::RelatedField],
+    ) -> Result<(Vec<String>, u64, Vec<portico_store::RelatedRead>)> {
+        Ok(self
+            .store()
+            .find_json_counted_related(self.name(), query, related)
+            .await?)
+    }
+
     /// The first document matching `selector`.
     ///
     /// # Errors

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use futures::future::BoxFuture;
-use portico_store::{Document, Query, Selector};
+use portico_store::{Document, Query, RelatedField, RelatedRead, Selector};
 use serde_json::{Value, json};
 
 use super::Platform;
@@ -71,7 +71,49 @@ impl Platform {
         expand: &Expand,
         access: &BTreeMap<String, ReadAccess>,
     ) -> Result<()> {
-        self.expand_level(collection.to_owned(), docs, expand, access)
+        self.expand_level(collection.to_owned(), docs, expand, access, Vec::new())
+            .await
+    }
+
+    /// The relations of `expand`'s first level whose documents a store may read along with a
+    /// page of `collection` ([`portico_store::Store::find_json_counted_related`]): those whose
+    /// collection `access` lets the caller read.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming a field that is not a relation.
+    pub fn related_fields(
+        &self,
+        collection: &str,
+        expand: &Expand,
+        access: &BTreeMap<String, ReadAccess>,
+    ) -> Result<Vec<RelatedField>> {
+        let mut out = Vec::new();
+        for (field, _) in expand.levels() {
+            let target = self.related(collection, field)?;
+            if access.contains_key(&target) {
+                out.push(RelatedField::new(field, target, MAX_EXPAND_IDS));
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`Platform::expand`] with the first level's related documents already read along with
+    /// the page (`read`, as [`portico_store::Store::find_json_counted_related`] gave them): each
+    /// is shown only if the caller's scope to its collection selects it, exactly as the query
+    /// [`Platform::expand`] makes would; ids not looked up are read with one query per
+    /// relation, and nested relations as by [`Platform::expand`].
+    ///
+    /// # Errors
+    /// As [`Platform::expand`].
+    pub async fn expand_read(
+        &self,
+        collection: &str,
+        docs: &mut [Document],
+        expand: &Expand,
+        access: &BTreeMap<String, ReadAccess>,
+        read: Vec<RelatedRead>,
+    ) -> Result<()> {
+        self.expand_level(collection.to_owned(), docs, expand, access, read)
             .await
     }
 
@@ -102,6 +144,7 @@ impl Platform {
         docs: &'a mut [Document],
         expand: &'a Expand,
         access: &'a BTreeMap<String, ReadAccess>,
+        mut read: Vec<RelatedRead>,
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             for (field, inner) in expand.levels() {
@@ -119,20 +162,35 @@ impl Platform {
                         }
                     }
                 }
-                let mut found: Vec<Document> = if ids.is_empty() {
-                    Vec::new()
-                } else {
-                    let wanted = Selector::parse(&json!({"_id": {"$in": ids}}))?;
-                    let query = Query::new(wanted.and(reader.scope.clone()));
-                    self.store()
-                        .find(target, &query)
-                        .await?
+                // What the page's read brought along (when it did): the documents among the
+                // ids wanted that the scope selects, as the query below would find them.
+                let mut found: Vec<Document> = Vec::new();
+                let mut missing = ids;
+                if let Some(at) = read.iter().position(|r| r.field == field) {
+                    let along = read.swap_remove(at);
+                    let wanted: HashSet<&str> = missing.iter().map(String::as_str).collect();
+                    found = along
+                        .docs
                         .into_iter()
-                        .map(|doc| shown(target, reader, doc))
-                        .collect()
-                };
+                        .filter(|doc| {
+                            portico_store::document_id(doc).is_some_and(|id| wanted.contains(id))
+                                && reader.scope.matches(doc)
+                        })
+                        .collect();
+                    let looked_up: HashSet<&str> = along.ids.iter().map(String::as_str).collect();
+                    missing.retain(|id| !looked_up.contains(id.as_str()));
+                }
+                if !missing.is_empty() {
+                    let wanted = Selector::parse(&json!({"_id": {"$in": missing}}))?;
+                    let query = Query::new(wanted.and(reader.scope.clone()));
+                    found.extend(self.store().find(target, &query).await?);
+                }
+                let mut found: Vec<Document> = found
+                    .into_iter()
+                    .map(|doc| shown(target, reader, doc))
+                    .collect();
                 if !found.is_empty() && !inner.is_empty() {
-                    self.expand_level(target.to_owned(), &mut found, inner, access)
+                    self.expand_level(target.to_owned(), &mut found, inner, access, Vec::new())
                         .await?;
                 }
                 let by_id: HashMap<String, Value> = found

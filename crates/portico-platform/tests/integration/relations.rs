@@ -7,9 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
+use std::collections::BTreeMap;
+
 use portico_platform::{
-    CollectionOptions, Document, Expand, FieldRules, NewUser, Platform, Query, Relations, Selector,
-    Update, UpdateOptions, UpdateResult,
+    CollectionOptions, Document, Expand, FieldRules, NewUser, Platform, Query, ReadAccess,
+    RelatedField, RelatedRead, Relations, Selector, Update, UpdateOptions, UpdateResult,
 };
 use portico_store::{Search, Store};
 use serde_json::json;
@@ -33,6 +35,21 @@ impl Store for Counting {
     async fn find(&self, c: &str, q: &Query) -> portico_store::Result<Vec<Document>> {
         self.finds.fetch_add(1, Ordering::SeqCst);
         self.inner.find(c, q).await
+    }
+    async fn find_json_counted(
+        &self,
+        c: &str,
+        q: &Query,
+    ) -> portico_store::Result<(Vec<String>, u64)> {
+        self.inner.find_json_counted(c, q).await
+    }
+    async fn find_json_counted_related(
+        &self,
+        c: &str,
+        q: &Query,
+        r: &[RelatedField],
+    ) -> portico_store::Result<(Vec<String>, u64, Vec<RelatedRead>)> {
+        self.inner.find_json_counted_related(c, q, r).await
     }
     async fn find_one(&self, c: &str, s: &Selector) -> portico_store::Result<Option<Document>> {
         self.finds.fetch_add(1, Ordering::SeqCst);
@@ -128,6 +145,83 @@ on_every_backend! {
         // Not a relation: refused before anything is read.
         let wrong: Expand = "title".parse()?;
         assert!(p.expand_as("posts", None, &mut page, &wrong).await.is_err());
+        Ok(())
+    }
+
+    async fn expand_read_shows_only_what_the_caller_may_read(p: Platform) -> TestResult {
+        let counting = Arc::new(Counting { inner: p.store().clone(), finds: AtomicUsize::new(0) });
+        let p = Platform::with_store(counting.clone()).await?;
+        let mut people = CollectionOptions::default();
+        people.relations = Relations::new().field("team", "teams")?;
+        people.field_rules = FieldRules::new().field("phone", ["role:hr".parse()?])?;
+        p.define_collection("people", people)?;
+        p.define_collection("teams", CollectionOptions::default())?;
+        p.define_collection("tags", CollectionOptions::default())?;
+        let mut posts = CollectionOptions::default();
+        posts.relations = Relations::new().field("author", "people")?.field("tags", "tags")?;
+        p.define_collection("posts", posts)?;
+        for (id, owner) in [("u1", "ann"), ("u2", "bob"), ("u3", "ann")] {
+            p.collection("people").insert(doc(json!({
+                "_id": id, "ownerId": owner, "name": id.to_uppercase(), "phone": "555", "team": "t1"
+            }))).await?;
+        }
+        p.collection("teams").insert(doc(json!({"_id": "t1", "name": "core"}))).await?;
+        for i in 0..3 {
+            p.collection("tags").insert(doc(json!({"_id": format!("g{i}"), "n": i}))).await?;
+        }
+        for post in [
+            json!({"_id": "p0", "author": "u1", "tags": ["g2", "missing", "g0", 3]}),
+            json!({"_id": "p1", "author": "u2", "tags": "g1"}),
+            json!({"_id": "p2", "author": "gone", "tags": []}),
+            json!({"_id": "p3", "author": "u3"}),
+        ] {
+            p.collection("posts").insert(doc(post)).await?;
+        }
+        // Ann reads people she owns, without their phone; every tag; no team.
+        let mut access = BTreeMap::new();
+        let ann_only = Selector::parse(&json!({"ownerId": "ann"}))?;
+        access.insert(
+            "people".to_owned(),
+            ReadAccess::new(p.collection("people").field_view(Some("ann")).await?).scoped(ann_only),
+        );
+        access.insert("tags".to_owned(), ReadAccess::default());
+        let expand: Expand = "author.team,tags".parse()?;
+        let related = p.related_fields("posts", &expand, &access)?;
+        assert_eq!(
+            related.iter().map(|r| (r.field.as_str(), r.collection.as_str())).collect::<Vec<_>>(),
+            [("author", "people"), ("tags", "tags")]
+        );
+        let query = Query { limit: Some(20), ..Query::default() };
+        let (texts, total, along) =
+            p.collection("posts").find_json_counted_related(&query, &related).await?;
+        assert_eq!((texts.len(), total), (4, 4));
+        let mut page: Vec<Document> = texts
+            .iter()
+            .map(|t| serde_json::from_str(t))
+            .collect::<Result<_, _>>()?;
+        // The related documents read along (PostgreSQL) are the whole stored ones, Bob's too:
+        // what is shown is decided below.
+        let read_along = !along.is_empty();
+        counting.finds.store(0, Ordering::SeqCst);
+        p.expand_read("posts", &mut page, &expand, &access, along).await?;
+        // Read along: no query for author or tags (the team has no access entry); otherwise
+        // one each.
+        assert_eq!(counting.finds.load(Ordering::SeqCst), if read_along { 0 } else { 2 });
+        let shown = serde_json::to_string(&page)?;
+        assert!(!shown.contains("U2") && !shown.contains("bob"), "Bob's person leaked: {shown}");
+        assert!(!shown.contains("555"), "a hidden field leaked: {shown}");
+        assert!(!shown.contains("core"), "an unreadable collection leaked: {shown}");
+        assert_eq!(page[0]["expand"]["author"]["name"], "U1");
+        assert_eq!(
+            page[0]["expand"]["tags"],
+            json!([{"_id": "g2", "n": 2}, {"_id": "g0", "n": 0}])
+        );
+        assert!(page[1]["expand"].get("author").is_none(), "{:?}", page[1]);
+        assert_eq!(page[1]["expand"]["tags"], json!({"_id": "g1", "n": 1}));
+        assert!(page[2]["expand"].get("author").is_none(), "a missing id: {:?}", page[2]);
+        assert_eq!(page[2]["expand"]["tags"], json!([]));
+        assert_eq!(page[3]["expand"]["author"]["name"], "U3");
+        assert_eq!(p.store().count("posts", &Selector::all()).await?, 4);
         Ok(())
     }
 

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use portico_platform::{Document, Expand, ReadAccess};
+use portico_platform::{Document, Expand, ReadAccess, RelatedRead};
 use serde_json::Value;
 
 use super::fields::view;
@@ -56,7 +56,7 @@ fn admitted(ctx: &Context, options: &ResolvedOptions) -> bool {
 }
 
 /// What the caller of `ctx` may read of each collection the expansion reads.
-async fn access(
+pub(crate) async fn access(
     state: &CollectionState,
     ctx: &Context,
     expand: &Expand,
@@ -106,6 +106,22 @@ pub(crate) async fn expand_items(
     items: &mut [Value],
 ) -> Result<(), Reply> {
     let access = access(state, ctx, expand).await?;
+    expand_read(state, ctx, expand, &access, items, Vec::new()).await
+}
+
+/// [`expand_items`] under `access` (from [`access`]), with the first level's related documents
+/// the page's read brought along (`read`; see [`portico_platform::Platform::expand_read`]).
+///
+/// # Errors
+/// As [`expand_items`].
+pub(crate) async fn expand_read(
+    state: &CollectionState,
+    ctx: &Context,
+    expand: &Expand,
+    access: &BTreeMap<String, ReadAccess>,
+    items: &mut [Value],
+    read: Vec<RelatedRead>,
+) -> Result<(), Reply> {
     let mut docs: Vec<Document> = items
         .iter_mut()
         .filter_map(|item| match item {
@@ -114,7 +130,7 @@ pub(crate) async fn expand_items(
         })
         .collect();
     ctx.platform
-        .expand(state.collection.name(), &mut docs, expand, &access)
+        .expand_read(state.collection.name(), &mut docs, expand, access, read)
         .await
         .map_err(platform_error)?;
     let objects = items.iter_mut().filter_map(|item| match item {

@@ -1,7 +1,9 @@
 //! One handler per generated operation (getAll, post, get, put, patch, delete), each written
 //! once over [`Records`], and the before/after hooks around them.
 
-use portico_platform::{Expand, FieldView, IfMatch};
+use std::collections::BTreeMap;
+
+use portico_platform::{Expand, FieldView, IfMatch, ReadAccess, RelatedField, RelatedRead};
 use portico_store::{Query, Selector};
 use serde_json::{Map, Value, json};
 
@@ -281,24 +283,28 @@ async fn read_page(
 /// [`read_page`] for documents shown as stored, as their JSON text: the store answers a page
 /// of a whole collection from the stored text without decoding a document, and the size budget
 /// is counted on that text. The first chunk is read with the total count of `selector` (one
-/// snapshot where the store can), which is returned too; `None` when no chunk was read.
+/// snapshot where the store can), which is returned too (`None` when no chunk was read), and
+/// with the documents of `related` it names, where the store reads them along.
 async fn read_page_json(
     state: &CollectionState,
     selector: Selector,
     params: &ListParams,
-) -> Result<(Vec<String>, u64, Option<u64>), Reply> {
+    related: &[RelatedField],
+) -> Result<(Vec<String>, u64, Option<u64>, Vec<RelatedRead>), Reply> {
     // Set by the first chunk's read.
     let total = std::sync::OnceLock::new();
+    let along = std::sync::OnceLock::new();
     let (items, page) = read_chunks(state, selector, params, None, |query| {
-        let total = &total;
+        let (total, along) = (&total, &along);
         async move {
             let docs = if total.get().is_none() {
-                let (docs, n) = state
+                let (docs, n, read) = state
                     .collection
-                    .find_json_counted(&query)
+                    .find_json_counted_related(&query, related)
                     .await
                     .map_err(platform_error)?;
                 let _ = total.set(n);
+                let _ = along.set(read);
                 docs
             } else {
                 state
@@ -317,7 +323,12 @@ async fn read_page_json(
         }
     })
     .await?;
-    Ok((items, page, total.into_inner()))
+    Ok((
+        items,
+        page,
+        total.into_inner(),
+        along.into_inner().unwrap_or_default(),
+    ))
 }
 
 /// The getAll reply when documents are shown as stored and no after hook runs: the same
@@ -340,10 +351,24 @@ async fn get_all_json(
         return Ok(outcome.into_reply());
     }
     let selector = scoped(state, ctx, params.filter.clone())?;
-    let (mut items, page, counted) = read_page_json(state, selector.clone(), &params).await?;
-    if let Some(expand) = expand {
+    // What the caller may read of each related collection, known before the page is read so
+    // that the store can read the related documents along with it (one round trip).
+    let access = match expand {
+        Some(expand) => Some(super::expand::access(state, ctx, expand).await?),
+        None => None,
+    };
+    let related = match (expand, &access) {
+        (Some(expand), Some(access)) => ctx
+            .platform
+            .related_fields(state.collection.name(), expand, access)
+            .map_err(platform_error)?,
+        _ => Vec::new(),
+    };
+    let (mut items, page, counted, along) =
+        read_page_json(state, selector.clone(), &params, &related).await?;
+    if let (Some(expand), Some(access)) = (expand, &access) {
         // The reply size budget counted the page as stored (as `get_all` does).
-        items = expanded_texts(state, ctx, expand, items).await?;
+        items = expanded_texts(state, ctx, expand, access, items, along).await?;
     }
     let total = match counted {
         Some(total) => total,
@@ -369,12 +394,14 @@ async fn get_all_json(
 }
 
 /// Stored documents' JSON texts with their related documents put in (see
-/// [`super::expand::expand_items`]), encoded again.
+/// [`super::expand::expand_read`]; `along`: those read with the page), encoded again.
 async fn expanded_texts(
     state: &CollectionState,
     ctx: &Context,
     expand: &Expand,
+    access: &BTreeMap<String, ReadAccess>,
     texts: Vec<String>,
+    along: Vec<RelatedRead>,
 ) -> Result<Vec<String>, Reply> {
     let mut items = texts
         .iter()
@@ -382,7 +409,7 @@ async fn expanded_texts(
         .collect::<Result<Vec<Value>, _>>()
         .map_err(|_| Reply::internal("a stored document could not be read"))?;
     drop(texts);
-    super::expand::expand_items(state, ctx, expand, &mut items).await?;
+    super::expand::expand_read(state, ctx, expand, access, &mut items, along).await?;
     Ok(items.iter().map(Value::to_string).collect())
 }
 

@@ -72,7 +72,10 @@ use deadpool_postgres::{Client, Pool};
 pub use cache::CacheStatus;
 pub use replica::{ReplicaState, ReplicaStatus};
 
-use crate::{Document, Query, Result, Selector, Store, Update, UpdateOptions, UpdateResult};
+use crate::{
+    Document, Query, RelatedField, RelatedRead, Result, Selector, Store, Update, UpdateOptions,
+    UpdateResult,
+};
 
 /// How far behind the primary a read replica may fall before its reads go to the primary
 /// instead (see [`PostgresOptions::replica_max_lag`]): one second.
@@ -414,6 +417,42 @@ impl Store for PostgresStore {
         read!(self, Some(collection), |client| {
             query::page_json_counted(&client, collection, query.skip, query.limit).await
         })
+    }
+
+    async fn find_json_counted_related(
+        &self,
+        collection: &str,
+        query: &Query,
+        related: &[RelatedField],
+    ) -> Result<(Vec<String>, u64, Vec<RelatedRead>)> {
+        // A page of the whole collection, its total and its related documents: one statement,
+        // one round trip. On a replica only when none of the collections reads on the primary.
+        if !query.is_plain_page() || related.is_empty() || query.limit == Some(0) {
+            let (page, total) = self.find_json_counted(collection, query).await?;
+            return Ok((page, total, Vec::new()));
+        }
+        let on = self
+            .replicas
+            .as_ref()
+            .and_then(|r| {
+                related
+                    .iter()
+                    .map(|f| f.collection.as_str())
+                    .find(|c| r.read_on_primary(c))
+            })
+            .unwrap_or(collection);
+        let read = read!(self, Some(on), |client| {
+            query::page_json_counted_related(&client, collection, query.skip, query.limit, related)
+                .await
+        })?;
+        match read {
+            Some(answer) => Ok(answer),
+            None => {
+                // A related collection that does not exist: the page alone.
+                let (page, total) = self.find_json_counted(collection, query).await?;
+                Ok((page, total, Vec::new()))
+            }
+        }
     }
 
     async fn find_one(&self, collection: &str, selector: &Selector) -> Result<Option<Document>> {

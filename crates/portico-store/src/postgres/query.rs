@@ -19,7 +19,7 @@ use super::error::{corrupt, is_undefined_table};
 use super::plan::{Plan, may_use_index, plan};
 use super::schema::{IndexedPath, collection_table, index_table, indexed_paths, stored_count};
 use crate::top::Page;
-use crate::{Document, Query, Result, Selector};
+use crate::{Document, Query, RelatedField, RelatedRead, Result, Selector};
 
 /// Rows fetched from a portal per round trip: large enough that the round trips cost little
 /// next to decoding the documents, small enough to hold little memory.
@@ -383,6 +383,104 @@ pub(crate) async fn page_json_counted(
         }
     }
     Ok((page, total))
+}
+
+/// [`page_json_counted`] and, in the same statement, the documents each of `related` names in
+/// the page's documents (see [`crate::Store::find_json_counted_related`]): one round trip and
+/// one snapshot for a list page, its total and its related documents. The ids are read from
+/// the page's `jsonb` copies (a document without one, holding `\u0000`, gives none: the caller
+/// reads what was not looked up); each relation's distinct ids are cut to its `max_ids` in page
+/// order, then array order, and looked up by primary key. `None` when a related collection's
+/// table does not exist (the caller reads the page alone).
+pub(crate) async fn page_json_counted_related(
+    client: &Client,
+    collection: &str,
+    skip: u64,
+    limit: Option<u64>,
+    related: &[RelatedField],
+) -> Result<Option<(Vec<String>, u64, Vec<RelatedRead>)>> {
+    let mut params: Vec<Param> = vec![
+        Box::new(limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX))),
+        Box::new(i64::try_from(skip).unwrap_or(i64::MAX)),
+        Box::new(collection.to_owned()),
+    ];
+    let mut ctes = format!(
+        "WITH p AS (SELECT id, doc, body FROM {} ORDER BY id LIMIT $1 OFFSET $2)",
+        collection_table(collection)
+    );
+    let mut parts = String::from(
+        "SELECT 0 AS k, c.n, p.id, p.doc \
+         FROM (SELECT coalesce(sum(n), 0)::bigint AS n FROM portico_counts WHERE name = $3) c \
+         LEFT JOIN p ON true",
+    );
+    for (k, follow) in related.iter().enumerate() {
+        let (field, max) = (params.len() + 1, params.len() + 2);
+        params.push(Box::new(follow.field.clone()));
+        params.push(Box::new(i64::try_from(follow.max_ids).unwrap_or(i64::MAX)));
+        // The first occurrence of each id (a string, or a string of an array), then the
+        // first `max` of them in page order.
+        ctes.push_str(&format!(
+            ", r{k} AS (SELECT x.id FROM (\
+               SELECT DISTINCT ON (v.id) v.id, p.id AS pid, v.pos FROM p CROSS JOIN LATERAL (\
+                 SELECT (p.body ->> ${field}::text) COLLATE \"C\" AS id, 0::bigint AS pos \
+                 WHERE jsonb_typeof(p.body -> ${field}::text) = 'string' \
+                 UNION ALL \
+                 SELECT (e.v #>> '{{}}') COLLATE \"C\", e.n FROM jsonb_array_elements(\
+                   CASE WHEN jsonb_typeof(p.body -> ${field}::text) = 'array' \
+                   THEN p.body -> ${field}::text ELSE '[]'::jsonb END\
+                 ) WITH ORDINALITY AS e(v, n) WHERE jsonb_typeof(e.v) = 'string'\
+               ) v ORDER BY v.id, p.id, v.pos\
+             ) x ORDER BY x.pid, x.pos LIMIT ${max})"
+        ));
+        parts.push_str(&format!(
+            " UNION ALL SELECT {one}, NULL, r{k}.id, t.doc FROM r{k} \
+             LEFT JOIN {table} t ON t.id = r{k}.id",
+            one = k + 1,
+            table = collection_table(&follow.collection)
+        ));
+    }
+    let sql = format!("{ctes} {parts} ORDER BY 1, 3");
+    let rows = match client.prepare_cached(&sql).await {
+        Ok(stmt) => client.query(&stmt, &refs(&params)).await,
+        Err(e) => Err(e),
+    };
+    let rows = match rows {
+        Ok(rows) => rows,
+        Err(e) if is_undefined_table(&e) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let mut total = 0;
+    let mut page = Vec::new();
+    let mut reads: Vec<RelatedRead> = related
+        .iter()
+        .map(|follow| RelatedRead {
+            field: follow.field.clone(),
+            ..RelatedRead::default()
+        })
+        .collect();
+    for row in &rows {
+        let k: i32 = row.try_get(0)?;
+        if k == 0 {
+            total = u64::try_from(row.try_get::<_, i64>(1)?).unwrap_or(0);
+            // An empty page is the count's row alone, with no document.
+            if row.try_get::<_, Option<&str>>(3)?.is_some() {
+                page.push(object_text(row, collection, 2, 3)?);
+            }
+            continue;
+        }
+        let index = usize::try_from(k - 1).unwrap_or(usize::MAX);
+        let (Some(read), Some(follow)) = (reads.get_mut(index), related.get(index)) else {
+            continue;
+        };
+        let id: String = row.try_get(2)?;
+        if let Some(text) = row.try_get::<_, Option<&str>>(3)? {
+            let doc =
+                serde_json::from_str(text).map_err(|e| corrupt(&follow.collection, &id, &e))?;
+            read.docs.push(doc);
+        }
+        read.ids.push(id);
+    }
+    Ok(Some((page, total, reads)))
 }
 
 /// Column `doc` of `row` (a stored document) as text checked to be one JSON object, without

@@ -260,7 +260,7 @@ impl Replicas {
     }
 
     /// True when every read of `collection` goes to the primary.
-    fn read_on_primary(&self, collection: &str) -> bool {
+    pub(crate) fn read_on_primary(&self, collection: &str) -> bool {
         self.primary_collections
             .iter()
             .any(|name| match name.strip_suffix('*') {

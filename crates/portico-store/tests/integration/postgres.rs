@@ -451,3 +451,119 @@ async fn concurrent_inserts_commit_together_and_fail_alone() {
         a.count("notes", &tag1).await.expect("count")
     );
 }
+
+/// A list page, its total and the documents its relation fields name, in one statement: ids
+/// each once, strings only, cut to the first `max_ids` in page order then array order; ids not found
+/// are looked up but bring no document; only the page's window is followed; a related
+/// collection that does not exist leaves the page alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_read_their_related_documents_in_one_statement() {
+    use portico_store::{Query, RelatedField, RelatedRead};
+    let (store, _) = two_instances().await;
+    for d in [
+        json!({"_id": "p0", "author": "u2", "tags": ["g1", "missing", "g0", 7, "g1", ["g2"]]}),
+        json!({"_id": "p1", "author": "u1", "tags": "g2"}),
+        json!({"_id": "p2", "author": "u2", "tags": []}),
+        json!({"_id": "p3", "author": {"id": "u1"}, "tags": ["g3", "g0"]}),
+        json!({"_id": "p4", "author": "nobody"}),
+        json!({"_id": "p5", "author": "u3", "note": "a\u{0}b", "tags": ["g4"]}),
+    ] {
+        store.insert("posts", doc(d)).await.expect("insert post");
+    }
+    for d in [
+        json!({"_id": "u1", "name": "One"}),
+        json!({"_id": "u2", "name": "Two", "ownerId": "x"}),
+        json!({"_id": "u3", "name": "Three"}),
+    ] {
+        store.insert("people", doc(d)).await.expect("insert person");
+    }
+    for i in 0..5 {
+        store
+            .insert("tags", doc(json!({"_id": format!("g{i}"), "n": i})))
+            .await
+            .expect("insert tag");
+    }
+    let follow = [
+        RelatedField::new("author", "people", 1000),
+        RelatedField::new("tags", "tags", 1000),
+    ];
+    let page = |skip: u64, limit: u64| Query {
+        skip,
+        limit: Some(limit),
+        ..Query::default()
+    };
+    let ids = |read: &RelatedRead| {
+        let mut ids = read.ids.clone();
+        ids.sort();
+        ids
+    };
+    let found = |read: &RelatedRead| {
+        let mut ids: Vec<String> = read
+            .docs
+            .iter()
+            .filter_map(|d| d.get("_id").and_then(|v| v.as_str()).map(str::to_owned))
+            .collect();
+        ids.sort();
+        ids
+    };
+    let (texts, total, reads) = store
+        .find_json_counted_related("posts", &page(0, 20), &follow)
+        .await
+        .expect("read");
+    assert_eq!(total, 6);
+    let page_ids: Vec<serde_json::Value> = texts
+        .iter()
+        .map(|t| serde_json::from_str::<serde_json::Value>(t).expect("json")["_id"].clone())
+        .collect();
+    assert_eq!(
+        page_ids,
+        ["p0", "p1", "p2", "p3", "p4", "p5"].map(|s| json!(s))
+    );
+    assert_eq!(reads.len(), 2);
+    assert_eq!(reads[0].field, "author");
+    // p5 holds `\u0000`: it has no `jsonb` copy, so its ids are not looked up (the caller
+    // reads them itself); an object is not an id.
+    assert_eq!(ids(&reads[0]), ["nobody", "u1", "u2"]);
+    assert_eq!(found(&reads[0]), ["u1", "u2"]);
+    let two = reads[0]
+        .docs
+        .iter()
+        .find(|d| d.get("_id") == Some(&json!("u2")))
+        .expect("u2");
+    assert_eq!(two.get("ownerId"), Some(&json!("x")), "whole, as stored");
+    assert_eq!(reads[1].field, "tags");
+    assert_eq!(ids(&reads[1]), ["g0", "g1", "g2", "g3", "missing"]);
+    assert_eq!(found(&reads[1]), ["g0", "g1", "g2", "g3"]);
+
+    // Only the page's window is followed, and `max_ids` cuts in page order.
+    let cut = [RelatedField::new("tags", "tags", 2)];
+    let (texts, total, reads) = store
+        .find_json_counted_related("posts", &page(1, 3), &cut)
+        .await
+        .expect("window");
+    assert_eq!((texts.len(), total), (3, 6));
+    assert_eq!(ids(&reads[0]), ["g2", "g3"]);
+    assert_eq!(found(&reads[0]), ["g2", "g3"]);
+
+    // Past the end: the total, no document, nothing looked up.
+    let (texts, total, reads) = store
+        .find_json_counted_related("posts", &page(10, 5), &follow)
+        .await
+        .expect("past the end");
+    assert_eq!((texts.len(), total), (0, 6));
+    assert!(reads.iter().all(|r| r.ids.is_empty() && r.docs.is_empty()));
+
+    // A related collection that does not exist: the page alone, nothing read along.
+    let nowhere = [RelatedField::new("author", "nobody-here", 1000)];
+    let (texts, total, reads) = store
+        .find_json_counted_related("posts", &page(0, 2), &nowhere)
+        .await
+        .expect("missing collection");
+    assert_eq!((texts.len(), total, reads.len()), (2, 6, 0));
+    // A page of a collection that does not exist.
+    let (texts, total, reads) = store
+        .find_json_counted_related("none", &page(0, 2), &follow)
+        .await
+        .expect("missing page collection");
+    assert_eq!((texts.len(), total, reads.len()), (0, 0, 0));
+}
