@@ -242,6 +242,30 @@ async fn expand_across_rule_boundaries(ws: Workspace) {
         .await;
     assert_eq!(again.status, 200, "{}", again.raw);
     assert!(again.raw.contains("\"sequel\""), "{}", again.raw);
+    // On the same path (on PostgreSQL the page, its total and the related documents are one
+    // statement): array order with repeats, ids missing or not strings, a dangling single id,
+    // only the page's window.
+    post(
+        &server,
+        "/api/shelves",
+        json!({"_id": "s9", "box": "gone", "tags": [t2, "missing", 7, t1, t2]}),
+        &ann,
+    )
+    .await;
+    let r = get(&server, "/api/shelves?expand=box,tags&skip=3", &bob).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    assert_eq!(r.header("x-total-count"), Some("4"), "{}", r.raw);
+    let shelf = &r.body["data"][0];
+    assert_eq!(shelf["_id"], "s9", "{}", r.raw);
+    assert!(shelf["expand"].get("box").is_none(), "{}", r.raw);
+    let names: Vec<&str> = shelf["expand"]["tags"]
+        .as_array()
+        .map(|tags| tags.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(names, ["sequel", "rs", "sequel"], "{}", r.raw);
+    assert!(!r.raw.contains("\"internal\""), "{}", r.raw);
+    let r = get(&server, "/api/shelves?expand=box&limit=1", &ann).await;
+    assert_eq!(r.body["data"][0]["expand"]["box"]["pin"], 1234, "{}", r.raw);
 
     // Mistakes are 400 naming them; a live list does not expand.
     for (query, word) in [
