@@ -545,6 +545,28 @@ async fn pages_read_their_related_documents_in_one_statement() {
     assert_eq!(ids(&reads[0]), ["g2", "g3"]);
     assert_eq!(found(&reads[0]), ["g2", "g3"]);
 
+    // The same statement over and over (PostgreSQL keeps one plan for it after a few runs):
+    // each window follows its own documents.
+    let authors = [
+        vec!["u2"],
+        vec!["u1"],
+        vec!["u2"],
+        vec![],
+        vec!["nobody"],
+        vec![],
+    ];
+    for round in 0..3 {
+        for skip in 0..6u64 {
+            let (texts, total, reads) = store
+                .find_json_counted_related("posts", &page(skip, 1), &follow)
+                .await
+                .expect("window of one");
+            assert_eq!((texts.len(), total), (1, 6), "round {round}, skip {skip}");
+            assert!(texts[0].contains(&format!("\"p{skip}\"")), "{texts:?}");
+            assert_eq!(ids(&reads[0]), authors[skip as usize], "skip {skip}");
+        }
+    }
+
     // Past the end: the total, no document, nothing looked up.
     let (texts, total, reads) = store
         .find_json_counted_related("posts", &page(10, 5), &follow)
