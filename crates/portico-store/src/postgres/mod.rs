@@ -318,6 +318,82 @@ impl PostgresStore {
         Ok((page, total))
     }
 
+    /// [`Store::find_json_counted_related`] through the read cache: the page and its total as
+    /// [`Self::cached_page`] keeps them, and each relation's documents as `get_json` keeps
+    /// them (under their collection's stamp, from the same read of the stamps), the ids the
+    /// cache does not hold read with one statement per relation and kept. `None` when a
+    /// collection has no stamp (or no cache, or its reads go to a replica): the caller reads
+    /// everything in one statement instead.
+    async fn cached_related(
+        &self,
+        collection: &str,
+        query: &Query,
+        related: &[RelatedField],
+    ) -> Result<Option<(Vec<String>, u64, Vec<RelatedRead>)>> {
+        let mut names = vec![collection];
+        names.extend(related.iter().map(|f| f.collection.as_str()));
+        if !self.cache.enabled()
+            || self
+                .replicas
+                .as_ref()
+                .is_some_and(|r| names.iter().any(|c| r.pick(Some(c)).is_some()))
+        {
+            return Ok(None);
+        }
+        let Some(stamps) = self.stamps.stamps(&names).await else {
+            return Ok(None);
+        };
+        let (page, total) = self.cached_page(collection, query, stamps[0], true).await?;
+        let docs = page
+            .iter()
+            .map(|text| serde_json::from_str(text))
+            .collect::<std::result::Result<Vec<Document>, _>>()
+            .map_err(|e| error::corrupt(collection, "(a page)", &e))?;
+        let mut reads = Vec::with_capacity(related.len());
+        for (follow, &stamp) in related.iter().zip(&stamps[1..]) {
+            let target = follow.collection.as_str();
+            let ids = query::related_ids(&docs, &follow.field, follow.max_ids);
+            let mut read = RelatedRead {
+                field: follow.field.clone(),
+                ..RelatedRead::default()
+            };
+            let mut missing = Vec::new();
+            for id in &ids {
+                let key = cache::Key::Doc(id.clone());
+                match self.cache.get(target, &key, stamp).as_deref() {
+                    Some(cache::Value::Doc(Some(text))) => {
+                        read.docs.push(
+                            serde_json::from_str(text)
+                                .map_err(|e| error::corrupt(target, id, &e))?,
+                        );
+                    }
+                    Some(cache::Value::Doc(None)) => {}
+                    _ => missing.push(id.clone()),
+                }
+            }
+            if !missing.is_empty() {
+                let client = self.client().await?;
+                let found = query::texts_by_id(&client, target, &missing).await?;
+                drop(client);
+                let mut by_id: std::collections::HashMap<String, String> =
+                    found.into_iter().collect();
+                for id in missing {
+                    let text = by_id.remove(&id);
+                    if let Some(text) = &text {
+                        let doc: Document = serde_json::from_str(text)
+                            .map_err(|e| error::corrupt(target, &id, &e))?;
+                        read.docs.push(doc);
+                    }
+                    self.cache
+                        .put(target, cache::Key::Doc(id), stamp, cache::Value::Doc(text));
+                }
+            }
+            read.ids = ids;
+            reads.push(read);
+        }
+        Ok(Some((page, total.unwrap_or_default(), reads)))
+    }
+
     /// Records a write just made, for read-your-writes (nothing without replicas).
     async fn wrote<T>(&self, result: Result<T>) -> Result<T> {
         if let Some(replicas) = &self.replicas {
@@ -430,6 +506,9 @@ impl Store for PostgresStore {
         if !query.is_plain_page() || related.is_empty() || query.limit == Some(0) {
             let (page, total) = self.find_json_counted(collection, query).await?;
             return Ok((page, total, Vec::new()));
+        }
+        if let Some(answer) = self.cached_related(collection, query, related).await? {
+            return Ok(answer);
         }
         let on = self
             .replicas

@@ -488,6 +488,57 @@ pub(crate) async fn page_json_counted_related(
     Ok(Some((page, total, reads)))
 }
 
+/// The stored documents among `ids`, as `(id, text)`: one primary-key read; none when the
+/// collection does not exist.
+pub(crate) async fn texts_by_id(
+    client: &Client,
+    collection: &str,
+    ids: &[String],
+) -> Result<Vec<(String, String)>> {
+    let sql = format!(
+        "SELECT id, doc FROM {} WHERE id = ANY($1)",
+        collection_table(collection)
+    );
+    let rows = match client.prepare_cached(&sql).await {
+        Ok(stmt) => client.query(&stmt, &[&ids]).await,
+        Err(e) => Err(e),
+    };
+    let rows = match rows {
+        Ok(rows) => rows,
+        Err(e) if is_undefined_table(&e) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    rows.iter()
+        .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+        .collect()
+}
+
+/// The ids the relation `field` of `docs` (a page, in order) holds, as
+/// [`page_json_counted_related`] looks them up: strings, or the strings of an array, each once,
+/// the first `max` in page order then array order.
+pub(crate) fn related_ids(docs: &[Document], field: &str, max: usize) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut ids = Vec::new();
+    for doc in docs {
+        let held: Vec<&str> = match doc.get(field) {
+            Some(serde_json::Value::String(id)) => vec![id.as_str()],
+            Some(serde_json::Value::Array(items)) => {
+                items.iter().filter_map(serde_json::Value::as_str).collect()
+            }
+            _ => Vec::new(),
+        };
+        for id in held {
+            if ids.len() >= max {
+                return ids;
+            }
+            if seen.insert(id) {
+                ids.push(id.to_owned());
+            }
+        }
+    }
+    ids
+}
+
 /// Column `doc` of `row` (a stored document) as text checked to be one JSON object, without
 /// building it; column `id` is its id, for the error.
 fn object_text(row: &Row, collection: &str, id: usize, doc: usize) -> Result<String> {

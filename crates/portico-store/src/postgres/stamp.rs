@@ -88,6 +88,18 @@ impl Stamps {
     /// The stamp of `collection` read by a statement that started after this call: `None` when
     /// the collection has no stamp yet or the read failed.
     pub(crate) async fn stamp(self: &Arc<Self>, collection: &str) -> Option<u64> {
+        self.round().await?.get(collection).copied()
+    }
+
+    /// The stamps of `collections` (in that order) from one read that started after this
+    /// call: `None` when one has no stamp yet or the read failed.
+    pub(crate) async fn stamps(self: &Arc<Self>, collections: &[&str]) -> Option<Vec<u64>> {
+        let round = self.round().await?;
+        collections.iter().map(|c| round.get(*c).copied()).collect()
+    }
+
+    /// Every collection's stamp, read by a statement that started after this call.
+    async fn round(self: &Arc<Self>) -> Option<Arc<HashMap<String, u64>>> {
         let mut rounds = self.rounds.subscribe();
         let (wanted, lead) = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -106,7 +118,7 @@ impl Stamps {
             tokio::spawn(Arc::clone(self).run(wanted));
         }
         let round = rounds.wait_for(|r| r.number >= wanted).await.ok()?.clone();
-        round.stamps?.get(collection).copied()
+        round.stamps
     }
 
     /// Reads rounds from `number` on while callers wait for another.

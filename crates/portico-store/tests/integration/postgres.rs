@@ -458,8 +458,27 @@ async fn concurrent_inserts_commit_together_and_fail_alone() {
 /// collection that does not exist leaves the page alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pages_read_their_related_documents_in_one_statement() {
+    related_reads(0).await;
+}
+
+/// The same through the read cache: the page and the related documents kept under their
+/// collections' stamps, a change to a related document seen by the next read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_read_their_related_documents_through_the_cache() {
+    related_reads(portico_store::postgres::DEFAULT_CACHE_BYTES).await;
+}
+
+async fn related_reads(cache_bytes: usize) {
+    use portico_store::postgres::PostgresOptions;
     use portico_store::{Query, RelatedField, RelatedRead};
-    let (store, _) = two_instances().await;
+    let url = tokio::task::spawn_blocking(|| cluster().create_database())
+        .await
+        .expect("task")
+        .expect("create database");
+    let mut options = PostgresOptions::default();
+    options.cache_bytes = cache_bytes;
+    let store: Arc<dyn Store> =
+        Arc::new(PostgresStore::open_with(&url, options).await.expect("open"));
     for d in [
         json!({"_id": "p0", "author": "u2", "tags": ["g1", "missing", "g0", 7, "g1", ["g2"]]}),
         json!({"_id": "p1", "author": "u1", "tags": "g2"}),
@@ -523,8 +542,17 @@ async fn pages_read_their_related_documents_in_one_statement() {
     assert_eq!(reads[0].field, "author");
     // p5 holds `\u0000`: it has no `jsonb` copy, so its ids are not looked up (the caller
     // reads them itself); an object is not an id.
-    assert_eq!(ids(&reads[0]), ["nobody", "u1", "u2"]);
-    assert_eq!(found(&reads[0]), ["u1", "u2"]);
+    // Through the cache the page's stored texts are read instead, so p5's ids are too.
+    let cached = cache_bytes > 0;
+    let with_p5 = |mut v: Vec<&'static str>, extra: &'static str| {
+        if cached {
+            v.push(extra);
+            v.sort_unstable();
+        }
+        v
+    };
+    assert_eq!(ids(&reads[0]), with_p5(vec!["nobody", "u1", "u2"], "u3"));
+    assert_eq!(found(&reads[0]), with_p5(vec!["u1", "u2"], "u3"));
     let two = reads[0]
         .docs
         .iter()
@@ -532,8 +560,14 @@ async fn pages_read_their_related_documents_in_one_statement() {
         .expect("u2");
     assert_eq!(two.get("ownerId"), Some(&json!("x")), "whole, as stored");
     assert_eq!(reads[1].field, "tags");
-    assert_eq!(ids(&reads[1]), ["g0", "g1", "g2", "g3", "missing"]);
-    assert_eq!(found(&reads[1]), ["g0", "g1", "g2", "g3"]);
+    assert_eq!(
+        ids(&reads[1]),
+        with_p5(vec!["g0", "g1", "g2", "g3", "missing"], "g4")
+    );
+    assert_eq!(
+        found(&reads[1]),
+        with_p5(vec!["g0", "g1", "g2", "g3"], "g4")
+    );
 
     // Only the page's window is followed, and `max_ids` cuts in page order.
     let cut = [RelatedField::new("tags", "tags", 2)];
@@ -553,7 +587,7 @@ async fn pages_read_their_related_documents_in_one_statement() {
         vec!["u2"],
         vec![],
         vec!["nobody"],
-        vec![],
+        if cached { vec!["u3"] } else { vec![] },
     ];
     for round in 0..3 {
         for skip in 0..6u64 {
@@ -566,6 +600,35 @@ async fn pages_read_their_related_documents_in_one_statement() {
             assert_eq!(ids(&reads[0]), authors[skip as usize], "skip {skip}");
         }
     }
+
+    // A related document changed (and one removed) is seen by the very next read.
+    store
+        .update(
+            "people",
+            &Selector::parse(&json!({"_id": "u1"})).expect("selector"),
+            &Update::parse(&json!({"$set": {"name": "Uno"}})).expect("update"),
+            UpdateOptions::default(),
+        )
+        .await
+        .expect("update person");
+    store
+        .remove(
+            "tags",
+            &Selector::parse(&json!({"_id": "g0"})).expect("selector"),
+        )
+        .await
+        .expect("remove tag");
+    let (_, _, reads) = store
+        .find_json_counted_related("posts", &page(0, 20), &follow)
+        .await
+        .expect("after the writes");
+    let one = reads[0]
+        .docs
+        .iter()
+        .find(|d| d.get("_id") == Some(&json!("u1")))
+        .expect("u1");
+    assert_eq!(one.get("name"), Some(&json!("Uno")));
+    assert_eq!(found(&reads[1]), with_p5(vec!["g1", "g2", "g3"], "g4"));
 
     // Past the end: the total, no document, nothing looked up.
     let (texts, total, reads) = store
