@@ -334,6 +334,25 @@ pub trait Store: Send + Sync + 'static {
         options: UpdateOptions,
     ) -> Result<UpdateResult>;
 
+    /// [`Store::update`] given the update itself rather than a borrow of it, so a backend may
+    /// drop it (a replacement's document, a modifier's values) once it has made what it writes
+    /// instead of holding it while the database copies that: for a large document, one copy
+    /// fewer at the write's peak. The caller must not hold a clone of it for that to help (a
+    /// replacement's document is shared by its clones). This default borrows it for
+    /// [`Store::update`].
+    ///
+    /// # Errors
+    /// As [`Store::update`].
+    async fn update_owned(
+        &self,
+        collection: &str,
+        selector: &Selector,
+        update: Update,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult> {
+        self.update(collection, selector, &update, options).await
+    }
+
     /// Removes every document matching `selector` and returns how many were removed.
     ///
     /// # Errors

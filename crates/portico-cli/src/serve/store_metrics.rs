@@ -130,6 +130,20 @@ impl Store for Measured {
         .await
     }
 
+    async fn update_owned(
+        &self,
+        collection: &str,
+        selector: &Selector,
+        update: Update,
+        options: UpdateOptions,
+    ) -> StoreResult<UpdateResult> {
+        timed(
+            "update",
+            self.0.update_owned(collection, selector, update, options),
+        )
+        .await
+    }
+
     async fn remove(&self, collection: &str, selector: &Selector) -> StoreResult<u64> {
         timed("remove", self.0.remove(collection, selector)).await
     }

@@ -8,6 +8,8 @@
 //! stands. Imports ([`Collection::insert_stream`]) run no hooks, and batches of the routes door
 //! refuse collections with hooks (a batch cannot run code between its writes).
 
+use std::borrow::Cow;
+
 use futures::future::BoxFuture;
 use portico_store::{Document, Query, Selector, Update, UpdateOptions, UpdateResult};
 use serde_json::{Value, json};
@@ -182,7 +184,9 @@ impl Collection {
         // The documents the write changes: read from the primary (never a replica's older view).
         let found = portico_store::routing::on_primary(self.find(&query)).await?;
         if found.is_empty() {
-            return self.update_unhooked(selector, update, options).await;
+            return self
+                .update_unhooked(selector, Cow::Borrowed(update), options)
+                .await;
         }
         let (update, modifier, fields) = self.before_update(user_id, &found, update).await?;
         let ids: Vec<Value> = found.iter().filter_map(|d| d.get("_id").cloned()).collect();
@@ -192,7 +196,9 @@ impl Collection {
         let mut exact_options = options;
         exact_options.multi = true;
         exact_options.upsert = false;
-        let result = self.update_unhooked(&exact, &update, exact_options).await?;
+        let result = self
+            .update_unhooked(&exact, Cow::Owned(update), exact_options)
+            .await?;
         self.after_update(user_id, found, fields, modifier).await;
         Ok(result)
     }

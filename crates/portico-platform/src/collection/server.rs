@@ -1,5 +1,6 @@
 //! Server writes and reads of a [`Collection`]: no rules, the schema still validated.
 
+use std::borrow::Cow;
 use std::sync::{Arc, PoisonError};
 
 use portico_store::{Document, IdKind, Query, Selector, Update, UpdateOptions, UpdateResult};
@@ -282,9 +283,35 @@ impl Collection {
         update: &Update,
         options: UpdateOptions,
     ) -> Result<UpdateResult> {
+        self.update_given(selector, Cow::Borrowed(update), options)
+            .await
+    }
+
+    /// [`Collection::update`] given the update itself, so the store may drop it once it has
+    /// made what it writes (see [`portico_store::Store::update_owned`]): a write of a large
+    /// document then holds no parsed copy of it while the database copies its text.
+    ///
+    /// # Errors
+    /// As [`Collection::update`].
+    pub async fn update_owned(
+        &self,
+        selector: &Selector,
+        update: Update,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult> {
+        self.update_given(selector, Cow::Owned(update), options)
+            .await
+    }
+
+    async fn update_given(
+        &self,
+        selector: &Selector,
+        update: Cow<'_, Update>,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult> {
         if self.hooked(HookOp::Update) {
             return self
-                .update_with_hooks(None, selector, update, options)
+                .update_with_hooks(None, selector, &update, options)
                 .await;
         }
         self.update_unhooked(selector, update, options).await
@@ -294,11 +321,18 @@ impl Collection {
     pub(super) async fn update_unhooked(
         &self,
         selector: &Selector,
-        update: &Update,
+        update: Cow<'_, Update>,
         options: UpdateOptions,
     ) -> Result<UpdateResult> {
-        let stamped = self.stamp_update(selector, update).await?;
-        let update = stamped.as_ref().unwrap_or(update);
+        let update = match self.stamp_update(selector, &update).await? {
+            // A stamped replacement shares the given one's document: once the given one is
+            // dropped (here, not at the end of this function), the stamped one holds it alone.
+            Some(stamped) => {
+                drop(update);
+                Cow::Owned(stamped)
+            }
+            None => update,
+        };
         let result = self.update_stamped(selector, update, options).await?;
         if let (Some(id), true) = (&result.upserted_id, self.inner.options.timestamps) {
             // An upsert's new document was built from the update, which carries no `createdAt`.
@@ -321,7 +355,7 @@ impl Collection {
     pub(super) async fn update_stamped(
         &self,
         selector: &Selector,
-        update: &Update,
+        update: Cow<'_, Update>,
         options: UpdateOptions,
     ) -> Result<UpdateResult> {
         if self.inner.schema.is_some() {
@@ -331,7 +365,7 @@ impl Collection {
             }
             let docs = self.find(&query).await?;
             if docs.is_empty() && options.upsert {
-                let doc = self.upsert_document(selector, update)?;
+                let doc = self.upsert_document(selector, &update)?;
                 self.validate(&doc)?;
                 // Insert the validated document itself so its `_id` is of this collection's kind.
                 let id = self.store().insert(self.name(), doc).await?;
@@ -350,7 +384,7 @@ impl Collection {
             && self.count(selector).await? == 0
         {
             // The store would give the upsert a random id; this collection wants an object id.
-            let doc = self.upsert_document(selector, update)?;
+            let doc = self.upsert_document(selector, &update)?;
             let id = self.store().insert(self.name(), doc).await?;
             return Ok(UpdateResult {
                 matched: 0,
@@ -358,10 +392,15 @@ impl Collection {
                 upserted_id: Some(id),
             });
         }
-        Ok(self
-            .store()
-            .update(self.name(), selector, update, options)
-            .await?)
+        let store = self.store();
+        Ok(match update {
+            Cow::Borrowed(update) => store.update(self.name(), selector, update, options).await?,
+            Cow::Owned(update) => {
+                store
+                    .update_owned(self.name(), selector, update, options)
+                    .await?
+            }
+        })
     }
 
     /// Applies `update` to the document `id` and returns the document after the change, `None`

@@ -162,7 +162,7 @@ impl Records for Documents {
         let selector = target.selector(state, ctx)?;
         let result = state
             .collection
-            .update(&selector, &update, UpdateOptions::default())
+            .update_owned(&selector, update, UpdateOptions::default())
             .await
             .map_err(platform_error)?;
         Ok(result.matched > 0)

@@ -474,11 +474,22 @@ impl Store for SqliteStore {
         update: &Update,
         options: UpdateOptions,
     ) -> Result<UpdateResult> {
+        // A replacement's clone shares its document: nothing large is copied.
+        self.update_owned(collection, selector, update.clone(), options)
+            .await
+    }
+
+    async fn update_owned(
+        &self,
+        collection: &str,
+        selector: &Selector,
+        update: Update,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult> {
         let name = collection.to_owned();
         let owned = selector.clone();
-        let update = update.clone();
         let result = self
-            .with_writer(move |conn| write::update(conn, &name, &owned, &update, options))
+            .with_writer(move |conn| write::update(conn, &name, &owned, update, options))
             .await?;
         if result.modified > 0 || result.upserted_id.is_some() {
             self.committed(Change::of_update(collection, selector, &result));

@@ -196,40 +196,51 @@ fn matching(
 }
 
 /// Updates (or upserts); see [`crate::Store::update`].
+///
+/// Memory: the update is dropped once the last matching document's text is made, so while
+/// SQLite copies that text and builds the row, a replacement's document (or a modifier's
+/// values) is no longer held, when the caller gave up its own (see
+/// [`crate::Store::update_owned`]). Without index rows to write, the old document goes before
+/// the write too: a large document costs its text and SQLite's two copies, not a tree beside.
 pub(crate) fn update(
     conn: &mut Connection,
     collection: &str,
     selector: &Selector,
-    update: &Update,
+    update: Update,
     options: UpdateOptions,
 ) -> Result<UpdateResult> {
     check_name(collection)?;
     let tx = begin(conn)?;
     let mut result = UpdateResult::default();
+    // `None` once it has been applied to the last matching document.
+    let mut update = Some(update);
     if collection_exists(&tx, collection)? {
         let paths = indexed_paths(&tx, collection)?;
         let found = matching(&tx, collection, selector, options.multi)?;
         result.matched = found.len() as u64;
+        let last = found.len().saturating_sub(1);
         let mut write = tx.prepare_cached(&format!(
             "UPDATE {} SET doc = ?2 WHERE id = ?1",
             collection_table(collection)
         ))?;
-        for (id, old) in found {
+        for (n, (id, old)) in found.into_iter().enumerate() {
+            let Some(applied) = &update else { break };
             // An error returns here; the transaction is dropped and rolls back earlier documents.
             // As in `insert_keeping`: the new document is built only for index rows (without
             // them a replacement is encoded straight from the update), and our text is dropped
             // once SQLite has its copy.
-            let (new, text) = if paths.is_empty() {
-                match crate::modifier::apply_update_text(&old, update, &id)? {
-                    Some(text) => (None, text),
-                    None => continue,
-                }
+            let changed = if paths.is_empty() {
+                crate::modifier::apply_update_text(&old, applied, &id)?.map(|text| (None, text))
             } else {
-                match crate::modifier::apply_update(&old, update, &id)? {
-                    Some((new, text)) => (Some(new), text),
-                    None => continue,
-                }
+                crate::modifier::apply_update(&old, applied, &id)?
+                    .map(|(new, text)| (Some(new), text))
             };
+            if n == last {
+                update = None;
+            }
+            let Some((new, text)) = changed else { continue };
+            // Only index rows need the old document.
+            let old = new.is_some().then_some(old);
             write.raw_bind_parameter(1, id.as_str())?;
             write.raw_bind_parameter(2, text.as_str())?;
             drop(text);
@@ -237,13 +248,14 @@ pub(crate) fn update(
             write.clear_bindings();
             written?;
             if let Some(new) = &new {
-                update_rows(&tx, collection, &paths, &id, Some(&old), Some(new))?;
+                update_rows(&tx, collection, &paths, &id, old.as_ref(), Some(new))?;
             }
             result.modified += 1;
         }
         drop(write);
     }
-    if result.matched == 0 && options.upsert {
+    // Nothing matched, so the update is still here.
+    if let (0, true, Some(update)) = (result.matched, options.upsert, &update) {
         let doc = update.upsert_document(selector)?;
         schema::ensure_collection(&tx, collection)?;
         let paths = indexed_paths(&tx, collection)?;
