@@ -138,6 +138,8 @@ ROWS = [
     ("POST an object of 50,000 small keys", "POST", lambda: keys_doc(50_000)),
     ("PUT the same", "PUT", lambda: keys_doc(50_000)),
     ("PUT an object of 100,000 small keys", "PUT", lambda: keys_doc(100_000)),
+    ("PATCH a 10 MiB string into an existing document", "PATCH", lambda: string_doc(10 * MIB)),
+    ("PATCH 50,000 small keys into an existing document", "PATCH", lambda: keys_doc(50_000)),
 ]
 
 
@@ -158,7 +160,7 @@ def table(binary):
             # as the measured request's.
             path = "/api/docs"
             made = create_small(server.addr)
-            if method == "PUT":
+            if method in ("PUT", "PATCH"):
                 path += "/" + made
             time.sleep(0.3)
             server.reset_peak()

@@ -5,7 +5,7 @@
 //! correctly as strings and a `sort = { createdAt = -1 }` lists the newest first.
 
 use portico_store::{Document, Update};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::Result;
 
@@ -22,29 +22,16 @@ pub(crate) fn stamp_new(doc: &mut Document, now: &str) {
 
 /// `update` that also sets `updatedAt` to `now`. A replacement keeps `created` (the replaced
 /// document's `createdAt`; `now` when there was none).
-pub(crate) fn stamp_update(update: &Update, created: Option<Value>, now: &str) -> Result<Update> {
-    // A replacement shares its document with the stamped one (a large document is not copied).
-    let stamps = vec![
-        (
-            CREATED_AT.to_owned(),
-            created.unwrap_or_else(|| Value::String(now.to_owned())),
-        ),
-        (UPDATED_AT.to_owned(), Value::String(now.to_owned())),
-    ];
-    if let Some(stamped) = update.with_replacement_fields(stamps)? {
-        return Ok(stamped);
+///
+/// Nothing the update holds is copied: a replacement's document is shared with the stamped
+/// one, a modifier's values move into it.
+pub(crate) fn stamp_update(update: Update, created: Option<Value>, now: &str) -> Result<Update> {
+    let now = || Value::String(now.to_owned());
+    let mut stamps = vec![(UPDATED_AT.to_owned(), now())];
+    if update.is_replacement() {
+        stamps.insert(0, (CREATED_AT.to_owned(), created.unwrap_or_else(now)));
     }
-    let mut value = update.to_value().clone();
-    let Value::Object(map) = &mut value else {
-        return Ok(update.clone());
-    };
-    let set = map
-        .entry("$set")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(set) = set {
-        set.insert(UPDATED_AT.into(), Value::String(now.to_owned()));
-    }
-    Ok(Update::parse(&value)?)
+    Ok(update.with_set(stamps)?)
 }
 
 #[cfg(test)]
@@ -64,13 +51,13 @@ mod tests {
     fn modifiers_gain_updated_at_and_replacements_keep_created_at() -> Result<()> {
         let now = "2026-11-23T00:00:00.000Z";
         let modifier = Update::parse(&json!({"$inc": {"n": 1}}))?;
-        let stamped = stamp_update(&modifier, None, now)?;
+        let stamped = stamp_update(modifier, None, now)?;
         assert_eq!(
             stamped.to_value(),
             &json!({"$inc": {"n": 1}, "$set": {"updatedAt": now}})
         );
         let replacement = Update::replace(doc(json!({"a": 1, "createdAt": "forged"})))?;
-        let stamped = stamp_update(&replacement, Some(json!("then")), now)?;
+        let stamped = stamp_update(replacement, Some(json!("then")), now)?;
         assert_eq!(
             stamped.to_value(),
             &json!({"a": 1, "createdAt": "then", "updatedAt": now})

@@ -131,7 +131,9 @@ impl Update {
         if fields.is_empty() {
             return Err(err("$set is empty"));
         }
-        let mut ops = Vec::with_capacity(fields.len());
+        // Room for the fields a server sets (timestamps, see `Update::with_set`): the list of
+        // a large update is not copied to grow by one.
+        let mut ops = Vec::with_capacity(fields.len() + 2);
         // The values move into the update: no copy of them.
         for (path, value) in fields {
             let parts = split_path(&path).map_err(|e| err(format!("$set: {e}")))?;
@@ -185,28 +187,63 @@ impl Update {
         let Kind::Replace { doc, fields: set } = &self.kind else {
             return Ok(None);
         };
-        if let Some((key, _)) = fields
-            .iter()
-            .find(|(k, _)| k.starts_with('$') || k.is_empty() || k == "_id")
-        {
-            return Err(err(format!(
-                "a replacement cannot be given the field {key:?}"
-            )));
-        }
-        let mut merged = set.clone();
-        for (key, value) in fields {
-            match merged.iter_mut().find(|(k, _)| *k == key) {
-                Some(slot) => slot.1 = value,
-                None => merged.push((key, value)),
+        replaced(Arc::clone(doc), set.clone(), fields).map(Some)
+    }
+
+    /// This update with `fields` set: a replacement gets them over its document as
+    /// [`Update::with_replacement_fields`] gives; a modifier gets them in its `$set` (a path it
+    /// sets already takes the new value in its place, a new one comes after its other `$set`
+    /// fields), as [`Update::parse`] gives for that JSON. Nothing the update holds is copied.
+    /// For server-set fields such as timestamps.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidModifier`] for a field a replacement cannot hold, or a path that
+    /// is unusable or conflicts with another change of the modifier (as parsing refuses it).
+    pub fn with_set(self, fields: Vec<(String, Value)>) -> Result<Update> {
+        let Update { kind, mut source } = self;
+        let mut ops = match kind {
+            Kind::Replace { doc, fields: set } => return replaced(doc, set, fields),
+            Kind::Modify(ops) => ops,
+        };
+        for (path, value) in fields {
+            if let Some(Value::Object(given)) = source.get_mut() {
+                let set = given
+                    .entry("$set")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Value::Object(set) = set {
+                    set.insert(path.clone(), value.clone());
+                }
             }
+            if let Some(op) = ops
+                .iter_mut()
+                .find(|op| op.path == path && matches!(op.action, Action::Set(_)))
+            {
+                op.action = Action::Set(value);
+                continue;
+            }
+            let parts = split_path(&path).map_err(|e| err(format!("$set: {e}")))?;
+            if parts[0] == "_id" {
+                return Err(err(format!("$set cannot change _id ({path:?})")));
+            }
+            // Where parsing puts it: a modifier's `$set` fields are one run of its changes.
+            let at = ops
+                .iter()
+                .rposition(|op| matches!(op.action, Action::Set(_)))
+                .map_or(ops.len(), |last| last + 1);
+            ops.insert(
+                at,
+                FieldOp {
+                    path,
+                    parts,
+                    action: Action::Set(value),
+                },
+            );
         }
-        Ok(Some(Update {
-            kind: Kind::Replace {
-                doc: Arc::clone(doc),
-                fields: merged,
-            },
-            source: OnceLock::new(),
-        }))
+        check_conflicts(&ops)?;
+        Ok(Update {
+            kind: Kind::Modify(ops),
+            source,
+        })
     }
 
     /// True for a replacement, false for a modifier.
@@ -319,10 +356,37 @@ impl Update {
                 // Work on a copy so a failure half way leaves `doc` as it was.
                 let mut work = doc.clone();
                 for op in ops {
-                    apply_op(&mut work, op)?;
+                    apply_op(&mut work, op, None)?;
                 }
                 Ok(work)
             }
+        }
+    }
+
+    /// [`Update::applied`], moving the update's values into the new document instead of
+    /// copying them (for the last document an update changes).
+    ///
+    /// # Errors
+    /// As [`Update::apply`].
+    pub(crate) fn into_applied(self, doc: &Document) -> Result<Document> {
+        match self.kind {
+            Kind::Modify(ops) => {
+                let mut work = doc.clone();
+                for mut op in ops {
+                    // `_id` is compared, not moved (see `apply_op`).
+                    let value = match &mut op.action {
+                        Action::Set(v) if op.path != "_id" => Some(std::mem::take(v)),
+                        _ => None,
+                    };
+                    apply_op(&mut work, &op, value)?;
+                }
+                Ok(work)
+            }
+            kind @ Kind::Replace { .. } => Update {
+                kind,
+                source: self.source,
+            }
+            .applied(doc),
         }
     }
 
@@ -473,6 +537,32 @@ impl serde::Serialize for ReplacementView<'_> {
         }
         map.end()
     }
+}
+
+/// The replacement of `doc` with the fields `set` over it, and `fields` set over those.
+fn replaced(
+    doc: Arc<Document>,
+    mut set: Vec<(String, Value)>,
+    fields: Vec<(String, Value)>,
+) -> Result<Update> {
+    if let Some((key, _)) = fields
+        .iter()
+        .find(|(k, _)| k.starts_with('$') || k.is_empty() || k == "_id")
+    {
+        return Err(err(format!(
+            "a replacement cannot be given the field {key:?}"
+        )));
+    }
+    for (key, value) in fields {
+        match set.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => set.push((key, value)),
+        }
+    }
+    Ok(Update {
+        kind: Kind::Replace { doc, fields: set },
+        source: OnceLock::new(),
+    })
 }
 
 fn parse_action(op: &str, path: &str, arg: &Value) -> Result<Action> {
@@ -657,7 +747,9 @@ fn walk<'a>(
     Ok(Some(cur))
 }
 
-fn apply_op(doc: &mut Document, op: &FieldOp) -> Result<()> {
+/// Applies `op` to `doc`; a `$set` sets `value` when given (moved out of `op` by the caller),
+/// else a copy of its own.
+fn apply_op(doc: &mut Document, op: &FieldOp, value: Option<Value>) -> Result<()> {
     let path = &op.path;
     let last = &op.parts[op.parts.len() - 1];
     if path == "_id" {
@@ -681,7 +773,7 @@ fn apply_op(doc: &mut Document, op: &FieldOp) -> Result<()> {
     };
     match &op.action {
         Action::Set(v) => target
-            .set(last, v.clone())
+            .set(last, value.unwrap_or_else(|| v.clone()))
             .map_err(|e| err(format!("$set of {path:?}: {e}")))?,
         Action::Unset => target.unset(last),
         Action::Inc(by) => {
@@ -766,7 +858,23 @@ pub(crate) fn apply_update(
 ) -> Result<Option<(Document, String)>> {
     // One new document: a replacement is built from its own fields, a modifier applied to
     // one copy of `old`.
-    let new = update.applied(old)?;
+    changed(old, update.applied(old)?, id)
+}
+
+/// [`apply_update`] given the update, whose values move into the new document.
+///
+/// # Errors
+/// As [`apply_update`].
+pub(crate) fn apply_given_update(
+    old: &Document,
+    update: Update,
+    id: &str,
+) -> Result<Option<(Document, String)>> {
+    changed(old, update.into_applied(old)?, id)
+}
+
+/// `new`, made from `old` (whose `_id` is `id`), with its text; `None` when it is `old`.
+fn changed(old: &Document, new: Document, id: &str) -> Result<Option<(Document, String)>> {
     if document_id(&new) != Some(id) {
         return Err(Error::InvalidModifier(format!(
             "the update would change _id of document {id:?}"
@@ -812,6 +920,22 @@ pub(crate) fn apply_update_text(
         })
 }
 
+/// [`apply_update_text`] given the update: a modifier's values move into the new document,
+/// which is dropped once encoded.
+///
+/// # Errors
+/// As [`apply_update`].
+pub(crate) fn apply_given_update_text(
+    old: &Document,
+    update: Update,
+    id: &str,
+) -> Result<Option<String>> {
+    if update.is_replacement() {
+        return apply_update_text(old, &update, id);
+    }
+    Ok(apply_given_update(old, update, id)?.map(|(_, text)| text))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -831,6 +955,74 @@ mod tests {
             Ok(u) => u,
             Err(e) => panic!("update {v} should parse: {e}"),
         }
+    }
+
+    /// `with_set` gives what parsing the modifier with those `$set` fields written in gives.
+    #[test]
+    fn with_set_is_parse_of_the_set_written_in() {
+        let stamp = || vec![("updatedAt".to_owned(), json!("now"))];
+        for (given, written) in [
+            (
+                json!({"$inc": {"n": 1}}),
+                json!({"$inc": {"n": 1}, "$set": {"updatedAt": "now"}}),
+            ),
+            (
+                json!({"$set": {"a": 1}, "$inc": {"n": 1}}),
+                json!({"$set": {"a": 1, "updatedAt": "now"}, "$inc": {"n": 1}}),
+            ),
+            (
+                json!({"$set": {"updatedAt": "forged", "b": 2}}),
+                json!({"$set": {"updatedAt": "now", "b": 2}}),
+            ),
+            (
+                json!({"$push": {"l": {"$each": [1, 2]}}}),
+                json!({"$push": {"l": {"$each": [1, 2]}}, "$set": {"updatedAt": "now"}}),
+            ),
+        ] {
+            let stamped = upd(given.clone())
+                .with_set(stamp())
+                .unwrap_or_else(|e| panic!("{given}: {e}"));
+            let parsed = upd(written.clone());
+            assert_eq!(stamped.to_value(), parsed.to_value(), "{given}");
+            assert_eq!(stamped.field_names(), parsed.field_names(), "{given}");
+            // Applied alike, new fields in the same order.
+            let start = doc(json!({"_id": "x", "l": [], "z": 0}));
+            let (a, b) = (stamped.applied(&start), parsed.applied(&start));
+            let (a, b) = (
+                a.unwrap_or_else(|e| panic!("{e}")),
+                b.unwrap_or_else(|e| panic!("{e}")),
+            );
+            assert_eq!(
+                a.keys().collect::<Vec<_>>(),
+                b.keys().collect::<Vec<_>>(),
+                "{given}"
+            );
+            assert_eq!(a, b, "{given}");
+        }
+        // Refused as parsing refuses it.
+        for given in [
+            json!({"$inc": {"updatedAt": 1}}),
+            json!({"$unset": {"updatedAt.x": ""}}),
+        ] {
+            let written = {
+                let mut w = given.clone();
+                w["$set"] = json!({"updatedAt": "now"});
+                w
+            };
+            let refused = upd(given.clone()).with_set(stamp());
+            assert!(Update::parse(&written).is_err(), "{written}");
+            assert!(
+                matches!(refused, Err(Error::InvalidModifier(_))),
+                "{given}: {refused:?}"
+            );
+        }
+        // A replacement gets them over its document.
+        let replacement = Update::replace(doc(json!({"a": 1, "updatedAt": "forged"})))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let stamped = replacement
+            .with_set(stamp())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(stamped.to_value(), &json!({"a": 1, "updatedAt": "now"}));
     }
 
     fn applied(u: Value, d: Value) -> Result<Value> {

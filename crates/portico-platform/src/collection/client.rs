@@ -1,6 +1,7 @@
 //! Client writes of a [`Collection`]: the allow/deny rules, field-name checks and the account
 //! fields no client may set.
 
+use std::borrow::Cow;
 use std::sync::PoisonError;
 
 use portico_store::{Document, Selector, Update, UpdateOptions};
@@ -258,18 +259,20 @@ impl Collection {
         } else {
             (update, None)
         };
-        let update = match self.stamp_update(&Selector::by_id(id), &update).await? {
-            Some(stamped) => stamped,
-            None => update,
-        };
+        let update = self
+            .stamp_update(&Selector::by_id(id), Cow::Owned(update))
+            .await?
+            .into_owned();
         let mut changed = doc.clone();
         update.apply(&mut changed)?;
         Collection::check_client_fields(&changed)?;
         self.check_server_fields(Some(&doc), &changed)?;
         self.validate(&changed)?;
+        // Neither the checked document nor the update is held while the store writes.
+        drop(changed);
         let result = self
             .store()
-            .update(self.name(), &selector, &update, UpdateOptions::default())
+            .update_owned(self.name(), &selector, update, UpdateOptions::default())
             .await?;
         if result.matched == 0 && !matches!(if_match, IfMatch::Absent) {
             return Err(Error::PreconditionFailed);

@@ -11,6 +11,7 @@ mod client;
 mod hooks;
 mod server;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::{Arc, RwLock};
 
@@ -253,10 +254,15 @@ impl Collection {
     }
 
     /// `update` with `updatedAt` (and for a replacement the kept `createdAt`) when the collection
-    /// keeps timestamps; `None` when it does not.
-    async fn stamp_update(&self, selector: &Selector, update: &Update) -> Result<Option<Update>> {
+    /// keeps timestamps; as given when it does not. A borrowed update is cloned to be stamped
+    /// (a replacement's document is shared, a modifier's values copied); a given one is not.
+    async fn stamp_update<'u>(
+        &self,
+        selector: &Selector,
+        update: Cow<'u, Update>,
+    ) -> Result<Cow<'u, Update>> {
         if !self.inner.options.timestamps {
-            return Ok(None);
+            return Ok(update);
         }
         let created = if update.is_replacement() {
             self.find_one(selector)
@@ -265,7 +271,7 @@ impl Collection {
         } else {
             None
         };
-        timestamps::stamp_update(update, created, &now_iso()).map(Some)
+        timestamps::stamp_update(update.into_owned(), created, &now_iso()).map(Cow::Owned)
     }
 }
 

@@ -72,9 +72,9 @@ impl Collection {
     /// Store failures of the read, an update that cannot take the stamp.
     pub async fn prepared_update(&self, selector: &Selector, update: &Update) -> Result<Update> {
         Ok(self
-            .stamp_update(selector, update)
+            .stamp_update(selector, Cow::Borrowed(update))
             .await?
-            .unwrap_or_else(|| update.clone()))
+            .into_owned())
     }
 
     /// [`Collection::insert`], returning the `_id` and the document's JSON text as stored (see
@@ -324,15 +324,7 @@ impl Collection {
         update: Cow<'_, Update>,
         options: UpdateOptions,
     ) -> Result<UpdateResult> {
-        let update = match self.stamp_update(selector, &update).await? {
-            // A stamped replacement shares the given one's document: once the given one is
-            // dropped (here, not at the end of this function), the stamped one holds it alone.
-            Some(stamped) => {
-                drop(update);
-                Cow::Owned(stamped)
-            }
-            None => update,
-        };
+        let update = self.stamp_update(selector, update).await?;
         let result = self.update_stamped(selector, update, options).await?;
         if let (Some(id), true) = (&result.upserted_id, self.inner.options.timestamps) {
             // An upsert's new document was built from the update, which carries no `createdAt`.

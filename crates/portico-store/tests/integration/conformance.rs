@@ -37,6 +37,7 @@ macro_rules! conformance_suite {
             update_one_or_many,
             upsert_inserts_from_selector_and_update,
             replacement_keeps_the_id,
+            updates_given_by_value_are_updates,
             a_failing_modifier_changes_no_document,
             invalid_modifiers_name_the_problem,
             remove_removes_only_matches,
@@ -1079,6 +1080,96 @@ async fn replacement_keeps_the_id(store: S) {
     let now = store.get("r", "r1").await.expect("get").expect("found");
     assert_eq!(Value::Object(now), json!({"_id": "r1", "d": 4}));
     assert!(store.get("r", "r2").await.expect("get").is_none());
+}
+
+/// [`Store::update_owned`] (which a backend may drop the update in once it has made the new
+/// text, before writing it) does what [`Store::update`] does: with and without index rows, a
+/// last document left unchanged, a failure on the last document, upserts.
+async fn updates_given_by_value_are_updates(store: S) {
+    for collection in ["plain", "indexed"] {
+        if collection == "indexed" {
+            store.ensure_index(collection, "g").await.expect("index");
+        }
+        for i in 0..3 {
+            insert(
+                &store,
+                collection,
+                json!({"_id": format!("o{i}"), "g": 1, "v": i}),
+            )
+            .await;
+        }
+        // Every document but the last changes; the last is already so.
+        let set = upd(json!({"$set": {"v": 2}}));
+        let r = store
+            .update_owned(collection, &sel(json!({"g": 1})), set, MULTI)
+            .await
+            .expect("update");
+        assert_eq!((r.matched, r.modified, r.upserted_id), (3, 2, None));
+        let replace = Update::replace(doc(json!({"g": 2, "w": "x"}))).expect("replacement");
+        let r = store
+            .update_owned(collection, &Selector::by_id("o1"), replace, ONE)
+            .await
+            .expect("replace");
+        assert_eq!((r.matched, r.modified), (1, 1));
+        let now = store.get(collection, "o1").await.expect("get").expect("o1");
+        assert_eq!(Value::Object(now), json!({"_id": "o1", "g": 2, "w": "x"}));
+        // Found through the index (when there is one) by its new value only.
+        let by_g = |g: i64| Query::new(sel(json!({"g": g})));
+        assert_eq!(
+            ids(&store.find(collection, &by_g(2)).await.expect("find")),
+            ["o1"]
+        );
+        assert_eq!(
+            ids(&store.find(collection, &by_g(1)).await.expect("find")),
+            ["o0", "o2"]
+        );
+        // A modifier that fails on the last matching document changes none of them.
+        store
+            .update(
+                collection,
+                &Selector::by_id("o2"),
+                &upd(json!({"$set": {"v": "s"}})),
+                ONE,
+            )
+            .await
+            .expect("set a string");
+        let inc = upd(json!({"$inc": {"v": 1}}));
+        let failed = store
+            .update_owned(collection, &sel(json!({"g": 1})), inc, MULTI)
+            .await;
+        assert!(
+            matches!(failed, Err(Error::InvalidModifier(_))),
+            "{failed:?}"
+        );
+        let o0 = store.get(collection, "o0").await.expect("get").expect("o0");
+        assert_eq!(o0.get("v"), Some(&json!(2)));
+        // A replacement may not change `_id`.
+        let other = upd(json!({"_id": "elsewhere", "g": 3}));
+        let refused = store
+            .update_owned(collection, &Selector::by_id("o0"), other, ONE)
+            .await;
+        assert!(
+            matches!(refused, Err(Error::InvalidModifier(_))),
+            "{refused:?}"
+        );
+        // Nothing matches: an upsert inserts from the selector and the update.
+        let r = store
+            .update_owned(
+                collection,
+                &sel(json!({"_id": "o9", "g": 4})),
+                upd(json!({"$set": {"v": 9}})),
+                UPSERT,
+            )
+            .await
+            .expect("upsert");
+        assert_eq!((r.matched, r.upserted_id.as_deref()), (0, Some("o9")));
+        let o9 = store.get(collection, "o9").await.expect("get").expect("o9");
+        assert_eq!(Value::Object(o9), json!({"_id": "o9", "g": 4, "v": 9}));
+        assert_eq!(
+            ids(&store.find(collection, &by_g(4)).await.expect("find")),
+            ["o9"]
+        );
+    }
 }
 
 async fn a_failing_modifier_changes_no_document(store: S) {

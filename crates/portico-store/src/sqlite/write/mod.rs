@@ -11,6 +11,7 @@ mod batch;
 
 pub(crate) use batch::batch;
 
+use std::borrow::Cow;
 use std::ops::ControlFlow;
 
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
@@ -197,9 +198,10 @@ fn matching(
 
 /// Updates (or upserts); see [`crate::Store::update`].
 ///
-/// Memory: the update is dropped once the last matching document's text is made, so while
-/// SQLite copies that text and builds the row, a replacement's document (or a modifier's
-/// values) is no longer held, when the caller gave up its own (see
+/// Memory: the last matching document is given the update (a modifier's values move into the
+/// new document instead of being copied), and it is dropped once that document's text is
+/// made, so while SQLite copies the text and builds the row, a replacement's document (or a
+/// modifier's values) is no longer held when the caller gave up its own (see
 /// [`crate::Store::update_owned`]). Without index rows to write, the old document goes before
 /// the write too: a large document costs its text and SQLite's two copies, not a tree beside.
 pub(crate) fn update(
@@ -224,21 +226,20 @@ pub(crate) fn update(
             collection_table(collection)
         ))?;
         for (n, (id, old)) in found.into_iter().enumerate() {
-            let Some(applied) = &update else { break };
+            // The last document is given the update (a modifier's values move into it).
+            let applied = match (n == last, &update) {
+                (true, _) => update.take().map(Cow::Owned),
+                (false, Some(update)) => Some(Cow::Borrowed(update)),
+                (false, None) => None,
+            };
+            let Some(applied) = applied else { break };
             // An error returns here; the transaction is dropped and rolls back earlier documents.
             // As in `insert_keeping`: the new document is built only for index rows (without
             // them a replacement is encoded straight from the update), and our text is dropped
             // once SQLite has its copy.
-            let changed = if paths.is_empty() {
-                crate::modifier::apply_update_text(&old, applied, &id)?.map(|text| (None, text))
-            } else {
-                crate::modifier::apply_update(&old, applied, &id)?
-                    .map(|(new, text)| (Some(new), text))
+            let Some((new, text)) = changed(&old, applied, &id, !paths.is_empty())? else {
+                continue;
             };
-            if n == last {
-                update = None;
-            }
-            let Some((new, text)) = changed else { continue };
             // Only index rows need the old document.
             let old = new.is_some().then_some(old);
             write.raw_bind_parameter(1, id.as_str())?;
@@ -264,6 +265,29 @@ pub(crate) fn update(
     }
     tx.commit()?;
     Ok(result)
+}
+
+/// The update applied to `old` (whose `_id` is `id`): the new document when `tree` (for index
+/// rows) and its text, or `None` when nothing changes. A given update is used up.
+fn changed(
+    old: &Document,
+    update: Cow<'_, Update>,
+    id: &str,
+    tree: bool,
+) -> Result<Option<(Option<Document>, String)>> {
+    use crate::modifier::{
+        apply_given_update, apply_given_update_text, apply_update, apply_update_text,
+    };
+    Ok(match (update, tree) {
+        (Cow::Borrowed(update), false) => apply_update_text(old, update, id)?.map(|t| (None, t)),
+        (Cow::Owned(update), false) => apply_given_update_text(old, update, id)?.map(|t| (None, t)),
+        (Cow::Borrowed(update), true) => {
+            apply_update(old, update, id)?.map(|(new, t)| (Some(new), t))
+        }
+        (Cow::Owned(update), true) => {
+            apply_given_update(old, update, id)?.map(|(new, t)| (Some(new), t))
+        }
+    })
 }
 
 /// Removes the matching documents and their index rows; see [`crate::Store::remove`].
