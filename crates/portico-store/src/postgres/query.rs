@@ -324,14 +324,8 @@ pub(crate) async fn page_json(
     );
     let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
     let offset = i64::try_from(skip).unwrap_or(i64::MAX);
-    let rows = match client.prepare_cached(&sql).await {
-        Ok(stmt) => client.query(&stmt, &[&limit, &offset]).await,
-        Err(e) => Err(e),
-    };
-    let rows = match rows {
-        Ok(rows) => rows,
-        Err(e) if is_undefined_table(&e) => return Ok(Vec::new()),
-        Err(e) => return Err(e.into()),
+    let Some(rows) = rows_if_table(client, &sql, &[&limit, &offset]).await? else {
+        return Ok(Vec::new());
     };
     rows.iter()
         .map(|row| object_text(row, collection, 0, 1))
@@ -445,14 +439,8 @@ pub(crate) async fn page_json_counted_related(
         ));
     }
     let sql = format!("{ctes} {parts} ORDER BY 1, 3");
-    let rows = match client.prepare_cached(&sql).await {
-        Ok(stmt) => client.query(&stmt, &refs(&params)).await,
-        Err(e) => Err(e),
-    };
-    let rows = match rows {
-        Ok(rows) => rows,
-        Err(e) if is_undefined_table(&e) => return Ok(None),
-        Err(e) => return Err(e.into()),
+    let Some(rows) = rows_if_table(client, &sql, &refs(&params)).await? else {
+        return Ok(None);
     };
     let mut total = 0;
     let mut page = Vec::new();
@@ -499,14 +487,8 @@ pub(crate) async fn texts_by_id(
         "SELECT id, doc FROM {} WHERE id = ANY($1)",
         collection_table(collection)
     );
-    let rows = match client.prepare_cached(&sql).await {
-        Ok(stmt) => client.query(&stmt, &[&ids]).await,
-        Err(e) => Err(e),
-    };
-    let rows = match rows {
-        Ok(rows) => rows,
-        Err(e) if is_undefined_table(&e) => return Ok(Vec::new()),
-        Err(e) => return Err(e.into()),
+    let Some(rows) = rows_if_table(client, &sql, &[&ids]).await? else {
+        return Ok(Vec::new());
     };
     rows.iter()
         .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
@@ -624,4 +606,22 @@ pub(crate) async fn get(client: &Client, collection: &str, id: &str) -> Result<O
     serde_json::from_str(text)
         .map(Some)
         .map_err(|e| corrupt(collection, id, &e))
+}
+
+/// The rows of `sql` (prepared once per connection) with `params`; `None` when a collection's
+/// table it reads does not exist yet (a collection never written reads as empty).
+async fn rows_if_table(
+    client: &Client,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Option<Vec<Row>>> {
+    let rows = match client.prepare_cached(sql).await {
+        Ok(stmt) => client.query(&stmt, params).await,
+        Err(e) => Err(e),
+    };
+    match rows {
+        Ok(rows) => Ok(Some(rows)),
+        Err(e) if is_undefined_table(&e) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
