@@ -499,11 +499,7 @@ impl Bucket {
                 })
             })
             .collect();
-        files.sort_by(|a, b| {
-            b.modified
-                .cmp(&a.modified)
-                .then_with(|| b.name.cmp(&a.name))
-        });
+        BackupFile::sort_newest_first(&mut files);
         Ok(files)
     }
 

@@ -38,6 +38,16 @@ impl BackupFile {
             modified,
         }
     }
+
+    /// Orders `files` newest first (by time written, then by name), as [`BackupSet::list`]
+    /// answers.
+    pub fn sort_newest_first(files: &mut [BackupFile]) {
+        files.sort_by(|a, b| {
+            b.modified
+                .cmp(&a.modified)
+                .then_with(|| b.name.cmp(&a.name))
+        });
+    }
 }
 
 /// The backups of the database at `database` in `dir`, keeping the newest `keep`.
@@ -161,11 +171,7 @@ impl BackupSet {
                 })
             })
             .collect();
-        files.sort_by(|a, b| {
-            b.modified
-                .cmp(&a.modified)
-                .then_with(|| b.name.cmp(&a.name))
-        });
+        BackupFile::sort_newest_first(&mut files);
         Ok(files)
     }
 
