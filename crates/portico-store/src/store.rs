@@ -75,8 +75,9 @@ pub struct RelatedRead {
     pub field: String,
     /// Every id looked up, found or not, in no set order.
     pub ids: Vec<String>,
-    /// The documents found among `ids`, whole as stored, in no set order.
-    pub docs: Vec<Document>,
+    /// The documents found among `ids`, whole as stored, each as `(id, its stored JSON text)`
+    /// (one JSON object), in no set order.
+    pub texts: Vec<(String, String)>,
 }
 
 /// The documents of [`Store::insert_stream`], batch by batch: each item is a batch to insert, or

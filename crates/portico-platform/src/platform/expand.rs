@@ -117,6 +117,196 @@ impl Platform {
             .await
     }
 
+    /// [`Platform::expand_read`] for a page of stored JSON texts (documents of `collection`
+    /// shown as stored, in page order): each text gets its `"expand"` member put in as text,
+    /// without the document being decoded and encoded again, and each related document is
+    /// shown (scope, field view, projection, `users` as `_id` and `profile`, nested relations)
+    /// and encoded once however many of the page's documents name it; one that the caller's
+    /// access leaves as stored is put in as its stored text. The result is what
+    /// [`Platform::expand_read`] gives for the decoded page, encoded. A page with a text that
+    /// already holds an `expand` member (or is not one JSON object) is decoded, expanded by
+    /// [`Platform::expand_read`] and encoded instead.
+    ///
+    /// # Errors
+    /// As [`Platform::expand`]; a text that is not one JSON object.
+    pub async fn expand_texts(
+        &self,
+        collection: &str,
+        texts: Vec<String>,
+        expand: &Expand,
+        access: &BTreeMap<String, ReadAccess>,
+        mut read: Vec<RelatedRead>,
+    ) -> Result<Vec<String>> {
+        let levels: Vec<(&str, &Expand)> = expand.levels().collect();
+        let mut names: Vec<&str> = levels.iter().map(|(field, _)| *field).collect();
+        names.push(EXPAND_KEY);
+        // Each text's relation fields, read without building the rest of it.
+        let mut scanned = Vec::with_capacity(texts.len());
+        for text in &texts {
+            match portico_store::object_members(text, &names) {
+                Some(members)
+                    if members.values.last().is_some_and(Option::is_none)
+                        && text.trim_end().ends_with('}') =>
+                {
+                    scanned.push(members);
+                }
+                _ => {
+                    return self
+                        .expand_decoded(collection, texts, expand, access, read)
+                        .await;
+                }
+            }
+        }
+        // Per relation (none: the caller may not read its collection), each related document
+        // the caller may read, by id, as the JSON text shown.
+        let mut related: Vec<Option<HashMap<String, String>>> = Vec::with_capacity(levels.len());
+        for (at, (field, inner)) in levels.iter().enumerate() {
+            let target = self.related(collection, field)?;
+            let Some(reader) = access.get(&target) else {
+                related.push(None);
+                continue;
+            };
+            let mut seen = HashSet::new();
+            let mut ids: Vec<String> = Vec::new();
+            for members in &scanned {
+                let held = members.values.get(at).and_then(Option::as_ref);
+                for id in held.map(ids_of).unwrap_or_default() {
+                    if ids.len() < MAX_EXPAND_IDS && seen.insert(id) {
+                        ids.push(id.to_owned());
+                    }
+                }
+            }
+            let along = read
+                .iter()
+                .position(|r| r.field == *field)
+                .map(|at| read.swap_remove(at));
+            let shown = self
+                .shown_texts(&target, reader, inner, access, ids, along)
+                .await?;
+            related.push(Some(shown));
+        }
+        Ok(texts
+            .into_iter()
+            .zip(&scanned)
+            .map(|(text, members)| {
+                let mut expanded = String::new();
+                for (at, (field, _)) in levels.iter().enumerate() {
+                    let Some(Some(by_id)) = related.get(at) else {
+                        continue;
+                    };
+                    let held = members.values.get(at).and_then(Option::as_ref);
+                    let value = match held {
+                        Some(Value::String(id)) => by_id.get(id).cloned(),
+                        Some(Value::Array(items)) => {
+                            let found: Vec<&str> = items
+                                .iter()
+                                .filter_map(|v| v.as_str().and_then(|id| by_id.get(id)))
+                                .map(String::as_str)
+                                .collect();
+                            Some(format!("[{}]", found.join(",")))
+                        }
+                        _ => None,
+                    };
+                    if let Some(value) = value {
+                        if !expanded.is_empty() {
+                            expanded.push(',');
+                        }
+                        expanded.push_str(&Value::from(*field).to_string());
+                        expanded.push(':');
+                        expanded.push_str(&value);
+                    }
+                }
+                if expanded.is_empty() {
+                    text
+                } else {
+                    with_expand_member(text, members.len, &expanded)
+                }
+            })
+            .collect())
+    }
+
+    /// [`Platform::expand_texts`] the long way: the page decoded, expanded, encoded.
+    async fn expand_decoded(
+        &self,
+        collection: &str,
+        texts: Vec<String>,
+        expand: &Expand,
+        access: &BTreeMap<String, ReadAccess>,
+        read: Vec<RelatedRead>,
+    ) -> Result<Vec<String>> {
+        let mut docs = texts
+            .iter()
+            .map(|text| decode(collection, "(a page)", text))
+            .collect::<Result<Vec<Document>>>()?;
+        drop(texts);
+        self.expand_read(collection, &mut docs, expand, access, read)
+            .await?;
+        docs.iter()
+            .map(|doc| serde_json::to_string(doc).map_err(|e| corrupt(collection, "(a page)", &e)))
+            .collect()
+    }
+
+    /// The documents of `target` among `ids` that `reader` lets the caller read, by id, each
+    /// as the JSON text shown (expanded by `inner`): those of `along` (read with the page)
+    /// first, the others with one query. A document `reader` shows as stored is its stored
+    /// text.
+    async fn shown_texts(
+        &self,
+        target: &str,
+        reader: &ReadAccess,
+        inner: &Expand,
+        access: &BTreeMap<String, ReadAccess>,
+        ids: Vec<String>,
+        along: Option<RelatedRead>,
+    ) -> Result<HashMap<String, String>> {
+        let as_stored = inner.is_empty()
+            && reader.scope.is_all()
+            && reader.view.is_empty()
+            && reader.projection.is_none()
+            && target != crate::accounts::USERS;
+        let mut out = HashMap::new();
+        let mut found: Vec<Document> = Vec::new();
+        let mut missing = ids;
+        if let Some(along) = along {
+            let wanted: HashSet<&str> = missing.iter().map(String::as_str).collect();
+            for (id, text) in along.texts {
+                if !wanted.contains(id.as_str()) {
+                    continue;
+                }
+                if as_stored {
+                    out.insert(id, text);
+                    continue;
+                }
+                let doc = decode(target, &id, &text)?;
+                if reader.scope.matches(&doc) {
+                    found.push(doc);
+                }
+            }
+            let looked_up: HashSet<&str> = along.ids.iter().map(String::as_str).collect();
+            missing.retain(|id| !looked_up.contains(id.as_str()));
+        }
+        if !missing.is_empty() {
+            let wanted = Selector::parse(&json!({"_id": {"$in": missing}}))?;
+            let query = Query::new(wanted.and(reader.scope.clone()));
+            found.extend(self.store().find(target, &query).await?);
+        }
+        let mut found: Vec<Document> = found
+            .into_iter()
+            .map(|doc| shown(target, reader, doc))
+            .collect();
+        if !found.is_empty() && !inner.is_empty() {
+            self.expand_level(target.to_owned(), &mut found, inner, access, Vec::new())
+                .await?;
+        }
+        for doc in found {
+            if let Some(id) = portico_store::document_id(&doc) {
+                let text = serde_json::to_string(&doc).map_err(|e| corrupt(target, id, &e))?;
+                out.insert(id.to_owned(), text);
+            }
+        }
+        Ok(out)
+    }
+
     /// [`Platform::expand`] for server code and platform callers: every related collection is
     /// read under its field rules for `user_id` (`users` as `_id` and `profile`); no other
     /// scope applies.
@@ -169,14 +359,14 @@ impl Platform {
                 if let Some(at) = read.iter().position(|r| r.field == field) {
                     let along = read.swap_remove(at);
                     let wanted: HashSet<&str> = missing.iter().map(String::as_str).collect();
-                    found = along
-                        .docs
-                        .into_iter()
-                        .filter(|doc| {
-                            portico_store::document_id(doc).is_some_and(|id| wanted.contains(id))
-                                && reader.scope.matches(doc)
-                        })
-                        .collect();
+                    for (id, text) in along.texts {
+                        if wanted.contains(id.as_str()) {
+                            let doc = decode(target, &id, &text)?;
+                            if reader.scope.matches(&doc) {
+                                found.push(doc);
+                            }
+                        }
+                    }
                     let looked_up: HashSet<&str> = along.ids.iter().map(String::as_str).collect();
                     missing.retain(|id| !looked_up.contains(id.as_str()));
                 }
@@ -228,4 +418,31 @@ impl Platform {
             Ok(())
         })
     }
+}
+
+/// `text` (one JSON object with `len` members, ending in `}` but for whitespace) with the
+/// member `"expand": {expanded}` put last (`expanded`: the members of that object, as text).
+fn with_expand_member(mut text: String, len: usize, expanded: &str) -> String {
+    let end = text.trim_end().len().saturating_sub(1);
+    text.truncate(end);
+    if len > 0 {
+        text.push(',');
+    }
+    text.push('"');
+    text.push_str(EXPAND_KEY);
+    text.push_str("\":{");
+    text.push_str(expanded);
+    text.push_str("}}");
+    text
+}
+
+/// The stored text of document `id` of `collection`, decoded.
+fn decode(collection: &str, id: &str, text: &str) -> Result<Document> {
+    serde_json::from_str(text).map_err(|e| corrupt(collection, id, &e))
+}
+
+fn corrupt(collection: &str, id: &str, e: &serde_json::Error) -> Error {
+    Error::Store(portico_store::Error::Backend(format!(
+        "stored document {id:?} of collection {collection:?} could not be read: {e}"
+    )))
 }

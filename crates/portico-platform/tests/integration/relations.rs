@@ -225,6 +225,141 @@ on_every_backend! {
         Ok(())
     }
 
+    async fn expand_texts_puts_in_what_expand_read_shows(p: Platform) -> TestResult {
+        let counting = Arc::new(Counting { inner: p.store().clone(), finds: AtomicUsize::new(0) });
+        let p = Platform::with_store(counting.clone()).await?;
+        let ann = p.accounts().create_user(NewUser {
+            username: Some("ann".into()),
+            profile: Some(json!({"name": "Ann"})),
+            ..NewUser::default()
+        }).await?;
+        let mut people = CollectionOptions::default();
+        people.relations = Relations::new().field("team", "teams")?;
+        people.field_rules = FieldRules::new().field("phone", ["role:hr".parse()?])?;
+        p.define_collection("people", people)?;
+        p.define_collection("teams", CollectionOptions::default())?;
+        p.define_collection("tags", CollectionOptions::default())?;
+        let mut posts = CollectionOptions::default();
+        posts.relations = Relations::new()
+            .field("author", "people")?
+            .field("tags", "tags")?
+            .field("autör", "tags")?
+            .field("account", "users")?;
+        p.define_collection("posts", posts)?;
+        for (id, owner) in [("u1", "ann"), ("u2", "bob")] {
+            p.collection("people").insert(doc(json!({
+                "_id": id, "ownerId": owner, "name": id.to_uppercase(), "phone": "555", "team": "t1"
+            }))).await?;
+        }
+        p.collection("teams").insert(doc(json!({"_id": "t1", "name": "core"}))).await?;
+        for i in 0..3 {
+            p.collection("tags").insert(doc(json!({"_id": format!("g{i}"), "n": i, "é": "\"q\""}))).await?;
+        }
+        // Every shape a relation field may have, and the same name in nested objects.
+        for post in [
+            json!({"_id": "p0", "author": "u1", "tags": ["g2", "missing", "g0", 3, ["g1"], "g2"], "account": ann}),
+            json!({"_id": "p1", "author": "u2", "tags": "g1", "meta": {"author": "u1", "tags": ["g0"]}}),
+            json!({"_id": "p2", "author": null, "tags": [], "list": [{"author": "u1"}]}),
+            json!({"_id": "p3", "author": {"_id": "u1"}, "tags": {"_id": "g0"}, "autör": "g1"}),
+            json!({"_id": "p4", "title": "no relation at all"}),
+            json!({"_id": "p5", "author": 7, "tags": [null, {}], "account": "nobody"}),
+        ] {
+            p.collection("posts").insert(doc(post)).await?;
+        }
+        // Ann reads the people she owns, without their phone; every tag and team; accounts.
+        let mut access = BTreeMap::new();
+        let ann_only = Selector::parse(&json!({"ownerId": "ann"}))?;
+        access.insert(
+            "people".to_owned(),
+            ReadAccess::new(p.collection("people").field_view(Some("ann")).await?).scoped(ann_only),
+        );
+        for open in ["tags", "teams", "users"] {
+            access.insert(open.to_owned(), ReadAccess::default());
+        }
+        let expand: Expand = "author.team,tags,autör,account".parse()?;
+        let related = p.related_fields("posts", &expand, &access)?;
+        let query = Query { limit: Some(20), ..Query::default() };
+        let posts = p.collection("posts");
+        let (texts, _, along) = posts.find_json_counted_related(&query, &related).await?;
+        let (_, _, along_again) = posts.find_json_counted_related(&query, &related).await?;
+        assert_eq!(texts.len(), 6);
+        // The decoded page expanded (the reference), against the texts expanded as text.
+        let mut page: Vec<Document> =
+            texts.iter().map(|t| serde_json::from_str(t)).collect::<Result<_, _>>()?;
+        p.expand_read("posts", &mut page, &expand, &access, along).await?;
+        let read_along = !along_again.is_empty();
+        counting.finds.store(0, Ordering::SeqCst);
+        let out = p.expand_texts("posts", texts.clone(), &expand, &access, along_again).await?;
+        // Read along: the nested team only; otherwise one query per relation and the team.
+        let finds = counting.finds.load(Ordering::SeqCst);
+        assert_eq!(finds, if read_along { 1 } else { 5 }, "queries");
+        for (text, doc) in out.iter().zip(&page) {
+            assert_eq!(text, &serde_json::to_string(doc)?, "byte for byte");
+        }
+        let shown = out.join("\n");
+        assert!(!shown.contains("U2") && !shown.contains("bob"), "Bob's person leaked: {shown}");
+        assert!(!shown.contains("555"), "a hidden field leaked: {shown}");
+        let value: Vec<serde_json::Value> =
+            out.iter().map(|t| serde_json::from_str(t)).collect::<Result<_, _>>()?;
+        assert_eq!(value[0]["expand"]["author"]["expand"]["team"]["name"], "core");
+        assert_eq!(
+            value[0]["expand"]["tags"].as_array().map(|a| a.iter().map(|t| t["n"].clone()).collect::<Vec<_>>()),
+            Some(vec![json!(2), json!(0), json!(2)])
+        );
+        let account = value[0]["expand"]["account"].as_object().ok_or("account")?;
+        assert_eq!(account.keys().collect::<Vec<_>>(), ["_id", "profile"]);
+        assert_eq!(value[1]["expand"], json!({"tags": {"_id": "g1", "n": 1, "é": "\"q\""}}));
+        assert_eq!(value[2]["expand"], json!({"tags": []}));
+        assert_eq!(value[3]["expand"], json!({"autör": {"_id": "g1", "n": 1, "é": "\"q\""}}));
+        assert!(value[4].get("expand").is_none(), "nothing to expand: {}", out[4]);
+        assert_eq!(out[4], texts[4], "left as stored");
+        assert_eq!(value[5]["expand"], json!({"tags": []}));
+
+        // Texts as a store may hold them: whitespace, escaped names, a member named twice,
+        // nothing at all; and ones that already hold `expand` (put in by decoding the page).
+        let hand = |t: &str| t.to_owned();
+        let cases: Vec<(Vec<String>, Vec<serde_json::Value>)> = vec![
+            (
+                vec![
+                    hand(" {\n \"_id\" : \"w\", \"auth\\u006fr\" : \"u1\" ,\"tags\":\"g0\" }\n "),
+                    hand(r#"{"_id":"d","tags":"g0","tags":["g1"],"aut\u00f6r":"g2"}"#),
+                    hand("{}"),
+                ],
+                vec![
+                    json!({"_id": "w", "author": "u1", "tags": "g0", "expand": {
+                        "author": {"_id": "u1", "ownerId": "ann", "name": "U1", "team": "t1",
+                                   "expand": {"team": {"_id": "t1", "name": "core"}}},
+                        "tags": {"_id": "g0", "n": 0, "é": "\"q\""}}}),
+                    json!({"_id": "d", "tags": ["g1"], "autör": "g2", "expand": {
+                        "autör": {"_id": "g2", "n": 2, "é": "\"q\""},
+                        "tags": [{"_id": "g1", "n": 1, "é": "\"q\""}]}}),
+                    json!({}),
+                ],
+            ),
+            (
+                vec![
+                    hand(r#"{"_id":"e","tags":"g0","expand":{"kept":1}}"#),
+                    hand(r#"{"_id":"f","tags":"g1","expand":5}"#),
+                ],
+                vec![
+                    json!({"_id": "e", "tags": "g0", "expand": {"kept": 1, "tags": {"_id": "g0", "n": 0, "é": "\"q\""}}}),
+                    json!({"_id": "f", "tags": "g1", "expand": {"tags": {"_id": "g1", "n": 1, "é": "\"q\""}}}),
+                ],
+            ),
+        ];
+        for (texts, want) in cases {
+            let out = p.expand_texts("posts", texts, &expand, &access, Vec::new()).await?;
+            let got: Vec<serde_json::Value> =
+                out.iter().map(|t| serde_json::from_str(t)).collect::<Result<_, _>>()?;
+            assert_eq!(got, want, "{out:?}");
+        }
+        // Not one JSON object: an error, not a reply.
+        for bad in ["[1]", "{\"_id\":\"x\"", "{\"_id\":\"x\"} {}"] {
+            assert!(p.expand_texts("posts", vec![bad.to_owned()], &expand, &access, Vec::new()).await.is_err(), "{bad}");
+        }
+        Ok(())
+    }
+
     async fn collections_search_their_fields(p: Platform) -> TestResult {
         let mut options = CollectionOptions::default();
         options.search = vec!["title".into()];

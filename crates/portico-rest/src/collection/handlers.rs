@@ -109,8 +109,8 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
         && !portico_edge::wants_event_stream(&ctx.request.headers)
     {
         // Documents shown as stored and no after hook to hand them to: the page is sent as the
-        // store's JSON text (see `get_all_json`), decoded only to splice in what `expand`
-        // adds. A live list (`Accept: text/event-stream`) goes to `get_all`, which streams it.
+        // store's JSON text (see `get_all_json`), with what `expand` adds put into the text.
+        // A live list (`Accept: text/event-stream`) goes to `get_all`, which streams it.
         return match get_all_json(state, &ctx, expand.as_ref()).await {
             Ok(reply) | Err(reply) => reply,
         };
@@ -334,8 +334,9 @@ async fn read_page_json(
 /// The getAll reply when documents are shown as stored and no after hook runs: the same
 /// status, headers and body as [`get_all`], with the documents' stored JSON text embedded as it
 /// is instead of decoded and encoded again. With `expand`, the page (and its total, from the
-/// same snapshot) is still read as text; each document is decoded only to put its related
-/// documents in, and encoded once, for both the tag and the reply.
+/// same snapshot) is still read as text, and each document's related documents are put into
+/// its text as text (each related document shown and encoded once), for both the tag and the
+/// reply.
 async fn get_all_json(
     state: &CollectionState,
     ctx: &Context,
@@ -393,8 +394,8 @@ async fn get_all_json(
     Ok(reply.with_header("ETag", tag))
 }
 
-/// Stored documents' JSON texts with their related documents put in (see
-/// [`super::expand::expand_read`]; `along`: those read with the page), encoded again.
+/// Stored documents' JSON texts with their related documents put in as text (see
+/// [`portico_platform::Platform::expand_texts`]; `along`: those read with the page).
 async fn expanded_texts(
     state: &CollectionState,
     ctx: &Context,
@@ -403,14 +404,10 @@ async fn expanded_texts(
     texts: Vec<String>,
     along: Vec<RelatedRead>,
 ) -> Result<Vec<String>, Reply> {
-    let mut items = texts
-        .iter()
-        .map(|text| serde_json::from_str::<Value>(text))
-        .collect::<Result<Vec<Value>, _>>()
-        .map_err(|_| Reply::internal("a stored document could not be read"))?;
-    drop(texts);
-    super::expand::expand_read(state, ctx, expand, access, &mut items, along).await?;
-    Ok(items.iter().map(Value::to_string).collect())
+    ctx.platform
+        .expand_texts(state.collection.name(), texts, expand, access, along)
+        .await
+        .map_err(platform_error)
 }
 
 /// The `Link` header of a page: under `Router::nest` the request's uri lost the outer prefix,

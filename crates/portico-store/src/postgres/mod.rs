@@ -344,15 +344,10 @@ impl PostgresStore {
             return Ok(None);
         };
         let (page, total) = self.cached_page(collection, query, stamps[0], true).await?;
-        let docs = page
-            .iter()
-            .map(|text| serde_json::from_str(text))
-            .collect::<std::result::Result<Vec<Document>, _>>()
-            .map_err(|e| error::corrupt(collection, "(a page)", &e))?;
         let mut reads = Vec::with_capacity(related.len());
         for (follow, &stamp) in related.iter().zip(&stamps[1..]) {
             let target = follow.collection.as_str();
-            let ids = query::related_ids(&docs, &follow.field, follow.max_ids);
+            let ids = crate::related_ids_of_texts(&page, &follow.field, follow.max_ids);
             let mut read = RelatedRead {
                 field: follow.field.clone(),
                 ..RelatedRead::default()
@@ -362,10 +357,7 @@ impl PostgresStore {
                 let key = cache::Key::Doc(id.clone());
                 match self.cache.get(target, &key, stamp).as_deref() {
                     Some(cache::Value::Doc(Some(text))) => {
-                        read.docs.push(
-                            serde_json::from_str(text)
-                                .map_err(|e| error::corrupt(target, id, &e))?,
-                        );
+                        read.texts.push((id.clone(), text.clone()));
                     }
                     Some(cache::Value::Doc(None)) => {}
                     _ => missing.push(id.clone()),
@@ -380,9 +372,7 @@ impl PostgresStore {
                 for id in missing {
                     let text = by_id.remove(&id);
                     if let Some(text) = &text {
-                        let doc: Document = serde_json::from_str(text)
-                            .map_err(|e| error::corrupt(target, &id, &e))?;
-                        read.docs.push(doc);
+                        read.texts.push((id.clone(), text.clone()));
                     }
                     self.cache
                         .put(target, cache::Key::Doc(id), stamp, cache::Value::Doc(text));

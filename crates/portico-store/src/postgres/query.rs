@@ -467,17 +467,16 @@ pub(crate) async fn page_json_counted_related(
         };
         let id: String = row.try_get(2)?;
         if let Some(text) = row.try_get::<_, Option<&str>>(3)? {
-            let doc =
-                serde_json::from_str(text).map_err(|e| corrupt(&follow.collection, &id, &e))?;
-            read.docs.push(doc);
+            let text = checked_object_text(text, &follow.collection, || Ok(id.clone()))?;
+            read.texts.push((id.clone(), text));
         }
         read.ids.push(id);
     }
     Ok(Some((page, total, reads)))
 }
 
-/// The stored documents among `ids`, as `(id, text)`: one primary-key read; none when the
-/// collection does not exist.
+/// The stored documents among `ids`, as `(id, text)` (each checked to be one JSON object): one
+/// primary-key read; none when the collection does not exist.
 pub(crate) async fn texts_by_id(
     client: &Client,
     collection: &str,
@@ -491,34 +490,12 @@ pub(crate) async fn texts_by_id(
         return Ok(Vec::new());
     };
     rows.iter()
-        .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+        .map(|row| {
+            let id: String = row.try_get(0)?;
+            let text = object_text(row, collection, 0, 1)?;
+            Ok((id, text))
+        })
         .collect()
-}
-
-/// The ids the relation `field` of `docs` (a page, in order) holds, as
-/// [`page_json_counted_related`] looks them up: strings, or the strings of an array, each once,
-/// the first `max` in page order then array order.
-pub(crate) fn related_ids(docs: &[Document], field: &str, max: usize) -> Vec<String> {
-    let mut seen = std::collections::HashSet::new();
-    let mut ids = Vec::new();
-    for doc in docs {
-        let held: Vec<&str> = match doc.get(field) {
-            Some(serde_json::Value::String(id)) => vec![id.as_str()],
-            Some(serde_json::Value::Array(items)) => {
-                items.iter().filter_map(serde_json::Value::as_str).collect()
-            }
-            _ => Vec::new(),
-        };
-        for id in held {
-            if ids.len() >= max {
-                return ids;
-            }
-            if seen.insert(id) {
-                ids.push(id.to_owned());
-            }
-        }
-    }
-    ids
 }
 
 /// Column `doc` of `row` (a stored document) as text checked to be one JSON object, without

@@ -13,7 +13,7 @@ use super::error::corrupt;
 use super::plan::{Plan, for_each_candidate, not_text, plan};
 use super::schema::{collection_exists, collection_table, index_table, stored_count};
 use crate::top::Page;
-use crate::{Document, Query, Result, Selector};
+use crate::{Document, Query, RelatedField, RelatedRead, Result, Selector};
 
 /// Runs the read `f` on `collection`'s table, answering as for an empty collection when the
 /// collection does not exist.
@@ -267,6 +267,35 @@ pub(crate) fn in_read_transaction<T>(
     let value = result?;
     ended?;
     Ok(value)
+}
+
+/// The documents each of `related` names in `page` (stored texts, see
+/// [`crate::Store::find_json_counted_related`]), read by primary key as stored text: at most
+/// `budget` ids in all, the first ones of each relation (the caller reads the others).
+pub(crate) fn related_json(
+    conn: &Connection,
+    page: &[String],
+    related: &[RelatedField],
+    budget: usize,
+) -> Result<Vec<RelatedRead>> {
+    let mut left = budget;
+    let mut reads = Vec::with_capacity(related.len());
+    for follow in related {
+        let ids = crate::related_ids_of_texts(page, &follow.field, follow.max_ids.min(left));
+        left -= ids.len();
+        let mut read = RelatedRead {
+            field: follow.field.clone(),
+            ..RelatedRead::default()
+        };
+        for id in &ids {
+            if let Some(text) = get_json(conn, &follow.collection, id)? {
+                read.texts.push((id.clone(), text));
+            }
+        }
+        read.ids = ids;
+        reads.push(read);
+    }
+    Ok(reads)
 }
 
 /// The stored text of document `id` handed to `read`: `None` when there is no such row, an

@@ -518,9 +518,17 @@ async fn related_reads(cache_bytes: usize) {
     };
     let found = |read: &RelatedRead| {
         let mut ids: Vec<String> = read
-            .docs
+            .texts
             .iter()
-            .filter_map(|d| d.get("_id").and_then(|v| v.as_str()).map(str::to_owned))
+            .map(|(id, text)| {
+                let doc: serde_json::Value = serde_json::from_str(text).expect("stored text");
+                assert_eq!(
+                    doc["_id"].as_str(),
+                    Some(id.as_str()),
+                    "a text under its id"
+                );
+                id.clone()
+            })
             .collect();
         ids.sort();
         ids
@@ -554,9 +562,10 @@ async fn related_reads(cache_bytes: usize) {
     assert_eq!(ids(&reads[0]), with_p5(vec!["nobody", "u1", "u2"], "u3"));
     assert_eq!(found(&reads[0]), with_p5(vec!["u1", "u2"], "u3"));
     let two = reads[0]
-        .docs
+        .texts
         .iter()
-        .find(|d| d.get("_id") == Some(&json!("u2")))
+        .find(|(id, _)| id == "u2")
+        .map(|(_, text)| serde_json::from_str::<serde_json::Value>(text).expect("stored text"))
         .expect("u2");
     assert_eq!(two.get("ownerId"), Some(&json!("x")), "whole, as stored");
     assert_eq!(reads[1].field, "tags");
@@ -623,9 +632,10 @@ async fn related_reads(cache_bytes: usize) {
         .await
         .expect("after the writes");
     let one = reads[0]
-        .docs
+        .texts
         .iter()
-        .find(|d| d.get("_id") == Some(&json!("u1")))
+        .find(|(id, _)| id == "u1")
+        .map(|(_, text)| serde_json::from_str::<serde_json::Value>(text).expect("stored text"))
         .expect("u1");
     assert_eq!(one.get("name"), Some(&json!("Uno")));
     assert_eq!(found(&reads[1]), with_p5(vec!["g1", "g2", "g3"], "g4"));
@@ -636,7 +646,7 @@ async fn related_reads(cache_bytes: usize) {
         .await
         .expect("past the end");
     assert_eq!((texts.len(), total), (0, 6));
-    assert!(reads.iter().all(|r| r.ids.is_empty() && r.docs.is_empty()));
+    assert!(reads.iter().all(|r| r.ids.is_empty() && r.texts.is_empty()));
 
     // A related collection that does not exist: the page alone, nothing read along.
     let nowhere = [RelatedField::new("author", "nobody-here", 1000)];
