@@ -1238,3 +1238,115 @@ async fn a_stream_puts_the_page_cache_back() {
     assert_eq!(cache(&store), before);
     assert_eq!(store.count("s", &Selector::all()).await.expect("count"), 2);
 }
+
+/// A small page, its total and the documents its relation fields name, in one read
+/// transaction: ids each once (strings, or the strings of an array), in page then array order;
+/// the documents as their stored text; a related document changed is seen by the next read; at
+/// most `INLINE_RELATED` ids in all are looked up (the caller reads the others).
+#[tokio::test]
+async fn small_pages_read_their_related_documents_along() {
+    let (_dir, store) = open_temp().await;
+    for d in [
+        json!({"_id": "p0", "author": "u2", "tags": ["g1", "missing", "g0", 7, "g1", ["g2"]]}),
+        json!({"_id": "p1", "author": "u1", "tags": "g2", "meta": {"author": "u3"}}),
+        json!({"_id": "p2", "author": {"_id": "u3"}, "tags": []}),
+        json!({"_id": "p3", "author": "nobody"}),
+    ] {
+        store.insert("posts", doc(d)).await.expect("insert post");
+    }
+    for d in [
+        json!({"_id": "u1", "name": "One"}),
+        json!({"_id": "u2", "name": "Two"}),
+        json!({"_id": "u3", "name": "Three"}),
+    ] {
+        store.insert("people", doc(d)).await.expect("insert person");
+    }
+    for i in 0..3 {
+        store
+            .insert("tags", doc(json!({"_id": format!("g{i}"), "n": i})))
+            .await
+            .expect("insert tag");
+    }
+    let follow = [
+        RelatedField::new("author", "people", 1000),
+        RelatedField::new("tags", "tags", 1000),
+        RelatedField::new("author", "nowhere", 1000),
+    ];
+    let query = Query {
+        limit: Some(20),
+        ..Query::default()
+    };
+    let found = |read: &RelatedRead| -> Vec<(String, String)> {
+        let mut texts = read.texts.clone();
+        texts.sort();
+        texts
+    };
+    let (page, total, reads) = store
+        .find_json_counted_related("posts", &query, &follow)
+        .await
+        .expect("page");
+    assert_eq!((page.len(), total, reads.len()), (4, 4, 3));
+    assert_eq!(reads[0].field, "author");
+    assert_eq!(reads[0].ids, ["u2", "u1", "nobody"]);
+    let person =
+        |id: &str, name: &str| (id.to_owned(), json!({"_id": id, "name": name}).to_string());
+    assert_eq!(found(&reads[0]), [person("u1", "One"), person("u2", "Two")]);
+    assert_eq!(reads[1].ids, ["g1", "missing", "g0", "g2"]);
+    assert_eq!(
+        found(&reads[1])
+            .iter()
+            .map(|(id, _)| id.as_str())
+            .collect::<Vec<_>>(),
+        ["g0", "g1", "g2"]
+    );
+    // A related collection that does not exist: looked up, nothing found.
+    assert_eq!(reads[2].ids, ["u2", "u1", "nobody"]);
+    assert!(reads[2].texts.is_empty());
+
+    store
+        .update(
+            "people",
+            &sel(json!({"_id": "u1"})),
+            &upd(json!({"$set": {"name": "Uno"}})),
+            UpdateOptions::default(),
+        )
+        .await
+        .expect("update person");
+    let (_, _, reads) = store
+        .find_json_counted_related("posts", &query, &follow[..1])
+        .await
+        .expect("after the write");
+    assert_eq!(found(&reads[0]), [person("u1", "Uno"), person("u2", "Two")]);
+
+    // More ids than the budget: the first ones, in page order; the rest are the caller's.
+    let many: Vec<String> = (0..INLINE_RELATED + 10)
+        .map(|i| format!("m{i:03}"))
+        .collect();
+    store
+        .insert("lists", doc(json!({"_id": "l0", "items": many})))
+        .await
+        .expect("insert list");
+    let follow = [
+        RelatedField::new("items", "tags", 1000),
+        RelatedField::new("items", "people", 1000),
+    ];
+    let (_, _, reads) = store
+        .find_json_counted_related("lists", &query, &follow)
+        .await
+        .expect("many ids");
+    assert_eq!(reads[0].ids, many[..INLINE_RELATED]);
+    assert!(reads[1].ids.is_empty(), "the budget is for the whole page");
+
+    // Past the end: the total, nothing looked up.
+    let past = Query {
+        skip: 10,
+        limit: Some(5),
+        ..Query::default()
+    };
+    let (page, total, reads) = store
+        .find_json_counted_related("posts", &past, &follow[..1])
+        .await
+        .expect("past the end");
+    assert_eq!((page.len(), total), (0, 4));
+    assert!(reads.iter().all(|r| r.ids.is_empty() && r.texts.is_empty()));
+}
