@@ -3,8 +3,9 @@
 //! A single insert alone is a transaction of its own: `BEGIN`, the collection's lock and index
 //! list, the row with its count and notification, `COMMIT` (and the server's WAL flush): four
 //! round trips and a flush for one document. Under concurrent inserts most of that is the same
-//! for every document, so inserts queue here (per store, that is per instance), and the first
-//! to find fewer than [`LEADERS`] groups under way starts a leader task. A leader takes every
+//! for every document, so inserts queue here (per store, that is per instance). The first to
+//! find no group under way starts a leader task, and so does one that finds
+//! [`FURTHER_GROUP_AT`] inserts queued and fewer than [`LEADERS`] groups under way. A leader takes every
 //! queued insert and, per collection, writes them in one transaction of three round trips
 //! (`BEGIN` with the lock and the index list; the rows and the count in one statement; the
 //! notification, which moves the change stamp, with `COMMIT`); only then is each caller
@@ -35,6 +36,14 @@ const MAX_GROUP: usize = 256;
 /// inserts that came meanwhile form the next, so a few concurrent inserts are not held back
 /// behind each other's round trips.
 const LEADERS: usize = 4;
+
+/// Inserts queued that start a further group while one is under way. With none under way the
+/// first insert starts one at once; otherwise inserts wait for a running leader to take them
+/// after its commit (at most one group's transaction) unless this many are queued. So groups
+/// keep about this size however the inserts are spread over instances: with a leader for
+/// every queued insert, an instance given half the inserts would write twice the groups per
+/// insert (half as large), each with its round trips and its WAL flush.
+const FURTHER_GROUP_AT: usize = 8;
 
 /// One queued insert: the prepared document and where its answer goes.
 struct Job {
@@ -93,7 +102,8 @@ impl InsertQueue {
                 doc,
                 reply,
             });
-            let lead = state.leaders < LEADERS;
+            let lead = state.leaders == 0
+                || (state.leaders < LEADERS && state.jobs.len() >= FURTHER_GROUP_AT);
             state.leaders += usize::from(lead);
             lead
         };

@@ -71,6 +71,7 @@ use deadpool_postgres::{Client, Pool};
 
 pub use cache::CacheStatus;
 pub use replica::{ReplicaState, ReplicaStatus};
+pub use stamp::{StampPacing, StampStatus};
 
 use crate::{
     Document, Query, RelatedField, RelatedRead, Result, Selector, Store, Update, UpdateOptions,
@@ -117,6 +118,12 @@ pub struct PostgresOptions {
     /// instance before a read began is never hidden. A document or page over a sixteenth of
     /// the budget (at most 256 KiB) is not kept. Reads that a replica answers do not use it.
     pub cache_bytes: usize,
+    /// How the reads of change stamps (which the read cache and the token cache check) are
+    /// gathered into rounds: a round starts when [`StampPacing::batch`] callers wait or the
+    /// first has waited [`StampPacing::wait`] ([`StampPacing::DEFAULT`]: 8 callers or 500 µs),
+    /// at once on an idle instance. So the reads per request stay the same when more instances
+    /// share the load, at up to `wait` of latency on a busy one.
+    pub stamp_pacing: StampPacing,
 }
 
 impl Default for PostgresOptions {
@@ -126,6 +133,7 @@ impl Default for PostgresOptions {
             replica_max_lag: DEFAULT_REPLICA_MAX_LAG,
             primary_collections: vec!["users".into(), "portico_*".into()],
             cache_bytes: DEFAULT_CACHE_BYTES,
+            stamp_pacing: StampPacing::DEFAULT,
         }
     }
 }
@@ -238,7 +246,7 @@ impl PostgresStore {
         };
         let store = PostgresStore {
             pool,
-            stamps: std::sync::Arc::new(stamp::Stamps::new(config.clone())),
+            stamps: std::sync::Arc::new(stamp::Stamps::new(config.clone(), options.stamp_pacing)),
             inserts: std::sync::Arc::default(),
             config,
             feed: std::sync::Arc::default(),
@@ -266,6 +274,12 @@ impl PostgresStore {
     /// The read cache's budget, size and hits (see [`PostgresOptions::cache_bytes`]).
     pub fn cache_status(&self) -> CacheStatus {
         self.cache.status()
+    }
+
+    /// Rounds of change-stamp reads so far, and the calls they answered (see
+    /// [`PostgresOptions::stamp_pacing`]).
+    pub fn stamp_status(&self) -> StampStatus {
+        self.stamps.status()
     }
 
     /// The stamp a read of `collection` is cached under: `None` when there is no cache, the

@@ -20,10 +20,21 @@
 //! snapshot. Slots spread concurrent writers (each connection uses the slot of its backend pid,
 //! so one transaction never waits on two slots of a collection) the way `portico_counts` does.
 //!
-//! Reading costs a round trip, but not one per caller: callers that arrive while a read is under
-//! way wait for the *next* read, which starts when the current one ends and answers all of them
-//! (it started after each of them called, so it cannot miss a write they could know of). Under
-//! load one read serves many requests; an idle server pays one small read per request.
+//! # Rounds: one read for many callers, paced by demand
+//!
+//! Reading costs a round trip, but not one per caller: a caller waits for the next *round*, a
+//! read of every collection's stamp that starts after it called (so it cannot miss a write the
+//! caller could know of), shared by every caller waiting when it starts. One round runs at a
+//! time. When a round ends and callers wait, the next starts once [`StampPacing::batch`] callers
+//! wait or the first of them has waited [`StampPacing::wait`], whichever comes first (the way
+//! PostgreSQL's own `commit_delay` / `commit_siblings` gather commits). A lone caller starts
+//! one at once: nobody else waits and the last round answered one caller at most (so one
+//! request's calls one after another are not held back), or no round ended in the last `wait`.
+//! So under load the number of rounds
+//! follows the requests, not the round trips: a second instance sharing the load does not make
+//! twice the reads per request, as it would if each ran rounds back to back. What it costs is
+//! latency: at most `wait` (rounded up to the runtime's 1 ms timer) for a caller of a busy
+//! instance whose round did not fill; none for a lone one.
 //!
 //! Rows are made with the collection (`schema::create_collection`, and at start for
 //! collections made by older versions) and kept when it is dropped, so a stamp never goes back.
@@ -31,10 +42,11 @@
 //! stamps cannot be read (the database is down), there is no stamp either.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio_postgres::NoTls;
 
 /// Counters per collection.
@@ -43,6 +55,48 @@ pub(crate) const SLOTS: i32 = 8;
 /// The longest a read of the stamps may take; past it the answer is "no stamp".
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The statement a round runs.
+const READ: &str = "SELECT name, sum(v)::bigint FROM portico_stamps GROUP BY name";
+
+/// How rounds of stamp reads are paced (see the module docs of `stamp.rs` in
+/// [`super::PostgresStore`]'s): a round starts when `batch` callers wait, or when the first
+/// has waited `wait`, or at once on an idle instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StampPacing {
+    /// Callers that start a round without waiting longer ([`StampPacing::DEFAULT`]: 8; 1
+    /// starts every round as soon as the previous one ends, as without pacing).
+    pub batch: usize,
+    /// The longest a caller of a busy instance waits for others before its round starts
+    /// (default 500 µs; tokio's timer rounds it up to the next millisecond tick).
+    pub wait: Duration,
+}
+
+impl StampPacing {
+    /// 8 callers or 500 µs.
+    pub const DEFAULT: StampPacing = StampPacing {
+        batch: 8,
+        wait: Duration::from_micros(500),
+    };
+}
+
+impl Default for StampPacing {
+    fn default() -> Self {
+        StampPacing::DEFAULT
+    }
+}
+
+/// How many stamp rounds a store has read and for how many callers (see
+/// `PostgresStore::stamp_status`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StampStatus {
+    /// Rounds read (failed ones too).
+    pub rounds: u64,
+    /// Calls answered by those rounds.
+    pub callers: u64,
+}
+
 /// One read of every collection's stamp; `stamps` is `None` when it failed.
 #[derive(Clone, Default)]
 struct Round {
@@ -50,38 +104,87 @@ struct Round {
     stamps: Option<Arc<HashMap<String, u64>>>,
 }
 
-/// Whether a read runs, and whether callers wait for one after it.
+/// The callers waiting for the next round, and whether a task leads the rounds.
 #[derive(Default)]
 struct State {
-    /// The number of the last read started.
+    /// The number of the last round started.
     started: u64,
-    running: bool,
-    again: bool,
+    /// A leader task runs: it reads a round or gathers callers for the next.
+    leading: bool,
+    /// Callers waiting for a round that has not started.
+    waiting: usize,
+    /// When the first of them called.
+    first: Option<Instant>,
+    /// When the last round ended (`None`: none yet).
+    ended: Option<Instant>,
+    /// How many callers the last round answered.
+    last_callers: usize,
+}
+
+impl State {
+    /// When the next round may start (`None`: nobody waits). At once when enough callers
+    /// wait, or when the first is alone: nobody else waits and the last round answered one
+    /// caller at most (one request's calls one after another are not held back), or it came
+    /// after a quiet spell of `pacing.wait`. Else when the first has waited `pacing.wait`.
+    fn start_at(&self, pacing: StampPacing) -> Option<Instant> {
+        let first = self.first?;
+        let quiet = self
+            .ended
+            .is_none_or(|ended| first.saturating_duration_since(ended) >= pacing.wait);
+        let lone = self.waiting <= 1 && self.last_callers <= 1;
+        if self.waiting >= pacing.batch || quiet || lone {
+            Some(first)
+        } else {
+            Some(first + pacing.wait)
+        }
+    }
 }
 
 /// The stamps of a store: reads shared by concurrent callers, on a connection of their own.
 pub(crate) struct Stamps {
     config: tokio_postgres::Config,
+    pacing: StampPacing,
     state: Mutex<State>,
+    /// Wakes the leader gathering callers when enough wait.
+    gathered: Notify,
     rounds: watch::Sender<Round>,
-    /// The connection reads use, kept between reads (taken by the one running read).
-    client: Mutex<Option<tokio_postgres::Client>>,
+    /// The connection reads use, kept between reads (taken by the leader).
+    client: Mutex<Option<(tokio_postgres::Client, tokio_postgres::Statement)>>,
+    read_rounds: AtomicU64,
+    callers: AtomicU64,
 }
 
 impl std::fmt::Debug for Stamps {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Stamps").finish_non_exhaustive()
+        f.debug_struct("Stamps")
+            .field("pacing", &self.pacing)
+            .finish_non_exhaustive()
     }
 }
 
 impl Stamps {
-    /// Stamps read with the connection settings `config`.
-    pub(crate) fn new(config: tokio_postgres::Config) -> Stamps {
+    /// Stamps read with the connection settings `config`, rounds paced by `pacing`.
+    pub(crate) fn new(config: tokio_postgres::Config, pacing: StampPacing) -> Stamps {
         Stamps {
             config,
+            pacing: StampPacing {
+                batch: pacing.batch.max(1),
+                wait: pacing.wait,
+            },
             state: Mutex::default(),
+            gathered: Notify::new(),
             rounds: watch::Sender::new(Round::default()),
             client: Mutex::default(),
+            read_rounds: AtomicU64::new(0),
+            callers: AtomicU64::new(0),
+        }
+    }
+
+    /// Rounds read and callers answered so far.
+    pub(crate) fn status(&self) -> StampStatus {
+        StampStatus {
+            rounds: self.read_rounds.load(Ordering::Relaxed),
+            callers: self.callers.load(Ordering::Relaxed),
         }
     }
 
@@ -103,32 +206,40 @@ impl Stamps {
         let mut rounds = self.rounds.subscribe();
         let (wanted, lead) = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            if state.running {
-                // The running read may have started before this call: wait for the next.
-                state.again = true;
-                (state.started + 1, false)
-            } else {
-                state.running = true;
-                state.started += 1;
-                (state.started, true)
+            state.waiting += 1;
+            state.first.get_or_insert_with(Instant::now);
+            let lead = !state.leading;
+            state.leading = true;
+            if !lead && state.waiting >= self.pacing.batch {
+                self.gathered.notify_one();
             }
+            // The next round to start: it starts after this call, under this lock.
+            (state.started + 1, lead)
         };
         if lead {
             // Its own task, so a caller that gives up does not stop the others' read.
-            tokio::spawn(Arc::clone(self).run(wanted));
+            tokio::spawn(Arc::clone(self).run());
         }
         let round = rounds.wait_for(|r| r.number >= wanted).await.ok()?.clone();
         round.stamps
     }
 
-    /// Reads rounds from `number` on while callers wait for another.
-    async fn run(self: Arc<Self>, mut number: u64) {
+    /// Reads rounds while callers wait for one, each started as [`State::start_at`] says.
+    async fn run(self: Arc<Self>) {
         let mut client = self
             .client
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         loop {
+            self.gather().await;
+            let (number, callers) = {
+                let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+                state.started += 1;
+                state.first = None;
+                state.last_callers = std::mem::take(&mut state.waiting);
+                (state.started, state.last_callers)
+            };
             let stamps = match tokio::time::timeout(READ_TIMEOUT, self.read(&mut client)).await {
                 Ok(Ok(stamps)) => Some(Arc::new(stamps)),
                 Ok(Err(e)) => {
@@ -141,14 +252,13 @@ impl Stamps {
                     None
                 }
             };
+            self.read_rounds.fetch_add(1, Ordering::Relaxed);
+            self.callers.fetch_add(callers as u64, Ordering::Relaxed);
             self.rounds.send_replace(Round { number, stamps });
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            if state.again {
-                state.again = false;
-                state.started += 1;
-                number = state.started;
-            } else {
-                state.running = false;
+            state.ended = Some(Instant::now());
+            if state.waiting == 0 {
+                state.leading = false;
                 drop(state);
                 *self.client.lock().unwrap_or_else(PoisonError::into_inner) = client;
                 return;
@@ -156,33 +266,106 @@ impl Stamps {
         }
     }
 
-    /// Every collection's stamp, connecting first when needed.
+    /// Waits until the next round may start.
+    async fn gather(&self) {
+        loop {
+            let start_at = self
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .start_at(self.pacing);
+            let Some(at) = start_at.filter(|at| *at > Instant::now()) else {
+                return;
+            };
+            tokio::select! {
+                () = self.gathered.notified() => {}
+                () = tokio::time::sleep_until(at.into()) => {}
+            }
+        }
+    }
+
+    /// Every collection's stamp, connecting (and preparing the statement) first when needed.
     async fn read(
         &self,
-        client: &mut Option<tokio_postgres::Client>,
+        client: &mut Option<(tokio_postgres::Client, tokio_postgres::Statement)>,
     ) -> Result<HashMap<String, u64>, tokio_postgres::Error> {
-        let connected = match client.take() {
-            Some(c) if !c.is_closed() => c,
+        let (connected, statement) = match client.take() {
+            Some((c, s)) if !c.is_closed() => (c, s),
             _ => {
                 let (c, connection) = self.config.connect(NoTls).await?;
                 tokio::spawn(connection);
-                c
+                let s = c.prepare(READ).await?;
+                (c, s)
             }
         };
-        // The simple protocol: one round trip, no statement to prepare.
-        let messages = connected
-            .simple_query("SELECT name, sum(v)::bigint FROM portico_stamps GROUP BY name")
-            .await?;
-        *client = Some(connected);
-        let mut stamps = HashMap::new();
-        for message in messages {
-            if let tokio_postgres::SimpleQueryMessage::Row(row) = message
-                && let (Some(name), Some(v)) = (row.get(0), row.get(1))
-                && let Ok(v) = v.parse::<u64>()
+        // Prepared once per connection: one round trip, nothing parsed or planned again.
+        let rows = connected.query(&statement, &[]).await?;
+        *client = Some((connected, statement));
+        let mut stamps = HashMap::with_capacity(rows.len());
+        for row in rows {
+            if let (Ok(name), Ok(Some(v))) = (
+                row.try_get::<_, String>(0),
+                row.try_get::<_, Option<i64>>(1),
+            ) && let Ok(v) = u64::try_from(v)
             {
-                stamps.insert(name.to_owned(), v);
+                stamps.insert(name, v);
             }
         }
         Ok(stamps)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PACING: StampPacing = StampPacing {
+        batch: 4,
+        wait: Duration::from_millis(10),
+    };
+
+    fn state(waiting: usize, last_callers: usize, since_end: Option<Duration>) -> State {
+        let first = Instant::now();
+        State {
+            started: 1,
+            leading: true,
+            waiting,
+            first: Some(first),
+            ended: since_end.map(|d| first - d),
+            last_callers,
+        }
+    }
+
+    #[test]
+    fn a_round_waits_for_a_batch_or_the_wait_on_a_busy_instance_only() {
+        let soon = Some(Duration::from_millis(1));
+        // Busy (the last round had several callers, or several wait): until the batch fills
+        // or the first has waited.
+        let busy = state(2, 5, soon);
+        assert_eq!(busy.start_at(PACING), busy.first.map(|f| f + PACING.wait));
+        let one_after_many = state(1, 5, soon);
+        assert_eq!(
+            one_after_many.start_at(PACING),
+            one_after_many.first.map(|f| f + PACING.wait)
+        );
+        let two_after_one = state(2, 1, soon);
+        assert_eq!(
+            two_after_one.start_at(PACING),
+            two_after_one.first.map(|f| f + PACING.wait)
+        );
+        // At once: a full batch, a lone caller, a caller after a quiet spell, the first ever.
+        for now in [
+            state(4, 5, soon),
+            state(1, 1, soon),
+            state(1, 0, soon),
+            state(3, 8, Some(PACING.wait)),
+            state(3, 8, None),
+        ] {
+            assert_eq!(now.start_at(PACING), now.first);
+        }
+        // Nobody waits: nothing to start.
+        let mut none = state(0, 3, soon);
+        none.first = None;
+        assert_eq!(none.start_at(PACING), None);
     }
 }

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use portico_store::postgres::PostgresStore;
 use portico_store::postgres::testing::TestCluster;
+use portico_store::postgres::{PostgresOptions, PostgresStore, StampPacing};
 use portico_store::{Error, Selector, Store, Update, UpdateOptions};
 use serde_json::json;
 
@@ -358,6 +358,124 @@ async fn concurrent_callers_share_reads_without_missing_a_write() {
     for task in tasks {
         task.await.expect("task");
     }
+}
+
+/// A store on a fresh database with its stamp rounds paced by `pacing`, and a collection.
+async fn paced_store(pacing: StampPacing) -> Arc<PostgresStore> {
+    let url = tokio::task::spawn_blocking(|| cluster().create_database())
+        .await
+        .expect("task")
+        .expect("create database");
+    let mut options = PostgresOptions::default();
+    options.stamp_pacing = pacing;
+    let store = PostgresStore::open_with(&url, options).await.expect("open");
+    store.insert("notes", doc(json!({}))).await.expect("insert");
+    Arc::new(store)
+}
+
+/// Rounds follow the callers, not the round trips: 16 threads, each asking for the stamp then
+/// working 1-9 ms, over and over, share rounds of about the batch (unpaced, with rounds back to
+/// back, each answering whoever came during the last, the same run made 323 rounds for 480
+/// calls); no caller waits much past the wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_callers_share_rounds_of_a_batch() {
+    let mut pacing = StampPacing::default();
+    pacing.batch = 8;
+    pacing.wait = Duration::from_millis(200);
+    let store = paced_store(pacing).await;
+    let before = store.stamp_status();
+    let runtime = tokio::runtime::Handle::current();
+    let threads: Vec<_> = (0..16)
+        .map(|_| {
+            let (store, runtime) = (Arc::clone(&store), runtime.clone());
+            std::thread::spawn(move || {
+                let mut longest = Duration::ZERO;
+                for _ in 0..30 {
+                    let asked = Instant::now();
+                    runtime
+                        .block_on(store.change_stamp("notes"))
+                        .expect("stamp");
+                    longest = longest.max(asked.elapsed());
+                    std::thread::sleep(Duration::from_micros(rand::random_range(1000..9000)));
+                }
+                longest
+            })
+        })
+        .collect();
+    let longest = tokio::task::spawn_blocking(move || {
+        threads
+            .into_iter()
+            .map(|t| t.join().expect("thread"))
+            .max()
+            .unwrap_or_default()
+    })
+    .await
+    .expect("task");
+    let status = store.stamp_status();
+    let (rounds, callers) = (
+        status.rounds - before.rounds,
+        status.callers - before.callers,
+    );
+    assert_eq!(callers, 480, "every call answered by a round");
+    assert!(
+        callers >= 6 * rounds,
+        "{callers} calls in {rounds} rounds: rounds did not wait for a batch"
+    );
+    // A round waits for the batch at most `wait` (plus its read and a loaded machine).
+    assert!(
+        longest < Duration::from_secs(2),
+        "a caller waited {longest:?}"
+    );
+}
+
+/// A lone caller is never held back: one request's calls one after another (the token cache,
+/// then the read cache) each start a round at once, on a store whose wait is a whole second;
+/// and a caller of a busy instance whose round does not fill is answered once the wait is up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_caller_is_not_held_and_an_unfilled_round_starts_after_the_wait() {
+    let mut pacing = StampPacing::default();
+    pacing.batch = 64;
+    pacing.wait = Duration::from_secs(1);
+    let store = paced_store(pacing).await;
+    let started = Instant::now();
+    let mut last = 0;
+    for _ in 0..10 {
+        let now = store.change_stamp("notes").await.expect("stamp");
+        assert!(now >= last);
+        last = now;
+    }
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "10 lone calls took {:?}: held back",
+        started.elapsed()
+    );
+    let before = store.stamp_status();
+    assert_eq!(before.rounds, before.callers, "one round each");
+    // Busy: 8 callers at once, then 3 more at once: far from the batch of 64, each round
+    // starts when its first has waited the second (and not much later).
+    let calls = |n| {
+        let store = Arc::clone(&store);
+        async move {
+            let all = (0..n).map(|_| {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move { store.change_stamp("notes").await })
+            });
+            for task in all.collect::<Vec<_>>() {
+                assert!(task.await.expect("task").is_some());
+            }
+        }
+    };
+    calls(8).await;
+    let asked = Instant::now();
+    calls(3).await;
+    let waited = asked.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(4),
+        "3 callers after a round of 8 waited {waited:?}, not about the wait of 1 s"
+    );
+    let after = store.stamp_status();
+    assert_eq!(after.callers - before.callers, 11);
+    assert!(after.rounds - before.rounds <= 4);
 }
 
 /// A database whose collections were made before change stamps existed: the next instance to
