@@ -17,6 +17,8 @@
 #   PG_PORT    the throwaway cluster's port (default 55433)
 #   CACHE_MB   Portico's database_cache_mb (default: the server's, 16; 0 measures without the
 #              read cache)
+#   STAMP_BATCH, STAMP_WAIT_US  Portico's database_stamp_batch / database_stamp_wait_us (default:
+#              the server's, 8 and 500; STAMP_BATCH=1 starts a stamp round as soon as the last ends)
 # Needs wrk, taskset, python3, curl and Debian's postgresql. Servers pinned to CPU 0, wrk to CPU 1;
 # PostgreSQL is not pinned (on a 2-core machine it shares both cores). Each round re-seeds both
 # databases (the insert workload, run last, grows them).
@@ -50,6 +52,8 @@ token=$(cat "$data/token.txt")
 cat > "$work/portico.toml" <<TOML
 database = "$PG_URL/portico"
 ${CACHE_MB:+database_cache_mb = $CACHE_MB}
+${STAMP_BATCH:+database_stamp_batch = $STAMP_BATCH}
+${STAMP_WAIT_US:+database_stamp_wait_us = $STAMP_WAIT_US}
 [[api]]
 api_path = "api/"
 use_default_auth = true

@@ -59,6 +59,12 @@ pub struct Config {
     /// `database_cache_mb`: the PostgreSQL read cache's budget in bytes (default 16 MiB,
     /// `Some(0)`: no cache; ignored by the other backends).
     pub database_cache_bytes: Option<usize>,
+    /// `database_stamp_batch`: on PostgreSQL, how many waiting callers start a round of
+    /// change-stamp reads at once (default 8; 1: a round as soon as the last ends).
+    pub database_stamp_batch: Option<usize>,
+    /// `database_stamp_wait_us`: on PostgreSQL, the longest a caller of a busy instance waits
+    /// for others before its stamp round starts (default 500 µs).
+    pub database_stamp_wait: Option<Duration>,
     /// `shutdown_grace_seconds`: how long in-flight requests may run on after SIGINT/SIGTERM
     /// (default [`crate::serve::SHUTDOWN_GRACE`]).
     pub shutdown_grace: Option<Duration>,

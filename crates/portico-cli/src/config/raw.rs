@@ -20,6 +20,8 @@ pub(crate) struct RawConfig {
     pub(crate) database_replicas: Option<Spanned<Vec<String>>>,
     pub(crate) replica_max_lag_ms: Option<Spanned<u64>>,
     pub(crate) database_cache_mb: Option<Spanned<u64>>,
+    pub(crate) database_stamp_batch: Option<Spanned<u64>>,
+    pub(crate) database_stamp_wait_us: Option<Spanned<u64>>,
     pub(crate) shutdown_grace_seconds: Option<u64>,
     pub(crate) trusted_proxies: Option<Spanned<Vec<String>>>,
     pub(crate) openapi: Option<bool>,

@@ -376,6 +376,31 @@ fn read_replicas_are_postgresql_urls_with_a_positive_lag_bound() {
 }
 
 #[test]
+fn the_stamp_pacing_keys_are_bounded() {
+    let config =
+        Config::parse("database_stamp_batch = 16\ndatabase_stamp_wait_us = 250\n").expect("valid");
+    assert_eq!(config.database_stamp_batch, Some(16));
+    assert_eq!(config.database_stamp_wait, Some(Duration::from_micros(250)));
+    let unset = Config::parse("").expect("valid");
+    assert_eq!(
+        (unset.database_stamp_batch, unset.database_stamp_wait),
+        (None, None)
+    );
+    let zero_wait = Config::parse("database_stamp_wait_us = 0\n").expect("valid");
+    assert_eq!(zero_wait.database_stamp_wait, Some(Duration::ZERO));
+    let errs = errors("database_stamp_batch = 0\ndatabase_stamp_wait_us = 2000000\n");
+    let keys: Vec<&str> = errs.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        vec!["database_stamp_batch", "database_stamp_wait_us"],
+        "{errs:?}"
+    );
+    assert!(errs[0].message.contains("between 1 and 4096"), "{errs:?}");
+    assert!(errs[1].message.contains("at most"), "{errs:?}");
+    assert_eq!(errors("database_stamp_batch = 5000\n").len(), 1);
+}
+
+#[test]
 fn the_database_cache_budget_is_in_mib_and_bounded() {
     let config = Config::parse("database_cache_mb = 8\n").expect("valid");
     assert_eq!(config.database_cache_bytes, Some(8 * 1024 * 1024));

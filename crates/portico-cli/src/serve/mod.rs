@@ -412,17 +412,15 @@ async fn open_platform(url: &str, config: &Config) -> crate::Result<Platform> {
     platform_config.live = config.live.clone();
     platform_config.accounts =
         crate::config::platform_accounts(config).map_err(crate::Error::Setup)?;
-    // Replicas, or a read cache budget other than the default, need the PostgreSQL store
-    // opened with its options (`database_cache_mb` is ignored by the other backends).
+    // Replicas, or a read cache budget or stamp pacing other than the default, need the
+    // PostgreSQL store opened with its options (`database_cache_mb` and `database_stamp_*`
+    // are ignored by the other backends).
     let postgres = url.starts_with("postgres://") || url.starts_with("postgresql://");
-    if !config.database_replicas.is_empty() || (postgres && config.database_cache_bytes.is_some()) {
-        let store = replicas::open_store(
-            url,
-            &config.database_replicas,
-            config.replica_max_lag,
-            config.database_cache_bytes,
-        )
-        .await?;
+    let tuned = config.database_cache_bytes.is_some()
+        || config.database_stamp_batch.is_some()
+        || config.database_stamp_wait.is_some();
+    if !config.database_replicas.is_empty() || (postgres && tuned) {
+        let store = replicas::open_store(url, config).await?;
         if config.metrics.is_some() {
             metrics::handle()?;
             return store_metrics::platform_on(url, store, platform_config).await;

@@ -93,19 +93,18 @@ pub fn record_metrics() {
     }
 }
 
-/// Opens the PostgreSQL store on `url` with `replicas` (their lag bound `max_lag`, or the
-/// default) and the read cache budget `cache_bytes` (or the default), and keeps it for
-/// [`report`] when it has replicas.
+/// Opens the PostgreSQL store on `url` with the config's `database_replicas` (their lag bound
+/// `replica_max_lag_ms`), read cache budget and stamp pacing (each the store's default when
+/// unset), and keeps it for [`report`] when it has replicas.
 ///
 /// # Errors
 /// [`crate::Error::Database`] when `url` is not PostgreSQL or the store cannot be opened.
 #[cfg(feature = "postgres")]
 pub async fn open_store(
     url: &str,
-    replicas: &[String],
-    max_lag: Option<std::time::Duration>,
-    cache_bytes: Option<usize>,
+    config: &crate::config::Config,
 ) -> crate::Result<std::sync::Arc<dyn portico_store::Store>> {
+    let replicas = &config.database_replicas;
     let failed = |message: String| crate::Error::Database {
         url: portico_store::redact_url(url),
         message,
@@ -117,11 +116,17 @@ pub async fn open_store(
     }
     let mut options = portico_store::postgres::PostgresOptions::default();
     options.replicas = replicas.to_vec();
-    if let Some(max_lag) = max_lag {
+    if let Some(max_lag) = config.replica_max_lag {
         options.replica_max_lag = max_lag;
     }
-    if let Some(bytes) = cache_bytes {
+    if let Some(bytes) = config.database_cache_bytes {
         options.cache_bytes = bytes;
+    }
+    if let Some(batch) = config.database_stamp_batch {
+        options.stamp_pacing.batch = batch;
+    }
+    if let Some(wait) = config.database_stamp_wait {
+        options.stamp_pacing.wait = wait;
     }
     let store = portico_store::postgres::PostgresStore::open_with(url, options)
         .await
@@ -139,14 +144,12 @@ pub async fn open_store(
 #[cfg(not(feature = "postgres"))]
 pub async fn open_store(
     url: &str,
-    _replicas: &[String],
-    _max_lag: Option<std::time::Duration>,
-    _cache_bytes: Option<usize>,
+    _config: &crate::config::Config,
 ) -> crate::Result<std::sync::Arc<dyn portico_store::Store>> {
     Err(crate::Error::Database {
         url: portico_store::redact_url(url),
         message:
-            "database_replicas and database_cache_mb need the postgres backend, not in this build"
+            "database_replicas, database_cache_mb and database_stamp_* need the postgres backend, not in this build"
                 .into(),
     })
 }

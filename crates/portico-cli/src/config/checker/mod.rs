@@ -117,6 +117,27 @@ impl<'a> Checker<'a> {
                 }
             }
         });
+        let database_stamp_batch =
+            raw.database_stamp_batch
+                .and_then(|n| match usize::try_from(*n.get_ref()) {
+                    Ok(batch @ 1..=4096) => Some(batch),
+                    _ => {
+                        self.error(&n, "database_stamp_batch", "must be between 1 and 4096");
+                        None
+                    }
+                });
+        let database_stamp_wait = raw.database_stamp_wait_us.and_then(|us| {
+            if *us.get_ref() > 1_000_000 {
+                self.error(
+                    &us,
+                    "database_stamp_wait_us",
+                    "must be at most 1000000 (1 s)",
+                );
+                None
+            } else {
+                Some(Duration::from_micros(us.into_inner()))
+            }
+        });
         let api_lines = self.source.header_lines("api");
         let apis: Vec<ApiConfig> = raw
             .api
@@ -220,6 +241,8 @@ impl<'a> Checker<'a> {
             database_replicas,
             replica_max_lag,
             database_cache_bytes,
+            database_stamp_batch,
+            database_stamp_wait,
             trusted_proxies,
             shutdown_grace: raw.shutdown_grace_seconds.map(Duration::from_secs),
             openapi: raw.openapi,
