@@ -11,7 +11,7 @@ use crate::number::add_numbers;
 
 use crate::document::document_id;
 use crate::selector::ElemCond;
-use crate::value::{numeric_index, split_path, values_equal};
+use crate::value::{check_path, numeric_index, split_path, values_equal};
 use crate::{Document, Error, IdKind, Result, Selector};
 
 /// How far `$set` of `a.N` may grow an array past its end (filling with `null`), so one small
@@ -44,6 +44,11 @@ enum Kind {
         fields: Vec<(String, Value)>,
     },
     Modify(Vec<FieldOp>),
+    /// `{"$set": fields}` made by [`Update::set`]: the fields as given (a dotted key is a
+    /// nested path), not a list of changes, so a client body of many fields becomes an update
+    /// without a second structure beside it (applied, it is what [`Update::parse`] makes of
+    /// that JSON).
+    Set(Document),
 }
 
 /// One field's change inside a modifier.
@@ -131,24 +136,14 @@ impl Update {
         if fields.is_empty() {
             return Err(err("$set is empty"));
         }
-        // Room for the fields a server sets (timestamps, see `Update::with_set`): the list of
-        // a large update is not copied to grow by one.
-        let mut ops = Vec::with_capacity(fields.len() + 2);
-        // The values move into the update: no copy of them.
-        for (path, value) in fields {
-            let parts = split_path(&path).map_err(|e| err(format!("$set: {e}")))?;
-            if parts[0] == "_id" {
-                return Err(err(format!("$set cannot change _id ({path:?})")));
-            }
-            ops.push(FieldOp {
-                path,
-                parts,
-                action: Action::Set(value),
-            });
+        // The fields are the update (nothing is copied or split into parts): checked here as
+        // parsing checks each `$set` path.
+        for path in fields.keys() {
+            check_set_path(path)?;
         }
-        check_conflicts(&ops)?;
+        check_set_conflicts(&fields)?;
         Ok(Update {
-            kind: Kind::Modify(ops),
+            kind: Kind::Set(fields),
             source: OnceLock::new(),
         })
     }
@@ -201,19 +196,40 @@ impl Update {
     /// is unusable or conflicts with another change of the modifier (as parsing refuses it).
     pub fn with_set(self, fields: Vec<(String, Value)>) -> Result<Update> {
         let Update { kind, mut source } = self;
-        let mut ops = match kind {
-            Kind::Replace { doc, fields: set } => return replaced(doc, set, fields),
-            Kind::Modify(ops) => ops,
-        };
-        for (path, value) in fields {
+        // The JSON form, when it is kept, gains the fields in its `$set`.
+        let mut keep = |path: &str, value: &Value| {
             if let Some(Value::Object(given)) = source.get_mut() {
                 let set = given
                     .entry("$set")
                     .or_insert_with(|| Value::Object(Map::new()));
                 if let Value::Object(set) = set {
-                    set.insert(path.clone(), value.clone());
+                    set.insert(path.to_owned(), value.clone());
                 }
             }
+        };
+        let mut ops = match kind {
+            Kind::Replace { doc, fields: set } => return replaced(doc, set, fields),
+            Kind::Modify(ops) => ops,
+            Kind::Set(mut set) => {
+                for (path, value) in fields {
+                    keep(&path, &value);
+                    // A path it sets takes the new value in its place; a new one comes last.
+                    if let Some(slot) = set.get_mut(&path) {
+                        *slot = value;
+                        continue;
+                    }
+                    check_set_path(&path)?;
+                    set.insert(path, value);
+                }
+                check_set_conflicts(&set)?;
+                return Ok(Update {
+                    kind: Kind::Set(set),
+                    source,
+                });
+            }
+        };
+        for (path, value) in fields {
+            keep(&path, &value);
             if let Some(op) = ops
                 .iter_mut()
                 .find(|op| op.path == path && matches!(op.action, Action::Set(_)))
@@ -221,10 +237,8 @@ impl Update {
                 op.action = Action::Set(value);
                 continue;
             }
+            check_set_path(&path)?;
             let parts = split_path(&path).map_err(|e| err(format!("$set: {e}")))?;
-            if parts[0] == "_id" {
-                return Err(err(format!("$set cannot change _id ({path:?})")));
-            }
             // Where parsing puts it: a modifier's `$set` fields are one run of its changes.
             let at = ops
                 .iter()
@@ -272,6 +286,11 @@ impl Update {
                 source.insert("$set".to_owned(), Value::Object(set));
                 Value::Object(source)
             }
+            Kind::Set(fields) => {
+                let mut source = Map::new();
+                source.insert("$set".to_owned(), Value::Object(fields.clone()));
+                Value::Object(source)
+            }
         })
     }
 
@@ -280,7 +299,7 @@ impl Update {
     fn replacement_entries(&self) -> impl Iterator<Item = (&str, &Value)> {
         let (doc, fields) = match &self.kind {
             Kind::Replace { doc, fields } => (Some(doc.as_ref()), fields.as_slice()),
-            Kind::Modify(_) => (None, &[][..]),
+            Kind::Modify(_) | Kind::Set(_) => (None, &[][..]),
         };
         let set_over = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
         let own = doc
@@ -307,6 +326,7 @@ impl Update {
                 .map(|(k, _)| k.to_owned())
                 .collect(),
             Kind::Modify(ops) => ops.iter().map(|op| op.parts[0].clone()).collect(),
+            Kind::Set(fields) => fields.keys().map(|path| top(path).to_owned()).collect(),
         };
         names.sort();
         names.dedup();
@@ -360,6 +380,13 @@ impl Update {
                 }
                 Ok(work)
             }
+            Kind::Set(fields) => {
+                let mut work = doc.clone();
+                for (path, value) in fields {
+                    set_at(&mut work, path.clone(), value.clone())?;
+                }
+                Ok(work)
+            }
         }
     }
 
@@ -379,6 +406,14 @@ impl Update {
                         _ => None,
                     };
                     apply_op(&mut work, &op, value)?;
+                }
+                Ok(work)
+            }
+            Kind::Set(fields) => {
+                let mut work = doc.clone();
+                // The keys and values move into the new document.
+                for (path, value) in fields {
+                    set_at(&mut work, path, value)?;
                 }
                 Ok(work)
             }
@@ -447,21 +482,21 @@ impl Update {
         Ok(doc)
     }
 
-    /// A replacement applied to `old`, as a view that can be compared and encoded without
-    /// building the new document (the `_id` is `old`'s, or the replacement's); `None` for a
-    /// modifier. For a backend that only needs the new document's text.
+    /// The update applied to `old`, as a view that can be compared and encoded without
+    /// building the new document: a replacement (the `_id` is `old`'s, or the replacement's),
+    /// or an [`Update::set`] of top-level fields (`old`'s fields, those it sets taking its
+    /// values, then its new ones); `None` for any other update. For a backend that only needs
+    /// the new document's text.
     ///
     /// # Errors
     /// As [`Update::apply`]: a replacement that would change `_id`.
-    pub(crate) fn replacement_view<'a>(
-        &'a self,
-        old: &'a Document,
-    ) -> Option<Result<ReplacementView<'a>>> {
-        let Kind::Replace {
-            doc: replacement, ..
-        } = &self.kind
-        else {
-            return None;
+    pub(crate) fn view<'a>(&'a self, old: &'a Document) -> Option<Result<UpdatedView<'a>>> {
+        let replacement = match &self.kind {
+            Kind::Replace { doc, .. } => doc,
+            Kind::Set(fields) if fields.keys().all(|path| !path.contains('.')) => {
+                return Some(Ok(UpdatedView::Set { old, fields }));
+            }
+            Kind::Set(_) | Kind::Modify(_) => return None,
         };
         let id = old.get("_id");
         if let (Some(old_id), Some(new_id)) = (id, replacement.get("_id"))
@@ -471,7 +506,7 @@ impl Update {
                 "a replacement cannot change _id from {old_id} to {new_id}"
             ))));
         }
-        Some(Ok(ReplacementView {
+        Some(Ok(UpdatedView::Replaced {
             id: id.or_else(|| replacement.get("_id")),
             update: self,
         }))
@@ -485,30 +520,55 @@ impl Update {
                 Action::Set(Value::String(id)) if op.path == "_id" => Some(id.clone()),
                 _ => None,
             }),
+            // `Update::set` refuses `_id`.
+            Kind::Set(_) => None,
         }
     }
 }
 
-/// A replacement applied to a document, not built: see [`Update::replacement_view`]. Encodes
-/// (with `serde`) and compares as the document [`Update::apply`] would make.
-pub(crate) struct ReplacementView<'a> {
-    id: Option<&'a Value>,
-    update: &'a Update,
+/// An update applied to a document, not built: see [`Update::view`]. Encodes (with `serde`)
+/// and compares as the document [`Update::apply`] would make.
+pub(crate) enum UpdatedView<'a> {
+    /// A replacement, with the new document's `_id`.
+    Replaced {
+        id: Option<&'a Value>,
+        update: &'a Update,
+    },
+    /// Top-level fields set over `old`.
+    Set {
+        old: &'a Document,
+        fields: &'a Document,
+    },
 }
 
-impl ReplacementView<'_> {
+impl UpdatedView<'_> {
     /// The fields of the new document, in order.
-    fn entries(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.id.map(|id| ("_id", id)).into_iter().chain(
-            self.update
-                .replacement_entries()
-                .filter(|(k, _)| *k != "_id"),
-        )
+    fn entries(&self) -> Box<dyn Iterator<Item = (&str, &Value)> + '_> {
+        match self {
+            UpdatedView::Replaced { id, update } => Box::new(
+                id.map(|id| ("_id", id))
+                    .into_iter()
+                    .chain(update.replacement_entries().filter(|(k, _)| *k != "_id")),
+            ),
+            UpdatedView::Set { old, fields } => Box::new(
+                old.iter()
+                    .map(|(k, v)| (k.as_str(), fields.get(k).unwrap_or(v)))
+                    .chain(
+                        fields
+                            .iter()
+                            .filter(|(k, _)| !old.contains_key(k.as_str()))
+                            .map(|(k, v)| (k.as_str(), v)),
+                    ),
+            ),
+        }
     }
 
     /// The new document's `_id`, when it is a string.
     pub(crate) fn id(&self) -> Option<&str> {
-        self.id.and_then(Value::as_str)
+        match self {
+            UpdatedView::Replaced { id, .. } => id.and_then(Value::as_str),
+            UpdatedView::Set { old, .. } => document_id(old),
+        }
     }
 
     /// Whether the new document equals `doc` (as documents compare: the same fields and
@@ -525,7 +585,7 @@ impl ReplacementView<'_> {
     }
 }
 
-impl serde::Serialize for ReplacementView<'_> {
+impl serde::Serialize for UpdatedView<'_> {
     fn serialize<S: serde::Serializer>(
         &self,
         serializer: S,
@@ -630,6 +690,59 @@ fn check_conflicts(ops: &[FieldOp]) -> Result<()> {
                 first.path, second.path
             )));
         }
+    }
+    Ok(())
+}
+
+/// A path's first part.
+fn top(path: &str) -> &str {
+    path.split('.').next().unwrap_or(path)
+}
+
+/// Checks a `$set` path as [`Update::parse`] does: a usable path, not inside `_id`.
+fn check_set_path(path: &str) -> Result<()> {
+    check_path(path).map_err(|e| err(format!("$set: {e}")))?;
+    if top(path) == "_id" {
+        return Err(err(format!("$set cannot change _id ({path:?})")));
+    }
+    Ok(())
+}
+
+/// [`check_conflicts`] for the fields of [`Update::set`]. Their keys differ, so two conflict only
+/// when one is a path inside the other (`a` and `a.b`): each key's leading parts are looked up,
+/// with nothing built. When one conflicts, the error is the one the list of changes gives.
+fn check_set_conflicts(fields: &Document) -> Result<()> {
+    let inside = |path: &str| {
+        path.match_indices('.')
+            .any(|(at, _)| fields.contains_key(&path[..at]))
+    };
+    if !fields.keys().any(|path| inside(path)) {
+        return Ok(());
+    }
+    let mut ops = Vec::with_capacity(fields.len());
+    for path in fields.keys() {
+        ops.push(FieldOp {
+            path: path.clone(),
+            parts: split_path(path).map_err(|e| err(format!("$set: {e}")))?,
+            action: Action::Unset,
+        });
+    }
+    check_conflicts(&ops)
+}
+
+/// Sets `value` at `path` of `doc` (one field of a `$set`, not `_id`), making objects on the
+/// way, as [`apply_op`] does.
+fn set_at(doc: &mut Document, path: String, value: Value) -> Result<()> {
+    if !path.contains('.') {
+        doc.insert(path, value);
+        return Ok(());
+    }
+    let parts = split_path(&path).map_err(|e| err(format!("$set: {e}")))?;
+    let target = walk(doc, &parts, true).map_err(|e| err(format!("{path:?}: {e}")))?;
+    if let Some(mut target) = target {
+        target
+            .set(&parts[parts.len() - 1], value)
+            .map_err(|e| err(format!("$set of {path:?}: {e}")))?;
     }
     Ok(())
 }
@@ -891,7 +1004,8 @@ fn changed(old: &Document, new: Document, id: &str) -> Result<Option<(Document, 
 }
 
 /// [`apply_update`] for a backend that needs only the new document's text (no index rows to
-/// write): a replacement is encoded from the update without building the new document.
+/// write): a replacement, or a `$set` of top-level fields made by [`Update::set`], is encoded
+/// from the update and `old` without building the new document.
 ///
 /// # Errors
 /// As [`apply_update`].
@@ -900,7 +1014,7 @@ pub(crate) fn apply_update_text(
     update: &Update,
     id: &str,
 ) -> Result<Option<String>> {
-    let Some(view) = update.replacement_view(old) else {
+    let Some(view) = update.view(old) else {
         return Ok(apply_update(old, update, id)?.map(|(_, text)| text));
     };
     let view = view?;
@@ -920,7 +1034,8 @@ pub(crate) fn apply_update_text(
         })
 }
 
-/// [`apply_update_text`] given the update: a modifier's values move into the new document,
+/// [`apply_update_text`] given the update: encoded from its view when it has one (the update
+/// is dropped once the text is made), else a modifier's values move into the new document,
 /// which is dropped once encoded.
 ///
 /// # Errors
@@ -930,7 +1045,7 @@ pub(crate) fn apply_given_update_text(
     update: Update,
     id: &str,
 ) -> Result<Option<String>> {
-    if update.is_replacement() {
+    if update.view(old).is_some() {
         return apply_update_text(old, &update, id);
     }
     Ok(apply_given_update(old, update, id)?.map(|(_, text)| text))
@@ -1023,6 +1138,117 @@ mod tests {
             .with_set(stamp())
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(stamped.to_value(), &json!({"a": 1, "updatedAt": "now"}));
+    }
+
+    /// `Update::set(fields)` (the fields kept as given) is what parsing `{"$set": fields}`
+    /// gives: the same JSON, field names, new documents (fields in the same order), texts
+    /// (encoded from the view or from the new document), stamped updates and errors.
+    #[test]
+    fn set_is_parse_of_its_fields() {
+        let olds = [
+            json!({"_id": "x"}),
+            json!({"_id": "x", "a": 1, "b": {"c": [1, 2]}, "z": "keep"}),
+            json!({"z": 0, "_id": "x", "b": 5, "a": 1}),
+        ];
+        for fields in [
+            json!({"a": 1}),
+            json!({"n": 2, "a": 1, "m": {"deep": [true]}}),
+            json!({"a": 1, "z": "keep"}),
+            json!({"b.c": 7, "new": null}),
+            json!({"b.c.1": "two", "a": {"x": 1}}),
+            json!({"q.r.s": 1, "a": 2}),
+            // Not applicable to every old document (`b` is 5 in the last one).
+            json!({"b.d": 1}),
+            // Refused: conflicts, `_id`, unusable paths.
+            json!({"a": 1, "a.b": 2}),
+            json!({"x.y.z": 1, "k": 0, "x.y": 2, "x": 3}),
+            json!({"_id": "y"}),
+            json!({"a": 1, "_id.x": 1}),
+            json!({"a..b": 1}),
+            json!({"a.$b": 1}),
+            json!({"": 1}),
+            json!({}),
+        ] {
+            let made = Update::set(doc(fields.clone()));
+            let parsed = Update::parse(&json!({"$set": fields.clone()}));
+            let (made, parsed) = match (made, parsed) {
+                (Ok(m), Ok(p)) => (m, p),
+                (Err(m), Err(p)) => {
+                    // `{"$set": {}}` is refused as "$set is empty" both ways.
+                    assert_eq!(m.to_string(), p.to_string(), "{fields}");
+                    continue;
+                }
+                // `set` refuses any `_id` (a client body cannot name it), as it always did;
+                // parsing allows `$set` of an unchanged `_id`.
+                (Err(m), Ok(_)) if fields.as_object().is_some_and(|f| f.contains_key("_id")) => {
+                    assert_eq!(
+                        m.to_string(),
+                        r#"invalid modifier: $set cannot change _id ("_id")"#
+                    );
+                    continue;
+                }
+                (m, p) => panic!("{fields}: {m:?} / {p:?}"),
+            };
+            assert_eq!(made.to_value(), parsed.to_value(), "{fields}");
+            assert_eq!(made.field_names(), parsed.field_names(), "{fields}");
+            let stamp = vec![
+                ("updatedAt".to_owned(), json!("now")),
+                ("a".to_owned(), json!("stamped")),
+            ];
+            let (made_stamped, parsed_stamped) = (
+                made.clone().with_set(stamp.clone()),
+                parsed.clone().with_set(stamp),
+            );
+            match (&made_stamped, &parsed_stamped) {
+                (Ok(m), Ok(p)) => assert_eq!(m.to_value(), p.to_value(), "{fields}"),
+                (Err(m), Err(p)) => assert_eq!(m.to_string(), p.to_string(), "{fields}"),
+                (m, p) => panic!("{fields} stamped: {m:?} / {p:?}"),
+            }
+            for old in &olds {
+                let old = doc(old.clone());
+                let want = parsed.applied(&old);
+                let got = made.applied(&old);
+                let given = made.clone().into_applied(&old);
+                match (&want, &got, &given) {
+                    (Ok(w), Ok(g), Ok(v)) => {
+                        let order = |d: &Document| d.keys().cloned().collect::<Vec<_>>();
+                        assert_eq!((g, order(g)), (w, order(w)), "{fields} on {old:?}");
+                        assert_eq!((v, order(v)), (w, order(w)), "{fields} on {old:?}");
+                    }
+                    (Err(w), Err(g), Err(v)) => {
+                        assert_eq!(g.to_string(), w.to_string(), "{fields} on {old:?}");
+                        assert_eq!(v.to_string(), w.to_string(), "{fields} on {old:?}");
+                    }
+                    other => panic!("{fields} on {old:?}: {other:?}"),
+                }
+                // The text, made without the new document or with it, given or borrowed.
+                let texts = [
+                    apply_update_text(&old, &parsed, "x"),
+                    apply_update_text(&old, &made, "x"),
+                    apply_given_update_text(&old, made.clone(), "x"),
+                    apply_update(&old, &made, "x").map(|o| o.map(|(_, text)| text)),
+                ];
+                let first = format!("{:?}", texts[0]);
+                for text in &texts {
+                    assert_eq!(format!("{text:?}"), first, "{fields} on {old:?}");
+                }
+                if let Ok(Some(text)) = &texts[0] {
+                    let want = want.as_ref().map(|w| crate::document::encode(w).ok());
+                    assert_eq!(want.ok().flatten().as_ref(), Some(text));
+                }
+                // Unchanged: no text.
+                if want.as_ref().is_ok_and(|w| *w == old) {
+                    assert!(matches!(texts[0], Ok(None)), "{fields} on {old:?}");
+                }
+            }
+        }
+        // The view is used for top-level fields only.
+        let old = doc(json!({"_id": "x"}));
+        assert!(upd(json!({"$set": {"a": 1}})).view(&old).is_none());
+        let top = Update::set(doc(json!({"a": 1}))).unwrap_or_else(|e| panic!("{e}"));
+        assert!(top.view(&old).is_some());
+        let nested = Update::set(doc(json!({"a.b": 1}))).unwrap_or_else(|e| panic!("{e}"));
+        assert!(nested.view(&old).is_none());
     }
 
     fn applied(u: Value, d: Value) -> Result<Value> {

@@ -67,11 +67,16 @@ pub(crate) use crate::number::compare_numbers;
 /// part starting with `$` (positional and operator paths are not supported). The error text
 /// names the problem and is meant to be wrapped in the caller's error variant.
 pub(crate) fn split_path(path: &str) -> std::result::Result<Vec<String>, String> {
+    check_path(path)?;
+    Ok(path.split('.').map(str::to_string).collect())
+}
+
+/// [`split_path`]'s checks, without making the parts.
+pub(crate) fn check_path(path: &str) -> std::result::Result<(), String> {
     if path.is_empty() {
         return Err("empty field name".to_string());
     }
-    let parts: Vec<String> = path.split('.').map(str::to_string).collect();
-    for part in &parts {
+    for part in path.split('.') {
         if part.is_empty() {
             return Err(format!("field path {path:?} has an empty part"));
         }
@@ -81,7 +86,7 @@ pub(crate) fn split_path(path: &str) -> std::result::Result<Vec<String>, String>
             ));
         }
     }
-    Ok(parts)
+    Ok(())
 }
 
 /// The index a path part names when it is all ASCII digits.
