@@ -265,6 +265,38 @@ impl Platform {
             && reader.projection.is_none()
             && target != crate::accounts::USERS;
         let mut out = HashMap::new();
+        let found = self
+            .related_found(target, reader, ids, along, as_stored.then_some(&mut out))
+            .await?;
+        let mut found: Vec<Document> = found
+            .into_iter()
+            .map(|doc| shown(target, reader, doc))
+            .collect();
+        if !found.is_empty() && !inner.is_empty() {
+            self.expand_level(target.to_owned(), &mut found, inner, access, Vec::new())
+                .await?;
+        }
+        for doc in found {
+            if let Some(id) = portico_store::document_id(&doc) {
+                let text = serde_json::to_string(&doc).map_err(|e| corrupt(target, id, &e))?;
+                out.insert(id.to_owned(), text);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The documents of `target` among `ids` that `reader`'s scope selects: those of `along`
+    /// (what the page's read brought, when it did) first, as the query would find them, and the
+    /// others with one query. With `stored`, a document `along` brought goes there as its
+    /// stored text instead (the caller shows it as stored).
+    async fn related_found(
+        &self,
+        target: &str,
+        reader: &ReadAccess,
+        ids: Vec<String>,
+        along: Option<RelatedRead>,
+        mut stored: Option<&mut HashMap<String, String>>,
+    ) -> Result<Vec<Document>> {
         let mut found: Vec<Document> = Vec::new();
         let mut missing = ids;
         if let Some(along) = along {
@@ -273,7 +305,7 @@ impl Platform {
                 if !wanted.contains(id.as_str()) {
                     continue;
                 }
-                if as_stored {
+                if let Some(out) = stored.as_deref_mut() {
                     out.insert(id, text);
                     continue;
                 }
@@ -290,21 +322,7 @@ impl Platform {
             let query = Query::new(wanted.and(reader.scope.clone()));
             found.extend(self.store().find(target, &query).await?);
         }
-        let mut found: Vec<Document> = found
-            .into_iter()
-            .map(|doc| shown(target, reader, doc))
-            .collect();
-        if !found.is_empty() && !inner.is_empty() {
-            self.expand_level(target.to_owned(), &mut found, inner, access, Vec::new())
-                .await?;
-        }
-        for doc in found {
-            if let Some(id) = portico_store::document_id(&doc) {
-                let text = serde_json::to_string(&doc).map_err(|e| corrupt(target, id, &e))?;
-                out.insert(id.to_owned(), text);
-            }
-        }
-        Ok(out)
+        Ok(found)
     }
 
     /// [`Platform::expand`] for server code and platform callers: every related collection is
@@ -352,29 +370,11 @@ impl Platform {
                         }
                     }
                 }
-                // What the page's read brought along (when it did): the documents among the
-                // ids wanted that the scope selects, as the query below would find them.
-                let mut found: Vec<Document> = Vec::new();
-                let mut missing = ids;
-                if let Some(at) = read.iter().position(|r| r.field == field) {
-                    let along = read.swap_remove(at);
-                    let wanted: HashSet<&str> = missing.iter().map(String::as_str).collect();
-                    for (id, text) in along.texts {
-                        if wanted.contains(id.as_str()) {
-                            let doc = decode(target, &id, &text)?;
-                            if reader.scope.matches(&doc) {
-                                found.push(doc);
-                            }
-                        }
-                    }
-                    let looked_up: HashSet<&str> = along.ids.iter().map(String::as_str).collect();
-                    missing.retain(|id| !looked_up.contains(id.as_str()));
-                }
-                if !missing.is_empty() {
-                    let wanted = Selector::parse(&json!({"_id": {"$in": missing}}))?;
-                    let query = Query::new(wanted.and(reader.scope.clone()));
-                    found.extend(self.store().find(target, &query).await?);
-                }
+                let along = read
+                    .iter()
+                    .position(|r| r.field == field)
+                    .map(|at| read.swap_remove(at));
+                let found = self.related_found(target, reader, ids, along, None).await?;
                 let mut found: Vec<Document> = found
                     .into_iter()
                     .map(|doc| shown(target, reader, doc))
