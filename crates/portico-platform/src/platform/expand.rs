@@ -266,16 +266,15 @@ impl Platform {
             && target != crate::accounts::USERS;
         let mut out = HashMap::new();
         let found = self
-            .related_found(target, reader, ids, along, as_stored.then_some(&mut out))
+            .related_found(
+                target,
+                reader,
+                (inner, access),
+                ids,
+                along,
+                as_stored.then_some(&mut out),
+            )
             .await?;
-        let mut found: Vec<Document> = found
-            .into_iter()
-            .map(|doc| shown(target, reader, doc))
-            .collect();
-        if !found.is_empty() && !inner.is_empty() {
-            self.expand_level(target.to_owned(), &mut found, inner, access, Vec::new())
-                .await?;
-        }
         for doc in found {
             if let Some(id) = portico_store::document_id(&doc) {
                 let text = serde_json::to_string(&doc).map_err(|e| corrupt(target, id, &e))?;
@@ -285,14 +284,16 @@ impl Platform {
         Ok(out)
     }
 
-    /// The documents of `target` among `ids` that `reader`'s scope selects: those of `along`
-    /// (what the page's read brought, when it did) first, as the query would find them, and the
-    /// others with one query. With `stored`, a document `along` brought goes there as its
-    /// stored text instead (the caller shows it as stored).
+    /// The documents of `target` among `ids` that `reader`'s scope selects, as `reader` shows
+    /// them and expanded by `inner` (`nested`: the inner levels and every related collection's
+    /// access): those of `along` (what the page's read brought, when it did) first, as the
+    /// query would find them, and the others with one query. With `stored`, a document `along`
+    /// brought goes there as its stored text instead (the caller shows it as stored).
     async fn related_found(
         &self,
         target: &str,
         reader: &ReadAccess,
+        nested: (&Expand, &BTreeMap<String, ReadAccess>),
         ids: Vec<String>,
         along: Option<RelatedRead>,
         mut stored: Option<&mut HashMap<String, String>>,
@@ -321,6 +322,15 @@ impl Platform {
             let wanted = Selector::parse(&json!({"_id": {"$in": missing}}))?;
             let query = Query::new(wanted.and(reader.scope.clone()));
             found.extend(self.store().find(target, &query).await?);
+        }
+        let mut found: Vec<Document> = found
+            .into_iter()
+            .map(|doc| shown(target, reader, doc))
+            .collect();
+        let (inner, access) = nested;
+        if !found.is_empty() && !inner.is_empty() {
+            self.expand_level(target.to_owned(), &mut found, inner, access, Vec::new())
+                .await?;
         }
         Ok(found)
     }
@@ -374,15 +384,9 @@ impl Platform {
                     .iter()
                     .position(|r| r.field == field)
                     .map(|at| read.swap_remove(at));
-                let found = self.related_found(target, reader, ids, along, None).await?;
-                let mut found: Vec<Document> = found
-                    .into_iter()
-                    .map(|doc| shown(target, reader, doc))
-                    .collect();
-                if !found.is_empty() && !inner.is_empty() {
-                    self.expand_level(target.to_owned(), &mut found, inner, access, Vec::new())
-                        .await?;
-                }
+                let found = self
+                    .related_found(target, reader, (inner, access), ids, along, None)
+                    .await?;
                 let by_id: HashMap<String, Value> = found
                     .into_iter()
                     .filter_map(|doc| {
