@@ -185,35 +185,45 @@ impl Platform {
                 .await?;
             related.push(Some(shown));
         }
+        // Each level's member name as JSON text, encoded once for the page.
+        let keys: Vec<String> = levels
+            .iter()
+            .map(|(field, _)| Value::from(*field).to_string())
+            .collect();
+        let mut expanded = String::new();
         Ok(texts
             .into_iter()
             .zip(&scanned)
             .map(|(text, members)| {
-                let mut expanded = String::new();
-                for (at, (field, _)) in levels.iter().enumerate() {
+                expanded.clear();
+                for (at, key) in keys.iter().enumerate() {
                     let Some(Some(by_id)) = related.get(at) else {
                         continue;
                     };
                     let held = members.values.get(at).and_then(Option::as_ref);
-                    let value = match held {
-                        Some(Value::String(id)) => by_id.get(id).cloned(),
+                    let sep = if expanded.is_empty() { "" } else { "," };
+                    match held {
+                        Some(Value::String(id)) => {
+                            if let Some(doc) = by_id.get(id) {
+                                push_all(&mut expanded, &[sep, key, ":", doc]);
+                            }
+                        }
                         Some(Value::Array(items)) => {
-                            let found: Vec<&str> = items
+                            push_all(&mut expanded, &[sep, key, ":["]);
+                            let mut first = true;
+                            for doc in items
                                 .iter()
                                 .filter_map(|v| v.as_str().and_then(|id| by_id.get(id)))
-                                .map(String::as_str)
-                                .collect();
-                            Some(format!("[{}]", found.join(",")))
+                            {
+                                if !first {
+                                    expanded.push(',');
+                                }
+                                first = false;
+                                expanded.push_str(doc);
+                            }
+                            expanded.push(']');
                         }
-                        _ => None,
-                    };
-                    if let Some(value) = value {
-                        if !expanded.is_empty() {
-                            expanded.push(',');
-                        }
-                        expanded.push_str(&Value::from(*field).to_string());
-                        expanded.push(':');
-                        expanded.push_str(&value);
+                        _ => {}
                     }
                 }
                 if expanded.is_empty() {
@@ -429,6 +439,7 @@ impl Platform {
 fn with_expand_member(mut text: String, len: usize, expanded: &str) -> String {
     let end = text.trim_end().len().saturating_sub(1);
     text.truncate(end);
+    text.reserve(expanded.len() + EXPAND_KEY.len() + 7);
     if len > 0 {
         text.push(',');
     }
@@ -438,6 +449,13 @@ fn with_expand_member(mut text: String, len: usize, expanded: &str) -> String {
     text.push_str(expanded);
     text.push_str("}}");
     text
+}
+
+/// `parts` put at the end of `out`, one after another.
+fn push_all(out: &mut String, parts: &[&str]) {
+    for part in parts {
+        out.push_str(part);
+    }
 }
 
 /// The stored text of document `id` of `collection`, decoded.
