@@ -233,6 +233,12 @@ impl Stamps {
             .take();
         loop {
             self.gather().await;
+            // Once more behind the tasks that are ready to run: requests that arrived together
+            // (a burst read from many connections at one wake-up, or an instance given the CPU
+            // back after another had it) call in before the round starts and share it, instead
+            // of the first of them starting a round of its own. A lone caller loses nothing:
+            // with no other task ready, the yield returns at once.
+            tokio::task::yield_now().await;
             let (number, callers) = {
                 let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
                 state.started += 1;

@@ -449,10 +449,12 @@ async fn a_lone_caller_is_not_held_and_an_unfilled_round_starts_after_the_wait()
         "10 lone calls took {:?}: held back",
         started.elapsed()
     );
-    let before = store.stamp_status();
-    assert_eq!(before.rounds, before.callers, "one round each");
-    // Busy: 8 callers at once, then 3 more at once: far from the batch of 64, each round
-    // starts when its first has waited the second (and not much later).
+    let lone = store.stamp_status();
+    assert_eq!(lone.rounds, lone.callers, "one round each");
+    // Busy: 8 callers at once share one round (the leader lets the tasks ready to run call in
+    // before it starts; whether all 8 are ready by then depends on the scheduler, so up to 20
+    // tries), then 3 more at once: far from the batch of 64 and after a round of 8, their
+    // round starts when its first has waited the second (and not much later).
     let calls = |n| {
         let store = Arc::clone(&store);
         async move {
@@ -465,7 +467,17 @@ async fn a_lone_caller_is_not_held_and_an_unfilled_round_starts_after_the_wait()
             }
         }
     };
-    calls(8).await;
+    let mut shared = false;
+    for _ in 0..20 {
+        let seen = store.stamp_status();
+        calls(8).await;
+        if store.stamp_status().rounds - seen.rounds == 1 {
+            shared = true;
+            break;
+        }
+    }
+    assert!(shared, "8 callers at once never shared one round");
+    let before = store.stamp_status();
     let asked = Instant::now();
     calls(3).await;
     let waited = asked.elapsed();
@@ -474,8 +486,8 @@ async fn a_lone_caller_is_not_held_and_an_unfilled_round_starts_after_the_wait()
         "3 callers after a round of 8 waited {waited:?}, not about the wait of 1 s"
     );
     let after = store.stamp_status();
-    assert_eq!(after.callers - before.callers, 11);
-    assert!(after.rounds - before.rounds <= 4);
+    assert_eq!(after.callers - before.callers, 3);
+    assert!(after.rounds - before.rounds <= 2);
 }
 
 /// A database whose collections were made before change stamps existed: the next instance to
