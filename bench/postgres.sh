@@ -15,6 +15,7 @@
 #   WARMUP     seconds of warm-up first (default 2)  PROFILE cargo profile for portico (release)
 #   NO_BUILD=1 use the binaries already built        PORTICO_BIN  measure this portico binary
 #   PG_PORT    the throwaway cluster's port (default 55433)
+#   PORTICO_OTHER  also measure this portico binary (one instance) in the same run, for A/B
 #   CACHE_MB   Portico's database_cache_mb (default: the server's, 16; 0 measures without the
 #              read cache)
 #   STAMP_BATCH, STAMP_WAIT_US  Portico's database_stamp_batch / database_stamp_wait_us (default:
@@ -106,6 +107,8 @@ start() {
     port=$((port + 1)); ports+=("$port")
     case $1 in
       peer) DATABASE_URL=$PG_URL/peers PORT=$port taskset -c 0 "$PEER" 2>/dev/null & ;;
+      other) RUST_LOG=warn taskset -c 0 "$PORTICO_OTHER" serve --config "$work/portico.toml" \
+           --listen "127.0.0.1:$port" >/dev/null 2>>"$work/portico.log" & ;;
       *) RUST_LOG=warn taskset -c 0 "$PORTICO" serve --config "$work/portico.toml" \
            --listen "127.0.0.1:$port" >/dev/null 2>>"$work/portico.log" & ;;
     esac
@@ -180,6 +183,7 @@ for r in $(seq 1 "$ROUNDS"); do
   seed
   run "$r" peer 1
   run "$r" portico 1
+  if [ -n "${PORTICO_OTHER:-}" ]; then seed; run "$r" other 1; fi
   seed
   run "$r" two 2
 done
@@ -223,6 +227,14 @@ for w, label in names.items():
     bad = "/".join(str(sum(r["bad"] for r in runs.get((n, w), []))) for n in ("peer", "portico", "two"))
     print(f"| {label} | {a:,.0f} ({ap / 1000:.2f}) | {p:,.0f} ({pp / 1000:.2f}) | {p / a:.2f}x | "
           f"{pp / ap:.2f}x | {t:,.0f} ({tp / 1000:.2f}) | {bad} |")
+if any(k[0] == "other" for k in runs):
+    print("\nThe other binary (PORTICO_OTHER), one instance, same run:\n")
+    print("| workload | other req/s (p99 ms) | other / peer | other / Portico | other CPU s / 1,000 | PostgreSQL |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for w, label in names.items():
+        o, op = med("other", w, "rps"), med("other", w, "p99")
+        print(f"| {label} | {o:,.0f} ({op / 1000:.2f}) | {o / med('peer', w, 'rps'):.2f}x | "
+              f"{o / med('portico', w, 'rps'):.2f}x | {med('other', w, 'cpu', 0):.3f} | {med('other', w, 'pg'):.3f} |")
 print("\nCPU seconds per 1,000 requests (medians):\n")
 print("| workload | peer | PostgreSQL under peer | Portico, one | PostgreSQL, one | Portico, two (each) | PostgreSQL, two | Portico two/one | PostgreSQL two/one |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
