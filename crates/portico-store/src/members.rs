@@ -3,7 +3,6 @@
 //! [`related_ids_of_texts`]). The text is still checked to be one JSON object; the members not
 //! asked for are skipped (validated, not built).
 
-use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -35,7 +34,7 @@ pub fn object_members(text: &str, wanted: &[&str]) -> Option<Members> {
 /// order): a string, or the strings of an array, each once, the first `max` in page order then
 /// array order. A text that is not one JSON object holds none.
 pub fn related_ids_of_texts(texts: &[String], field: &str, max: usize) -> Vec<String> {
-    let mut seen = HashSet::new();
+    let mut seen = foldhash::HashSet::default();
     let mut ids = Vec::new();
     for text in texts {
         let Some(Members { mut values, .. }) = object_members(text, &[field]) else {
