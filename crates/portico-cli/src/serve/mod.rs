@@ -412,14 +412,14 @@ async fn open_platform(url: &str, config: &Config) -> crate::Result<Platform> {
     platform_config.live = config.live.clone();
     platform_config.accounts =
         crate::config::platform_accounts(config).map_err(crate::Error::Setup)?;
-    // Replicas, or a read cache budget or stamp pacing other than the default, need the
-    // PostgreSQL store opened with its options (`database_cache_mb` and `database_stamp_*`
-    // are ignored by the other backends).
+    // PostgreSQL is opened with its options (replicas, `database_cache_mb`,
+    // `database_stamp_*`; the other backends ignore those) and kept for the stamp and cache
+    // counters of `/metrics`. A build without the backend opens it the usual way, and says so.
     let postgres = url.starts_with("postgres://") || url.starts_with("postgresql://");
     let tuned = config.database_cache_bytes.is_some()
         || config.database_stamp_batch.is_some()
         || config.database_stamp_wait.is_some();
-    if !config.database_replicas.is_empty() || (postgres && tuned) {
+    if !config.database_replicas.is_empty() || (postgres && (tuned || cfg!(feature = "postgres"))) {
         let store = replicas::open_store(url, config).await?;
         if config.metrics.is_some() {
             metrics::handle()?;

@@ -25,6 +25,18 @@ pub const REPLICA_READS: &str = "portico_replica_reads_total";
 /// Reads that failed on a replica and were answered by the primary.
 pub const REPLICA_FALLBACKS: &str = "portico_replica_fallbacks_total";
 
+/// Rounds of change-stamp reads on PostgreSQL (each one round trip, shared by the requests
+/// waiting for it; see `database_stamp_batch`).
+pub const STAMP_ROUNDS: &str = "portico_postgres_stamp_rounds_total";
+/// Calls the change-stamp rounds answered: divided by the rounds, the requests sharing each.
+pub const STAMP_CALLERS: &str = "portico_postgres_stamp_callers_total";
+/// Reads the PostgreSQL read cache answered (`database_cache_mb`).
+pub const CACHE_HITS: &str = "portico_postgres_cache_hits_total";
+/// Reads the PostgreSQL read cache sent to the database.
+pub const CACHE_MISSES: &str = "portico_postgres_cache_misses_total";
+/// Bytes the PostgreSQL read cache holds, as counted against its budget.
+pub const CACHE_BYTES: &str = "portico_postgres_cache_bytes";
+
 /// One replica's state, as `/readyz` and `/metrics` show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplicaReport {
@@ -44,6 +56,10 @@ pub struct ReplicaReport {
 static STORE: OnceLock<portico_store::postgres::PostgresStore> = OnceLock::new();
 #[cfg(not(feature = "postgres"))]
 static STORE: OnceLock<()> = OnceLock::new();
+
+/// The PostgreSQL store this process opened (with replicas or not), for its counters.
+#[cfg(feature = "postgres")]
+static OPENED: OnceLock<portico_store::postgres::PostgresStore> = OnceLock::new();
 
 /// True when this process reads from replicas.
 pub fn enabled() -> bool {
@@ -79,8 +95,20 @@ pub fn readyz_json() -> Option<Value> {
     })
 }
 
-/// Sets the replicas' gauges and counters, before a scrape.
+/// Sets the replicas' gauges and counters, and the PostgreSQL store's stamp and cache
+/// counters, before a scrape.
 pub fn record_metrics() {
+    #[cfg(feature = "postgres")]
+    if let Some(store) = OPENED.get() {
+        let stamps = store.stamp_status();
+        metrics::counter!(STAMP_ROUNDS).absolute(stamps.rounds);
+        metrics::counter!(STAMP_CALLERS).absolute(stamps.callers);
+        let cache = store.cache_status();
+        metrics::counter!(CACHE_HITS).absolute(cache.hits);
+        metrics::counter!(CACHE_MISSES).absolute(cache.misses);
+        #[allow(clippy::cast_precision_loss)] // bytes far below 2^52
+        metrics::gauge!(CACHE_BYTES).set(cache.bytes as f64);
+    }
     #[allow(clippy::cast_precision_loss)] // lags and counts far below 2^52
     for r in report() {
         let up = if r.state == "in_use" { 1.0 } else { 0.0 };
@@ -134,6 +162,7 @@ pub async fn open_store(
     if !replicas.is_empty() {
         let _ = STORE.set(store.clone());
     }
+    let _ = OPENED.set(store.clone());
     Ok(std::sync::Arc::new(store))
 }
 

@@ -397,3 +397,48 @@ async fn requests_while_the_database_is_down_get_503_then_work_again() {
     }
     assert_eq!(status, 200, "the server recovers by itself");
 }
+
+/// The value of the unlabelled metric `name` in a `/metrics` text (0 when absent).
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// `/metrics` on PostgreSQL counts the change-stamp rounds and the calls they answered, and
+/// the read cache's hits and misses: a get read twice is one miss then one hit, each after a
+/// stamp read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_stamp_rounds_and_read_cache_hits() {
+    let ws = Workspace::on_postgres();
+    ws.config(&format!("{CONFIG}[metrics]\n"));
+    let server = ws.serve();
+    ws.add_user("ann", "ann-password", &[]);
+    let (token, _) = server.rest_login("/api/", "ann", "ann-password").await;
+    let id = post_item(&server, &token, json!({"name": "x"})).await;
+    let scrape = || async { server.call("GET", "/metrics", None, &[]).await.raw };
+    let before = scrape().await;
+    for _ in 0..2 {
+        let got = server
+            .call("GET", &format!("/api/items/{id}"), None, &x_auth(&token))
+            .await;
+        assert_eq!(got.status, 200, "{}", got.raw);
+    }
+    let after = scrape().await;
+    let grew = |name| metric(&after, name) - metric(&before, name);
+    assert!(grew("portico_postgres_cache_hits_total") >= 1.0, "{after}");
+    assert!(
+        grew("portico_postgres_cache_misses_total") >= 1.0,
+        "{after}"
+    );
+    let rounds = grew("portico_postgres_stamp_rounds_total");
+    let callers = grew("portico_postgres_stamp_callers_total");
+    assert!(
+        rounds >= 1.0 && callers >= rounds,
+        "{rounds} rounds, {callers} calls: {after}"
+    );
+    assert!(
+        metric(&after, "portico_postgres_cache_bytes") > 0.0,
+        "{after}"
+    );
+}
