@@ -16,6 +16,8 @@
 #   NO_BUILD=1 use the binaries already built        PORTICO_BIN  measure this portico binary
 #   PG_PORT    the throwaway cluster's port (default 55433)
 #   PORTICO_OTHER  also measure this portico binary (one instance) in the same run, for A/B
+#   METRICS=1  turn on Portico's [metrics] (its store timing costs a little) and report how many
+#              requests shared each change-stamp read, with one instance and with two
 #   CACHE_MB   Portico's database_cache_mb (default: the server's, 16; 0 measures without the
 #              read cache)
 #   STAMP_BATCH, STAMP_WAIT_US  Portico's database_stamp_batch / database_stamp_wait_us (default:
@@ -55,6 +57,7 @@ database = "$PG_URL/portico"
 ${CACHE_MB:+database_cache_mb = $CACHE_MB}
 ${STAMP_BATCH:+database_stamp_batch = $STAMP_BATCH}
 ${STAMP_WAIT_US:+database_stamp_wait_us = $STAMP_WAIT_US}
+$(if [ "${METRICS:-0}" = 1 ]; then printf '[metrics]'; fi)
 [[api]]
 api_path = "api/"
 use_default_auth = true
@@ -144,7 +147,8 @@ measure() {
     done
     wait_wrk
   fi
-  local before=() pg_before
+  local before=() pg_before stamps_before
+  stamps_before=$(stamp_counts)
   for p in "${pids[@]}"; do before+=("$(ticks "$p")"); done
   pg_before=$(pg_ticks)
   i=0
@@ -163,8 +167,24 @@ measure() {
   lines=$(cat "$work"/wrk.* | grep '^RESULT' || true)
   [ "$(grep -c . <<<"$lines")" = "$n" ] || { echo "wrk gave no RESULT line for $1 $2" >&2; cat "$work"/wrk.*; exit 1; }
   rm -f "$work"/wrk.*
+  if [ "${METRICS:-0}" = 1 ] && [ "$1" != peer ]; then
+    echo "$1 $2 $3 $stamps_before $(stamp_counts)" >> "$work/stamps.tsv"
+  fi
   echo "$1 $2 $3 $pg_cpu ${cpu#,} $(tr '\n' '|' <<<"$lines")" >> "$results"
   echo "  $1 $2 round $3: $(awk '{for (i = 1; i <= NF; i++) if ($i ~ /^(rps|p99_us|bad_status)=/) printf "%s ", $i}' <<<"$lines")" >&2
+}
+# stamp_counts: the change-stamp rounds and the calls they answered, summed over the running
+# Portico servers (from /metrics; "0 0" without METRICS=1 or for the peer).
+stamp_counts() {
+  local p rounds=0 callers=0 text
+  if [ "${METRICS:-0}" = 1 ]; then
+    for p in "${ports[@]}"; do
+      text=$(curl -sf "http://127.0.0.1:$p/metrics" || true)
+      rounds=$((rounds + $(awk '$1 == "portico_postgres_stamp_rounds_total" {n = $2} END {printf "%d", n}' <<<"$text")))
+      callers=$((callers + $(awk '$1 == "portico_postgres_stamp_callers_total" {n = $2} END {printf "%d", n}' <<<"$text")))
+    done
+  fi
+  echo "$rounds $callers"
 }
 wait_wrk() { local j; for j in "${wrks[@]}"; do wait "$j" 2>/dev/null || true; done; wrks=(); }
 wrks=()
@@ -189,9 +209,10 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 echo "load while measuring (1/5/15 min): $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-python3 - "$results" "$ITEMS" "$CONNS" "$SECS" "$ROUNDS" "$HZ" <<'PY'
+touch "$work/stamps.tsv"
+python3 - "$results" "$ITEMS" "$CONNS" "$SECS" "$ROUNDS" "$HZ" "$work/stamps.tsv" <<'PY'
 import statistics, sys
-path, items, conns, secs, rounds, hz = sys.argv[1:]
+path, items, conns, secs, rounds, hz, stamps_path = sys.argv[1:]
 hz = float(hz)
 runs, rss = {}, {}
 for line in open(path):
@@ -252,5 +273,19 @@ for w, label in names.items():
     if one > 0 and one_pg > 0:
         print(f"- {label}: one Portico core {1000 / one:,.0f} req/s; one PostgreSQL core {1000 / one_pg:,.0f} "
               f"req/s, so one PostgreSQL core keeps {one / one_pg:.1f} Portico cores busy")
+shared = {}
+for line in open(stamps_path):
+    f = line.split()
+    r, c = int(f[5]) - int(f[3]), int(f[6]) - int(f[4])
+    if r > 0:
+        shared.setdefault((f[0], f[1]), []).append(c / r)
+if shared:
+    print("\nRequests per change-stamp read (calls answered / reads, medians; METRICS=1):\n")
+    print("| workload | one instance | two instances |")
+    print("|---|---:|---:|")
+    for w, label in names.items():
+        one, two = shared.get(("portico", w)), shared.get(("two", w))
+        cell = lambda v: f"{statistics.median(v):.1f}" if v else "-"
+        print(f"| {label} | {cell(one)} | {cell(two)} |")
 print("\npeak RSS (VmHWM): " + ", ".join(f"{k} {v:.1f} MiB" for k, v in rss.items()))
 PY
