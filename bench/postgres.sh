@@ -12,6 +12,8 @@
 #   ITEMS      seeded documents (default 10000)      SECS    seconds per measurement (default 10)
 #   ROUNDS     rounds (servers take turns in each), medians reported (default 3)
 #   CONNS      wrk connections (default 32; "two" gives each instance its own wrk with half)
+#   TWO_CONNS  connections of each instance's wrk in "two" instead (e.g. 32: a second instance
+#              that brings its own clients, each instance as busy as the one alone)
 #   WARMUP     seconds of warm-up first (default 2)  PROFILE cargo profile for portico (release)
 #   NO_BUILD=1 use the binaries already built        PORTICO_BIN  measure this portico binary
 #   PG_PORT    the throwaway cluster's port (default 55433)
@@ -79,7 +81,11 @@ seed() {
   PATH=$pg_bin:$PATH python3 "$YARDSTICK/seed_pg.py" --from "$data/seed.db" --url "$PG_URL/peers" >/dev/null
   "$PORTICO" import --database "$PG_URL/portico" --collection items "$data/portico-items.json" >/dev/null 2>>"$work/import.log"
   "$PORTICO" import --database "$PG_URL/portico" --collection users "$data/portico-users.json" >/dev/null 2>>"$work/import.log"
-  psql_do -d portico -c "ANALYZE"
+  # Vacuumed and checkpointed now, so that autovacuum and the checkpointer do not work on the
+  # fresh tables during the first workload after a seed (their CPU counts as PostgreSQL's).
+  psql_do -d peers -c "VACUUM ANALYZE"
+  psql_do -d portico -c "VACUUM ANALYZE"
+  psql_do -d postgres -c "CHECKPOINT"
 }
 
 # CPU clock ticks (user + system) of processes; of PostgreSQL: the postmaster with the children
@@ -139,6 +145,7 @@ stop() {
 # appends the summed requests, the worst p99 and the CPU ticks of the servers and of PostgreSQL.
 measure() {
   local n=${#ports[@]} conns=$((CONNS / ${#ports[@]})) p i env script url
+  if [ "$n" -gt 1 ] && [ -n "${TWO_CONNS:-}" ]; then conns=$TWO_CONNS; fi
   if [ "$WARMUP" != 0 ]; then
     for p in "${ports[@]}"; do
       workload "$2" "$p"
