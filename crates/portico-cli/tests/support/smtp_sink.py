@@ -32,7 +32,9 @@ class Sink:
             "html": html.get_content() if html is not None else None,
         }
         name = "%d-%d.json" % (time.time_ns(), threading.get_ident())
-        tmp = os.path.join(self.folder, "." + name)
+        # Written under another ending, then renamed: a reader listing "*.json" never opens a
+        # mail half written.
+        tmp = os.path.join(self.folder, name + ".part")
         with open(tmp, "w") as f:
             json.dump(record, f)
         os.rename(tmp, os.path.join(self.folder, name))

@@ -212,11 +212,21 @@ async fn a_lagging_or_stopped_replica_is_skipped_and_used_again_when_back() {
         .await
         .unwrap();
     pair.wait_state(ReplicaState::Lagging).await;
-    assert!(
-        store.replica_status()[0]
-            .lag_ms
-            .is_some_and(|lag| lag > 300)
-    );
+    // Lagging may first be set by the change feed's wait for the replica (past the allowed
+    // lag), which measures no lag; the next poll (every 200 ms) gives it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !store.replica_status()[0]
+        .lag_ms
+        .is_some_and(|lag| lag > 300)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no lag over 300 ms measured: {:?}",
+            store.replica_status()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(store.replica_status()[0].state, ReplicaState::Lagging);
     assert_eq!(pair.get_as("bob", "a").await, Some(2));
     pair.resume();
     pair.wait_state(ReplicaState::InUse).await;
