@@ -7,7 +7,7 @@
 use std::ops::ControlFlow;
 
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, params};
+use rusqlite::{CachedStatement, Connection, Statement, params};
 
 use super::error::corrupt;
 use super::plan::{Plan, for_each_candidate, not_text, plan};
@@ -291,19 +291,16 @@ pub(crate) fn related_json(
             // One prepared statement, run for each id (not a `format!`, a cache lookup and a
             // reset per id): a page's relation names up to 20 documents, and that per-id
             // statement handling was a third of these reads in a profile of an expanded list.
-            read.texts = or_missing(conn, &follow.collection, || {
-                let mut stmt = conn.prepare_cached(&format!(
-                    "SELECT doc FROM {} WHERE id = ?1",
-                    collection_table(&follow.collection)
-                ))?;
+            let collection = follow.collection.as_str();
+            read.texts = or_missing(conn, collection, || {
+                let mut stmt = by_id(conn, collection)?;
                 let mut texts = Vec::with_capacity(ids.len());
                 for id in &ids {
-                    let mut rows = stmt.query(params![id])?;
-                    if let Some(row) = rows.next()? {
-                        texts.push((
-                            id.clone(),
-                            object_text(row.get_ref(0)?, &follow.collection, id)?,
-                        ));
+                    let text = read_stored_with(&mut stmt, collection, id, |text| {
+                        json_object_text(text, collection, id)
+                    })?;
+                    if let Some(text) = text {
+                        texts.push((id.clone(), text));
                     }
                 }
                 Ok(texts)
@@ -323,10 +320,25 @@ fn read_stored<T>(
     id: &str,
     read: impl FnOnce(&[u8]) -> Result<T>,
 ) -> Result<Option<T>> {
-    let mut stmt = conn.prepare_cached(&format!(
+    let mut stmt = by_id(conn, collection)?;
+    read_stored_with(&mut stmt, collection, id, read)
+}
+
+/// The statement that reads one stored document of `collection` by id ([`read_stored_with`]).
+fn by_id<'c>(conn: &'c Connection, collection: &str) -> Result<CachedStatement<'c>> {
+    Ok(conn.prepare_cached(&format!(
         "SELECT doc FROM {} WHERE id = ?1",
         collection_table(collection)
-    ))?;
+    ))?)
+}
+
+/// [`read_stored`] with the statement of [`by_id`] already prepared (one for many ids).
+fn read_stored_with<T>(
+    stmt: &mut Statement<'_>,
+    collection: &str,
+    id: &str,
+    read: impl FnOnce(&[u8]) -> Result<T>,
+) -> Result<Option<T>> {
     let mut rows = stmt.query(params![id])?;
     let Some(row) = rows.next()? else {
         return Ok(None);
@@ -345,15 +357,6 @@ pub(crate) fn get_json(conn: &Connection, collection: &str, id: &str) -> Result<
             json_object_text(text, collection, id)
         })
     })
-}
-
-/// A stored column as one JSON object's text (checked without building it), or the error
-/// that document `id` of `collection` holds something else.
-fn object_text(value: ValueRef<'_>, collection: &str, id: &str) -> Result<String> {
-    match value {
-        ValueRef::Text(text) => json_object_text(text, collection, id),
-        _ => Err(not_text(collection, id)),
-    }
 }
 
 /// Stored bytes as one JSON object's text, or the error that document `id` of `collection`

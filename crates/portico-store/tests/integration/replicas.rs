@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use portico_store::postgres::testing::TestCluster;
-use portico_store::postgres::{PostgresOptions, PostgresStore, ReplicaState};
+use portico_store::postgres::{PostgresOptions, PostgresStore, ReplicaState, ReplicaStatus};
 use portico_store::routing::{Reader, on_primary};
 use portico_store::{Selector, Store, Update, UpdateOptions};
 use serde_json::json;
@@ -48,16 +48,19 @@ async fn pair(max_lag: Duration) -> Pair {
 
 impl Pair {
     async fn wait_state(&self, state: ReplicaState) {
+        self.wait_until(&format!("{state:?}"), |r| r.state == state)
+            .await;
+    }
+
+    /// Waits (up to 20 s) until the replica's status is `what` as `holds` says.
+    async fn wait_until(&self, what: &str, holds: impl Fn(&ReplicaStatus) -> bool) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let status = self.store.replica_status();
-            if status[0].state == state {
+            if holds(&status[0]) {
                 return;
             }
-            assert!(
-                Instant::now() < deadline,
-                "replica not {state:?}: {status:?}"
-            );
+            assert!(Instant::now() < deadline, "replica not {what}: {status:?}");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -214,18 +217,10 @@ async fn a_lagging_or_stopped_replica_is_skipped_and_used_again_when_back() {
     pair.wait_state(ReplicaState::Lagging).await;
     // Lagging may first be set by the change feed's wait for the replica (past the allowed
     // lag), which measures no lag; the next poll (every 200 ms) gives it.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while store.replica_status()[0]
-        .lag_ms
-        .is_none_or(|lag| lag <= 300)
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no lag over 300 ms measured: {:?}",
-            store.replica_status()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    pair.wait_until("measured over 300 ms behind", |r| {
+        r.lag_ms.is_some_and(|lag| lag > 300)
+    })
+    .await;
     assert_eq!(store.replica_status()[0].state, ReplicaState::Lagging);
     assert_eq!(pair.get_as("bob", "a").await, Some(2));
     pair.resume();
