@@ -8,6 +8,7 @@
 //! replayed it (see `portico_store::postgres::PostgresStore`).
 
 use std::hash::{Hash, Hasher};
+#[cfg(feature = "postgres")]
 use std::sync::OnceLock;
 
 use axum::extract::{Request, State};
@@ -52,18 +53,18 @@ pub struct ReplicaReport {
     pub fallbacks: u64,
 }
 
+/// The PostgreSQL store this process opened (with replicas or not): its replicas' state and
+/// its stamp and cache counters.
 #[cfg(feature = "postgres")]
 static STORE: OnceLock<portico_store::postgres::PostgresStore> = OnceLock::new();
-#[cfg(not(feature = "postgres"))]
-static STORE: OnceLock<()> = OnceLock::new();
-
-/// The PostgreSQL store this process opened (with replicas or not), for its counters.
-#[cfg(feature = "postgres")]
-static OPENED: OnceLock<portico_store::postgres::PostgresStore> = OnceLock::new();
 
 /// True when this process reads from replicas.
 pub fn enabled() -> bool {
-    STORE.get().is_some()
+    #[cfg(feature = "postgres")]
+    if let Some(store) = STORE.get() {
+        return !store.replica_status().is_empty();
+    }
+    false
 }
 
 /// Each replica's state (empty without replicas).
@@ -99,7 +100,7 @@ pub fn readyz_json() -> Option<Value> {
 /// counters, before a scrape.
 pub fn record_metrics() {
     #[cfg(feature = "postgres")]
-    if let Some(store) = OPENED.get() {
+    if let Some(store) = STORE.get() {
         let stamps = store.stamp_status();
         metrics::counter!(STAMP_ROUNDS).absolute(stamps.rounds);
         metrics::counter!(STAMP_CALLERS).absolute(stamps.callers);
@@ -123,7 +124,7 @@ pub fn record_metrics() {
 
 /// Opens the PostgreSQL store on `url` with the config's `database_replicas` (their lag bound
 /// `replica_max_lag_ms`), read cache budget and stamp pacing (each the store's default when
-/// unset), and keeps it for [`report`] when it has replicas.
+/// unset), and keeps it for [`report`] and [`record_metrics`].
 ///
 /// # Errors
 /// [`crate::Error::Database`] when `url` is not PostgreSQL or the store cannot be opened.
@@ -159,10 +160,7 @@ pub async fn open_store(
     let store = portico_store::postgres::PostgresStore::open_with(url, options)
         .await
         .map_err(|e| failed(e.to_string()))?;
-    if !replicas.is_empty() {
-        let _ = STORE.set(store.clone());
-    }
-    let _ = OPENED.set(store.clone());
+    let _ = STORE.set(store.clone());
     Ok(std::sync::Arc::new(store))
 }
 
