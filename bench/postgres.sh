@@ -116,9 +116,9 @@ start() {
     port=$((port + 1)); ports+=("$port")
     case $1 in
       peer) DATABASE_URL=$PG_URL/peers PORT=$port taskset -c 0 "$PEER" 2>/dev/null & ;;
-      other) RUST_LOG=warn taskset -c 0 "$PORTICO_OTHER" serve --config "$work/portico.toml" \
-           --listen "127.0.0.1:$port" >/dev/null 2>>"$work/portico.log" & ;;
-      *) RUST_LOG=warn taskset -c 0 "$PORTICO" serve --config "$work/portico.toml" \
+      *) local bin=$PORTICO
+         if [ "$1" = other ]; then bin=$PORTICO_OTHER; fi
+         RUST_LOG=warn taskset -c 0 "$bin" serve --config "$work/portico.toml" \
            --listen "127.0.0.1:$port" >/dev/null 2>>"$work/portico.log" & ;;
     esac
     pids+=("$!")
