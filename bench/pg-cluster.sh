@@ -1,5 +1,5 @@
 # Sourced by the load scripts: a throwaway PostgreSQL cluster in a fresh work directory.
-# Before sourcing, set PG_PORT. After it: `work` (the directory, removed on exit with the
+# Before sourcing, set PG_PORT (and PG_OPTS: more `postgres` options, e.g. "-c name=value"). After it: `work` (the directory, removed on exit with the
 # cluster), `pg_bin`, and a database `portico` at postgres://postgres@127.0.0.1:$PG_PORT/portico.
 # `$1` names the work directory (/tmp/portico-bench-$1.XXXXXX).
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
@@ -16,5 +16,5 @@ cleanup() {
 trap cleanup EXIT
 (cd "$work" && "${as_pg[@]}" "$pg_bin/initdb" -D "$work/pg" -U postgres -A trust -E UTF8 --no-locale >/dev/null)
 (cd "$work" && "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w \
-  -o "-p $PG_PORT -k $work -c listen_addresses=127.0.0.1" start >/dev/null)
+  -o "-p $PG_PORT -k $work -c listen_addresses=127.0.0.1 ${PG_OPTS:-}" start >/dev/null)
 "$pg_bin/psql" -h "$work" -p "$PG_PORT" -U postgres -q -c "CREATE DATABASE portico"

@@ -22,6 +22,11 @@
 #              requests shared each change-stamp read, with one instance and with two
 #   CACHE_MB   Portico's database_cache_mb (default: the server's, 16; 0 measures without the
 #              read cache)
+#   PG_DETAIL=1  also report PostgreSQL's CPU per 1,000 requests by process kind (client
+#              backends, walwriter, autovacuum, ...), and the statements Portico ran per 1,000
+#              requests with their mean time (pg_stat_statements), and what Portico's active
+#              backends were waiting on (pg_stat_activity sampled every 20 ms), to see where a
+#              second instance's work goes
 #   STAMP_BATCH, STAMP_WAIT_US  Portico's database_stamp_batch / database_stamp_wait_us (default:
 #              the server's, 8 and 500; STAMP_BATCH=1 starts a stamp round as soon as the last ends)
 # Needs wrk, taskset, python3, curl and Debian's postgresql. Servers pinned to CPU 0, wrk to CPU 1;
@@ -44,6 +49,9 @@ PORTICO=${PORTICO_BIN:-$repo/target/$PROFILE/portico}
 PEER=$PEER_TARGET/release/peer-axum-postgres
 [ -x "$PEER" ] || { echo "no $PEER (build the yardstick, or unset NO_BUILD)" >&2; exit 2; }
 
+if [ "${PG_DETAIL:-0}" = 1 ]; then
+  PG_OPTS="${PG_OPTS:-} -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track_utility=off"
+fi
 # shellcheck source=bench/pg-cluster.sh
 source bench/pg-cluster.sh postgres
 PG_URL=postgres://postgres@127.0.0.1:$PG_PORT
@@ -85,6 +93,7 @@ seed() {
   # fresh tables during the first workload after a seed (their CPU counts as PostgreSQL's).
   psql_do -d peers -c "VACUUM ANALYZE"
   psql_do -d portico -c "VACUUM ANALYZE"
+  if [ "${PG_DETAIL:-0}" = 1 ]; then psql_do -d portico -c "CREATE EXTENSION pg_stat_statements"; fi
   psql_do -d postgres -c "CHECKPOINT"
 }
 
@@ -101,6 +110,23 @@ pg_ticks() {
   local t
   t=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$postmaster/stat")
   echo $((t + $(ticks $(pgrep -P "$postmaster" || true))))
+}
+
+# pg_procs: "PID TICKS KIND" for each live PostgreSQL server process, and "0 TICKS reaped" for
+# the exited ones the postmaster has collected (autovacuum workers, ...). KIND is the process
+# title without its client address and state (client backends: "client DATABASE").
+pg_procs() {
+  local p title
+  awk '{print 0, $16 + $17, "reaped"}' "/proc/$postmaster/stat"
+  for p in $(pgrep -P "$postmaster" || true); do
+    [ -r "/proc/$p/stat" ] || continue
+    title=$(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null || true)
+    title=${title#postgres: }
+    case $title in
+      *"("[0-9]*")"*) title="client $(awk '{print $2}' <<<"$title")" ;;
+    esac
+    echo "$p $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0) ${title% }"
+  done
 }
 
 results=$work/results.tsv
@@ -133,6 +159,21 @@ start() {
     echo "$1 did not answer on port $p" >&2
     exit 1
   done
+  # Every document read once through each server, so that a server's read cache is as warm as
+  # a long-running one's whatever its share of the warm-up (the peer has none; it reads too).
+  python3 - "$data/ids.txt" "$token" "${ports[@]}" <<'PY'
+import http.client, sys
+ids = [l.strip() for l in open(sys.argv[1]) if l.strip()]
+for port in sys.argv[3:]:
+    conn = http.client.HTTPConnection("127.0.0.1", int(port))
+    for i in ids:
+        for path, headers in (("/api/items/", {}), ("/api/secure/items/", {"X-Auth-Token": sys.argv[2]})):
+            conn.request("GET", path + i, headers=headers)
+            r = conn.getresponse()
+            r.read()
+            if r.status >= 500:
+                sys.exit(f"port {port}: {path}{i} answered {r.status}")
+PY
 }
 
 stop() {
@@ -154,7 +195,26 @@ measure() {
     done
     wait_wrk
   fi
-  local before=() pg_before stamps_before
+  local before=() pg_before stamps_before sampler_pid=0 sampler_before=0
+  if [ "${PG_DETAIL:-0}" = 1 ]; then
+    psql_do -d portico -c "SELECT pg_stat_statements_reset()" >/dev/null
+    # One sampler connection; its own CPU is taken out of PostgreSQL's below.
+    rm -f "$work/sampler.stop"
+    (echo "SELECT 'pid ' || pg_backend_pid();"
+     while [ ! -e "$work/sampler.stop" ]; do
+       echo "SELECT coalesce(wait_event_type || ':' || wait_event, 'running') FROM pg_stat_activity
+             WHERE datname = 'portico' AND state = 'active' AND pid <> pg_backend_pid();"
+       sleep 0.02
+     done | psql_do -d postgres -At > "$work/waits.now" 2>/dev/null) &
+    sampler=$!
+    for _ in $(seq 1 100); do
+      sampler_pid=$(awk '$1 == "pid" {print $2; exit}' "$work/waits.now")
+      [ -n "$sampler_pid" ] && break
+      sleep 0.05
+    done
+    sampler_before=$(ticks "$sampler_pid")
+    pg_procs | grep -v "^$sampler_pid " > "$work/procs.before"
+  fi
   stamps_before=$(stamp_counts)
   for p in "${pids[@]}"; do before+=("$(ticks "$p")"); done
   pg_before=$(pg_ticks)
@@ -169,6 +229,21 @@ measure() {
   wait_wrk
   local cpu="" pg_cpu
   pg_cpu=$(( $(pg_ticks) - pg_before ))
+  if [ "${PG_DETAIL:-0}" = 1 ]; then
+    pg_cpu=$(( pg_cpu - ($(ticks "$sampler_pid") - sampler_before) ))
+    pg_procs | grep -v "^$sampler_pid " | awk -v tag="$1 $2 $3" 'NR == FNR {b[$1 " " $3] = $2; next}
+      {k = $1 " " $3; d[substr($0, index($0, $3))] += $2 - (k in b ? b[k] : 0)}
+      END {for (x in d) printf "%s\t%s\t%d\n", tag, x, d[x]}' "$work/procs.before" - >> "$work/pgdetail.tsv"
+    touch "$work/sampler.stop"
+    wait "$sampler" 2>/dev/null || true
+    grep -v '^pid ' "$work/waits.now" | sort | uniq -c |
+      awk -v tag="$1 $2 $3" '{n = $1; $1 = ""; printf "%s\t%s\t%d\n", tag, substr($0, 2), n}' >> "$work/waits.tsv"
+    if [ "$1" != peer ]; then
+      psql_do -d portico -At -F $'\t' -c "SELECT '$1 $2 $3', regexp_replace(left(query, 60), '\s+', ' ', 'g'),
+        calls, total_exec_time FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+        WHERE d.datname = 'portico' AND query NOT LIKE '%pg_stat_statements%'" >> "$work/statements.tsv"
+    fi
+  fi
   for i in $(seq 0 $((n - 1))); do cpu="$cpu,$(( $(ticks "${pids[$i]}") - before[i] ))"; done
   local lines
   lines=$(cat "$work"/wrk.* | grep '^RESULT' || true)
@@ -180,18 +255,23 @@ measure() {
   echo "$1 $2 $3 $pg_cpu ${cpu#,} $(tr '\n' '|' <<<"$lines")" >> "$results"
   echo "  $1 $2 round $3: $(awk '{for (i = 1; i <= NF; i++) if ($i ~ /^(rps|p99_us|bad_status)=/) printf "%s ", $i}' <<<"$lines")" >&2
 }
-# stamp_counts: the change-stamp rounds and the calls they answered, summed over the running
-# Portico servers (from /metrics; "0 0" without METRICS=1 or for the peer).
+# stamp_counts: the change-stamp rounds, the calls they answered, and the read cache's hits and
+# misses, summed over the running Portico servers (from /metrics; zeros without METRICS=1 or for
+# the peer).
 stamp_counts() {
-  local p rounds=0 callers=0 text
+  local p text sums=(0 0 0 0) i m
+  local metrics=(portico_postgres_stamp_rounds_total portico_postgres_stamp_callers_total
+    portico_postgres_cache_hits_total portico_postgres_cache_misses_total)
   if [ "${METRICS:-0}" = 1 ]; then
     for p in "${ports[@]}"; do
       text=$(curl -sf "http://127.0.0.1:$p/metrics" || true)
-      rounds=$((rounds + $(awk '$1 == "portico_postgres_stamp_rounds_total" {n = $2} END {printf "%d", n}' <<<"$text")))
-      callers=$((callers + $(awk '$1 == "portico_postgres_stamp_callers_total" {n = $2} END {printf "%d", n}' <<<"$text")))
+      for i in 0 1 2 3; do
+        m=${metrics[$i]}
+        sums[i]=$((sums[i] + $(awk -v m="$m" '$1 == m {n = $2} END {printf "%d", n}' <<<"$text")))
+      done
     done
   fi
-  echo "$rounds $callers"
+  echo "${sums[*]}"
 }
 wait_wrk() { local j; for j in "${wrks[@]}"; do wait "$j" 2>/dev/null || true; done; wrks=(); }
 wrks=()
@@ -216,10 +296,10 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 echo "load while measuring (1/5/15 min): $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-touch "$work/stamps.tsv"
-python3 - "$results" "$ITEMS" "$CONNS" "$SECS" "$ROUNDS" "$HZ" "$work/stamps.tsv" <<'PY'
+touch "$work/stamps.tsv" "$work/pgdetail.tsv" "$work/statements.tsv" "$work/waits.tsv"
+python3 - "$results" "$ITEMS" "$CONNS" "$SECS" "$ROUNDS" "$HZ" "$work/stamps.tsv" "$work/pgdetail.tsv" "$work/statements.tsv" "$work/waits.tsv" <<'PY'
 import statistics, sys
-path, items, conns, secs, rounds, hz, stamps_path = sys.argv[1:]
+path, items, conns, secs, rounds, hz, stamps_path, detail_path, statements_path, waits_path = sys.argv[1:]
 hz = float(hz)
 runs, rss = {}, {}
 for line in open(path):
@@ -234,6 +314,8 @@ for line in open(path):
              for r in line.split(" ", 5)[5].split("|") if r.startswith("RESULT")]
     requests = [int(p["requests"]) for p in parts]
     runs.setdefault((name, workload), []).append({
+        "round": f[2],
+        "requests": sum(requests),
         "rps": sum(float(p["rps"]) for p in parts),
         "p99": max(int(p["p99_us"]) for p in parts),
         "bad": sum(int(p["bad_status"]) + int(p["sock_errors"]) for p in parts),
@@ -280,19 +362,90 @@ for w, label in names.items():
     if one > 0 and one_pg > 0:
         print(f"- {label}: one Portico core {1000 / one:,.0f} req/s; one PostgreSQL core {1000 / one_pg:,.0f} "
               f"req/s, so one PostgreSQL core keeps {one / one_pg:.1f} Portico cores busy")
-shared = {}
+shared, misses = {}, {}
 for line in open(stamps_path):
     f = line.split()
-    r, c = int(f[5]) - int(f[3]), int(f[6]) - int(f[4])
+    r, c = int(f[7]) - int(f[3]), int(f[8]) - int(f[4])
+    h, m = int(f[9]) - int(f[5]), int(f[10]) - int(f[6])
     if r > 0:
         shared.setdefault((f[0], f[1]), []).append(c / r)
+    if h + m > 0:
+        misses.setdefault((f[0], f[1]), []).append(m / (h + m) * 100)
 if shared:
-    print("\nRequests per change-stamp read (calls answered / reads, medians; METRICS=1):\n")
-    print("| workload | one instance | two instances |")
-    print("|---|---:|---:|")
+    print("\nRequests per change-stamp read (calls answered / reads) and read-cache misses (% of")
+    print("lookups), medians; METRICS=1:\n")
+    print("| workload | one instance | two instances | misses, one | misses, two |")
+    print("|---|---:|---:|---:|---:|")
     for w, label in names.items():
-        one, two = shared.get(("portico", w)), shared.get(("two", w))
-        cell = lambda v: f"{statistics.median(v):.1f}" if v else "-"
-        print(f"| {label} | {cell(one)} | {cell(two)} |")
+        cell = lambda d, n, fmt: fmt.format(statistics.median(d[(n, w)])) if d.get((n, w)) else "-"
+        print(f"| {label} | {cell(shared, 'portico', '{:.1f}')} | {cell(shared, 'two', '{:.1f}')} | "
+              f"{cell(misses, 'portico', '{:.2f}%')} | {cell(misses, 'two', '{:.2f}%')} |")
+detail = {}
+for line in open(detail_path):
+    tag, kind, ticks = line.rstrip("\n").split("\t")
+    name, w, rnd = tag.split()
+    served = [r["requests"] for r in runs.get((name, w), []) if r["round"] == rnd]
+    if served:
+        kinds = detail.setdefault((name, w), {}).setdefault(rnd, {})
+        kinds[kind] = kinds.get(kind, 0) + int(ticks) / hz / served[0] * 1000
+if detail:
+    print("\nPostgreSQL CPU seconds per 1,000 requests by process kind (medians; PG_DETAIL=1):\n")
+    kinds = sorted({k for per in detail.values() for rnd in per.values() for k in rnd})
+    cols = [(n, w) for w in names for n in ("portico", "two") if (n, w) in detail]
+    print("| kind | " + " | ".join(f"{w} {'one' if n == 'portico' else 'two'}" for n, w in cols) + " |")
+    print("|---|" + "---:|" * len(cols))
+    for k in kinds:
+        cells = [statistics.median(r.get(k, 0) for r in detail[c].values()) for c in cols]
+        if any(v >= 0.0005 for v in cells):
+            print(f"| {k} | " + " | ".join(f"{v:.4f}" for v in cells) + " |")
+stmts = {}
+for line in open(statements_path):
+    tag, query, calls, ms = line.rstrip("\n").split("\t")
+    name, w, rnd = tag.split()
+    served = [r["requests"] for r in runs.get((name, w), []) if r["round"] == rnd]
+    if served:
+        per = stmts.setdefault((name, w), {}).setdefault(rnd, {})
+        c, t = per.get(query, (0, 0.0))
+        per[query] = (c + int(calls), t + float(ms))
+if stmts:
+    print("\nStatements Portico ran per 1,000 requests, and their mean execution time in µs")
+    print("(pg_stat_statements, medians over rounds; PG_DETAIL=1):\n")
+    print("| workload | statement | one: per 1,000 (µs) | two: per 1,000 (µs) |")
+    print("|---|---|---:|---:|")
+    for w, label in names.items():
+        queries = sorted({q for n in ("portico", "two") for per in stmts.get((n, w), {}).values() for q in per})
+        for q in queries:
+            cells = []
+            for n in ("portico", "two"):
+                rs = [(per.get(q, (0, 0.0)), [r["requests"] for r in runs[(n, w)] if r["round"] == rnd][0])
+                      for rnd, per in stmts.get((n, w), {}).items()]
+                if not rs:
+                    cells.append("-")
+                    continue
+                per_k = statistics.median(c / req * 1000 for (c, _), req in rs)
+                mean = statistics.median(t / c * 1000 for (c, t), _ in rs if c) if any(c for (c, _), _ in rs) else 0
+                cells.append(f"{per_k:.1f} ({mean:.0f})")
+            if any(not c.startswith("0.0 ") and c != "-" for c in cells):
+                print(f"| {label} | `{q}` | {cells[0]} | {cells[1]} |")
+waits = {}
+for line in open(waits_path):
+    tag, event, n = line.rstrip("\n").split("\t")
+    name, w, rnd = tag.split()
+    per = waits.setdefault((name, w), {}).setdefault(rnd, {})
+    per[event] = per.get(event, 0) + int(n)
+if waits:
+    print("\nPortico's active PostgreSQL backends by what they were doing, summed over samples every")
+    print("20 ms (all rounds; PG_DETAIL=1). \"running\" is working; Lock:* and LWLock:* are waits:\n")
+    print("| workload | one instance | two instances |")
+    print("|---|---|---|")
+    for w, label in names.items():
+        cells = []
+        for n in ("portico", "two"):
+            total = {}
+            for per in waits.get((n, w), {}).values():
+                for e, c in per.items():
+                    total[e] = total.get(e, 0) + c
+            cells.append(", ".join(f"{e} {c}" for e, c in sorted(total.items(), key=lambda x: -x[1])) or "-")
+        print(f"| {label} | {cells[0]} | {cells[1]} |")
 print("\npeak RSS (VmHWM): " + ", ".join(f"{k} {v:.1f} MiB" for k, v in rss.items()))
 PY

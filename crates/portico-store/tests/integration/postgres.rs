@@ -792,3 +792,90 @@ async fn related_reads(cache_bytes: usize) {
         .expect("missing page collection");
     assert_eq!((texts.len(), total, reads.len()), (0, 0, 0));
 }
+
+/// A write adds to a count slot and a change-stamp slot that no other transaction holds: with
+/// every slot of a collection but one held by an open transaction, grouped inserts, a batch
+/// insert and a removal commit at once, and the count and the stamp stay right. Only with every
+/// slot held does a write wait, for the holder to end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_take_count_and_stamp_slots_nobody_else_holds() {
+    let url = tokio::task::spawn_blocking(|| cluster().create_database())
+        .await
+        .expect("task")
+        .expect("create database");
+    let store: Arc<dyn Store> = Arc::new(PostgresStore::open(&url).await.expect("open"));
+    store
+        .insert("notes", doc(json!({"_id": "first"})))
+        .await
+        .expect("insert");
+    let (holder, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    holder
+        .batch_execute(
+            "BEGIN; \
+             SELECT 1 FROM portico_counts WHERE name = 'notes' AND slot <> 5 FOR UPDATE; \
+             SELECT 1 FROM portico_stamps WHERE name = 'notes' AND slot <> 5 FOR UPDATE",
+        )
+        .await
+        .expect("hold all slots but one");
+    let stamp = store.change_stamp("notes").await.expect("stamp");
+    let writes = async {
+        let mut tasks = Vec::new();
+        for i in 0..8 {
+            let store = Arc::clone(&store);
+            tasks.push(tokio::spawn(async move {
+                store
+                    .insert("notes", doc(json!({"_id": format!("n{i}")})))
+                    .await
+            }));
+        }
+        for task in tasks {
+            task.await.expect("task").expect("insert");
+        }
+        store
+            .insert_many(
+                "notes",
+                vec![doc(json!({"_id": "m1"})), doc(json!({"_id": "m2"}))],
+            )
+            .await
+            .expect("insert many");
+        let first = Selector::parse(&json!({"_id": "first"})).expect("selector");
+        assert_eq!(store.remove("notes", &first).await.expect("remove"), 1);
+    };
+    tokio::time::timeout(Duration::from_secs(20), writes)
+        .await
+        .expect("no write waits on the held slots");
+    assert_eq!(
+        store.count("notes", &Selector::all()).await.expect("count"),
+        10
+    );
+    assert!(store.change_stamp("notes").await.expect("stamp") > stamp);
+
+    holder
+        .batch_execute(
+            "SELECT 1 FROM portico_counts WHERE name = 'notes' FOR UPDATE; \
+             SELECT 1 FROM portico_stamps WHERE name = 'notes' FOR UPDATE",
+        )
+        .await
+        .expect("hold every slot");
+    let waiting = {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move { store.insert("notes", doc(json!({"_id": "late"}))).await })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !waiting.is_finished(),
+        "with every slot held, a write waits"
+    );
+    holder.batch_execute("COMMIT").await.expect("commit");
+    waiting
+        .await
+        .expect("task")
+        .expect("insert after the holder ends");
+    assert_eq!(
+        store.count("notes", &Selector::all()).await.expect("count"),
+        11
+    );
+}
