@@ -14,6 +14,13 @@
 #   CONNS      wrk connections (default 32; "two" gives each instance its own wrk with half)
 #   TWO_CONNS  connections of each instance's wrk in "two" instead (e.g. 32: a second instance
 #              that brings its own clients, each instance as busy as the one alone)
+#   PEER=0     leave the peer out (to measure Portico's second instance alone, in less time)
+#   HALF       1 (the default when the connections are shared out): also measure one instance
+#              with half the connections ("half"), the control for "two": each of two instances
+#              then has the connections, and so the requests in flight, that instance has. Per
+#              request costs that are shared by the requests in flight (a change-stamp read, an
+#              insert group's commit) grow when an instance has fewer, with or without another
+#              instance; two/half is what the second instance itself adds
 #   WARMUP     seconds of warm-up first (default 2)  PROFILE cargo profile for portico (release)
 #   NO_BUILD=1 use the binaries already built        PORTICO_BIN  measure this portico binary
 #   PG_PORT    the throwaway cluster's port (default 55433)
@@ -120,15 +127,16 @@ pg_procs() {
   awk '{print 0, $16 + $17, "reaped"}' "/proc/$postmaster/stat"
   for p in $(pgrep -P "$postmaster" || true); do
     [ -r "/proc/$p/stat" ] || continue
-    title=$(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null || true)
+    title=$(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | sed 's/ *$//' || true)
     title=${title#postgres: }
     case $title in
       *"("[0-9]*")"*) title="client $(awk '{print $2}' <<<"$title")" ;;
     esac
-    echo "$p $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0) ${title% }"
+    echo "$p $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0) $title"
   done
 }
 
+HALF=${HALF:-$([ -n "${TWO_CONNS:-}" ] && echo 0 || echo 1)}
 results=$work/results.tsv
 : > "$results"
 port=3290
@@ -187,6 +195,7 @@ stop() {
 measure() {
   local n=${#ports[@]} conns=$((CONNS / ${#ports[@]})) p i env script url
   if [ "$n" -gt 1 ] && [ -n "${TWO_CONNS:-}" ]; then conns=$TWO_CONNS; fi
+  if [ "$1" = half ]; then conns=$((CONNS / 2)); fi
   if [ "$WARMUP" != 0 ]; then
     for p in "${ports[@]}"; do
       workload "$2" "$p"
@@ -200,18 +209,19 @@ measure() {
     psql_do -d portico -c "SELECT pg_stat_statements_reset()" >/dev/null
     # One sampler connection; its own CPU is taken out of PostgreSQL's below.
     rm -f "$work/sampler.stop"
-    (echo "SELECT 'pid ' || pg_backend_pid();"
-     while [ ! -e "$work/sampler.stop" ]; do
-       echo "SELECT coalesce(wait_event_type || ':' || wait_event, 'running') FROM pg_stat_activity
-             WHERE datname = 'portico' AND state = 'active' AND pid <> pg_backend_pid();"
-       sleep 0.02
-     done | psql_do -d postgres -At > "$work/waits.now" 2>/dev/null) &
+    ({ echo "SELECT 'pid ' || pg_backend_pid();"
+       while [ ! -e "$work/sampler.stop" ]; do
+         echo "SELECT coalesce(wait_event_type || ':' || wait_event, 'running') FROM pg_stat_activity
+               WHERE datname = 'portico' AND state = 'active' AND pid <> pg_backend_pid();"
+         sleep 0.02
+       done; } | psql_do -d postgres -At > "$work/waits.now" 2>/dev/null) &
     sampler=$!
     for _ in $(seq 1 100); do
       sampler_pid=$(awk '$1 == "pid" {print $2; exit}' "$work/waits.now")
       [ -n "$sampler_pid" ] && break
       sleep 0.05
     done
+    [ -n "$sampler_pid" ] || { echo "the wait sampler did not start" >&2; exit 1; }
     sampler_before=$(ticks "$sampler_pid")
     pg_procs | grep -v "^$sampler_pid " > "$work/procs.before"
   fi
@@ -236,7 +246,7 @@ measure() {
       END {for (x in d) printf "%s\t%s\t%d\n", tag, x, d[x]}' "$work/procs.before" - >> "$work/pgdetail.tsv"
     touch "$work/sampler.stop"
     wait "$sampler" 2>/dev/null || true
-    grep -v '^pid ' "$work/waits.now" | sort | uniq -c |
+    { grep -v '^pid ' "$work/waits.now" || true; } | sort | uniq -c |
       awk -v tag="$1 $2 $3" '{n = $1; $1 = ""; printf "%s\t%s\t%d\n", tag, substr($0, 2), n}' >> "$work/waits.tsv"
     if [ "$1" != peer ]; then
       psql_do -d portico -At -F $'\t' -c "SELECT '$1 $2 $3', regexp_replace(left(query, 60), '\s+', ' ', 'g'),
@@ -288,8 +298,9 @@ run() {
 
 for r in $(seq 1 "$ROUNDS"); do
   seed
-  run "$r" peer 1
+  if [ "${PEER:-1}" = 1 ]; then run "$r" peer 1; fi
   run "$r" portico 1
+  if [ "$HALF" = 1 ]; then seed; run "$r" half 1; fi
   if [ -n "${PORTICO_OTHER:-}" ]; then seed; run "$r" other 1; fi
   seed
   run "$r" two 2
@@ -355,6 +366,15 @@ for w, label in names.items():
     two = (t1 + t2) / 2  # per request served by either instance, each instance's own share
     print(f"| {label} | {peer:.3f} | {peer_pg:.3f} | {one:.3f} | {one_pg:.3f} | {t1:.3f} / {t2:.3f} | "
           f"{two_pg:.3f} | {two / one:.2f}x | {two_pg / one_pg:.2f}x |")
+if any(k[0] == "half" for k in runs):
+    print(f"\nThe second instance against one instance with as many connections as each of the two")
+    print(f"({int(conns) // 2}; \"half\"), CPU seconds per 1,000 requests (medians):\n")
+    print("| workload | Portico, half | PostgreSQL, half | Portico two/half | PostgreSQL two/half |")
+    print("|---|---:|---:|---:|---:|")
+    for w, label in names.items():
+        h, h_pg = med("half", w, "cpu", 0), med("half", w, "pg")
+        two = (med("two", w, "cpu", 0) + med("two", w, "cpu", 1)) / 2
+        print(f"| {label} | {h:.3f} | {h_pg:.3f} | {two / h:.2f}x | {med('two', w, 'pg') / h_pg:.2f}x |")
 print("\nProjection (from the one-instance figures): N instances, each on a core of its own, serve")
 print("N / portico_cpu req/s until PostgreSQL's cores run out at cores / postgres_cpu:\n")
 for w, label in names.items():
@@ -374,11 +394,11 @@ for line in open(stamps_path):
 if shared:
     print("\nRequests per change-stamp read (calls answered / reads) and read-cache misses (% of")
     print("lookups), medians; METRICS=1:\n")
-    print("| workload | one instance | two instances | misses, one | misses, two |")
-    print("|---|---:|---:|---:|---:|")
+    print("| workload | one instance | half | two instances | misses, one | misses, two |")
+    print("|---|---:|---:|---:|---:|---:|")
     for w, label in names.items():
         cell = lambda d, n, fmt: fmt.format(statistics.median(d[(n, w)])) if d.get((n, w)) else "-"
-        print(f"| {label} | {cell(shared, 'portico', '{:.1f}')} | {cell(shared, 'two', '{:.1f}')} | "
+        print(f"| {label} | {cell(shared, 'portico', '{:.1f}')} | {cell(shared, 'half', '{:.1f}')} | {cell(shared, 'two', '{:.1f}')} | "
               f"{cell(misses, 'portico', '{:.2f}%')} | {cell(misses, 'two', '{:.2f}%')} |")
 detail = {}
 for line in open(detail_path):
@@ -391,8 +411,8 @@ for line in open(detail_path):
 if detail:
     print("\nPostgreSQL CPU seconds per 1,000 requests by process kind (medians; PG_DETAIL=1):\n")
     kinds = sorted({k for per in detail.values() for rnd in per.values() for k in rnd})
-    cols = [(n, w) for w in names for n in ("portico", "two") if (n, w) in detail]
-    print("| kind | " + " | ".join(f"{w} {'one' if n == 'portico' else 'two'}" for n, w in cols) + " |")
+    cols = [(n, w) for w in names for n in ("portico", "half", "two") if (n, w) in detail]
+    print("| kind | " + " | ".join(f"{w} {'one' if n == 'portico' else n}" for n, w in cols) + " |")
     print("|---|" + "---:|" * len(cols))
     for k in kinds:
         cells = [statistics.median(r.get(k, 0) for r in detail[c].values()) for c in cols]
@@ -410,13 +430,13 @@ for line in open(statements_path):
 if stmts:
     print("\nStatements Portico ran per 1,000 requests, and their mean execution time in µs")
     print("(pg_stat_statements, medians over rounds; PG_DETAIL=1):\n")
-    print("| workload | statement | one: per 1,000 (µs) | two: per 1,000 (µs) |")
-    print("|---|---|---:|---:|")
+    print("| workload | statement | one: per 1,000 (µs) | half: per 1,000 (µs) | two: per 1,000 (µs) |")
+    print("|---|---|---:|---:|---:|")
     for w, label in names.items():
-        queries = sorted({q for n in ("portico", "two") for per in stmts.get((n, w), {}).values() for q in per})
+        queries = sorted({q for n in ("portico", "half", "two") for per in stmts.get((n, w), {}).values() for q in per})
         for q in queries:
             cells = []
-            for n in ("portico", "two"):
+            for n in ("portico", "half", "two"):
                 rs = [(per.get(q, (0, 0.0)), [r["requests"] for r in runs[(n, w)] if r["round"] == rnd][0])
                       for rnd, per in stmts.get((n, w), {}).items()]
                 if not rs:
@@ -426,7 +446,7 @@ if stmts:
                 mean = statistics.median(t / c * 1000 for (c, t), _ in rs if c) if any(c for (c, _), _ in rs) else 0
                 cells.append(f"{per_k:.1f} ({mean:.0f})")
             if any(not c.startswith("0.0 ") and c != "-" for c in cells):
-                print(f"| {label} | `{q}` | {cells[0]} | {cells[1]} |")
+                print(f"| {label} | `{q}` | " + " | ".join(cells) + " |")
 waits = {}
 for line in open(waits_path):
     tag, event, n = line.rstrip("\n").split("\t")
@@ -436,16 +456,16 @@ for line in open(waits_path):
 if waits:
     print("\nPortico's active PostgreSQL backends by what they were doing, summed over samples every")
     print("20 ms (all rounds; PG_DETAIL=1). \"running\" is working; Lock:* and LWLock:* are waits:\n")
-    print("| workload | one instance | two instances |")
-    print("|---|---|---|")
+    print("| workload | one instance | half | two instances |")
+    print("|---|---|---|---|")
     for w, label in names.items():
         cells = []
-        for n in ("portico", "two"):
+        for n in ("portico", "half", "two"):
             total = {}
             for per in waits.get((n, w), {}).values():
                 for e, c in per.items():
                     total[e] = total.get(e, 0) + c
             cells.append(", ".join(f"{e} {c}" for e, c in sorted(total.items(), key=lambda x: -x[1])) or "-")
-        print(f"| {label} | {cells[0]} | {cells[1]} |")
+        print(f"| {label} | " + " | ".join(cells) + " |")
 print("\npeak RSS (VmHWM): " + ", ".join(f"{k} {v:.1f} MiB" for k, v in rss.items()))
 PY
