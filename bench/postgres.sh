@@ -14,7 +14,7 @@
 #   CONNS      wrk connections (default 32; "two" gives each instance its own wrk with half)
 #   TWO_CONNS  connections of each instance's wrk in "two" instead (e.g. 32: a second instance
 #              that brings its own clients, each instance as busy as the one alone)
-#   PEER=0     leave the peer out (to measure Portico's second instance alone, in less time)
+#   NO_PEER=1  leave the peer out (to measure Portico's second instance alone, in less time)
 #   HALF       1 (the default when the connections are shared out): also measure one instance
 #              with half the connections ("half"), the control for "two": each of two instances
 #              then has the connections, and so the requests in flight, that instance has. Per
@@ -112,6 +112,11 @@ ticks() {
     if [ -r "/proc/$p/stat" ]; then t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); fi
   done
   echo "$t"
+}
+# switches PID: the context switches of every thread of PID, "voluntary involuntary".
+switches() {
+  cat /proc/"$1"/task/*/status 2>/dev/null |
+    awk '/^voluntary_ctxt_switches/ {v += $2} /^nonvoluntary_ctxt_switches/ {n += $2} END {print v + 0, n + 0}'
 }
 pg_ticks() {
   local t
@@ -226,7 +231,8 @@ measure() {
     pg_procs | grep -v "^$sampler_pid " > "$work/procs.before"
   fi
   stamps_before=$(stamp_counts)
-  for p in "${pids[@]}"; do before+=("$(ticks "$p")"); done
+  local switched=()
+  for p in "${pids[@]}"; do before+=("$(ticks "$p")"); switched+=("$(switches "$p")"); done
   pg_before=$(pg_ticks)
   i=0
   for p in "${ports[@]}"; do
@@ -254,7 +260,10 @@ measure() {
         WHERE d.datname = 'portico' AND query NOT LIKE '%pg_stat_statements%'" >> "$work/statements.tsv"
     fi
   fi
-  for i in $(seq 0 $((n - 1))); do cpu="$cpu,$(( $(ticks "${pids[$i]}") - before[i] ))"; done
+  for i in $(seq 0 $((n - 1))); do
+    cpu="$cpu,$(( $(ticks "${pids[$i]}") - before[i] ))"
+    echo "$1 $2 $3 $i ${switched[$i]} $(switches "${pids[$i]}")" >> "$work/switches.tsv"
+  done
   local lines
   lines=$(cat "$work"/wrk.* | grep '^RESULT' || true)
   [ "$(grep -c . <<<"$lines")" = "$n" ] || { echo "wrk gave no RESULT line for $1 $2" >&2; cat "$work"/wrk.*; exit 1; }
@@ -298,7 +307,7 @@ run() {
 
 for r in $(seq 1 "$ROUNDS"); do
   seed
-  if [ "${PEER:-1}" = 1 ]; then run "$r" peer 1; fi
+  if [ "${NO_PEER:-0}" != 1 ]; then run "$r" peer 1; fi
   run "$r" portico 1
   if [ "$HALF" = 1 ]; then seed; run "$r" half 1; fi
   if [ -n "${PORTICO_OTHER:-}" ]; then seed; run "$r" other 1; fi
@@ -307,10 +316,10 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 echo "load while measuring (1/5/15 min): $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-touch "$work/stamps.tsv" "$work/pgdetail.tsv" "$work/statements.tsv" "$work/waits.tsv"
-python3 - "$results" "$ITEMS" "$CONNS" "$SECS" "$ROUNDS" "$HZ" "$work/stamps.tsv" "$work/pgdetail.tsv" "$work/statements.tsv" "$work/waits.tsv" <<'PY'
+touch "$work/stamps.tsv" "$work/pgdetail.tsv" "$work/statements.tsv" "$work/waits.tsv" "$work/switches.tsv"
+python3 - "$results" "$ITEMS" "$CONNS" "$SECS" "$ROUNDS" "$HZ" "$work/stamps.tsv" "$work/pgdetail.tsv" "$work/statements.tsv" "$work/waits.tsv" "$work/switches.tsv" <<'PY'
 import statistics, sys
-path, items, conns, secs, rounds, hz, stamps_path, detail_path, statements_path, waits_path = sys.argv[1:]
+path, items, conns, secs, rounds, hz, stamps_path, detail_path, statements_path, waits_path, switches_path = sys.argv[1:]
 hz = float(hz)
 runs, rss = {}, {}
 for line in open(path):
@@ -327,6 +336,7 @@ for line in open(path):
     runs.setdefault((name, workload), []).append({
         "round": f[2],
         "requests": sum(requests),
+        "parts": requests,
         "rps": sum(float(p["rps"]) for p in parts),
         "p99": max(int(p["p99_us"]) for p in parts),
         "bad": sum(int(p["bad_status"]) + int(p["sock_errors"]) for p in parts),
@@ -375,6 +385,26 @@ if any(k[0] == "half" for k in runs):
         h, h_pg = med("half", w, "cpu", 0), med("half", w, "pg")
         two = (med("two", w, "cpu", 0) + med("two", w, "cpu", 1)) / 2
         print(f"| {label} | {h:.3f} | {h_pg:.3f} | {two / h:.2f}x | {med('two', w, 'pg') / h_pg:.2f}x |")
+switched = {}
+for line in open(switches_path):
+    name, w, rnd, i, v0, n0, v1, n1 = line.split()
+    served = [r for r in runs.get((name, w), []) if r["round"] == rnd]
+    if served:
+        part = served[0]["parts"][int(i)]
+        per = switched.setdefault((name, w), {"v": [], "n": []})
+        per["v"].append((int(v1) - int(v0)) / part * 1000)
+        per["n"].append((int(n1) - int(n0)) / part * 1000)
+if switched:
+    print("\nContext switches of a Portico instance per 1,000 of its requests, voluntary (it waited:")
+    print("for the network, the database, a timer) / involuntary (preempted), medians:\n")
+    print("| workload | one | half | two |")
+    print("|---|---:|---:|---:|")
+    for w, label in names.items():
+        cells = []
+        for n in ("portico", "half", "two"):
+            per = switched.get((n, w))
+            cells.append(f"{statistics.median(per['v']):,.0f} / {statistics.median(per['n']):,.0f}" if per else "-")
+        print(f"| {label} | " + " | ".join(cells) + " |")
 print("\nProjection (from the one-instance figures): N instances, each on a core of its own, serve")
 print("N / portico_cpu req/s until PostgreSQL's cores run out at cores / postgres_cpu:\n")
 for w, label in names.items():
