@@ -14,6 +14,7 @@
 #   CONNS      wrk connections (default 32; "two" gives each instance its own wrk with half)
 #   TWO_CONNS  connections of each instance's wrk in "two" instead (e.g. 32: a second instance
 #              that brings its own clients, each instance as busy as the one alone)
+#   WORKLOADS  the workloads to run, in order (default "get auth-get list insert")
 #   NO_PEER=1  leave the peer out (to measure Portico's second instance alone, in less time)
 #   HALF       1 (the default when the connections are shared out): also measure one instance
 #              with half the connections ("half"), the control for "two": each of two instances
@@ -298,7 +299,7 @@ wrks=()
 # run ROUND NAME COUNT: every workload against COUNT instances (insert last: it grows the data).
 run() {
   start "$2" "$3"
-  for w in get auth-get list insert; do measure "$2" "$w" "$1"; done
+  for w in ${WORKLOADS:-get auth-get list insert}; do measure "$2" "$w" "$1"; done
   local p rss=""
   for p in "${pids[@]}"; do rss="$rss $(awk '/VmHWM/ {print $2}' "/proc/$p/status")"; done
   echo "$2 rss${rss}" >> "$results"
