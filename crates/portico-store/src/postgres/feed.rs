@@ -88,16 +88,15 @@ fn decode(payload: &str) -> Option<Change> {
 }
 
 /// Sends `change` inside `tx`: delivered to every listener when `tx` commits, never otherwise.
-/// The same statement moves the collection's change stamp (see `stamp.rs`), on a slot no other
-/// transaction holds (`schema::pick_slot`), so the stamp and the documents become visible
-/// together.
+/// The same statement moves the collection's change stamp (see `stamp.rs`), on the slot of this
+/// connection, so the stamp and the documents become visible together.
 pub(crate) async fn notify(tx: &impl GenericClient, change: &Change) -> Result<()> {
     let stmt = tx
         .prepare_cached(&format!(
             "WITH stamp AS (UPDATE portico_stamps SET v = v + 1 \
-             WHERE name = $3 AND slot = {}) \
+             WHERE name = $3 AND slot = pg_backend_pid() % {}) \
              SELECT pg_notify($1, $2)",
-            super::schema::pick_slot("portico_stamps", "$3", super::stamp::SLOTS)
+            super::stamp::SLOTS
         ))
         .await?;
     tx.execute(&stmt, &[&CHANNEL, &encode(change), &change.collection()])

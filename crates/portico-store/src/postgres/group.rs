@@ -289,14 +289,16 @@ async fn in_transaction(
              FROM unnest($1::text[], $2::text[]) AS u(i, t) \
              ON CONFLICT (id) DO NOTHING RETURNING id), \
              counted AS (UPDATE portico_counts SET n = n + (SELECT count(*) FROM ins) \
-             WHERE name = $3 AND slot = {}) \
-             SELECT id FROM ins",
-            schema::pick_slot("portico_counts", "$3", schema::COUNT_SLOTS)
+             WHERE name = $3 AND slot = $4) \
+             SELECT id FROM ins"
         ))
         .await?;
     let ids: Vec<&str> = group.iter().map(|j| j.id.as_str()).collect();
     let texts: Vec<&str> = group.iter().map(|j| j.text.as_str()).collect();
-    let rows = client.query(&stmt, &[&ids, &texts, &collection]).await?;
+    let slot: i32 = rand::random_range(0..schema::COUNT_SLOTS);
+    let rows = client
+        .query(&stmt, &[&ids, &texts, &collection, &slot])
+        .await?;
     let mut inserted = HashSet::with_capacity(rows.len());
     for row in rows {
         inserted.insert(row.try_get::<_, String>(0)?);

@@ -22,9 +22,9 @@
 //!
 //! Each collection's document count is kept in `portico_counts`, changed in the transaction of
 //! every write that adds or removes documents, so counting a whole collection reads a few rows
-//! instead of the collection. The count is spread over [`COUNT_SLOTS`] rows, and a write adds to
-//! one that no other transaction holds ([`pick_slot`]): concurrent inserts, from one instance or
-//! many, do not wait on each other's row lock until the other commits.
+//! instead of the collection. The count is spread over [`COUNT_SLOTS`] rows, each write adding to
+//! one at random: concurrent inserts (from many instances) then rarely wait on one row lock
+//! until the other commits.
 
 use deadpool_postgres::{Client, GenericClient, Transaction};
 
@@ -244,35 +244,17 @@ pub(crate) async fn stored_count(client: &Client, collection: &str) -> Result<u6
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
-/// The SQL expression for the slot of `table` (`portico_counts` or `portico_stamps`) a write
-/// adds to, for the collection named by the statement's parameter `name`: the connection's own
-/// slot (its backend pid modulo `slots`) unless another transaction holds it, else the first
-/// slot nobody else holds (locked by the expression, `SKIP LOCKED`, so choosing never waits),
-/// and only when every slot is held, the own one (waiting for it). A slot the transaction holds
-/// already counts as free to it. So concurrent writers, on one instance or many, spread over
-/// the slots instead of queueing behind a commit on one row, as slots drawn at random or by pid
-/// alone do when two writers draw the same.
-pub(crate) fn pick_slot(table: &str, name: &str, slots: i32) -> String {
-    format!(
-        "coalesce((SELECT slot FROM {table} WHERE name = {name} \
-         ORDER BY slot = pg_backend_pid() % {slots} DESC, slot LIMIT 1 FOR UPDATE SKIP LOCKED), \
-         pg_backend_pid() % {slots})"
-    )
-}
-
-/// Adds `delta` to the count of `collection`, on a slot no other transaction holds
-/// ([`pick_slot`]). Call inside the write transaction that inserted or removed the documents.
+/// Adds `delta` to the count of `collection`, on one slot chosen at random. Call inside the
+/// write transaction that inserted or removed the documents.
 pub(crate) async fn add_to_count(tx: &Transaction<'_>, collection: &str, delta: i64) -> Result<()> {
     if delta == 0 {
         return Ok(());
     }
+    let slot: i32 = rand::random_range(0..COUNT_SLOTS);
     let stmt = tx
-        .prepare_cached(&format!(
-            "UPDATE portico_counts SET n = n + $2 WHERE name = $1 AND slot = {}",
-            pick_slot("portico_counts", "$1", COUNT_SLOTS)
-        ))
+        .prepare_cached("UPDATE portico_counts SET n = n + $3 WHERE name = $1 AND slot = $2")
         .await?;
-    tx.execute(&stmt, &[&collection, &delta]).await?;
+    tx.execute(&stmt, &[&collection, &slot, &delta]).await?;
     Ok(())
 }
 

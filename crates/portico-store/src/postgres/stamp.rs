@@ -17,8 +17,8 @@
 //! also adds one to a slot of the collection's counter, so the counter and the documents become
 //! visible together, at commit. A collection's stamp is the sum of its slots, read by one
 //! statement: it only grows, and it has grown for every write committed before the statement's
-//! snapshot. Slots spread concurrent writers the way `portico_counts` does: a write adds to a
-//! slot no other transaction holds (`schema::pick_slot`), so writers do not queue on one row.
+//! snapshot. Slots spread concurrent writers (each connection uses the slot of its backend pid,
+//! so one transaction never waits on two slots of a collection) the way `portico_counts` does.
 //!
 //! # Rounds: one read for many callers, paced by demand
 //!
