@@ -1,6 +1,7 @@
 # Sourced by the load scripts: a throwaway PostgreSQL cluster in a fresh work directory.
-# Before sourcing, set PG_PORT (and PG_OPTS: more `postgres` options, e.g. "-c name=value"). After it: `work` (the directory, removed on exit with the
-# cluster), `pg_bin`, and a database `portico` at postgres://postgres@127.0.0.1:$PG_PORT/portico.
+# Before sourcing, set PG_PORT (and PG_OPTS: more `postgres` options, e.g. "-c name=value").
+# After it: `work` (the directory, removed on exit with the cluster), `pg_bin`, and a database
+# `portico` at postgres://postgres@127.0.0.1:$PG_PORT/portico.
 # `$1` names the work directory (/tmp/portico-bench-$1.XXXXXX).
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 [ -x "$pg_bin/initdb" ] || { echo "PostgreSQL is not installed (apt-get install postgresql)"; exit 1; }

@@ -348,6 +348,17 @@ def med(name, w, key, i=None):
     rs = runs.get((name, w), [])
     vals = [r[key][i] if i is not None else r[key] for r in rs]
     return statistics.median(vals) if vals else float("nan")
+def measured(name, w, rnd):
+    """The measurement of server NAME, workload W in round RND (None if there was none)."""
+    return next((r for r in runs.get((name, w), []) if r["round"] == rnd), None)
+def tagged(path):
+    """The lines of a detail file, "NAME WORKLOAD ROUND<tab>..." each, with their measurement."""
+    for line in open(path):
+        tag, *rest = line.rstrip("\n").split("\t")
+        name, w, rnd = tag.split()
+        run = measured(name, w, rnd)
+        if run:
+            yield name, w, rnd, run, rest
 names = {"get": "get by id", "auth-get": "authenticated get by id", "list": "list of 20", "insert": "insert"}
 print(f"\n{items} items, wrk -t1 -c{conns}, {secs}s x {rounds} rounds, medians; servers on CPU 0, "
       f"wrk on CPU 1, PostgreSQL unpinned\n")
@@ -389,9 +400,9 @@ if any(k[0] == "half" for k in runs):
 switched = {}
 for line in open(switches_path):
     name, w, rnd, i, v0, n0, v1, n1 = line.split()
-    served = [r for r in runs.get((name, w), []) if r["round"] == rnd]
-    if served:
-        part = served[0]["parts"][int(i)]
+    run = measured(name, w, rnd)
+    if run:
+        part = run["parts"][int(i)]
         per = switched.setdefault((name, w), {"v": [], "n": []})
         per["v"].append((int(v1) - int(v0)) / part * 1000)
         per["n"].append((int(n1) - int(n0)) / part * 1000)
@@ -432,13 +443,9 @@ if shared:
         print(f"| {label} | {cell(shared, 'portico', '{:.1f}')} | {cell(shared, 'half', '{:.1f}')} | {cell(shared, 'two', '{:.1f}')} | "
               f"{cell(misses, 'portico', '{:.2f}%')} | {cell(misses, 'two', '{:.2f}%')} |")
 detail = {}
-for line in open(detail_path):
-    tag, kind, ticks = line.rstrip("\n").split("\t")
-    name, w, rnd = tag.split()
-    served = [r["requests"] for r in runs.get((name, w), []) if r["round"] == rnd]
-    if served:
-        kinds = detail.setdefault((name, w), {}).setdefault(rnd, {})
-        kinds[kind] = kinds.get(kind, 0) + int(ticks) / hz / served[0] * 1000
+for name, w, rnd, run, (kind, ticks) in tagged(detail_path):
+    kinds = detail.setdefault((name, w), {}).setdefault(rnd, {})
+    kinds[kind] = kinds.get(kind, 0) + int(ticks) / hz / run["requests"] * 1000
 if detail:
     print("\nPostgreSQL CPU seconds per 1,000 requests by process kind (medians; PG_DETAIL=1):\n")
     kinds = sorted({k for per in detail.values() for rnd in per.values() for k in rnd})
@@ -450,14 +457,10 @@ if detail:
         if any(v >= 0.0005 for v in cells):
             print(f"| {k} | " + " | ".join(f"{v:.4f}" for v in cells) + " |")
 stmts = {}
-for line in open(statements_path):
-    tag, query, calls, ms = line.rstrip("\n").split("\t")
-    name, w, rnd = tag.split()
-    served = [r["requests"] for r in runs.get((name, w), []) if r["round"] == rnd]
-    if served:
-        per = stmts.setdefault((name, w), {}).setdefault(rnd, {})
-        c, t = per.get(query, (0, 0.0))
-        per[query] = (c + int(calls), t + float(ms))
+for name, w, rnd, run, (query, calls, ms) in tagged(statements_path):
+    per = stmts.setdefault((name, w), {}).setdefault(rnd, {})
+    c, t = per.get(query, (0, 0.0))
+    per[query] = (c + int(calls), t + float(ms))
 if stmts:
     print("\nStatements Portico ran per 1,000 requests, and their mean execution time in µs")
     print("(pg_stat_statements, medians over rounds; PG_DETAIL=1):\n")
@@ -468,7 +471,7 @@ if stmts:
         for q in queries:
             cells = []
             for n in ("portico", "half", "two"):
-                rs = [(per.get(q, (0, 0.0)), [r["requests"] for r in runs[(n, w)] if r["round"] == rnd][0])
+                rs = [(per.get(q, (0, 0.0)), measured(n, w, rnd)["requests"])
                       for rnd, per in stmts.get((n, w), {}).items()]
                 if not rs:
                     cells.append("-")
@@ -479,9 +482,7 @@ if stmts:
             if any(not c.startswith("0.0 ") and c != "-" for c in cells):
                 print(f"| {label} | `{q}` | " + " | ".join(cells) + " |")
 waits = {}
-for line in open(waits_path):
-    tag, event, n = line.rstrip("\n").split("\t")
-    name, w, rnd = tag.split()
+for name, w, rnd, _, (event, n) in tagged(waits_path):
     per = waits.setdefault((name, w), {}).setdefault(rnd, {})
     per[event] = per.get(event, 0) + int(n)
 if waits:
