@@ -105,6 +105,43 @@ fn parse_exponent(text: &str) -> i128 {
     if negative { -value } else { value }
 }
 
+/// Appends the order-preserving key of a JSON number (see [`crate::order_key`]): bytes that
+/// compare (as byte strings) as [`compare_numbers`] compares the numbers, equal for equal values
+/// in any spelling (`1`, `1.0`, `10e-1`).
+///
+/// The layout: a sign byte (`0x21` negative, `0x22` zero, `0x23` positive), then, for a
+/// non-zero number, the decimal exponent (a length byte and its big-endian magnitude), the
+/// significant digits (each `digit + 1`) and a `0x00` end; a negative number has those bytes
+/// after the sign byte complemented, which reverses their order (the layout is prefix-free: no
+/// number's bytes begin another's).
+pub(crate) fn order_key(n: &Number, out: &mut Vec<u8>) {
+    let d = Decimal::parse(n.as_str());
+    if d.is_zero() {
+        out.push(0x22);
+        return;
+    }
+    out.push(if d.negative { 0x21 } else { 0x23 });
+    let start = out.len();
+    let magnitude = d.exponent.unsigned_abs();
+    let bytes = magnitude.to_be_bytes();
+    let skip = bytes.iter().take_while(|&&b| b == 0).count();
+    let len = (bytes.len() - skip) as u8;
+    if d.exponent >= 0 {
+        out.push(0x80 + len);
+        out.extend_from_slice(&bytes[skip..]);
+    } else {
+        out.push(0x80 - len);
+        out.extend(bytes[skip..].iter().map(|b| !b));
+    }
+    out.extend(d.digits().map(|digit| digit - b'0' + 1));
+    out.push(0x00);
+    if d.negative {
+        for b in &mut out[start..] {
+            *b = !*b;
+        }
+    }
+}
+
 /// Orders two JSON numbers by their exact decimal values (`1`, `1.0` and `10e-1` are equal;
 /// `18446744073709551617 > 18446744073709551616`).
 pub(crate) fn compare_numbers(a: &Number, b: &Number) -> Ordering {

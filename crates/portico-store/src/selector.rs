@@ -432,6 +432,34 @@ impl Selector {
         }
     }
 
+    /// The conditions every matching document satisfies, as `(path, split path, condition)`
+    /// for each top-level (or `$and`) field condition, and whether the selector requires
+    /// anything else (`$or`, `$nor`, an entity tag): what an index plan may translate (see
+    /// `index_plan.rs`).
+    pub(crate) fn conjunction(&self) -> (Vec<(&str, &[String], &Cond)>, bool) {
+        let mut out = Vec::new();
+        let other = self.collect_conjunction(&mut out);
+        (out, other)
+    }
+
+    fn collect_conjunction<'a>(&'a self, out: &mut Vec<(&'a str, &'a [String], &'a Cond)>) -> bool {
+        let mut other = false;
+        for clause in &self.clauses {
+            match clause {
+                Clause::Field { path, parts, conds } => {
+                    out.extend(conds.iter().map(|c| (path.as_str(), parts.as_slice(), c)));
+                }
+                Clause::And(subs) => {
+                    for s in subs {
+                        other |= s.collect_conjunction(out);
+                    }
+                }
+                Clause::Or(_) | Clause::Nor(_) | Clause::Etag(_) => other = true,
+            }
+        }
+        other
+    }
+
     /// The equality conditions an upsert copies into the document it inserts: `(path parts,
     /// value)` for every top-level (or `$and`) equality, whatever the value's type.
     pub(crate) fn upsert_fields(&self) -> Vec<(&[String], &Value)> {
