@@ -270,8 +270,15 @@ fn served_order(
     if matches!(last, Last::In(_)) {
         return None;
     }
-    let keys: Vec<&(String, bool)> = sort
-        .keys()
+    let mut all = sort.keys();
+    // A last key of `_id` ascending is the tie-break every sort has anyway.
+    if let Some((last_key, rest)) = all.split_last()
+        && last_key.0 == "_id"
+        && last_key.1
+    {
+        all = rest;
+    }
+    let keys: Vec<&(String, bool)> = all
         .iter()
         .filter(|(path, _)| index.multikey || !fields[..pinned].iter().any(|f| &f.path == path))
         .collect();

@@ -385,6 +385,35 @@ pub trait Store: Send + Sync + 'static {
     /// is unique already, is accepted); backend failures.
     async fn ensure_unique_index(&self, collection: &str, path: &str) -> Result<()>;
 
+    /// Keeps a sorted index of `collection` over `spec` (see [`crate::IndexSpec`]): created
+    /// and filled from the stored documents when missing, then kept by every write in the
+    /// write's own transaction. A sorted or filtered [`Store::find`] (and its count) whose sort
+    /// and conditions the index serves reads only the index entries it needs instead of every
+    /// document: a sort on the index's fields (after equality on the fields before them) reads
+    /// `skip + limit` entries, with no cap on the window ([`crate::MAX_SORTED_WINDOW`] applies
+    /// only to sorts no index serves). Results are exactly those without the index. Calling it
+    /// again is a no-op (a unique spec makes an existing plain one unique). The memory backend
+    /// keeps the list (and a unique spec's uniqueness) and reads as without indexes.
+    ///
+    /// # Errors
+    /// [`crate::Error::DuplicateKey`] for a unique spec over a field whose stored documents
+    /// share a value; [`crate::Error::InvalidDocument`] when a stored document gives the index
+    /// more than [`crate::MAX_INDEX_ENTRIES`] entries (then nothing changes); backend failures.
+    async fn ensure_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<()>;
+
+    /// The sorted indexes of `collection` ([`Store::ensure_sorted_index`]), in name order.
+    ///
+    /// # Errors
+    /// Backend failures.
+    async fn sorted_indexes(&self, collection: &str) -> Result<Vec<crate::IndexSpec>>;
+
+    /// Removes the sorted index over `spec`'s fields; false when there was none. A unique
+    /// spec's uniqueness stays (it is the equality index of [`Store::ensure_unique_index`]).
+    ///
+    /// # Errors
+    /// Backend failures.
+    async fn drop_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<bool>;
+
     /// Removes `collection` with all its documents and indexes. Dropping a missing one is a no-op.
     ///
     /// # Errors

@@ -59,6 +59,9 @@ struct Collection {
     docs: BTreeMap<String, Document>,
     /// Equality indexes by dotted path.
     indexes: BTreeMap<String, Index>,
+    /// Sorted indexes by name (their fields as written): listed, never read (a query here
+    /// reads the documents, which is what an index must answer anyway).
+    sorted: BTreeMap<String, crate::IndexSpec>,
 }
 
 /// An equality index on one path: index key -> ids of the documents holding that value there.
@@ -511,6 +514,51 @@ impl Store for MemoryStore {
                 path: path.to_string(),
             })
         }
+    }
+
+    async fn ensure_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<()> {
+        check_name(collection)?;
+        if spec.unique
+            && let Some(field) = spec.fields.first()
+        {
+            self.ensure_unique_index(collection, &field.path).await?;
+        }
+        let mut all = self.write();
+        let coll = all.entry(collection.to_string()).or_default();
+        let parts = spec.split_paths();
+        if coll
+            .docs
+            .values()
+            .any(|doc| crate::order_key::entries(doc, &parts).is_none())
+        {
+            return Err(Error::InvalidDocument(format!(
+                "a document holds too many values for the index {spec} (at most {} entries)",
+                crate::MAX_INDEX_ENTRIES
+            )));
+        }
+        let key: Vec<String> = spec.fields.iter().map(crate::IndexField::name).collect();
+        let entry = coll
+            .sorted
+            .entry(key.join(","))
+            .or_insert_with(|| spec.clone());
+        entry.unique |= spec.unique;
+        Ok(())
+    }
+
+    async fn sorted_indexes(&self, collection: &str) -> Result<Vec<crate::IndexSpec>> {
+        Ok(self
+            .read()
+            .get(collection)
+            .map(|c| c.sorted.values().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn drop_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<bool> {
+        let key: Vec<String> = spec.fields.iter().map(crate::IndexField::name).collect();
+        Ok(self
+            .write()
+            .get_mut(collection)
+            .is_some_and(|c| c.sorted.remove(&key.join(",")).is_some()))
     }
 
     async fn drop_collection(&self, collection: &str) -> Result<()> {

@@ -223,8 +223,8 @@ fn one_insert(conn: &Connection, collection: &str, doc: Document, keep: bool) ->
         .execute([])?;
     let result = (|| {
         schema::ensure_collection(conn, collection)?;
-        let paths = schema::indexed_paths(conn, collection)?;
-        let inserted = insert_keeping(conn, collection, &paths, doc, keep)?;
+        let mut indexes = crate::sqlite::index::indexes(conn, collection)?;
+        let inserted = insert_keeping(conn, collection, &mut indexes, doc, keep)?;
         schema::add_to_count(conn, collection, 1)?;
         Ok(inserted)
     })();

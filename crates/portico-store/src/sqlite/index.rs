@@ -15,8 +15,12 @@
 use rusqlite::{Connection, params};
 
 use super::error::is_unique_violation;
-use super::schema::index_table;
+use std::collections::BTreeSet;
+
+use super::schema::{self, index_table, indexed_paths, sorted_indexes};
 pub(crate) use crate::index_key::{keys, value_key};
+use crate::index_plan::SortedIndex;
+use crate::order_key;
 use crate::value::split_path;
 use crate::{Document, Error, Result};
 
@@ -31,18 +35,47 @@ pub(crate) fn validate_path(path: &str) -> Result<()> {
         .map_err(|e| Error::InvalidName(format!("index path: {e}")))
 }
 
+/// The indexes a write keeps: the equality indexes' paths and the sorted indexes.
+#[derive(Debug, Default)]
+pub(crate) struct Indexes {
+    /// The paths of the equality indexes (`ensure_index`, `ensure_unique_index`).
+    pub(crate) paths: Vec<String>,
+    /// The sorted indexes (`ensure_sorted_index`); `multikey` is set here as the write sets it
+    /// in the catalog.
+    pub(crate) sorted: Vec<SortedIndex>,
+}
+
+impl Indexes {
+    /// True when there is no index to keep (a write then needs no document tree).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.paths.is_empty() && self.sorted.is_empty()
+    }
+}
+
+/// The indexes of `collection`, to keep in a write.
+pub(crate) fn indexes(conn: &Connection, collection: &str) -> Result<Indexes> {
+    Ok(Indexes {
+        paths: indexed_paths(conn, collection)?,
+        sorted: sorted_indexes(conn, collection)?,
+    })
+}
+
 /// Writes the index rows of a document: removes the keys `old` had and `new` has not, adds the
 /// keys `new` has and `old` had not. `None` for `old` is an insert; `None` for `new` a removal.
 /// Call inside the transaction that writes the document.
+///
+/// # Errors
+/// [`Error::DuplicateKey`] for a unique index's value taken; [`Error::InvalidDocument`] for a
+/// document that would give a sorted index more than [`crate::MAX_INDEX_ENTRIES`] entries.
 pub(crate) fn update_rows(
     conn: &Connection,
     collection: &str,
-    paths: &[String],
+    indexes: &mut Indexes,
     id: &str,
     old: Option<&Document>,
     new: Option<&Document>,
 ) -> Result<()> {
-    for path in paths {
+    for path in &indexes.paths {
         let old_keys = old.map(|d| keys(d, path)).unwrap_or_default();
         let new_keys = new.map(|d| keys(d, path)).unwrap_or_default();
         let table = index_table(collection, path);
@@ -75,7 +108,84 @@ pub(crate) fn update_rows(
             }
         }
     }
+    for index in &mut indexes.sorted {
+        update_sorted_rows(conn, collection, index, id, old, new)?;
+    }
     Ok(())
+}
+
+/// [`update_rows`] for one sorted index.
+fn update_sorted_rows(
+    conn: &Connection,
+    collection: &str,
+    index: &mut SortedIndex,
+    id: &str,
+    old: Option<&Document>,
+    new: Option<&Document>,
+) -> Result<()> {
+    let rows = |doc: Option<&Document>| -> Result<BTreeSet<Vec<Vec<u8>>>> {
+        match doc {
+            None => Ok(BTreeSet::new()),
+            Some(doc) => match order_key::entries(doc, &index.parts) {
+                Some(rows) => Ok(rows.into_iter().collect()),
+                None => Err(too_many_entries(&index.spec)),
+            },
+        }
+    };
+    let old_rows = rows(old)?;
+    let new_rows = rows(new)?;
+    if old_rows == new_rows {
+        return Ok(());
+    }
+    let n = index.spec.fields.len();
+    let table = &index.table;
+    let columns: Vec<String> = (0..n).map(|i| format!("k{i}")).collect();
+    let stale: Vec<&Vec<Vec<u8>>> = old_rows.difference(&new_rows).collect();
+    if !stale.is_empty() {
+        let filter: Vec<String> = (0..n).map(|i| format!("k{i} = ?{}", i + 2)).collect();
+        let mut delete = conn.prepare_cached(&format!(
+            "DELETE FROM {table} WHERE id = ?1 AND {}",
+            filter.join(" AND ")
+        ))?;
+        for row in stale {
+            delete.raw_bind_parameter(1, id)?;
+            for (i, k) in row.iter().enumerate() {
+                delete.raw_bind_parameter(i + 2, k.as_slice())?;
+            }
+            delete.raw_execute()?;
+        }
+    }
+    let added: Vec<&Vec<Vec<u8>>> = new_rows.difference(&old_rows).collect();
+    if !added.is_empty() {
+        let params: Vec<String> = (0..n).map(|i| format!("?{}", i + 2)).collect();
+        let mut insert = conn.prepare_cached(&format!(
+            "INSERT INTO {table} (id, {}) VALUES (?1, {}) ON CONFLICT DO NOTHING",
+            columns.join(", "),
+            params.join(", ")
+        ))?;
+        for row in added {
+            insert.raw_bind_parameter(1, id)?;
+            for (i, k) in row.iter().enumerate() {
+                insert.raw_bind_parameter(i + 2, k.as_slice())?;
+            }
+            insert.raw_execute()?;
+        }
+    }
+    if new_rows.len() > 1 && !index.multikey {
+        schema::set_multikey(conn, collection, &index.spec)?;
+        index.multikey = true;
+    }
+    Ok(())
+}
+
+/// The refusal of a document with too many values for a sorted index.
+fn too_many_entries(spec: &crate::IndexSpec) -> Error {
+    Error::InvalidDocument(format!(
+        "the document holds too many values for the index {spec}: every combination of its \
+         fields' values is an entry, and a document may give an index at most {} (an index \
+         over two fields should have at most one of them hold a large array)",
+        crate::MAX_INDEX_ENTRIES
+    ))
 }
 
 #[cfg(test)]

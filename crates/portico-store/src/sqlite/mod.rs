@@ -68,6 +68,7 @@ mod pool;
 mod query;
 mod schema;
 mod search;
+mod sorted;
 mod write;
 
 #[cfg(test)]
@@ -323,7 +324,7 @@ impl Store for SqliteStore {
     }
 
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>> {
-        crate::top::check_sorted_window(query)?;
+        // The sorted window is checked by `query::find` unless a sorted index serves the sort.
         // A query answered through the primary key or an index with few entries for the value
         // is a handful of point reads: inline, as `find_one` and `get` below.
         if let Some(Ok(Some(found))) = self
@@ -407,6 +408,21 @@ impl Store for SqliteStore {
             })
         {
             return Ok(found);
+        }
+        // A filtered or sorted page through a sorted index, with its total, in one snapshot.
+        if !query.is_plain_page() {
+            let name = collection.to_owned();
+            let owned = query.clone();
+            let through_index = self
+                .with_reader(move |conn| {
+                    query::in_read_transaction(conn, || {
+                        query::find_json_counted_sorted(conn, &name, &owned)
+                    })
+                })
+                .await?;
+            if let Some((page, total)) = through_index {
+                return Ok((page, total, Vec::new()));
+            }
         }
         let (page, total) = crate::count_then_page(self, collection, query).await?;
         Ok((page, total, Vec::new()))
@@ -543,6 +559,31 @@ impl Store for SqliteStore {
         let collection = collection.to_owned();
         let path = path.to_owned();
         self.with_writer(move |conn| write::ensure_unique_index(conn, &collection, &path))
+            .await
+    }
+
+    async fn ensure_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<()> {
+        let collection = collection.to_owned();
+        let spec = spec.clone();
+        self.with_writer(move |conn| write::ensure_sorted_index(conn, &collection, &spec))
+            .await
+    }
+
+    async fn sorted_indexes(&self, collection: &str) -> Result<Vec<crate::IndexSpec>> {
+        let collection = collection.to_owned();
+        self.with_reader(move |conn| {
+            Ok(schema::sorted_indexes(conn, &collection)?
+                .into_iter()
+                .map(|i| i.spec)
+                .collect())
+        })
+        .await
+    }
+
+    async fn drop_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<bool> {
+        let collection = collection.to_owned();
+        let spec = spec.clone();
+        self.with_writer(move |conn| write::drop_sorted_index(conn, &collection, &spec))
             .await
     }
 

@@ -12,6 +12,7 @@ use rusqlite::{CachedStatement, Connection, Statement, params};
 use super::error::corrupt;
 use super::plan::{Plan, for_each_candidate, not_text, plan};
 use super::schema::{collection_exists, collection_table, index_table, stored_count};
+use super::sorted::{self, Read, Rows};
 use crate::top::Page;
 use crate::{Document, Query, RelatedField, RelatedRead, Result, Selector};
 
@@ -43,11 +44,42 @@ pub(crate) fn find(conn: &Connection, collection: &str, query: &Query) -> Result
     if query.limit == Some(0) {
         return Ok(Vec::new());
     }
+    let through_index = or_missing(conn, collection, || {
+        sorted::read(conn, collection, query, false, false)
+    })?;
+    if let Some(Read {
+        rows: Rows::Docs(docs),
+        ..
+    }) = through_index
+    {
+        return Ok(docs);
+    }
+    crate::top::check_sorted_window(query)?;
     let mut docs = or_missing(conn, collection, || matches(conn, collection, query))?;
     if let Some(projection) = &query.projection {
         docs = docs.iter().map(|doc| projection.apply(doc)).collect();
     }
     Ok(docs)
+}
+
+/// The page of `query` as stored texts and its total, read through a sorted index; `None` when
+/// no index helps. Call inside a read transaction, so the total is the page's.
+pub(crate) fn find_json_counted_sorted(
+    conn: &Connection,
+    collection: &str,
+    query: &Query,
+) -> Result<Option<(Vec<String>, u64)>> {
+    let read = or_missing(conn, collection, || {
+        sorted::read(conn, collection, query, true, true)
+    })?;
+    let Some(read) = read else {
+        return Ok(None);
+    };
+    let texts = match read.rows {
+        Rows::Texts(texts) => texts,
+        Rows::Docs(docs) => crate::encode_all(&docs)?,
+    };
+    Ok(Some((texts, read.total.unwrap_or(0))))
 }
 
 /// The stored JSON text of a page of the whole collection in `_id` order (`skip` rows passed
@@ -123,6 +155,13 @@ pub(crate) fn find_quick(
         return Ok(Some(Vec::new()));
     }
     let selector = &query.selector;
+    // A sorted window over the cap is for the full read to refuse (or to serve through a
+    // sorted index).
+    if query.sort.is_some()
+        && query.skip.saturating_add(query.limit.unwrap_or(0)) > crate::MAX_SORTED_WINDOW
+    {
+        return Ok(None);
+    }
     // A missing collection reads as "not quick" too; the full read answers it.
     or_missing(conn, collection, || {
         let plan = plan(conn, collection, selector)?;
@@ -229,6 +268,10 @@ fn count_existing(conn: &Connection, collection: &str, selector: &Selector) -> R
     if selector.is_all() {
         // The catalog keeps the count: one row, whatever the collection's size.
         return Ok(stored_count(conn, collection)?.unwrap_or(0));
+    }
+    // A sorted index holding exactly the matches counts its entries.
+    if let Some(n) = sorted::count(conn, collection, selector)? {
+        return Ok(n);
     }
     let plan = plan(conn, collection, selector)?;
     let mut n = 0u64;

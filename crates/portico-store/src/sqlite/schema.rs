@@ -15,7 +15,8 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::Result;
+use crate::index_plan::SortedIndex;
+use crate::{IndexSpec, Result};
 
 /// Creates the catalog tables when missing.
 pub(crate) fn init(conn: &Connection) -> Result<()> {
@@ -27,6 +28,13 @@ pub(crate) fn init(conn: &Connection) -> Result<()> {
              collection TEXT NOT NULL,
              path TEXT NOT NULL,
              PRIMARY KEY (collection, path)
+         ) WITHOUT ROWID;
+         CREATE TABLE IF NOT EXISTS portico_sorted (
+             collection TEXT NOT NULL,
+             name TEXT NOT NULL,
+             spec TEXT NOT NULL,
+             multikey INTEGER NOT NULL DEFAULT 0,
+             PRIMARY KEY (collection, name)
          ) WITHOUT ROWID;
          CREATE TABLE IF NOT EXISTS portico_counts (
              name TEXT PRIMARY KEY NOT NULL,
@@ -177,9 +185,117 @@ pub(crate) fn create_index_table(conn: &Connection, collection: &str, path: &str
     Ok(())
 }
 
+/// The quoted name of the table of the sorted index `spec` of `collection`:
+/// `o_<hex(collection)>_<hex(fields as written)>`, columns `k0..kN` (order keys, see
+/// [`crate::order_key`]) and `id`, primary key in the index's order.
+pub(crate) fn sorted_table(collection: &str, spec: &IndexSpec) -> String {
+    format!(
+        "\"o_{}_{}\"",
+        hex::encode(collection),
+        hex::encode(sorted_name(spec))
+    )
+}
+
+/// The catalog name of a sorted index: its fields as written (`ownerId,-createdAt`); a unique
+/// index and a plain one over the same fields are one index.
+pub(crate) fn sorted_name(spec: &IndexSpec) -> String {
+    let names: Vec<String> = spec.fields.iter().map(crate::IndexField::name).collect();
+    names.join(",")
+}
+
+/// The sorted indexes of `collection`, in catalog (name) order.
+pub(crate) fn sorted_indexes(conn: &Connection, collection: &str) -> Result<Vec<SortedIndex>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT spec, multikey FROM portico_sorted WHERE collection = ?1 ORDER BY name",
+    )?;
+    let rows = stmt
+        .query_map(params![collection], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    rows.into_iter()
+        .map(|(text, multikey)| {
+            let spec = serde_json::from_str(&text)
+                .map_err(|e| crate::Error::Backend(format!("sqlite: index {text:?}: {e}")))
+                .and_then(|v| IndexSpec::parse(&v))?;
+            Ok(SortedIndex {
+                parts: spec.split_paths(),
+                table: sorted_table(collection, &spec),
+                spec,
+                multikey: multikey != 0,
+            })
+        })
+        .collect()
+}
+
+/// Creates the (empty) table of the sorted index `spec` and records it in the catalog. Call
+/// inside a write transaction, after checking that the index does not exist.
+pub(crate) fn create_sorted_table(
+    conn: &Connection,
+    collection: &str,
+    spec: &IndexSpec,
+) -> Result<SortedIndex> {
+    let columns: Vec<String> = (0..spec.fields.len())
+        .map(|i| format!("k{i} BLOB NOT NULL"))
+        .collect();
+    let key: Vec<String> = spec
+        .fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| format!("k{i}{}", if f.ascending { "" } else { " DESC" }))
+        .collect();
+    let table = sorted_table(collection, spec);
+    conn.execute_batch(&format!(
+        "CREATE TABLE IF NOT EXISTS {table} ({}, id TEXT NOT NULL, PRIMARY KEY ({}, id)) \
+         WITHOUT ROWID",
+        columns.join(", "),
+        key.join(", ")
+    ))?;
+    conn.prepare_cached(
+        "INSERT INTO portico_sorted (collection, name, spec, multikey) VALUES (?1, ?2, ?3, 0)",
+    )?
+    .execute(params![
+        collection,
+        sorted_name(spec),
+        spec.to_value().to_string()
+    ])?;
+    Ok(SortedIndex {
+        parts: spec.split_paths(),
+        table,
+        spec: spec.clone(),
+        multikey: false,
+    })
+}
+
+/// Records that the sorted index `name` of `collection` holds several entries for a document.
+/// Call inside the write transaction that wrote them.
+pub(crate) fn set_multikey(conn: &Connection, collection: &str, spec: &IndexSpec) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE portico_sorted SET multikey = 1 WHERE collection = ?1 AND name = ?2",
+    )?
+    .execute(params![collection, sorted_name(spec)])?;
+    Ok(())
+}
+
+/// Drops the sorted index `spec` of `collection`; false when it did not exist. Call inside a
+/// write transaction.
+pub(crate) fn drop_sorted(conn: &Connection, collection: &str, spec: &IndexSpec) -> Result<bool> {
+    let removed = conn
+        .prepare_cached("DELETE FROM portico_sorted WHERE collection = ?1 AND name = ?2")?
+        .execute(params![collection, sorted_name(spec)])?;
+    conn.execute_batch(&format!(
+        "DROP TABLE IF EXISTS {}",
+        sorted_table(collection, spec)
+    ))?;
+    Ok(removed > 0)
+}
+
 /// Drops `collection`, its indexes and its catalog entries. Call inside a write transaction.
 pub(crate) fn drop_collection(conn: &Connection, collection: &str) -> Result<()> {
     drop_search(conn, collection)?;
+    for index in sorted_indexes(conn, collection)? {
+        drop_sorted(conn, collection, &index.spec)?;
+    }
     for path in indexed_paths(conn, collection)? {
         conn.execute_batch(&format!(
             "DROP TABLE IF EXISTS {}",

@@ -1350,3 +1350,176 @@ async fn small_pages_read_their_related_documents_along() {
     assert_eq!((page.len(), total), (0, 4));
     assert!(reads.iter().all(|r| r.ids.is_empty() && r.texts.is_empty()));
 }
+
+/// The rows of the sorted index `spec` of `collection`, recomputed from the documents, equal
+/// the rows of its table: an index never disagrees with the data it indexes.
+fn assert_sorted_consistent(store: &SqliteStore, collection: &str, spec: &crate::IndexSpec) {
+    let conn = raw(store);
+    let n = spec.fields.len();
+    let cols: Vec<String> = (0..n).map(|i| format!("k{i}")).collect();
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT id, {} FROM {}",
+            cols.join(", "),
+            schema::sorted_table(collection, spec)
+        ))
+        .expect("prepare");
+    let stored: BTreeSet<(String, Vec<Vec<u8>>)> = stmt
+        .query_map([], |row| {
+            let id: String = row.get(0)?;
+            let keys = (0..n)
+                .map(|i| row.get::<_, Vec<u8>>(i + 1))
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok((id, keys))
+        })
+        .expect("query")
+        .collect::<rusqlite::Result<_>>()
+        .expect("rows");
+    let mut docs = conn
+        .prepare(&format!(
+            "SELECT id, doc FROM {}",
+            collection_table(collection)
+        ))
+        .expect("prepare");
+    let expected: BTreeSet<(String, Vec<Vec<u8>>)> = docs
+        .query_map([], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+        })
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .flat_map(|(id, text)| {
+            let d: Document = serde_json::from_str(&text).expect("document");
+            crate::order_key::entries(&d, &spec.split_paths())
+                .expect("entries")
+                .into_iter()
+                .map(move |keys| (id.clone(), keys))
+        })
+        .collect();
+    assert_eq!(stored, expected, "index {spec} of {collection}");
+}
+
+#[tokio::test]
+async fn a_sorted_index_serves_sorts_past_the_window_and_stays_consistent() {
+    let (_dir, store) = open_temp().await;
+    let cities = ["Oslo", "Bergen", "Tromsø"];
+    let docs: Vec<Document> = (0..10_050)
+        .map(|i| {
+            doc(json!({
+                "_id": format!("d{i:05}"),
+                "score": (i * 37) % 1000,
+                "city": cities[i % 3],
+                "tags": if i % 10 == 0 { json!(["x", "y"]) } else { json!("z") },
+            }))
+        })
+        .collect();
+    store
+        .insert_many("items", docs.clone())
+        .await
+        .expect("insert");
+    let far = Query {
+        sort: Some(Sort::parse_list("-score").expect("sort")),
+        skip: 10_000,
+        limit: Some(20),
+        ..Query::default()
+    };
+    // Without an index the window is refused.
+    assert!(matches!(
+        store.find("items", &far).await,
+        Err(Error::InvalidSort(_))
+    ));
+    let by_score = crate::IndexSpec::new(["-score"]).expect("spec");
+    let by_city = crate::IndexSpec::new(["city", "-score"]).expect("spec");
+    let by_tag = crate::IndexSpec::new(["tags"]).expect("spec");
+    for spec in [&by_score, &by_city, &by_tag] {
+        store
+            .ensure_sorted_index("items", spec)
+            .await
+            .expect("index");
+        // Again: a no-op.
+        store
+            .ensure_sorted_index("items", spec)
+            .await
+            .expect("index");
+    }
+    let listed = store.sorted_indexes("items").await.expect("list");
+    assert_eq!(listed.len(), 3);
+    let sort = Sort::parse_list("-score").expect("sort");
+    let mut expected = docs.clone();
+    expected.sort_by(|a, b| sort.compare(a, b));
+    let page = store
+        .find("items", &far)
+        .await
+        .expect("served by the index");
+    assert_eq!(ids(&page), ids(&expected[10_000..10_020]));
+    // Equality prefix, then the sort; the total counted in the index.
+    let oslo = Query {
+        selector: sel(json!({"city": "Oslo"})),
+        sort: Some(sort.clone()),
+        limit: Some(5),
+        ..Query::default()
+    };
+    let (texts, total) = store.find_json_counted("items", &oslo).await.expect("list");
+    let want: Vec<&Document> = expected.iter().filter(|d| d["city"] == "Oslo").collect();
+    assert_eq!(total, want.len() as u64);
+    let got: Vec<Document> = texts
+        .iter()
+        .map(|t| serde_json::from_str(t).expect("json"))
+        .collect();
+    let want_ids: Vec<&str> = want[..5].iter().filter_map(|d| document_id(d)).collect();
+    assert_eq!(ids(&got), want_ids);
+    // A multikey index: each document once.
+    let x = store
+        .count("items", &sel(json!({"tags": {"$in": ["x", "y"]}})))
+        .await
+        .expect("count");
+    assert_eq!(x, 1005);
+    // Writes keep every index: update, replace, remove.
+    store
+        .update(
+            "items",
+            &sel(json!({"city": "Bergen"})),
+            &upd(json!({"$inc": {"score": 1}, "$set": {"tags": ["y", "w"]}})),
+            UpdateOptions::new(true, false),
+        )
+        .await
+        .expect("update");
+    store
+        .remove("items", &sel(json!({"score": {"$lt": 100}})))
+        .await
+        .expect("remove");
+    for spec in [&by_score, &by_city, &by_tag] {
+        assert_sorted_consistent(&store, "items", spec);
+    }
+    assert!(
+        store
+            .drop_sorted_index("items", &by_tag)
+            .await
+            .expect("drop")
+    );
+    assert!(
+        !store
+            .drop_sorted_index("items", &by_tag)
+            .await
+            .expect("drop")
+    );
+    assert_eq!(store.sorted_indexes("items").await.expect("list").len(), 2);
+}
+
+#[tokio::test]
+async fn a_document_with_too_many_index_entries_is_refused_and_nothing_is_written() {
+    let (_dir, store) = open_temp().await;
+    let spec = crate::IndexSpec::new(["a", "b"]).expect("spec");
+    store.ensure_sorted_index("c", &spec).await.expect("index");
+    let big: Vec<Value> = (0..100).map(|i| json!(i)).collect();
+    let refused = store.insert("c", doc(json!({"a": big, "b": big}))).await;
+    assert!(
+        matches!(refused, Err(Error::InvalidDocument(_))),
+        "{refused:?}"
+    );
+    assert_eq!(store.count("c", &Selector::all()).await.expect("count"), 0);
+    store
+        .insert("c", doc(json!({"a": big, "b": 1})))
+        .await
+        .expect("one array is fine");
+    assert_sorted_consistent(&store, "c", &spec);
+}

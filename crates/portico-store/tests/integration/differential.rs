@@ -6,7 +6,8 @@
 use std::mem::discriminant;
 
 use portico_store::{
-    Document, Error, Projection, Query, Selector, Sort, Store, Update, UpdateOptions, document_id,
+    Document, Error, IndexSpec, Projection, Query, Selector, Sort, Store, Update, UpdateOptions,
+    document_id,
 };
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -212,11 +213,27 @@ fn update() -> BoxedStrategy<Value> {
     .boxed()
 }
 
+/// A sorted index over one to three random paths, each ascending or descending.
+fn sorted_index() -> BoxedStrategy<Option<IndexSpec>> {
+    prop::collection::vec((path(), any::<bool>()), 1..4)
+        .prop_map(|fields| {
+            let mut names: Vec<String> = Vec::new();
+            for (p, asc) in fields {
+                if !names.iter().any(|n| n.trim_start_matches('-') == p) {
+                    names.push(if asc { p } else { format!("-{p}") });
+                }
+            }
+            IndexSpec::new(names).ok()
+        })
+        .boxed()
+}
+
 /// One random scenario: documents, indexes, and operations on them.
 #[derive(Debug, Clone)]
 struct Scenario {
     docs: Vec<Document>,
     indexes: Vec<String>,
+    sorted: Vec<Option<IndexSpec>>,
     index_first: bool,
     queries: Vec<Option<Query>>,
     updates: Vec<(Value, Value, bool, bool)>,
@@ -227,6 +244,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
     (
         prop::collection::vec(document(), 2..12),
         prop::collection::vec(path(), 0..3),
+        prop::collection::vec(sorted_index(), 0..3),
         any::<bool>(),
         prop::collection::vec(query(), 1..4),
         prop::collection::vec(
@@ -235,25 +253,28 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         ),
         selector(),
     )
-        .prop_map(|(docs, indexes, index_first, queries, updates, removal)| {
-            // Ids in a scrambled order, so natural order and insertion order differ.
-            let docs = docs
-                .into_iter()
-                .enumerate()
-                .map(|(i, mut d)| {
-                    d.insert("_id".into(), json!(format!("d{:02}", (i * 7) % 12)));
-                    d
-                })
-                .collect();
-            Scenario {
-                docs,
-                indexes,
-                index_first,
-                queries,
-                updates,
-                removal,
-            }
-        })
+        .prop_map(
+            |(docs, indexes, sorted, index_first, queries, updates, removal)| {
+                // Ids in a scrambled order, so natural order and insertion order differ.
+                let docs = docs
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, mut d)| {
+                        d.insert("_id".into(), json!(format!("d{:02}", (i * 7) % 12)));
+                        d
+                    })
+                    .collect();
+                Scenario {
+                    docs,
+                    indexes,
+                    sorted,
+                    index_first,
+                    queries,
+                    updates,
+                    removal,
+                }
+            },
+        )
 }
 
 /// What an operation returned, reduced to what every backend must agree on.
@@ -271,10 +292,20 @@ fn kind<T>(r: &Result<T, Error>) -> Result<(), String> {
 async fn run(s: &Scenario, reference: &dyn Store, other: &dyn Store, name: &str) {
     const C: &str = "diff";
     // The reference gets no index: it answers every query by scanning, the plainest meaning.
-    for (store, indexes) in [(reference, &[][..]), (other, &s.indexes[..])] {
+    let sorted: Vec<&IndexSpec> = s.sorted.iter().flatten().collect();
+    for (store, indexes, sorted) in [
+        (reference, &[][..], &[][..]),
+        (other, &s.indexes[..], &sorted[..]),
+    ] {
         if s.index_first {
             for p in indexes {
                 store.ensure_index(C, p).await.expect("ensure_index");
+            }
+            for spec in sorted {
+                store
+                    .ensure_sorted_index(C, spec)
+                    .await
+                    .expect("ensure_sorted_index");
             }
         }
         for d in &s.docs {
@@ -285,6 +316,12 @@ async fn run(s: &Scenario, reference: &dyn Store, other: &dyn Store, name: &str)
             for p in indexes {
                 store.ensure_index(C, p).await.expect("ensure_index");
             }
+            for spec in sorted {
+                store
+                    .ensure_sorted_index(C, spec)
+                    .await
+                    .expect("ensure_sorted_index");
+            }
         }
     }
     assert_eq!(
@@ -292,6 +329,47 @@ async fn run(s: &Scenario, reference: &dyn Store, other: &dyn Store, name: &str)
         all_docs(reference, C).await,
         "{name}: after inserts"
     );
+    queries_agree(s, reference, other, name, "after inserts").await;
+    writes_agree(s, reference, other, name).await;
+    queries_agree(s, reference, other, name, "after writes").await;
+}
+
+/// Every query of `s` answers alike on both stores: `find`, `count`, `find_one`, and the list
+/// page with its total (`find_json_counted`).
+async fn queries_agree(
+    s: &Scenario,
+    reference: &dyn Store,
+    other: &dyn Store,
+    name: &str,
+    when: &str,
+) {
+    const C: &str = "diff";
+    for q in s.queries.iter().flatten() {
+        let want_page = outcome(reference.find(C, q).await);
+        let want_total = outcome(reference.count(C, &q.selector).await);
+        let got = outcome(other.find_json_counted(C, q).await).map(|(texts, total)| {
+            let docs: Vec<Document> = texts
+                .iter()
+                .map(|t| serde_json::from_str(t).expect("a JSON object"))
+                .collect();
+            (docs, total)
+        });
+        match (&want_page, &want_total, &got) {
+            (Ok(page), Ok(total), Ok((got_page, got_total))) => {
+                assert_eq!(got_page, page, "{name} {when}: list page {q:?}");
+                assert_eq!(got_total, total, "{name} {when}: list total {q:?}");
+            }
+            (Err(_), _, got) | (_, Err(_), got) => {
+                assert!(got.is_err(), "{name} {when}: list {q:?} should fail")
+            }
+            (Ok(_), Ok(_), Err(e)) => panic!("{name} {when}: list {q:?} failed: {e}"),
+        }
+    }
+}
+
+/// The updates and the removal of `s`, on both stores, with the same outcomes and contents.
+async fn writes_agree(s: &Scenario, reference: &dyn Store, other: &dyn Store, name: &str) {
+    const C: &str = "diff";
     for q in s.queries.iter().flatten() {
         let want = outcome(reference.find(C, q).await);
         let got = outcome(other.find(C, q).await);

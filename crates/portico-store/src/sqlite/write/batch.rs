@@ -6,8 +6,8 @@
 use rusqlite::{Connection, Transaction, params};
 
 use super::{begin, check_name, insert_in, matching};
-use crate::sqlite::index::update_rows;
-use crate::sqlite::schema::{self, collection_exists, collection_table, indexed_paths};
+use crate::sqlite::index::{self, update_rows};
+use crate::sqlite::schema::{self, collection_exists, collection_table};
 use crate::{BatchError, BatchFailure, BatchOp, BatchOutcome, Error};
 
 /// Applies `ops` in one transaction; see [`crate::Store::batch`].
@@ -31,9 +31,9 @@ fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchFailure
         BatchOp::Insert { collection, doc } => {
             check_name(&collection)?;
             schema::ensure_collection(tx, &collection)?;
-            let paths = indexed_paths(tx, &collection)?;
+            let mut indexes = index::indexes(tx, &collection)?;
             let (_, doc) = crate::prepare_insert(doc)?;
-            insert_in(tx, &collection, &paths, doc.clone())?;
+            insert_in(tx, &collection, &mut indexes, doc.clone())?;
             schema::add_to_count(tx, &collection, 1)?;
             Ok(BatchOutcome::Inserted(doc))
         }
@@ -45,7 +45,7 @@ fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchFailure
             if !collection_exists(tx, &collection)? {
                 return Err(BatchFailure::NoMatch);
             }
-            let paths = indexed_paths(tx, &collection)?;
+            let mut indexes = index::indexes(tx, &collection)?;
             let (id, old) = matching(tx, &collection, &selector, false)?
                 .into_iter()
                 .next()
@@ -60,7 +60,7 @@ fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchFailure
                     .map_err(Error::from)?
                     .execute(params![id, text])
                     .map_err(Error::from)?;
-                    update_rows(tx, &collection, &paths, &id, Some(&old), Some(&new))?;
+                    update_rows(tx, &collection, &mut indexes, &id, Some(&old), Some(&new))?;
                     new
                 }
             };
@@ -73,7 +73,7 @@ fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchFailure
             if !collection_exists(tx, &collection)? {
                 return Err(BatchFailure::NoMatch);
             }
-            let paths = indexed_paths(tx, &collection)?;
+            let mut indexes = index::indexes(tx, &collection)?;
             let (id, old) = matching(tx, &collection, &selector, false)?
                 .into_iter()
                 .next()
@@ -85,7 +85,7 @@ fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchFailure
             .map_err(Error::from)?
             .execute(params![id])
             .map_err(Error::from)?;
-            update_rows(tx, &collection, &paths, &id, Some(&old), None)?;
+            update_rows(tx, &collection, &mut indexes, &id, Some(&old), None)?;
             schema::add_to_count(tx, &collection, -1)?;
             Ok(BatchOutcome::Removed(old))
         }

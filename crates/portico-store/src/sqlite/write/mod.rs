@@ -17,10 +17,10 @@ use std::ops::ControlFlow;
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
 use super::error::is_unique_violation;
-use super::index::{self, update_rows};
+use super::index::{self, Indexes, update_rows};
 use super::plan::{for_each_candidate, parse_doc, plan};
 use super::schema::{self, collection_exists, collection_table, index_table, indexed_paths};
-use crate::{Document, Error, Result, Selector, Update, UpdateOptions, UpdateResult};
+use crate::{Document, Error, IndexSpec, Result, Selector, Update, UpdateOptions, UpdateResult};
 
 /// Starts a write transaction that holds the write lock from its first statement.
 pub(crate) fn begin(conn: &mut Connection) -> Result<Transaction<'_>> {
@@ -47,10 +47,10 @@ pub(crate) fn insert_many(
     check_name(collection)?;
     let tx = begin(conn)?;
     schema::ensure_collection(&tx, collection)?;
-    let paths = indexed_paths(&tx, collection)?;
+    let mut indexes = index::indexes(&tx, collection)?;
     let ids = docs
         .into_iter()
-        .map(|doc| insert_in(&tx, collection, &paths, doc))
+        .map(|doc| insert_in(&tx, collection, &mut indexes, doc))
         .collect::<Result<Vec<_>>>()?;
     schema::add_to_count(&tx, collection, count_delta(ids.len()))?;
     tx.commit()?;
@@ -87,11 +87,11 @@ fn insert_stream_in(
 ) -> Result<u64> {
     let tx = begin(conn)?;
     schema::ensure_collection(&tx, collection)?;
-    let paths = indexed_paths(&tx, collection)?;
+    let mut indexes = index::indexes(&tx, collection)?;
     let mut n = 0u64;
     for batch in batches {
         for doc in batch? {
-            insert_in(&tx, collection, &paths, doc)?;
+            insert_in(&tx, collection, &mut indexes, doc)?;
             n += 1;
         }
     }
@@ -109,10 +109,10 @@ fn count_delta<N: TryInto<i64>>(n: N) -> i64 {
 pub(crate) fn insert_in(
     conn: &Connection,
     collection: &str,
-    paths: &[String],
+    indexes: &mut Indexes,
     doc: Document,
 ) -> Result<String> {
-    insert_keeping(conn, collection, paths, doc, false).map(|(id, _)| id)
+    insert_keeping(conn, collection, indexes, doc, false).map(|(id, _)| id)
 }
 
 /// [`insert_in`], giving the document's stored JSON text back when `keep` is set.
@@ -124,13 +124,13 @@ pub(crate) fn insert_in(
 pub(crate) fn insert_keeping(
     conn: &Connection,
     collection: &str,
-    paths: &[String],
+    indexes: &mut Indexes,
     doc: Document,
     keep: bool,
 ) -> Result<(String, Option<String>)> {
     let (id, doc) = crate::document::prepare_insert_unsized(doc)?;
     let text = crate::document::encode(&doc)?;
-    let doc = (!paths.is_empty()).then_some(doc);
+    let doc = (!indexes.is_empty()).then_some(doc);
     let mut insert = conn.prepare_cached(&format!(
         "INSERT INTO {} (id, doc) VALUES (?1, ?2)",
         collection_table(collection)
@@ -157,7 +157,7 @@ pub(crate) fn insert_keeping(
         Err(e) => return Err(e.into()),
     }
     if let Some(doc) = &doc {
-        update_rows(conn, collection, paths, &id, None, Some(doc))?;
+        update_rows(conn, collection, indexes, &id, None, Some(doc))?;
     }
     let text = if read_back {
         let mut stored = conn.prepare_cached(&format!(
@@ -217,7 +217,7 @@ pub(crate) fn update(
     // `None` once it has been applied to the last matching document.
     let mut update = Some(update);
     if collection_exists(&tx, collection)? {
-        let paths = indexed_paths(&tx, collection)?;
+        let mut indexes = index::indexes(&tx, collection)?;
         let found = matching(&tx, collection, selector, options.multi)?;
         result.matched = found.len() as u64;
         let last = found.len().saturating_sub(1);
@@ -237,7 +237,7 @@ pub(crate) fn update(
             // As in `insert_keeping`: the new document is built only for index rows (without
             // them a replacement is encoded straight from the update), and our text is dropped
             // once SQLite has its copy.
-            let Some((new, text)) = changed(&old, applied, &id, !paths.is_empty())? else {
+            let Some((new, text)) = changed(&old, applied, &id, !indexes.is_empty())? else {
                 continue;
             };
             // Only index rows need the old document.
@@ -249,7 +249,7 @@ pub(crate) fn update(
             write.clear_bindings();
             written?;
             if let Some(new) = &new {
-                update_rows(&tx, collection, &paths, &id, old.as_ref(), Some(new))?;
+                update_rows(&tx, collection, &mut indexes, &id, old.as_ref(), Some(new))?;
             }
             result.modified += 1;
         }
@@ -259,8 +259,8 @@ pub(crate) fn update(
     if let (0, true, Some(update)) = (result.matched, options.upsert, &update) {
         let doc = update.upsert_document(selector)?;
         schema::ensure_collection(&tx, collection)?;
-        let paths = indexed_paths(&tx, collection)?;
-        result.upserted_id = Some(insert_in(&tx, collection, &paths, doc)?);
+        let mut indexes = index::indexes(&tx, collection)?;
+        result.upserted_id = Some(insert_in(&tx, collection, &mut indexes, doc)?);
         schema::add_to_count(&tx, collection, 1)?;
     }
     tx.commit()?;
@@ -296,11 +296,14 @@ pub(crate) fn remove(conn: &mut Connection, collection: &str, selector: &Selecto
     if !collection_exists(&tx, collection)? {
         return Ok(0);
     }
-    let paths = indexed_paths(&tx, collection)?;
+    let mut indexes = index::indexes(&tx, collection)?;
     let table = collection_table(collection);
     let removed = if selector.is_all() {
-        for path in &paths {
+        for path in &indexes.paths {
             tx.execute_batch(&format!("DELETE FROM {}", index_table(collection, path)))?;
+        }
+        for sorted in &indexes.sorted {
+            tx.execute_batch(&format!("DELETE FROM {}", sorted.table))?;
         }
         tx.execute(&format!("DELETE FROM {table}"), [])? as u64
     } else {
@@ -308,7 +311,7 @@ pub(crate) fn remove(conn: &mut Connection, collection: &str, selector: &Selecto
         let mut delete = tx.prepare_cached(&format!("DELETE FROM {table} WHERE id = ?1"))?;
         for (id, doc) in &found {
             delete.execute(params![id])?;
-            update_rows(&tx, collection, &paths, id, Some(doc), None)?;
+            update_rows(&tx, collection, &mut indexes, id, Some(doc), None)?;
         }
         found.len() as u64
     };
@@ -380,7 +383,10 @@ fn has_shared_value(conn: &Connection, collection: &str, path: &str) -> Result<b
 
 /// Writes the index rows of `path` for every stored document.
 fn fill_index(tx: &Connection, collection: &str, path: &str) -> Result<()> {
-    let only = [path.to_string()];
+    let mut only = Indexes {
+        paths: vec![path.to_string()],
+        sorted: Vec::new(),
+    };
     let mut stmt = tx.prepare(&format!(
         "SELECT id, doc FROM {}",
         collection_table(collection)
@@ -389,9 +395,75 @@ fn fill_index(tx: &Connection, collection: &str, path: &str) -> Result<()> {
     while let Some(row) = rows.next()? {
         let id: String = row.get(0)?;
         let doc = parse_doc(collection, &id, row.get_ref(1)?)?;
-        update_rows(tx, collection, &only, &id, None, Some(&doc))?;
+        update_rows(tx, collection, &mut only, &id, None, Some(&doc))?;
     }
     Ok(())
+}
+
+/// Creates the sorted index `spec` and fills it from the stored documents, in one transaction
+/// (a crash leaves no half-filled index); a unique spec also makes its field unique as
+/// [`ensure_unique_index`] does. See [`crate::Store::ensure_sorted_index`].
+pub(crate) fn ensure_sorted_index(
+    conn: &mut Connection,
+    collection: &str,
+    spec: &IndexSpec,
+) -> Result<()> {
+    check_name(collection)?;
+    if spec.unique
+        && let Some(field) = spec.fields.first()
+    {
+        ensure_unique_index(conn, collection, &field.path)?;
+    }
+    let tx = begin(conn)?;
+    schema::ensure_collection(&tx, collection)?;
+    let name = schema::sorted_name(spec);
+    let existing = schema::sorted_indexes(&tx, collection)?;
+    if let Some(index) = existing
+        .iter()
+        .find(|i| schema::sorted_name(&i.spec) == name)
+    {
+        if spec.unique && !index.spec.unique {
+            // Record the uniqueness the field now has.
+            tx.prepare_cached(
+                "UPDATE portico_sorted SET spec = ?3 WHERE collection = ?1 AND name = ?2",
+            )?
+            .execute(params![collection, name, spec.to_value().to_string()])?;
+        }
+        tx.commit()?;
+        return Ok(());
+    }
+    let index = schema::create_sorted_table(&tx, collection, spec)?;
+    let mut only = Indexes {
+        paths: Vec::new(),
+        sorted: vec![index],
+    };
+    let mut stmt = tx.prepare(&format!(
+        "SELECT id, doc FROM {}",
+        collection_table(collection)
+    ))?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let doc = parse_doc(collection, &id, row.get_ref(1)?)?;
+        update_rows(&tx, collection, &mut only, &id, None, Some(&doc))?;
+    }
+    drop(rows);
+    drop(stmt);
+    tx.commit()?;
+    Ok(())
+}
+
+/// Drops the sorted index `spec`; false when there was none. See
+/// [`crate::Store::drop_sorted_index`].
+pub(crate) fn drop_sorted_index(
+    conn: &mut Connection,
+    collection: &str,
+    spec: &IndexSpec,
+) -> Result<bool> {
+    let tx = begin(conn)?;
+    let dropped = schema::drop_sorted(&tx, collection, spec)?;
+    tx.commit()?;
+    Ok(dropped)
 }
 
 /// Drops a collection with its indexes; see [`crate::Store::drop_collection`].

@@ -1,0 +1,302 @@
+//! Reading through a sorted index (see [`crate::IndexSpec`] and [`crate::index_plan`]): the
+//! candidates of a query come from a key range of the index's table, in the index's order when
+//! that is the query's order, so a sorted page reads `skip + limit` entries instead of the
+//! whole collection, and a covered query's total is a count of entries.
+
+use std::collections::HashSet;
+
+use rusqlite::Connection;
+use rusqlite::types::Value as SqlValue;
+
+use super::plan::{not_text, parse_doc};
+use super::schema::{collection_table, sorted_indexes};
+use crate::index_plan::{self, Bound, IndexPlan, Last, Order, SortedIndex};
+use crate::top::Page;
+use crate::{Document, Query, Result, Selector};
+
+/// What a read through an index gives: documents, or their stored texts (a query without
+/// projection whose caller sends the text as it is).
+#[derive(Debug)]
+pub(crate) enum Rows {
+    /// Decoded (and projected) documents.
+    Docs(Vec<Document>),
+    /// The stored JSON texts.
+    Texts(Vec<String>),
+}
+
+/// A read through a sorted index: its rows and the total when asked for.
+#[derive(Debug)]
+pub(crate) struct Read {
+    /// The page.
+    pub(crate) rows: Rows,
+    /// The number of matches in all, when asked.
+    pub(crate) total: Option<u64>,
+}
+
+/// The page (and, with `count`, the total) of `query` through the best sorted index of
+/// `collection`, or `None` when no index helps. `text`: the caller wants stored texts (given
+/// only for a query without projection).
+pub(crate) fn read(
+    conn: &Connection,
+    collection: &str,
+    query: &Query,
+    text: bool,
+    count: bool,
+) -> Result<Option<Read>> {
+    let indexes = sorted_indexes(conn, collection)?;
+    let Some(plan) = index_plan::choose(&query.selector, query.sort.as_ref(), &indexes) else {
+        return Ok(None);
+    };
+    let index = &indexes[plan.index];
+    let text = text && query.projection.is_none();
+    let read = if plan.covered && plan.order == Order::Index {
+        covered_in_order(conn, collection, index, &plan, query, text, count)?
+    } else {
+        candidates(conn, collection, index, &plan, query, text, count)?
+    };
+    Ok(Some(read))
+}
+
+/// How many documents match `selector`, counted in a sorted index when one holds exactly the
+/// matches; `None` otherwise.
+pub(crate) fn count(
+    conn: &Connection,
+    collection: &str,
+    selector: &Selector,
+) -> Result<Option<u64>> {
+    let indexes = sorted_indexes(conn, collection)?;
+    match index_plan::choose(selector, None, &indexes) {
+        Some(plan) if plan.covered => count_entries(conn, &indexes[plan.index], &plan).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// The WHERE clause of `plan` over the index table aliased `x`, and its parameters.
+fn filter(plan: &IndexPlan) -> (String, Vec<SqlValue>) {
+    let mut terms = Vec::new();
+    let mut args = Vec::new();
+    let param = |args: &mut Vec<SqlValue>, key: &[u8]| {
+        args.push(SqlValue::Blob(key.to_vec()));
+        format!("?{}", args.len())
+    };
+    for (i, key) in plan.eq.iter().enumerate() {
+        let p = param(&mut args, key);
+        terms.push(format!("x.k{i} = {p}"));
+    }
+    let i = plan.eq.len();
+    match &plan.last {
+        Last::Nothing => {}
+        Last::In(keys) => {
+            let ps: Vec<String> = keys.iter().map(|k| param(&mut args, k)).collect();
+            terms.push(format!("x.k{i} IN ({})", ps.join(", ")));
+        }
+        Last::Range { lo, hi } => {
+            let (op, key) = match lo {
+                Bound::Incl(k) => (">=", k),
+                Bound::Excl(k) => (">", k),
+            };
+            let p = param(&mut args, key);
+            terms.push(format!("x.k{i} {op} {p}"));
+            let (op, key) = match hi {
+                Bound::Incl(k) => ("<=", k),
+                Bound::Excl(k) => ("<", k),
+            };
+            let p = param(&mut args, key);
+            terms.push(format!("x.k{i} {op} {p}"));
+        }
+    }
+    // Order keys are blobs: a filter on them compares bytes (memcmp), the keys' order.
+    let sql = if terms.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", terms.join(" AND "))
+    };
+    (sql, args)
+}
+
+/// The ORDER BY of `plan`: the index's columns in its directions then `id`, or `id` alone.
+fn order_by(index: &SortedIndex, order: Order) -> String {
+    match order {
+        Order::Id => "x.id".to_string(),
+        Order::Index => {
+            let mut cols: Vec<String> = index
+                .spec
+                .fields
+                .iter()
+                .enumerate()
+                .map(|(i, f)| format!("x.k{i}{}", if f.ascending { "" } else { " DESC" }))
+                .collect();
+            cols.push("x.id".to_string());
+            cols.join(", ")
+        }
+    }
+}
+
+/// The number of distinct documents in `plan`'s range.
+fn count_entries(conn: &Connection, index: &SortedIndex, plan: &IndexPlan) -> Result<u64> {
+    let (filter, args) = filter(plan);
+    let what = if index.multikey {
+        "count(DISTINCT x.id)"
+    } else {
+        "count(*)"
+    };
+    let n: i64 = conn
+        .prepare_cached(&format!("SELECT {what} FROM {} AS x{filter}", index.table))?
+        .query_row(rusqlite::params_from_iter(args.iter()), |row| row.get(0))?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// A covered plan read in the index's order: ids from the index alone (the skipped ones never
+/// touch a document), then each document of the page by primary key.
+fn covered_in_order(
+    conn: &Connection,
+    collection: &str,
+    index: &SortedIndex,
+    plan: &IndexPlan,
+    query: &Query,
+    text: bool,
+    count: bool,
+) -> Result<Read> {
+    let total = if count {
+        Some(count_entries(conn, index, plan)?)
+    } else {
+        None
+    };
+    let (filter, args) = filter(plan);
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT x.id FROM {} AS x{filter} ORDER BY {}",
+        index.table,
+        order_by(index, Order::Index)
+    ))?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
+    let limit = query.limit.unwrap_or(u64::MAX);
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut skipped = 0u64;
+    let mut ids = Vec::new();
+    while (ids.len() as u64) < limit
+        && let Some(row) = rows.next()?
+    {
+        let id: String = row.get(0)?;
+        if index.multikey && !seen.insert(id.clone()) {
+            continue;
+        }
+        if skipped < query.skip {
+            skipped += 1;
+            continue;
+        }
+        ids.push(id);
+    }
+    drop(rows);
+    drop(stmt);
+    let mut by_id = conn.prepare_cached(&format!(
+        "SELECT doc FROM {} WHERE id = ?1",
+        collection_table(collection)
+    ))?;
+    let mut texts = Vec::with_capacity(ids.len());
+    let mut docs = Vec::with_capacity(ids.len());
+    for id in &ids {
+        let mut rows = by_id.query([id])?;
+        // An entry without its document cannot be: both are written in one transaction.
+        let Some(row) = rows.next()? else {
+            return Err(crate::Error::Backend(format!(
+                "sqlite: the index {} of collection {collection:?} names a missing document {id:?}",
+                index.spec
+            )));
+        };
+        let value = row.get_ref(0)?;
+        if text {
+            let rusqlite::types::ValueRef::Text(bytes) = value else {
+                return Err(not_text(collection, id));
+            };
+            let checked = std::str::from_utf8(bytes)
+                .ok()
+                .filter(|t| crate::document::is_object_text(t))
+                .ok_or_else(|| not_text(collection, id))?;
+            texts.push(checked.to_owned());
+        } else {
+            let doc = parse_doc(collection, id, value)?;
+            docs.push(match &query.projection {
+                Some(p) => p.apply(&doc),
+                None => doc,
+            });
+        }
+    }
+    let rows = if text {
+        Rows::Texts(texts)
+    } else {
+        Rows::Docs(docs)
+    };
+    Ok(Read { rows, total })
+}
+
+/// A plan whose candidates the matcher decides, or whose order is `_id` order: every
+/// candidate in the range is read and decoded (until the page is full, unless counting), and
+/// given to a [`Page`] (which sorts when the index's order is not the query's).
+fn candidates(
+    conn: &Connection,
+    collection: &str,
+    index: &SortedIndex,
+    plan: &IndexPlan,
+    query: &Query,
+    text: bool,
+    count: bool,
+) -> Result<Read> {
+    let (filter, args) = filter(plan);
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT x.id, c.doc FROM {} AS x CROSS JOIN {} AS c ON c.id = x.id{filter} ORDER BY {}",
+        index.table,
+        collection_table(collection),
+        order_by(index, plan.order)
+    ))?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
+    let everything = Selector::all();
+    // In the index's order the page is cut as rows come (no sort); in `_id` order the page
+    // sorts (or cuts, without a sort).
+    let sort = match plan.order {
+        Order::Index => None,
+        Order::Id => query.sort.as_ref(),
+    };
+    let mut page = Page::new(&everything, sort, query.skip, query.limit);
+    let mut full = query.limit == Some(0);
+    let mut matched = 0u64;
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut last_id: Option<String> = None;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        if index.multikey {
+            let repeat = match plan.order {
+                Order::Id => last_id.as_deref() == Some(id.as_str()),
+                Order::Index => !seen.insert(id.clone()),
+            };
+            if repeat {
+                continue;
+            }
+            last_id = Some(id.clone());
+        }
+        let doc = parse_doc(collection, &id, row.get_ref(1)?)?;
+        if !plan.covered && !query.selector.matches(&doc) {
+            continue;
+        }
+        matched += 1;
+        if !full && page.offer(doc).is_break() {
+            full = true;
+        }
+        if full && !count {
+            break;
+        }
+    }
+    let docs = page.into_docs();
+    let docs: Vec<Document> = match &query.projection {
+        Some(p) => docs.iter().map(|d| p.apply(d)).collect(),
+        None => docs,
+    };
+    let rows = if text {
+        Rows::Texts(crate::encode_all(&docs)?)
+    } else {
+        Rows::Docs(docs)
+    };
+    Ok(Read {
+        rows,
+        total: count.then_some(matched),
+    })
+}
