@@ -38,6 +38,7 @@ pub mod doors;
 mod error;
 pub mod files;
 pub mod import;
+pub mod indexes;
 pub mod openapi;
 pub mod routes;
 pub mod scripts;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use portico_cli::{backup, check, database, doors, import, openapi, routes, serve, users};
+use portico_cli::{backup, check, database, doors, import, indexes, openapi, routes, serve, users};
 
 /// A zero-code REST server from a TOML file, on embedded SQLite.
 #[derive(Debug, Parser)]
@@ -85,6 +85,11 @@ enum Command {
         #[command(flatten)]
         db: DatabaseArgs,
     },
+    /// List the sorted indexes of the database, or drop one the config no longer declares.
+    Indexes {
+        #[command(subcommand)]
+        command: IndexesCommand,
+    },
     /// Validate the config; print every mistake with its line and key.
     Check {
         /// Config file (default: ./portico.toml).
@@ -159,6 +164,25 @@ enum UsersCommand {
         db: DatabaseArgs,
         /// Id, username or email.
         user: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum IndexesCommand {
+    /// Print every sorted index: collection, fields, and whether the config declares it.
+    List {
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Drop a sorted index (`portico indexes drop --collection tasks 'ownerId,-createdAt'`).
+    Drop {
+        #[command(flatten)]
+        db: DatabaseArgs,
+        /// The collection.
+        #[arg(long, value_name = "NAME")]
+        collection: String,
+        /// The index's fields as `list` prints them (`ownerId,-createdAt`).
+        index: String,
     },
 }
 
@@ -258,6 +282,7 @@ async fn run(command: Command) -> portico_cli::Result<()> {
             served
         }
         Command::Users { command } => run_users(command).await,
+        Command::Indexes { command } => run_indexes(command).await,
         Command::Backup { db, out } => {
             let (path, config) = database::load_config(db.config.as_deref())?;
             let choice =
@@ -322,6 +347,49 @@ async fn run(command: Command) -> portico_cli::Result<()> {
                 eprintln!("{warning}");
             }
             say(report.summary);
+            Ok(())
+        }
+    }
+}
+
+async fn run_indexes(command: IndexesCommand) -> portico_cli::Result<()> {
+    match command {
+        IndexesCommand::List { db } => {
+            let (_, config) = database::load_config(db.config.as_deref())?;
+            let platform = open(&db, database::Effect::Reads).await?;
+            let all = indexes::in_database(&platform).await?;
+            if all.is_empty() {
+                say("no sorted indexes");
+            }
+            for (collection, spec) in all {
+                let declared = config
+                    .indexes
+                    .get(&collection)
+                    .is_some_and(|specs| specs.iter().any(|s| s.fields == spec.fields));
+                say(format_args!(
+                    "{collection}\t{}{}\t{}",
+                    indexes::names(&spec),
+                    if spec.unique { " unique" } else { "" },
+                    if declared {
+                        "declared"
+                    } else {
+                        "not in the config"
+                    }
+                ));
+            }
+            Ok(())
+        }
+        IndexesCommand::Drop {
+            db,
+            collection,
+            index,
+        } => {
+            let platform = open(&db, database::Effect::Changes).await?;
+            if indexes::drop(&platform, &collection, &index).await? {
+                say(format_args!("dropped the index {index} of {collection}"));
+            } else {
+                say(format_args!("{collection} has no index {index}"));
+            }
             Ok(())
         }
     }

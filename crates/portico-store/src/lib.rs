@@ -85,6 +85,7 @@ mod redact;
 pub mod routing;
 mod search;
 mod selector;
+mod slow;
 mod sort;
 mod store;
 mod top;
@@ -119,6 +120,7 @@ pub use search::{
     words as search_words,
 };
 pub use selector::Selector;
+pub use slow::{DEFAULT_SLOW_SCAN_DOCS, set_slow_scan_docs, slow_scan_docs, slow_scans};
 pub use sort::Sort;
 pub use store::{DocumentBatches, Query, RelatedField, RelatedRead, Store, UpdateOptions};
 pub(crate) use store::{count_then_page, encode_all};

@@ -518,6 +518,26 @@ fn eq_operand(found: Option<&Value>, operand: &Value) -> bool {
 }
 
 impl Cond {
+    /// The operator's name (`$eq`, `$gt`...), for a query's shape in logs.
+    pub(crate) fn operator(&self) -> &'static str {
+        match self {
+            Cond::Eq(_) => "$eq",
+            Cond::Ne(_) => "$ne",
+            Cond::Cmp(CmpOp::Gt, _) => "$gt",
+            Cond::Cmp(CmpOp::Gte, _) => "$gte",
+            Cond::Cmp(CmpOp::Lt, _) => "$lt",
+            Cond::Cmp(CmpOp::Lte, _) => "$lte",
+            Cond::In(_) => "$in",
+            Cond::Nin(_) => "$nin",
+            Cond::Exists(_) => "$exists",
+            Cond::All(_) => "$all",
+            Cond::Size(_) => "$size",
+            Cond::ElemMatch(_) => "$elemMatch",
+            Cond::Not(_) => "$not",
+            Cond::Regex(_) => "$regex",
+        }
+    }
+
     fn matches(&self, branches: &[Branch<'_>]) -> bool {
         match self {
             Cond::Eq(v) => any_expanded(branches, |x| eq_operand(x, v)),

@@ -102,6 +102,9 @@ pub struct Config {
     pub relations: std::collections::BTreeMap<String, portico_platform::Relations>,
     /// Full-text search fields by collection (`search` of `[[api.collection]]`).
     pub search: std::collections::BTreeMap<String, Vec<String>>,
+    /// Sorted indexes by collection (`indexes` of `[[api.collection]]` and
+    /// `[auto.indexes]`), created at start when missing.
+    pub indexes: std::collections::BTreeMap<String, Vec<portico_store::IndexSpec>>,
     /// The config file's folder (set by [`Config::load`]): scripts and schema files are found
     /// relative to it.
     pub folder: Option<PathBuf>,
@@ -313,6 +316,8 @@ pub struct CollectionConfig {
     pub relations: portico_platform::Relations,
     /// `search = ["title", "body"]`: the fields `?search=` looks in (full-text).
     pub search: Vec<String>,
+    /// `indexes = ["city", "-createdAt", ["ownerId", "-createdAt"]]`: sorted indexes.
+    pub indexes: Vec<portico_store::IndexSpec>,
     /// `files`: the collection's file fields, by name.
     pub files: std::collections::BTreeMap<String, portico_platform::FileField>,
     /// The line of `name`, for messages.
@@ -382,6 +387,8 @@ pub struct AutoConfig {
     pub schemas: Vec<SchemaFile>,
     /// `[auto.field_rules.<collection>]`: who sees which fields, by collection.
     pub field_rules: Vec<(String, portico_platform::FieldRules)>,
+    /// `[auto.indexes]`: sorted indexes by collection.
+    pub indexes: Vec<(String, Vec<portico_store::IndexSpec>)>,
     /// The line of the `[auto]` header, for messages.
     pub line: usize,
 }

@@ -22,6 +22,7 @@ pub(crate) struct RawBackups {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawLog {
     format: Option<Spanned<String>>,
+    slow_scan_docs: Option<u64>,
 }
 
 /// `[backups]`: where backups of the SQLite database go, how often `serve` takes one, how many
@@ -88,6 +89,11 @@ pub enum LogFormat {
 pub struct LogConfig {
     /// `format` (default `"text"`).
     pub format: LogFormat,
+    /// `slow_scan_docs` (default [`portico_store::DEFAULT_SLOW_SCAN_DOCS`], 1,000; 0 turns it
+    /// off): a query that reads and decides more documents than this one by one (no index
+    /// serves it) is logged once per shape with the `indexes = [...]` line that would serve
+    /// it, and counted in `/metrics` (`portico_slow_queries_total`).
+    pub slow_scan_docs: Option<u64>,
 }
 
 /// A mistake: where, which key, why.
@@ -184,6 +190,12 @@ impl LogConfig {
                 }
             },
         };
-        (LogConfig { format }, mistakes)
+        (
+            LogConfig {
+                format,
+                slow_scan_docs: raw.slow_scan_docs,
+            },
+            mistakes,
+        )
     }
 }

@@ -124,6 +124,7 @@ pub(crate) struct RawCollection {
     pub(crate) field_rules: Option<Spanned<BTreeMap<String, OneOrMany>>>,
     pub(crate) relations: Option<Spanned<BTreeMap<String, String>>>,
     pub(crate) search: Option<Spanned<Vec<String>>>,
+    pub(crate) indexes: Option<Spanned<Vec<toml::Value>>>,
     pub(crate) files: Option<Spanned<BTreeMap<String, super::files::RawFileField>>>,
 }
 
@@ -225,6 +226,8 @@ pub(crate) struct RawAuto {
     pub(crate) schemas: BTreeMap<String, Spanned<String>>,
     #[serde(default)]
     pub(crate) field_rules: BTreeMap<String, Spanned<BTreeMap<String, OneOrMany>>>,
+    #[serde(default)]
+    pub(crate) indexes: BTreeMap<String, Spanned<Vec<toml::Value>>>,
 }
 
 /// `[auto.rules.<collection>]`: the allow rules of one collection.

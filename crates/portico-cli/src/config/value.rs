@@ -13,7 +13,7 @@ pub(crate) fn table_to_json(table: &toml::Table) -> Value {
     )
 }
 
-fn to_json(value: &toml::Value) -> Value {
+pub(crate) fn to_json(value: &toml::Value) -> Value {
     match value {
         toml::Value::String(s) => Value::String(s.clone()),
         toml::Value::Integer(i) => Value::Number((*i).into()),

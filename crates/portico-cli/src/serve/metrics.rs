@@ -29,6 +29,9 @@ pub const DURATION: &str = "portico_http_request_duration_seconds";
 pub const LIVE_STREAMS: &str = "portico_live_streams_open";
 /// Distinct live queries evaluated now (identical queries of many streams share one), a gauge.
 pub const LIVE_QUERIES: &str = "portico_live_queries_open";
+/// Queries that read more than `[log] slow_scan_docs` documents one by one (no index served
+/// them; each shape is also logged once with the index that would).
+pub const SLOW_QUERIES: &str = "portico_slow_queries_total";
 
 /// Latency buckets, seconds: from a cached read to a slow write.
 const BUCKETS: [f64; 12] = [
@@ -136,6 +139,7 @@ pub fn router(handle: PrometheusHandle, platform: portico_platform::Platform) ->
                     metrics::gauge!(LIVE_QUERIES).set(platform.open_live_queries() as f64);
                 }
                 super::replicas::record_metrics();
+                metrics::counter!(SLOW_QUERIES).absolute(portico_store::slow_scans());
                 (
                     [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
                     handle.render(),

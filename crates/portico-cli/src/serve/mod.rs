@@ -321,6 +321,13 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     crate::files::open(&config, &platform, &url)?;
     crate::doors::declare_collections(&config, &platform)?;
     platform.ensure_search_indexes().await?;
+    crate::indexes::ensure(&config, &platform).await?;
+    portico_store::set_slow_scan_docs(
+        config
+            .log
+            .slow_scan_docs
+            .unwrap_or(portico_store::DEFAULT_SLOW_SCAN_DOCS),
+    );
     let scripts = crate::scripts::load(&config, &platform).await?;
     let doors = Doors::build_with(&config, &platform, scripts.as_ref())
         .map_err(|errors| refused(path.as_deref(), errors))?;

@@ -160,6 +160,57 @@ impl Store for Measured {
         .await
     }
 
+    async fn ensure_sorted_index(
+        &self,
+        collection: &str,
+        spec: &portico_store::IndexSpec,
+    ) -> StoreResult<()> {
+        timed(
+            "ensure_sorted_index",
+            self.0.ensure_sorted_index(collection, spec),
+        )
+        .await
+    }
+
+    async fn sorted_indexes(&self, collection: &str) -> StoreResult<Vec<portico_store::IndexSpec>> {
+        timed("sorted_indexes", self.0.sorted_indexes(collection)).await
+    }
+
+    async fn drop_sorted_index(
+        &self,
+        collection: &str,
+        spec: &portico_store::IndexSpec,
+    ) -> StoreResult<bool> {
+        timed(
+            "drop_sorted_index",
+            self.0.drop_sorted_index(collection, spec),
+        )
+        .await
+    }
+
+    async fn aggregate(
+        &self,
+        collection: &str,
+        spec: &portico_store::Aggregate,
+    ) -> StoreResult<Vec<Document>> {
+        // Forwarded, not the trait's default: the default reads every matching document.
+        timed("aggregate", self.0.aggregate(collection, spec)).await
+    }
+
+    async fn ensure_search(&self, collection: &str, fields: &[String]) -> StoreResult<()> {
+        // Forwarded, not the trait's default: the default keeps no full-text index.
+        timed("ensure_search", self.0.ensure_search(collection, fields)).await
+    }
+
+    async fn search(
+        &self,
+        collection: &str,
+        search: &portico_store::Search,
+    ) -> StoreResult<(Vec<Document>, u64)> {
+        // Forwarded, not the trait's default: the default scans every document.
+        timed("search", self.0.search(collection, search)).await
+    }
+
     async fn drop_collection(&self, collection: &str) -> StoreResult<()> {
         timed("drop_collection", self.0.drop_collection(collection)).await
     }

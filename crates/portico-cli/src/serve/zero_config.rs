@@ -46,6 +46,7 @@ pub async fn zero_config(platform: &Platform, url: &str) -> crate::Result<Config
             field_rules: portico_platform::FieldRules::new(),
             relations: portico_platform::Relations::new(),
             search: Vec::new(),
+            indexes: Vec::new(),
             files: std::collections::BTreeMap::new(),
             line: 0,
         })

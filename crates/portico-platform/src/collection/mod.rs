@@ -50,6 +50,10 @@ pub struct CollectionOptions {
     /// The fields full-text search covers (`search = ["title", "body"]`); none: the collection
     /// cannot be searched (see [`Collection::search`]).
     pub search: Vec<String>,
+    /// Sorted indexes (`["city", "-createdAt"]`, see [`portico_store::IndexSpec`]), made by
+    /// [`crate::Platform::ensure_indexes`]: sorted and filtered lists they serve read only the
+    /// entries they need instead of the whole collection.
+    pub indexes: Vec<portico_store::IndexSpec>,
 }
 
 /// Where a collection learns which of its fields only server code writes: the file fields its
@@ -175,6 +179,31 @@ impl Collection {
     /// True when some field rule of this collection depends on the caller's roles.
     pub(crate) fn field_rules_need_roles(&self) -> bool {
         self.inner.options.field_rules.needs_roles()
+    }
+
+    /// Keeps a sorted index over `spec` (see [`portico_store::IndexSpec`]), created and
+    /// filled now when missing: lists sorted by its fields (after equality on the fields
+    /// before them), and equality, `$in` and ranges on its fields, then read only the index
+    /// entries they need. Results never change, only what they cost.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use portico_platform::Platform;
+    /// use portico_store::IndexSpec;
+    ///
+    /// let platform = Platform::open("memory:").await?;
+    /// let tasks = platform.collection("tasks");
+    /// tasks.ensure_index(&IndexSpec::new(["ownerId", "-createdAt"])?).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Store`] for a unique spec over stored duplicates or a document with too many
+    /// values for the index; store failures.
+    pub async fn ensure_index(&self, spec: &portico_store::IndexSpec) -> Result<()> {
+        Ok(self.store().ensure_sorted_index(self.name(), spec).await?)
     }
 
     /// The page of documents holding every word of `search.text` in the collection's search

@@ -314,6 +314,27 @@ impl Platform {
         Ok(())
     }
 
+    /// Makes every sorted index the declared collections' options name (see
+    /// [`crate::CollectionOptions::indexes`]) when missing. Call at startup, after declaring
+    /// the collections; an index no option names is kept (dropping one is an explicit act:
+    /// [`portico_store::Store::drop_sorted_index`]).
+    ///
+    /// # Errors
+    /// As [`Collection::ensure_index`].
+    pub async fn ensure_indexes(&self) -> Result<()> {
+        let indexed: Vec<Collection> = read(&self.inner.collections)
+            .values()
+            .filter(|c| !c.options().indexes.is_empty())
+            .cloned()
+            .collect();
+        for collection in indexed {
+            for spec in &collection.options().indexes {
+                collection.ensure_index(spec).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// The collection `name` when it was declared.
     pub fn get_collection(&self, name: &str) -> Option<Collection> {
         read(&self.inner.collections).get(name).cloned()

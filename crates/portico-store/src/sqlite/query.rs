@@ -243,7 +243,10 @@ fn matches(conn: &Connection, collection: &str, query: &Query) -> Result<Vec<Doc
         return collect(conn, collection, &plan, Page::new(selector, None, 0, None));
     }
     let plan = plan(conn, collection, selector)?;
-    collect(conn, collection, &plan, Page::of(query))
+    let mut scanned = 0u64;
+    let docs = collect_counted(conn, collection, &plan, Page::of(query), &mut scanned)?;
+    crate::slow::note_query(collection, query, scanned);
+    Ok(docs)
 }
 
 /// Offers the candidates of `plan` to `page` until it is full, and gives its documents.
@@ -251,9 +254,23 @@ fn collect(
     conn: &Connection,
     collection: &str,
     plan: &Plan,
-    mut page: Page<'_>,
+    page: Page<'_>,
 ) -> Result<Vec<Document>> {
-    for_each_candidate(conn, collection, plan, |_, doc| Ok(page.offer(doc)))?;
+    collect_counted(conn, collection, plan, page, &mut 0)
+}
+
+/// [`collect`], adding to `scanned` the number of candidates decoded.
+fn collect_counted(
+    conn: &Connection,
+    collection: &str,
+    plan: &Plan,
+    mut page: Page<'_>,
+    scanned: &mut u64,
+) -> Result<Vec<Document>> {
+    for_each_candidate(conn, collection, plan, |_, doc| {
+        *scanned += 1;
+        Ok(page.offer(doc))
+    })?;
     Ok(page.into_docs())
 }
 
@@ -275,12 +292,15 @@ fn count_existing(conn: &Connection, collection: &str, selector: &Selector) -> R
     }
     let plan = plan(conn, collection, selector)?;
     let mut n = 0u64;
+    let mut scanned = 0u64;
     for_each_candidate(conn, collection, &plan, |_, doc| {
+        scanned += 1;
         if selector.matches(&doc) {
             n += 1;
         }
         Ok(ControlFlow::Continue(()))
     })?;
+    crate::slow::note(collection, selector, None, scanned);
     Ok(n)
 }
 

@@ -261,8 +261,10 @@ fn candidates(
     let mut matched = 0u64;
     let mut seen: HashSet<String> = HashSet::new();
     let mut last_id: Option<String> = None;
+    let mut scanned = 0u64;
     while let Some(row) = rows.next()? {
         let id: String = row.get(0)?;
+        scanned += 1;
         if index.multikey {
             let repeat = match plan.order {
                 Order::Id => last_id.as_deref() == Some(id.as_str()),
@@ -284,6 +286,9 @@ fn candidates(
         if full && !count {
             break;
         }
+    }
+    if !plan.covered {
+        crate::slow::note_query(collection, query, scanned);
     }
     let docs = page.into_docs();
     let docs: Vec<Document> = match &query.projection {

@@ -22,8 +22,10 @@ impl Checker<'_> {
         let schemas = self.auto_schemas(raw.schemas);
         let publications = self.auto_publications(raw.publication);
         let field_rules = self.auto_field_rules(raw.field_rules);
+        let indexes = self.auto_indexes(raw.indexes);
         AutoConfig {
             field_rules,
+            indexes,
             collections,
             object_id_collections,
             no_timestamps,

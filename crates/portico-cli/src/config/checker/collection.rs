@@ -87,6 +87,10 @@ impl Checker<'_> {
                 .search
                 .map(|fields| self.search_fields(&name, fields))
                 .unwrap_or_default(),
+            indexes: raw
+                .indexes
+                .map(|specs| self.index_specs(&format!("{KEY}.indexes"), specs))
+                .unwrap_or_default(),
         }
     }
 

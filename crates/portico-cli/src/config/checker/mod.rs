@@ -9,6 +9,7 @@ use toml::Spanned;
 mod auto;
 mod collection;
 mod field_rules;
+mod indexes;
 mod metrics;
 mod relations;
 mod search;
@@ -221,6 +222,7 @@ impl<'a> Checker<'a> {
         let field_rules = self.merged_field_rules(&apis, auto.as_ref());
         let relations = self.merged_relations(&apis);
         let search = self.merged_search(&apis);
+        let indexes = self.merged_indexes(&apis, auto.as_ref());
         let (files, mistakes) = super::files::check_settings(raw.files);
         for (span, key, message) in mistakes {
             let err = self.source.error(span, &key, message);
@@ -230,6 +232,7 @@ impl<'a> Checker<'a> {
             field_rules,
             relations,
             search,
+            indexes,
             scripts,
             schemas,
             schema_values: BTreeMap::new(),
