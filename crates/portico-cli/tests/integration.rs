@@ -19,6 +19,7 @@ mod integration {
     mod files;
     mod hygiene;
     mod import;
+    mod indexes;
     mod js_client;
     mod lifecycle;
     mod live;

@@ -409,22 +409,17 @@ impl Store for SqliteStore {
         {
             return Ok(found);
         }
-        // A filtered or sorted page through a sorted index, with its total, in one snapshot.
-        if !query.is_plain_page() {
-            let name = collection.to_owned();
-            let owned = query.clone();
-            let through_index = self
-                .with_reader(move |conn| {
-                    query::in_read_transaction(conn, || {
-                        query::find_json_counted_sorted(conn, &name, &owned)
-                    })
+        // Any other page with its total, in one snapshot: through a sorted index when one
+        // serves it, else in one pass over the candidates.
+        let name = collection.to_owned();
+        let owned = query.clone();
+        let (page, total) = self
+            .with_reader(move |conn| {
+                query::in_read_transaction(conn, || {
+                    query::find_json_counted_any(conn, &name, &owned)
                 })
-                .await?;
-            if let Some((page, total)) = through_index {
-                return Ok((page, total, Vec::new()));
-            }
-        }
-        let (page, total) = crate::count_then_page(self, collection, query).await?;
+            })
+            .await?;
         Ok((page, total, Vec::new()))
     }
 

@@ -82,6 +82,51 @@ pub(crate) fn find_json_counted_sorted(
     Ok(Some((texts, read.total.unwrap_or(0))))
 }
 
+/// The page of `query` as JSON texts and its total, in one pass over the candidates when no
+/// sorted index serves it (each candidate decoded once, for the page and the count alike).
+/// Call inside a read transaction, so the total is the page's.
+///
+/// # Errors
+/// As [`find`] (a sorted window over the cap no index serves) and [`count`].
+pub(crate) fn find_json_counted_any(
+    conn: &Connection,
+    collection: &str,
+    query: &Query,
+) -> Result<(Vec<String>, u64)> {
+    if let Some(found) = find_json_counted_sorted(conn, collection, query)? {
+        return Ok(found);
+    }
+    if query.selector.is_all() && query.sort.is_none() {
+        let total = count(conn, collection, &query.selector)?;
+        return Ok((crate::encode_all(&find(conn, collection, query)?)?, total));
+    }
+    crate::top::check_sorted_window(query)?;
+    let (docs, total) = or_missing(conn, collection, || {
+        let plan = plan(conn, collection, &query.selector)?;
+        let everything = Selector::all();
+        let mut page = Page::new(&everything, query.sort.as_ref(), query.skip, query.limit);
+        let (mut total, mut scanned) = (0u64, 0u64);
+        let mut full = query.limit == Some(0);
+        for_each_candidate(conn, collection, &plan, |_, doc| {
+            scanned += 1;
+            if query.selector.matches(&doc) {
+                total += 1;
+                if !full && page.offer(doc).is_break() {
+                    full = true;
+                }
+            }
+            Ok(ControlFlow::Continue(()))
+        })?;
+        crate::slow::note_query(collection, query, scanned);
+        Ok((page.into_docs(), total))
+    })?;
+    let docs: Vec<Document> = match &query.projection {
+        Some(p) => docs.iter().map(|d| p.apply(d)).collect(),
+        None => docs,
+    };
+    Ok((crate::encode_all(&docs)?, total))
+}
+
 /// The stored JSON text of a page of the whole collection in `_id` order (`skip` rows passed
 /// over, at most `limit`): the answer of [`find`] for a query without filter, sort or
 /// projection, with no document decoded. Each text is checked to be one JSON object, so a row
