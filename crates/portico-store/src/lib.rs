@@ -37,11 +37,12 @@
 //! | [`Selector`] | equality on dotted paths (array elements included), `$eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not $all $size $elemMatch $regex` (+ `$options`) |
 //! | [`Update`] | `$set $unset $inc $push $pull $addToSet` (with `$each`), or a whole-document replacement keeping `_id` |
 //! | [`Sort`], [`Projection`], [`Query`] | sort on dotted paths, skip, limit, inclusion or exclusion of fields |
+//! | [`IndexSpec`] | sorted indexes ([`Store::ensure_sorted_index`]): single and compound keys with directions, arrays by element, in the store's own order, so sorted and filtered finds read only the entries they need |
 //! | [`Store`] | the async, object-safe backend trait; [`open`] picks a backend from a URL; [`Store::insert_stream`] writes a stream of any size all or nothing |
 //! | [`feed`] | the change feed: what each committed write changed, for live queries ([`Store::changes`]) |
 //! | [`routing`] | who reads: the scope a server sets per request, so reads can go to replicas with read-your-writes kept |
 //! | [`json`] | bounded parsing of JSON bodies: nesting and value count checked before anything is built |
-//! | limits | documents up to [`MAX_DOCUMENT_BYTES`] (16 MiB of JSON), `_id`s up to [`MAX_ID_BYTES`] (512), on every write; a sorted query's `skip + limit` up to [`MAX_SORTED_WINDOW`] (10,000) |
+//! | limits | documents up to [`MAX_DOCUMENT_BYTES`] (16 MiB of JSON), `_id`s up to [`MAX_ID_BYTES`] (512), on every write; a sorted query's `skip + limit` up to [`MAX_SORTED_WINDOW`] (10,000) unless a sorted index serves it |
 //!
 //! | cargo feature | backend | URL |
 //! |---|---|---|

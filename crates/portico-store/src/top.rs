@@ -10,8 +10,9 @@ use crate::{Document, Error, Query, Result, Selector, Sort};
 
 /// The most documents a sorted [`Query`] may skip and return together (`skip + limit`).
 ///
-/// No backend sorts through an index: a sorted page is chosen by reading every match and keeping
-/// the best `skip + limit` in memory, so this bounds the memory of one sorted query (about 10,000
+/// A sorted page that no sorted index serves (see [`crate::Store::ensure_sorted_index`]) is
+/// chosen by reading every match and keeping the best `skip + limit` in memory, so this bounds
+/// the memory of one such query (about 10,000
 /// documents, a few MB for small ones) whatever the collection's size. A sorted query past it is
 /// refused with [`Error::InvalidSort`] (a client error) saying how to page instead: filter on the
 /// sort field from the last value seen (`{"field": {"$gt": last}}`) rather than skipping. A query
