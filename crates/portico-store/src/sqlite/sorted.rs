@@ -49,6 +49,34 @@ pub(crate) fn read(
     };
     let index = &indexes[plan.index];
     let text = text && query.projection.is_none();
+    // Without a sort the page is the first matches in `_id` order. When the range is large,
+    // reading the collection in `_id` order finds them sooner than sorting the range's ids;
+    // the index still counts a covered total.
+    if plan.order == Order::Id && query.sort.is_none() {
+        let wanted = query.skip.saturating_add(query.limit.unwrap_or(u64::MAX));
+        let budget = wanted.saturating_mul(4).saturating_add(1_000);
+        if entries_over(conn, index, &plan, budget)? {
+            if !plan.covered && count {
+                // Every candidate is read for the count anyway: the range is still the fewest.
+                return candidates(conn, collection, index, &plan, query, text, count).map(Some);
+            }
+            if !plan.covered {
+                return Ok(None);
+            }
+            let total = if count {
+                Some(count_entries(conn, index, &plan)?)
+            } else {
+                None
+            };
+            let docs = in_id_order(conn, collection, query)?;
+            let rows = if text {
+                Rows::Texts(crate::encode_all(&docs)?)
+            } else {
+                Rows::Docs(docs)
+            };
+            return Ok(Some(Read { rows, total }));
+        }
+    }
     let read = if plan.covered && plan.order == Order::Index {
         covered_in_order(conn, collection, index, &plan, query, text, count)?
     } else {
@@ -130,6 +158,44 @@ fn order_by(index: &SortedIndex, order: Order) -> String {
             cols.join(", ")
         }
     }
+}
+
+/// True when `plan`'s range holds more than `budget` entries (counted up to `budget + 1`).
+fn entries_over(
+    conn: &Connection,
+    index: &SortedIndex,
+    plan: &IndexPlan,
+    budget: u64,
+) -> Result<bool> {
+    let (filter, mut args) = filter(plan);
+    args.push(SqlValue::Integer(
+        i64::try_from(budget).unwrap_or(i64::MAX).saturating_add(1),
+    ));
+    let n: i64 = conn
+        .prepare_cached(&format!(
+            "SELECT count(*) FROM (SELECT 1 FROM {} AS x{filter} LIMIT ?{})",
+            index.table,
+            args.len()
+        ))?
+        .query_row(rusqlite::params_from_iter(args.iter()), |row| row.get(0))?;
+    Ok(u64::try_from(n).map_or(true, |n| n > budget))
+}
+
+/// The page of an unsorted `query` read from the collection in `_id` order (every document a
+/// candidate, the matcher deciding), stopping once the page is full; projected.
+fn in_id_order(conn: &Connection, collection: &str, query: &Query) -> Result<Vec<Document>> {
+    let scan = super::plan::Plan::Scan {
+        needles: Vec::new(),
+        numbers: Vec::new(),
+        sizes: Vec::new(),
+    };
+    let mut page = Page::of(query);
+    super::plan::for_each_candidate(conn, collection, &scan, |_, doc| Ok(page.offer(doc)))?;
+    let docs = page.into_docs();
+    Ok(match &query.projection {
+        Some(p) => docs.iter().map(|d| p.apply(d)).collect(),
+        None => docs,
+    })
 }
 
 /// The number of distinct documents in `plan`'s range.

@@ -1467,6 +1467,32 @@ async fn a_sorted_index_serves_sorts_past_the_window_and_stays_consistent() {
         .collect();
     let want_ids: Vec<&str> = want[..5].iter().filter_map(|d| document_id(d)).collect();
     assert_eq!(ids(&got), want_ids);
+    // Without a sort, a large range is paged in `_id` order (the index counts the total).
+    let unsorted = Query {
+        selector: sel(json!({"city": "Bergen"})),
+        skip: 7,
+        limit: Some(5),
+        ..Query::default()
+    };
+    let bergen: Vec<&Document> = docs.iter().filter(|d| d["city"] == "Bergen").collect();
+    let (texts, total) = store
+        .find_json_counted("items", &unsorted)
+        .await
+        .expect("list");
+    assert_eq!(total, bergen.len() as u64);
+    let got: Vec<Document> = texts
+        .iter()
+        .map(|t| serde_json::from_str(t).expect("json"))
+        .collect();
+    let want_ids: Vec<&str> = bergen[7..12]
+        .iter()
+        .filter_map(|d| document_id(d))
+        .collect();
+    assert_eq!(ids(&got), want_ids);
+    assert_eq!(
+        ids(&store.find("items", &unsorted).await.expect("find")),
+        want_ids
+    );
     // A multikey index: each document once.
     let x = store
         .count("items", &sel(json!({"tags": {"$in": ["x", "y"]}})))
