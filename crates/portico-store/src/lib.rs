@@ -70,6 +70,7 @@ mod aggregate;
 mod batch;
 mod document;
 mod error;
+pub mod fallback;
 pub mod feed;
 pub mod format;
 mod id;

@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 
 use crate::{
-    BatchError, BatchFailure, BatchOp, BatchOutcome, Change, Document, Projection, Result,
-    Selector, Sort, Update, UpdateResult,
+    BatchError, BatchOp, BatchOutcome, Change, Document, Projection, Result, Selector, Sort,
+    Update, UpdateResult,
 };
 
 /// What `find` returns and in what order: a selector plus sort, skip, limit and projection.
@@ -103,6 +103,10 @@ impl UpdateOptions {
 
 /// A document store: named collections of JSON documents with string `_id`s.
 ///
+/// Every method is stated by every implementation (there are no default bodies): a backend
+/// without a better way calls the named helper of [`crate::fallback`] on purpose, and a wrapper
+/// forwards each method to its inner store.
+///
 /// The trait is object safe, so a program can hold an `Arc<dyn Store>` and choose the backend at
 /// run time from a URL (see [`crate::open`]). Every method is atomic on its own: an update is a
 /// read-modify-write in one transaction, and an acknowledged write is durable (for persistent
@@ -120,18 +124,13 @@ pub trait Store: Send + Sync + 'static {
     async fn insert(&self, collection: &str, doc: Document) -> Result<String>;
 
     /// [`Store::insert`], returning the `_id` and the document's compact JSON text as stored,
-    /// so that a reply can embed it without reading it back or encoding it again. The default
-    /// encodes the document before inserting it; a backend that encodes it anyway gives its own
-    /// text back (SQLite: and drops the document's tree as soon as it is encoded).
+    /// so that a reply can embed it without reading it back or encoding it again. A backend
+    /// that encodes it anyway gives its own text back (SQLite: and drops the document's tree as
+    /// soon as it is encoded); [`crate::fallback::insert_json`] encodes it before inserting.
     ///
     /// # Errors
     /// As [`Store::insert`].
-    async fn insert_json(&self, collection: &str, doc: Document) -> Result<(String, String)> {
-        let (_, doc) = crate::prepare_insert(doc)?;
-        let text = crate::document::encode(&doc)?;
-        let id = self.insert(collection, doc).await?;
-        Ok((id, text))
-    }
+    async fn insert_json(&self, collection: &str, doc: Document) -> Result<(String, String)>;
 
     /// Inserts every document of `docs` into `collection`, all or none, and returns their `_id`s
     /// in the order of `docs`.
@@ -156,21 +155,13 @@ pub trait Store: Send + Sync + 'static {
     /// error is returned. The iterator is driven where the backend writes (it may block, as a
     /// channel from a reader thread does); SQLite holds its writer for the whole stream, with
     /// a page cache of up to 192 MiB for it (put back to 2 MiB after), and PostgreSQL one
-    /// transaction. This default collects every batch and calls
+    /// transaction. [`crate::fallback::insert_stream`] collects every batch and calls
     /// [`Store::insert_many`] (memory grows with the stream); the change feed gets one change
     /// without ids.
     ///
     /// # Errors
     /// The first error of `batches`, or as [`Store::insert_many`]; nothing is written then.
-    async fn insert_stream(&self, collection: &str, batches: DocumentBatches) -> Result<u64> {
-        let mut docs = Vec::new();
-        for batch in batches {
-            docs.extend(batch?);
-        }
-        let n = docs.len() as u64;
-        self.insert_many(collection, docs).await?;
-        Ok(n)
-    }
+    async fn insert_stream(&self, collection: &str, batches: DocumentBatches) -> Result<u64>;
 
     /// Returns the documents matching `query`, sorted, skipped, limited and projected.
     ///
@@ -187,17 +178,15 @@ pub trait Store: Send + Sync + 'static {
     /// The documents [`Store::find`] returns, each as its compact JSON text (an object), for a
     /// reply that embeds them as they are. A backend that stores JSON text answers a query
     /// without filter, sort or projection from that text, without decoding a document; this
-    /// default encodes what `find` returns.
+    /// fallback ([`crate::fallback::find_json`]) encodes what `find` returns.
     ///
     /// # Errors
     /// As [`Store::find`].
-    async fn find_json(&self, collection: &str, query: &Query) -> Result<Vec<String>> {
-        encode_all(&self.find(collection, query).await?)
-    }
+    async fn find_json(&self, collection: &str, query: &Query) -> Result<Vec<String>>;
 
     /// [`Store::find_json`] together with [`Store::count`] of `query.selector` (a list page and
     /// its total). A backend that can reads both from one snapshot, so the total is the one the
-    /// page was cut from; this default reads the count, then the page.
+    /// page was cut from; [`crate::fallback::find_json_counted`] reads the count, then the page.
     ///
     /// # Errors
     /// As [`Store::find_json`] and [`Store::count`].
@@ -205,9 +194,7 @@ pub trait Store: Send + Sync + 'static {
         &self,
         collection: &str,
         query: &Query,
-    ) -> Result<(Vec<String>, u64)> {
-        count_then_page(self, collection, query).await
-    }
+    ) -> Result<(Vec<String>, u64)>;
 
     /// [`Store::find_json_counted`], and the documents each of `related` names in the page's
     /// documents, where the backend can read them along in the same statement (a list page, its
@@ -215,7 +202,7 @@ pub trait Store: Send + Sync + 'static {
     /// looked up (the first `max_ids` distinct string ids the page's stored documents hold in
     /// the field, an id or an array of ids, in page order then array order) and the documents
     /// found among them, unfiltered: the caller decides which it may show. A backend returns no
-    /// `RelatedRead` for what it did not read along (this default reads none; the caller then
+    /// `RelatedRead` for what it did not read along ([`crate::fallback`] reads none; the caller then
     /// reads the related documents itself), and may look up only some of the ids (the caller
     /// reads the others).
     ///
@@ -226,11 +213,7 @@ pub trait Store: Send + Sync + 'static {
         collection: &str,
         query: &Query,
         related: &[RelatedField],
-    ) -> Result<(Vec<String>, u64, Vec<RelatedRead>)> {
-        let _ = related;
-        let (page, total) = self.find_json_counted(collection, query).await?;
-        Ok((page, total, Vec::new()))
-    }
+    ) -> Result<(Vec<String>, u64, Vec<RelatedRead>)>;
 
     /// Returns the first document matching `selector`, if any.
     ///
@@ -246,16 +229,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// The document [`Store::get`] returns, as its compact JSON text (an object), for a reply
     /// that embeds it as it is. A backend that stores JSON text answers with that text, without
-    /// decoding the document; this default encodes what `get` returns.
+    /// decoding the document; [`crate::fallback::get_json`] encodes what `get` returns.
     ///
     /// # Errors
     /// As [`Store::get`].
-    async fn get_json(&self, collection: &str, id: &str) -> Result<Option<String>> {
-        match self.get(collection, id).await? {
-            Some(doc) => Ok(encode_all(std::slice::from_ref(&doc))?.pop()),
-            None => Ok(None),
-        }
-    }
+    async fn get_json(&self, collection: &str, id: &str) -> Result<Option<String>>;
 
     /// Counts the documents matching `selector`.
     ///
@@ -270,38 +248,31 @@ pub trait Store: Send + Sync + 'static {
     /// The groups of `spec` over `collection` (see [`crate::Aggregate`]): one document per
     /// group, `{"_id": <group value>, "count": n, "sum_<path>": x, ...}`, sorted, skipped and
     /// limited as `spec` says. Memory is one accumulator per group, at most
-    /// [`crate::MAX_GROUPS`]. The default reads the matching documents with
+    /// [`crate::MAX_GROUPS`]. [`crate::fallback::aggregate`] reads the matching documents with
     /// [`Store::find`]; the built-in backends group in the database instead.
     ///
     /// # Errors
     /// [`crate::Error::InvalidSelector`] for a path that cannot be aggregated or too many
     /// groups; store failures.
-    async fn aggregate(&self, collection: &str, spec: &crate::Aggregate) -> Result<Vec<Document>> {
-        let docs = self
-            .find(collection, &Query::new(spec.selector.clone()))
-            .await?;
-        crate::aggregate::over(spec, &docs)
-    }
+    async fn aggregate(&self, collection: &str, spec: &crate::Aggregate) -> Result<Vec<Document>>;
 
     /// Keeps a full-text index of `collection` over `fields` (top-level fields; every string in
     /// them, through arrays and objects, is searched), for [`Store::search`]. The index follows
     /// every later write, whatever writes it (single writes, batches, streamed imports, another
     /// process on the same data), by the database itself. Calling it again with the same fields
-    /// is a no-op; with other fields, the index is rebuilt over them. The default keeps nothing
-    /// ([`Store::search`]'s default reads the documents instead).
+    /// is a no-op; with other fields, the index is rebuilt over them.
+    /// [`crate::fallback::ensure_search`] keeps nothing ([`crate::fallback::search`] reads the
+    /// documents instead).
     ///
     /// # Errors
     /// [`crate::Error::InvalidName`] for unusable fields (see [`crate::check_search_fields`]);
     /// backend failures.
-    async fn ensure_search(&self, collection: &str, fields: &[String]) -> Result<()> {
-        let _ = collection;
-        crate::search::check_fields(fields)
-    }
+    async fn ensure_search(&self, collection: &str, fields: &[String]) -> Result<()>;
 
     /// The documents of `collection` holding every word of `search.text` in `search.fields`
     /// (whole words, any case) and matching `search.selector`, best first (ties in `_id`
     /// order), skipped, limited and projected; with how many match in all. SQLite ranks with
-    /// FTS5's BM25, PostgreSQL with `ts_rank`; this default counts the occurrences of the words
+    /// FTS5's BM25, PostgreSQL with `ts_rank`; [`crate::fallback::search`] counts the occurrences of the words
     /// in every document [`Store::find`] gives for the selector (memory grows with them).
     ///
     /// # Errors
@@ -312,13 +283,7 @@ pub trait Store: Send + Sync + 'static {
         &self,
         collection: &str,
         search: &crate::Search,
-    ) -> Result<(Vec<Document>, u64)> {
-        crate::search::check_fields(&search.fields)?;
-        let docs = self
-            .find(collection, &Query::new(search.selector.clone()))
-            .await?;
-        crate::search::over(search, docs)
-    }
+    ) -> Result<(Vec<Document>, u64)>;
 
     /// Applies `update` (a modifier, or a whole-document replacement that keeps `_id`) to the first
     /// matching document, or to all of them with `options.multi`; with `options.upsert`, inserts
@@ -339,7 +304,7 @@ pub trait Store: Send + Sync + 'static {
     /// drop it (a replacement's document, a modifier's values) once it has made what it writes
     /// instead of holding it while the database copies that: for a large document, one copy
     /// fewer at the write's peak. The caller must not hold a clone of it for that to help (a
-    /// replacement's document is shared by its clones). This default borrows it for
+    /// replacement's document is shared by its clones). [`crate::fallback::update_owned`] borrows it for
     /// [`Store::update`].
     ///
     /// # Errors
@@ -350,9 +315,7 @@ pub trait Store: Send + Sync + 'static {
         selector: &Selector,
         update: Update,
         options: UpdateOptions,
-    ) -> Result<UpdateResult> {
-        self.update(collection, selector, &update, options).await
-    }
+    ) -> Result<UpdateResult>;
 
     /// Removes every document matching `selector` and returns how many were removed.
     ///
@@ -437,39 +400,31 @@ pub trait Store: Send + Sync + 'static {
     /// collection), never less. On PostgreSQL it is read from the database, but concurrent
     /// callers share one read that started after they called, so under load it costs a fraction
     /// of a round trip per call.
-    async fn change_stamp(&self, collection: &str) -> Option<u64> {
-        let _ = collection;
-        None
-    }
+    async fn change_stamp(&self, collection: &str) -> Option<u64>;
 
     /// Applies `ops` in order, all or nothing, in one transaction: a reader sees either none of
     /// them or all of them, and when one fails nothing is written. Each write sees the ones
     /// before it (insert a document, then update it). Returns what each write did, in order.
     ///
-    /// Backends without atomic batches keep this default, which writes nothing and fails with
+    /// Backends without atomic batches write nothing and fail with
     /// [`BatchFailure::Unsupported`] (never a non-atomic fallback).
     ///
     /// # Errors
     /// [`BatchError`] naming the first write that failed and why; nothing is written then.
-    async fn batch(&self, ops: Vec<BatchOp>) -> std::result::Result<Vec<BatchOutcome>, BatchError> {
-        let _ = ops;
-        Err(BatchError::new(0, BatchFailure::Unsupported))
-    }
+    async fn batch(&self, ops: Vec<BatchOp>) -> std::result::Result<Vec<BatchOutcome>, BatchError>;
 
     /// A reader of the store's change feed: every write committed from now on, as a
-    /// [`Change`] (see [`crate::feed`]). Backends without a feed keep this default, `None`,
+    /// [`Change`] (see [`crate::feed`]). Backends without a feed answer `None`,
     /// and then nothing can follow their documents live.
     ///
     /// The memory and SQLite backends tell the writes of this process; the PostgreSQL backend
     /// starts listening on its own connection on the first call and tells the writes of every
     /// instance on the database.
-    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
-        None
-    }
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>>;
 }
 
 /// [`Store::count`] of `query.selector`, then [`Store::find_json`]: what
-/// [`Store::find_json_counted`] does by default, and what a backend's own version falls back
+/// [`crate::fallback::find_json_counted`] does, and what a backend's own version falls back
 /// to for the queries it cannot read in one snapshot.
 ///
 /// # Errors
@@ -484,7 +439,7 @@ pub(crate) async fn count_then_page<S: Store + ?Sized>(
     Ok((page, total))
 }
 
-/// Each document as its compact JSON text (what [`Store::find_json`] returns by default).
+/// Each document as its compact JSON text (what [`crate::fallback::find_json`] returns).
 ///
 /// # Errors
 /// [`crate::Error::Backend`] when a document cannot be encoded (a map with string keys always

@@ -516,6 +516,74 @@ impl Store for MemoryStore {
         }
     }
 
+    async fn insert_json(&self, collection: &str, doc: Document) -> Result<(String, String)> {
+        crate::fallback::insert_json(self, collection, doc).await
+    }
+
+    async fn insert_stream(
+        &self,
+        collection: &str,
+        batches: crate::DocumentBatches,
+    ) -> Result<u64> {
+        crate::fallback::insert_stream(self, collection, batches).await
+    }
+
+    async fn find_json(&self, collection: &str, query: &Query) -> Result<Vec<String>> {
+        crate::fallback::find_json(self, collection, query).await
+    }
+
+    async fn find_json_counted(
+        &self,
+        collection: &str,
+        query: &Query,
+    ) -> Result<(Vec<String>, u64)> {
+        crate::fallback::find_json_counted(self, collection, query).await
+    }
+
+    async fn find_json_counted_related(
+        &self,
+        collection: &str,
+        query: &Query,
+        related: &[crate::RelatedField],
+    ) -> Result<(Vec<String>, u64, Vec<crate::RelatedRead>)> {
+        crate::fallback::find_json_counted_related(self, collection, query, related).await
+    }
+
+    async fn get_json(&self, collection: &str, id: &str) -> Result<Option<String>> {
+        crate::fallback::get_json(self, collection, id).await
+    }
+
+    async fn aggregate(&self, collection: &str, spec: &crate::Aggregate) -> Result<Vec<Document>> {
+        crate::fallback::aggregate(self, collection, spec).await
+    }
+
+    async fn ensure_search(&self, _collection: &str, fields: &[String]) -> Result<()> {
+        crate::fallback::ensure_search(fields)
+    }
+
+    async fn search(
+        &self,
+        collection: &str,
+        search: &crate::Search,
+    ) -> Result<(Vec<Document>, u64)> {
+        crate::fallback::search(self, collection, search).await
+    }
+
+    async fn update_owned(
+        &self,
+        collection: &str,
+        selector: &Selector,
+        update: Update,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult> {
+        crate::fallback::update_owned(self, collection, selector, update, options).await
+    }
+
+    async fn change_stamp(&self, _collection: &str) -> Option<u64> {
+        // Nothing read from memory is worth caching, and no stamp is kept.
+        None
+    }
+
     async fn ensure_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<()> {
         check_name(collection)?;
         if spec.unique

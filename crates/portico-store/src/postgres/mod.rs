@@ -611,6 +611,16 @@ impl Store for PostgresStore {
         self.wrote(result).await
     }
 
+    async fn update_owned(
+        &self,
+        collection: &str,
+        selector: &Selector,
+        update: Update,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult> {
+        crate::fallback::update_owned(self, collection, selector, update, options).await
+    }
+
     async fn remove(&self, collection: &str, selector: &Selector) -> Result<u64> {
         let mut client = self.client().await?;
         let n = write::remove(&mut client, collection, selector).await;
