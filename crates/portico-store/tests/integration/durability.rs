@@ -11,11 +11,19 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use portico_store::{Document, Selector, Update, UpdateOptions};
+use portico_store::{Document, IndexSpec, Query, Selector, Sort, Store, Update, UpdateOptions};
 use serde_json::json;
 
 /// Set in the child's environment to the store URL; without it `writer_child` does nothing.
 const CHILD_ENV: &str = "PORTICO_DURABILITY_CHILD_URL";
+/// Set in the child's environment to `create` for the child that makes an index over many
+/// documents (killed while it fills it) instead of the writer.
+const MODE_ENV: &str = "PORTICO_DURABILITY_MODE";
+
+/// The sorted index the writer's inserts keep, checked against a scan after the kill.
+fn log_index() -> IndexSpec {
+    IndexSpec::new(["writer", "-seq"]).expect("index spec")
+}
 
 /// Acknowledged inserts seen before the parent kills the child: enough that the WAL has been
 /// checkpointed into the database file at least once (every 1000 pages), so the kill finds
@@ -70,6 +78,64 @@ fn acknowledged_writes_to_postgres_survive_sigkill() {
     check_durability(&url);
 }
 
+/// Starts this test binary again as the child of `mode` (`write` or `create`) on `db`.
+fn spawn_child(db: &str, mode: &str) -> KillOnDrop {
+    let exe = std::env::current_exe().expect("test binary path");
+    let child = Command::new(exe)
+        .args([
+            child_test_name().as_str(),
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, db)
+        .env(MODE_ENV, mode)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn child");
+    KillOnDrop(child)
+}
+
+/// The sorted index `spec` of `collection` answers as a scan does: for each value of its first
+/// field, the documents in the index's order and their count (every document read once,
+/// sorted here by the reference comparison). An index left stale by a kill fails it.
+async fn index_agrees_with_scan(store: &dyn Store, collection: &str, spec: &IndexSpec) {
+    let all = store
+        .find(collection, &Query::default())
+        .await
+        .expect("scan");
+    let first = &spec.fields[0].path;
+    let mut values: Vec<serde_json::Value> = all
+        .iter()
+        .map(|d| d.get(first).cloned().unwrap_or(serde_json::Value::Null))
+        .collect();
+    values.sort_by(portico_store::compare_values);
+    values.dedup();
+    let names: Vec<String> = spec.fields[1..].iter().map(|f| f.name()).collect();
+    let sort = Sort::parse_list(&names.join(",")).expect("sort");
+    for value in values {
+        let selector = Selector::parse(&json!({ first.as_str(): value })).expect("selector");
+        let mut want: Vec<&Document> = all.iter().filter(|d| selector.matches(d)).collect();
+        want.sort_by(|a, b| sort.compare(a, b));
+        let query = Query {
+            sort: Some(sort.clone()),
+            ..Query::new(selector.clone())
+        };
+        let got = store.find(collection, &query).await.expect("indexed find");
+        let got: Vec<&Document> = got.iter().collect();
+        assert_eq!(got, want, "the index of {collection} on {first} = {value}");
+        let (page, total) = store
+            .find_json_counted(collection, &query)
+            .await
+            .expect("indexed list");
+        assert_eq!(total, want.len() as u64, "count of {first} = {value}");
+        assert_eq!(page.len(), want.len());
+    }
+}
+
 /// Runs the writer child on the store `url`, kills it, and checks every acknowledged write.
 fn check_durability(db: &str) {
     let exe = std::env::current_exe().expect("test binary path");
@@ -82,6 +148,7 @@ fn check_durability(db: &str) {
             "--test-threads=1",
         ])
         .env(CHILD_ENV, db)
+        .env(MODE_ENV, "write")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -149,6 +216,76 @@ fn check_durability(db: &str) {
             value >= increments,
             "{value} < {increments} acknowledged increments"
         );
+        // The index the inserts kept holds exactly the documents the kill left.
+        index_agrees_with_scan(store.as_ref(), "log", &log_index()).await;
+        integrity_check(db);
+    });
+}
+
+/// SQLite's own check of the file (its tables and indexes agree): `ok`.
+fn integrity_check(db: &str) {
+    #[cfg(feature = "sqlite")]
+    if let Some(path) = db.strip_prefix("sqlite:") {
+        let conn = rusqlite::Connection::open(path).expect("open for integrity_check");
+        let result: String = conn
+            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+            .expect("integrity_check");
+        assert_eq!(result, "ok");
+    }
+    let _ = db;
+}
+
+#[cfg(feature = "sqlite")]
+#[test]
+fn a_kill_while_an_index_is_made_leaves_it_whole_or_absent() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = format!("sqlite:{}", dir.path().join("index.db").display());
+    check_index_creation(&db);
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn a_kill_while_a_postgres_index_is_made_leaves_it_whole_or_absent() {
+    let url = crate::common::cluster()
+        .create_database()
+        .expect("create database");
+    check_index_creation(&url);
+}
+
+/// Kills the `create` child once it starts making an index over many documents; the index is
+/// then absent or whole, and making it again gives a whole one.
+fn check_index_creation(db: &str) {
+    let mut child = spawn_child(db, "create");
+    let mut out = BufReader::new(child.0.stdout.take().expect("child stdout"));
+    let mut line = String::new();
+    let mut killed = false;
+    loop {
+        line.clear();
+        if out.read_line(&mut line).expect("read child output") == 0 {
+            break;
+        }
+        if !killed && line.contains("CREATING") {
+            // Let the fill get under way, then SIGKILL.
+            std::thread::sleep(Duration::from_millis(150));
+            child.0.kill().expect("kill child");
+            killed = true;
+        }
+    }
+    let status = child.0.wait().expect("wait for child");
+    assert!(killed, "the child never started the index: {status}");
+    runtime().block_on(async {
+        let store = portico_store::open(db).await.expect("reopen after kill");
+        let spec = IndexSpec::new(["k", "-n"]).expect("spec");
+        let listed = store.sorted_indexes("many").await.expect("list");
+        if listed.contains(&spec) {
+            index_agrees_with_scan(store.as_ref(), "many", &spec).await;
+        }
+        store
+            .ensure_sorted_index("many", &spec)
+            .await
+            .expect("index again");
+        index_agrees_with_scan(store.as_ref(), "many", &spec).await;
+        integrity_check(db);
     });
 }
 
@@ -163,11 +300,36 @@ fn writer_child() {
     let Some(url) = db.to_str() else {
         return;
     };
-    runtime().block_on(write_until_killed(url));
+    if std::env::var(MODE_ENV).as_deref() == Ok("create") {
+        runtime().block_on(create_until_killed(url));
+    } else {
+        runtime().block_on(write_until_killed(url));
+    }
+}
+
+/// The `create` child: many documents, then an index over them (killed while it is made).
+async fn create_until_killed(url: &str) {
+    let store = portico_store::open(url).await.expect("open store in child");
+    let docs: Vec<Document> = (0..30_000u64)
+        .map(|i| doc(json!({"_id": format!("m{i:06}"), "k": i % 7, "n": (i * 31) % 1000, "tags": [i % 3, i % 5]})))
+        .collect();
+    store.insert_many("many", docs).await.expect("insert");
+    ack("CREATING");
+    let spec = IndexSpec::new(["k", "-n"]).expect("spec");
+    store
+        .ensure_sorted_index("many", &spec)
+        .await
+        .expect("index");
+    ack("CREATED");
+    std::thread::sleep(CHILD_LIFETIME);
 }
 
 async fn write_until_killed(url: &str) {
     let store = portico_store::open(url).await.expect("open store in child");
+    store
+        .ensure_sorted_index("log", &log_index())
+        .await
+        .expect("index");
     let deadline = Instant::now() + CHILD_LIFETIME;
     store
         .insert("counters", doc(json!({"_id": "c", "n": 0})))
