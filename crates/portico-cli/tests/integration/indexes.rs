@@ -105,6 +105,28 @@ async fn declared_indexes_serve_sorted_and_filtered_lists_with_the_same_answers(
     let (got, total) = page(&server, &query).await;
     assert_eq!(got, ids(&oslo[40..60]));
     assert_eq!(total.as_deref(), Some(oslo.len().to_string().as_str()));
+    // total=false: the same page, no count, and a `next` link for a full page.
+    let r = server
+        .call(
+            "GET",
+            "/api/items?limit=20&sort=-score&total=false",
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    assert_eq!(r.header("x-total-count"), None);
+    assert!(
+        r.header("link").is_some_and(|l| l.contains("rel=\"next\"")),
+        "{:?}",
+        r.header("link")
+    );
+    let data = r.body["data"].as_array().cloned().unwrap_or_default();
+    assert_eq!(ids(&data), ids(&sorted[..20]));
+    let r = server
+        .call("GET", "/api/items?total=maybe", None, &[])
+        .await;
+    assert_eq!(r.status, 400, "{}", r.raw);
     // A range on the indexed field, sorted by it.
     let query = format!(
         "limit=15&sort=-score&where={}",

@@ -297,7 +297,7 @@ async fn read_page_json(
     let (items, page) = read_chunks(state, selector, params, None, |query| {
         let (total, along) = (&total, &along);
         async move {
-            let docs = if total.get().is_none() {
+            let docs = if params.total && total.get().is_none() {
                 let (docs, n, read) = state
                     .collection
                     .find_json_counted_related(&query, related)
@@ -371,23 +371,28 @@ async fn get_all_json(
         // The reply size budget counted the page as stored (as `get_all` does).
         items = expanded_texts(state, ctx, expand, access, items, along).await?;
     }
-    let total = match counted {
-        Some(total) => total,
-        None => state
-            .collection
-            .count(&selector)
-            .await
-            .map_err(platform_error)?,
+    let total = match (counted, params.total) {
+        (Some(total), _) => Some(total),
+        (None, true) => Some(
+            state
+                .collection
+                .count(&selector)
+                .await
+                .map_err(platform_error)?,
+        ),
+        (None, false) => None,
     };
-    let tag = list_etag_json(&items, total);
+    let tag = list_etag_json(&items, total.unwrap_or(u64::MAX));
     if not_modified(
         &ctx.request.headers,
         tag.trim_start_matches("W/").trim_matches('"'),
     ) {
         return Err(not_modified_reply(tag));
     }
-    let mut reply =
-        Reply::success_json_array(&items).with_header("X-Total-Count", total.to_string());
+    let mut reply = Reply::success_json_array(&items);
+    if let Some(total) = total {
+        reply = reply.with_header("X-Total-Count", total.to_string());
+    }
     if let Some(link) = list_link(ctx, &params, page, total) {
         reply = reply.with_header("Link", link);
     }
@@ -412,12 +417,22 @@ async fn expanded_texts(
 
 /// The `Link` header of a page: under `Router::nest` the request's uri lost the outer prefix,
 /// so links use the original one.
-fn list_link(ctx: &Context, params: &ListParams, page: u64, total: u64) -> Option<String> {
+/// The `Link` header of a page of `page` documents; without a total (`total=false`), a full
+/// page has a `next` (the next one may be empty).
+fn list_link(ctx: &Context, params: &ListParams, page: u64, total: Option<u64>) -> Option<String> {
     let uri = ctx
         .request
         .extensions
         .get::<axum::extract::OriginalUri>()
         .map_or(&ctx.request.uri, |o| &o.0);
+    let total = total.unwrap_or_else(|| {
+        let seen = params.skip.saturating_add(page);
+        if page >= params.limit {
+            seen.saturating_add(1)
+        } else {
+            seen
+        }
+    });
     link_header(uri.path(), uri.query(), params.skip, page, total)
 }
 
@@ -461,14 +476,23 @@ async fn get_all(
     }
     let (total, (mut items, page)) = match search {
         Some(text) => {
-            super::search::read_page(state, selector, &params, projection, &view, text).await?
+            let (total, page) =
+                super::search::read_page(state, selector, &params, projection, &view, text).await?;
+            // A search counts its matches as it ranks them: the total costs nothing more.
+            (params.total.then_some(total), page)
         }
         None => {
-            let total = state
-                .collection
-                .count(&selector)
-                .await
-                .map_err(platform_error)?;
+            let total = if params.total {
+                Some(
+                    state
+                        .collection
+                        .count(&selector)
+                        .await
+                        .map_err(platform_error)?,
+                )
+            } else {
+                None
+            };
             (
                 total,
                 read_page(state, selector, &params, projection, &view).await?,
@@ -479,12 +503,15 @@ async fn get_all(
         // One query per relation for the whole page; the tag below covers what is expanded.
         super::expand::expand_items(state, ctx, expand, &mut items).await?;
     }
-    let mut headers = vec![("X-Total-Count".to_owned(), total.to_string())];
+    let mut headers = Vec::new();
+    if let Some(total) = total {
+        headers.push(("X-Total-Count".to_owned(), total.to_string()));
+    }
     if let Some(link) = list_link(ctx, &params, page, total) {
         headers.push(("Link".to_owned(), link));
     }
     let items = Value::Array(items);
-    let tag = list_etag(&items, total);
+    let tag = list_etag(&items, total.unwrap_or(u64::MAX));
     if not_modified(
         &ctx.request.headers,
         tag.trim_start_matches("W/").trim_matches('"'),

@@ -14,6 +14,8 @@ pub(crate) struct ListParams {
     pub(crate) skip: u64,
     pub(crate) limit: u64,
     pub(crate) fields: Option<Fields>,
+    /// `total=false`: no `X-Total-Count` (the matches are not counted).
+    pub(crate) total: bool,
 }
 
 /// The `fields` parameter: a comma list of names to include (`title,author.name`), or a JSON
@@ -146,12 +148,22 @@ impl ListParams {
             .unwrap_or(default_page)
             .min(max_page);
         let skip = number(query, "skip")?.unwrap_or(0);
+        let total = match single(query, "total")? {
+            None | Some("true" | "1") => true,
+            Some("false" | "0") => false,
+            Some(other) => {
+                return Err(bad(format!(
+                    "Invalid total: {other:?} (write total=false to skip the count)"
+                )));
+            }
+        };
         Ok(ListParams {
             filter,
             sort,
             skip,
             limit,
             fields,
+            total,
         })
     }
 

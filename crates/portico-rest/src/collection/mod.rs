@@ -429,8 +429,8 @@ fn describe_op(state: &CollectionState, op: Op) -> EndpointDoc {
     let doc = match op {
         Op::GetAll => EndpointDoc::new(format!("list {name}"))
             .query(&[
-                "where", "sort", "limit", "skip", "fields", "expand", "search", "group", "count",
-                "sum", "avg", "min", "max",
+                "where", "sort", "limit", "skip", "fields", "expand", "search", "total", "group",
+                "count", "sum", "avg", "min", "max",
             ])
             .reply(json!({"type": "array", "items": document})),
         Op::Post => EndpointDoc::new(format!("create a document in {name}"))
