@@ -61,6 +61,7 @@ mod query;
 mod replica;
 mod schema;
 mod search;
+mod sorted;
 mod stamp;
 mod write;
 
@@ -454,13 +455,18 @@ impl Store for PostgresStore {
     }
 
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>> {
-        crate::top::check_sorted_window(query)?;
-        read!(self, Some(collection), |client| query::find(
+        // Through a sorted index when one helps; the sorted window is checked only when none
+        // serves the sort (`None`).
+        let found = read!(self, Some(collection), |client| query::find(
             &mut client,
             collection,
             query
         )
-        .await)
+        .await)?;
+        match found {
+            Some(docs) => Ok(docs),
+            None => crate::top::check_sorted_window(query).map(|()| Vec::new()),
+        }
     }
 
     async fn find_json(&self, collection: &str, query: &Query) -> Result<Vec<String>> {
@@ -488,6 +494,22 @@ impl Store for PostgresStore {
     ) -> Result<(Vec<String>, u64)> {
         // A page of the whole collection and its total: one statement, one round trip.
         if !query.is_plain_page() {
+            // Through a sorted index: the page and its total from one snapshot.
+            let through_index = read!(self, Some(collection), |client| sorted::read(
+                &mut client,
+                collection,
+                query,
+                true,
+                true
+            )
+            .await)?;
+            if let Some(read) = through_index {
+                let texts = match read.rows {
+                    sorted::Rows::Texts(texts) => texts,
+                    sorted::Rows::Docs(docs) => crate::encode_all(&docs)?,
+                };
+                return Ok((texts, read.total.unwrap_or(0)));
+            }
             return crate::count_then_page(self, collection, query).await;
         }
         if let Some(stamp) = self.cache_stamp(collection).await {
@@ -549,7 +571,7 @@ impl Store for PostgresStore {
             &query
         )
         .await)?;
-        Ok(found.into_iter().next())
+        Ok(found.into_iter().flatten().next())
     }
 
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Document>> {
@@ -630,6 +652,29 @@ impl Store for PostgresStore {
         let done = write::ensure_index(&mut client, collection, path, true).await;
         drop(client);
         self.wrote(done).await
+    }
+
+    async fn ensure_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<()> {
+        let mut client = self.client().await?;
+        let done = write::ensure_sorted_index(&mut client, collection, spec).await;
+        drop(client);
+        self.wrote(done).await
+    }
+
+    async fn sorted_indexes(&self, collection: &str) -> Result<Vec<crate::IndexSpec>> {
+        let client = self.client().await?;
+        Ok(schema::sorted_indexes(&client, collection, false)
+            .await?
+            .into_iter()
+            .map(|i| i.spec)
+            .collect())
+    }
+
+    async fn drop_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<bool> {
+        let mut client = self.client().await?;
+        let dropped = write::drop_sorted_index(&mut client, collection, spec).await;
+        drop(client);
+        self.wrote(dropped).await
     }
 
     async fn ensure_search(&self, collection: &str, fields: &[String]) -> Result<()> {

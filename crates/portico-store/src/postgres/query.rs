@@ -268,14 +268,26 @@ pub(crate) async fn plan_for(
     Ok(plan(selector, &indexes))
 }
 
-/// The documents `query` asks for, sorted, skipped, limited and projected.
+/// The documents `query` asks for, sorted, skipped, limited and projected: through a sorted
+/// index when one helps (see `sorted.rs`), else from the candidates of the selector. `None`
+/// when no index serves the sort and its window is over [`crate::MAX_SORTED_WINDOW`]: the
+/// caller refuses it (outside a replica's read, which must not count it as the replica's
+/// failure).
 pub(crate) async fn find(
     client: &mut Client,
     collection: &str,
     query: &Query,
-) -> Result<Vec<Document>> {
+) -> Result<Option<Vec<Document>>> {
     if query.limit == Some(0) {
-        return Ok(Vec::new());
+        return Ok(Some(Vec::new()));
+    }
+    if let Some(read) = super::sorted::read(client, collection, query, false, false).await?
+        && let super::sorted::Rows::Docs(docs) = read.rows
+    {
+        return Ok(Some(docs));
+    }
+    if crate::top::check_sorted_window(query).is_err() {
+        return Ok(None);
     }
     let selector = &query.selector;
     let skip = query.skip;
@@ -303,7 +315,7 @@ pub(crate) async fn find(
     if let Some(projection) = &query.projection {
         docs = docs.iter().map(|doc| projection.apply(doc)).collect();
     }
-    Ok(docs)
+    Ok(Some(docs))
 }
 
 /// A page of the whole collection in `_id` order as the stored JSON text, with no document
@@ -528,6 +540,10 @@ pub(crate) async fn count(
 ) -> Result<u64> {
     if selector.is_all() {
         return stored_count(client, collection).await;
+    }
+    // A sorted index holding exactly the matches counts its entries.
+    if let Some(n) = super::sorted::count(client, collection, selector).await? {
+        return Ok(n);
     }
     let mut n = 0u64;
     for_each_candidate(client, collection, selector, None, |_, doc| {
