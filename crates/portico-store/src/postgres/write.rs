@@ -1,8 +1,9 @@
 //! Writing: insert, update, remove, indexes and collections, each in one transaction.
 //!
 //! Every write of documents first takes the collection's `ROW EXCLUSIVE` lock (see
-//! [`schema::lock_for_write`]), then reads the list of indexes, so it maintains every index that
-//! exists when it commits. An update reads its documents with `SELECT ... FOR UPDATE`: a
+//! [`schema::lock_for_write`]), then reads the lists of indexes (equality and sorted), so it
+//! maintains every index that exists when it commits, sorted ones still being filled included
+//! (see [`ensure_sorted_index`]). An update reads its documents with `SELECT ... FOR UPDATE`: a
 //! concurrent update of the same document (from this instance or another) waits for this one to
 //! commit and then reads the new version, so two concurrent `$set`s of different fields both
 //! land, and two `$inc`s both count. A failing step returns before `commit`; dropping the
