@@ -540,23 +540,18 @@ impl Store for PostgresStore {
     ) -> Result<(Vec<String>, u64)> {
         // A page of the whole collection and its total: one statement, one round trip.
         if !query.is_plain_page() {
-            // Through a sorted index: the page and its total from one snapshot.
-            let through_index = read!(self, Some(collection), |client| sorted::read(
+            // Through a sorted index the page and its total come from one snapshot; the
+            // sorted window is checked only when none serves the sort (`None`).
+            let found = read!(self, Some(collection), |client| query::find_json_counted(
                 &mut client,
                 collection,
-                query,
-                true,
-                true
+                query
             )
             .await)?;
-            if let Some(read) = through_index {
-                let texts = match read.rows {
-                    sorted::Rows::Texts(texts) => texts,
-                    sorted::Rows::Docs(docs) => crate::encode_all(&docs)?,
-                };
-                return Ok((texts, read.total.unwrap_or(0)));
-            }
-            return crate::count_then_page(self, collection, query).await;
+            return match found {
+                Some(answer) => Ok(answer),
+                None => crate::top::check_sorted_window(query).map(|()| (Vec::new(), 0)),
+            };
         }
         if let Some(stamp) = self.cache_stamp(collection).await {
             let (page, total) = self.cached_page(collection, query, stamp, true).await?;

@@ -289,6 +289,15 @@ pub(crate) async fn find(
     if crate::top::check_sorted_window(query).is_err() {
         return Ok(None);
     }
+    find_candidates(client, collection, query).await.map(Some)
+}
+
+/// [`find`] without a sorted index: the candidates of the selector, decided by the matcher.
+async fn find_candidates(
+    client: &mut Client,
+    collection: &str,
+    query: &Query,
+) -> Result<Vec<Document>> {
     let selector = &query.selector;
     let skip = query.skip;
     let mut docs = Vec::new();
@@ -315,7 +324,40 @@ pub(crate) async fn find(
     if let Some(projection) = &query.projection {
         docs = docs.iter().map(|doc| projection.apply(doc)).collect();
     }
-    Ok(Some(docs))
+    Ok(docs)
+}
+
+/// The page of `query` as JSON texts and its total (a query that is not a plain page; see
+/// [`crate::Store::find_json_counted`]): through a sorted index in one snapshot when one helps,
+/// else counted and read from the candidates (the catalog read once for both). `None` as for
+/// [`find`].
+pub(crate) async fn find_json_counted(
+    client: &mut Client,
+    collection: &str,
+    query: &Query,
+) -> Result<Option<(Vec<String>, u64)>> {
+    if let Some(read) = super::sorted::read(client, collection, query, true, true).await? {
+        let texts = match read.rows {
+            super::sorted::Rows::Texts(texts) => texts,
+            super::sorted::Rows::Docs(docs) => crate::encode_all(&docs)?,
+        };
+        return Ok(Some((texts, read.total.unwrap_or(0))));
+    }
+    if crate::top::check_sorted_window(query).is_err() {
+        return Ok(None);
+    }
+    // No index helps the selector and sort, so none counts the selector alone either.
+    let total = if query.selector.is_all() {
+        stored_count(client, collection).await?
+    } else {
+        count_candidates(client, collection, &query.selector).await?
+    };
+    let page = if query.limit == Some(0) {
+        Vec::new()
+    } else {
+        crate::encode_all(&find_candidates(client, collection, query).await?)?
+    };
+    Ok(Some((page, total)))
 }
 
 /// A page of the whole collection in `_id` order as the stored JSON text, with no document
@@ -545,6 +587,15 @@ pub(crate) async fn count(
     if let Some(n) = super::sorted::count(client, collection, selector).await? {
         return Ok(n);
     }
+    count_candidates(client, collection, selector).await
+}
+
+/// [`count`] of a selector that is not everything, without a sorted index.
+async fn count_candidates(
+    client: &mut Client,
+    collection: &str,
+    selector: &Selector,
+) -> Result<u64> {
     let mut n = 0u64;
     for_each_candidate(client, collection, selector, None, |_, doc| {
         if selector.matches(&doc) {
