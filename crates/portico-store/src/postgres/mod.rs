@@ -697,8 +697,18 @@ impl Store for PostgresStore {
 
     async fn ensure_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<()> {
         let mut client = self.client().await?;
-        let done = write::ensure_sorted_index(&mut client, collection, spec).await;
-        drop(client);
+        let (collection, spec) = (collection.to_owned(), spec.clone());
+        // A task of its own: a caller that goes away does not stop the fill half way with its
+        // advisory lock held by a pooled connection (see `write::ensure_sorted_index`).
+        let done = tokio::spawn(async move {
+            write::ensure_sorted_index(&mut client, &collection, &spec).await
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(crate::Error::Backend(format!(
+                "postgres: making a sorted index stopped: {e}"
+            )))
+        });
         self.wrote(done).await
     }
 

@@ -738,10 +738,14 @@ const FILL_ATTEMPTS: usize = 5;
 /// 3. The catalog row is marked ready (and multikey when a document gave several entries);
 ///    only then do reads use the index.
 ///
-/// The index present already (made by this or another instance) is a no-op; present and not
-/// ready (another instance filling it, or a fill that stopped half way), the fill runs again,
-/// which is harmless (its inserts skip what exists). A stored document with too many entries
-/// drops the index again and is refused.
+/// One fill of an index runs at a time (a session advisory lock of the index, held by the
+/// connection that fills it): a second caller, from this instance or another, waits for it and
+/// then finds the index ready, a no-op. An index not ready with no fill running (its instance
+/// died half way) is filled again by the next call, which is harmless (inserts skip the rows
+/// present). A stored document with too many entries drops the index again and is refused.
+///
+/// Run it on a task of its own (as the store does): dropped half way, the advisory lock would
+/// stay with the pooled connection.
 pub(crate) async fn ensure_sorted_index(
     client: &mut Client,
     collection: &str,
@@ -786,7 +790,28 @@ pub(crate) async fn ensure_sorted_index(
             tx.commit().await?;
         }
     }
-    fill_sorted(client, collection, spec).await
+    // One fill at a time per index, across instances: a session advisory lock, waited for by
+    // a second caller, which then finds the index ready. The lock goes with the connection if
+    // the instance dies; the caller runs this on a task of its own, so it cannot be dropped
+    // half way with the lock held.
+    let name = schema::sorted_name(spec);
+    let key = "SELECT pg_advisory_lock(hashtextextended('portico:sorted:' || $1 || ':' || $2, 0))";
+    client.execute(key, &[&collection, &name]).await?;
+    let filled = match schema::sorted_entry(&*client, collection, spec).await {
+        Ok(Some((_, true))) => Ok(()),
+        Ok(Some((_, false))) => fill_sorted(client, collection, spec).await,
+        Ok(None) => Err(Error::Backend(format!(
+            "postgres: the index {spec} of collection {collection:?} was dropped while it was \
+             being made"
+        ))),
+        Err(e) => Err(e),
+    };
+    let unlock =
+        "SELECT pg_advisory_unlock(hashtextextended('portico:sorted:' || $1 || ':' || $2, 0))";
+    let unlocked = client.execute(unlock, &[&collection, &name]).await;
+    filled?;
+    unlocked?;
+    Ok(())
 }
 
 /// Step 2 and 3 of [`ensure_sorted_index`].

@@ -1253,8 +1253,12 @@ async fn an_index_made_while_another_instance_writes_keeps_every_write() {
             }
         }));
     }
-    // Let the writers start, then make the indexes from both instances at once.
+    // Let the writers start (and measure their pace alone), then make the indexes from both
+    // instances at once.
     tokio::time::sleep(Duration::from_millis(100)).await;
+    let alone = writes.load(std::sync::atomic::Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let alone = writes.load(std::sync::atomic::Ordering::Relaxed) - alone;
     let specs = [spec(json!(["tags", "-score"])), spec(json!("score"))];
     let before = writes.load(std::sync::atomic::Ordering::Relaxed);
     let started = Instant::now();
@@ -1271,7 +1275,9 @@ async fn an_index_made_while_another_instance_writes_keeps_every_write() {
         w.await.expect("writer");
     }
     assert!(during > 0, "no write ran while the indexes were made");
-    eprintln!("indexes made in {made_in:?} with {during} writes meanwhile");
+    eprintln!(
+        "indexes made in {made_in:?} with {during} writes meanwhile ({alone} in 500 ms before)"
+    );
     for s in &specs {
         assert_index_consistent(&a, c, s).await;
     }
