@@ -284,14 +284,27 @@ async fn in_transaction(
         sorted: sorted?,
     };
     // A document refused by a sorted index (too many entries) must fail alone, not the group.
-    let refused = indexes.sorted.iter().any(|index| {
-        group
-            .iter()
-            .any(|j| write::sorted_entries(index, &j.doc).is_err())
-    });
+    let mut refused = false;
+    let mut several = vec![false; indexes.sorted.len()];
+    for (index, several) in indexes.sorted.iter().zip(&mut several) {
+        for job in group {
+            match write::sorted_entries(index, &job.doc) {
+                Ok(rows) => *several |= rows.len() > 1,
+                Err(_) => refused = true,
+            }
+        }
+    }
     if refused || indexes.paths.iter().any(|i| i.unique) {
         client.batch_execute("ROLLBACK").await?;
         return Ok(Some(Written::NotGrouped));
+    }
+    // A sorted index is marked multikey (its catalog row locked) before the statement below
+    // takes a count slot: a writer holding that row and wanting the slot would be a deadlock.
+    for (index, several) in indexes.sorted.iter_mut().zip(several) {
+        if several && !index.multikey {
+            schema::set_multikey(client, collection, &index.spec).await?;
+            index.multikey = true;
+        }
     }
     let stmt = client
         .prepare_cached(&format!(
