@@ -1291,3 +1291,68 @@ async fn an_index_made_while_another_instance_writes_keeps_every_write() {
     let q = Selector::parse(&json!({"score": 42})).expect("selector");
     assert_eq!(a.count(c, &q).await.expect("count"), want as u64);
 }
+
+/// Not a check: how long a sorted page deep in a collection and a filtered count take without
+/// and with a sorted index (`cargo test ... -- --ignored --nocapture measure_sorted`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement"]
+async fn measure_sorted_index_reads() {
+    let (_, store) = fresh_store().await;
+    const N: usize = 50_000;
+    let cities = ["Oslo", "Rome", "Lima", "Kyiv", "Pune"];
+    store
+        .insert_many(
+            "m",
+            (0..N)
+                .map(|i| {
+                    doc(
+                        json!({"_id": format!("d{i:06}"), "score": (i * 7919) % 100_000,
+                               "city": cities[i % 5], "pad": "x".repeat(200)}),
+                    )
+                })
+                .collect(),
+        )
+        .await
+        .expect("insert");
+    let deep = sorted_query(json!({}), "-score", 9_000, 20);
+    let rome = sorted_query(json!({"city": "Rome"}), "-score", 0, 20);
+    let rome_count = Selector::parse(&json!({"city": "Rome"})).expect("selector");
+    async fn median(mut f: impl AsyncFnMut()) -> Duration {
+        let mut times = Vec::new();
+        for _ in 0..7 {
+            let start = Instant::now();
+            f().await;
+            times.push(start.elapsed());
+        }
+        times.sort();
+        times[3]
+    }
+    for (label, with) in [("without", false), ("with", true)] {
+        if with {
+            for s in [json!("-score"), json!(["city", "-score"])] {
+                let start = Instant::now();
+                store
+                    .ensure_sorted_index("m", &spec(s.clone()))
+                    .await
+                    .expect("index");
+                eprintln!("made {s} over {N} documents in {:?}", start.elapsed());
+            }
+        }
+        let page = median(async || {
+            store.find_json_counted("m", &deep).await.expect("deep");
+        })
+        .await;
+        let filtered = median(async || {
+            store.find_json_counted("m", &rome).await.expect("rome");
+        })
+        .await;
+        let count = median(async || {
+            store.count("m", &rome_count).await.expect("count");
+        })
+        .await;
+        eprintln!(
+            "{label} indexes: sorted page at 9,000 with total {page:?}; \
+             city page with total {filtered:?}; city count {count:?}"
+        );
+    }
+}
