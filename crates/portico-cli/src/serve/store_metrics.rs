@@ -160,6 +160,34 @@ impl Store for Measured {
         .await
     }
 
+    async fn ensure_sorted_index(
+        &self,
+        collection: &str,
+        spec: &portico_store::IndexSpec,
+    ) -> StoreResult<()> {
+        timed(
+            "ensure_sorted_index",
+            self.0.ensure_sorted_index(collection, spec),
+        )
+        .await
+    }
+
+    async fn sorted_indexes(&self, collection: &str) -> StoreResult<Vec<portico_store::IndexSpec>> {
+        timed("sorted_indexes", self.0.sorted_indexes(collection)).await
+    }
+
+    async fn drop_sorted_index(
+        &self,
+        collection: &str,
+        spec: &portico_store::IndexSpec,
+    ) -> StoreResult<bool> {
+        timed(
+            "drop_sorted_index",
+            self.0.drop_sorted_index(collection, spec),
+        )
+        .await
+    }
+
     async fn drop_collection(&self, collection: &str) -> StoreResult<()> {
         timed("drop_collection", self.0.drop_collection(collection)).await
     }
