@@ -80,6 +80,26 @@ impl Store for Counting {
     async fn ensure_unique_index(&self, c: &str, p: &str) -> portico_store::Result<()> {
         self.inner.ensure_unique_index(c, p).await
     }
+    async fn ensure_sorted_index(
+        &self,
+        c: &str,
+        spec: &portico_store::IndexSpec,
+    ) -> portico_store::Result<()> {
+        self.inner.ensure_sorted_index(c, spec).await
+    }
+    async fn sorted_indexes(
+        &self,
+        c: &str,
+    ) -> portico_store::Result<Vec<portico_store::IndexSpec>> {
+        self.inner.sorted_indexes(c).await
+    }
+    async fn drop_sorted_index(
+        &self,
+        c: &str,
+        spec: &portico_store::IndexSpec,
+    ) -> portico_store::Result<bool> {
+        self.inner.drop_sorted_index(c, spec).await
+    }
     async fn drop_collection(&self, c: &str) -> portico_store::Result<()> {
         self.inner.drop_collection(c).await
     }
