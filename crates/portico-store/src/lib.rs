@@ -124,8 +124,6 @@ pub use search::{
 pub use selector::Selector;
 pub use slow::{DEFAULT_SLOW_SCAN_DOCS, set_slow_scan_docs, slow_scan_docs, slow_scans};
 pub use sort::Sort;
-#[cfg(feature = "postgres")]
-pub(crate) use store::count_then_page;
 pub(crate) use store::encode_all;
 pub use store::{DocumentBatches, Query, RelatedField, RelatedRead, Store, UpdateOptions};
 pub use top::MAX_SORTED_WINDOW;

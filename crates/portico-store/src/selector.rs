@@ -198,6 +198,9 @@ fn err(msg: impl Into<String>) -> Error {
     Error::InvalidSelector(msg.into())
 }
 
+/// One field condition of a selector's conjunction: `(path, split path, condition)`.
+pub(crate) type FieldCond<'a> = (&'a str, &'a [String], &'a Cond);
+
 impl Selector {
     /// Parses a selector from JSON (an object). A string is shorthand for `{"_id": string}`.
     ///
@@ -436,13 +439,13 @@ impl Selector {
     /// for each top-level (or `$and`) field condition, and whether the selector requires
     /// anything else (`$or`, `$nor`, an entity tag): what an index plan may translate (see
     /// `index_plan.rs`).
-    pub(crate) fn conjunction(&self) -> (Vec<(&str, &[String], &Cond)>, bool) {
+    pub(crate) fn conjunction(&self) -> (Vec<FieldCond<'_>>, bool) {
         let mut out = Vec::new();
         let other = self.collect_conjunction(&mut out);
         (out, other)
     }
 
-    fn collect_conjunction<'a>(&'a self, out: &mut Vec<(&'a str, &'a [String], &'a Cond)>) -> bool {
+    fn collect_conjunction<'a>(&'a self, out: &mut Vec<FieldCond<'a>>) -> bool {
         let mut other = false;
         for clause in &self.clauses {
             match clause {

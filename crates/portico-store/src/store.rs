@@ -356,7 +356,11 @@ pub trait Store: Send + Sync + 'static {
     /// `skip + limit` entries, with no cap on the window ([`crate::MAX_SORTED_WINDOW`] applies
     /// only to sorts no index serves). Results are exactly those without the index. Calling it
     /// again is a no-op (a unique spec makes an existing plain one unique). The memory backend
-    /// keeps the list (and a unique spec's uniqueness) and reads as without indexes.
+    /// keeps the list (and a unique spec's uniqueness) and reads as without indexes. SQLite
+    /// fills a new index in one write transaction; PostgreSQL fills it without holding writes
+    /// back (in batches, while every write keeps it) and reads through it once it is filled,
+    /// and instances asking for one index at once make it once (a unique spec's equality index
+    /// is made as [`Store::ensure_unique_index`] makes it, holding writes back while it fills).
     ///
     /// # Errors
     /// [`crate::Error::DuplicateKey`] for a unique spec over a field whose stored documents

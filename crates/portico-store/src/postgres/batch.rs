@@ -5,7 +5,7 @@
 
 use deadpool_postgres::{Client, Transaction};
 
-use super::schema::{self, IndexedPath, collection_table};
+use super::schema::{self, Indexes, collection_table};
 use super::write::{insert_in, matching, prepare, update_rows, update_sql};
 use crate::{BatchError, BatchFailure, BatchOp, BatchOutcome, Error};
 
@@ -57,7 +57,7 @@ async fn first_match(
     tx: &Transaction<'_>,
     collection: &str,
     selector: &crate::Selector,
-) -> Result<(Vec<IndexedPath>, String, crate::Document), BatchFailure> {
+) -> Result<(Indexes, String, crate::Document), BatchFailure> {
     let Some(indexes) = schema::lock_and_indexes(tx, collection).await? else {
         return Err(BatchFailure::NoMatch);
     };
@@ -72,11 +72,11 @@ async fn first_match(
 async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchFailure> {
     match op {
         BatchOp::Insert { collection, doc } => {
-            let Some(indexes) = schema::lock_and_indexes(tx, &collection).await? else {
+            let Some(mut indexes) = schema::lock_and_indexes(tx, &collection).await? else {
                 return Err(Error::Backend(format!("collection {collection:?} vanished")).into());
             };
             let prepared = prepare(doc)?;
-            insert_in(tx, &collection, &indexes, &prepared).await?;
+            insert_in(tx, &collection, &mut indexes, &prepared).await?;
             schema::add_to_count(tx, &collection, 1).await?;
             Ok(BatchOutcome::Inserted(prepared.2))
         }
@@ -85,7 +85,7 @@ async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchF
             selector,
             update,
         } => {
-            let (indexes, id, old) = first_match(tx, &collection, &selector).await?;
+            let (mut indexes, id, old) = first_match(tx, &collection, &selector).await?;
             let new = match crate::modifier::apply_update(&old, &update, &id)? {
                 None => old,
                 Some((new, text)) => {
@@ -96,7 +96,7 @@ async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchF
                     tx.execute(&stmt, &[&id, &text])
                         .await
                         .map_err(Error::from)?;
-                    update_rows(tx, &collection, &indexes, &id, Some(&old), Some(&new)).await?;
+                    update_rows(tx, &collection, &mut indexes, &id, Some(&old), Some(&new)).await?;
                     new
                 }
             };
@@ -106,14 +106,14 @@ async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchF
             collection,
             selector,
         } => {
-            let (indexes, id, old) = first_match(tx, &collection, &selector).await?;
+            let (mut indexes, id, old) = first_match(tx, &collection, &selector).await?;
             let sql = format!(
                 "DELETE FROM {} WHERE id = $1",
                 collection_table(&collection)
             );
             let stmt = tx.prepare_cached(&sql).await.map_err(Error::from)?;
             tx.execute(&stmt, &[&id]).await.map_err(Error::from)?;
-            update_rows(tx, &collection, &indexes, &id, Some(&old), None).await?;
+            update_rows(tx, &collection, &mut indexes, &id, Some(&old), None).await?;
             schema::add_to_count(tx, &collection, -1).await?;
             Ok(BatchOutcome::Removed(old))
         }

@@ -14,9 +14,10 @@
 //! A document whose `_id` exists already (or repeats within the group) is skipped by the
 //! statement (`ON CONFLICT (id) DO NOTHING`) and its caller alone gets
 //! [`Error::DuplicateId`]; the others commit. A collection with a unique index is not grouped
-//! (a violation would abort the whole transaction): its inserts are handed back to their
-//! callers, each running its own transaction as before. If the group's transaction fails,
-//! nothing of it is written and every caller gets the error.
+//! (a violation would abort the whole transaction), nor a group holding a document that a
+//! sorted index refuses (too many entries): its inserts are handed back to their callers, each
+//! running its own transaction as before. If the group's transaction fails, nothing of it is
+//! written and every caller gets the error.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -267,20 +268,43 @@ async fn in_transaction(
     let table = collection_table(collection);
     let lock = format!("LOCK TABLE {table} IN ROW EXCLUSIVE MODE");
     // Pipelined: one round trip. A missing table fails the lock (the list then fails too).
-    let (begun, locked, indexes) = tokio::join!(
+    let (begun, locked, paths, sorted) = tokio::join!(
         client.batch_execute("BEGIN"),
         client.batch_execute(&lock),
-        schema::indexed_paths(client, collection)
+        schema::indexed_paths(client, collection),
+        schema::sorted_indexes(client, collection, false)
     );
     begun?;
     match locked {
         Err(e) if super::error::is_undefined_table(&e) => return Ok(None),
         other => other?,
     }
-    let indexes = indexes?;
-    if indexes.iter().any(|i| i.unique) {
+    let mut indexes = schema::Indexes {
+        paths: paths?,
+        sorted: sorted?,
+    };
+    // A document refused by a sorted index (too many entries) must fail alone, not the group.
+    let mut refused = false;
+    let mut several = vec![false; indexes.sorted.len()];
+    for (index, several) in indexes.sorted.iter().zip(&mut several) {
+        for job in group {
+            match write::sorted_entries(index, &job.doc) {
+                Ok(rows) => *several |= rows.len() > 1,
+                Err(_) => refused = true,
+            }
+        }
+    }
+    if refused || indexes.paths.iter().any(|i| i.unique) {
         client.batch_execute("ROLLBACK").await?;
         return Ok(Some(Written::NotGrouped));
+    }
+    // A sorted index is marked multikey (its catalog row locked) before the statement below
+    // takes a count slot: a writer holding that row and wanting the slot would be a deadlock.
+    for (index, several) in indexes.sorted.iter_mut().zip(several) {
+        if several && !index.multikey {
+            schema::set_multikey(client, collection, &index.spec).await?;
+            index.multikey = true;
+        }
     }
     let stmt = client
         .prepare_cached(&format!(
@@ -306,7 +330,7 @@ async fn in_transaction(
     let new: Vec<&Job> = group.iter().filter(|j| inserted.contains(&j.id)).collect();
     if !indexes.is_empty() {
         let docs: Vec<(&str, &Document)> = new.iter().map(|j| (j.id.as_str(), &j.doc)).collect();
-        write::insert_index_rows(client, collection, &indexes, &docs).await?;
+        write::insert_index_rows(client, collection, &mut indexes, &docs).await?;
     }
     if new.is_empty() {
         client.batch_execute("COMMIT").await?;

@@ -26,7 +26,8 @@
 //! | `schema.rs` | the catalog, table names, how documents are stored (text plus `jsonb`), counts |
 //! | `plan.rs` | narrowing the candidates of a selector in SQL (primary key, index table, jsonpath) |
 //! | `query.rs` | `find`, `count`, `get`: candidates decided by the reference matcher, in batches |
-//! | `write.rs` | insert, update, remove, `ensure_index`, drop, each one transaction |
+//! | `sorted.rs` | finds, list pages and counts read through a sorted index, in one snapshot |
+//! | `write.rs` | insert, update, remove, `ensure_index`, `ensure_sorted_index`, drop, each one transaction (a sorted index's fill, several) |
 //! | `group.rs` | group commit: concurrent single inserts share one transaction |
 //! | `feed.rs` | the change feed: notifications sent in each write transaction, a listener per instance |
 //! | `stamp.rs` | change stamps: a counter per collection moved by every write, read shared by concurrent callers |
@@ -41,6 +42,51 @@
 //! row locks (`SELECT ... FOR UPDATE`) instead of one writer, so instances write in parallel
 //! and an update's read-modify-write stays atomic across instances; unique indexes enforced
 //! by PostgreSQL, so two instances can never both insert one value.
+//!
+//! # Sorted indexes
+//!
+//! A sorted index ([`Store::ensure_sorted_index`], see [`crate::IndexSpec`]) is a table
+//! `(k0 bytea, ..., kN bytea, id text COLLATE "C")` with a unique btree index on
+//! `(k0, k1 DESC, ..., id)` in the spec's directions: the keys are the order-preserving keys of
+//! `order_key.rs`, which `bytea` compares bytewise, so the btree's order is the store's order. A document gives one row per combination of its fields' values (an array at an
+//! indexed path gives a row per element). The catalog `portico_sorted` lists each index with
+//! its spec, whether some document gave it several rows (`multikey`: a read then leaves out a
+//! document's repeats) and whether it is `ready`.
+//!
+//! Writes keep the rows in their own transaction, like the equality indexes' rows: every write
+//! of documents takes the collection's `ROW EXCLUSIVE` lock and then reads both catalogs
+//! (`schema::lock_and_indexes`; the group commit reads them the same way), so it keeps every
+//! index, ready or being filled, whose catalog row it sees. The first write giving a document
+//! several rows marks the index multikey in the same transaction. A document that would give an
+//! index more than [`crate::MAX_INDEX_ENTRIES`] rows is refused ([`crate::Error::InvalidDocument`]);
+//! a group commit holding one is handed back to its callers, so only that insert fails.
+//!
+//! Creating an index does not hold writers back while it is filled (see
+//! `write::ensure_sorted_index`): a short transaction under the collection's DDL advisory lock
+//! and `SHARE` lock (which waits for the writes under way and holds back new ones for its own
+//! few statements) creates the empty table and a catalog row that is not ready; from its commit
+//! every writer keeps the index. The fill then reads the documents in `_id` order, 1,000 per
+//! transaction, `FOR SHARE`, and inserts their rows `ON CONFLICT DO NOTHING`: a write to those
+//! documents under way is waited for and its result read, a later one waits for the batch and
+//! then sees its rows, a row a writer inserted already is skipped. Then the row is marked
+//! ready. Several instances may ask for one index at once: the advisory lock lets one create
+//! it; one that finds it not ready fills it again (harmless), so an index whose fill stopped
+//! (an instance killed) is finished by the next call. A stored document with too many rows drops
+//! the index again. Dropping an index takes the `SHARE` lock for a moment too, so no writer
+//! that read the catalog before finds its table gone.
+//!
+//! Reads use ready indexes only, through the planner shared with SQLite
+//! (`index_plan.rs`): `find` (and `find_one`), the list page and total of a filtered or
+//! sorted query (`find_json_counted`, `find_json_counted_related`), and `count` of a selector
+//! the index holds exactly. The catalog is read once outside a transaction (all a read costs
+//! when no index helps); when one may, a read-only `REPEATABLE READ` transaction locks the
+//! tables it may read (`ACCESS SHARE`, before its snapshot, so a table it finds is the one its
+//! catalog describes), reads the catalog again and then the index in that snapshot: a page and
+//! its total agree, and a document given several rows by a write committed meanwhile is never
+//! counted twice. A sort served by an index reads `skip + limit` entries and is not capped by
+//! [`crate::MAX_SORTED_WINDOW`]; a page whose plan is exact reads the ids from the index alone
+//! and then the page's documents by primary key. Such reads go to a replica as other reads do,
+//! and do not use the read cache.
 //!
 //! Every query result is decided by [`Selector::matches`], the code the memory backend runs, so
 //! all backends agree. An acknowledged write is committed by PostgreSQL (durable under its own
@@ -61,6 +107,7 @@ mod query;
 mod replica;
 mod schema;
 mod search;
+mod sorted;
 mod stamp;
 mod write;
 
@@ -454,13 +501,18 @@ impl Store for PostgresStore {
     }
 
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>> {
-        crate::top::check_sorted_window(query)?;
-        read!(self, Some(collection), |client| query::find(
+        // Through a sorted index when one helps; the sorted window is checked only when none
+        // serves the sort (`None`).
+        let found = read!(self, Some(collection), |client| query::find(
             &mut client,
             collection,
             query
         )
-        .await)
+        .await)?;
+        match found {
+            Some(docs) => Ok(docs),
+            None => crate::top::check_sorted_window(query).map(|()| Vec::new()),
+        }
     }
 
     async fn find_json(&self, collection: &str, query: &Query) -> Result<Vec<String>> {
@@ -488,7 +540,18 @@ impl Store for PostgresStore {
     ) -> Result<(Vec<String>, u64)> {
         // A page of the whole collection and its total: one statement, one round trip.
         if !query.is_plain_page() {
-            return crate::count_then_page(self, collection, query).await;
+            // Through a sorted index the page and its total come from one snapshot; the
+            // sorted window is checked only when none serves the sort (`None`).
+            let found = read!(self, Some(collection), |client| query::find_json_counted(
+                &mut client,
+                collection,
+                query
+            )
+            .await)?;
+            return match found {
+                Some(answer) => Ok(answer),
+                None => crate::top::check_sorted_window(query).map(|()| (Vec::new(), 0)),
+            };
         }
         if let Some(stamp) = self.cache_stamp(collection).await {
             let (page, total) = self.cached_page(collection, query, stamp, true).await?;
@@ -549,7 +612,7 @@ impl Store for PostgresStore {
             &query
         )
         .await)?;
-        Ok(found.into_iter().next())
+        Ok(found.into_iter().flatten().next())
     }
 
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Document>> {
@@ -640,6 +703,39 @@ impl Store for PostgresStore {
         let done = write::ensure_index(&mut client, collection, path, true).await;
         drop(client);
         self.wrote(done).await
+    }
+
+    async fn ensure_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<()> {
+        let mut client = self.client().await?;
+        let (collection, spec) = (collection.to_owned(), spec.clone());
+        // A task of its own: a caller that goes away does not stop the fill half way with its
+        // advisory lock held by a pooled connection (see `write::ensure_sorted_index`).
+        let done = tokio::spawn(async move {
+            write::ensure_sorted_index(&mut client, &collection, &spec).await
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(crate::Error::Backend(format!(
+                "postgres: making a sorted index stopped: {e}"
+            )))
+        });
+        self.wrote(done).await
+    }
+
+    async fn sorted_indexes(&self, collection: &str) -> Result<Vec<crate::IndexSpec>> {
+        let client = self.client().await?;
+        Ok(schema::sorted_indexes(&client, collection, false)
+            .await?
+            .into_iter()
+            .map(|i| i.spec)
+            .collect())
+    }
+
+    async fn drop_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<bool> {
+        let mut client = self.client().await?;
+        let dropped = write::drop_sorted_index(&mut client, collection, spec).await;
+        drop(client);
+        self.wrote(dropped).await
     }
 
     async fn ensure_search(&self, collection: &str, fields: &[String]) -> Result<()> {

@@ -268,15 +268,36 @@ pub(crate) async fn plan_for(
     Ok(plan(selector, &indexes))
 }
 
-/// The documents `query` asks for, sorted, skipped, limited and projected.
+/// The documents `query` asks for, sorted, skipped, limited and projected: through a sorted
+/// index when one helps (see `sorted.rs`), else from the candidates of the selector. `None`
+/// when no index serves the sort and its window is over [`crate::MAX_SORTED_WINDOW`]: the
+/// caller refuses it (outside a replica's read, which must not count it as the replica's
+/// failure).
 pub(crate) async fn find(
     client: &mut Client,
     collection: &str,
     query: &Query,
-) -> Result<Vec<Document>> {
+) -> Result<Option<Vec<Document>>> {
     if query.limit == Some(0) {
-        return Ok(Vec::new());
+        return Ok(Some(Vec::new()));
     }
+    if let Some(read) = super::sorted::read(client, collection, query, false, false).await?
+        && let super::sorted::Rows::Docs(docs) = read.rows
+    {
+        return Ok(Some(docs));
+    }
+    if crate::top::check_sorted_window(query).is_err() {
+        return Ok(None);
+    }
+    find_candidates(client, collection, query).await.map(Some)
+}
+
+/// [`find`] without a sorted index: the candidates of the selector, decided by the matcher.
+async fn find_candidates(
+    client: &mut Client,
+    collection: &str,
+    query: &Query,
+) -> Result<Vec<Document>> {
     let selector = &query.selector;
     let skip = query.skip;
     let mut docs = Vec::new();
@@ -304,6 +325,39 @@ pub(crate) async fn find(
         docs = docs.iter().map(|doc| projection.apply(doc)).collect();
     }
     Ok(docs)
+}
+
+/// The page of `query` as JSON texts and its total (a query that is not a plain page; see
+/// [`crate::Store::find_json_counted`]): through a sorted index in one snapshot when one helps,
+/// else counted and read from the candidates (the catalog read once for both). `None` as for
+/// [`find`].
+pub(crate) async fn find_json_counted(
+    client: &mut Client,
+    collection: &str,
+    query: &Query,
+) -> Result<Option<(Vec<String>, u64)>> {
+    if let Some(read) = super::sorted::read(client, collection, query, true, true).await? {
+        let texts = match read.rows {
+            super::sorted::Rows::Texts(texts) => texts,
+            super::sorted::Rows::Docs(docs) => crate::encode_all(&docs)?,
+        };
+        return Ok(Some((texts, read.total.unwrap_or(0))));
+    }
+    if crate::top::check_sorted_window(query).is_err() {
+        return Ok(None);
+    }
+    // No index helps the selector and sort, so none counts the selector alone either.
+    let total = if query.selector.is_all() {
+        stored_count(client, collection).await?
+    } else {
+        count_candidates(client, collection, &query.selector).await?
+    };
+    let page = if query.limit == Some(0) {
+        Vec::new()
+    } else {
+        crate::encode_all(&find_candidates(client, collection, query).await?)?
+    };
+    Ok(Some((page, total)))
 }
 
 /// A page of the whole collection in `_id` order as the stored JSON text, with no document
@@ -529,6 +583,19 @@ pub(crate) async fn count(
     if selector.is_all() {
         return stored_count(client, collection).await;
     }
+    // A sorted index holding exactly the matches counts its entries.
+    if let Some(n) = super::sorted::count(client, collection, selector).await? {
+        return Ok(n);
+    }
+    count_candidates(client, collection, selector).await
+}
+
+/// [`count`] of a selector that is not everything, without a sorted index.
+async fn count_candidates(
+    client: &mut Client,
+    collection: &str,
+    selector: &Selector,
+) -> Result<u64> {
     let mut n = 0u64;
     for_each_candidate(client, collection, selector, None, |_, doc| {
         if selector.matches(&doc) {

@@ -29,7 +29,8 @@
 use deadpool_postgres::{Client, GenericClient, Transaction};
 
 use super::error::is_undefined_table;
-use crate::{Error, Result};
+use crate::index_plan::SortedIndex;
+use crate::{Error, IndexSpec, Result};
 
 /// Rows a collection's count is spread over.
 pub(crate) const COUNT_SLOTS: i32 = 8;
@@ -58,6 +59,14 @@ pub(crate) async fn init(client: &mut Client) -> Result<()> {
              path text COLLATE \"C\" NOT NULL,
              is_unique boolean NOT NULL DEFAULT false,
              PRIMARY KEY (collection, path)
+         );
+         CREATE TABLE IF NOT EXISTS portico_sorted (
+             collection text COLLATE \"C\" NOT NULL,
+             name text COLLATE \"C\" NOT NULL,
+             spec text NOT NULL,
+             multikey boolean NOT NULL DEFAULT false,
+             ready boolean NOT NULL DEFAULT false,
+             PRIMARY KEY (collection, name)
          );
          CREATE TABLE IF NOT EXISTS portico_counts (
              name text COLLATE \"C\" NOT NULL,
@@ -170,21 +179,43 @@ pub(crate) async fn lock_for_write(tx: &Transaction<'_>, collection: &str) -> Re
     }
 }
 
-/// [`lock_for_write`], then the list of indexes, in one round trip (the two statements are
-/// pipelined). `None` when the collection does not exist (the list's error, an aborted
-/// transaction, is then moot); the transaction is aborted.
+/// [`lock_for_write`], then the lists of indexes (equality and sorted, the sorted ones being
+/// filled included: a write keeps every index whose catalog row it sees), in one round trip
+/// (the statements are pipelined). `None` when the collection does not exist (the lists'
+/// errors, an aborted transaction, are then moot); the transaction is aborted.
 pub(crate) async fn lock_and_indexes(
     tx: &Transaction<'_>,
     collection: &str,
-) -> Result<Option<Vec<IndexedPath>>> {
-    let (locked, indexes) = tokio::join!(
+) -> Result<Option<Indexes>> {
+    let (locked, paths, sorted) = tokio::join!(
         lock_for_write(tx, collection),
-        indexed_paths(tx, collection)
+        indexed_paths(tx, collection),
+        sorted_indexes(tx, collection, false)
     );
     if !locked? {
         return Ok(None);
     }
-    indexes.map(Some)
+    Ok(Some(Indexes {
+        paths: paths?,
+        sorted: sorted?,
+    }))
+}
+
+/// The indexes a write keeps: the equality indexes and the sorted ones.
+#[derive(Debug, Default)]
+pub(crate) struct Indexes {
+    /// The equality indexes (`ensure_index`, `ensure_unique_index`).
+    pub(crate) paths: Vec<IndexedPath>,
+    /// The sorted indexes (`ensure_sorted_index`), ready or being filled; `multikey` is set here
+    /// as the write sets it in the catalog.
+    pub(crate) sorted: Vec<SortedIndex>,
+}
+
+impl Indexes {
+    /// True when there is no index to keep.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.paths.is_empty() && self.sorted.is_empty()
+    }
 }
 
 /// Creates `collection` when missing, in its own transaction.
@@ -343,9 +374,156 @@ pub(crate) async fn make_unique(tx: &Transaction<'_>, collection: &str, path: &s
     Ok(())
 }
 
+/// The catalog name of a sorted index: its fields as written (`ownerId,-createdAt`); a unique
+/// index and a plain one over the same fields are one index.
+pub(crate) fn sorted_name(spec: &IndexSpec) -> String {
+    let names: Vec<String> = spec.fields.iter().map(crate::IndexField::name).collect();
+    names.join(",")
+}
+
+/// The sorted indexes of `collection` in name order: all of them (what writers keep), or only
+/// the ready ones (filled: what reads may use).
+pub(crate) async fn sorted_indexes(
+    client: &impl GenericClient,
+    collection: &str,
+    ready_only: bool,
+) -> Result<Vec<SortedIndex>> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT spec, multikey FROM portico_sorted \
+             WHERE collection = $1 AND (ready OR NOT $2) ORDER BY name",
+        )
+        .await?;
+    let rows = client.query(&stmt, &[&collection, &ready_only]).await?;
+    rows.iter()
+        .map(|row| {
+            let text: &str = row.try_get(0)?;
+            let spec = serde_json::from_str(text)
+                .map_err(|e| Error::Backend(format!("postgres: index {text:?}: {e}")))
+                .and_then(|v| IndexSpec::parse(&v))?;
+            Ok(SortedIndex {
+                parts: spec.split_paths(),
+                table: sorted_table(collection, &spec),
+                spec,
+                multikey: row.try_get(1)?,
+            })
+        })
+        .collect()
+}
+
+/// The catalog row of the sorted index named as `spec`: its spec, and whether it is ready.
+pub(crate) async fn sorted_entry(
+    client: &impl GenericClient,
+    collection: &str,
+    spec: &IndexSpec,
+) -> Result<Option<(IndexSpec, bool)>> {
+    let row = client
+        .query_opt(
+            "SELECT spec, ready FROM portico_sorted WHERE collection = $1 AND name = $2",
+            &[&collection, &sorted_name(spec)],
+        )
+        .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let text: &str = row.try_get(0)?;
+    let stored = serde_json::from_str(text)
+        .map_err(|e| Error::Backend(format!("postgres: index {text:?}: {e}")))
+        .and_then(|v| IndexSpec::parse(&v))?;
+    Ok(Some((stored, row.try_get(1)?)))
+}
+
+/// Creates the (empty) table of the sorted index `spec` and its catalog row, not ready. Call
+/// inside a transaction holding [`lock_ddl`] and the collection's `SHARE` lock, after checking
+/// that the index does not exist.
+///
+/// The table is `(k0 bytea, ..., id text)` with a unique btree index on `(k0, k1 DESC, ...,
+/// id)` in the spec's directions: `bytea` compares bytewise (as `memcmp`), the order keys'
+/// order, and `id` is `COLLATE "C"`, the documents' `_id` order.
+pub(crate) async fn create_sorted_table(
+    tx: &Transaction<'_>,
+    collection: &str,
+    spec: &IndexSpec,
+) -> Result<()> {
+    let columns: Vec<String> = (0..spec.fields.len())
+        .map(|i| format!("k{i} bytea NOT NULL"))
+        .collect();
+    let key: Vec<String> = spec
+        .fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| format!("k{i}{}", if f.ascending { "" } else { " DESC" }))
+        .collect();
+    let table = sorted_table(collection, spec);
+    tx.batch_execute(&format!(
+        "CREATE TABLE IF NOT EXISTS {table} ({}, id text COLLATE \"C\" NOT NULL); \
+         CREATE UNIQUE INDEX IF NOT EXISTS {} ON {table} ({}, id)",
+        columns.join(", "),
+        sorted_key_name(collection, spec),
+        key.join(", ")
+    ))
+    .await?;
+    tx.execute(
+        "INSERT INTO portico_sorted (collection, name, spec, multikey, ready) \
+         VALUES ($1, $2, $3, false, false)",
+        &[
+            &collection,
+            &sorted_name(spec),
+            &spec.to_value().to_string(),
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Records that the sorted index `spec` of `collection` holds several entries for a document.
+/// Call inside the write transaction that wrote them.
+pub(crate) async fn set_multikey(
+    client: &impl GenericClient,
+    collection: &str,
+    spec: &IndexSpec,
+) -> Result<()> {
+    let stmt = client
+        .prepare_cached(
+            "UPDATE portico_sorted SET multikey = true \
+             WHERE collection = $1 AND name = $2 AND NOT multikey",
+        )
+        .await?;
+    client
+        .execute(&stmt, &[&collection, &sorted_name(spec)])
+        .await?;
+    Ok(())
+}
+
+/// Drops the sorted index named as `spec` (its table and catalog row); false when there was
+/// none. Call inside a transaction holding [`lock_ddl`] and the collection's `SHARE` lock (a
+/// writer that read the catalog before must not find the table gone).
+pub(crate) async fn drop_sorted(
+    tx: &Transaction<'_>,
+    collection: &str,
+    spec: &IndexSpec,
+) -> Result<bool> {
+    let removed = tx
+        .execute(
+            "DELETE FROM portico_sorted WHERE collection = $1 AND name = $2",
+            &[&collection, &sorted_name(spec)],
+        )
+        .await?;
+    tx.batch_execute(&format!(
+        "DROP TABLE IF EXISTS {}",
+        sorted_table(collection, spec)
+    ))
+    .await?;
+    Ok(removed > 0)
+}
+
 /// Drops `collection`, its index tables and its catalog rows. Call inside a transaction holding
 /// [`lock_ddl`].
 pub(crate) async fn drop_collection(tx: &Transaction<'_>, collection: &str) -> Result<()> {
+    for index in sorted_indexes(tx, collection, false).await? {
+        tx.batch_execute(&format!("DROP TABLE IF EXISTS {}", index.table))
+            .await?;
+    }
     for index in indexed_paths(tx, collection).await? {
         tx.batch_execute(&format!(
             "DROP TABLE IF EXISTS {}",
@@ -361,6 +539,7 @@ pub(crate) async fn drop_collection(tx: &Transaction<'_>, collection: &str) -> R
     for sql in [
         "DELETE FROM portico_search WHERE collection = $1",
         "DELETE FROM portico_indexes WHERE collection = $1",
+        "DELETE FROM portico_sorted WHERE collection = $1",
         "DELETE FROM portico_collections WHERE name = $1",
         "DELETE FROM portico_counts WHERE name = $1",
     ] {
@@ -388,6 +567,32 @@ pub(crate) fn index_table(collection: &str, path: &str) -> String {
     identifier(
         "x_",
         &format!("{}_{}", hex::encode(collection), hex::encode(path)),
+    )
+}
+
+/// The quoted name of the table of the sorted index `spec` of `collection`:
+/// `o_<hex(collection)>_<hex(fields as written)>` (cut and hashed as [`identifier`] does when
+/// long).
+pub(crate) fn sorted_table(collection: &str, spec: &IndexSpec) -> String {
+    identifier(
+        "o_",
+        &format!(
+            "{}_{}",
+            hex::encode(collection),
+            hex::encode(sorted_name(spec))
+        ),
+    )
+}
+
+/// The name of the btree index of [`sorted_table`] (indexes share the tables' namespace).
+fn sorted_key_name(collection: &str, spec: &IndexSpec) -> String {
+    identifier(
+        "k_",
+        &format!(
+            "{}_{}",
+            hex::encode(collection),
+            hex::encode(sorted_name(spec))
+        ),
     )
 }
 
@@ -435,7 +640,12 @@ mod tests {
         assert!(a.len() - 2 <= MAX_IDENTIFIER, "{a}");
         assert_ne!(a, b);
         assert_eq!(collection_table("ab"), "\"c_6162\"");
-        for name in [&a, &b, &collection_table(&"x".repeat(200))] {
+        let spec = IndexSpec::new(["ownerId", "-createdAt", "tags.name"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let sorted = sorted_table("notifications", &spec);
+        let key = sorted_key_name("notifications", &spec);
+        assert_ne!(sorted, key);
+        for name in [&a, &b, &collection_table(&"x".repeat(200)), &sorted, &key] {
             let inner = &name[1..name.len() - 1];
             assert!(inner.len() <= MAX_IDENTIFIER);
             assert!(

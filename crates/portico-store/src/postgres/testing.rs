@@ -377,3 +377,88 @@ fn free_port() -> Result<u16, String> {
         .map(|a| a.port())
         .map_err(|e| format!("cannot find a free port: {e}"))
 }
+
+/// What disagrees between the sorted index `spec` of `collection` and the documents it
+/// indexes (empty when nothing does): entries missing or stale (each compared with the entries
+/// recomputed from the stored documents), a multikey flag missing for a document with several
+/// entries, an index not ready or not in the catalog. For tests of the writes keeping it.
+///
+/// # Errors
+/// The store's errors reading the tables.
+pub async fn sorted_index_problems(
+    store: &super::PostgresStore,
+    collection: &str,
+    spec: &crate::IndexSpec,
+) -> crate::Result<Vec<String>> {
+    use std::collections::BTreeSet;
+
+    let client = store.client().await?;
+    let name = super::schema::sorted_name(spec);
+    let mut problems = Vec::new();
+    let row = client
+        .query_opt(
+            "SELECT ready, multikey FROM portico_sorted WHERE collection = $1 AND name = $2",
+            &[&collection, &name],
+        )
+        .await?;
+    let Some(row) = row else {
+        return Ok(vec![format!("the index {spec} is not in the catalog")]);
+    };
+    let (ready, multikey): (bool, bool) = (row.try_get(0)?, row.try_get(1)?);
+    if !ready {
+        problems.push(format!("the index {spec} is not ready"));
+    }
+    let parts = spec.split_paths();
+    let mut want: BTreeSet<(Vec<Vec<u8>>, String)> = BTreeSet::new();
+    let mut several = false;
+    let docs = client
+        .query(
+            &format!(
+                "SELECT id, doc FROM {} ORDER BY id",
+                super::schema::collection_table(collection)
+            ),
+            &[],
+        )
+        .await?;
+    for row in &docs {
+        let (id, doc) = super::query::decode(collection, row)?;
+        let Some(rows) = crate::order_key::entries(&doc, &parts) else {
+            problems.push(format!(
+                "document {id:?} has too many entries but is stored"
+            ));
+            continue;
+        };
+        several |= rows.len() > 1;
+        want.extend(rows.into_iter().map(|keys| (keys, id.clone())));
+    }
+    if several && !multikey {
+        problems.push(format!(
+            "a document gives the index {spec} several entries, and it is not marked multikey"
+        ));
+    }
+    let columns: Vec<String> = (0..spec.fields.len()).map(|i| format!("k{i}")).collect();
+    let rows = client
+        .query(
+            &format!(
+                "SELECT {}, id FROM {}",
+                columns.join(", "),
+                super::schema::sorted_table(collection, spec)
+            ),
+            &[],
+        )
+        .await?;
+    let mut have: BTreeSet<(Vec<Vec<u8>>, String)> = BTreeSet::new();
+    for row in &rows {
+        let keys = (0..columns.len())
+            .map(|i| row.try_get::<_, Vec<u8>>(i))
+            .collect::<Result<Vec<_>, _>>()?;
+        have.insert((keys, row.try_get(columns.len())?));
+    }
+    for (keys, id) in want.difference(&have) {
+        problems.push(format!("missing entry {keys:?} of {id:?}"));
+    }
+    for (keys, id) in have.difference(&want) {
+        problems.push(format!("stale entry {keys:?} of {id:?}"));
+    }
+    Ok(problems)
+}

@@ -1,8 +1,9 @@
 //! Writing: insert, update, remove, indexes and collections, each in one transaction.
 //!
 //! Every write of documents first takes the collection's `ROW EXCLUSIVE` lock (see
-//! [`schema::lock_for_write`]), then reads the list of indexes, so it maintains every index that
-//! exists when it commits. An update reads its documents with `SELECT ... FOR UPDATE`: a
+//! [`schema::lock_for_write`]), then reads the lists of indexes (equality and sorted), so it
+//! maintains every index that exists when it commits, sorted ones still being filled included
+//! (see [`ensure_sorted_index`]). An update reads its documents with `SELECT ... FOR UPDATE`: a
 //! concurrent update of the same document (from this instance or another) waits for this one to
 //! commit and then reads the new version, so two concurrent `$set`s of different fields both
 //! land, and two `$inc`s both count. A failing step returns before `commit`; dropping the
@@ -12,6 +13,7 @@
 //! advisory lock), then the write starts over; at most [`ATTEMPTS`] times, in case another
 //! instance drops the collection in between.
 
+use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
 use deadpool_postgres::{Client, GenericClient, Transaction};
@@ -19,12 +21,14 @@ use deadpool_postgres::{Client, GenericClient, Transaction};
 use super::error::unique_violation_table;
 use super::feed;
 use super::query::{Param, candidate_sql, for_each_in_tx, plan_for};
-use super::schema::{self, IndexedPath, collection_table, index_table, indexed_paths};
+use super::schema::{self, Indexes, collection_table, index_table, indexed_paths};
 use crate::document::prepare_insert;
 use crate::feed::{Change, ChangeKind};
 use crate::index_key::keys;
+use crate::index_plan::SortedIndex;
+use crate::order_key;
 use crate::value::split_path;
-use crate::{Document, Error, Result, Selector, Update, UpdateOptions, UpdateResult};
+use crate::{Document, Error, IndexSpec, Result, Selector, Update, UpdateOptions, UpdateResult};
 
 /// How many times a write starts over after creating its collection.
 const ATTEMPTS: usize = 3;
@@ -68,12 +72,7 @@ pub(super) fn update_sql(collection: &str) -> String {
 
 /// Turns a unique violation of `collection`'s tables into [`Error::DuplicateId`] (the
 /// collection's primary key) or [`Error::DuplicateKey`] (a unique index).
-fn duplicate(
-    e: tokio_postgres::Error,
-    collection: &str,
-    indexes: &[IndexedPath],
-    id: &str,
-) -> Error {
+fn duplicate(e: tokio_postgres::Error, collection: &str, indexes: &Indexes, id: &str) -> Error {
     let Some(table) = unique_violation_table(&e) else {
         return e.into();
     };
@@ -85,6 +84,7 @@ fn duplicate(
         };
     }
     match indexes
+        .paths
         .iter()
         .find(|i| index_table(collection, &i.path) == quoted)
     {
@@ -113,7 +113,7 @@ pub(super) fn prepare(doc: Document) -> Result<(String, String, Document)> {
 pub(super) async fn insert_in(
     tx: &Transaction<'_>,
     collection: &str,
-    indexes: &[IndexedPath],
+    indexes: &mut Indexes,
     (id, text, doc): &(String, String, Document),
 ) -> Result<()> {
     let stmt = tx.prepare_cached(&insert_sql(collection)).await?;
@@ -133,14 +133,19 @@ const CHUNK: usize = 1000;
 async fn insert_chunk(
     tx: &mut Transaction<'_>,
     collection: &str,
-    indexes: &[IndexedPath],
+    indexes: &mut Indexes,
     chunk: &[(String, String, Document)],
 ) -> Result<()> {
     let savepoint = tx.savepoint("portico_chunk").await?;
+    // A sorted index marked multikey in the savepoint is not marked once it is rolled back.
+    let multikey: Vec<bool> = indexes.sorted.iter().map(|i| i.multikey).collect();
     match insert_rows(&savepoint, collection, indexes, chunk).await {
         Ok(()) => savepoint.commit().await?,
         Err(_) => {
             savepoint.rollback().await?;
+            for (index, was) in indexes.sorted.iter_mut().zip(multikey) {
+                index.multikey = was;
+            }
             for doc in chunk {
                 insert_in(tx, collection, indexes, doc).await?;
             }
@@ -153,7 +158,7 @@ async fn insert_chunk(
 async fn insert_rows(
     tx: &Transaction<'_>,
     collection: &str,
-    indexes: &[IndexedPath],
+    indexes: &mut Indexes,
     chunk: &[(String, String, Document)],
 ) -> Result<()> {
     let stmt = tx
@@ -176,13 +181,35 @@ async fn insert_rows(
 
 /// The rows of every index (not unique: a duplicate value is not checked) for the new documents
 /// `docs` (`_id`, document), one statement per index.
+///
+/// # Errors
+/// [`Error::InvalidDocument`] for a document giving a sorted index more than
+/// [`crate::MAX_INDEX_ENTRIES`] entries (checked before anything is written).
 pub(super) async fn insert_index_rows(
     tx: &impl GenericClient,
     collection: &str,
-    indexes: &[IndexedPath],
+    indexes: &mut Indexes,
     docs: &[(&str, &Document)],
 ) -> Result<()> {
-    for index in indexes {
+    let mut entries = Vec::with_capacity(indexes.sorted.len());
+    for index in &indexes.sorted {
+        let mut rows: Vec<(&str, Vec<Vec<u8>>)> = Vec::with_capacity(docs.len());
+        let mut multikey = false;
+        for (id, doc) in docs {
+            let doc_rows = sorted_entries(index, doc)?;
+            multikey |= doc_rows.len() > 1;
+            rows.extend(doc_rows.into_iter().map(|row| (*id, row)));
+        }
+        entries.push((rows, multikey));
+    }
+    for (index, (rows, multikey)) in indexes.sorted.iter_mut().zip(entries) {
+        insert_sorted_rows(tx, index, &rows).await?;
+        if multikey && !index.multikey {
+            schema::set_multikey(tx, collection, &index.spec).await?;
+            index.multikey = true;
+        }
+    }
+    for index in &indexes.paths {
         let rows: Vec<(String, &str)> = docs
             .iter()
             .flat_map(|(id, doc)| {
@@ -211,15 +238,32 @@ pub(super) async fn insert_index_rows(
 /// Writes the index rows of a document: removes the keys `old` had and `new` has not, adds the
 /// keys `new` has and `old` had not (`None`: insert or removal). A key another document holds in
 /// a unique index is [`Error::DuplicateKey`].
+///
+/// # Errors
+/// As [`insert_index_rows`]; a document with too many entries is refused before anything is
+/// written.
 pub(super) async fn update_rows(
     tx: &Transaction<'_>,
     collection: &str,
-    indexes: &[IndexedPath],
+    indexes: &mut Indexes,
     id: &str,
     old: Option<&Document>,
     new: Option<&Document>,
 ) -> Result<()> {
-    for index in indexes {
+    let mut changes = Vec::with_capacity(indexes.sorted.len());
+    for index in &indexes.sorted {
+        let rows = |doc: Option<&Document>| -> Result<BTreeSet<Vec<Vec<u8>>>> {
+            match doc {
+                None => Ok(BTreeSet::new()),
+                Some(doc) => Ok(sorted_entries(index, doc)?.into_iter().collect()),
+            }
+        };
+        changes.push((rows(old)?, rows(new)?));
+    }
+    for (index, (old_rows, new_rows)) in indexes.sorted.iter_mut().zip(changes) {
+        update_sorted_rows(tx, collection, index, id, &old_rows, &new_rows).await?;
+    }
+    for index in &indexes.paths {
         let old_keys = old.map(|d| keys(d, &index.path)).unwrap_or_default();
         let new_keys = new.map(|d| keys(d, &index.path)).unwrap_or_default();
         let table = index_table(collection, &index.path);
@@ -255,6 +299,117 @@ pub(super) async fn update_rows(
     Ok(())
 }
 
+/// The entries `doc` gives the sorted `index` (see [`order_key::entries`]).
+///
+/// # Errors
+/// [`Error::InvalidDocument`] when there would be more than [`crate::MAX_INDEX_ENTRIES`].
+pub(super) fn sorted_entries(index: &SortedIndex, doc: &Document) -> Result<Vec<Vec<Vec<u8>>>> {
+    order_key::entries(doc, &index.parts).ok_or_else(|| too_many_entries(&index.spec))
+}
+
+/// The refusal of a document with too many values for a sorted index.
+fn too_many_entries(spec: &IndexSpec) -> Error {
+    Error::InvalidDocument(format!(
+        "the document holds too many values for the index {spec}: every combination of its \
+         fields' values is an entry, and a document may give an index at most {} (an index \
+         over two fields should have at most one of them hold a large array)",
+        crate::MAX_INDEX_ENTRIES
+    ))
+}
+
+/// The key columns of a sorted index as SQL: `k0, k1, ...`.
+fn key_columns(index: &SortedIndex) -> Vec<String> {
+    (0..index.spec.fields.len())
+        .map(|i| format!("k{i}"))
+        .collect()
+}
+
+/// Inserts `rows` (`_id`, one key per field) into the table of the sorted `index` with one
+/// statement; rows present already are left as they are.
+pub(super) async fn insert_sorted_rows(
+    client: &impl GenericClient,
+    index: &SortedIndex,
+    rows: &[(&str, Vec<Vec<u8>>)],
+) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let n = index.spec.fields.len();
+    let columns = key_columns(index);
+    let arrays: Vec<String> = (0..n).map(|i| format!("${}::bytea[]", i + 1)).collect();
+    let stmt = client
+        .prepare_cached(&format!(
+            "INSERT INTO {} ({}, id) SELECT * FROM unnest({}, ${}::text[]) ON CONFLICT DO NOTHING",
+            index.table,
+            columns.join(", "),
+            arrays.join(", "),
+            n + 1
+        ))
+        .await?;
+    let keys: Vec<Vec<&[u8]>> = (0..n)
+        .map(|i| rows.iter().map(|(_, row)| row[i].as_slice()).collect())
+        .collect();
+    let ids: Vec<&str> = rows.iter().map(|(id, _)| *id).collect();
+    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = keys
+        .iter()
+        .map(|k| k as &(dyn tokio_postgres::types::ToSql + Sync))
+        .collect();
+    params.push(&ids);
+    client.execute(&stmt, &params).await?;
+    Ok(())
+}
+
+/// [`update_rows`] for one sorted index: the rows `old_rows` has and `new_rows` has not are
+/// deleted, the others added; the index is marked multikey when the document now gives it
+/// several.
+async fn update_sorted_rows(
+    tx: &Transaction<'_>,
+    collection: &str,
+    index: &mut SortedIndex,
+    id: &str,
+    old_rows: &BTreeSet<Vec<Vec<u8>>>,
+    new_rows: &BTreeSet<Vec<Vec<u8>>>,
+) -> Result<()> {
+    if old_rows == new_rows {
+        return Ok(());
+    }
+    let n = index.spec.fields.len();
+    let stale: Vec<&Vec<Vec<u8>>> = old_rows.difference(new_rows).collect();
+    if !stale.is_empty() {
+        let columns = key_columns(index);
+        let arrays: Vec<String> = (0..n).map(|i| format!("${}::bytea[]", i + 2)).collect();
+        let same: Vec<String> = columns.iter().map(|c| format!("x.{c} = u.{c}")).collect();
+        let stmt = tx
+            .prepare_cached(&format!(
+                "DELETE FROM {} AS x USING unnest({}) AS u({}) WHERE x.id = $1::text AND {}",
+                index.table,
+                arrays.join(", "),
+                columns.join(", "),
+                same.join(" AND ")
+            ))
+            .await?;
+        let keys: Vec<Vec<&[u8]>> = (0..n)
+            .map(|i| stale.iter().map(|row| row[i].as_slice()).collect())
+            .collect();
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&id];
+        params.extend(
+            keys.iter()
+                .map(|k| k as &(dyn tokio_postgres::types::ToSql + Sync)),
+        );
+        tx.execute(&stmt, &params).await?;
+    }
+    let added: Vec<(&str, Vec<Vec<u8>>)> = new_rows
+        .difference(old_rows)
+        .map(|row| (id, row.clone()))
+        .collect();
+    insert_sorted_rows(tx, index, &added).await?;
+    if new_rows.len() > 1 && !index.multikey {
+        schema::set_multikey(tx, collection, &index.spec).await?;
+        index.multikey = true;
+    }
+    Ok(())
+}
+
 /// Inserts documents in one transaction, all or none; see [`crate::Store::insert_many`].
 pub(crate) async fn insert_many(
     client: &mut Client,
@@ -265,7 +420,7 @@ pub(crate) async fn insert_many(
     let prepared = docs.into_iter().map(prepare).collect::<Result<Vec<_>>>()?;
     for _ in 0..ATTEMPTS {
         let tx = client.transaction().await?;
-        let Some(indexes) = schema::lock_and_indexes(&tx, collection).await? else {
+        let Some(mut indexes) = schema::lock_and_indexes(&tx, collection).await? else {
             drop(tx);
             schema::create_collection(client, collection).await?;
             continue;
@@ -276,7 +431,7 @@ pub(crate) async fn insert_many(
             if !indexes.is_empty() {
                 // The index rows first: an insert waiting on another's unique value must not
                 // hold a count or stamp slot that one wants (a deadlock).
-                insert_in(&tx, collection, &indexes, doc).await?;
+                insert_in(&tx, collection, &mut indexes, doc).await?;
             }
             // The document (without indexes), the count and the notification in one round
             // trip; a refused insert's error comes first (the others' are then only the
@@ -284,7 +439,7 @@ pub(crate) async fn insert_many(
             let (inserted, counted, notified) = tokio::join!(
                 async {
                     if indexes.is_empty() {
-                        insert_in(&tx, collection, &indexes, doc).await?;
+                        insert_in(&tx, collection, &mut indexes, doc).await?;
                     }
                     Ok::<(), Error>(())
                 },
@@ -298,7 +453,7 @@ pub(crate) async fn insert_many(
         } else {
             let mut tx = tx;
             for chunk in prepared.chunks(CHUNK) {
-                insert_chunk(&mut tx, collection, &indexes, chunk).await?;
+                insert_chunk(&mut tx, collection, &mut indexes, chunk).await?;
             }
             schema::add_to_count(&tx, collection, count_delta(prepared.len())).await?;
             feed::notify(&tx, &change).await?;
@@ -321,7 +476,7 @@ pub(crate) async fn insert_stream(
     let mut batches = Some(batches);
     for _ in 0..ATTEMPTS {
         let mut tx = client.transaction().await?;
-        let Some(indexes) = schema::lock_and_indexes(&tx, collection).await? else {
+        let Some(mut indexes) = schema::lock_and_indexes(&tx, collection).await? else {
             drop(tx);
             schema::create_collection(client, collection).await?;
             continue;
@@ -343,7 +498,7 @@ pub(crate) async fn insert_stream(
                 .map(prepare)
                 .collect::<Result<Vec<_>>>()?;
             for chunk in prepared.chunks(CHUNK) {
-                insert_chunk(&mut tx, collection, &indexes, chunk).await?;
+                insert_chunk(&mut tx, collection, &mut indexes, chunk).await?;
             }
             n += prepared.len() as u64;
         }
@@ -396,7 +551,7 @@ pub(crate) async fn update(
     check_name(collection)?;
     for _ in 0..ATTEMPTS {
         let tx = client.transaction().await?;
-        let Some(indexes) = schema::lock_and_indexes(&tx, collection).await? else {
+        let Some(mut indexes) = schema::lock_and_indexes(&tx, collection).await? else {
             drop(tx);
             if !options.upsert {
                 return Ok(UpdateResult::default());
@@ -418,13 +573,13 @@ pub(crate) async fn update(
             };
             let stmt = tx.prepare_cached(&write_sql).await?;
             tx.execute(&stmt, &[&id, &text]).await?;
-            update_rows(&tx, collection, &indexes, &id, Some(&old), Some(&new)).await?;
+            update_rows(&tx, collection, &mut indexes, &id, Some(&old), Some(&new)).await?;
             result.modified += 1;
             changed.push(id);
         }
         if result.matched == 0 && options.upsert {
             let doc = prepare(update.upsert_document(selector)?)?;
-            insert_in(&tx, collection, &indexes, &doc).await?;
+            insert_in(&tx, collection, &mut indexes, &doc).await?;
             schema::add_to_count(&tx, collection, 1).await?;
             changed.push(doc.0.clone());
             result.upserted_id = Some(doc.0);
@@ -446,20 +601,27 @@ pub(crate) async fn remove(
     selector: &Selector,
 ) -> Result<u64> {
     let tx = client.transaction().await?;
-    let Some(indexes) = schema::lock_and_indexes(&tx, collection).await? else {
+    let Some(mut indexes) = schema::lock_and_indexes(&tx, collection).await? else {
         return Ok(0);
     };
     let table = collection_table(collection);
     let mut ids = Vec::new();
     let removed = if selector.is_all() {
-        for index in &indexes {
+        // The documents first: that waits for a sorted index's fill holding some of them
+        // (`FOR SHARE`), whose entries the deletes of the index tables then see.
+        let removed = tx.execute(&format!("DELETE FROM {table}"), &[]).await?;
+        for index in &indexes.paths {
             tx.batch_execute(&format!(
                 "DELETE FROM {}",
                 index_table(collection, &index.path)
             ))
             .await?;
         }
-        tx.execute(&format!("DELETE FROM {table}"), &[]).await?
+        for index in &indexes.sorted {
+            tx.batch_execute(&format!("DELETE FROM {}", index.table))
+                .await?;
+        }
+        removed
     } else {
         let found = matching(&tx, collection, selector, true).await?;
         let stmt = tx
@@ -467,7 +629,7 @@ pub(crate) async fn remove(
             .await?;
         for (id, doc) in &found {
             tx.execute(&stmt, &[id]).await?;
-            update_rows(&tx, collection, &indexes, id, Some(doc), None).await?;
+            update_rows(&tx, collection, &mut indexes, id, Some(doc), None).await?;
         }
         ids = found.into_iter().map(|(id, _)| id).collect();
         ids.len() as u64
@@ -552,6 +714,250 @@ async fn fill_index(tx: &Transaction<'_>, collection: &str, path: &str) -> Resul
         tx.execute(&stmt, &[&values, &ids]).await?;
     }
     Ok(())
+}
+
+/// Documents one transaction of a sorted index's fill reads (and locks `FOR SHARE`).
+const FILL_BATCH: i64 = 1000;
+
+/// Times a fill's batch starts over after losing a deadlock to a writer.
+const FILL_ATTEMPTS: usize = 5;
+
+/// Creates the sorted index `spec` and fills it from the stored documents without holding
+/// writers back for the fill; see [`crate::Store::ensure_sorted_index`]. A unique spec first
+/// makes its field unique as [`ensure_index`] does.
+///
+/// 1. A short transaction (the collection's DDL advisory lock, then its `SHARE` lock, which
+///    waits for the writers under way and holds back new ones until it commits) creates the
+///    empty table and the catalog row, not ready. Every writer from then on sees the row (it
+///    reads the catalog after taking its `ROW EXCLUSIVE` lock) and keeps the index.
+/// 2. The fill reads the documents in `_id` order, [`FILL_BATCH`] per transaction, each batch
+///    `FOR SHARE`: an update or removal of those documents under way is waited for (and the
+///    batch reads what it wrote), one coming later waits for the batch to commit (and then
+///    sees its entries when it removes the old ones). The entries are inserted with
+///    `ON CONFLICT DO NOTHING`: a writer may have inserted them already.
+/// 3. The catalog row is marked ready (and multikey when a document gave several entries);
+///    only then do reads use the index.
+///
+/// One fill of an index runs at a time (a session advisory lock of the index, held by the
+/// connection that fills it): a second caller, from this instance or another, waits for it and
+/// then finds the index ready, a no-op. An index not ready with no fill running (its instance
+/// died half way) is filled again by the next call, which is harmless (inserts skip the rows
+/// present). A stored document with too many entries drops the index again and is refused.
+///
+/// Run it on a task of its own (as the store does): dropped half way, the advisory lock would
+/// stay with the pooled connection.
+pub(crate) async fn ensure_sorted_index(
+    client: &mut Client,
+    collection: &str,
+    spec: &IndexSpec,
+) -> Result<()> {
+    check_name(collection)?;
+    schema::check_text(&schema::sorted_name(spec), "an index path")?;
+    if spec.unique
+        && let Some(field) = spec.fields.first()
+    {
+        ensure_index(client, collection, &field.path, true).await?;
+    }
+    schema::create_collection(client, collection).await?;
+    let tx = client.transaction().await?;
+    schema::lock_ddl(&tx, collection).await?;
+    match schema::sorted_entry(&tx, collection, spec).await? {
+        Some((stored, ready)) => {
+            if spec.unique && !stored.unique {
+                // Record the uniqueness the field now has.
+                tx.execute(
+                    "UPDATE portico_sorted SET spec = $3 WHERE collection = $1 AND name = $2",
+                    &[
+                        &collection,
+                        &schema::sorted_name(spec),
+                        &spec.to_value().to_string(),
+                    ],
+                )
+                .await?;
+            }
+            tx.commit().await?;
+            if ready {
+                return Ok(());
+            }
+        }
+        None => {
+            tx.batch_execute(&format!(
+                "LOCK TABLE {} IN SHARE MODE",
+                collection_table(collection)
+            ))
+            .await?;
+            schema::create_sorted_table(&tx, collection, spec).await?;
+            tx.commit().await?;
+        }
+    }
+    // One fill at a time per index, across instances: a session advisory lock, waited for by
+    // a second caller, which then finds the index ready. The lock goes with the connection if
+    // the instance dies; the caller runs this on a task of its own, so it cannot be dropped
+    // half way with the lock held.
+    let name = schema::sorted_name(spec);
+    let key = "SELECT pg_advisory_lock(hashtextextended('portico:sorted:' || $1 || ':' || $2, 0))";
+    client.execute(key, &[&collection, &name]).await?;
+    let filled = match schema::sorted_entry(&*client, collection, spec).await {
+        Ok(Some((_, true))) => Ok(()),
+        Ok(Some((_, false))) => fill_sorted(client, collection, spec).await,
+        Ok(None) => Err(Error::Backend(format!(
+            "postgres: the index {spec} of collection {collection:?} was dropped while it was \
+             being made"
+        ))),
+        Err(e) => Err(e),
+    };
+    let unlock =
+        "SELECT pg_advisory_unlock(hashtextextended('portico:sorted:' || $1 || ':' || $2, 0))";
+    let unlocked = client.execute(unlock, &[&collection, &name]).await;
+    filled?;
+    unlocked?;
+    Ok(())
+}
+
+/// Step 2 and 3 of [`ensure_sorted_index`].
+async fn fill_sorted(client: &mut Client, collection: &str, spec: &IndexSpec) -> Result<()> {
+    let index = SortedIndex {
+        parts: spec.split_paths(),
+        table: schema::sorted_table(collection, spec),
+        spec: spec.clone(),
+        multikey: false,
+    };
+    let table = collection_table(collection);
+    let first = format!("SELECT id, doc FROM {table} ORDER BY id LIMIT {FILL_BATCH} FOR SHARE");
+    let next = format!(
+        "SELECT id, doc FROM {table} WHERE id > $1 ORDER BY id LIMIT {FILL_BATCH} FOR SHARE"
+    );
+    let mut last: Option<String> = None;
+    let mut multikey = false;
+    loop {
+        let mut attempts = 0;
+        let filled = loop {
+            match fill_batch(client, collection, &index, (&first, &next), last.as_deref()).await {
+                Err(Fill::Retry(_)) if attempts + 1 < FILL_ATTEMPTS => attempts += 1,
+                Err(Fill::Retry(e) | Fill::Failed(e)) => {
+                    if matches!(e, Error::InvalidDocument(_)) {
+                        drop_sorted_index(client, collection, spec).await?;
+                    }
+                    return Err(e);
+                }
+                Ok(filled) => break filled,
+            }
+        };
+        let Some((id, multi)) = filled else {
+            break;
+        };
+        last = Some(id);
+        multikey |= multi;
+    }
+    let marked = client
+        .execute(
+            "UPDATE portico_sorted SET ready = true, multikey = multikey OR $3 \
+             WHERE collection = $1 AND name = $2",
+            &[&collection, &schema::sorted_name(spec), &multikey],
+        )
+        .await?;
+    if marked == 0 {
+        return Err(Error::Backend(format!(
+            "postgres: the index {spec} of collection {collection:?} was dropped while it was \
+             being filled"
+        )));
+    }
+    Ok(())
+}
+
+/// Why a batch of a fill failed.
+enum Fill {
+    /// A deadlock with a writer (PostgreSQL aborted the batch): start it over.
+    Retry(Error),
+    /// Anything else.
+    Failed(Error),
+}
+
+impl From<tokio_postgres::Error> for Fill {
+    fn from(e: tokio_postgres::Error) -> Self {
+        let retry = e.code().is_some_and(|c| {
+            *c == tokio_postgres::error::SqlState::T_R_DEADLOCK_DETECTED
+                || *c == tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE
+        });
+        if retry {
+            Fill::Retry(e.into())
+        } else {
+            Fill::Failed(e.into())
+        }
+    }
+}
+
+impl From<Error> for Fill {
+    fn from(e: Error) -> Self {
+        Fill::Failed(e)
+    }
+}
+
+/// One transaction of a fill: the entries of the next [`FILL_BATCH`] documents after `last`
+/// (`_id` order). The last `_id` read and whether a document gave several entries; `None` when
+/// no document is left.
+async fn fill_batch(
+    client: &mut Client,
+    collection: &str,
+    index: &SortedIndex,
+    (first, next): (&str, &str),
+    last: Option<&str>,
+) -> std::result::Result<Option<(String, bool)>, Fill> {
+    let tx = client.transaction().await?;
+    let rows = match last {
+        None => tx.query(first, &[]).await?,
+        Some(id) => tx.query(next, &[&id]).await?,
+    };
+    let mut docs = Vec::with_capacity(rows.len());
+    for row in &rows {
+        docs.push(super::query::decode(collection, row)?);
+    }
+    let Some((last_id, _)) = docs.last() else {
+        tx.commit().await?;
+        return Ok(None);
+    };
+    let last_id = last_id.clone();
+    let mut entries: Vec<(&str, Vec<Vec<u8>>)> = Vec::new();
+    let mut multikey = false;
+    for (id, doc) in &docs {
+        let rows = sorted_entries(index, doc)?;
+        multikey |= rows.len() > 1;
+        entries.extend(rows.into_iter().map(|row| (id.as_str(), row)));
+    }
+    for chunk in entries.chunks(10_000) {
+        insert_sorted_rows(&tx, index, chunk).await?;
+    }
+    tx.commit().await?;
+    Ok(Some((last_id, multikey)))
+}
+
+/// Drops the sorted index `spec`; false when there was none. See
+/// [`crate::Store::drop_sorted_index`]. It takes the collection's `SHARE` lock for a moment, as
+/// creating one does: a writer that read the catalog before must not find the table gone.
+pub(crate) async fn drop_sorted_index(
+    client: &mut Client,
+    collection: &str,
+    spec: &IndexSpec,
+) -> Result<bool> {
+    if collection.contains('\0') {
+        return Ok(false);
+    }
+    let tx = client.transaction().await?;
+    schema::lock_ddl(&tx, collection).await?;
+    let locked = tx
+        .batch_execute(&format!(
+            "LOCK TABLE {} IN SHARE MODE",
+            collection_table(collection)
+        ))
+        .await;
+    match locked {
+        Ok(()) => {}
+        Err(e) if super::error::is_undefined_table(&e) => return Ok(false),
+        Err(e) => return Err(e.into()),
+    }
+    let dropped = schema::drop_sorted(&tx, collection, spec).await?;
+    tx.commit().await?;
+    Ok(dropped)
 }
 
 /// Drops a collection with its indexes; see [`crate::Store::drop_collection`].

@@ -4,12 +4,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use portico_store::postgres::testing::TestCluster;
+use portico_store::postgres::testing::{TestCluster, sorted_index_problems};
 use portico_store::postgres::{PostgresOptions, PostgresStore, StampPacing};
-use portico_store::{Error, Selector, Store, Update, UpdateOptions};
+use portico_store::{
+    BatchOp, Error, IndexSpec, Query, Selector, Sort, Store, Update, UpdateOptions,
+};
 use serde_json::json;
 
-use crate::common::{cluster, doc};
+use crate::common::{self, cluster, doc};
 
 /// Two stores on one database, as two `portico serve` instances would have.
 async fn two_instances() -> (Arc<dyn Store>, Arc<dyn Store>) {
@@ -791,4 +793,566 @@ async fn related_reads(cache_bytes: usize) {
         .await
         .expect("missing page collection");
     assert_eq!((texts.len(), total, reads.len()), (0, 0, 0));
+}
+
+/// A fresh database and one store on it, with the store's own type (for
+/// [`portico_store::postgres::testing::sorted_index_problems`]).
+async fn fresh_store() -> (String, PostgresStore) {
+    let url = tokio::task::spawn_blocking(|| cluster().create_database())
+        .await
+        .expect("task")
+        .expect("create database");
+    let store = PostgresStore::open(&url).await.expect("open");
+    (url, store)
+}
+
+fn spec(v: serde_json::Value) -> IndexSpec {
+    IndexSpec::parse(&v).unwrap_or_else(|e| panic!("index {v}: {e}"))
+}
+
+fn sorted_query(selector: serde_json::Value, sort: &str, skip: u64, limit: u64) -> Query {
+    Query {
+        selector: Selector::parse(&selector).expect("selector"),
+        sort: Some(Sort::parse_list(sort).expect("sort")),
+        skip,
+        limit: Some(limit),
+        projection: None,
+    }
+}
+
+fn page_ids(texts: &[String]) -> Vec<String> {
+    texts
+        .iter()
+        .map(|t| {
+            let v: serde_json::Value = serde_json::from_str(t).expect("JSON");
+            v["_id"].as_str().expect("_id").to_owned()
+        })
+        .collect()
+}
+
+async fn assert_index_consistent(store: &PostgresStore, collection: &str, spec: &IndexSpec) {
+    let problems = sorted_index_problems(store, collection, spec)
+        .await
+        .expect("check the index");
+    assert!(
+        problems.is_empty(),
+        "{collection} {spec}: {} problems, first {:?}",
+        problems.len(),
+        &problems[..problems.len().min(5)]
+    );
+}
+
+/// A sort the index serves is not capped by the sorted window, reads the page in the index's
+/// order and gives the same page as the store's order; a covered total is a count of entries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sorted_index_serves_sorts_past_the_window_and_covered_totals() {
+    let (_, store) = fresh_store().await;
+    const N: usize = 12_345;
+    let cities = ["Oslo", "Rome", "Lima"];
+    let docs: Vec<(String, i64, &str)> = (0..N)
+        .map(|i| {
+            let score = i64::try_from((i * 7919) % 1000).expect("score");
+            (format!("d{i:05}"), score, cities[i % 3])
+        })
+        .collect();
+    store
+        .insert_many(
+            "scores",
+            docs.iter()
+                .map(|(id, score, city)| doc(json!({"_id": id, "score": score, "city": city})))
+                .collect(),
+        )
+        .await
+        .expect("insert");
+    let past = sorted_query(json!({}), "-score", 12_000, 25);
+    assert!(
+        matches!(
+            store.find("scores", &past).await,
+            Err(Error::InvalidSort(_))
+        ),
+        "no index: the window is capped"
+    );
+    store
+        .ensure_sorted_index("scores", &spec(json!("-score")))
+        .await
+        .expect("index");
+    let mut by_score: Vec<&(String, i64, &str)> = docs.iter().collect();
+    by_score.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let want: Vec<String> = by_score[12_000..12_025]
+        .iter()
+        .map(|d| d.0.clone())
+        .collect();
+    let found = store
+        .find("scores", &past)
+        .await
+        .expect("served by the index");
+    assert_eq!(common::ids(&found), want);
+    let (texts, total) = store
+        .find_json_counted("scores", &past)
+        .await
+        .expect("list page");
+    assert_eq!((page_ids(&texts), total), (want, N as u64));
+
+    // Equality on the first field, the sort on the second; totals counted in the index.
+    store
+        .ensure_sorted_index("scores", &spec(json!(["city", "-score"])))
+        .await
+        .expect("index");
+    let rome: Vec<&&(String, i64, &str)> = by_score.iter().filter(|d| d.2 == "Rome").collect();
+    let q = sorted_query(json!({"city": "Rome"}), "-score", 4_000, 10);
+    let (texts, total) = store.find_json_counted("scores", &q).await.expect("page");
+    let want: Vec<String> = rome[4_000..4_010].iter().map(|d| d.0.clone()).collect();
+    assert_eq!((page_ids(&texts), total), (want, rome.len() as u64));
+    let high = Selector::parse(&json!({"city": "Rome", "score": {"$gte": 500, "$lt": 900}}))
+        .expect("selector");
+    let want = rome.iter().filter(|d| (500..900).contains(&d.1)).count();
+    assert_eq!(
+        store.count("scores", &high).await.expect("count"),
+        want as u64
+    );
+    assert_eq!(
+        store
+            .sorted_indexes("scores")
+            .await
+            .expect("list")
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        vec!["-score".to_string(), "city,-score".to_string()]
+    );
+    assert!(
+        store
+            .drop_sorted_index("scores", &spec(json!("-score")))
+            .await
+            .expect("drop")
+    );
+    assert!(
+        matches!(
+            store.find("scores", &past).await,
+            Err(Error::InvalidSort(_))
+        ),
+        "the index dropped: capped again"
+    );
+}
+
+/// Documents with several values at an indexed path (multikey) are found, sorted and counted
+/// once, whether the index was made before them (the writes mark it multikey) or after (the
+/// fill does); pages and totals are the memory store's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multikey_documents_are_counted_once() {
+    let (_, store) = fresh_store().await;
+    let reference = portico_store::memory::MemoryStore::new();
+    let letters = ["a", "b", "c", "d", "e"];
+    let docs: Vec<portico_store::Document> = (0..400)
+        .map(|i: usize| {
+            let tags: Vec<&str> = letters
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| (i >> k) & 1 == 1 || (i + k).is_multiple_of(7))
+                .map(|(_, l)| *l)
+                .collect();
+            doc(json!({"_id": format!("m{i:03}"), "tags": tags, "n": i % 9}))
+        })
+        .collect();
+    for (collection, before) in [("early", true), ("late", false)] {
+        if before {
+            for s in [json!("tags"), json!(["n", "-tags"])] {
+                store
+                    .ensure_sorted_index(collection, &spec(s))
+                    .await
+                    .expect("index");
+            }
+        }
+        // Singly (group commits) and in one transaction.
+        for d in &docs[..100] {
+            store.insert(collection, d.clone()).await.expect("insert");
+            reference.insert(collection, d.clone()).await.expect("ref");
+        }
+        store
+            .insert_many(collection, docs[100..].to_vec())
+            .await
+            .expect("insert many");
+        reference
+            .insert_many(collection, docs[100..].to_vec())
+            .await
+            .expect("ref");
+        if !before {
+            for s in [json!("tags"), json!(["n", "-tags"])] {
+                store
+                    .ensure_sorted_index(collection, &spec(s))
+                    .await
+                    .expect("index");
+            }
+        }
+        for s in [json!("tags"), json!(["n", "-tags"])] {
+            assert_index_consistent(&store, collection, &spec(s)).await;
+        }
+        let queries = [
+            sorted_query(json!({}), "tags", 0, 50),
+            sorted_query(json!({}), "-tags", 120, 50),
+            sorted_query(json!({"tags": "c"}), "tags", 10, 30),
+            sorted_query(json!({"tags": {"$in": ["a", "e"]}}), "_id", 5, 500),
+            sorted_query(json!({"tags": {"$gte": "b", "$lt": "d"}}), "-tags", 0, 500),
+            sorted_query(json!({"tags": {"$gt": "c"}}), "tags", 3, 40),
+            sorted_query(json!({"n": 4}), "-tags", 0, 100),
+            sorted_query(json!({"n": 4, "tags": "b"}), "_id", 0, 100),
+        ];
+        for q in &queries {
+            let want = reference.find(collection, q).await.expect("ref find");
+            let want_total = reference.count(collection, &q.selector).await.expect("ref");
+            let found = store.find(collection, q).await.expect("find");
+            assert_eq!(
+                common::ids(&found),
+                common::ids(&want),
+                "{collection}: {q:?}"
+            );
+            let (texts, total) = store.find_json_counted(collection, q).await.expect("page");
+            assert_eq!(page_ids(&texts), common::ids(&want), "{collection}: {q:?}");
+            assert_eq!(total, want_total, "{collection}: total of {q:?}");
+            let n = store.count(collection, &q.selector).await.expect("count");
+            assert_eq!(n, want_total, "{collection}: count of {q:?}");
+        }
+    }
+}
+
+/// Every kind of write keeps the sorted indexes equal to the entries of the stored documents;
+/// a document with too many entries is refused and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_keep_sorted_indexes_consistent() {
+    let (_, store) = fresh_store().await;
+    let c = "kept";
+    let specs = [
+        spec(json!("score")),
+        spec(json!(["tags", "-score"])),
+        spec(json!(["a.b", "name"])),
+    ];
+    for s in &specs {
+        store.ensure_sorted_index(c, s).await.expect("index");
+    }
+    let check = |when: &'static str| {
+        let store = &store;
+        let specs = &specs;
+        async move {
+            for s in specs {
+                let problems = sorted_index_problems(store, c, s).await.expect("check");
+                assert!(problems.is_empty(), "{when}: {s}: {problems:?}");
+            }
+        }
+    };
+    // Single inserts at once (a group commit), then many in one transaction.
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let tags: Vec<i64> = (0..(i % 4)).collect();
+            store
+                .insert(
+                    c,
+                    doc(
+                        json!({"_id": format!("g{i:02}"), "score": i % 7, "tags": tags,
+                               "a": [{"b": i % 3}, {"b": "x"}], "name": format!("n{i}")}),
+                    ),
+                )
+                .await
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task").expect("insert");
+    }
+    check("group inserts").await;
+    store
+        .insert_many(
+            c,
+            (0..300)
+                .map(|i| {
+                    doc(json!({"_id": format!("m{i:03}"), "score": (i * 13) % 50,
+                               "tags": [i % 5, "t"], "a": {"b": i % 4}}))
+                })
+                .collect(),
+        )
+        .await
+        .expect("insert many");
+    check("insert many").await;
+    let set = |v: serde_json::Value| Update::parse(&v).expect("update");
+    store
+        .update(
+            c,
+            &Selector::parse(&json!({"score": {"$lt": 20}})).expect("selector"),
+            &set(json!({"$set": {"score": 99}, "$push": {"tags": "new"}})),
+            UpdateOptions::new(true, false),
+        )
+        .await
+        .expect("update many");
+    store
+        .update(
+            c,
+            &Selector::parse(&json!({"_id": "g03"})).expect("selector"),
+            &set(json!({"$unset": {"tags": ""}, "$set": {"a": {"b": [1, 2, 3]}}})),
+            UpdateOptions::new(false, false),
+        )
+        .await
+        .expect("update one");
+    store
+        .update(
+            c,
+            &Selector::parse(&json!({"_id": "up"})).expect("selector"),
+            &set(json!({"$set": {"score": 5, "tags": ["u", "v"]}})),
+            UpdateOptions::new(false, true),
+        )
+        .await
+        .expect("upsert");
+    check("updates").await;
+    store
+        .remove(c, &Selector::parse(&json!({"tags": 3})).expect("selector"))
+        .await
+        .expect("remove");
+    check("remove").await;
+    store
+        .batch(vec![
+            BatchOp::Insert {
+                collection: c.into(),
+                doc: doc(json!({"_id": "b1", "score": 1, "tags": ["b"]})),
+            },
+            BatchOp::Update {
+                collection: c.into(),
+                selector: Selector::parse(&json!({"_id": "m001"})).expect("selector"),
+                update: set(json!({"$set": {"tags": ["z", "y", "x"], "score": -1}})),
+            },
+            BatchOp::Remove {
+                collection: c.into(),
+                selector: Selector::parse(&json!({"_id": "m002"})).expect("selector"),
+            },
+        ])
+        .await
+        .expect("batch");
+    check("batch").await;
+    // Too many entries: refused alone, in every write path, and nothing of it is kept.
+    let big: Vec<i64> = (0..40).collect();
+    let wide = doc(json!({"_id": "wide", "tags": big, "a": [{"b": big}], "name": "w"}));
+    let product = [spec(json!(["tags", "a.b", "name"]))];
+    store
+        .ensure_sorted_index(c, &product[0])
+        .await
+        .expect("index of three fields");
+    for result in [
+        store.insert(c, wide.clone()).await.map(drop),
+        store.insert_many(c, vec![wide.clone()]).await.map(drop),
+        store
+            .update(
+                c,
+                &Selector::parse(&json!({"_id": "m010"})).expect("selector"),
+                &set(json!({"$set": {"tags": big, "a": {"b": big}, "name": "w"}})),
+                UpdateOptions::new(false, false),
+            )
+            .await
+            .map(drop),
+    ] {
+        assert!(
+            matches!(result, Err(Error::InvalidDocument(_))),
+            "{result:?}"
+        );
+    }
+    assert!(store.get(c, "wide").await.expect("get").is_none());
+    check("refusals").await;
+    assert_index_consistent(&store, c, &product[0]).await;
+    // A stored document with too many entries: the index is refused and not kept.
+    store.drop_sorted_index(c, &product[0]).await.expect("drop");
+    store
+        .insert(c, wide)
+        .await
+        .expect("insert without that index");
+    assert!(matches!(
+        store.ensure_sorted_index(c, &product[0]).await,
+        Err(Error::InvalidDocument(_))
+    ));
+    assert_eq!(
+        store.sorted_indexes(c).await.expect("list").len(),
+        specs.len()
+    );
+    // Everything removed, then written again.
+    store.remove(c, &Selector::all()).await.expect("remove all");
+    check("remove all").await;
+    store
+        .insert(c, doc(json!({"_id": "again", "score": 3, "tags": [1, 2]})))
+        .await
+        .expect("insert");
+    check("after remove all").await;
+}
+
+/// Tiny deterministic random numbers for the writer below.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// An index made while another instance inserts, updates and removes documents (the fill runs
+/// in batches without holding writers back): afterwards it holds exactly the entries of the
+/// stored documents, none lost, none stale. The same index asked for by both instances at once
+/// is made once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_made_while_another_instance_writes_keeps_every_write() {
+    let (url, a) = fresh_store().await;
+    let b = PostgresStore::open(&url).await.expect("open b");
+    let c = "busy";
+    const SEED: u64 = 6_000;
+    a.insert_many(
+        c,
+        (0..SEED)
+            .map(|i| doc(json!({"_id": format!("s{i:05}"), "score": i % 97, "tags": [i % 5]})))
+            .collect(),
+    )
+    .await
+    .expect("seed");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writes = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut writers = Vec::new();
+    for w in 0..2u64 {
+        let store = b.clone();
+        let stop = Arc::clone(&stop);
+        let writes = Arc::clone(&writes);
+        writers.push(tokio::spawn(async move {
+            let mut rng = Lcg(w + 1);
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let id = format!("s{:05}", rng.below(SEED + 500));
+                let by_id = Selector::parse(&json!({"_id": id})).expect("selector");
+                let result = match rng.below(4) {
+                    0 => store
+                        .insert(
+                            c,
+                            doc(json!({"_id": format!("w{w}-{n}"), "score": rng.below(97),
+                                       "tags": [rng.below(5), rng.below(5)]})),
+                        )
+                        .await
+                        .map(drop),
+                    1 => store.remove(c, &by_id).await.map(drop),
+                    _ => store
+                        .update(
+                            c,
+                            &by_id,
+                            &Update::parse(&json!({"$set": {
+                                "score": rng.below(97),
+                                "tags": [rng.below(5), rng.below(5), rng.below(5)]
+                            }}))
+                            .expect("update"),
+                            UpdateOptions::new(false, true),
+                        )
+                        .await
+                        .map(drop),
+                };
+                result.expect("write while the index is made");
+                n += 1;
+                writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }));
+    }
+    // Let the writers start (and measure their pace alone), then make the indexes from both
+    // instances at once.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let alone = writes.load(std::sync::atomic::Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let alone = writes.load(std::sync::atomic::Ordering::Relaxed) - alone;
+    let specs = [spec(json!(["tags", "-score"])), spec(json!("score"))];
+    let before = writes.load(std::sync::atomic::Ordering::Relaxed);
+    let started = Instant::now();
+    for s in &specs {
+        let (on_a, on_b) = tokio::join!(a.ensure_sorted_index(c, s), b.ensure_sorted_index(c, s));
+        on_a.expect("index on a");
+        on_b.expect("index on b");
+    }
+    let made_in = started.elapsed();
+    let during = writes.load(std::sync::atomic::Ordering::Relaxed) - before;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for w in writers {
+        w.await.expect("writer");
+    }
+    assert!(during > 0, "no write ran while the indexes were made");
+    eprintln!(
+        "indexes made in {made_in:?} with {during} writes meanwhile ({alone} in 500 ms before)"
+    );
+    for s in &specs {
+        assert_index_consistent(&a, c, s).await;
+    }
+    assert_eq!(a.sorted_indexes(c).await.expect("list").len(), 2);
+    // Reads through the indexes agree with the documents.
+    let all = common::all_docs(&a, c).await;
+    let want = all
+        .iter()
+        .filter(|d| d.get("score").and_then(serde_json::Value::as_u64) == Some(42))
+        .count();
+    let q = Selector::parse(&json!({"score": 42})).expect("selector");
+    assert_eq!(a.count(c, &q).await.expect("count"), want as u64);
+}
+
+/// Not a check: how long a sorted page deep in a collection and a filtered count take without
+/// and with a sorted index (`cargo test ... -- --ignored --nocapture measure_sorted`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement"]
+async fn measure_sorted_index_reads() {
+    let (_, store) = fresh_store().await;
+    const N: usize = 50_000;
+    let cities = ["Oslo", "Rome", "Lima", "Kyiv", "Pune"];
+    store
+        .insert_many(
+            "m",
+            (0..N)
+                .map(|i| {
+                    doc(
+                        json!({"_id": format!("d{i:06}"), "score": (i * 7919) % 100_000,
+                               "city": cities[i % 5], "pad": "x".repeat(200)}),
+                    )
+                })
+                .collect(),
+        )
+        .await
+        .expect("insert");
+    let deep = sorted_query(json!({}), "-score", 9_000, 20);
+    let rome = sorted_query(json!({"city": "Rome"}), "-score", 0, 20);
+    let rome_count = Selector::parse(&json!({"city": "Rome"})).expect("selector");
+    async fn median(mut f: impl AsyncFnMut()) -> Duration {
+        let mut times = Vec::new();
+        for _ in 0..7 {
+            let start = Instant::now();
+            f().await;
+            times.push(start.elapsed());
+        }
+        times.sort();
+        times[3]
+    }
+    for (label, with) in [("without", false), ("with", true)] {
+        if with {
+            for s in [json!("-score"), json!(["city", "-score"])] {
+                let start = Instant::now();
+                store
+                    .ensure_sorted_index("m", &spec(s.clone()))
+                    .await
+                    .expect("index");
+                eprintln!("made {s} over {N} documents in {:?}", start.elapsed());
+            }
+        }
+        let page = median(async || {
+            store.find_json_counted("m", &deep).await.expect("deep");
+        })
+        .await;
+        let filtered = median(async || {
+            store.find_json_counted("m", &rome).await.expect("rome");
+        })
+        .await;
+        let count = median(async || {
+            store.count("m", &rome_count).await.expect("count");
+        })
+        .await;
+        eprintln!(
+            "{label} indexes: sorted page at 9,000 with total {page:?}; \
+             city page with total {filtered:?}; city count {count:?}"
+        );
+    }
 }

@@ -1,0 +1,431 @@
+//! Reading through a sorted index (see [`crate::IndexSpec`] and [`crate::index_plan`]): the
+//! candidates of a query come from a key range of the index's table, in the index's order when
+//! that is the query's order, so a sorted page reads `skip + limit` entries instead of the
+//! whole collection, and a covered query's total is a count of entries. As the SQLite
+//! backend's `sorted.rs`, over PostgreSQL.
+//!
+//! Only ready indexes (filled, see `write.rs`) are used. The catalog (which indexes, which are
+//! multikey) and the index are read in one snapshot: a read-only `REPEATABLE READ` transaction
+//! that first locks the tables it may read (`ACCESS SHARE`, taken before the snapshot, so a
+//! table it finds is the one the snapshot's catalog describes, not one dropped and made again
+//! since), then reads the catalog, then the index. So a document written with several entries
+//! for the first time cannot be counted twice by a read that took the catalog before that write
+//! and the index after it. A table gone before the lock reads as "no index": the caller reads
+//! without one.
+
+use std::collections::HashSet;
+use std::ops::ControlFlow;
+
+use deadpool_postgres::{Client, Transaction};
+use tokio_postgres::IsolationLevel;
+use tokio_postgres::types::ToSql;
+
+use super::error::is_undefined_table;
+use super::query::{Param, decode, for_each_in_tx};
+use super::schema::{collection_table, sorted_indexes};
+use crate::index_plan::{self, Bound, IndexPlan, Last, Order, SortedIndex};
+use crate::top::Page;
+use crate::{Document, Query, Result, Selector, Sort};
+
+/// What a read through an index gives: documents, or their stored texts (a query without
+/// projection whose caller sends the text as it is).
+#[derive(Debug)]
+pub(crate) enum Rows {
+    /// Decoded (and projected) documents.
+    Docs(Vec<Document>),
+    /// The stored JSON texts.
+    Texts(Vec<String>),
+}
+
+/// A read through a sorted index: its rows and the total when asked for.
+#[derive(Debug)]
+pub(crate) struct Read {
+    /// The page.
+    pub(crate) rows: Rows,
+    /// The number of matches in all, when asked.
+    pub(crate) total: Option<u64>,
+}
+
+/// False when no index can help: a selector matching everything without a sort (a plain page
+/// in `_id` order), or one pinning `_id` without a sort (the primary key is best). Such reads
+/// do not read the catalog.
+fn may_help(selector: &Selector, sort: Option<&Sort>) -> bool {
+    if sort.is_some() {
+        return true;
+    }
+    !selector.is_all() && selector.id_equality().is_none() && selector.id_set().is_none()
+}
+
+/// The page (and, with `count`, the total) of `query` through the best ready sorted index of
+/// `collection`, read in one snapshot; `None` when no index helps. `text`: the caller wants
+/// stored texts (given only for a query without projection).
+pub(crate) async fn read(
+    client: &mut Client,
+    collection: &str,
+    query: &Query,
+    text: bool,
+    count: bool,
+) -> Result<Option<Read>> {
+    let sort = query.sort.as_ref();
+    let Some((tx, indexes, plan)) = snapshot(client, collection, &query.selector, sort).await?
+    else {
+        return Ok(None);
+    };
+    let index = &indexes[plan.index];
+    let text = text && query.projection.is_none();
+    let read = if plan.covered && plan.order == Order::Index {
+        covered_in_order(&tx, collection, index, &plan, query, text, count).await?
+    } else {
+        candidates(&tx, collection, index, &plan, query, text, count).await?
+    };
+    tx.commit().await?;
+    Ok(Some(read))
+}
+
+/// How many documents match `selector`, counted in a ready sorted index when one holds exactly
+/// the matches; `None` otherwise.
+pub(crate) async fn count(
+    client: &mut Client,
+    collection: &str,
+    selector: &Selector,
+) -> Result<Option<u64>> {
+    let Some((tx, indexes, plan)) = snapshot(client, collection, selector, None).await? else {
+        return Ok(None);
+    };
+    if !plan.covered {
+        return Ok(None);
+    }
+    let n = count_entries(&tx, &indexes[plan.index], &plan).await?;
+    tx.commit().await?;
+    Ok(Some(n))
+}
+
+/// The snapshot a read through an index runs in, the ready indexes it sees and the plan over
+/// them; `None` (nothing left open) when no index helps.
+///
+/// The catalog is read first outside a transaction (one round trip, all a read costs when no
+/// index helps); when an index may help, a read-only `REPEATABLE READ` transaction locks the
+/// collection's table and those indexes' tables, then reads the catalog again in its snapshot
+/// and plans over the indexes it locked.
+async fn snapshot<'c>(
+    client: &'c mut Client,
+    collection: &str,
+    selector: &Selector,
+    sort: Option<&Sort>,
+) -> Result<Option<(Transaction<'c>, Vec<SortedIndex>, IndexPlan)>> {
+    if !may_help(selector, sort) {
+        return Ok(None);
+    }
+    let first = sorted_indexes(&*client, collection, true).await?;
+    if index_plan::choose(selector, sort, &first).is_none() {
+        return Ok(None);
+    }
+    let tables: Vec<String> = first.iter().map(|i| i.table.clone()).collect();
+    let tx = client
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await?;
+    let lock = format!(
+        "LOCK TABLE {}, {} IN ACCESS SHARE MODE",
+        collection_table(collection),
+        tables.join(", ")
+    );
+    // Pipelined: the lock is taken before the catalog's statement takes the snapshot.
+    let (locked, indexes) = tokio::join!(
+        tx.batch_execute(&lock),
+        sorted_indexes(&tx, collection, true)
+    );
+    match locked {
+        Ok(()) => {}
+        // Dropped since the first read of the catalog: read without the index.
+        Err(e) if is_undefined_table(&e) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    let indexes: Vec<SortedIndex> = indexes?
+        .into_iter()
+        .filter(|i| tables.contains(&i.table))
+        .collect();
+    match index_plan::choose(selector, sort, &indexes) {
+        Some(plan) => Ok(Some((tx, indexes, plan))),
+        None => Ok(None),
+    }
+}
+
+/// The WHERE clause of `plan` over the index table aliased `x`, and its parameters (numbered
+/// from `$1`).
+fn filter(plan: &IndexPlan) -> (String, Vec<Param>) {
+    let mut terms = Vec::new();
+    let mut args: Vec<Param> = Vec::new();
+    let param = |args: &mut Vec<Param>, key: &[u8]| {
+        args.push(Box::new(key.to_vec()));
+        format!("${}::bytea", args.len())
+    };
+    for (i, key) in plan.eq.iter().enumerate() {
+        let p = param(&mut args, key);
+        terms.push(format!("x.k{i} = {p}"));
+    }
+    let i = plan.eq.len();
+    match &plan.last {
+        Last::Nothing => {}
+        Last::In(keys) => {
+            args.push(Box::new(keys.clone()));
+            terms.push(format!("x.k{i} = ANY(${}::bytea[])", args.len()));
+        }
+        Last::Range { lo, hi } => {
+            let (op, key) = match lo {
+                Bound::Incl(k) => (">=", k),
+                Bound::Excl(k) => (">", k),
+            };
+            let p = param(&mut args, key);
+            terms.push(format!("x.k{i} {op} {p}"));
+            let (op, key) = match hi {
+                Bound::Incl(k) => ("<=", k),
+                Bound::Excl(k) => ("<", k),
+            };
+            let p = param(&mut args, key);
+            terms.push(format!("x.k{i} {op} {p}"));
+        }
+    }
+    // Order keys are `bytea`: comparisons are bytewise (as `memcmp`), the keys' order.
+    let sql = if terms.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", terms.join(" AND "))
+    };
+    (sql, args)
+}
+
+/// The ORDER BY of `plan`: the index's columns in its directions then `id`, or `id` alone.
+fn order_by(index: &SortedIndex, order: Order) -> String {
+    match order {
+        Order::Id => "x.id".to_string(),
+        Order::Index => {
+            let mut cols: Vec<String> = index
+                .spec
+                .fields
+                .iter()
+                .enumerate()
+                .map(|(i, f)| format!("x.k{i}{}", if f.ascending { "" } else { " DESC" }))
+                .collect();
+            cols.push("x.id".to_string());
+            cols.join(", ")
+        }
+    }
+}
+
+fn refs(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
+    params
+        .iter()
+        .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+        .collect()
+}
+
+/// The number of distinct documents in `plan`'s range.
+async fn count_entries(tx: &Transaction<'_>, index: &SortedIndex, plan: &IndexPlan) -> Result<u64> {
+    let (filter, args) = filter(plan);
+    let what = if index.multikey {
+        "count(DISTINCT x.id)"
+    } else {
+        "count(*)"
+    };
+    let stmt = tx
+        .prepare_cached(&format!(
+            "SELECT {what}::bigint FROM {} AS x{filter}",
+            index.table
+        ))
+        .await?;
+    let n: i64 = tx.query_one(&stmt, &refs(&args)).await?.try_get(0)?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// A covered plan read in the index's order: the page's ids from the index alone (the skipped
+/// ones never touch a document; PostgreSQL skips them itself unless the index is multikey,
+/// when the ids stream through a portal and repeats are left out here), then the page's
+/// documents by primary key in one statement.
+async fn covered_in_order(
+    tx: &Transaction<'_>,
+    collection: &str,
+    index: &SortedIndex,
+    plan: &IndexPlan,
+    query: &Query,
+    text: bool,
+    count: bool,
+) -> Result<Read> {
+    let total = if count {
+        Some(count_entries(tx, index, plan).await?)
+    } else {
+        None
+    };
+    let (filter, mut args) = filter(plan);
+    let order = order_by(index, Order::Index);
+    let mut ids: Vec<String> = Vec::new();
+    if query.limit == Some(0) {
+        // Nothing to read.
+    } else if index.multikey {
+        let stmt = tx
+            .prepare_cached(&format!(
+                "SELECT x.id FROM {} AS x{filter} ORDER BY {order}",
+                index.table
+            ))
+            .await?;
+        let portal = tx.bind(&stmt, &refs(&args)).await?;
+        let limit = query.limit.unwrap_or(u64::MAX);
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut skipped = 0u64;
+        'read: loop {
+            let rows = tx.query_portal(&portal, 1024).await?;
+            let done = rows.len() < 1024;
+            for row in rows {
+                let id: String = row.try_get(0)?;
+                if !seen.insert(id.clone()) {
+                    continue;
+                }
+                if skipped < query.skip {
+                    skipped += 1;
+                    continue;
+                }
+                ids.push(id);
+                if ids.len() as u64 >= limit {
+                    break 'read;
+                }
+            }
+            if done {
+                break;
+            }
+        }
+    } else {
+        let n = args.len();
+        args.push(Box::new(
+            query.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX)),
+        ));
+        args.push(Box::new(i64::try_from(query.skip).unwrap_or(i64::MAX)));
+        let stmt = tx
+            .prepare_cached(&format!(
+                "SELECT x.id FROM {} AS x{filter} ORDER BY {order} LIMIT ${} OFFSET ${}",
+                index.table,
+                n + 1,
+                n + 2
+            ))
+            .await?;
+        for row in tx.query(&stmt, &refs(&args)).await? {
+            ids.push(row.try_get(0)?);
+        }
+    }
+    let mut texts = Vec::with_capacity(ids.len());
+    let mut docs = Vec::with_capacity(ids.len());
+    if !ids.is_empty() {
+        let stmt = tx
+            .prepare_cached(&format!(
+                "SELECT c.id, c.doc FROM unnest($1::text[]) WITH ORDINALITY AS u(id, n) \
+                 JOIN {} AS c ON c.id = u.id ORDER BY u.n",
+                collection_table(collection)
+            ))
+            .await?;
+        let rows = tx.query(&stmt, &[&ids]).await?;
+        // An entry without its document cannot be: both are written in one transaction.
+        if rows.len() != ids.len() {
+            return Err(crate::Error::Backend(format!(
+                "postgres: the index {} of collection {collection:?} names a missing document",
+                index.spec
+            )));
+        }
+        for row in &rows {
+            if text {
+                let id: &str = row.try_get(0)?;
+                let stored: &str = row.try_get(1)?;
+                if !crate::document::is_object_text(stored) {
+                    return Err(crate::Error::Backend(format!(
+                        "postgres: stored document {id:?} of collection {collection:?} is not \
+                         a JSON object"
+                    )));
+                }
+                texts.push(stored.to_owned());
+            } else {
+                let (_, doc) = decode(collection, row)?;
+                docs.push(match &query.projection {
+                    Some(p) => p.apply(&doc),
+                    None => doc,
+                });
+            }
+        }
+    }
+    let rows = if text {
+        Rows::Texts(texts)
+    } else {
+        Rows::Docs(docs)
+    };
+    Ok(Read { rows, total })
+}
+
+/// A plan whose candidates the matcher decides, or whose order is `_id` order: every
+/// candidate in the range is read through a portal and decoded (until the page is full, unless
+/// counting), and given to a [`Page`] (which sorts when the index's order is not the query's).
+async fn candidates(
+    tx: &Transaction<'_>,
+    collection: &str,
+    index: &SortedIndex,
+    plan: &IndexPlan,
+    query: &Query,
+    text: bool,
+    count: bool,
+) -> Result<Read> {
+    let (filter, args) = filter(plan);
+    let sql = format!(
+        "SELECT x.id, c.doc FROM {} AS x JOIN {} AS c ON c.id = x.id{filter} ORDER BY {}",
+        index.table,
+        collection_table(collection),
+        order_by(index, plan.order)
+    );
+    let everything = Selector::all();
+    // In the index's order the page is cut as rows come (no sort); in `_id` order the page
+    // sorts (or cuts, without a sort).
+    let sort = match plan.order {
+        Order::Index => None,
+        Order::Id => query.sort.as_ref(),
+    };
+    let mut page = Page::new(&everything, sort, query.skip, query.limit);
+    let mut full = query.limit == Some(0);
+    let mut matched = 0u64;
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut last_id: Option<String> = None;
+    for_each_in_tx(tx, collection, (sql, args), |id, doc| {
+        if index.multikey {
+            let repeat = match plan.order {
+                Order::Id => last_id.as_deref() == Some(id.as_str()),
+                Order::Index => !seen.insert(id.clone()),
+            };
+            if repeat {
+                return Ok(ControlFlow::Continue(()));
+            }
+            last_id = Some(id);
+        }
+        if !plan.covered && !query.selector.matches(&doc) {
+            return Ok(ControlFlow::Continue(()));
+        }
+        matched += 1;
+        if !full && page.offer(doc).is_break() {
+            full = true;
+        }
+        if full && !count {
+            return Ok(ControlFlow::Break(()));
+        }
+        Ok(ControlFlow::Continue(()))
+    })
+    .await?;
+    let docs = page.into_docs();
+    let docs: Vec<Document> = match &query.projection {
+        Some(p) => docs.iter().map(|d| p.apply(d)).collect(),
+        None => docs,
+    };
+    let rows = if text {
+        Rows::Texts(crate::encode_all(&docs)?)
+    } else {
+        Rows::Docs(docs)
+    };
+    Ok(Read {
+        rows,
+        total: count.then_some(matched),
+    })
+}
