@@ -9,6 +9,8 @@
 
 const TOKEN_KEY = 'portico-admin-token';
 const USER_KEY = 'portico-admin-user';
+/** '1' while the collections view lists Portico's own (portico_*) collections. */
+const INTERNAL_KEY = 'portico-admin-internal';
 const API = new URL('api/', document.baseURI);
 const PAGE = 20;
 
@@ -200,15 +202,32 @@ async function collectionsView(root, selected) {
   const detail = el('div', { class: 'detail', id: 'collection-detail' });
   const box = errorBox('collections-error');
   root.append(el('div', { class: 'split' }, side, detail), box);
+  // Portico's own collections (portico_*) are hidden unless asked for, or opened by address.
+  const showInternal = sessionStorage.getItem(INTERNAL_KEY) === '1'
+    || Boolean(selected && selected.startsWith('portico_'));
   let collections;
+  let internalCount;
   try {
-    collections = (await call('GET', 'collections')).collections;
+    const reply = await call('GET', 'collections' + (showInternal ? '?internal=true' : ''));
+    collections = reply.collections;
+    internalCount = reply.internal || 0;
   } catch (e) {
     showError(box, e);
     return;
   }
   if (collections.length === 0) {
     list.append(el('li', { class: 'muted' }, 'No collections yet.'));
+  }
+  if (internalCount > 0) {
+    side.append(el('label', { class: 'small muted toggle' },
+      el('input', { type: 'checkbox', id: 'show-internal', checked: showInternal, onchange: (e) => {
+        sessionStorage.setItem(INTERNAL_KEY, e.target.checked ? '1' : '0');
+        const keep = selected && !(selected.startsWith('portico_') && !e.target.checked);
+        const hash = '#/collections' + (keep ? '/' + encodeURIComponent(selected) : '');
+        if (location.hash === hash) route();
+        else location.hash = hash;
+      } }),
+      ' Show Portico\'s own collections (' + internalCount + ', read-only)'));
   }
   for (const c of collections) {
     list.append(el('li', {},
@@ -217,7 +236,8 @@ async function collectionsView(root, selected) {
         'aria-current': c.name === selected ? 'page' : false,
       }, el('span', {}, c.name), ' ', el('span', { class: 'count' }, String(c.count)))));
   }
-  const current = collections.find((c) => c.name === selected) || (selected ? null : collections[0]);
+  const current = collections.find((c) => c.name === selected)
+    || (selected ? null : collections.find((c) => !c.internal) || collections[0]);
   if (current) {
     documentsPanel(detail, current);
   } else if (selected) {
@@ -253,7 +273,9 @@ function documentsPanel(root, collection) {
   const table = el('div', { class: 'table-wrap', id: 'documents' });
   const pager = el('div', { class: 'pager' });
   const panel = el('div', { id: 'document-panel' });
-  const actions = collection.readOnly
+  const actions = collection.internal
+    ? el('p', { class: 'muted small', id: 'internal-note' }, 'One of Portico\'s own collections, kept by the server: read-only here.')
+    : collection.readOnly
     ? el('p', { class: 'muted small' }, 'Accounts are changed in the Users view; passwords and tokens are never shown.')
     : el('button', { type: 'button', id: 'new-document', onclick: () => editor(panel, collection, null, load) }, 'New document');
   root.append(

@@ -63,20 +63,68 @@ fn names_secrets(filter: &str) -> bool {
     serde_json::from_str::<Value>(filter).is_ok_and(|v| walk(&v))
 }
 
-/// Accounts are written only through the users view, which keeps their hashes and tokens.
+/// The prefix of Portico's own collections (`portico_account_tokens`, `portico_outbox`,
+/// `portico_login_failures`...): the server's bookkeeping, which the page hides unless asked and
+/// never writes.
+pub(crate) const INTERNAL_PREFIX: &str = "portico_";
+
+/// True for one of Portico's own collections (see [`INTERNAL_PREFIX`]).
+pub(crate) fn is_internal(name: &str) -> bool {
+    name.starts_with(INTERNAL_PREFIX)
+}
+
+/// Accounts are written only through the users view, which keeps their hashes and tokens;
+/// Portico's own collections only by the server.
 fn refuse_account_writes(name: &str) -> ApiResult<()> {
     if name == USERS {
         return Err(ApiError::bad_request(
             "Accounts are changed in the Users view, which keeps their passwords and tokens",
         ));
     }
+    refuse_internal_writes(name)
+}
+
+/// Portico's own collections are read-only here: the server keeps them (tokens, mails waiting
+/// to be sent, login failures), and a hand edit would break what relies on them.
+pub(crate) fn refuse_internal_writes(name: &str) -> ApiResult<()> {
+    if is_internal(name) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("{name} is one of Portico's own collections: it is read-only here"),
+        ));
+    }
     Ok(())
 }
 
-/// `GET api/collections`: `[{name, count, schema, timestamps}]`.
-pub(crate) async fn list(State(state): State<AdminState>) -> ApiResult<Json<Value>> {
+/// The query of the collections list.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ListParams {
+    /// `internal=true` (or `1`): Portico's own collections are listed too.
+    internal: Option<String>,
+}
+
+/// `GET api/collections?internal=`: `{collections: [{name, count, schema, timestamps,
+/// readOnly, internal, files}], internal}`. Portico's own collections (`portico_*`) are left
+/// out unless `internal=true`, and listed read-only then; `internal` at the top counts them
+/// either way, so the page can offer to show them.
+pub(crate) async fn list(
+    State(state): State<AdminState>,
+    QueryParams(params): QueryParams<ListParams>,
+) -> ApiResult<Json<Value>> {
+    let show_internal = params
+        .internal
+        .as_deref()
+        .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"));
     let mut out = Vec::new();
+    let mut internal_count = 0;
     for name in names(&state).await? {
+        let internal = is_internal(&name);
+        if internal {
+            internal_count += 1;
+            if !show_internal {
+                continue;
+            }
+        }
         let collection = collection(&state, &name).await?;
         let count = collection.count(&Selector::all()).await?;
         out.push(json!({
@@ -84,11 +132,14 @@ pub(crate) async fn list(State(state): State<AdminState>) -> ApiResult<Json<Valu
             "count": count,
             "schema": collection.options().schema,
             "timestamps": collection.options().timestamps,
-            "readOnly": name == USERS,
+            "readOnly": name == USERS || internal,
+            "internal": internal,
             "files": file_fields(&state, &name),
         }));
     }
-    Ok(Json(json!({ "collections": out })))
+    Ok(Json(
+        json!({ "collections": out, "internal": internal_count }),
+    ))
 }
 
 /// The file fields of `collection` as the page shows them: `{field: {types, max, thumbs}}`

@@ -58,6 +58,7 @@ pub(crate) async fn upload(
     body: Body,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let files = service(&state)?;
+    crate::collections::refuse_internal_writes(&name)?;
     let collection = collection(&state, &name).await?;
     let Some(file_name) = params.name.filter(|n| !n.trim().is_empty()) else {
         return Err(ApiError::bad_request("Name the file: ?name="));
@@ -134,6 +135,7 @@ pub(crate) async fn delete(
     Path((name, id, field, file)): Path<(String, String, String, String)>,
 ) -> ApiResult<Json<Value>> {
     let files = service(&state)?;
+    crate::collections::refuse_internal_writes(&name)?;
     let collection = collection(&state, &name).await?;
     let gone = files
         .delete(

@@ -23,7 +23,7 @@
 //! | view | what it does, through |
 //! |---|---|
 //! | log in | username or email + password (and a two-factor code when the account has them on), through the platform's [`LoginService`](portico_platform::LoginService) (same rate limits as the front doors); only holders of the admin role get in |
-//! | collections | every collection with its count; a paged, sortable table with a `where` selector; open, create, replace and delete documents through the platform collection (schema, duplicate `_id` checks) |
+//! | collections | every collection with its count; a paged, sortable table with a `where` selector; open, create, replace and delete documents through the platform collection (schema, duplicate `_id` checks). Portico's own collections (`portico_*`: login tokens, the mail outbox, login failures...) are hidden unless "Show Portico's own collections" is ticked, and read-only when shown |
 //! | files | a document's file fields: previews (thumbnails of images, a download otherwise), upload and delete, through the platform's files service |
 //! | users | list and search accounts (never hashes or tokens) with whether each address is verified, add one, set roles, set a password, send a reset mail, log one out everywhere, remove one |
 //! | API | every route of both front doors, from their own [`RouteDoc`](portico_edge::RouteDoc)s, and a link to `/openapi.json` |
@@ -37,7 +37,7 @@
 //! |---|---|
 //! | `POST login` `{user, password, totp?}` | `{token, user}`; 401 wrong credentials or a two-factor code needed or wrong, 429 too many, 403 without the role |
 //! | `POST logout`, `GET me` | ends this session; the logged-in account |
-//! | `GET collections` | `{collections: [{name, count, schema, timestamps, readOnly, files}]}` (`files`: `{field: {types, max, thumbs}}`) |
+//! | `GET collections?internal=` | `{collections: [{name, count, schema, timestamps, readOnly, internal, files}], internal}` (`files`: `{field: {types, max, thumbs}}`); Portico's own `portico_*` collections only with `internal=true`, then `readOnly`; the top-level `internal` counts them either way |
 //! | `GET collections/{name}/documents?where=&sort=&skip=&limit=` | `{total, skip, limit, documents}` (`sort`: `-n,title`) |
 //! | `POST collections/{name}/documents` | insert; `{_id}` with 201 |
 //! | `GET`, `PUT`, `DELETE collections/{name}/documents/{id}` | read, replace (the whole document; file fields left out are kept, changed ones refused with 403), remove |
@@ -54,7 +54,9 @@
 //! | `GET backups/{name}` | downloads one (`Content-Disposition: attachment`) |
 //!
 //! The `users` collection is read-only in the collections calls (accounts change through the
-//! users calls) and never shows `services`, nor lets a filter or sort reach into it. An admin
+//! users calls) and never shows `services`, nor lets a filter or sort reach into it. Portico's
+//! own collections (names beginning `portico_`) are read-only too: inserts, replacements,
+//! removals and file changes there answer 403, as the server alone keeps them. An admin
 //! cannot take the role from, or remove, their own account here.
 //!
 //! ## Security

@@ -10,7 +10,10 @@ use crate::config::{
 };
 
 impl Config {
-    /// Reads and checks the config file at `path` (see [`Config::parse`]).
+    /// Reads and checks the config file at `path` (see [`Config::parse`]), reads its schema
+    /// files, and takes the relative paths it writes (`database = "sqlite:PATH"`, `[files]
+    /// store`, `[backups] dir`) from its folder, as scripts and schemas are (see
+    /// [`Config::resolve_paths`]).
     ///
     /// # Errors
     /// [`crate::Error::ReadConfig`] when the file cannot be read, [`crate::Error::Config`] with
@@ -29,6 +32,8 @@ impl Config {
         config
             .read_schema_files(path)
             .map_err(crate::Error::Config)?;
+        let folder = config.folder.clone().unwrap_or_else(|| PathBuf::from("."));
+        config.resolve_paths(&text, &folder);
         Ok(config)
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use portico_cli::{backup, check, database, doors, import, indexes, openapi, routes, serve, users};
+use portico_cli::{backup, check, database, import, indexes, openapi, routes, serve, users};
 
 /// A zero-code REST server from a TOML file, on embedded SQLite.
 #[derive(Debug, Parser)]
@@ -323,9 +323,8 @@ async fn run(command: Command) -> portico_cli::Result<()> {
                 ));
                 return Ok(());
             }
-            let (doors, _scripts) =
-                doors::Doors::build_scratch_with_scripts(&config, path.as_deref()).await?;
-            say(routes::format_table(&doors.routes).trim_end());
+            let served = routes::served_routes(&config, path.as_deref()).await?;
+            say(routes::format_table(&served).trim_end());
             Ok(())
         }
         Command::Types => {

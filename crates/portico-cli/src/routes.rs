@@ -1,15 +1,37 @@
-//! The route table: every route a config serves, read from the front doors themselves.
+//! The route table: every route a config serves, read from the server itself.
 //!
-//! `portico routes` builds the doors the config declares ([`Doors`]) on an in-memory platform
-//! and prints their own descriptions ([`portico_edge::RouteDoc`]), so the listing cannot drift
-//! from what `serve` answers.
+//! `portico routes` builds the doors the config declares ([`Doors`]) on an in-memory platform,
+//! assembles the application around them as `serve` does ([`crate::serve::assemble`]: the
+//! account routes under `/auth/`, the health probes, `/metrics`, `/openapi.json`) and prints
+//! their own descriptions ([`portico_edge::RouteDoc`]), the ones the OpenAPI document is made
+//! of, so the listing cannot drift from what `serve` answers.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use portico_edge::{Access, Door, RouteDoc};
+use portico_platform::Platform;
 
 use crate::config::Config;
 use crate::doors::Doors;
+
+/// Every route `serve` would answer for `config` (read from the file `file`, for messages):
+/// both doors with the application's script routes, then the server's own (`/auth/...` when
+/// `[accounts]` or `[email]` is present, the probes, `/metrics` beside the APIs, and
+/// `/openapi.json` unless `openapi = false`), built on an in-memory platform.
+///
+/// # Errors
+/// [`crate::Error::Script`] when the scripts do not load; what the doors refuse, as
+/// [`crate::doors::refused`] says it for `file`; [`crate::Error::Setup`] when the application
+/// cannot be assembled.
+pub async fn served_routes(config: &Config, file: Option<&Path>) -> crate::Result<Vec<RouteDoc>> {
+    let platform = Platform::open("memory:").await?;
+    crate::doors::declare_collections(config, &platform)?;
+    let scripts = crate::scripts::load(config, &platform).await?;
+    let doors = Doors::build_with(config, &platform, scripts.as_ref())
+        .map_err(|errors| crate::doors::refused(file, errors))?;
+    Ok(crate::serve::assemble(config, &platform, doors)?.routes)
+}
 
 /// Every route `config` serves, door by door, as the doors describe them (built on an
 /// in-memory platform: see [`Doors::build_scratch`]).
@@ -129,6 +151,52 @@ mod tests {
         assert_eq!(find("DELETE", "/api/v1/articles/:id"), editor);
         let text = format_table(&routes);
         assert!(text.contains("/api/v1/articles/:id"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn the_listing_has_the_account_routes_and_the_servers_own() {
+        let c = config(
+            "[[api]]\nuse_default_auth = true\n[[api.collection]]\nname = \"items\"\n[accounts]\napp_url = \"https://app.example.com\"\n",
+        );
+        let routes = match served_routes(&c, None).await {
+            Ok(routes) => routes,
+            Err(e) => panic!("{e}"),
+        };
+        let text = format_table(&routes);
+        let line = |method: &str, path: &str| {
+            text.lines()
+                .find(|l| l.split_whitespace().take(2).eq([method, path]))
+                .map(str::to_owned)
+        };
+        for (method, path) in [
+            ("POST", "/auth/password-reset"),
+            ("POST", "/auth/password-reset/confirm"),
+            ("POST", "/auth/verify-email"),
+            ("POST", "/auth/totp/setup"),
+            ("GET", "/auth/methods"),
+            ("GET", "/healthz"),
+            ("GET", "/openapi.json"),
+            ("GET", "/api/items"),
+        ] {
+            assert!(line(method, path).is_some(), "{method} {path} in\n{text}");
+        }
+        assert!(
+            line("POST", "/auth/totp/setup").is_some_and(|l| l.split_whitespace().nth(2)
+                == Some("auth")
+                && l.contains("accounts:")),
+            "{text}"
+        );
+        // The same routes as the OpenAPI document, which is made of them.
+        let document = crate::serve::openapi::document(&routes);
+        let paths = document["paths"].as_object().cloned().unwrap_or_default();
+        assert!(paths.contains_key("/auth/password-reset"), "{paths:?}");
+        // No [accounts] and no [email]: no account routes.
+        let c = config("[[api]]\n[[api.collection]]\nname = \"items\"\n");
+        let routes = match served_routes(&c, None).await {
+            Ok(routes) => routes,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(!routes.iter().any(|r| r.path.starts_with("/auth/")));
     }
 
     #[test]

@@ -56,6 +56,7 @@
 //! | [`Platform::subscribe_live`], [`Platform::live_query`] | publications and queries followed live: [`LiveStream`] of [`LiveEvent`]s |
 //! | [`RateLimiter`] | failure limits for login routes, kept in the store (shared by instances) |
 //! | [`backups::Backups`] | a SQLite database's backups in a directory or an S3-compatible bucket: take, list, download |
+//! | [`request_scope`] | the id of the request a task serves, which internal-error lines carry as `request_id` |
 
 mod accounts;
 #[cfg(feature = "sqlite")]
@@ -70,6 +71,7 @@ mod method_error;
 mod platform;
 mod rate_limit;
 mod relations;
+pub mod request_scope;
 mod rules;
 mod schema;
 mod time;

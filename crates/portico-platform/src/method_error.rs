@@ -39,10 +39,11 @@ impl MethodError {
         }
     }
 
-    /// An internal error: `message` is logged, the client sees `internal-server-error` /
+    /// An internal error: `message` is logged (with the request's `request_id` inside a
+    /// request, see [`crate::request_scope`]), the client sees `internal-server-error` /
     /// "Internal server error" with status 500.
     pub fn internal(message: impl std::fmt::Display) -> MethodError {
-        tracing::error!(error = %message, "internal error in a method or publication");
+        crate::error_in_request!(error = %message, "internal error in a method or publication");
         MethodError {
             error: "internal-server-error".into(),
             reason: Some("Internal server error".into()),

@@ -397,14 +397,14 @@ impl Renderer {
                 return response;
             }
             ReplyBody::Nothing => {
-                tracing::error!("endpoint returned nothing");
+                portico_platform::error_in_request!("endpoint returned nothing");
                 status = StatusCode::INTERNAL_SERVER_ERROR;
                 ReplyBody::Value(
                     json!({"status": "error", "message": "Endpoint returned no response"}),
                 )
             }
             ReplyBody::Failed(message) => {
-                tracing::error!(error = %message, "endpoint failed");
+                portico_platform::error_in_request!(error = %message, "endpoint failed");
                 status = StatusCode::INTERNAL_SERVER_ERROR;
                 ReplyBody::Value(json!({"status": "error", "message": "Internal server error"}))
             }

@@ -119,7 +119,7 @@ impl ScriptHooks {
                     .call(Kind::Hook, &collection, &context, &args)
                     .await
                 {
-                    tracing::error!(target: "portico::script", script = %place, "an after.{} hook of collection {collection:?} failed (the write stands): {e}", op_name(op));
+                    portico_platform::error_in_request!(target: "portico::script", script = %place, "an after.{} hook of collection {collection:?} failed (the write stands): {e}", op_name(op));
                 }
             }
         }

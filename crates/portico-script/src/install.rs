@@ -62,10 +62,13 @@ pub(crate) fn install(scripts: &Scripts, platform: &Platform) -> Result<(), Load
     let defs = scripts.definitions().clone();
     for def in &defs.methods {
         let name = def.name.clone();
+        // What its failures are logged as: the method and where it is defined.
+        let what = format!("method {:?} at {}", def.name, def.place);
         let scripts = scripts.clone();
         let handler = move |inv: portico_platform::Invocation, args: Vec<Value>| {
             let scripts = scripts.clone();
             let name = name.clone();
+            let what = what.clone();
             async move {
                 let user = user_of(inv.platform(), inv.user_id()).await;
                 let context = json!({ "userId": inv.user_id(), "user": user });
@@ -79,7 +82,7 @@ pub(crate) fn install(scripts: &Scripts, platform: &Platform) -> Result<(), Load
                         }
                         Ok(outcome.value)
                     }
-                    Err(e) => Err(method_error(e, &format!("method {name:?}"))),
+                    Err(e) => Err(method_error(e, &what)),
                 }
             }
         };
@@ -92,17 +95,19 @@ pub(crate) fn install(scripts: &Scripts, platform: &Platform) -> Result<(), Load
     }
     for def in &defs.publications {
         let name = def.name.clone();
+        let what = format!("publication {:?} at {}", def.name, def.place);
         let scripts = scripts.clone();
         let handler = move |sub: portico_platform::Subscription, args: Vec<Value>| {
             let scripts = scripts.clone();
             let name = name.clone();
+            let what = what.clone();
             async move {
                 let user = user_of(sub.platform(), sub.user_id()).await;
                 let context = json!({ "userId": sub.user_id(), "user": user });
                 let outcome = scripts
                     .call(Kind::Publish, &name, &context, &Value::Array(args))
                     .await
-                    .map_err(|e| method_error(e, &format!("publication {name:?}")))?;
+                    .map_err(|e| method_error(e, &what))?;
                 publish(&sub, &outcome.value)
             }
         };
@@ -129,7 +134,7 @@ pub(crate) fn install(scripts: &Scripts, platform: &Platform) -> Result<(), Load
                     {
                         Ok(outcome) => outcome.value.as_bool().unwrap_or(false),
                         Err(e) => {
-                            tracing::error!(target: "portico::script", script = %place, "a rule of collection {name:?} failed, so the write is refused: {e}");
+                            portico_platform::error_in_request!(target: "portico::script", script = %place, "a rule of collection {name:?} failed, so the write is refused: {e}");
                             // A failing rule never lets a write through.
                             deny
                         }

@@ -319,10 +319,21 @@ impl Engine {
 
     fn stop(&self, owner: u64, message: String) {
         let reason = if message.contains("interrupted") {
-            format!(
+            let mut reason = format!(
                 "the script ran longer than timeout_ms ({} ms) without awaiting, and was stopped",
                 self.timeout.as_millis()
-            )
+            );
+            // Where it was running when stopped: the script frames of the engine's stack.
+            let frames = script_frames(&message);
+            if let Some(place) = frames.first().and_then(|frame| frame_place(frame)) {
+                reason.push_str(" at ");
+                reason.push_str(place);
+                for frame in &frames {
+                    reason.push_str("\n    ");
+                    reason.push_str(frame);
+                }
+            }
+            reason
         } else if message.contains("out of memory") {
             "the script runtime ran out of memory (memory_mb) and the call was stopped".to_owned()
         } else {
@@ -332,6 +343,23 @@ impl Engine {
             .borrow_mut()
             .answer(owner, Err(CallError::Stopped { reason }));
     }
+}
+
+/// The frames of an engine stack (`at f (server/main.ts:5:14)` lines) that are in the
+/// application's files: not the prelude's (`eval_script`) nor native ones.
+fn script_frames(stack: &str) -> Vec<&str> {
+    stack
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with("at "))
+        .filter(|line| frame_place(line).is_some_and(|place| !place.starts_with("eval_script:")))
+        .collect()
+}
+
+/// The `file:line:column` of a stack frame (`at f (server/main.ts:5:14)`), when it names one.
+fn frame_place(frame: &str) -> Option<&str> {
+    let inner = frame.rsplit_once('(')?.1.strip_suffix(')')?;
+    (inner != "native" && inner.contains(':')).then_some(inner)
 }
 
 fn caught_message(e: &CaughtError<'_>) -> String {
@@ -403,4 +431,25 @@ fn host_function<'js>(
         },
     )
     .map_err(|e| LoadError::Engine(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stopped_call_is_placed_by_its_script_frames() {
+        let stack = "InternalError: interrupted\n    at busy (server/main.ts:3:1)\n    at spin (server/main.ts:9:19)\n    at apply (native)\n    at run (eval_script:289:53)\n    at <anonymous> (eval_script:346:65)";
+        let frames = script_frames(stack);
+        assert_eq!(
+            frames,
+            [
+                "at busy (server/main.ts:3:1)",
+                "at spin (server/main.ts:9:19)"
+            ]
+        );
+        assert_eq!(frame_place(frames[0]), Some("server/main.ts:3:1"));
+        assert_eq!(frame_place("at apply (native)"), None);
+        assert!(script_frames("InternalError: interrupted").is_empty());
+    }
 }

@@ -201,6 +201,116 @@ async fn collections_pages_filters_and_sorts() {
     assert_eq!(status, 404);
 }
 
+/// Portico's own collections (`portico_*`) are left out of the list unless asked for, then
+/// listed read-only: readable, never written (issue 39, item 9: the page opened on
+/// `portico_account_tokens` and let an admin edit `portico_outbox`).
+#[tokio::test]
+async fn portico_s_own_collections_are_hidden_unless_asked_and_read_only() {
+    let server = Server::start().await;
+    let outbox = server.platform.collection("portico_outbox");
+    outbox
+        .insert(
+            json!({"_id": "m1", "to": "ann@example.com", "kind": "reset"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        )
+        .await
+        .unwrap();
+    let admin = admin(&server).await;
+    let names = |body: &Value| -> Vec<String> {
+        body["collections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+
+    let (status, body) = admin.call(&server, Method::GET, "/collections", None).await;
+    assert_eq!(status, 200, "{body}");
+    let listed = names(&body);
+    assert!(
+        listed.iter().all(|n| !n.starts_with("portico_")),
+        "{listed:?}"
+    );
+    assert!(listed.contains(&"articles".to_owned()), "{listed:?}");
+    assert!(body["internal"].as_u64().unwrap() >= 1, "{body}");
+
+    let (status, body) = admin
+        .call(&server, Method::GET, "/collections?internal=true", None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let entry = body["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "portico_outbox")
+        .cloned()
+        .unwrap_or_else(|| panic!("portico_outbox listed with internal=true: {body}"));
+    assert_eq!(entry["readOnly"], true, "{entry}");
+    assert_eq!(entry["internal"], true, "{entry}");
+    assert_eq!(entry["count"], 1, "{entry}");
+    let articles = body["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "articles")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (&articles["readOnly"], &articles["internal"]),
+        (&json!(false), &json!(false))
+    );
+
+    // Readable...
+    let docs = "/collections/portico_outbox/documents";
+    let (status, page) = admin.call(&server, Method::GET, docs, None).await;
+    assert_eq!(
+        (status.as_u16(), &page["total"]),
+        (200, &json!(1)),
+        "{page}"
+    );
+    let (status, doc) = admin
+        .call(&server, Method::GET, &format!("{docs}/m1"), None)
+        .await;
+    assert_eq!(
+        (status.as_u16(), &doc["to"]),
+        (200, &json!("ann@example.com"))
+    );
+    // ...never written.
+    for (method, path, body) in [
+        (Method::POST, docs.to_owned(), Some(json!({"to": "x"}))),
+        (
+            Method::PUT,
+            format!("{docs}/m1"),
+            Some(json!({"_id": "m1", "to": "mallory@example.com"})),
+        ),
+        (Method::DELETE, format!("{docs}/m1"), None),
+        (
+            Method::POST,
+            format!("{docs}/m1/files/attachment?name=a.txt"),
+            None,
+        ),
+    ] {
+        let (status, reply) = admin.call(&server, method.clone(), &path, body).await;
+        assert_eq!(status, 403, "{method} {path}: {reply}");
+        assert!(
+            reply["error"].as_str().unwrap().contains("read-only"),
+            "{reply}"
+        );
+    }
+    let kept = outbox.get("m1").await.unwrap().unwrap();
+    assert_eq!(kept["to"], "ann@example.com");
+    assert_eq!(
+        outbox
+            .count(&portico_platform::Selector::all())
+            .await
+            .unwrap(),
+        1
+    );
+}
+
 #[tokio::test]
 async fn documents_are_written_through_the_collection_checks() {
     let server = Server::start().await;

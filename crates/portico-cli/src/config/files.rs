@@ -31,7 +31,9 @@ pub const DEFAULT_FILES_STORE: &str = "./portico-files";
 /// `[files]`: where files attached to documents are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FilesSettings {
-    /// `store`: a directory (default `./portico-files`) or `s3://bucket/prefix`.
+    /// `store`: a directory (default `./portico-files` in the working directory; a relative
+    /// directory written in the config file is taken from the file's folder once
+    /// [`super::Config::load`] has read it) or `s3://bucket/prefix`.
     pub store: String,
     /// `max_size_mb` (default 20), in bytes here: the largest file accepted.
     pub max_size: u64,

@@ -10,6 +10,7 @@ mod checker;
 mod diagnostic;
 mod files;
 mod operations;
+mod paths;
 mod raw;
 mod rule;
 mod value;
@@ -46,7 +47,8 @@ pub const DEFAULT_DATABASE: &str = "sqlite:./portico.db";
 pub struct Config {
     /// `listen`: the address to serve on.
     pub listen: Option<SocketAddr>,
-    /// `database`: the store URL.
+    /// `database`: the store URL. A relative `sqlite:` path is taken from the config file's
+    /// folder once [`Config::load`] has read it (see [`Config::resolve_paths`]).
     pub database: Option<String>,
     /// The line and column of `database`, for messages about the database itself.
     pub database_position: Option<(usize, usize)>,
@@ -105,8 +107,9 @@ pub struct Config {
     /// Sorted indexes by collection (`indexes` of `[[api.collection]]` and
     /// `[auto.indexes]`), created at start when missing.
     pub indexes: std::collections::BTreeMap<String, Vec<portico_store::IndexSpec>>,
-    /// The config file's folder (set by [`Config::load`]): scripts and schema files are found
-    /// relative to it.
+    /// The config file's folder (set by [`Config::load`]): scripts, schema files, mail
+    /// templates, and the SQLite file, files store and backups directory the file writes are
+    /// found relative to it.
     pub folder: Option<PathBuf>,
     /// `[backups]`, when present: scheduled and on-demand backups of a SQLite database.
     pub backups: Option<BackupsConfig>,

@@ -35,7 +35,8 @@ pub struct BackupsConfig {
     pub every: Option<Duration>,
     /// `keep` (default 7): the newest this many backups are kept, older ones removed.
     pub keep: usize,
-    /// `dir` (default `./backups`, relative to the working directory as SQLite paths are).
+    /// `dir` (default `./backups` in the working directory; a relative `dir` written in the
+    /// config file is taken from the file's folder once [`super::Config::load`] has read it).
     /// With `url`: where each backup is taken and checked before its upload (`None` in
     /// [`BackupsConfig::staging`]: beside the database).
     pub dir: PathBuf,

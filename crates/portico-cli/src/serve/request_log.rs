@@ -10,7 +10,9 @@
 //! it, and with the log on, a profile of get-by-id put 16% of the server's time in the span
 //! (its registry slot, its fields formatted, entered and left on every poll) and the event.
 //! One event costs about half of that. With `debug` on for this target, each request also gets
-//! a `request` span, so the server's own debug lines carry the request they belong to.
+//! a `request` span, so the server's own debug lines carry the request they belong to. Error
+//! lines logged while a request is served (a script's failure, an internal error) carry its
+//! `request_id` at every level: the request runs inside `portico_platform::request_scope`.
 
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -18,6 +20,7 @@ use std::time::Instant;
 use axum::extract::Request;
 use axum::response::Response;
 use futures::future::BoxFuture;
+use portico_platform::request_scope;
 use tower::{Layer, Service};
 use tracing::{Instrument as _, Level};
 
@@ -83,8 +86,11 @@ where
 
     fn call(&mut self, request: Request) -> Self::Future {
         let id = super::request_id::id_of(&request, &self.proxies);
+        // Lines logged while the request is served (a script's failure, an internal error)
+        // carry its id as `request_id` (see `portico_platform::request_scope`).
+        let scoped = RequestIdText(&id).to_string();
         if !tracing::enabled!(target: TARGET, Level::INFO) {
-            let response = self.inner.call(request);
+            let response = request_scope::scope(scoped, self.inner.call(request));
             return Box::pin(async move {
                 let mut response = response.await?;
                 response.headers_mut().insert(REQUEST_ID, id);
@@ -97,7 +103,7 @@ where
         let version = request.version();
         let span = tracing::enabled!(target: TARGET, Level::DEBUG)
             .then(|| tracing::debug_span!(target: TARGET, "request", request_id = %RequestIdText(&id), method = %method, uri = %uri));
-        let response = self.inner.call(request);
+        let response = request_scope::scope(scoped, self.inner.call(request));
         Box::pin(async move {
             let result = match span {
                 Some(span) => response.instrument(span).await,

@@ -319,3 +319,139 @@ fn the_grace_period_is_a_config_key() {
     assert!(clean, "{log}");
     assert!(log.contains("still running 1 s after the signal"), "{log}");
 }
+
+/// Relative paths a config file writes (the SQLite file, the files store, the backups
+/// directory) are taken from the config file's folder, as its scripts and schemas are, whatever
+/// the working directory (issue 39, item 10: they were taken from the working directory).
+#[tokio::test]
+async fn relative_paths_in_a_config_are_taken_from_its_folder() {
+    let ws = Workspace::new();
+    let site = ws.path("site");
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::write(
+        site.join("portico.toml"),
+        "database = \"sqlite:./app.db\"\n\
+         [files]\nstore = \"./uploads\"\n\
+         [backups]\ndir = \"./saved\"\n\
+         [[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
+         [[api.collection]]\nname = \"posts\"\nfiles = { photo = { types = [\"image/*\"] } }\n",
+    )
+    .unwrap();
+    let config = "site/portico.toml";
+    // Run from the workspace, one folder above the config.
+    let added = ws.run(&[
+        "users",
+        "add",
+        "--config",
+        config,
+        "--username",
+        "ann",
+        "--password",
+        "ann-password",
+    ]);
+    assert!(added.status.success(), "{}", text(&added.stderr));
+    assert!(
+        text(&added.stderr).contains("sqlite:site/app.db"),
+        "{}",
+        text(&added.stderr)
+    );
+    assert!(site.join("app.db").is_file());
+    let server = Server::start(
+        ws.dir.path(),
+        &["serve", "--config", config, "--listen", "127.0.0.1:0"],
+    );
+    let (token, _) = server.rest_login("/api/", "ann", "ann-password").await;
+    assert!(!token.is_empty());
+    assert!(
+        site.join("uploads").is_dir(),
+        "the files store is beside the config"
+    );
+    server.stop();
+    let backup = ws.run(&["backup", "--config", config]);
+    assert!(backup.status.success(), "{}", text(&backup.stderr));
+    let saved: Vec<_> = std::fs::read_dir(site.join("saved")).unwrap().collect();
+    assert_eq!(saved.len(), 1, "one backup in site/saved");
+    for name in ["app.db", "uploads", "saved"] {
+        assert!(
+            !ws.path(name).exists(),
+            "{name} was made in the working directory"
+        );
+    }
+    // A path given on the command line is the working directory's, as before.
+    let listed = ws.run(&[
+        "users",
+        "list",
+        "--config",
+        config,
+        "--database",
+        "sqlite:./site/app.db",
+    ]);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    assert!(
+        text(&listed.stdout).contains("username=ann"),
+        "{}",
+        text(&listed.stdout)
+    );
+}
+
+/// `portico routes` lists the account routes under `/auth/` and the server's own (probes,
+/// `/openapi.json`), as the OpenAPI document does (issue 39, item 10).
+#[test]
+fn routes_lists_the_account_routes_as_the_openapi_document_does() {
+    let ws = Workspace::new();
+    ws.config(
+        "[[api]]\nuse_default_auth = true\n[[api.collection]]\nname = \"items\"\n[accounts]\napp_url = \"https://app.example.com\"\n",
+    );
+    let out = ws.run(&["routes", "--config", "portico.toml"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listing = text(&out.stdout);
+    let listed: std::collections::BTreeSet<(String, String)> = listing
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            Some((words.next()?.to_owned(), words.next()?.to_owned()))
+        })
+        .collect();
+    let out = ws.run(&["openapi", "--config", "portico.toml"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let document: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut documented = 0;
+    for (path, operations) in document["paths"].as_object().unwrap() {
+        for method in operations.as_object().unwrap().keys() {
+            let route = (
+                method.to_uppercase(),
+                // OpenAPI's {id} is the listing's :id.
+                path.split('/')
+                    .map(
+                        |s| match s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                            Some(name) => format!(":{name}"),
+                            None => s.to_owned(),
+                        },
+                    )
+                    .collect::<Vec<_>>()
+                    .join("/"),
+            );
+            if route.0 == "OPTIONS" || route.0 == "PARAMETERS" {
+                continue;
+            }
+            documented += 1;
+            assert!(
+                listed.contains(&route),
+                "{route:?} is documented but not listed:\n{listing}"
+            );
+        }
+    }
+    assert!(documented > 10, "{document}");
+    for route in [
+        "/auth/password-reset",
+        "/auth/verify-email",
+        "/auth/totp/setup",
+        "/healthz",
+    ] {
+        assert!(
+            listed.iter().any(|(_, path)| path == route),
+            "{route} in\n{listing}"
+        );
+    }
+}

@@ -828,3 +828,80 @@ methods({ async get(url: string) { const r = await fetch(url); return { status: 
     let _ = https.kill();
     let _ = https.wait();
 }
+
+/// A script's failure is logged with the request it served (`request_id`, as its reply's
+/// `X-Request-Id`) and with where it is (`file:line`), a call stopped at `timeout_ms` too
+/// (issue 39, item 12: a timeout was logged without its place, and no failure carried the
+/// request's id).
+#[tokio::test]
+async fn script_failures_are_logged_with_their_place_and_request_id() {
+    const MAIN: &str = r#"import { methods, api } from "portico";
+
+function busy(): number {
+  let n = 0;
+  for (;;) { n++; }
+}
+
+methods({
+  spin() { return busy(); },
+  broken() { throw new Error("broken on purpose"); },
+  async stuck() { await new Promise<void>(() => {}); return 1; },
+});
+api("api").addRoute("spin", { get() { return busy(); } });
+"#;
+    let ws = Workspace::new();
+    ws.config(
+        "[scripts]\nmain = \"server/main.ts\"\ntimeout_ms = 300\n[[api]]\napi_path = \"api\"\n[auto]\ncollections = []\n",
+    );
+    std::fs::create_dir_all(ws.path("server")).unwrap();
+    std::fs::write(ws.path("server/main.ts"), MAIN).unwrap();
+    let server = ws.serve();
+    let mut ids = Vec::new();
+    for (method, path) in [
+        ("POST", "/methods/spin"),
+        ("POST", "/methods/broken"),
+        ("POST", "/methods/stuck"),
+        ("GET", "/api/spin"),
+    ] {
+        let reply = server.call(method, path, None, &[]).await;
+        assert_eq!(reply.status, 500, "{path}: {}", reply.raw);
+        let id = reply.header("x-request-id").unwrap_or_default().to_owned();
+        assert_eq!(id.len(), 17, "{path}");
+        ids.push((path, id));
+    }
+    let (_, log) = server.stop();
+    let error_line = |id: &str| {
+        log.lines()
+            .find(|l| l.contains("ERROR") && l.contains(&format!("request_id={id}")))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no error line with request_id={id} in\n{log}"))
+    };
+    for (path, id) in &ids {
+        let line = error_line(id);
+        // Where the failing code is defined, on the line itself.
+        assert!(line.contains("server/main.ts:"), "{path}: {line}");
+    }
+    // Where it is defined, always; where the engine stopped it, when the engine's interrupt came
+    // before the call's own limit (both are timeout_ms; on a loaded machine either may be first).
+    let stopped_in_busy =
+        |line: &str| !line.contains("stopped at") || line.contains("stopped at server/main.ts:3:");
+    let spin = error_line(&ids[0].1);
+    assert!(
+        spin.contains("method \"spin\" at server/main.ts:8:")
+            && spin.contains("timeout_ms (300 ms)")
+            && stopped_in_busy(&spin),
+        "{spin}"
+    );
+    let stuck = error_line(&ids[2].1);
+    assert!(
+        stuck.contains("method \"stuck\" at server/main.ts:8:") && stuck.contains("timeout_ms"),
+        "{stuck}"
+    );
+    let route = error_line(&ids[3].1);
+    assert!(
+        route.contains("route endpoint at server/main.ts:13:")
+            && route.contains("timeout_ms")
+            && stopped_in_busy(&route),
+        "{route}"
+    );
+}

@@ -122,3 +122,50 @@ fn the_docs_stand_alone_and_their_commands_paste_as_they_are() {
         }
     }
 }
+
+/// The client's README tells what the server has: no claim that it lacks the account
+/// lifecycle, and every `/auth/` endpoint it names is one the server serves (issue 39, item 13:
+/// it said the server had no password reset, email verification or two-factor codes).
+#[test]
+fn the_client_readme_names_the_account_endpoints_the_server_has() {
+    let text = std::fs::read_to_string(root().join("clients/js/README.md")).expect("README");
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for claim in [
+        "does not have them",
+        "has no password reset",
+        "not have them yet",
+    ] {
+        assert!(!flat.contains(claim), "the client README says {claim:?}");
+    }
+    let served: std::collections::BTreeSet<String> = portico_auth::AuthRoutes::docs()
+        .into_iter()
+        .map(|route| route.path.trim_start_matches("/auth/").to_owned())
+        .collect();
+    // `account(pc, 'password-reset', ...)` and `/auth/...` in the text.
+    let named: Vec<String> = text
+        .split("account(pc, '")
+        .skip(1)
+        .filter_map(|rest| rest.split('\'').next())
+        .map(str::to_owned)
+        .collect();
+    for endpoint in [
+        "password-reset",
+        "password-reset/confirm",
+        "verify-email",
+        "verify-email/confirm",
+        "totp/setup",
+        "totp/enable",
+        "totp/disable",
+    ] {
+        assert!(
+            named.iter().any(|n| n == endpoint),
+            "the client README shows no call of /auth/{endpoint}"
+        );
+    }
+    for endpoint in &named {
+        assert!(
+            served.contains(endpoint),
+            "the client README calls /auth/{endpoint}, which the server does not serve: {served:?}"
+        );
+    }
+}
