@@ -35,9 +35,9 @@ fn item(i: usize) -> Value {
         "name": format!("item {i}"),
         "code": format!("c{i}"),
         // Repeating scores, so ties are broken by `_id`; some are not numbers at all.
-        "score": if i % 97 == 0 { json!("n/a") } else { json!((i * 7919) % 1000) },
+        "score": if i.is_multiple_of(97) { json!("n/a") } else { json!((i * 7919) % 1000) },
         "city": CITIES[i % 4],
-        "tags": if i % 5 == 0 { json!(["a", "b"]) } else { json!(["c"]) },
+        "tags": if i.is_multiple_of(5) { json!(["a", "b"]) } else { json!(["c"]) },
         "other": i % 3,
     })
 }
