@@ -105,6 +105,7 @@ mod plan;
 mod pool;
 mod query;
 mod replica;
+mod rows;
 mod schema;
 mod search;
 mod sorted;

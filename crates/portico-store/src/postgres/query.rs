@@ -3,30 +3,25 @@
 //!
 //! Rows arrive a batch at a time and are dropped unless kept for the answer, so memory stays
 //! bounded by `skip + limit` (plus one batch) whatever the collection's size: a scan reads through
-//! a portal (a cursor inside a transaction) [`BATCH`] rows at a time, and stops as soon as the
+//! a portal (a cursor inside a transaction) a batch of rows at a time, and stops as soon as the
 //! answer is complete. Lookups through the primary key or an index read their few rows in one
 //! round trip, without a transaction.
 
 use std::ops::ControlFlow;
 use std::pin::pin;
 
-use deadpool_postgres::{Client, GenericClient, Transaction};
+use deadpool_postgres::{Client, GenericClient};
 use futures::TryStreamExt;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Statement};
 
 use super::error::{corrupt, is_undefined_table};
 use super::plan::{Plan, may_use_index, plan};
+pub(crate) use super::rows::{Param, decode, for_each_in_tx};
+use super::rows::{read_portal, refs};
 use super::schema::{IndexedPath, collection_table, index_table, indexed_paths, stored_count};
 use crate::top::Page;
 use crate::{Document, Query, RelatedField, RelatedRead, Result, Selector};
-
-/// Rows fetched from a portal per round trip: large enough that the round trips cost little
-/// next to decoding the documents, small enough to hold little memory.
-const BATCH: i32 = 256;
-
-/// A statement parameter.
-pub(crate) type Param = Box<dyn ToSql + Sync + Send>;
 
 /// The SQL and parameters reading the candidates of `plan` (`id`, `doc`) in `_id` order.
 /// `page` (limit, offset) is applied by PostgreSQL, for a plan whose candidates all match.
@@ -81,66 +76,6 @@ pub(crate) fn candidate_sql(
         });
     }
     (sql, params)
-}
-
-fn refs(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
-    params
-        .iter()
-        .map(|p| p.as_ref() as &(dyn ToSql + Sync))
-        .collect()
-}
-
-/// Decodes the `(id, doc)` of a candidate row.
-pub(crate) fn decode(collection: &str, row: &Row) -> Result<(String, Document)> {
-    let id: String = row.try_get(0)?;
-    let text: &str = row.try_get(1)?;
-    let doc = serde_json::from_str(text).map_err(|e| corrupt(collection, &id, &e))?;
-    Ok((id, doc))
-}
-
-/// Calls `visit` with each candidate of the SQL, in order, until it breaks, reading through a
-/// portal inside the transaction `tx`.
-pub(crate) async fn for_each_in_tx(
-    tx: &Transaction<'_>,
-    collection: &str,
-    (sql, params): (String, Vec<Param>),
-    visit: impl FnMut(String, Document) -> Result<ControlFlow<()>> + Send,
-) -> Result<()> {
-    let stmt = tx.prepare_cached(&sql).await?;
-    through_portal(tx, collection, &stmt, &params, visit).await
-}
-
-async fn through_portal(
-    tx: &Transaction<'_>,
-    collection: &str,
-    stmt: &Statement,
-    params: &[Param],
-    visit: impl FnMut(String, Document) -> Result<ControlFlow<()>> + Send,
-) -> Result<()> {
-    let portal = tx.bind(stmt, &refs(params)).await?;
-    read_portal(tx, collection, &portal, visit).await
-}
-
-/// Calls `visit` with the rows of `portal`, [`BATCH`] at a time, until it breaks.
-async fn read_portal(
-    tx: &Transaction<'_>,
-    collection: &str,
-    portal: &tokio_postgres::Portal,
-    mut visit: impl FnMut(String, Document) -> Result<ControlFlow<()>> + Send,
-) -> Result<()> {
-    loop {
-        let rows = tx.query_portal(portal, BATCH).await?;
-        let done = rows.len() < usize::try_from(BATCH).unwrap_or(usize::MAX);
-        for row in &rows {
-            let (id, doc) = decode(collection, row)?;
-            if visit(id, doc)?.is_break() {
-                return Ok(());
-            }
-        }
-        if done {
-            return Ok(());
-        }
-    }
 }
 
 /// Calls `visit` with each candidate of `selector` in `_id` order until it breaks; nothing when

@@ -21,7 +21,7 @@ use tokio_postgres::IsolationLevel;
 use tokio_postgres::types::ToSql;
 
 use super::error::is_undefined_table;
-use super::query::{Param, decode, for_each_in_tx};
+use super::rows::{Param, decode, for_each_in_tx};
 use super::schema::{collection_table, sorted_indexes};
 use crate::index_plan::{self, Bound, IndexPlan, Last, Order, SortedIndex};
 use crate::top::Page;
