@@ -91,7 +91,8 @@
 //! panics (500) answer in the same shape.
 //!
 //! **Authentication** is two separate tower layers ([`auth`]): [`BearerTokenLayer`] reads
-//! `Authorization: Bearer <token>` (and `?access_token=` only when allowed), [`TokenAuthLayer`]
+//! `Authorization: Bearer <token>` or `X-Auth-Token: <token>` (both doors take both styles; and
+//! `?access_token=` only when allowed), [`TokenAuthLayer`]
 //! looks the token up, honouring expiry. A request without a valid token runs with no user. A
 //! host's own axum handler can take the edge's [`AuthenticatedUser`] extractor.
 //!

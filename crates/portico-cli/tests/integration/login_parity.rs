@@ -103,3 +103,64 @@ async fn both_doors_answer_every_credential_variant_alike() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
+
+/// Issue 39, item 7: both doors take a login token in either header style, `X-Auth-Token` (with
+/// or without `X-User-Id`) and `Authorization: Bearer`, whichever door's login gave it; an
+/// `X-User-Id` naming someone else authenticates no one.
+#[tokio::test]
+async fn both_doors_take_both_login_header_styles() {
+    let ws = Workspace::new();
+    ws.config(
+        "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
+         [[api.collection]]\nname = \"secrets\"\nauth_required = true\n\
+         [auto]\ncollections = [\"notes\"]\n\
+         [auto.rules.notes]\ninsert = \"authenticated\"\n",
+    );
+    let ada = ws.add_user("ada", "correct horse", &[]);
+    let bob = ws.add_user("bob", "bob's own", &[]);
+    let server = ws.serve();
+    let (routes_token, _) = server.rest_login("/api/", "ada", "correct horse").await;
+    let (auto_token, _) = server.auto_login("ada", "correct horse").await;
+    let mut wrong = Vec::new();
+    for (login, token) in [("routes", &routes_token), ("auto", &auto_token)] {
+        let bearer = format!("Bearer {token}");
+        let styles: [(&str, Vec<(&str, &str)>, bool); 4] = [
+            ("X-Auth-Token", vec![("X-Auth-Token", token)], true),
+            (
+                "X-Auth-Token + X-User-Id",
+                vec![("X-Auth-Token", token), ("X-User-Id", &ada)],
+                true,
+            ),
+            (
+                "Authorization: Bearer",
+                vec![("Authorization", &bearer)],
+                true,
+            ),
+            (
+                "X-Auth-Token + another X-User-Id",
+                vec![("X-Auth-Token", token), ("X-User-Id", &bob)],
+                false,
+            ),
+        ];
+        for (style, headers, good) in styles {
+            let routes = server.call("GET", "/api/secrets", None, &headers).await;
+            let auto = server
+                .call(
+                    "POST",
+                    "/notes",
+                    Some(serde_json::json!({"t": 1})),
+                    &headers,
+                )
+                .await;
+            let routes_ok = routes.status == 200;
+            let auto_ok = auto.status == 200;
+            if routes_ok != good || auto_ok != good {
+                wrong.push(format!(
+                    "{login} login's token as {style}: routes door {} {}, auto API {} {}",
+                    routes.status, routes.raw, auto.status, auto.raw
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
