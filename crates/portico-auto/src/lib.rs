@@ -140,7 +140,7 @@ pub use aggregate::{DEFAULT_LIMIT as DEFAULT_AGGREGATE_LIMIT, MAX_LIMIT as MAX_A
 pub use api::AutoApi;
 pub use api_error::ApiError;
 pub use args::{ArgsRequest, args_extractor};
-pub use auth::{AuthenticatedUser, BearerToken, BearerTokenLayer, TokenAuthLayer};
+pub use auth::{AuthenticatedUser, BearerToken, BearerTokenLayer, RefusedToken, TokenAuthLayer};
 pub use config::AutoConfig;
 pub use error::{Error, Result};
 pub use login::{LoginOptions, PasswordLogin};

@@ -20,4 +20,4 @@ mod user;
 
 pub use bearer::{BearerToken, BearerTokenLayer, BearerTokenService};
 pub use portico_edge::AuthenticatedUser;
-pub use user::{TokenAuthLayer, TokenAuthService};
+pub use user::{RefusedToken, TokenAuthLayer, TokenAuthService};

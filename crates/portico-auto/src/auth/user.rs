@@ -80,9 +80,13 @@ where
                         {
                             let user = user.with_hashed_token(hash_token(token.as_str()));
                             req.extensions_mut().insert(user);
+                        } else {
+                            req.extensions_mut().insert(RefusedToken);
                         }
                     }
-                    Ok(None) => {}
+                    Ok(None) => {
+                        req.extensions_mut().insert(RefusedToken);
+                    }
                     // 503 while the database is unreachable, else 500.
                     Err(err) => return Ok(ApiError::from(err).into_response()),
                 }
@@ -91,6 +95,12 @@ where
         })
     }
 }
+
+/// Left in the request extensions by [`TokenAuthLayer`] when the request carried a login token
+/// that authenticates no one: the request runs anonymous, unless its route refuses such a
+/// request (`auth = "optional"`, see [`crate::AutoConfig::auth_optional_collections`]).
+#[derive(Debug, Clone, Copy)]
+pub struct RefusedToken;
 
 /// The user a request says it is (`X-User-Id`, sent with `X-Auth-Token` by routes-door clients).
 fn claimed_user<B>(req: &Request<B>) -> Option<&str> {

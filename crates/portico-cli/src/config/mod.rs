@@ -272,6 +272,8 @@ pub struct RateLimit {
 pub struct EndpointOptions {
     /// `auth_required`: overrides the collection's.
     pub auth_required: Option<bool>,
+    /// `auth = "optional"`: overrides the collection's (see [`CollectionConfig::auth_optional`]).
+    pub auth_optional: Option<bool>,
     /// `role_required`: accepted in addition to the collection's roles.
     pub role_required: Vec<String>,
 }
@@ -287,6 +289,10 @@ pub struct CollectionConfig {
     /// `role_required` is written, reads are public and writes need a logged-in caller (the write
     /// endpoints then carry `auth_required = Some(true)` in [`CollectionConfig::endpoints`]).
     pub auth_required: bool,
+    /// `auth = "optional"`: an endpoint that needs no login still authenticates a caller who
+    /// sends a token (401 for an invalid one); one who sends none is anonymous. Default off: a
+    /// public endpoint reads no token.
+    pub auth_optional: bool,
     /// `role_required` (implies auth).
     pub role_required: Vec<String>,
     /// The endpoints generated (all six minus `excluded_endpoints` and those set to `false`),
@@ -400,6 +406,9 @@ pub struct CollectionRules {
     /// `read`: who may read the collection's documents where a publication's reply expands a
     /// relation into them (`?expand=`); none: never expanded on the auto API.
     pub read: Vec<Rule>,
+    /// `auth = "optional"`: a write whose login token finds no user is refused with 401 instead
+    /// of running anonymous.
+    pub auth_optional: bool,
     /// The line of `[auto.rules.<collection>]`, for messages.
     pub line: usize,
 }
@@ -423,6 +432,9 @@ pub struct PublicationConfig {
     pub http_method: Option<String>,
     /// `auth_required` (default false): anonymous callers get nothing.
     pub auth_required: bool,
+    /// `auth = "optional"`: a call whose login token finds no user is refused with 401 instead
+    /// of running anonymous.
+    pub auth_optional: bool,
     /// `owner_field`: the caller gets only documents whose field holds their id (anonymous
     /// callers get nothing).
     pub owner_field: Option<String>,

@@ -112,6 +112,7 @@ pub(crate) struct RawCollection {
     pub(crate) name: Spanned<String>,
     pub(crate) path: Option<Spanned<String>>,
     pub(crate) auth_required: Option<bool>,
+    pub(crate) auth: Option<Spanned<String>>,
     pub(crate) role_required: Option<OneOrMany>,
     pub(crate) excluded_endpoints: Option<Spanned<OneOrMany>>,
     pub(crate) endpoints: Option<RawEndpoints>,
@@ -154,6 +155,7 @@ pub(crate) enum RawEndpoint {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawEndpointOptions {
     pub(crate) auth_required: Option<bool>,
+    pub(crate) auth: Option<Spanned<String>>,
     pub(crate) role_required: Option<OneOrMany>,
 }
 
@@ -235,6 +237,7 @@ pub(crate) struct RawRules {
     pub(crate) update: Option<Spanned<OneOrMany>>,
     pub(crate) remove: Option<Spanned<OneOrMany>>,
     pub(crate) read: Option<Spanned<OneOrMany>>,
+    pub(crate) auth: Option<Spanned<String>>,
 }
 
 /// One `[[auto.publication]]` table.
@@ -249,5 +252,6 @@ pub(crate) struct RawPublication {
     pub(crate) url: Option<Spanned<String>>,
     pub(crate) http_method: Option<Spanned<String>>,
     pub(crate) auth_required: Option<bool>,
+    pub(crate) auth: Option<Spanned<String>>,
     pub(crate) owner_field: Option<Spanned<String>>,
 }

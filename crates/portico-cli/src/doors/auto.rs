@@ -108,6 +108,18 @@ pub(crate) fn api(
                 .filter(|rules| !rules.read.is_empty())
                 .map(|rules| (rules.collection.clone(), rules.read.clone()))
                 .collect();
+            o.auth_optional_collections = auto
+                .rules
+                .iter()
+                .filter(|rules| rules.auth_optional)
+                .map(|rules| rules.collection.clone())
+                .collect();
+            o.auth_optional_publications = auto
+                .publications
+                .iter()
+                .filter(|p| p.auth_optional)
+                .map(|p| p.name.clone())
+                .collect();
             o
         })
         .response_headers(response_headers(auto))

@@ -32,6 +32,7 @@ pub async fn zero_config(platform: &Platform, url: &str) -> crate::Result<Config
             path: name.clone(),
             name,
             auth_required: true,
+            auth_optional: false,
             role_required: Vec::new(),
             endpoints: vec![
                 (Op::GetAll, EndpointOptions::default()),

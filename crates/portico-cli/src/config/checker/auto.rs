@@ -67,6 +67,7 @@ impl Checker<'_> {
             }
             let line = self.line(&spanned);
             let raw_rules = spanned.into_inner();
+            let auth_optional = self.auth_mode(raw_rules.auth.as_ref(), &format!("{key}.auth"));
             let mut parse = |rule: Option<Spanned<OneOrMany>>, op: &str| -> Vec<Rule> {
                 let Some(rule) = rule else {
                     return Vec::new();
@@ -105,6 +106,7 @@ impl Checker<'_> {
                 update,
                 remove,
                 read,
+                auth_optional,
                 line,
             });
         }
@@ -205,7 +207,9 @@ impl Checker<'_> {
             }
             field.into_inner()
         });
+        let auth_optional = self.auth_mode(raw.auth.as_ref(), &format!("{key}.auth"));
         Some(PublicationConfig {
+            auth_optional,
             owner_field,
             line: self.line(&raw.name),
             name: raw.name.into_inner(),

@@ -59,7 +59,9 @@ impl Checker<'_> {
             size.into_inner()
         });
         let files = self.file_fields(raw.files, &raw.name, is_users);
+        let auth_optional = self.auth_mode(raw.auth.as_ref(), &format!("{KEY}.auth"));
         CollectionConfig {
+            auth_optional,
             files,
             line: self.line(&raw.name),
             name: raw.name.into_inner(),
@@ -161,6 +163,12 @@ impl Checker<'_> {
                 Some(RawEndpoint::Enabled(false)) => continue,
                 None | Some(RawEndpoint::Enabled(true)) => EndpointOptions::default(),
                 Some(RawEndpoint::Options(options)) => EndpointOptions {
+                    auth_optional: options.auth.as_ref().map(|auth| {
+                        self.auth_mode(
+                            Some(auth),
+                            &format!("{KEY}.endpoints.{}.auth", endpoint.name()),
+                        )
+                    }),
                     auth_required: options.auth_required,
                     role_required: self.roles(
                         options.role_required,
@@ -174,6 +182,25 @@ impl Checker<'_> {
             }
         }
         endpoints
+    }
+
+    /// `auth`: the one value it takes, `"optional"` (true); absent, false.
+    pub(super) fn auth_mode(&mut self, auth: Option<&Spanned<String>>, key: &str) -> bool {
+        let Some(auth) = auth else {
+            return false;
+        };
+        if auth.get_ref() != "optional" {
+            self.error(
+                auth,
+                key,
+                format!(
+                    "`{}` is not an auth mode; the one mode is \"optional\" (a caller who sends a token is authenticated, one who sends none is anonymous); a login is required with `auth_required = true`",
+                    auth.get_ref()
+                ),
+            );
+            return false;
+        }
+        true
     }
 
     /// `owner_field` and `self_only` checked: the owner field (none when `users` is owned by
