@@ -317,6 +317,10 @@ pub struct CollectionConfig {
     /// `relations = { author = "users" }`: fields holding ids of another collection's documents,
     /// which `?expand=` reads.
     pub relations: portico_platform::Relations,
+    /// True when nothing says who reads (no auth key on the collection, nor on `get` or
+    /// `getAll`): reads are public then, except in `users`, whose reads need a login (and
+    /// `check` says that every logged-in caller sees every account).
+    pub reads_unstated: bool,
     /// `search = ["title", "body"]`: the fields `?search=` looks in (full-text).
     pub search: Vec<String>,
     /// `files`: the collection's file fields, by name.
@@ -350,6 +354,21 @@ impl CollectionConfig {
                 let guarded = self.is_users() && endpoint.on_item();
                 write
                     && !guarded
+                    && !options.auth_required.unwrap_or(route_auth)
+                    && self.role_required.is_empty()
+                    && options.role_required.is_empty()
+            })
+            .map(|(endpoint, _)| *endpoint)
+            .collect()
+    }
+
+    /// The read endpoints (get, getAll) anonymous callers may call, in spec order.
+    pub fn anonymous_reads(&self) -> Vec<Op> {
+        let route_auth = self.auth_required || self.owner_field.is_some() || self.self_only;
+        self.endpoints
+            .iter()
+            .filter(|(endpoint, options)| {
+                matches!(endpoint, Op::Get | Op::GetAll)
                     && !options.auth_required.unwrap_or(route_auth)
                     && self.role_required.is_empty()
                     && options.role_required.is_empty()

@@ -30,11 +30,13 @@ impl Checker<'_> {
         let excluded = self.excluded_endpoints(raw.excluded_endpoints.as_ref());
         let mut endpoints = self.endpoints(raw.endpoints.unwrap_or_default(), &excluded, &raw.name);
         let is_users = raw.name.get_ref() == portico_platform::USERS;
-        secure_by_default(
-            &mut endpoints,
-            is_users,
-            raw.auth_required.is_none() && role_required.is_empty(),
-        );
+        let open = raw.auth_required.is_none() && role_required.is_empty();
+        let reads_unstated = open
+            && endpoints.iter().all(|(endpoint, options)| {
+                !matches!(endpoint, Op::Get | Op::GetAll)
+                    || (options.auth_required.is_none() && options.role_required.is_empty())
+            });
+        secure_by_default(&mut endpoints, is_users, open);
         if endpoints.is_empty() {
             self.error(
                 &raw.name,
@@ -61,6 +63,7 @@ impl Checker<'_> {
         let files = self.file_fields(raw.files, &raw.name, is_users);
         let auth_optional = self.auth_mode(raw.auth.as_ref(), &format!("{KEY}.auth"));
         CollectionConfig {
+            reads_unstated,
             auth_optional,
             files,
             line: self.line(&raw.name),
@@ -265,14 +268,20 @@ impl Checker<'_> {
 /// write endpoint that says nothing itself needs a logged-in caller. `auth_required = false`
 /// written out keeps writes open (and `portico check` warns). Changing or removing an account
 /// needs to know who asks (see `serve::rest`), so those endpoints always identify the caller,
-/// whatever `auth_required` says.
+/// whatever `auth_required` says. The accounts are never public by default either: in the
+/// `users` collection the reads that say nothing need a logged-in caller too (anonymous callers
+/// would otherwise list every account's id, the admins' too).
 fn secure_by_default(endpoints: &mut [(Op, EndpointOptions)], is_users: bool, open: bool) {
     for (endpoint, options) in endpoints {
         if is_users && endpoint.on_item() && *endpoint != Op::Get {
             options.auth_required = Some(true);
         }
         let write = !matches!(endpoint, Op::Get | Op::GetAll);
-        if open && write && options.auth_required.is_none() && options.role_required.is_empty() {
+        if open
+            && (write || is_users)
+            && options.auth_required.is_none()
+            && options.role_required.is_empty()
+        {
             options.auth_required = Some(true);
         }
     }
