@@ -399,6 +399,9 @@ pub struct AutoConfig {
     pub response_headers: Vec<(String, String)>,
     /// `allow_register` (default true): serve `/users/register`.
     pub allow_register: bool,
+    /// `auth_failure_delay_ms`; `None` keeps the server's random 500-1000 ms before every 401
+    /// and 403 of the auto API (as the routes door's own key does there).
+    pub auth_failure_delay: Option<Duration>,
     /// `[auto.rules.<collection>]`, sorted by collection.
     pub rules: Vec<CollectionRules>,
     /// `[[auto.publication]]`, in file order.

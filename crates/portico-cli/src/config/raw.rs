@@ -219,6 +219,7 @@ pub(crate) struct RawAuto {
     pub(crate) no_timestamps: Vec<Spanned<String>>,
     pub(crate) response_headers: Option<Spanned<BTreeMap<String, String>>>,
     pub(crate) allow_register: Option<bool>,
+    pub(crate) auth_failure_delay_ms: Option<u64>,
     #[serde(default)]
     pub(crate) rules: BTreeMap<String, Spanned<RawRules>>,
     #[serde(default)]

@@ -113,7 +113,7 @@ async fn both_doors_take_both_login_header_styles() {
     ws.config(
         "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
          [[api.collection]]\nname = \"secrets\"\nauth_required = true\n\
-         [auto]\ncollections = [\"notes\"]\n\
+         [auto]\ncollections = [\"notes\"]\nauth_failure_delay_ms = 0\n\
          [auto.rules.notes]\ninsert = \"authenticated\"\n",
     );
     let ada = ws.add_user("ada", "correct horse", &[]);
@@ -190,6 +190,7 @@ endpoints = { get = { auth = "optional" } }
 
 [auto]
 collections = ["notes"]
+auth_failure_delay_ms = 0
 
 [auto.rules.notes]
 insert = "authenticated"
@@ -324,4 +325,112 @@ fn auth_takes_only_optional() {
     );
     let err = ws.check_refuses("[auto]\ncollections = [\"n\"]\n[auto.rules.n]\nauth = \"maybe\"\n");
     assert!(err.contains("auto.rules.n.auth"), "{err}");
+}
+
+/// How long `method path` takes to answer, with its status.
+async fn timed(
+    server: &Server,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> (u16, std::time::Duration, String) {
+    let started = std::time::Instant::now();
+    let r = server.call(method, path, body, headers).await;
+    (r.status, started.elapsed(), r.raw)
+}
+
+/// Issue 39, item 5: every 401 and 403 of both doors comes after the configured delay: the
+/// routes door's (`[[api]] auth_failure_delay_ms`) and the auto API's (`[auto]
+/// auth_failure_delay_ms`, its login and its refused writes too); without the keys, both take
+/// the server's random 500-1000 ms.
+#[tokio::test]
+async fn both_doors_delay_every_401_and_403() {
+    const DELAY: std::time::Duration = std::time::Duration::from_millis(400);
+    // Generous: a loaded test machine may answer late, never early.
+    const LATEST: std::time::Duration = std::time::Duration::from_secs(5);
+    let ws = Workspace::new();
+    let config = |delays: bool| {
+        let (api, auto) = if delays {
+            (
+                "auth_failure_delay_ms = 400\n",
+                "auth_failure_delay_ms = 400\n",
+            )
+        } else {
+            ("", "")
+        };
+        format!(
+            "[[api]]\nuse_default_auth = true\n{api}\
+             [[api.collection]]\nname = \"secrets\"\nauth_required = true\n\
+             [[api.collection]]\nname = \"drafts\"\nrole_required = \"editor\"\n\
+             [auto]\ncollections = [\"notes\"]\n{auto}\
+             [auto.rules.notes]\ninsert = \"authenticated\"\nauth = \"optional\"\n"
+        )
+    };
+    ws.config(&config(true));
+    ws.add_user("ada", "correct horse", &[]);
+    let server = ws.serve();
+    let (token, _) = server.rest_login("/api/", "ada", "correct horse").await;
+    let wrong = json!({"username": "ada", "password": "wrong"});
+    let bad_token = [("Authorization", "Bearer not-a-token")];
+    let mut failures = vec![
+        (
+            "routes door 401",
+            timed(&server, "GET", "/api/secrets", None, &[]).await,
+        ),
+        (
+            "routes door login 401",
+            timed(&server, "POST", "/api/login", Some(wrong.clone()), &[]).await,
+        ),
+        (
+            "routes door 403",
+            timed(
+                &server,
+                "GET",
+                "/api/drafts",
+                None,
+                &[("X-Auth-Token", &token)],
+            )
+            .await,
+        ),
+        (
+            "auto API login 401",
+            timed(&server, "POST", "/users/login", Some(wrong.clone()), &[]).await,
+        ),
+        (
+            "auto API write 403",
+            timed(&server, "POST", "/notes", Some(json!({"t": 1})), &[]).await,
+        ),
+        (
+            "auto API bad token 401",
+            timed(&server, "POST", "/notes", Some(json!({"t": 1})), &bad_token).await,
+        ),
+    ];
+    let mut wrong_timing = Vec::new();
+    for (what, (status, took, raw)) in &failures {
+        let expected = if what.ends_with("403") { 403 } else { 401 };
+        if *status != expected || *took < DELAY || *took > LATEST {
+            wrong_timing.push(format!("{what}: {status} after {took:?} ({raw})"));
+        }
+    }
+    drop(server);
+
+    // Without the keys: the server's random 500-1000 ms on both doors.
+    ws.config(&config(false));
+    let server = ws.serve();
+    failures.clear();
+    failures.push((
+        "default routes door 401",
+        timed(&server, "GET", "/api/secrets", None, &[]).await,
+    ));
+    failures.push((
+        "default auto API 403",
+        timed(&server, "POST", "/notes", Some(json!({"t": 1})), &[]).await,
+    ));
+    for (what, (_, took, raw)) in &failures {
+        if *took < std::time::Duration::from_millis(500) || *took > LATEST {
+            wrong_timing.push(format!("{what}: after {took:?} ({raw})"));
+        }
+    }
+    assert!(wrong_timing.is_empty(), "{wrong_timing:#?}");
 }

@@ -29,6 +29,9 @@ impl Checker<'_> {
             no_timestamps,
             response_headers,
             allow_register: raw.allow_register.unwrap_or(true),
+            auth_failure_delay: raw
+                .auth_failure_delay_ms
+                .map(std::time::Duration::from_millis),
             rules,
             publications,
             schemas,
