@@ -104,6 +104,9 @@ async fn both_doors_answer_every_credential_variant_alike() {
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
+/// Request headers, by name and value.
+type Headers<'a> = Vec<(&'a str, &'a str)>;
+
 /// Issue 39, item 7: both doors take a login token in either header style, `X-Auth-Token` (with
 /// or without `X-User-Id`) and `Authorization: Bearer`, whichever door's login gave it; an
 /// `X-User-Id` naming someone else authenticates no one.
@@ -124,7 +127,8 @@ async fn both_doors_take_both_login_header_styles() {
     let mut wrong = Vec::new();
     for (login, token) in [("routes", &routes_token), ("auto", &auto_token)] {
         let bearer = format!("Bearer {token}");
-        let styles: [(&str, Vec<(&str, &str)>, bool); 4] = [
+        // (style, its headers, whether it authenticates ada)
+        let styles: [(&str, Headers, bool); 4] = [
             ("X-Auth-Token", vec![("X-Auth-Token", token)], true),
             (
                 "X-Auth-Token + X-User-Id",
