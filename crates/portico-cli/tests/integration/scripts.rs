@@ -907,6 +907,15 @@ async fn take_hook_log(server: &Server) -> Vec<(String, Option<String>, Option<S
         .collect()
 }
 
+const INSERT: &[&str] = &["before.insert", "after.insert"];
+const UPDATE: &[&str] = &["before.update", "after.update"];
+const REMOVE: &[&str] = &["before.remove", "after.remove"];
+
+/// Takes the hook log and asserts it as [`assert_hooks_saw`] does.
+async fn expect_hooks(server: &Server, ops: &[&str], user: Option<&str>, what: &str) {
+    assert_hooks_saw(&take_hook_log(server).await, ops, user, what);
+}
+
 /// Asserts the log holds exactly `ops` (once each), each handed `user` as its argument and as `this.userId`.
 fn assert_hooks_saw(
     log: &[(String, Option<String>, Option<String>)],
@@ -962,34 +971,9 @@ async fn hooks_see_the_caller(ws: Workspace, postgres: bool) {
     assert_eq!(r.status, 201, "{}", r.raw);
     assert_eq!(r.body["data"]["createdBy"], json!(ann), "{}", r.raw);
     let id = r.body["data"]["_id"].as_str().unwrap().to_owned();
-    let log = take_hook_log(&server).await;
-    assert_hooks_saw(&log, &["before.insert", "after.insert"], me, "routes POST");
+    expect_hooks(&server, INSERT, me, "routes POST").await;
 
-    // PATCH and PUT.
-    let r = server
-        .call(
-            "PATCH",
-            &format!("/api/v1/tasks/{id}"),
-            Some(json!({"done": true})),
-            &auth,
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.raw);
-    let log = take_hook_log(&server).await;
-    assert_hooks_saw(&log, &["before.update", "after.update"], me, "routes PATCH");
-    let r = server
-        .call(
-            "PUT",
-            &format!("/api/v1/tasks/{id}"),
-            Some(json!({"title": "b"})),
-            &auth,
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.raw);
-    let log = take_hook_log(&server).await;
-    assert_hooks_saw(&log, &["before.update", "after.update"], me, "routes PUT");
-
-    // A file upload and a file delete change the document's file field: update hooks.
+    // A file upload changes the document's file field: update hooks.
     let r = server
         .http
         .post(server.url(&format!("/api/v1/tasks/{id}/files/attachments?name=a.txt")))
@@ -1000,42 +984,26 @@ async fn hooks_see_the_caller(ws: Workspace, postgres: bool) {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 201, "{:?}", r.text().await);
-    let log = take_hook_log(&server).await;
-    assert_hooks_saw(
-        &log,
-        &["before.update", "after.update"],
-        me,
-        "routes file upload",
-    );
-    let r = server
-        .call(
-            "DELETE",
-            &format!("/api/v1/tasks/{id}/files/attachments/a.txt"),
-            None,
-            &auth,
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.raw);
-    let log = take_hook_log(&server).await;
-    assert_hooks_saw(
-        &log,
-        &["before.update", "after.update"],
-        me,
-        "routes file delete",
-    );
+    expect_hooks(&server, UPDATE, me, "routes file upload").await;
 
-    // DELETE.
-    let r = server
-        .call("DELETE", &format!("/api/v1/tasks/{id}"), None, &auth)
-        .await;
-    assert_eq!(r.status, 200, "{}", r.raw);
-    let log = take_hook_log(&server).await;
-    assert_hooks_saw(
-        &log,
-        &["before.remove", "after.remove"],
-        me,
-        "routes DELETE",
-    );
+    // PATCH, PUT, a file delete (update hooks again), DELETE.
+    let item = format!("/api/v1/tasks/{id}");
+    let writes = [
+        ("PATCH", item.clone(), Some(json!({"done": true})), UPDATE),
+        ("PUT", item.clone(), Some(json!({"title": "b"})), UPDATE),
+        (
+            "DELETE",
+            format!("{item}/files/attachments/a.txt"),
+            None,
+            UPDATE,
+        ),
+        ("DELETE", item.clone(), None, REMOVE),
+    ];
+    for (method, path, body, ops) in writes {
+        let r = server.call(method, &path, body, &auth).await;
+        assert_eq!(r.status, 200, "{method} {path}: {}", r.raw);
+        expect_hooks(&server, ops, me, &format!("routes {method} {path}")).await;
+    }
 
     // A batch cannot run the hooks between its writes: it refuses the hooked collection, and
     // nothing is written (no write escapes the hooks by going through a batch).
@@ -1050,7 +1018,7 @@ async fn hooks_see_the_caller(ws: Workspace, postgres: bool) {
     assert!(r.raw.contains("hooks"), "{}", r.raw);
     let r = server.call("GET", "/api/v1/plain", None, &[]).await;
     assert_eq!(r.body["data"], json!([]), "{}", r.raw);
-    assert_hooks_saw(&take_hook_log(&server).await, &[], me, "routes batch");
+    expect_hooks(&server, &[], me, "routes batch").await;
 
     // The auto API, the same caller (both login headers are taken there too).
     let r = server
@@ -1062,33 +1030,21 @@ async fn hooks_see_the_caller(ws: Workspace, postgres: bool) {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.raw);
-    let log = take_hook_log(&server).await;
-    assert_hooks_saw(
-        &log,
-        &["before.insert", "after.insert"],
-        me,
-        "auto API insert",
-    );
+    expect_hooks(&server, INSERT, me, "auto API insert").await;
 
     // Server code: null.
     let r = server
         .call("POST", "/methods/serverInsert", None, &[])
         .await;
     assert_eq!(r.status, 200, "{}", r.raw);
-    let log = take_hook_log(&server).await;
-    assert_hooks_saw(
-        &log,
-        &["before.insert", "after.insert"],
-        None,
-        "server insert",
-    );
+    expect_hooks(&server, INSERT, None, "server insert").await;
 
     // An anonymous write is refused before any hook runs (writes need a login).
     let r = server
         .call("POST", "/api/v1/tasks", Some(json!({"title": "e"})), &[])
         .await;
     assert_eq!(r.status, 401, "{}", r.raw);
-    assert_hooks_saw(&take_hook_log(&server).await, &[], None, "anonymous POST");
+    expect_hooks(&server, &[], None, "anonymous POST").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
