@@ -213,6 +213,24 @@ owner_field = "ownerId"
 "#,
     );
     ws.add_user("ada", "correct horse", &[]);
+    // The route listing says who may call: anyone, as themselves when they send a token.
+    let routes = super::common::text(&ws.run(&["routes", "--config", "portico.toml"]).stdout);
+    let line = |path: &str| {
+        routes
+            .lines()
+            .find(|l| l.starts_with("GET") && l.split_whitespace().nth(1) == Some(path))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        line("/api/cards/:id").contains("public (as the caller when logged in)"),
+        "{routes}"
+    );
+    assert!(
+        line("/api/posters/:id").contains("public (as the caller when logged in)"),
+        "{routes}"
+    );
+    assert!(line("/api/posters").contains("public  "), "{routes}");
     let server = ws.serve();
     let (token, ada) = server.rest_login("/api/", "ada", "correct horse").await;
     let good = [("X-Auth-Token", token.as_str())];
