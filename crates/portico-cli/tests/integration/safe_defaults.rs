@@ -278,7 +278,7 @@ fn check_refuses_client_inserts_into_users() {
     assert!(stderr.contains("/users/register"), "{stderr}");
 }
 
-const NOTES: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n[[api.collection]]\nname = \"notes\"\nowner_field = \"ownerId\"\n[auto]\nauth_failure_delay_ms = 0\ncollections = []\n";
+const NOTES: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n[[api.collection]]\nname = \"notes\"\nowner_field = \"ownerId\"\n[auto]\ncollections = []\n";
 
 #[tokio::test]
 async fn publications_can_be_scoped_to_the_caller() {
