@@ -134,6 +134,7 @@ owner_field = "ownerId"
 auth_required = true
 
 [auto]
+auth_failure_delay_ms = 0
 collections = ["widgets"]
 response_headers = { "Access-Control-Allow-Origin" = "*", "Access-Control-Allow-Headers" = "Content-Type, Authorization", "Access-Control-Allow-Methods" = "GET, POST, PATCH, DELETE, OPTIONS" }
 allow_register = true

@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use crate::auth::{BearerTokenLayer, TokenAuthLayer};
 use crate::dispatch::dispatch;
-use crate::layers::{add_response_headers, catch_panic, default_response_headers};
+use crate::layers::{
+    FailureDelay, add_response_headers, catch_panic, default_response_headers, delay_auth_failures,
+};
 use crate::login::{LOGIN_ROUTES, LoginOptions, PasswordLogin};
 use crate::route::RouteTable;
 use crate::route_doc::listing;
@@ -32,6 +34,7 @@ pub struct AutoApi {
     body_limit: usize,
     login: Option<LoginOptions>,
     token_auth: Option<BearerTokenLayer>,
+    failure_delay: FailureDelay,
 }
 
 impl std::fmt::Debug for AutoApi {
@@ -42,6 +45,7 @@ impl std::fmt::Debug for AutoApi {
             .field("body_limit", &self.body_limit)
             .field("login", &self.login)
             .field("token_auth", &self.token_auth)
+            .field("failure_delay", &self.failure_delay)
             .finish_non_exhaustive()
     }
 }
@@ -49,7 +53,7 @@ impl std::fmt::Debug for AutoApi {
 impl AutoApi {
     /// An auto API over `platform` with the default configuration: endpoints for every
     /// collection, no object-id collections, the default headers, a 50 MB body limit, no
-    /// authentication layers and no login add-on.
+    /// authentication layers, no login add-on and no delay before 401 and 403 replies.
     pub fn new(platform: Platform) -> Self {
         AutoApi {
             platform,
@@ -58,7 +62,23 @@ impl AutoApi {
             body_limit: DEFAULT_BODY_LIMIT,
             login: None,
             token_auth: None,
+            failure_delay: FailureDelay::default(),
         }
+    }
+
+    /// Holds every 401 and 403 reply of this API (a failed `/users/login` too) back for a
+    /// random delay between `min` and `max` before it is sent, as the routes door does with
+    /// its `auth_failure_delay`: failures cannot be told apart by their timing, and each guess
+    /// costs time. None by default (the spec's behaviour); the `portico` server sets 500-1000
+    /// ms unless its config says otherwise.
+    #[must_use]
+    pub fn auth_failure_delay(
+        mut self,
+        min: std::time::Duration,
+        max: std::time::Duration,
+    ) -> Self {
+        self.failure_delay = FailureDelay { min, max };
+        self
     }
 
     /// Sets which collections get endpoints and which use object ids (the spec's
@@ -248,9 +268,16 @@ impl AutoApi {
         // Outside the authentication layers, so a panic anywhere below is a JSON 500; inside
         // the header layer, so that reply still carries the global headers.
         router = router.layer(axum::middleware::from_fn(catch_panic));
-        Ok(router.layer(axum::middleware::map_response_with_state(
+        router = router.layer(axum::middleware::map_response_with_state(
             headers,
             add_response_headers,
-        )))
+        ));
+        if !self.failure_delay.is_zero() {
+            router = router.layer(axum::middleware::map_response_with_state(
+                self.failure_delay,
+                delay_auth_failures,
+            ));
+        }
+        Ok(router)
     }
 }

@@ -28,6 +28,13 @@ pub struct AutoConfig {
     /// (`owner:FIELD` reads only the caller's documents). A collection not listed is never
     /// expanded on this door; the collection's field rules apply to what is shown.
     pub read: Vec<(String, Vec<portico_platform::ReadRule>)>,
+    /// Collections whose write endpoints refuse a request with 401 when its login token finds
+    /// no user (unknown, expired, logged out, or another user than its `X-User-Id`), instead of
+    /// running it anonymous as they do by default (`auth = "optional"` in the server's config).
+    /// A request without a token is anonymous either way; a valid one is always its user's.
+    pub auth_optional_collections: Vec<String>,
+    /// The same for publications, by name.
+    pub auth_optional_publications: Vec<String>,
 }
 
 impl AutoConfig {
@@ -37,6 +44,19 @@ impl AutoConfig {
             .iter()
             .find(|(name, _)| name == collection)
             .map_or(&[], |(_, rules)| rules.as_slice())
+    }
+
+    /// True when a request to `target` whose token authenticates no one is refused (see
+    /// [`AutoConfig::auth_optional_collections`]).
+    pub(crate) fn token_must_be_valid(&self, target: &crate::route::Target) -> bool {
+        use crate::route::Target;
+        match target {
+            Target::Insert(name) | Target::Update(name) | Target::Remove(name) => {
+                self.auth_optional_collections.contains(name)
+            }
+            Target::Publication(name) => self.auth_optional_publications.contains(name),
+            _ => false,
+        }
     }
 
     /// True when `name` is listed in [`AutoConfig::object_id_collections`].

@@ -19,6 +19,7 @@ use portico_platform::{Collection, Platform};
 use serde_json::Value;
 
 use crate::ApiError;
+use crate::auth::RefusedToken;
 use crate::collection_write::{check_id, insert_document, update_modifier};
 use crate::route::{Route, Target};
 use crate::route_doc::listing;
@@ -68,6 +69,15 @@ async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, A
         .extensions
         .get::<AuthenticatedUser>()
         .map(|user| user.user_id().to_owned());
+    if parts.extensions.get::<RefusedToken>().is_some()
+        && shared.config.token_must_be_valid(&route.target)
+    {
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "The login token is unknown or expired.",
+        ));
+    }
     let request = Matched {
         shared,
         route: &route,

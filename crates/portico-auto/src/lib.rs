@@ -91,7 +91,8 @@
 //! panics (500) answer in the same shape.
 //!
 //! **Authentication** is two separate tower layers ([`auth`]): [`BearerTokenLayer`] reads
-//! `Authorization: Bearer <token>` (and `?access_token=` only when allowed), [`TokenAuthLayer`]
+//! `Authorization: Bearer <token>` or `X-Auth-Token: <token>` (both doors take both styles; and
+//! `?access_token=` only when allowed), [`TokenAuthLayer`]
 //! looks the token up, honouring expiry. A request without a valid token runs with no user. A
 //! host's own axum handler can take the edge's [`AuthenticatedUser`] extractor.
 //!
@@ -139,7 +140,7 @@ pub use aggregate::{DEFAULT_LIMIT as DEFAULT_AGGREGATE_LIMIT, MAX_LIMIT as MAX_A
 pub use api::AutoApi;
 pub use api_error::ApiError;
 pub use args::{ArgsRequest, args_extractor};
-pub use auth::{AuthenticatedUser, BearerToken, BearerTokenLayer, TokenAuthLayer};
+pub use auth::{AuthenticatedUser, BearerToken, BearerTokenLayer, RefusedToken, TokenAuthLayer};
 pub use config::AutoConfig;
 pub use error::{Error, Result};
 pub use login::{LoginOptions, PasswordLogin};

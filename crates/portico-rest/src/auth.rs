@@ -46,11 +46,22 @@ pub(crate) fn forbidden() -> Reply {
 
 /// Runs the hook and resolves its outcome to a user, or to the reply to send instead.
 pub(crate) async fn authenticate(ctx: &Context, options: &AuthOptions) -> Result<Caller, Reply> {
+    authenticate_if_sent(ctx, options)
+        .await?
+        .ok_or_else(unauthorized)
+}
+
+/// [`authenticate`], with `None` for a caller who sent no credentials (the hook, or the default
+/// rule, found none) instead of a 401. Credentials that were sent and find no user are a 401.
+async fn authenticate_if_sent(
+    ctx: &Context,
+    options: &AuthOptions,
+) -> Result<Option<Caller>, Reply> {
     let outcome = match &options.user {
         Some(hook) => hook.call(ctx).await,
         None => default_outcome(ctx, options),
     };
-    match outcome {
+    let caller = match outcome {
         AuthOutcome::User(user) => match portico_store::document_id(&user) {
             Some(id) => Ok(Caller {
                 user_id: id.to_owned(),
@@ -90,8 +101,9 @@ pub(crate) async fn authenticate(ctx: &Context, options: &AuthOptions) -> Result
             }
         }
         AuthOutcome::Error(reply) => Err(reply),
-        AuthOutcome::Anonymous => Err(unauthorized()),
-    }
+        AuthOutcome::Anonymous => return Ok(None),
+    };
+    caller.map(Some)
 }
 
 /// Lets the caller of `ctx` in when its endpoint's options need one: authenticates (or takes
@@ -106,6 +118,18 @@ pub(crate) async fn admit(
     known: &mut Option<Caller>,
 ) -> Result<(), Reply> {
     if !ctx.options.auth_required {
+        if !ctx.options.auth_optional {
+            return Ok(());
+        }
+        // `auth = "optional"`: the caller when credentials came (or 401), else anonymous.
+        let caller = match known {
+            Some(caller) => Some(caller.clone()),
+            None => authenticate_if_sent(ctx, options).await?,
+        };
+        if let Some(caller) = caller {
+            *known = Some(caller.clone());
+            set_caller(ctx, caller, options);
+        }
         return Ok(());
     }
     let caller = match known {
@@ -120,13 +144,18 @@ pub(crate) async fn admit(
     if !roles.is_empty() && !portico_platform::user_has_any_role(&caller.user, roles) {
         return Err(forbidden());
     }
+    set_caller(ctx, caller, options);
+    Ok(())
+}
+
+/// Sets the authenticated `caller` on the context.
+fn set_caller(ctx: &mut Context, caller: Caller, options: &AuthOptions) {
     ctx.user = Some(caller.user);
     ctx.user_id = Some(caller.user_id);
     ctx.hashed_token = caller.hashed_token;
     if portico_edge::wants_event_stream(&ctx.request.headers) {
         ctx.token_path = Some(options.token_path.clone());
     }
-    Ok(())
 }
 
 /// Lets in the caller of a file download that carries a download token (`?token=`) and no

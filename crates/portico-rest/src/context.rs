@@ -55,6 +55,9 @@ pub(crate) struct BodyStream(pub(crate) std::sync::Arc<std::sync::Mutex<Option<a
 pub struct ResolvedOptions {
     /// True when the caller had to be authenticated.
     pub auth_required: bool,
+    /// True when a caller who sent credentials was authenticated, and one who sent none let in
+    /// anonymous (`auth = "optional"`; never with `auth_required`).
+    pub auth_optional: bool,
     /// Accepted roles: the route's plus the endpoint's.
     pub role_required: Vec<String>,
 }

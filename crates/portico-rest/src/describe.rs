@@ -15,6 +15,8 @@ fn access(options: &ResolvedOptions) -> Access {
         }
     } else if options.auth_required {
         Access::LoggedIn
+    } else if options.auth_optional {
+        Access::OptionalUser
     } else {
         Access::Public
     }

@@ -71,6 +71,12 @@ pub struct RouteOptions {
     pub auth_required: bool,
     /// Roles accepted for every endpoint of the route (any one suffices). Implies `auth_required`.
     pub role_required: Vec<String>,
+    /// `auth = "optional"`: an endpoint of the route that needs no login still authenticates a
+    /// caller who sends credentials (a valid token: the caller is the user, as on a protected
+    /// endpoint; an invalid one: 401), and lets a caller who sends none in anonymous. Off by
+    /// default: a public endpoint reads no token, so what it answers never depends on one (and
+    /// a stale token kept by a client cannot break a public page).
+    pub auth_optional: bool,
 }
 
 impl RouteOptions {
@@ -90,6 +96,12 @@ impl RouteOptions {
         self.role_required = roles.into_roles();
         self
     }
+
+    /// Sets `auth_optional` (see [`RouteOptions::auth_optional`]).
+    pub fn auth_optional(mut self, yes: bool) -> Self {
+        self.auth_optional = yes;
+        self
+    }
 }
 
 /// An endpoint: an action plus its options. Build one with [`Endpoint::new`], or pass a closure
@@ -98,6 +110,7 @@ impl RouteOptions {
 pub struct Endpoint {
     pub(crate) action: Option<Action>,
     pub(crate) auth_required: Option<bool>,
+    pub(crate) auth_optional: Option<bool>,
     pub(crate) role_required: Vec<String>,
 }
 
@@ -106,6 +119,7 @@ impl std::fmt::Debug for Endpoint {
         f.debug_struct("Endpoint")
             .field("action", &self.action.as_ref().map(|_| "fn"))
             .field("auth_required", &self.auth_required)
+            .field("auth_optional", &self.auth_optional)
             .field("role_required", &self.role_required)
             .finish()
     }
@@ -147,6 +161,12 @@ impl Endpoint {
         self
     }
 
+    /// Sets `auth_optional`, overriding the route's value (see [`RouteOptions::auth_optional`]).
+    pub fn auth_optional(mut self, yes: bool) -> Endpoint {
+        self.auth_optional = Some(yes);
+        self
+    }
+
     /// Roles accepted by this endpoint in addition to the route's (implies authentication).
     pub fn role_required(mut self, roles: impl IntoRoles) -> Endpoint {
         self.role_required = roles.into_roles();
@@ -166,6 +186,7 @@ impl Endpoint {
         let auth_required = self.auth_required.unwrap_or(route.auth_required) || !roles.is_empty();
         ResolvedOptions {
             auth_required,
+            auth_optional: !auth_required && self.auth_optional.unwrap_or(route.auth_optional),
             role_required: roles,
         }
     }

@@ -3,7 +3,7 @@
 use std::task::{Context, Poll};
 
 use http::Request;
-use portico_edge::{bearer_token, is_b64token};
+use portico_edge::{is_b64token, request_token};
 use tower::{Layer, Service};
 
 /// The query parameter RFC 6750 names for a token in the URL.
@@ -40,11 +40,11 @@ fn query_token(query: &str) -> Option<String> {
         .filter(|token| is_b64token(token))
 }
 
-/// Finds the bearer token of a request (see [`BearerTokenLayer`]).
+/// Finds the login token of a request (see [`BearerTokenLayer`]): in its headers as both doors
+/// read them ([`portico_edge::request_token`]: `X-Auth-Token`, else `Authorization: Bearer`),
+/// else in the query when allowed.
 fn find_token<B>(req: &Request<B>, query_parameter: bool) -> Option<String> {
-    if let Some(value) = req.headers().get(http::header::AUTHORIZATION)
-        && let Some(token) = value.to_str().ok().and_then(bearer_token)
-    {
+    if let Some(token) = request_token(req.headers()) {
         return Some(token.to_owned());
     }
     let query = req.uri().query()?;
@@ -57,9 +57,11 @@ fn find_token<B>(req: &Request<B>, query_parameter: bool) -> Option<String> {
     }
 }
 
-/// A layer that parses bearer tokens into [`BearerToken`] request extensions.
+/// A layer that parses login tokens into [`BearerToken`] request extensions.
 ///
-/// By default only the `Authorization: Bearer <token>` header is read. Tokens in URLs end up in
+/// By default only the headers are read: `Authorization: Bearer <token>`, and `X-Auth-Token:
+/// <token>` (the routes door's style; both doors take both, and `X-Auth-Token` wins when a
+/// request has both). Tokens in URLs end up in
 /// logs and browser histories, so the `access_token` query parameter is read only after
 /// [`BearerTokenLayer::allow_query_parameter`]`(true)`; otherwise it is ignored (the request runs
 /// with no user). The header wins when both are present.
@@ -137,6 +139,7 @@ mod tests {
 
     #[test]
     fn header_scheme_is_case_insensitive() {
+        use portico_edge::bearer_token;
         assert_eq!(bearer_token("Bearer abc-_.~+/=="), Some("abc-_.~+/=="));
         assert_eq!(bearer_token("bearer  xyz"), Some("xyz"));
         assert_eq!(bearer_token("Basic abc"), None);
@@ -158,6 +161,14 @@ mod tests {
         let req = request("/x?a=1&access_token=tok123", None);
         assert_eq!(find_token(&req, false), None);
         assert_eq!(find_token(&req, true).as_deref(), Some("tok123"));
+    }
+
+    #[test]
+    fn x_auth_token_is_read_too() {
+        let mut req = request("/x", None);
+        req.headers_mut()
+            .insert("x-auth-token", "tok456".parse().unwrap());
+        assert_eq!(find_token(&req, false).as_deref(), Some("tok456"));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Authentication as two composable tower layers, like the spec's two middleware packages.
 //!
 //! - [`BearerTokenLayer`] (the token parser) finds the bearer token of a request — in the
-//!   `Authorization: Bearer <token>` header, and in the `access_token` query parameter only when
+//!   `Authorization: Bearer <token>` or `X-Auth-Token: <token>` header (the routes door's style),
+//!   and in the `access_token` query parameter only when
 //!   turned on — and stores it in the request extensions as a [`BearerToken`].
 //! - [`TokenAuthLayer`] (the user authenticator) looks that token up with the platform's
 //!   accounts (honouring token expiry) and stores the user as an [`AuthenticatedUser`].
@@ -19,4 +20,4 @@ mod user;
 
 pub use bearer::{BearerToken, BearerTokenLayer, BearerTokenService};
 pub use portico_edge::AuthenticatedUser;
-pub use user::{TokenAuthLayer, TokenAuthService};
+pub use user::{RefusedToken, TokenAuthLayer, TokenAuthService};

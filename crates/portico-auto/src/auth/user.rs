@@ -15,7 +15,9 @@ use crate::auth::BearerToken;
 /// A layer that turns a [`BearerToken`] into an [`AuthenticatedUser`] with
 /// `platform.accounts().user_by_token`, which honours token expiry.
 ///
-/// No token, an unknown token or an expired one: the request goes on with no user. A failure of
+/// No token, an unknown token or an expired one: the request goes on with no user; so does a
+/// request whose `X-User-Id` header names another user than its token's (the routes door
+/// answers that with 401). A failure of
 /// the store while looking the token up is answered with a 500 JSON error, so a broken database
 /// never silently turns callers into anonymous ones.
 #[derive(Debug, Clone)]
@@ -73,12 +75,18 @@ where
             if let (Some(token), false) = (token, already) {
                 match platform.accounts().user_by_token(token.as_str()).await {
                     Ok(Some(user)) => {
-                        if let Some(user) = AuthenticatedUser::from_document(user) {
+                        if let Some(user) = AuthenticatedUser::from_document(user)
+                            && claimed_user(&req).is_none_or(|id| id == user.user_id())
+                        {
                             let user = user.with_hashed_token(hash_token(token.as_str()));
                             req.extensions_mut().insert(user);
+                        } else {
+                            req.extensions_mut().insert(RefusedToken);
                         }
                     }
-                    Ok(None) => {}
+                    Ok(None) => {
+                        req.extensions_mut().insert(RefusedToken);
+                    }
                     // 503 while the database is unreachable, else 500.
                     Err(err) => return Ok(ApiError::from(err).into_response()),
                 }
@@ -86,4 +94,19 @@ where
             inner.call(req).await
         })
     }
+}
+
+/// Left in the request extensions by [`TokenAuthLayer`] when the request carried a login token
+/// that authenticates no one: the request runs anonymous, unless its route refuses such a
+/// request (`auth = "optional"`, see [`crate::AutoConfig::auth_optional_collections`]).
+#[derive(Debug, Clone, Copy)]
+pub struct RefusedToken;
+
+/// The user a request says it is (`X-User-Id`, sent with `X-Auth-Token` by routes-door clients).
+fn claimed_user<B>(req: &Request<B>) -> Option<&str> {
+    req.headers()
+        .get("x-user-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
 }

@@ -278,6 +278,8 @@ pub struct RateLimit {
 pub struct EndpointOptions {
     /// `auth_required`: overrides the collection's.
     pub auth_required: Option<bool>,
+    /// `auth = "optional"`: overrides the collection's (see [`CollectionConfig::auth_optional`]).
+    pub auth_optional: Option<bool>,
     /// `role_required`: accepted in addition to the collection's roles.
     pub role_required: Vec<String>,
 }
@@ -293,6 +295,10 @@ pub struct CollectionConfig {
     /// `role_required` is written, reads are public and writes need a logged-in caller (the write
     /// endpoints then carry `auth_required = Some(true)` in [`CollectionConfig::endpoints`]).
     pub auth_required: bool,
+    /// `auth = "optional"`: an endpoint that needs no login still authenticates a caller who
+    /// sends a token (401 for an invalid one); one who sends none is anonymous. Default off: a
+    /// public endpoint reads no token.
+    pub auth_optional: bool,
     /// `role_required` (implies auth).
     pub role_required: Vec<String>,
     /// The endpoints generated (all six minus `excluded_endpoints` and those set to `false`),
@@ -317,6 +323,10 @@ pub struct CollectionConfig {
     /// `relations = { author = "users" }`: fields holding ids of another collection's documents,
     /// which `?expand=` reads.
     pub relations: portico_platform::Relations,
+    /// True when nothing says who reads (no auth key on the collection, nor on `get` or
+    /// `getAll`): reads are public then, except in `users`, whose reads need a login (and
+    /// `check` says that every logged-in caller sees every account).
+    pub reads_unstated: bool,
     /// `search = ["title", "body"]`: the fields `?search=` looks in (full-text).
     pub search: Vec<String>,
     /// `indexes = ["city", "-createdAt", ["ownerId", "-createdAt"]]`: sorted indexes.
@@ -360,6 +370,21 @@ impl CollectionConfig {
             .collect()
     }
 
+    /// The read endpoints (get, getAll) anonymous callers may call, in spec order.
+    pub fn anonymous_reads(&self) -> Vec<Op> {
+        let route_auth = self.auth_required || self.owner_field.is_some() || self.self_only;
+        self.endpoints
+            .iter()
+            .filter(|(endpoint, options)| {
+                matches!(endpoint, Op::Get | Op::GetAll)
+                    && !options.auth_required.unwrap_or(route_auth)
+                    && self.role_required.is_empty()
+                    && options.role_required.is_empty()
+            })
+            .map(|(endpoint, _)| *endpoint)
+            .collect()
+    }
+
     /// The endpoints not generated, for front doors that take an exclusion list.
     pub fn excluded(&self) -> Vec<Op> {
         Op::ALL
@@ -382,6 +407,9 @@ pub struct AutoConfig {
     pub response_headers: Vec<(String, String)>,
     /// `allow_register` (default true): serve `/users/register`.
     pub allow_register: bool,
+    /// `auth_failure_delay_ms`; `None` keeps the server's random 500-1000 ms before every 401
+    /// and 403 of the auto API (as the routes door's own key does there).
+    pub auth_failure_delay: Option<Duration>,
     /// `[auto.rules.<collection>]`, sorted by collection.
     pub rules: Vec<CollectionRules>,
     /// `[[auto.publication]]`, in file order.
@@ -410,6 +438,9 @@ pub struct CollectionRules {
     /// `read`: who may read the collection's documents where a publication's reply expands a
     /// relation into them (`?expand=`); none: never expanded on the auto API.
     pub read: Vec<Rule>,
+    /// `auth = "optional"`: a write whose login token finds no user is refused with 401 instead
+    /// of running anonymous.
+    pub auth_optional: bool,
     /// The line of `[auto.rules.<collection>]`, for messages.
     pub line: usize,
 }
@@ -433,6 +464,9 @@ pub struct PublicationConfig {
     pub http_method: Option<String>,
     /// `auth_required` (default false): anonymous callers get nothing.
     pub auth_required: bool,
+    /// `auth = "optional"`: a call whose login token finds no user is refused with 401 instead
+    /// of running anonymous.
+    pub auth_optional: bool,
     /// `owner_field`: the caller gets only documents whose field holds their id (anonymous
     /// callers get nothing).
     pub owner_field: Option<String>,

@@ -112,6 +112,7 @@ pub(crate) struct RawCollection {
     pub(crate) name: Spanned<String>,
     pub(crate) path: Option<Spanned<String>>,
     pub(crate) auth_required: Option<bool>,
+    pub(crate) auth: Option<Spanned<String>>,
     pub(crate) role_required: Option<OneOrMany>,
     pub(crate) excluded_endpoints: Option<Spanned<OneOrMany>>,
     pub(crate) endpoints: Option<RawEndpoints>,
@@ -155,6 +156,7 @@ pub(crate) enum RawEndpoint {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawEndpointOptions {
     pub(crate) auth_required: Option<bool>,
+    pub(crate) auth: Option<Spanned<String>>,
     pub(crate) role_required: Option<OneOrMany>,
 }
 
@@ -218,6 +220,7 @@ pub(crate) struct RawAuto {
     pub(crate) no_timestamps: Vec<Spanned<String>>,
     pub(crate) response_headers: Option<Spanned<BTreeMap<String, String>>>,
     pub(crate) allow_register: Option<bool>,
+    pub(crate) auth_failure_delay_ms: Option<u64>,
     #[serde(default)]
     pub(crate) rules: BTreeMap<String, Spanned<RawRules>>,
     #[serde(default)]
@@ -238,6 +241,7 @@ pub(crate) struct RawRules {
     pub(crate) update: Option<Spanned<OneOrMany>>,
     pub(crate) remove: Option<Spanned<OneOrMany>>,
     pub(crate) read: Option<Spanned<OneOrMany>>,
+    pub(crate) auth: Option<Spanned<String>>,
 }
 
 /// One `[[auto.publication]]` table.
@@ -252,5 +256,6 @@ pub(crate) struct RawPublication {
     pub(crate) url: Option<Spanned<String>>,
     pub(crate) http_method: Option<Spanned<String>>,
     pub(crate) auth_required: Option<bool>,
+    pub(crate) auth: Option<Spanned<String>>,
     pub(crate) owner_field: Option<Spanned<String>>,
 }

@@ -100,6 +100,7 @@ fn the_issue_example_parses_with_every_key() {
             update: vec![Rule::Owner("ownerId".into())],
             remove: vec![Rule::Role("admin".into())],
             read: Vec::new(),
+            auth_optional: false,
             line: 31,
         }]
     );
@@ -228,6 +229,7 @@ fn endpoints_accept_true_false_and_options() {
         c.endpoint(Op::Delete),
         Some(&EndpointOptions {
             auth_required: Some(true),
+            auth_optional: None,
             role_required: vec!["r2".into()]
         })
     );

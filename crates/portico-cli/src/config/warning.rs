@@ -22,12 +22,46 @@ impl fmt::Display for ConfigWarning {
     }
 }
 
+/// Who sees whom in a `users` collection, when the config does not say it narrowly: anonymous
+/// callers reading accounts (written out on purpose), or every logged-in caller reading every
+/// account (the default when nothing is said).
+fn account_reads(
+    api: &super::ApiConfig,
+    collection: &super::CollectionConfig,
+) -> Option<ConfigWarning> {
+    if !collection.is_users() || collection.self_only || !collection.role_required.is_empty() {
+        return None;
+    }
+    let at = format!("{}{}", api.base_path(), collection.path);
+    let anonymous = collection.anonymous_reads();
+    let message = if !anonymous.is_empty() {
+        let names: Vec<&str> = anonymous.iter().map(|e| e.name()).collect();
+        format!(
+            "anonymous callers can list every account (`_id` and `profile`, the admins' too) at {at} ({}); write `self_only = true` to show each caller only their own account",
+            names.join(", ")
+        )
+    } else if collection.reads_unstated {
+        format!(
+            "every logged-in caller can list every account (`_id` and `profile`, the admins' too) at {at}; write `self_only = true` to show each caller only their own account, or `auth_required = true` if every user may see every account"
+        )
+    } else {
+        return None;
+    };
+    Some(ConfigWarning {
+        line: collection.line,
+        message,
+    })
+}
+
 impl Config {
     /// Every warning about this config, in line order.
     pub fn warnings(&self) -> Vec<ConfigWarning> {
         let mut warnings = Vec::new();
         for api in &self.apis {
             for collection in &api.collections {
+                if let Some(warning) = account_reads(api, collection) {
+                    warnings.push(warning);
+                }
                 let open = collection.anonymous_writes();
                 if open.is_empty() {
                     continue;

@@ -97,6 +97,15 @@ pub(crate) fn api(
     for publication in &auto.publications {
         publish(platform, publication)?;
     }
+    // Unless `[auto] auth_failure_delay_ms` says otherwise, the routes door's default delay
+    // before every 401 and 403, so both doors answer failures alike.
+    let failure_delay = match auto.auth_failure_delay {
+        Some(delay) => portico_rest::DelayRange {
+            min: delay,
+            max: delay,
+        },
+        None => portico_rest::DelayRange::default(),
+    };
     Ok(AutoApi::new(platform.clone())
         .configure({
             let mut o = portico_auto::AutoConfig::default();
@@ -108,9 +117,22 @@ pub(crate) fn api(
                 .filter(|rules| !rules.read.is_empty())
                 .map(|rules| (rules.collection.clone(), rules.read.clone()))
                 .collect();
+            o.auth_optional_collections = auto
+                .rules
+                .iter()
+                .filter(|rules| rules.auth_optional)
+                .map(|rules| rules.collection.clone())
+                .collect();
+            o.auth_optional_publications = auto
+                .publications
+                .iter()
+                .filter(|p| p.auth_optional)
+                .map(|p| p.name.clone())
+                .collect();
             o
         })
         .response_headers(response_headers(auto))
+        .auth_failure_delay(failure_delay.min, failure_delay.max)
         .with_login({
             let mut o = LoginOptions::default();
             o.allow_register = auto.allow_register;

@@ -41,6 +41,7 @@ pub(crate) fn collection_options(collection: &CollectionConfig) -> CollectionOpt
         .route_options(
             RouteOptions::new()
                 .auth_required(collection.auth_required)
+                .auth_optional(collection.auth_optional)
                 .role_required(collection.role_required.clone()),
         );
     for endpoint in collection.excluded() {
@@ -50,6 +51,9 @@ pub(crate) fn collection_options(collection: &CollectionConfig) -> CollectionOpt
         let mut configured = Endpoint::options();
         if let Some(auth) = settings.auth_required {
             configured = configured.auth_required(auth);
+        }
+        if let Some(optional) = settings.auth_optional {
+            configured = configured.auth_optional(optional);
         }
         if !settings.role_required.is_empty() {
             configured = configured.role_required(settings.role_required.clone());

@@ -32,6 +32,8 @@ pub async fn zero_config(platform: &Platform, url: &str) -> crate::Result<Config
             path: name.clone(),
             name,
             auth_required: true,
+            auth_optional: false,
+            reads_unstated: false,
             role_required: Vec::new(),
             endpoints: vec![
                 (Op::GetAll, EndpointOptions::default()),

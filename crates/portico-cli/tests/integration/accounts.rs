@@ -142,7 +142,7 @@ fn config(smtp: &str, extra: &str) -> String {
     format!(
         "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
          [[api.collection]]\nname = \"items\"\nauth_required = true\n\
-         [auto]\ncollections = [\"things\"]\nallow_register = true\n\
+         [auto]\nauth_failure_delay_ms = 0\ncollections = [\"things\"]\nallow_register = true\n\
          [accounts]\napp_url = \"{APP}\"\n{extra}\n\
          [email]\nsmtp_url = \"{smtp}\"\nfrom = \"Portico <no-reply@example.com>\"\nretry_max_secs = 1\n"
     )
@@ -567,7 +567,7 @@ async fn two_factor_codes_on_both_doors() {
     ws.config(&format!(
         "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
          [[api.collection]]\nname = \"items\"\nauth_required = true\n\
-         [auto]\ncollections = [\"things\"]\n\
+         [auto]\nauth_failure_delay_ms = 0\ncollections = [\"things\"]\n\
          [accounts]\napp_url = \"{APP}\"\n"
     ));
     ws.add_user("tia", "tia-password", &[]);

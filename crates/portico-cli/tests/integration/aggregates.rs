@@ -15,6 +15,7 @@ owner_field = "ownerId"
 field_rules = { margin = "role:finance" }
 
 [auto]
+auth_failure_delay_ms = 0
 collections = ["orders"]
 [[auto.publication]]
 name = "mine"

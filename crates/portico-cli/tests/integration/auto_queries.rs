@@ -29,6 +29,7 @@ field_rules = { internal = "role:staff" }
 name = "teams"
 
 [auto]
+auth_failure_delay_ms = 0
 [auto.rules.posts]
 insert = "authenticated"
 update = "authenticated"

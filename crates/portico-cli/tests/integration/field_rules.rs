@@ -19,6 +19,7 @@ timestamps = false
 field_rules = { salary = "role:hr", notes = "owner:ownerId" }
 
 [auto]
+auth_failure_delay_ms = 0
 collections = ["staff"]
 no_timestamps = ["staff"]
 [auto.rules.staff]

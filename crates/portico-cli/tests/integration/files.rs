@@ -917,6 +917,7 @@ name = "posts"
 files = {{ cover = {{}}, attachments = {{ max = 3 }} }}
 
 [auto]
+auth_failure_delay_ms = 0
 collections = ["posts"]
 
 [auto.rules.posts]
@@ -1135,6 +1136,7 @@ name = "posts"
 files = {{ cover = {{ types = ["image/png"] }}, att = {{ max = 3 }} }}
 
 [auto]
+auth_failure_delay_ms = 0
 collections = []
 
 [scripts]

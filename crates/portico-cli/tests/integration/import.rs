@@ -83,7 +83,7 @@ async fn imported_users_keep_passwords_and_unexpired_tokens() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).trim(), "imported 2 documents into users");
 
-    ws.config("[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n[[api.collection]]\nname = \"reports\"\nauth_required = true\n[auto]\ncollections = []\n");
+    ws.config("[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n[[api.collection]]\nname = \"reports\"\nauth_required = true\n[auto]\nauth_failure_delay_ms = 0\ncollections = []\n");
     let server = ws.serve();
 
     // Existing tokens: the fresh one and the undated one (stamped at import) work, on both

@@ -11,7 +11,7 @@ use super::sse::Sse;
 
 const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
 [[api.collection]]\nname = \"items\"\nauth_required = true\n\
-[auto]\ncollections = [\"things\"]\n\
+[auto]\nauth_failure_delay_ms = 0\ncollections = [\"things\"]\n\
 [auto.rules.things]\ninsert = \"anyone\"\nupdate = \"anyone\"\n\
 [[auto.publication]]\nname = \"things\"\ncollection = \"things\"\nfields = { secret = 0 }\n";
 

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::common::Workspace;
 
-const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n[[api.collection]]\nname = \"items\"\nauth_required = true\n[auto]\ncollections = [\"things\"]\n[auto.rules.things]\ninsert = \"anyone\"\n";
+const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n[[api.collection]]\nname = \"items\"\nauth_required = true\n[auto]\nauth_failure_delay_ms = 0\ncollections = [\"things\"]\n[auto.rules.things]\ninsert = \"anyone\"\n";
 
 #[tokio::test]
 async fn a_token_sent_every_way_never_reaches_the_trace_log() {

@@ -3,7 +3,7 @@
 //! `POST /users/login`, and both must give the outcome class the table names. The failure
 //! counts are one service's, so a limit reached through one door holds at the other.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use sha2::Digest;
 
 use super::common::{Server, Workspace};
@@ -102,4 +102,357 @@ async fn both_doors_answer_every_credential_variant_alike() {
         let _ = server.stop();
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// Request headers, by name and value.
+type Headers<'a> = Vec<(&'a str, &'a str)>;
+
+/// Issue 39, item 7: both doors take a login token in either header style, `X-Auth-Token` (with
+/// or without `X-User-Id`) and `Authorization: Bearer`, whichever door's login gave it; an
+/// `X-User-Id` naming someone else authenticates no one.
+#[tokio::test]
+async fn both_doors_take_both_login_header_styles() {
+    let ws = Workspace::new();
+    ws.config(
+        "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
+         [[api.collection]]\nname = \"secrets\"\nauth_required = true\n\
+         [auto]\ncollections = [\"notes\"]\nauth_failure_delay_ms = 0\n\
+         [auto.rules.notes]\ninsert = \"authenticated\"\n",
+    );
+    let ada = ws.add_user("ada", "correct horse", &[]);
+    let bob = ws.add_user("bob", "bob's own", &[]);
+    let server = ws.serve();
+    let (routes_token, _) = server.rest_login("/api/", "ada", "correct horse").await;
+    let (auto_token, _) = server.auto_login("ada", "correct horse").await;
+    let mut wrong = Vec::new();
+    for (login, token) in [("routes", &routes_token), ("auto", &auto_token)] {
+        let bearer = format!("Bearer {token}");
+        // (style, its headers, whether it authenticates ada)
+        let styles: [(&str, Headers, bool); 4] = [
+            ("X-Auth-Token", vec![("X-Auth-Token", token)], true),
+            (
+                "X-Auth-Token + X-User-Id",
+                vec![("X-Auth-Token", token), ("X-User-Id", &ada)],
+                true,
+            ),
+            (
+                "Authorization: Bearer",
+                vec![("Authorization", &bearer)],
+                true,
+            ),
+            (
+                "X-Auth-Token + another X-User-Id",
+                vec![("X-Auth-Token", token), ("X-User-Id", &bob)],
+                false,
+            ),
+        ];
+        for (style, headers, good) in styles {
+            let routes = server.call("GET", "/api/secrets", None, &headers).await;
+            let auto = server
+                .call(
+                    "POST",
+                    "/notes",
+                    Some(serde_json::json!({"t": 1})),
+                    &headers,
+                )
+                .await;
+            let routes_ok = routes.status == 200;
+            let auto_ok = auto.status == 200;
+            if routes_ok != good || auto_ok != good {
+                wrong.push(format!(
+                    "{login} login's token as {style}: routes door {} {}, auto API {} {}",
+                    routes.status, routes.raw, auto.status, auto.raw
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// Issue 39, item 8: `auth = "optional"` on a public endpoint of either door attaches the caller
+/// of a valid token (so field rules and owner scopes see them), refuses an invalid token with
+/// 401, and lets a caller without one in anonymous; without it (the default) the routes door's
+/// public endpoint reads no token at all.
+#[tokio::test]
+async fn auth_optional_attaches_a_valid_token_and_refuses_an_invalid_one_on_both_doors() {
+    let ws = Workspace::new();
+    ws.config(
+        r#"
+[[api]]
+use_default_auth = true
+auth_failure_delay_ms = 0
+
+[[api.collection]]
+name = "cards"
+auth = "optional"
+field_rules = { secret = "owner:ownerId" }
+
+[[api.collection]]
+name = "posters"
+field_rules = { secret = "owner:ownerId" }
+endpoints = { get = { auth = "optional" } }
+
+[auto]
+collections = ["notes"]
+auth_failure_delay_ms = 0
+
+[auto.rules.notes]
+insert = "authenticated"
+auth = "optional"
+
+[[auto.publication]]
+name = "mine"
+collection = "cards"
+owner_field = "ownerId"
+auth = "optional"
+
+[[auto.publication]]
+name = "mineLenient"
+collection = "cards"
+owner_field = "ownerId"
+"#,
+    );
+    ws.add_user("ada", "correct horse", &[]);
+    // The route listing says who may call: anyone, as themselves when they send a token.
+    let routes = super::common::text(&ws.run(&["routes", "--config", "portico.toml"]).stdout);
+    let line = |path: &str| {
+        routes
+            .lines()
+            .find(|l| l.starts_with("GET") && l.split_whitespace().nth(1) == Some(path))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        line("/api/cards/:id").contains("public (as the caller when logged in)"),
+        "{routes}"
+    );
+    assert!(
+        line("/api/posters/:id").contains("public (as the caller when logged in)"),
+        "{routes}"
+    );
+    assert!(line("/api/posters").contains("public  "), "{routes}");
+    let server = ws.serve();
+    let (token, ada) = server.rest_login("/api/", "ada", "correct horse").await;
+    let good = [("X-Auth-Token", token.as_str())];
+    let bad = [("X-Auth-Token", "not-a-token")];
+    let bearer_bad = [("Authorization", "Bearer not-a-token")];
+
+    // Writes still need a login (auth = "optional" changes only endpoints that need none).
+    let r = server
+        .call(
+            "POST",
+            "/api/cards",
+            Some(json!({"ownerId": ada, "secret": "s1"})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 401, "{}", r.raw);
+    for collection in ["cards", "posters"] {
+        let r = server
+            .call(
+                "POST",
+                &format!("/api/{collection}"),
+                Some(json!({"_id": "c1", "ownerId": ada, "secret": "s1"})),
+                &good,
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.raw);
+    }
+
+    // Routes door, auth = "optional" on the collection: the owner sees the field, an anonymous
+    // caller does not, an invalid token is a 401.
+    let r = server.call("GET", "/api/cards/c1", None, &good).await;
+    assert_eq!(
+        (r.status, &r.body["data"]["secret"]),
+        (200, &json!("s1")),
+        "{}",
+        r.raw
+    );
+    let r = server.call("GET", "/api/cards", None, &good).await;
+    assert_eq!(r.body["data"][0]["secret"], "s1", "{}", r.raw);
+    let r = server.call("GET", "/api/cards/c1", None, &[]).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    assert!(r.body["data"].get("secret").is_none(), "{}", r.raw);
+    for headers in [&bad, &bearer_bad] {
+        let r = server.call("GET", "/api/cards/c1", None, headers).await;
+        assert_eq!(r.status, 401, "{}", r.raw);
+    }
+
+    // On one endpoint only; the others keep the default: a public endpoint reads no token, so
+    // the owner is anonymous there and a bad token changes nothing.
+    let r = server.call("GET", "/api/posters/c1", None, &good).await;
+    assert_eq!(r.body["data"]["secret"], "s1", "{}", r.raw);
+    let r = server.call("GET", "/api/posters/c1", None, &bad).await;
+    assert_eq!(r.status, 401, "{}", r.raw);
+    let r = server.call("GET", "/api/posters", None, &good).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    assert!(r.body["data"][0].get("secret").is_none(), "{}", r.raw);
+    let r = server.call("GET", "/api/posters", None, &bad).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+
+    // Auto API: a valid token is the caller's (as by default), an invalid one a 401 where
+    // auth = "optional" (by default it runs anonymous).
+    let r = server.call("GET", "/publications/mine", None, &good).await;
+    assert_eq!(
+        r.body["cards"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        r.raw
+    );
+    let r = server.call("GET", "/publications/mine", None, &[]).await;
+    assert_eq!(
+        (r.status, &r.body),
+        (200, &json!({"cards": []})),
+        "{}",
+        r.raw
+    );
+    for headers in [&bad, &bearer_bad] {
+        let r = server
+            .call("GET", "/publications/mine", None, headers)
+            .await;
+        assert_eq!(r.status, 401, "{}", r.raw);
+        let r = server
+            .call("POST", "/notes", Some(json!({"t": 1})), headers)
+            .await;
+        assert_eq!(r.status, 401, "{}", r.raw);
+        let r = server
+            .call("GET", "/publications/mineLenient", None, headers)
+            .await;
+        assert_eq!(
+            (r.status, &r.body),
+            (200, &json!({"cards": []})),
+            "{}",
+            r.raw
+        );
+    }
+    let r = server
+        .call("POST", "/notes", Some(json!({"t": 1})), &good)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    let r = server
+        .call("POST", "/notes", Some(json!({"t": 1})), &[])
+        .await;
+    assert_eq!(r.status, 403, "{}", r.raw);
+}
+
+/// `auth` takes one mode; anything else is a config error naming the key.
+#[test]
+fn auth_takes_only_optional() {
+    let ws = Workspace::new();
+    let err =
+        ws.check_refuses("[[api]]\n[[api.collection]]\nname = \"cards\"\nauth = \"required\"\n");
+    assert!(
+        err.contains("api.collection.auth") && err.contains("optional"),
+        "{err}"
+    );
+    let err = ws.check_refuses("[auto]\ncollections = [\"n\"]\n[auto.rules.n]\nauth = \"maybe\"\n");
+    assert!(err.contains("auto.rules.n.auth"), "{err}");
+}
+
+/// How long `method path` takes to answer, with its status.
+async fn timed(
+    server: &Server,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> (u16, std::time::Duration, String) {
+    let started = std::time::Instant::now();
+    let r = server.call(method, path, body, headers).await;
+    (r.status, started.elapsed(), r.raw)
+}
+
+/// Issue 39, item 5: every 401 and 403 of both doors comes after the configured delay: the
+/// routes door's (`[[api]] auth_failure_delay_ms`) and the auto API's (`[auto]
+/// auth_failure_delay_ms`, its login and its refused writes too); without the keys, both take
+/// the server's random 500-1000 ms.
+#[tokio::test]
+async fn both_doors_delay_every_401_and_403() {
+    const DELAY: std::time::Duration = std::time::Duration::from_millis(400);
+    // Generous: a loaded test machine may answer late, never early.
+    const LATEST: std::time::Duration = std::time::Duration::from_secs(5);
+    let ws = Workspace::new();
+    let config = |delays: bool| {
+        let (api, auto) = if delays {
+            (
+                "auth_failure_delay_ms = 400\n",
+                "auth_failure_delay_ms = 400\n",
+            )
+        } else {
+            ("", "")
+        };
+        format!(
+            "[[api]]\nuse_default_auth = true\n{api}\
+             [[api.collection]]\nname = \"secrets\"\nauth_required = true\n\
+             [[api.collection]]\nname = \"drafts\"\nrole_required = \"editor\"\n\
+             [auto]\ncollections = [\"notes\"]\n{auto}\
+             [auto.rules.notes]\ninsert = \"authenticated\"\nauth = \"optional\"\n"
+        )
+    };
+    ws.config(&config(true));
+    ws.add_user("ada", "correct horse", &[]);
+    let server = ws.serve();
+    let (token, _) = server.rest_login("/api/", "ada", "correct horse").await;
+    let wrong = json!({"username": "ada", "password": "wrong"});
+    let bad_token = [("Authorization", "Bearer not-a-token")];
+    let mut failures = vec![
+        (
+            "routes door 401",
+            timed(&server, "GET", "/api/secrets", None, &[]).await,
+        ),
+        (
+            "routes door login 401",
+            timed(&server, "POST", "/api/login", Some(wrong.clone()), &[]).await,
+        ),
+        (
+            "routes door 403",
+            timed(
+                &server,
+                "GET",
+                "/api/drafts",
+                None,
+                &[("X-Auth-Token", &token)],
+            )
+            .await,
+        ),
+        (
+            "auto API login 401",
+            timed(&server, "POST", "/users/login", Some(wrong.clone()), &[]).await,
+        ),
+        (
+            "auto API write 403",
+            timed(&server, "POST", "/notes", Some(json!({"t": 1})), &[]).await,
+        ),
+        (
+            "auto API bad token 401",
+            timed(&server, "POST", "/notes", Some(json!({"t": 1})), &bad_token).await,
+        ),
+    ];
+    let mut wrong_timing = Vec::new();
+    for (what, (status, took, raw)) in &failures {
+        let expected = if what.ends_with("403") { 403 } else { 401 };
+        if *status != expected || *took < DELAY || *took > LATEST {
+            wrong_timing.push(format!("{what}: {status} after {took:?} ({raw})"));
+        }
+    }
+    drop(server);
+
+    // Without the keys: the server's random 500-1000 ms on both doors.
+    ws.config(&config(false));
+    let server = ws.serve();
+    failures.clear();
+    failures.push((
+        "default routes door 401",
+        timed(&server, "GET", "/api/secrets", None, &[]).await,
+    ));
+    failures.push((
+        "default auto API 403",
+        timed(&server, "POST", "/notes", Some(json!({"t": 1})), &[]).await,
+    ));
+    for (what, (_, took, raw)) in &failures {
+        if *took < std::time::Duration::from_millis(500) || *took > LATEST {
+            wrong_timing.push(format!("{what}: after {took:?} ({raw})"));
+        }
+    }
+    assert!(wrong_timing.is_empty(), "{wrong_timing:#?}");
 }

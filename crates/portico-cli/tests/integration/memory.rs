@@ -11,7 +11,7 @@ use super::common::{Server, Workspace};
 const MIB: usize = 1024 * 1024;
 
 /// A collection anyone may write (routes API at `/api/docs`), and the auto API beside it.
-const CONFIG: &str = "[[api]]\napi_path = \"api/\"\nuse_default_auth = true\nauth_failure_delay_ms = 0\n[[api.collection]]\nname = \"docs\"\nauth_required = false\n[[api.collection]]\nname = \"private\"\nauth_required = true\n[auto]\ncollections = [\"docs\"]\n[auto.rules.docs]\ninsert = \"anyone\"\n";
+const CONFIG: &str = "[[api]]\napi_path = \"api/\"\nuse_default_auth = true\nauth_failure_delay_ms = 0\n[[api.collection]]\nname = \"docs\"\nauth_required = false\n[[api.collection]]\nname = \"private\"\nauth_required = true\n[auto]\nauth_failure_delay_ms = 0\ncollections = [\"docs\"]\n[auto.rules.docs]\ninsert = \"anyone\"\n";
 
 /// The server's resident peak, in bytes (Linux).
 fn peak(server: &Server) -> usize {

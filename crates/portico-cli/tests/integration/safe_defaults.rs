@@ -348,3 +348,70 @@ fn check_warns_about_a_publication_that_ignores_an_owner_scope() {
         "{stderr}"
     );
 }
+
+/// Issue 39, item 6: a `users` collection declared with nothing else never lists accounts to
+/// anonymous callers (reads need a login), and `check` says who sees whom: every logged-in
+/// caller sees every account unless `self_only` (or a role) says otherwise. Reads opened to
+/// anyone on purpose (`auth_required = false`) are warned about; `self_only = true` or
+/// `auth_required = true` written out are quiet.
+#[tokio::test]
+async fn a_declared_users_collection_is_not_public() {
+    let ws = Workspace::new();
+    ws.config(USERS);
+    let bob = ws.add_user("bob", "bob-password", &[]);
+    let admin = ws.add_user("root", "root-password", &["admin"]);
+    let out = ws.run(&["check", "--config", "portico.toml"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("portico.toml:6: warning: every logged-in caller can list every account"),
+        "{stderr}"
+    );
+    let server = ws.serve();
+    for path in ["/api/users".to_owned(), format!("/api/users/{admin}")] {
+        let anonymous = server.call("GET", &path, None, &[]).await;
+        assert_eq!(anonymous.status, 401, "{path}: {}", anonymous.raw);
+        assert!(!anonymous.raw.contains(&admin), "{}", anonymous.raw);
+    }
+    let (token, _) = server.rest_login("/api/", "bob", "bob-password").await;
+    let listed = server
+        .call("GET", "/api/users", None, &x_auth(&token))
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.raw);
+    assert!(listed.raw.contains(&bob), "{}", listed.raw);
+    drop(server);
+
+    // Said on purpose: quiet, or warned about when anonymous callers may read.
+    for (extra, warning) in [
+        ("self_only = true\n", None),
+        ("auth_required = true\n", None),
+        ("role_required = \"admin\"\n", None),
+        (
+            "auth_required = false\n",
+            Some("warning: anonymous callers can list every account"),
+        ),
+        (
+            "endpoints = { getAll = { auth_required = false } }\n",
+            Some("warning: anonymous callers can list every account"),
+        ),
+    ] {
+        ws.config(&format!("{USERS}{extra}"));
+        let out = ws.run(&["check", "--config", "portico.toml"]);
+        assert!(out.status.success(), "{extra}: {}", text(&out.stderr));
+        let stderr = text(&out.stderr);
+        match warning {
+            Some(w) => assert!(stderr.contains(w), "{extra}: {stderr}"),
+            None => assert!(
+                !stderr.contains("can list every account"),
+                "{extra}: {stderr}"
+            ),
+        }
+    }
+    let server = ws.serve();
+    let anonymous = server.call("GET", "/api/users", None, &[]).await;
+    assert_eq!(
+        anonymous.status, 200,
+        "opened on purpose: {}",
+        anonymous.raw
+    );
+}

@@ -12,7 +12,7 @@ use super::common::{Server, Workspace, cluster, text, x_auth};
 
 const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
 [[api.collection]]\nname = \"items\"\nauth_required = true\n\
-[auto]\ncollections = [\"things\"]\nallow_register = true\n\
+[auto]\nauth_failure_delay_ms = 0\ncollections = [\"things\"]\nallow_register = true\n\
 [auto.rules.things]\ninsert = \"anyone\"\nupdate = \"anyone\"\n";
 
 /// A workspace on a fresh PostgreSQL database with the config written, and two servers on it.

@@ -14,6 +14,7 @@ name = "posts"
 name = "raw"
 timestamps = false
 [auto]
+auth_failure_delay_ms = 0
 collections = ["posts", "bare"]
 no_timestamps = ["bare"]
 [auto.rules.posts]

@@ -135,7 +135,7 @@ fn an_unreachable_postgres_is_reported_clearly() {
 #[tokio::test]
 async fn cli_users_log_in_and_out_over_http() {
     let ws = Workspace::new();
-    ws.config("[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n[[api.collection]]\nname = \"secrets\"\nrole_required = \"agent\"\n[auto]\ncollections = []\n");
+    ws.config("[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n[[api.collection]]\nname = \"secrets\"\nrole_required = \"agent\"\n[auto]\nauth_failure_delay_ms = 0\ncollections = []\n");
     ws.add_user("ann", "ann-password", &["agent"]);
     ws.add_user("bob", "bob-password", &[]);
     let server = ws.serve();

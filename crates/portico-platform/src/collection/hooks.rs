@@ -38,8 +38,9 @@ pub enum HookWhen {
 }
 
 /// The hooks of a collection (see the module documentation), set with
-/// [`Collection::set_hooks`]. `user_id` is the client's for a client write and `None` for a
-/// server write.
+/// [`Collection::set_hooks`]. `user_id` is the client's for a client write (the `client_*`
+/// methods, and a door's writes for a client through [`Collection::insert_returning_as`] and the
+/// other `*_as` methods) and `None` for a server write.
 pub trait WriteHooks: Send + Sync {
     /// True when some hook watches `op` at `when`. The platform reads the documents a write
     /// touches only for a watched write, so writes without hooks cost nothing more.

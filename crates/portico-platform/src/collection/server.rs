@@ -30,9 +30,25 @@ impl Collection {
     /// # Errors
     /// As [`Collection::insert`].
     pub async fn insert_returning(&self, doc: Document) -> Result<Document> {
-        let doc = self.hooked_new(None, doc).await?;
+        self.insert_returning_as(None, doc).await
+    }
+
+    /// [`Collection::insert_returning`] done for the client `user_id` by a door that checked
+    /// the client's access itself (the routes door: its auth, roles, scope and field rules):
+    /// no allow/deny rules run, and the write hooks are handed `user_id`, as for
+    /// [`Collection::client_insert`]. A door must never write for a client through the
+    /// `user_id`-less methods: a hook would take the client for trusted server code.
+    ///
+    /// # Errors
+    /// As [`Collection::insert`].
+    pub async fn insert_returning_as(
+        &self,
+        user_id: Option<&str>,
+        doc: Document,
+    ) -> Result<Document> {
+        let doc = self.hooked_new(user_id, doc).await?;
         self.store().insert(self.name(), doc.clone()).await?;
-        self.after_insert(None, self.keep_for_after_insert(&doc))
+        self.after_insert(user_id, self.keep_for_after_insert(&doc))
             .await;
         Ok(doc)
     }
@@ -83,10 +99,23 @@ impl Collection {
     /// # Errors
     /// As [`Collection::insert`].
     pub async fn insert_json(&self, doc: Document) -> Result<(String, String)> {
-        let doc = self.hooked_new(None, doc).await?;
+        self.insert_json_as(None, doc).await
+    }
+
+    /// [`Collection::insert_json`] done for the client `user_id` (see
+    /// [`Collection::insert_returning_as`]).
+    ///
+    /// # Errors
+    /// As [`Collection::insert`].
+    pub async fn insert_json_as(
+        &self,
+        user_id: Option<&str>,
+        doc: Document,
+    ) -> Result<(String, String)> {
+        let doc = self.hooked_new(user_id, doc).await?;
         let after = self.keep_for_after_insert(&doc);
         let stored = self.store().insert_json(self.name(), doc).await?;
-        self.after_insert(None, after).await;
+        self.after_insert(user_id, after).await;
         Ok(stored)
     }
 
@@ -283,7 +312,23 @@ impl Collection {
         update: &Update,
         options: UpdateOptions,
     ) -> Result<UpdateResult> {
-        self.update_given(selector, Cow::Borrowed(update), options)
+        self.update_given(None, selector, Cow::Borrowed(update), options)
+            .await
+    }
+
+    /// [`Collection::update`] done for the client `user_id` (see
+    /// [`Collection::insert_returning_as`]): the write hooks are handed `user_id`.
+    ///
+    /// # Errors
+    /// As [`Collection::update`].
+    pub async fn update_as(
+        &self,
+        user_id: Option<&str>,
+        selector: &Selector,
+        update: &Update,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult> {
+        self.update_given(user_id, selector, Cow::Borrowed(update), options)
             .await
     }
 
@@ -299,19 +344,36 @@ impl Collection {
         update: Update,
         options: UpdateOptions,
     ) -> Result<UpdateResult> {
-        self.update_given(selector, Cow::Owned(update), options)
+        self.update_given(None, selector, Cow::Owned(update), options)
+            .await
+    }
+
+    /// [`Collection::update_owned`] done for the client `user_id` (see
+    /// [`Collection::insert_returning_as`]): the write hooks are handed `user_id`.
+    ///
+    /// # Errors
+    /// As [`Collection::update`].
+    pub async fn update_owned_as(
+        &self,
+        user_id: Option<&str>,
+        selector: &Selector,
+        update: Update,
+        options: UpdateOptions,
+    ) -> Result<UpdateResult> {
+        self.update_given(user_id, selector, Cow::Owned(update), options)
             .await
     }
 
     async fn update_given(
         &self,
+        user_id: Option<&str>,
         selector: &Selector,
         update: Cow<'_, Update>,
         options: UpdateOptions,
     ) -> Result<UpdateResult> {
         if self.hooked(HookOp::Update) {
             return self
-                .update_with_hooks(None, selector, &update, options)
+                .update_with_hooks(user_id, selector, &update, options)
                 .await;
         }
         self.update_unhooked(selector, update, options).await
@@ -415,8 +477,17 @@ impl Collection {
     /// # Errors
     /// Store failures.
     pub async fn remove(&self, selector: &Selector) -> Result<u64> {
+        self.remove_as(None, selector).await
+    }
+
+    /// [`Collection::remove`] done for the client `user_id` (see
+    /// [`Collection::insert_returning_as`]): the write hooks are handed `user_id`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn remove_as(&self, user_id: Option<&str>, selector: &Selector) -> Result<u64> {
         if self.hooked(HookOp::Remove) {
-            return self.remove_with_hooks(None, selector).await;
+            return self.remove_with_hooks(user_id, selector).await;
         }
         Ok(self.store().remove(self.name(), selector).await?)
     }

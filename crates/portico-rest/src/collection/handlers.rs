@@ -134,7 +134,7 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
         && state.scope.is_none()
     {
         // The created document is sent as the store wrote its text (see `post_json`).
-        return match post_json(state, event.body.unwrap_or_default()).await {
+        return match post_json(state, &ctx, event.body.unwrap_or_default()).await {
             Ok(reply) | Err(reply) => reply,
         };
     }
@@ -551,7 +551,11 @@ async fn post(
 /// The post reply when documents are shown as stored, unscoped, with no after hook: the same
 /// status and body as [`post`], with the document's JSON text as the store wrote it (the
 /// body's tree is dropped once encoded, and the reply is not encoded from it again).
-async fn post_json(state: &CollectionState, body: Map<String, Value>) -> Result<Reply, Reply> {
+async fn post_json(
+    state: &CollectionState,
+    ctx: &Context,
+    body: Map<String, Value>,
+) -> Result<Reply, Reply> {
     let body = checked(body, BodyUse::Create, None)?;
     // No field rules here (`as_stored`), but file fields are filled only by uploads.
     state
@@ -560,7 +564,7 @@ async fn post_json(state: &CollectionState, body: Map<String, Value>) -> Result<
         .map_err(platform_error)?;
     let (_, text) = state
         .collection
-        .insert_json(body)
+        .insert_json_as(ctx.user_id.as_deref(), body)
         .await
         .map_err(platform_error)?;
     Ok(Reply::success_json(&text).with_status(201))

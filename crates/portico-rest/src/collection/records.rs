@@ -110,7 +110,7 @@ impl Records for Documents {
         }
         let stored = state
             .collection
-            .insert_returning(body)
+            .insert_returning_as(ctx.user_id.as_deref(), body)
             .await
             .map_err(platform_error)?;
         let id = stored
@@ -162,7 +162,12 @@ impl Records for Documents {
         let selector = target.selector(state, ctx)?;
         let result = state
             .collection
-            .update_owned(&selector, update, UpdateOptions::default())
+            .update_owned_as(
+                ctx.user_id.as_deref(),
+                &selector,
+                update,
+                UpdateOptions::default(),
+            )
             .await
             .map_err(platform_error)?;
         Ok(result.matched > 0)
@@ -177,7 +182,7 @@ impl Records for Documents {
         let selector = target.selector(state, ctx)?;
         Ok(state
             .collection
-            .remove(&selector)
+            .remove_as(ctx.user_id.as_deref(), &selector)
             .await
             .map_err(platform_error)?
             > 0)

@@ -31,6 +31,9 @@ impl Checker<'_> {
             no_timestamps,
             response_headers,
             allow_register: raw.allow_register.unwrap_or(true),
+            auth_failure_delay: raw
+                .auth_failure_delay_ms
+                .map(std::time::Duration::from_millis),
             rules,
             publications,
             schemas,
@@ -69,6 +72,7 @@ impl Checker<'_> {
             }
             let line = self.line(&spanned);
             let raw_rules = spanned.into_inner();
+            let auth_optional = self.auth_mode(raw_rules.auth.as_ref(), &format!("{key}.auth"));
             let mut parse = |rule: Option<Spanned<OneOrMany>>, op: &str| -> Vec<Rule> {
                 let Some(rule) = rule else {
                     return Vec::new();
@@ -107,6 +111,7 @@ impl Checker<'_> {
                 update,
                 remove,
                 read,
+                auth_optional,
                 line,
             });
         }
@@ -207,7 +212,9 @@ impl Checker<'_> {
             }
             field.into_inner()
         });
+        let auth_optional = self.auth_mode(raw.auth.as_ref(), &format!("{key}.auth"));
         Some(PublicationConfig {
+            auth_optional,
             owner_field,
             line: self.line(&raw.name),
             name: raw.name.into_inner(),

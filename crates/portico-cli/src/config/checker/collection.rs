@@ -30,11 +30,13 @@ impl Checker<'_> {
         let excluded = self.excluded_endpoints(raw.excluded_endpoints.as_ref());
         let mut endpoints = self.endpoints(raw.endpoints.unwrap_or_default(), &excluded, &raw.name);
         let is_users = raw.name.get_ref() == portico_platform::USERS;
-        secure_by_default(
-            &mut endpoints,
-            is_users,
-            raw.auth_required.is_none() && role_required.is_empty(),
-        );
+        let open = raw.auth_required.is_none() && role_required.is_empty();
+        let reads_unstated = open
+            && endpoints.iter().all(|(endpoint, options)| {
+                !matches!(endpoint, Op::Get | Op::GetAll)
+                    || (options.auth_required.is_none() && options.role_required.is_empty())
+            });
+        secure_by_default(&mut endpoints, is_users, open);
         if endpoints.is_empty() {
             self.error(
                 &raw.name,
@@ -59,7 +61,10 @@ impl Checker<'_> {
             size.into_inner()
         });
         let files = self.file_fields(raw.files, &raw.name, is_users);
+        let auth_optional = self.auth_mode(raw.auth.as_ref(), &format!("{KEY}.auth"));
         CollectionConfig {
+            reads_unstated,
+            auth_optional,
             files,
             line: self.line(&raw.name),
             name: raw.name.into_inner(),
@@ -165,6 +170,12 @@ impl Checker<'_> {
                 Some(RawEndpoint::Enabled(false)) => continue,
                 None | Some(RawEndpoint::Enabled(true)) => EndpointOptions::default(),
                 Some(RawEndpoint::Options(options)) => EndpointOptions {
+                    auth_optional: options.auth.as_ref().map(|auth| {
+                        self.auth_mode(
+                            Some(auth),
+                            &format!("{KEY}.endpoints.{}.auth", endpoint.name()),
+                        )
+                    }),
                     auth_required: options.auth_required,
                     role_required: self.roles(
                         options.role_required,
@@ -178,6 +189,25 @@ impl Checker<'_> {
             }
         }
         endpoints
+    }
+
+    /// `auth`: the one value it takes, `"optional"` (true); absent, false.
+    pub(super) fn auth_mode(&mut self, auth: Option<&Spanned<String>>, key: &str) -> bool {
+        let Some(auth) = auth else {
+            return false;
+        };
+        if auth.get_ref() != "optional" {
+            self.error(
+                auth,
+                key,
+                format!(
+                    "`{}` is not an auth mode; the one mode is \"optional\" (a caller who sends a token is authenticated, one who sends none is anonymous); a login is required with `auth_required = true`",
+                    auth.get_ref()
+                ),
+            );
+            return false;
+        }
+        true
     }
 
     /// `owner_field` and `self_only` checked: the owner field (none when `users` is owned by
@@ -242,14 +272,20 @@ impl Checker<'_> {
 /// write endpoint that says nothing itself needs a logged-in caller. `auth_required = false`
 /// written out keeps writes open (and `portico check` warns). Changing or removing an account
 /// needs to know who asks (see `serve::rest`), so those endpoints always identify the caller,
-/// whatever `auth_required` says.
+/// whatever `auth_required` says. The accounts are never public by default either: in the
+/// `users` collection the reads that say nothing need a logged-in caller too (anonymous callers
+/// would otherwise list every account's id, the admins' too).
 fn secure_by_default(endpoints: &mut [(Op, EndpointOptions)], is_users: bool, open: bool) {
     for (endpoint, options) in endpoints {
         if is_users && endpoint.on_item() && *endpoint != Op::Get {
             options.auth_required = Some(true);
         }
         let write = !matches!(endpoint, Op::Get | Op::GetAll);
-        if open && write && options.auth_required.is_none() && options.role_required.is_empty() {
+        if open
+            && (write || is_users)
+            && options.auth_required.is_none()
+            && options.role_required.is_empty()
+        {
             options.auth_required = Some(true);
         }
     }

@@ -379,7 +379,7 @@ impl Files {
             } else {
                 Value::Array(kept)
             };
-            if self.set_field(collection, id, &doc, field, value).await? {
+            if self.set_field(slot, &doc, value, access).await? {
                 self.remove_objects(collection.name(), id, field, &gone)
                     .await;
                 return Ok(gone);
@@ -388,22 +388,27 @@ impl Files {
         Err(FileError::Conflict)
     }
 
-    /// Sets `field` of the document `id` to `value` when the document is still `doc`; false
-    /// when it changed meanwhile.
+    /// Sets the field of `slot` to `value` when the document is still `doc`; false when it
+    /// changed meanwhile. The collection's update hooks are handed the client of `access`.
     async fn set_field(
         &self,
-        collection: &Collection,
-        id: &str,
+        slot: FileSlot<'_>,
         doc: &Document,
-        field: &str,
         value: Value,
+        access: &FileAccess,
     ) -> Result<bool, FileError> {
+        let (collection, id, field) = slot.parts();
         let selector = Selector::by_id(id).and_etag(portico_store::etag(doc));
         let mut set = Map::new();
         set.insert(field.to_owned(), value);
         let update = crate::Update::set(set).map_err(crate::Error::from)?;
         let result = collection
-            .update(&selector, &update, crate::UpdateOptions::default())
+            .update_as(
+                access.user_id(),
+                &selector,
+                &update,
+                crate::UpdateOptions::default(),
+            )
             .await?;
         Ok(result.matched > 0)
     }

@@ -225,7 +225,7 @@ impl Files {
                 }
                 None => meta.to_json(),
             };
-            if !self.set_field(collection, id, &doc, field, value).await? {
+            if !self.set_field(slot, &doc, value, access).await? {
                 continue;
             }
             let key = final_key(collection.name(), id, field, &meta.name, &meta.sha256);
