@@ -72,6 +72,10 @@ pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report>
             plural(defs.routes.len())
         ));
     }
+    for (collection, specs) in &config.indexes {
+        let names: Vec<String> = specs.iter().map(ToString::to_string).collect();
+        summary.push_str(&format!("\nindexes of {collection}: {}", names.join("; ")));
+    }
     // `[backups]` copies SQLite files: on another store `serve` would refuse to start.
     crate::backup::configured_set(&config, &choice)?;
     // Files on local disk are not seen by the other instances of a PostgreSQL database.

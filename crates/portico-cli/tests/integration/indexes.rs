@@ -271,3 +271,16 @@ indexes = ["-score", ["a", "a"], { fields = ["x", "y"], unique = true }]
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn check_lists_the_declared_indexes() {
+    let ws = Workspace::new();
+    ws.config(CONFIG);
+    let out = ws.run(&["check", "--config", "portico.toml"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("indexes of items: -score; city,-score; code unique; tags"),
+        "{stdout}"
+    );
+}
