@@ -320,6 +320,7 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     // OpenAPI document. What they refuse is a mistake in the config file.
     crate::files::open(&config, &platform, &url)?;
     crate::doors::declare_collections(&config, &platform)?;
+    crate::files::start_cleaner(&platform);
     platform.ensure_search_indexes().await?;
     let scripts = crate::scripts::load(&config, &platform).await?;
     let doors = Doors::build_with(&config, &platform, scripts.as_ref())
