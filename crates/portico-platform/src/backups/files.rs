@@ -43,7 +43,8 @@ const IN_FLIGHT: usize = 4;
 /// The files store a backup copies files from, and the collections whose documents name them.
 #[derive(Clone)]
 pub struct BackupFiles {
-    store: Arc<dyn ObjectStore>,
+    /// The store, opened at the first backup (so that `portico check` makes no directory).
+    store: Arc<std::sync::OnceLock<Arc<dyn ObjectStore>>>,
     url: String,
     collections: Vec<String>,
 }
@@ -128,11 +129,29 @@ impl BackupFiles {
     /// the documents of `collections` (those with file fields).
     ///
     /// # Errors
-    /// [`Error::Open`] when the store cannot be opened.
+    /// [`Error::Open`] when `url` names no store (a directory, created at the first backup, or
+    /// `s3://bucket/prefix`).
     pub fn open(url: &str, collections: Vec<String>) -> Result<BackupFiles, Error> {
-        let store =
-            crate::platform::files::open_store(url).map_err(|e| Error::Open(e.to_string()))?;
-        Ok(BackupFiles::with_store(store, url, collections))
+        if url.contains("://") && !url.starts_with("s3://") {
+            return Err(Error::Open(format!(
+                "`{url}`: a files store is a directory or s3://bucket/prefix"
+            )));
+        }
+        Ok(BackupFiles {
+            store: Arc::new(std::sync::OnceLock::new()),
+            url: url.to_owned(),
+            collections,
+        })
+    }
+
+    /// The store, opened now when it was not yet.
+    fn store(&self) -> Result<Arc<dyn ObjectStore>, Error> {
+        if let Some(store) = self.store.get() {
+            return Ok(Arc::clone(store));
+        }
+        let opened = crate::platform::files::open_store(&self.url)
+            .map_err(|e| Error::Open(e.to_string()))?;
+        Ok(Arc::clone(self.store.get_or_init(|| opened)))
     }
 
     /// Files kept in `store` (described as `url`), named by the documents of `collections`.
@@ -142,7 +161,7 @@ impl BackupFiles {
         collections: Vec<String>,
     ) -> BackupFiles {
         BackupFiles {
-            store,
+            store: Arc::new(std::sync::OnceLock::from(store)),
             url: url.to_owned(),
             collections,
         }
@@ -192,10 +211,11 @@ impl BackupFiles {
                 .collect(),
             ..FilesReport::default()
         };
+        let source = self.store()?;
         let jobs: Vec<_> = contents
             .into_iter()
             .map(|(sha, key)| {
-                let (from, to, url) = (Arc::clone(&self.store), Arc::clone(to), self.url.clone());
+                let (from, to, url) = (Arc::clone(&source), Arc::clone(to), self.url.clone());
                 let target = under(prefix, sha);
                 let old = previous.map(|previous| under(previous, sha));
                 let key = key.to_owned();
