@@ -1516,6 +1516,19 @@ async fn backups_in_a_bucket_hold_the_s3_files_and_restore_them() {
         .to_owned();
     let held = s3.objects(&format!("bucket/backups/{}", name.replace(".db", ".files")));
     assert_eq!(held.len(), 2, "{held:?}");
+    // Files on S3 into a backup on disk (`--out`): downloaded beside it.
+    let local = run(
+        &ws,
+        &["backup", "--config", "portico.toml", "--out", "local.db"],
+    );
+    assert!(local.status.success(), "{}", text(&local.stderr));
+    let held = files_under(&ws.path("local.files"));
+    assert_eq!(held.len(), 2, "{held:?}");
+    assert!(
+        held.iter()
+            .any(|f| std::fs::read(f).is_ok_and(|b| sha(&b) == sha(&big))),
+        "{held:?}"
+    );
     // The second backup links (server-side copies) the first one's files.
     let again = run(&ws, &["backup", "--config", "portico.toml"]);
     assert!(again.status.success(), "{}", text(&again.stderr));
