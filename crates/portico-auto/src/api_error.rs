@@ -203,13 +203,18 @@ impl From<MethodError> for ApiError {
             );
         }
         let reason = err.reason.unwrap_or_else(|| err.error.clone());
+        let mut headers = HeaderMap::new();
+        // A database or files store that cannot be reached now: say when to try again.
+        if status == Some(StatusCode::SERVICE_UNAVAILABLE) && err.error == "service-unavailable" {
+            headers.insert(http::header::RETRY_AFTER, HeaderValue::from(1u32));
+        }
         ApiError(Box::new(Repr {
             status: status.unwrap_or(StatusCode::BAD_REQUEST),
             error: err.error,
             reason,
             details: err.details.map(|d| *d),
             data: err.data.map(|d| *d),
-            headers: HeaderMap::new(),
+            headers,
         }))
     }
 }
@@ -265,6 +270,16 @@ mod tests {
             json!({"error": "bad-title", "reason": "Title is required",
                    "details": {"field": "title"}, "data": [1]})
         );
+    }
+
+    #[test]
+    fn an_unreachable_store_says_when_to_retry() {
+        let api = ApiError::from(
+            MethodError::new("service-unavailable", "The database is unavailable").with_status(503),
+        );
+        let response = api.into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()[http::header::RETRY_AFTER], "1");
     }
 
     #[test]

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use portico_platform::backups::{Backups, TakenBackup};
-use portico_store::sqlite::{BackupReport, BackupSet, RestoreReport};
+use portico_platform::backups::{BackupFiles, Backups, RestoredFiles, TakenBackup};
+use portico_store::sqlite::{BackupSet, RestoreReport, files_name};
 
 use crate::config::Config;
 use crate::database::DatabaseChoice;
@@ -38,8 +38,30 @@ pub fn sqlite_file(choice: &DatabaseChoice, what: &str) -> crate::Result<PathBuf
     )))
 }
 
+/// The files store whose files a backup of `config`'s application holds: `[files] store`,
+/// read for the collections with file fields. `None` when no collection has file fields.
+///
+/// # Errors
+/// [`crate::Error::Setup`] when the store cannot be opened.
+pub fn backup_files(config: &Config) -> crate::Result<Option<BackupFiles>> {
+    if !crate::files::wanted(config) {
+        return Ok(None);
+    }
+    let collections: Vec<String> = config
+        .apis
+        .iter()
+        .flat_map(|api| &api.collections)
+        .filter(|c| !c.files.is_empty())
+        .map(|c| c.name.clone())
+        .collect();
+    BackupFiles::open(&config.files.store, collections)
+        .map(Some)
+        .map_err(|e| crate::Error::Setup(format!("[files] store: {e}")))
+}
+
 /// The backups `serve` schedules and the admin page lists: `[backups]` of `config` for the
-/// SQLite file of `choice`, in its `dir` or its bucket (`url`). `None` without `[backups]`.
+/// SQLite file of `choice`, in its `dir` or its bucket (`url`), each holding the files its
+/// database names when collections have file fields. `None` without `[backups]`.
 ///
 /// # Errors
 /// As [`sqlite_file`]: `[backups]` on a store that is not a SQLite file;
@@ -54,26 +76,32 @@ pub fn configured_set(config: &Config, choice: &DatabaseChoice) -> crate::Result
             backups.line
         ))
     })?;
-    match &backups.url {
+    let set = match &backups.url {
         Some(url) => {
             let set = Backups::in_bucket(database, url, backups.keep)
                 .map_err(|e| crate::Error::Setup(format!("[backups] url: {e}")))?;
-            Ok(Some(match &backups.staging {
+            match &backups.staging {
                 Some(dir) => set.staged_in(dir),
                 None => set,
-            }))
+            }
         }
-        None => Ok(Some(Backups::in_dir(BackupSet::new(
-            database,
-            &backups.dir,
-            backups.keep,
-        )))),
-    }
+        None => Backups::in_dir(BackupSet::new(database, &backups.dir, backups.keep)),
+    };
+    Ok(Some(with_files(set, config)?))
+}
+
+/// `set`, holding the files of `config`'s files store when it has any.
+fn with_files(set: Backups, config: &Config) -> crate::Result<Backups> {
+    Ok(match backup_files(config)? {
+        Some(files) => set.with_files(files),
+        None => set,
+    })
 }
 
 /// `portico backup`: an online copy of the SQLite database of `choice`, to `out`, else into
 /// `[backups] dir` or its bucket (keeping the newest `keep`), else
-/// `./portico-backup-<UTC time>.db`.
+/// `./portico-backup-<UTC time>.db`; with the uploaded files the copy names beside it (in
+/// `<name>.files`) when collections have file fields.
 ///
 /// # Errors
 /// [`crate::Error::Usage`] for a store that is not a SQLite file or a file that does not
@@ -93,13 +121,17 @@ pub async fn backup(
     }
     let set = match (out, configured_set(config, choice)?) {
         (Some(out), _) => {
-            let report =
-                run_blocking(move || portico_store::sqlite::backup(&database, &out)).await?;
-            return Ok(taken(&report));
+            let files = backup_files(config)?;
+            return portico_platform::backups::take_to_file(&database, &out, files.as_ref())
+                .await
+                .map_err(|e| crate::Error::Backup(e.to_string()));
         }
         (None, Some(set)) => set,
         // In the working directory, where nothing is ever removed.
-        (None, None) => Backups::in_dir(BackupSet::new(database, ".", usize::MAX)),
+        (None, None) => with_files(
+            Backups::in_dir(BackupSet::new(database, ".", usize::MAX)),
+            config,
+        )?,
     };
     Arc::new(set)
         .take()
@@ -107,54 +139,144 @@ pub async fn backup(
         .map_err(|e| crate::Error::Backup(e.to_string()))
 }
 
-/// A backup written to a file, reported as the set's backups are.
-fn taken(report: &BackupReport) -> TakenBackup {
-    let mut taken = TakenBackup::new(
-        report
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        report.path.display().to_string(),
-        report.bytes,
-    );
-    taken.format = report.format;
-    taken.elapsed = report.elapsed;
-    taken
+/// What `portico restore` did: the database, and the files it put back.
+#[derive(Debug)]
+pub struct Restored {
+    /// The database's restore.
+    pub database: RestoreReport,
+    /// The files put back into `[files] store`, and where from (`None`: the backup holds no
+    /// files).
+    pub files: Option<(String, RestoredFiles)>,
+    /// The files store, when the application has file fields.
+    pub store: Option<String>,
 }
 
 /// `portico restore FILE`: replaces the SQLite database of `choice` with the backup `file`
-/// (see `portico_store::sqlite::restore`). `file` may be an object of an S3-compatible bucket,
-/// `s3://bucket/prefix/portico-backup-<time>.db` (endpoint, region and keys from the `AWS_*`
-/// environment variables): it is downloaded beside the database first, then restored as a
-/// file, and the download removed.
+/// (see `portico_store::sqlite::restore`), and puts the files the backup holds (the folder
+/// `<name>.files` beside it) back into `[files] store` first. `file` may be an object of an
+/// S3-compatible bucket, `s3://bucket/prefix/portico-backup-<time>.db` (endpoint, region and
+/// keys from the `AWS_*` environment variables): it is downloaded beside the database first,
+/// then restored as a file, and the download removed; its files are read from the prefix
+/// `s3://bucket/prefix/portico-backup-<time>.files/`.
 ///
 /// # Errors
 /// [`crate::Error::Usage`] for a store that is not a SQLite file; [`crate::Error::Backup`]
-/// when the backup cannot be downloaded, fails its checks or the database is in use: nothing
-/// is replaced then.
-pub async fn restore(file: &Path, choice: &DatabaseChoice) -> crate::Result<RestoreReport> {
+/// when the backup cannot be downloaded, its files cannot be copied, it fails its checks or the
+/// database is in use: the database is not replaced then (files already copied stay in the
+/// store, where the files sweep deletes those no document names).
+pub async fn restore(
+    file: &Path,
+    choice: &DatabaseChoice,
+    config: &Config,
+) -> crate::Result<Restored> {
     let database = sqlite_file(choice, "restore")?;
-    if let Some(url) = file.to_str().filter(|f| f.starts_with("s3://")) {
-        let mut download = database.as_os_str().to_owned();
-        download.push(".download");
-        let download = PathBuf::from(download);
-        portico_platform::backups::fetch_object(url, &download)
-            .await
-            .map_err(|e| crate::Error::Backup(e.to_string()))?;
-        let (from, to) = (download.clone(), database);
-        let restored = run_blocking(move || portico_store::sqlite::restore(&from, &to)).await;
-        let _ = std::fs::remove_file(&download);
-        return restored;
-    }
-    if !file.is_file() {
-        return Err(crate::Error::Usage(format!(
-            "{}: no such backup file",
-            file.display()
+    let backup_error = |e: portico_store::Error| crate::Error::Backup(e.to_string());
+    if portico_store::sqlite::is_held(&database).map_err(backup_error)? {
+        return Err(crate::Error::Backup(format!(
+            "{}: the database is in use: a process has it open (`portico serve`, or another \
+             portico command), known by the shared lock it holds on {}. Stop it, then restore",
+            database.display(),
+            portico_store::sqlite::lock_path(&database).display()
         )));
     }
-    let file = file.to_owned();
-    run_blocking(move || portico_store::sqlite::restore(&file, &database)).await
+    let url = file.to_str().filter(|f| f.starts_with("s3://"));
+    // Where the backup's files are: a store and the prefix in it.
+    let (source, prefix, source_name) = match url {
+        Some(url) => {
+            let (store_url, name) =
+                portico_platform::backups::split_object_url(url).ok_or_else(|| {
+                    crate::Error::Backup(format!(
+                        "`{url}`: name one object, as in s3://bucket/prefix/portico-backup-<time>.db"
+                    ))
+                })?;
+            let store = portico_platform::files::open_store_url(store_url)
+                .map_err(|e| crate::Error::Backup(e.to_string()))?;
+            (
+                store,
+                files_name(name),
+                format!("{store_url}/{}/", files_name(name)),
+            )
+        }
+        None => {
+            if !file.is_file() {
+                return Err(crate::Error::Usage(format!(
+                    "{}: no such backup file",
+                    file.display()
+                )));
+            }
+            let dir = match file.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
+                _ => PathBuf::from("."),
+            };
+            let name = files_name(
+                &file
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            );
+            let shown = dir.join(&name).display().to_string();
+            let store = portico_platform::backups::dir_store(&dir).map_err(backup_error)?;
+            (store, name, shown)
+        }
+    };
+    let holds_files = portico_platform::backups::holds_files(&source, &prefix)
+        .await
+        .map_err(backup_error)?;
+    let wanted = crate::files::wanted(config);
+    if holds_files && !wanted {
+        return Err(crate::Error::Usage(format!(
+            "the backup holds files ({source_name}), but no collection of the config has file \
+             fields: give the config the backup was taken with (--config), so that its files go \
+             back into its [files] store"
+        )));
+    }
+    // The database file to restore from: the backup, or its download from the bucket.
+    let download = match url {
+        Some(url) => {
+            let mut download = database.as_os_str().to_owned();
+            download.push(".download");
+            let download = PathBuf::from(download);
+            portico_platform::backups::fetch_object(url, &download)
+                .await
+                .map_err(backup_error)?;
+            Some(download)
+        }
+        None => None,
+    };
+    let from = download.clone().unwrap_or_else(|| file.to_owned());
+    let restored = async {
+        let files = if holds_files {
+            let collections = backup_files(config)?
+                .map(|f| f.collections().to_vec())
+                .unwrap_or_default();
+            let db = from.clone();
+            let named =
+                run_blocking(move || portico_platform::backups::named_files(&db, &collections))
+                    .await?;
+            let to = portico_platform::files::open_store_url(&config.files.store)
+                .map_err(|e| crate::Error::Backup(format!("[files] store: {e}")))?;
+            let restored = portico_platform::backups::restore_files(&source, &prefix, &named, &to)
+                .await
+                .map_err(backup_error)?;
+            Some((source_name, restored))
+        } else {
+            None
+        };
+        let to = database.clone();
+        let database = run_blocking(move || portico_store::sqlite::restore(&from, &to)).await?;
+        Ok::<_, crate::Error>((database, files))
+    }
+    .await;
+    if let Some(download) = &download {
+        let _ = std::fs::remove_file(download);
+    }
+    let (database, files) = restored?;
+    let store = wanted.then(|| config.files.store.clone());
+    Ok(Restored {
+        database,
+        files,
+        store,
+    })
 }
 
 async fn run_blocking<T: Send + 'static>(
@@ -183,17 +305,77 @@ pub fn size(bytes: u64) -> String {
 
 /// What `portico backup` prints.
 pub fn backup_line(report: &TakenBackup) -> String {
-    format!(
+    let mut line = format!(
         "backup: {} ({}, stored format {}, {:.1} s, integrity_check ok)",
         report.location,
         size(report.bytes),
         report.format,
         report.elapsed.as_secs_f64()
-    )
+    );
+    if let Some(files) = &report.files {
+        let folder = files_name(&report.location);
+        line.push_str(&format!(
+            "\nfiles: {} ({} file{} the database names, {}; {} linked from the previous backup)",
+            folder,
+            files.files,
+            if files.files == 1 { "" } else { "s" },
+            size(files.bytes),
+            files.linked
+        ));
+        if !files.missing.is_empty() {
+            line.push_str(&format!(
+                "\nwarning: {} file{} the database names {} not in the files store, so not in \
+                 the backup either (first: {})",
+                files.missing.len(),
+                if files.missing.len() == 1 { "" } else { "s" },
+                if files.missing.len() == 1 {
+                    "is"
+                } else {
+                    "are"
+                },
+                files.missing[0]
+            ));
+        }
+    }
+    line
 }
 
 /// What `portico restore` prints.
-pub fn restore_lines(file: &Path, report: &RestoreReport) -> String {
+pub fn restore_lines(file: &Path, restored: &Restored) -> String {
+    let mut lines = database_lines(file, &restored.database);
+    match (&restored.files, &restored.store) {
+        (Some((from, files)), Some(store)) => {
+            lines.push_str(&format!(
+                "\nfiles: {} put back into {store} from {from} ({} there already)",
+                files.copied, files.present
+            ));
+            if !files.missing.is_empty() {
+                lines.push_str(&format!(
+                    "\nwarning: {} file{} the database names {} neither in the backup nor in \
+                     the store (first: {})",
+                    files.missing.len(),
+                    if files.missing.len() == 1 { "" } else { "s" },
+                    if files.missing.len() == 1 {
+                        "is"
+                    } else {
+                        "are"
+                    },
+                    files.missing[0]
+                ));
+            }
+        }
+        (None, Some(store)) => lines.push_str(&format!(
+            "\nwarning: the backup holds no files (no {} beside it): the files its documents \
+             name must already be in {store}",
+            files_name(&file.display().to_string())
+        )),
+        _ => {}
+    }
+    lines
+}
+
+/// What `portico restore` prints about the database.
+fn database_lines(file: &Path, report: &RestoreReport) -> String {
     let mut lines = format!(
         "checked {}: integrity_check ok, stored format {}, {} collection{}, {}\nrestored it into {}",
         file.display(),

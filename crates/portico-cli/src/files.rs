@@ -16,8 +16,8 @@ pub fn wanted(config: &Config) -> bool {
         .any(|c| !c.files.is_empty())
 }
 
-/// Opens the config's files store for `serve` on `database`, gives it to `platform` and starts
-/// its cleaner (deleting removed documents' files, sweeping what a crash left). Nothing when
+/// Opens the config's files store for `serve` on `database` and gives it to `platform`; start
+/// its cleaner with [`start_cleaner`] once the config's collections are declared. Nothing when
 /// no collection has file fields.
 ///
 /// # Errors
@@ -32,11 +32,22 @@ pub fn open(config: &Config, platform: &Platform, database: &str) -> crate::Resu
     }
     let files = Files::open(config.files.platform_config())
         .map_err(|e| crate::Error::Setup(e.to_string()))?;
-    if platform.set_files(files.clone()) {
+    if platform.set_files(files) {
         declare(config, platform)?;
-        files.start_cleaner(platform);
     }
     Ok(())
+}
+
+/// Starts the cleaner of the platform's files service (deleting removed documents' files,
+/// sweeping what a crash left; the first sweep at once). Call it after the config's collections
+/// are declared: the sweep reads documents through their collections, and reading one not
+/// declared yet declares it with default options, which the config's declaration would then
+/// refuse (`collection "posts" is declared already with other options`, a server restarted
+/// over a store holding files).
+pub fn start_cleaner(platform: &Platform) {
+    if let Some(files) = platform.files() {
+        files.start_cleaner(platform);
+    }
 }
 
 /// Declares the config's file fields on the platform's files service; on a platform without

@@ -8,7 +8,8 @@
 //! Other collections than `users` are streamed: a reader thread parses the array one element at
 //! a time and hands batches of [`BATCH`] converted documents to the store, which writes them all
 //! in one transaction ([`portico_platform::Collection::insert_stream`]), so memory holds a few
-//! batches whatever the file's size, and a bad element, a repeated `_id` or one the collection
+//! batches whatever the file's size (SQLite's page cache comes on top: a bulk load raises it to
+//! 192 MiB, and it fills with the database written up to that; see the CLI README), and a bad element, a repeated `_id` or one the collection
 //! has already rolls everything back: nothing is written. Only then is the file read again to
 //! name the ids that exist. A `users` file (accounts, a few thousand at most) is read whole and
 //! checked before anything is written, as account names must be compared across the file.

@@ -297,7 +297,7 @@ async fn run(command: Command) -> portico_cli::Result<()> {
             let choice =
                 database::choose_database(db.database.as_deref(), path.as_deref(), &config);
             eprintln!("database: {choice}");
-            let report = backup::restore(&file, &choice).await?;
+            let report = backup::restore(&file, &choice, &config).await?;
             say(backup::restore_lines(&file, &report));
             Ok(())
         }

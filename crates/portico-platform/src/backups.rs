@@ -10,6 +10,13 @@
 //! by the next backup). The bucket is opened as the files service opens one
 //! (`s3://bucket/prefix`, the endpoint, region and keys from the `AWS_*` environment
 //! variables), and keeps the newest `keep` backups: older ones are deleted after each backup.
+//!
+//! With [`Backups::with_files`], a backup is the application's whole state: the database and
+//! the uploaded files it names, in the folder (or under the prefix) `portico-backup-<time>.files`
+//! beside `portico-backup-<time>.db` (see [`files`] for how the two are kept consistent). The
+//! `.db` is written last: a backup whose `.db` exists holds every file its database names.
+
+mod files;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,7 +29,14 @@ use futures::{StreamExt as _, TryStreamExt as _};
 use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt as _, WriteMultipart};
 use portico_store::Error;
-use portico_store::sqlite::{BackupFile, BackupSet, is_backup_name, new_backup_name};
+use portico_store::sqlite::{
+    BackupFile, BackupReport, BackupSet, files_name, is_backup_name, new_backup_name,
+};
+
+pub use files::{
+    ATTEMPTS, BackupFiles, FilesReport, RestoredFiles, dir_store, holds_files, named_files,
+    restore_files,
+};
 use tokio::io::AsyncReadExt as _;
 
 /// Bytes per part of a backup's upload (S3 takes at most 10,000 parts: backups up to 80 GB).
@@ -36,6 +50,8 @@ const CHUNK: usize = 64 * 1024;
 #[derive(Debug)]
 pub struct Backups {
     place: Place,
+    /// The files store whose files a backup holds (none: the database alone).
+    files: Option<BackupFiles>,
 }
 
 #[derive(Debug)]
@@ -78,6 +94,8 @@ pub struct TakenBackup {
     pub format: u32,
     /// How long the copy, its check and its upload took.
     pub elapsed: Duration,
+    /// The files it holds (`None`: a backup of the database alone).
+    pub files: Option<FilesReport>,
 }
 
 impl TakenBackup {
@@ -89,6 +107,23 @@ impl TakenBackup {
             bytes,
             format: 0,
             elapsed: Duration::ZERO,
+            files: None,
+        }
+    }
+
+    fn from_report(report: &BackupReport, files: Option<FilesReport>) -> TakenBackup {
+        let name = report
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        TakenBackup {
+            name,
+            location: report.path.display().to_string(),
+            bytes: report.bytes,
+            format: report.format,
+            elapsed: report.elapsed,
+            files,
         }
     }
 }
@@ -129,6 +164,7 @@ impl Backups {
     pub fn in_dir(set: BackupSet) -> Backups {
         Backups {
             place: Place::Dir(set),
+            files: None,
         }
     }
 
@@ -164,6 +200,7 @@ impl Backups {
                 keep: keep.max(1),
                 running: AtomicBool::new(false),
             }),
+            files: None,
         })
     }
 
@@ -173,6 +210,13 @@ impl Backups {
         if let Place::Bucket(bucket) = &mut self.place {
             bucket.staging_dir = dir.into();
         }
+        self
+    }
+
+    /// The same, each backup holding the files of `files` its database names (see the module
+    /// docs).
+    pub fn with_files(mut self, files: BackupFiles) -> Backups {
+        self.files = Some(files);
         self
     }
 
@@ -207,8 +251,73 @@ impl Backups {
     /// [`portico_store::sqlite::backup`] when the copy or its check fails; [`Error::Backend`]
     /// when it cannot be stored (nothing is left under a backup's name then).
     pub async fn take(self: &Arc<Self>) -> Result<TakenBackup, Error> {
-        match &self.place {
-            Place::Dir(_) => {
+        match (&self.place, &self.files) {
+            (Place::Dir(set), Some(files)) => {
+                let to = dir_store(set.dir())?;
+                let this = Arc::clone(self);
+                let previous = tokio::task::spawn_blocking(move || match &this.place {
+                    Place::Dir(set) => set.list(),
+                    Place::Bucket(_) => Ok(Vec::new()),
+                })
+                .await
+                .map_err(|e| backend("the backup task failed", e))??
+                .into_iter()
+                .next()
+                .map(|newest| files_name(&newest.name));
+                let handle = tokio::runtime::Handle::current();
+                let mut attempt = 0;
+                loop {
+                    attempt += 1;
+                    let last = attempt >= ATTEMPTS;
+                    let (this, files, to, previous, handle) = (
+                        Arc::clone(self),
+                        files.clone(),
+                        Arc::clone(&to),
+                        previous.clone(),
+                        handle.clone(),
+                    );
+                    let (taken, copied, retry) = tokio::task::spawn_blocking(move || {
+                        let Place::Dir(set) = &this.place else {
+                            return (
+                                Err(Error::Backend("not a directory".to_owned())),
+                                None,
+                                false,
+                            );
+                        };
+                        let (mut copied, mut retry) = (None, false);
+                        let taken = set.take_with(|partial, name| {
+                            let report = copy_named(
+                                &handle,
+                                &files,
+                                partial,
+                                &to,
+                                &files_name(name),
+                                previous.as_deref(),
+                            )?;
+                            if !report.missing.is_empty() && !last {
+                                retry = true;
+                                return Err(missing_error(&report));
+                            }
+                            copied = Some(report);
+                            Ok(())
+                        });
+                        (taken, copied, retry)
+                    })
+                    .await
+                    .map_err(|e| backend("the backup task failed", e))?;
+                    match taken {
+                        Ok(report) => {
+                            warn_missing(copied.as_ref(), &report.path.display().to_string());
+                            return Ok(TakenBackup::from_report(&report, copied));
+                        }
+                        Err(e) if retry => {
+                            tracing::info!("backup taken again from a new snapshot: {e}");
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            (Place::Dir(_), None) => {
                 let this = Arc::clone(self);
                 let report = tokio::task::spawn_blocking(move || match &this.place {
                     Place::Dir(set) => set.take(),
@@ -216,20 +325,9 @@ impl Backups {
                 })
                 .await
                 .map_err(|e| backend("the backup task failed", e))??;
-                let name = report
-                    .path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                Ok(TakenBackup {
-                    name,
-                    location: report.path.display().to_string(),
-                    bytes: report.bytes,
-                    format: report.format,
-                    elapsed: report.elapsed,
-                })
+                Ok(TakenBackup::from_report(&report, None))
             }
-            Place::Bucket(bucket) => bucket.take().await,
+            (Place::Bucket(bucket), files) => bucket.take(files.as_ref()).await,
         }
     }
 
@@ -290,6 +388,116 @@ impl Backups {
                 Err(e) => Err(backend("cannot read the backup", e)),
             },
         }
+    }
+}
+
+/// Takes a backup of `database` into the file `out` (as `portico backup --out`): with `files`,
+/// their files go to the folder beside it that [`files_name`] names (`x.db`: `x.files`), and
+/// `out` is renamed into place last (see the module docs).
+///
+/// # Errors
+/// As [`portico_store::sqlite::backup`]; [`Error::Backend`] when a file cannot be copied.
+pub async fn take_to_file(
+    database: &Path,
+    out: &Path,
+    files: Option<&BackupFiles>,
+) -> Result<TakenBackup, Error> {
+    let (database, out) = (database.to_owned(), out.to_owned());
+    let Some(files) = files else {
+        let report =
+            tokio::task::spawn_blocking(move || portico_store::sqlite::backup(&database, &out))
+                .await
+                .map_err(|e| backend("the backup task failed", e))??;
+        return Ok(TakenBackup::from_report(&report, None));
+    };
+    let dir = match out.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let prefix = files_name(
+        &out.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    );
+    let to = dir_store(&dir)?;
+    let handle = tokio::runtime::Handle::current();
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let last = attempt >= ATTEMPTS;
+        let (database, out, files, to, prefix, handle, dir) = (
+            database.clone(),
+            out.clone(),
+            files.clone(),
+            Arc::clone(&to),
+            prefix.clone(),
+            handle.clone(),
+            dir.clone(),
+        );
+        let (taken, copied, retry) = tokio::task::spawn_blocking(move || {
+            let (mut copied, mut retry) = (None, false);
+            let _ = std::fs::remove_dir_all(dir.join(&prefix));
+            let taken = portico_store::sqlite::backup_with(&database, &out, |partial| {
+                let report = copy_named(&handle, &files, partial, &to, &prefix, None)?;
+                if !report.missing.is_empty() && !last {
+                    retry = true;
+                    return Err(missing_error(&report));
+                }
+                copied = Some(report);
+                Ok(())
+            });
+            if taken.is_err() {
+                let _ = std::fs::remove_dir_all(dir.join(&prefix));
+            }
+            (taken, copied, retry)
+        })
+        .await
+        .map_err(|e| backend("the backup task failed", e))?;
+        match taken {
+            Ok(report) => {
+                warn_missing(copied.as_ref(), &report.path.display().to_string());
+                return Ok(TakenBackup::from_report(&report, copied));
+            }
+            Err(e) if retry => tracing::info!("backup taken again from a new snapshot: {e}"),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Copies the files the checked copy `db` names into `to` under `prefix`, linking those under
+/// `previous` (blocking: called on a backup's thread, with the runtime's `handle`).
+fn copy_named(
+    handle: &tokio::runtime::Handle,
+    files: &BackupFiles,
+    db: &Path,
+    to: &Arc<dyn ObjectStore>,
+    prefix: &str,
+    previous: Option<&str>,
+) -> Result<FilesReport, Error> {
+    let named = files.named(db)?;
+    handle.block_on(files.copy(&named, to, prefix, previous))
+}
+
+/// Why a backup is taken again: files its snapshot names went from the store meanwhile.
+fn missing_error(report: &FilesReport) -> Error {
+    Error::Backend(format!(
+        "{} file(s) the snapshot names are not in the files store (removed after the snapshot), \
+         first {}",
+        report.missing.len(),
+        report.missing.first().map_or("", String::as_str)
+    ))
+}
+
+/// Logs the files a kept backup lacks because the files store lacks them.
+fn warn_missing(files: Option<&FilesReport>, location: &str) {
+    if let Some(files) = files.filter(|f| !f.missing.is_empty()) {
+        tracing::warn!(
+            backup = location,
+            missing = files.missing.len(),
+            first = %files.missing[0],
+            "the backup lacks files its database names: the files store does not hold them \
+             (after {ATTEMPTS} snapshots)"
+        );
     }
 }
 
@@ -397,7 +605,7 @@ impl Bucket {
         }
     }
 
-    async fn take(&self) -> Result<TakenBackup, Error> {
+    async fn take(&self, files: Option<&BackupFiles>) -> Result<TakenBackup, Error> {
         if self.running.swap(true, Ordering::AcqRel) {
             return Err(Error::Unavailable(
                 "a backup is being taken already; try again when it has finished".into(),
@@ -416,30 +624,95 @@ impl Bucket {
         self.remove_stale_staging().await;
         let existing = self.list().await?;
         let name = new_backup_name(|name| existing.iter().any(|b| b.name == name));
+        let previous = existing.first().map(|newest| files_name(&newest.name));
         let staging = self.staging(&name);
-        let (database, copy) = (self.database.clone(), staging.clone());
-        let copied =
-            tokio::task::spawn_blocking(move || portico_store::sqlite::backup(&database, &copy))
-                .await
-                .map_err(|e| backend("the backup task failed", e))
-                .and_then(|r| r);
-        let uploaded = match copied {
-            Ok(report) => self
-                .upload(&staging, &name)
-                .await
-                .map(|()| (report.bytes, report.format)),
-            Err(e) => Err(e),
+        let mut attempt = 0;
+        let (bytes, format, copied) = loop {
+            attempt += 1;
+            let (database, copy) = (self.database.clone(), staging.clone());
+            let copied = tokio::task::spawn_blocking(move || {
+                portico_store::sqlite::backup(&database, &copy)
+            })
+            .await
+            .map_err(|e| backend("the backup task failed", e))
+            .and_then(|r| r);
+            let with_files = match (copied, files) {
+                (Ok(report), Some(files)) => self
+                    .copy_files(files, &staging, &name, previous.as_deref())
+                    .await
+                    .map(|f| (report, Some(f))),
+                (Ok(report), None) => Ok((report, None)),
+                (Err(e), _) => Err(e),
+            };
+            let uploaded = match with_files {
+                Ok((_, Some(f))) if !f.missing.is_empty() && attempt < ATTEMPTS => {
+                    tracing::info!(
+                        "backup taken again from a new snapshot: {}",
+                        missing_error(&f)
+                    );
+                    let _ = tokio::fs::remove_file(&staging).await;
+                    continue;
+                }
+                Ok((report, f)) => self
+                    .upload(&staging, &name)
+                    .await
+                    .map(|()| (report.bytes, report.format, f)),
+                Err(e) => Err(e),
+            };
+            let _ = tokio::fs::remove_file(&staging).await;
+            if uploaded.is_err() {
+                self.delete_files_of(&name).await;
+            }
+            break uploaded?;
         };
-        let _ = tokio::fs::remove_file(&staging).await;
-        let (bytes, format) = uploaded?;
+        let location = format!("{}/{name}", self.url);
+        warn_missing(copied.as_ref(), &location);
         self.prune().await?;
         Ok(TakenBackup {
-            location: format!("{}/{name}", self.url),
+            location,
             name,
             bytes,
             format,
             elapsed: started.elapsed(),
+            files: copied,
         })
+    }
+
+    /// Copies the files the staged copy names into the bucket, under `<name>.files/` (what an
+    /// earlier attempt left there is replaced).
+    async fn copy_files(
+        &self,
+        files: &BackupFiles,
+        staging: &Path,
+        name: &str,
+        previous: Option<&str>,
+    ) -> Result<FilesReport, Error> {
+        self.delete_files_of(name).await;
+        let (files_for_read, staged) = (files.clone(), staging.to_owned());
+        let named = tokio::task::spawn_blocking(move || files_for_read.named(&staged))
+            .await
+            .map_err(|e| backend("the backup task failed", e))??;
+        files
+            .copy(&named, &self.store, &files_name(name), previous)
+            .await
+    }
+
+    /// Deletes the files of the backup `name` (under `<name>.files/`); failures are logged.
+    async fn delete_files_of(&self, name: &str) {
+        let prefix = Key::from(files_name(name));
+        let listed: Vec<object_store::ObjectMeta> =
+            match self.store.list(Some(&prefix)).try_collect().await {
+                Ok(listed) => listed,
+                Err(e) => {
+                    tracing::warn!("listing the files of the backup {name}: {e}");
+                    return;
+                }
+            };
+        for object in listed {
+            if let Err(e) = self.store.delete(&object.location).await {
+                tracing::warn!(key = %object.location, "deleting a backup's file: {e}");
+            }
+        }
     }
 
     /// Uploads the checked file `from` as `name`: one multipart upload, completed only when
@@ -503,13 +776,34 @@ impl Bucket {
         Ok(files)
     }
 
-    /// Deletes the oldest backups beyond `keep`.
+    /// Deletes the oldest backups beyond `keep` (each with its files), and files left by a
+    /// backup whose database never came (the caller runs the only backup of these).
     async fn prune(&self) -> Result<(), Error> {
-        for old in self.list().await?.into_iter().skip(self.keep) {
+        let listed = self.list().await?;
+        for old in listed.iter().skip(self.keep) {
             self.store
                 .delete(&Key::from(old.name.as_str()))
                 .await
                 .map_err(|e| backend(&format!("cannot delete {}/{}", self.url, old.name), e))?;
+            self.delete_files_of(&old.name).await;
+        }
+        let folders = self
+            .store
+            .list_with_delimiter(None)
+            .await
+            .map_err(|e| backend(&format!("cannot list {}", self.url), e))?
+            .common_prefixes;
+        for folder in folders {
+            let Some(stem) = folder
+                .filename()
+                .and_then(|f| f.strip_suffix(portico_store::sqlite::FILES_EXTENSION))
+            else {
+                continue;
+            };
+            let db = format!("{stem}{}", portico_store::sqlite::BACKUP_EXTENSION);
+            if is_backup_name(&db) && !listed.iter().take(self.keep).any(|b| b.name == db) {
+                self.delete_files_of(&db).await;
+            }
         }
         Ok(())
     }

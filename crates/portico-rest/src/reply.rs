@@ -323,6 +323,14 @@ impl From<portico_platform::FileError> for Reply {
     fn from(e: portico_platform::FileError) -> Reply {
         match e {
             portico_platform::FileError::Platform(p) => Reply::from(p),
+            portico_platform::FileError::Unavailable(e) => {
+                tracing::warn!(error = %e, "file store unavailable");
+                Reply::error(503, "The file store is unavailable; try again shortly")
+                    .with_header("Retry-After", RETRY_AFTER_SECS.to_string())
+            }
+            portico_platform::FileError::Busy(message) => {
+                Reply::error(503, message).with_header("Retry-After", RETRY_AFTER_SECS.to_string())
+            }
             e if e.status() >= 500 => Reply::internal(e),
             portico_platform::FileError::RangeNotSatisfiable(size) => {
                 Reply::error(416, e.to_string())
@@ -333,10 +341,15 @@ impl From<portico_platform::FileError> for Reply {
     }
 }
 
-/// The database cannot be reached: 503, with the details logged, not sent.
+/// The `Retry-After` of a 503 for a database or files store that cannot be reached, in
+/// seconds.
+const RETRY_AFTER_SECS: u32 = 1;
+
+/// The database cannot be reached: 503 with `Retry-After`, the details logged, not sent.
 fn unavailable(e: impl Display) -> Reply {
     tracing::warn!(error = %e, "database unavailable");
     Reply::error(503, "Service unavailable, try again shortly")
+        .with_header("Retry-After", RETRY_AFTER_SECS.to_string())
 }
 
 /// Any other error is a 500 whose text is logged, not sent.

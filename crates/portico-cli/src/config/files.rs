@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use portico_platform::FileField;
-use portico_platform::files::{DEFAULT_MAX_SIZE_MB, ThumbSize};
+use portico_platform::files::{DEFAULT_MAX_PIXELS, DEFAULT_MAX_SIZE_MB, ThumbSize};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -13,6 +13,7 @@ use toml::Spanned;
 pub(crate) struct RawFiles {
     pub(crate) store: Option<Spanned<String>>,
     pub(crate) max_size_mb: Option<Spanned<u64>>,
+    pub(crate) max_pixels: Option<Spanned<u64>>,
     pub(crate) shared_storage: Option<bool>,
 }
 
@@ -37,6 +38,9 @@ pub struct FilesSettings {
     pub store: String,
     /// `max_size_mb` (default 20), in bytes here: the largest file accepted.
     pub max_size: u64,
+    /// `max_pixels` (default 50,000,000): the most pixels of a PNG, JPEG or WebP image
+    /// accepted, read from its header at upload.
+    pub max_pixels: u64,
     /// `shared_storage = true`: the directory is shared by every instance (a network file
     /// system), so a local directory is accepted with a PostgreSQL database.
     pub shared_storage: bool,
@@ -47,6 +51,7 @@ impl Default for FilesSettings {
         FilesSettings {
             store: DEFAULT_FILES_STORE.to_owned(),
             max_size: DEFAULT_MAX_SIZE_MB * 1024 * 1024,
+            max_pixels: DEFAULT_MAX_PIXELS,
             shared_storage: false,
         }
     }
@@ -60,7 +65,9 @@ impl FilesSettings {
 
     /// The platform's configuration.
     pub fn platform_config(&self) -> portico_platform::FilesConfig {
-        portico_platform::FilesConfig::new(self.store.clone()).max_size(self.max_size)
+        portico_platform::FilesConfig::new(self.store.clone())
+            .max_size(self.max_size)
+            .max_pixels(self.max_pixels)
     }
 
     /// Why files on `database` cannot be kept in this store, when they cannot: a local
@@ -112,6 +119,20 @@ pub(crate) fn check_settings(raw: Option<RawFiles>) -> (FilesSettings, Vec<Mista
                 format!(
                     "{} is out of range; write 1 to 1048576 (MiB)",
                     size.get_ref()
+                ),
+            ));
+        }
+    }
+    if let Some(pixels) = raw.max_pixels {
+        if (1..=1_000_000_000).contains(pixels.get_ref()) {
+            settings.max_pixels = *pixels.get_ref();
+        } else {
+            mistakes.push((
+                pixels.span(),
+                "files.max_pixels".to_owned(),
+                format!(
+                    "{} is out of range; write 1 to 1000000000 (width x height)",
+                    pixels.get_ref()
                 ),
             ));
         }

@@ -105,19 +105,46 @@ fn units_to_bytes(units: usize) -> f64 {
 /// body at a time whatever its length (method and path).
 pub type Unbudgeted = Arc<dyn Fn(&http::Method, &str) -> bool + Send + Sync>;
 
-/// Wraps `app` in a budget of `bytes` for the bodies in flight (none when `bytes` is 0);
-/// requests `exempt` names are not counted.
-pub fn with_body_budget(app: Router, bytes: u64, exempt: Unbudgeted) -> Router {
-    if bytes == 0 {
-        return app;
+/// The server-wide memory budget of `bytes` (none when 0): the bodies in flight reserve from
+/// it ([`with_body_budget`]), and so do the files service's image decodes
+/// ([`portico_platform::Files::share_memory_budget`]).
+#[derive(Clone)]
+pub struct MemoryBudget {
+    permits: Arc<Semaphore>,
+    units: u32,
+}
+
+impl MemoryBudget {
+    /// A budget of `bytes`; `None` for 0 (no budget).
+    pub fn new(bytes: u64) -> Option<MemoryBudget> {
+        if bytes == 0 {
+            return None;
+        }
+        let units = u32::try_from(bytes.div_ceil(UNIT)).unwrap_or(u32::MAX);
+        Some(MemoryBudget {
+            permits: Arc::new(Semaphore::new(units as usize)),
+            units,
+        })
     }
-    let units = u32::try_from(bytes.div_ceil(UNIT)).unwrap_or(u32::MAX);
+
+    /// Gives `files` this budget for its thumbnails' decodes.
+    pub fn share_with(&self, files: &portico_platform::Files) {
+        files.share_memory_budget(self.permits.clone(), UNIT, self.units);
+    }
+}
+
+/// Wraps `app` in `budget` for the bodies in flight (none without a budget); requests `exempt`
+/// names are not counted.
+pub fn with_body_budget(app: Router, budget: Option<&MemoryBudget>, exempt: Unbudgeted) -> Router {
+    let Some(budget) = budget else {
+        return app;
+    };
     // Shown in /metrics from the start, not only after the first body.
     metrics::gauge!(INFLIGHT_BYTES).set(0.0);
     metrics::counter!(REFUSED).absolute(0);
     let budget = Arc::new(Budget {
-        permits: Arc::new(Semaphore::new(units as usize)),
-        units,
+        permits: budget.permits.clone(),
+        units: budget.units,
         exempt,
     });
     app.layer(axum::middleware::from_fn_with_state(budget, admit))

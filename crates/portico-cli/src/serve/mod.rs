@@ -320,6 +320,7 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     // OpenAPI document. What they refuse is a mistake in the config file.
     crate::files::open(&config, &platform, &url)?;
     crate::doors::declare_collections(&config, &platform)?;
+    crate::files::start_cleaner(&platform);
     platform.ensure_search_indexes().await?;
     crate::indexes::ensure(&config, &platform).await?;
     portico_store::set_slow_scan_docs(
@@ -346,12 +347,12 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         app
     };
     let app = with_body_timeout(app, config.server.body_timeout);
+    let memory = body_budget::MemoryBudget::new(config.server.max_inflight_body);
+    if let (Some(memory), Some(files)) = (&memory, platform.files()) {
+        memory.share_with(files);
+    }
     let app = with_request_log(
-        body_budget::with_body_budget(
-            app,
-            config.server.max_inflight_body,
-            body_budget::upload_matcher(&config),
-        ),
+        body_budget::with_body_budget(app, memory.as_ref(), body_budget::upload_matcher(&config)),
         config.trusted_proxies.clone(),
     );
     let (listener, bound) = bind(addr).await?;

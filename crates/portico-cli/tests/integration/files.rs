@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::common::{S3Server, Server, Workspace};
+use super::common::{S3Server, Server, Workspace, text};
 
 /// `posts`: owners only (`ownerId`), a cover image (with thumbnails) and up to 3 attachments.
 /// `albums`: reads need a login (for the download-token cases), writes too.
@@ -1242,4 +1242,496 @@ main = "server/main.ts"
         .filter_map(|f| f["name"].as_str())
         .collect();
     assert_eq!(names, ["every.bin", "longer.bin"]);
+}
+
+/// The backups of `ws`'s `dir` (relative to the workspace): the `.db` files, oldest first.
+fn backups_in(ws: &Workspace, dir: &str) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(ws.path(dir))
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name().is_some_and(|n| {
+                        let n = n.to_string_lossy();
+                        n.starts_with("portico-backup-") && n.ends_with(".db")
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// The folder of a backup's files: `x.db` gives `x.files`.
+fn files_folder(backup: &Path) -> PathBuf {
+    backup.with_extension("files")
+}
+
+/// Issue 39, item 2: a scheduled backup restored into a fresh directory served documents whose
+/// files were gone (`404 The file is missing from the store`). Now a backup holds the files
+/// its database names, each backup links the files the previous one holds, pruning removes a
+/// backup's files with it, and `portico restore` puts them back.
+#[tokio::test]
+async fn scheduled_backups_hold_the_files_their_database_names_and_restore_them() {
+    let backups = "\n[backups]\ndir = \"backups\"\nevery_hours = 0.0004\nkeep = 3\n";
+    let ws = Workspace::new();
+    ws.config(&format!("{CONFIG}{backups}"));
+    ws.add_user("ada", "correct horse", &[]);
+    let server = ws.serve();
+    let ada = login(&server, "ada", "correct horse").await;
+    let id = ada.new_post().await;
+    let attachment: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let (status, body) = ada
+        .upload(
+            &format!("/api/posts/{id}/files/attachments?name=a.bin"),
+            &attachment,
+            "application/octet-stream",
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let cover = png(40, 30);
+    let (status, body) = ada
+        .upload(
+            &format!("/api/posts/{id}/files/cover?name=cover.png"),
+            &cover,
+            "image/png",
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let cover_name = body["data"]["name"].as_str().unwrap().to_owned();
+    // Two backups taken after both uploads, each with both files.
+    let deadline = std::time::Instant::now() + Duration::from_secs(40);
+    let whole = loop {
+        let whole: Vec<PathBuf> = backups_in(&ws, "backups")
+            .into_iter()
+            .filter(|b| files_under(&files_folder(b)).len() == 2)
+            .collect();
+        if whole.len() >= 2 {
+            break whole;
+        }
+        assert!(std::time::Instant::now() < deadline, "{whole:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let (stopped, log) = server.stop();
+    assert!(stopped, "{log}");
+    // Kept with their files, pruned with them: no folder of files without its backup.
+    let kept = backups_in(&ws, "backups");
+    assert!(kept.len() <= 3, "{kept:?}");
+    let folders: Vec<PathBuf> = std::fs::read_dir(ws.path("backups"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "files"))
+        .collect();
+    assert!(
+        folders.iter().all(|f| f.with_extension("db").is_file()),
+        "{folders:?} {kept:?}"
+    );
+    // The same file in two backups is one file on disk (a hard link).
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        let inodes = |b: &Path| -> Vec<u64> {
+            let mut found: Vec<u64> = files_under(&files_folder(b))
+                .iter()
+                .map(|f| std::fs::metadata(f).unwrap().ino())
+                .collect();
+            found.sort_unstable();
+            found
+        };
+        let (a, b) = (&whole[whole.len() - 2], &whole[whole.len() - 1]);
+        if a.is_file() && b.is_file() {
+            assert_eq!(inodes(a), inodes(b), "{a:?} {b:?}");
+        }
+    }
+    // The store itself lost: the backup is all there is.
+    let newest = whole.last().unwrap().clone();
+    let fresh = Workspace::new();
+    fresh.config(CONFIG);
+    let restored = fresh.run(&[
+        "restore",
+        &newest.display().to_string(),
+        "--config",
+        "portico.toml",
+    ]);
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    let said = text(&restored.stdout);
+    assert!(said.contains("files: 2 put back into store"), "{said}");
+    let server = fresh.serve();
+    let ada = login(&server, "ada", "correct horse").await;
+    let (status, _, got) = ada
+        .send(
+            "GET",
+            &format!("/api/posts/{id}/files/attachments/a.bin"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!((status, sha(&got)), (200, sha(&attachment)));
+    let (status, _, got) = ada
+        .send(
+            "GET",
+            &format!("/api/posts/{id}/files/cover/{cover_name}"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!((status, sha(&got)), (200, sha(&cover)));
+    let (status, _, _) = ada
+        .send(
+            "GET",
+            &format!("/api/posts/{id}/files/cover/{cover_name}?thumb=100x100"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(status, 200);
+    drop(server.stop());
+}
+
+/// `portico backup --out` while the server runs: the backup holds the files its snapshot
+/// names, even when they are deleted from the store afterwards, and not the files uploaded
+/// after it; `portico restore` puts them back beside what the store holds.
+#[tokio::test]
+async fn a_backup_holds_its_snapshot_s_files_and_not_later_ones() {
+    let (ws, server) = start().await;
+    let ada = login(&server, "ada", "correct horse").await;
+    let id = ada.new_post().await;
+    let attach = format!("/api/posts/{id}/files/attachments");
+    let (status, body) = ada
+        .upload(
+            &format!("{attach}?name=before.txt"),
+            b"before",
+            "text/plain",
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let backed = ws.run(&["backup", "--config", "portico.toml", "--out", "b1.db"]);
+    assert!(backed.status.success(), "{}", text(&backed.stderr));
+    let said = text(&backed.stdout);
+    assert!(
+        said.contains("files: b1.files (1 file the database names"),
+        "{said}"
+    );
+    assert_eq!(files_under(&ws.path("b1.files")).len(), 1);
+    // After the snapshot: a new file (not needed), the old one deleted (still in the backup).
+    let (status, body) = ada
+        .upload(&format!("{attach}?name=after.txt"), b"after", "text/plain")
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = ada
+        .json("DELETE", &format!("{attach}/before.txt"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(files_under(&ws.path("b1.files")).len(), 1);
+    let (stopped, log) = server.stop();
+    assert!(stopped, "{log}");
+    // Restored in place: `before.txt` is back, `after.txt` stays in the store unnamed (the
+    // sweep deletes it).
+    let restored = ws.run(&["restore", "b1.db", "--config", "portico.toml"]);
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    let said = text(&restored.stdout);
+    assert!(said.contains("files: 1 put back into store"), "{said}");
+    let server = ws.serve();
+    let ada = login(&server, "ada", "correct horse").await;
+    let (status, _, got) = ada
+        .send("GET", &format!("{attach}/before.txt"), None, &[])
+        .await;
+    assert_eq!((status, got.as_slice()), (200, b"before".as_slice()));
+    let (status, doc) = ada.json("GET", &format!("/api/posts/{id}"), None).await;
+    assert_eq!(status, 200);
+    let names: Vec<&str> = doc["data"]["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["name"].as_str())
+        .collect();
+    assert_eq!(names, ["before.txt"]);
+    drop(server.stop());
+
+    // A backup without files for an application with files says so.
+    std::fs::copy(ws.path("b1.db"), ws.path("bare.db")).unwrap();
+    let restored = ws.run(&["restore", "bare.db", "--config", "portico.toml"]);
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    assert!(
+        text(&restored.stdout).contains("warning: the backup holds no files"),
+        "{}",
+        text(&restored.stdout)
+    );
+}
+
+/// Files on S3 and backups in a bucket (`[backups] url`), on a real `s3s-fs` server: a backup
+/// copies the objects its database names into the backups' bucket (`<name>.files/`), and
+/// `portico restore s3://...` copies them back into the files store after they were deleted.
+#[tokio::test]
+async fn backups_in_a_bucket_hold_the_s3_files_and_restore_them() {
+    let s3 = S3Server::start("bucket");
+    let env = s3.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = |ws: &Workspace, args: &[&str]| {
+        super::common::portico()
+            .args(args)
+            .current_dir(ws.dir.path())
+            .envs(env.iter().copied())
+            .output()
+            .expect("run portico")
+    };
+    let config = format!(
+        "{}\n[backups]\nurl = \"s3://bucket/backups\"\ndir = \"./staging\"\nkeep = 2\n",
+        CONFIG
+            .replace("store = \"store\"", "store = \"s3://bucket/files\"")
+            .replace("max_size_mb = 1", "max_size_mb = 8")
+    );
+    let ws = Workspace::new();
+    ws.config(&config);
+    ws.add_user("ada", "correct horse", &[]);
+    let server = s3.serve(&ws);
+    let ada = login(&server, "ada", "correct horse").await;
+    let id = ada.new_post().await;
+    let attach = format!("/api/posts/{id}/files/attachments");
+    // 6 MiB: copied in parts.
+    let big: Vec<u8> = (0..6 * 1024 * 1024u32)
+        .map(|i| (i.wrapping_mul(40_503) >> 7) as u8)
+        .collect();
+    let (status, body) = ada
+        .upload(
+            &format!("{attach}?name=big.bin"),
+            &big,
+            "application/octet-stream",
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = ada
+        .upload(&format!("{attach}?name=small.txt"), b"small", "text/plain")
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let backed = run(&ws, &["backup", "--config", "portico.toml"]);
+    assert!(backed.status.success(), "{}", text(&backed.stderr));
+    let said = text(&backed.stdout);
+    assert!(said.contains("2 files the database names"), "{said}");
+    let name = said
+        .split("s3://bucket/backups/")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap()
+        .to_owned();
+    let held = s3.objects(&format!("bucket/backups/{}", name.replace(".db", ".files")));
+    assert_eq!(held.len(), 2, "{held:?}");
+    // Files on S3 into a backup on disk (`--out`): downloaded beside it.
+    let local = run(
+        &ws,
+        &["backup", "--config", "portico.toml", "--out", "local.db"],
+    );
+    assert!(local.status.success(), "{}", text(&local.stderr));
+    let held = files_under(&ws.path("local.files"));
+    assert_eq!(held.len(), 2, "{held:?}");
+    assert!(
+        held.iter()
+            .any(|f| std::fs::read(f).is_ok_and(|b| sha(&b) == sha(&big))),
+        "{held:?}"
+    );
+    // The second backup links (server-side copies) the first one's files.
+    let again = run(&ws, &["backup", "--config", "portico.toml"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stdout).contains("2 linked from the previous backup"),
+        "{}",
+        text(&again.stdout)
+    );
+    // Both files deleted from the store after the backup.
+    for file in ["big.bin", "small.txt"] {
+        let (status, body) = ada.json("DELETE", &format!("{attach}/{file}"), None).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    assert!(s3.objects("bucket/files").is_empty());
+    let (stopped, log) = server.stop();
+    assert!(stopped, "{log}");
+
+    let fresh = Workspace::new();
+    fresh.config(&config);
+    let restored = run(
+        &fresh,
+        &[
+            "restore",
+            &format!("s3://bucket/backups/{name}"),
+            "--config",
+            "portico.toml",
+        ],
+    );
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    let said = text(&restored.stdout);
+    assert!(
+        said.contains("files: 2 put back into s3://bucket/files"),
+        "{said}"
+    );
+    let server = s3.serve(&fresh);
+    let ada = login(&server, "ada", "correct horse").await;
+    let (status, _, got) = ada
+        .send("GET", &format!("{attach}/big.bin"), None, &[])
+        .await;
+    assert_eq!((status, sha(&got)), (200, sha(&big)));
+    let (status, _, got) = ada
+        .send("GET", &format!("{attach}/small.txt"), None, &[])
+        .await;
+    assert_eq!((status, got.as_slice()), (200, b"small".as_slice()));
+    drop(server.stop());
+}
+
+/// The CRC-32 of a PNG chunk (its type and data).
+fn png_crc(bytes: &[u8]) -> u32 {
+    let mut crc = 0xFFFF_FFFFu32;
+    for byte in bytes {
+        crc ^= u32::from(*byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// A small PNG whose header says `w` x `h` pixels (its pixel data is a small image's: only a
+/// decode would find out).
+fn png_claiming(w: u32, h: u32) -> Vec<u8> {
+    let mut bytes = png(64, 64);
+    // The signature (8 bytes), then IHDR: length (4), type (4), width (4), height (4)...
+    bytes[16..20].copy_from_slice(&w.to_be_bytes());
+    bytes[20..24].copy_from_slice(&h.to_be_bytes());
+    let crc = png_crc(&bytes[12..29]);
+    bytes[29..33].copy_from_slice(&crc.to_be_bytes());
+    bytes
+}
+
+/// Issue 39, item 4: a 136 KiB PNG of 12,000 x 12,000 pixels was accepted, and each first
+/// thumbnail of it decoded about 100 MiB. Now an image over `[files] max_pixels` (default 50
+/// million) is refused at upload from its header, before anything is stored; and a thumbnail's
+/// decode reserves its memory from the budget the request bodies use, so it waits (then 503
+/// with `Retry-After`) while bodies in flight hold it.
+#[tokio::test]
+async fn images_over_the_pixel_limit_are_refused_and_decodes_count_against_the_budget() {
+    let ws = Workspace::new();
+    ws.config(&CONFIG.replace("[[api]]", "[server]\nmax_inflight_body_mb = 1\n\n[[api]]"));
+    ws.add_user("ada", "correct horse", &[]);
+    let server = ws.serve();
+    let ada = login(&server, "ada", "correct horse").await;
+    let id = ada.new_post().await;
+    let cover = format!("/api/posts/{id}/files/cover");
+    let huge = png_claiming(12_000, 12_000);
+    let (status, body) = ada
+        .upload(&format!("{cover}?name=huge.png"), &huge, "image/png")
+        .await;
+    assert_eq!(status, 413, "{body}");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("12000 x 12000") && message.contains("50000000"),
+        "{body}"
+    );
+    assert!(files_under(&ws.path("store")).is_empty());
+    let (_, doc) = ada.json("GET", &format!("/api/posts/{id}"), None).await;
+    assert!(doc["data"]["cover"].is_null(), "{doc}");
+    // Within the limit: stored, and its thumbnail made.
+    let fine = png(1000, 800);
+    let (status, body) = ada
+        .upload(&format!("{cover}?name=fine.png"), &fine, "image/png")
+        .await;
+    assert_eq!(status, 201, "{body}");
+    // A body in flight holds the whole budget (1 MiB; 128 KiB counts 8 times): the
+    // thumbnail's decode (about 3 MiB) waits for room, then gets 503 with `Retry-After`.
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    let mut held = TcpStream::connect(&addr).unwrap();
+    held.write_all(
+        format!(
+            "POST /api/posts HTTP/1.1\r\nHost: t\r\nX-Auth-Token: {}\r\nContent-Type: application/json\r\nContent-Length: 131072\r\n\r\n{{",
+            ada.token
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    let (status, headers, _) = ada
+        .send("GET", &format!("{cover}/fine.png?thumb=100x100"), None, &[])
+        .await;
+    assert_eq!(status, 503);
+    assert_eq!(headers["retry-after"], "1");
+    assert!(
+        started.elapsed() >= Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, _, thumb) = ada
+        .send("GET", &format!("{cover}/fine.png?thumb=100x100"), None, &[])
+        .await;
+    assert_eq!(status, 200);
+    assert!(!thumb.is_empty());
+    drop(server.stop());
+
+    // `max_pixels` sets the limit.
+    let ws = Workspace::new();
+    ws.config(&CONFIG.replace("max_size_mb = 1", "max_size_mb = 1\nmax_pixels = 10000"));
+    ws.add_user("ada", "correct horse", &[]);
+    let server = ws.serve();
+    let ada = login(&server, "ada", "correct horse").await;
+    let id = ada.new_post().await;
+    let cover = format!("/api/posts/{id}/files/cover");
+    let (status, body) = ada
+        .upload(&format!("{cover}?name=a.png"), &png(200, 100), "image/png")
+        .await;
+    assert_eq!(status, 413, "{body}");
+    let (status, body) = ada
+        .upload(&format!("{cover}?name=b.png"), &png(100, 100), "image/png")
+        .await;
+    assert_eq!(status, 201, "{body}");
+    drop(server.stop());
+    let refused = ws.check_refuses(&CONFIG.replace("max_size_mb = 1", "max_pixels = 0"));
+    assert!(refused.contains("files.max_pixels"), "{refused}");
+}
+
+/// Issue 39, item 11: with the S3 store down, file requests answered 500 `Internal server
+/// error`; now 503 with `Retry-After`, as an unreachable database.
+#[tokio::test]
+async fn an_s3_store_that_is_down_answers_503_with_retry_after() {
+    let s3 = S3Server::start("bucket");
+    let ws = Workspace::new();
+    ws.config(&CONFIG.replace("store = \"store\"", "store = \"s3://bucket/files\""));
+    ws.add_user("ada", "correct horse", &[]);
+    let server = s3.serve(&ws);
+    let ada = login(&server, "ada", "correct horse").await;
+    let id = ada.new_post().await;
+    let attach = format!("/api/posts/{id}/files/attachments");
+    let (status, body) = ada
+        .upload(&format!("{attach}?name=a.txt"), b"hello", "text/plain")
+        .await;
+    assert_eq!(status, 201, "{body}");
+    drop(s3);
+    for (method, path, body) in [
+        ("GET", format!("{attach}/a.txt"), None),
+        (
+            "POST",
+            format!("{attach}?name=b.txt"),
+            Some((b"again".to_vec(), "text/plain")),
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let (status, headers, reply) = ada.send(method, &path, body, &[]).await;
+        eprintln!(
+            "{method} with the store down: {status} after {:?}",
+            started.elapsed()
+        );
+        assert_eq!(status, 503, "{method}: {}", String::from_utf8_lossy(&reply));
+        assert_eq!(headers["retry-after"], "1");
+        assert!(
+            String::from_utf8_lossy(&reply).contains("file store is unavailable"),
+            "{}",
+            String::from_utf8_lossy(&reply)
+        );
+    }
+    let (_, log) = server.stop();
+    assert!(log.contains("file store unavailable"), "{log}");
 }

@@ -366,11 +366,13 @@ async fn requests_while_the_database_is_down_get_503_then_work_again() {
         .call("GET", "/api/items", None, &x_auth(&token))
         .await;
     assert_eq!(route.status, 503, "{}", route.raw);
+    assert_eq!(route.header("retry-after"), Some("1"));
     assert_eq!(route.body["status"], json!("error"), "JSend: {}", route.raw);
     let auto = server
         .call("POST", "/things", Some(json!({"n": 1})), &[])
         .await;
     assert_eq!(auto.status, 503, "{}", auto.raw);
+    assert_eq!(auto.header("retry-after"), Some("1"));
     assert_eq!(
         auto.body["error"],
         json!("service-unavailable"),

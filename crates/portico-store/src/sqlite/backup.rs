@@ -164,7 +164,55 @@ fn integrity_check(conn: &Connection, place: &Path) -> Result<()> {
 /// its check; [`Error::Backend`] when a file cannot be written. Then nothing is left under
 /// `out`, and the `.partial` file is removed when possible.
 pub fn backup(database: &Path, out: &Path) -> Result<BackupReport> {
-    at_low_priority(|| backup_here(database, out))
+    at_low_priority(|| backup_here(database, out, |_| Ok(())))
+}
+
+/// [`backup`], running `before_rename` on the checked copy (`<out>.partial`, a standalone
+/// file: read it with [`for_each_document`]) before it gets its final name: a backup that is
+/// more than its database (the files the database names) is whole once `out` exists. When
+/// `before_rename` fails, the copy is removed and its error returned.
+///
+/// # Errors
+/// As [`backup`]; `before_rename`'s error.
+pub fn backup_with(
+    database: &Path,
+    out: &Path,
+    before_rename: impl FnOnce(&Path) -> Result<()> + Send,
+) -> Result<BackupReport> {
+    at_low_priority(|| backup_here(database, out, before_rename))
+}
+
+/// Calls `visit` with each document of `collection` (its `_id` and its stored JSON) in the
+/// database file at `path`, opened read-only (a backup, or a copy being made: nothing is written
+/// beside it). A collection the file does not hold has no documents.
+///
+/// # Errors
+/// [`Error::Open`] when the file cannot be opened; [`Error::Backend`] when a document cannot
+/// be read or decoded; `visit`'s error.
+pub fn for_each_document(
+    path: &Path,
+    collection: &str,
+    mut visit: impl FnMut(&str, crate::Document) -> Result<()>,
+) -> Result<()> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| super::pool::open_error(path, &e))?;
+    if !super::schema::collection_exists(&conn, collection)? {
+        return Ok(());
+    }
+    let mut stmt = conn.prepare(&format!(
+        "SELECT id, doc FROM {}",
+        super::schema::collection_table(collection)
+    ))?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let doc = super::plan::parse_doc(collection, &id, row.get_ref(1)?)?;
+        visit(&id, doc)?;
+    }
+    Ok(())
 }
 
 /// Runs `work` on a thread of its own at the lowest scheduling priority (nice 19 on Linux; a
@@ -189,8 +237,12 @@ fn at_low_priority<T: Send>(work: impl FnOnce() -> Result<T> + Send) -> Result<T
     })
 }
 
-/// [`backup`], on the calling thread.
-fn backup_here(database: &Path, out: &Path) -> Result<BackupReport> {
+/// [`backup_with`], on the calling thread.
+fn backup_here(
+    database: &Path,
+    out: &Path,
+    before_rename: impl FnOnce(&Path) -> Result<()>,
+) -> Result<BackupReport> {
     let started = Instant::now();
     if !database.is_file() {
         return Err(Error::Open(format!(
@@ -207,6 +259,10 @@ fn backup_here(database: &Path, out: &Path) -> Result<BackupReport> {
             return Err(e);
         }
     };
+    if let Err(e) = before_rename(&partial) {
+        let _ = std::fs::remove_file(&partial);
+        return Err(e);
+    }
     let finish = || -> Result<u64> {
         File::open(&partial)
             .and_then(|f| f.sync_all())

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, TryLockError};
 use std::time::SystemTime;
 
-use super::backup::{BackupReport, PARTIAL_SUFFIX, backup};
+use super::backup::{BackupReport, PARTIAL_SUFFIX, backup_with};
 use crate::{Error, Result};
 
 /// How every backup file of a set starts.
@@ -70,6 +70,19 @@ pub fn is_backup_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
 }
 
+/// How the folder of a backup's files ends: `portico-backup-<time>.files` beside
+/// `portico-backup-<time>.db` (see [`files_name`]).
+pub const FILES_EXTENSION: &str = ".files";
+
+/// The name of the folder holding the files of the backup `name`: its name without `.db`,
+/// then `.files` (`x.db` gives `x.files`, `x` gives `x.files`).
+pub fn files_name(name: &str) -> String {
+    format!(
+        "{}{FILES_EXTENSION}",
+        name.strip_suffix(BACKUP_EXTENSION).unwrap_or(name)
+    )
+}
+
 /// A new backup's name, `portico-backup-<UTC time>.db`, with `-2`, `-3`... before `.db` while
 /// `taken` says the name is taken.
 pub fn new_backup_name(taken: impl Fn(&str) -> bool) -> String {
@@ -121,6 +134,20 @@ impl BackupSet {
     /// [`Error::Unavailable`] while another backup of this set runs; as [`super::backup()`]
     /// otherwise; [`Error::Backend`] when the directory cannot be made.
     pub fn take(&self) -> Result<BackupReport> {
+        self.take_with(|_, _| Ok(()))
+    }
+
+    /// [`BackupSet::take`], running `before_rename` on the checked copy and the backup's name
+    /// before the copy gets that name (see [`super::backup_with`]): it writes what else the
+    /// backup holds (its files, in the folder [`files_name`] names in [`BackupSet::dir`]). When
+    /// it fails, that folder is removed with the copy.
+    ///
+    /// # Errors
+    /// As [`BackupSet::take`]; `before_rename`'s error.
+    pub fn take_with(
+        &self,
+        before_rename: impl FnOnce(&Path, &str) -> Result<()> + Send,
+    ) -> Result<BackupReport> {
         let _running = match self.running.try_lock() {
             Ok(guard) => guard,
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
@@ -136,10 +163,21 @@ impl BackupSet {
                 self.dir.display()
             ))
         })?;
-        let out = self
-            .dir
-            .join(new_backup_name(|name| self.dir.join(name).exists()));
-        let report = backup(&self.database, &out)?;
+        let name = new_backup_name(|name| {
+            self.dir.join(name).exists() || self.dir.join(files_name(name)).exists()
+        });
+        let out = self.dir.join(&name);
+        let files = self.dir.join(files_name(&name));
+        let taken = backup_with(&self.database, &out, |partial| {
+            before_rename(partial, &name)
+        });
+        let report = match taken {
+            Ok(report) => report,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&files);
+                return Err(e);
+            }
+        };
         self.prune_now()?;
         Ok(report)
     }
@@ -184,8 +222,9 @@ impl BackupSet {
         path.is_file().then_some(path)
     }
 
-    /// Removes the oldest backups beyond `keep`, and `.partial` files a killed backup left
-    /// (when no backup of this set runs). Returns what was removed.
+    /// Removes the oldest backups beyond `keep` (each with the folder of its files), and what a
+    /// killed backup left (`.partial` files, a folder of files without its database) when no
+    /// backup of this set runs. Returns what was removed.
     ///
     /// # Errors
     /// As [`BackupSet::list`].
@@ -208,6 +247,10 @@ impl BackupSet {
             if std::fs::remove_file(&path).is_ok() {
                 removed.push(path);
             }
+            let files = self.dir.join(files_name(&old.name));
+            if files.is_dir() && std::fs::remove_dir_all(&files).is_ok() {
+                removed.push(files);
+            }
         }
         if let Ok(entries) = std::fs::read_dir(&self.dir) {
             for entry in entries.flatten() {
@@ -217,6 +260,17 @@ impl BackupSet {
                     && std::fs::remove_file(entry.path()).is_ok()
                 {
                     removed.push(entry.path());
+                }
+                // The files of a backup whose database was never renamed into place.
+                if let Some(stem) = name.strip_suffix(FILES_EXTENSION) {
+                    let db = format!("{stem}{BACKUP_EXTENSION}");
+                    if is_backup_name(&db)
+                        && !self.dir.join(&db).exists()
+                        && entry.path().is_dir()
+                        && std::fs::remove_dir_all(entry.path()).is_ok()
+                    {
+                        removed.push(entry.path());
+                    }
                 }
             }
         }

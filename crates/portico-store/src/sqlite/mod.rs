@@ -86,10 +86,12 @@ use crate::{
     UpdateOptions, UpdateResult,
 };
 pub use backup::{
-    BackupCheck, BackupReport, PARTIAL_SUFFIX, RestoreReport, backup, restore, verify,
+    BackupCheck, BackupReport, PARTIAL_SUFFIX, RestoreReport, backup, backup_with,
+    for_each_document, restore, verify,
 };
 pub use backup_set::{
-    BACKUP_EXTENSION, BACKUP_PREFIX, BackupFile, BackupSet, is_backup_name, new_backup_name,
+    BACKUP_EXTENSION, BACKUP_PREFIX, BackupFile, BackupSet, FILES_EXTENSION, files_name,
+    is_backup_name, new_backup_name,
 };
 pub use format::read_stored_format;
 pub use lock::{LOCK_SUFFIX, is_held, lock_path};

@@ -7,6 +7,11 @@ use std::str::FromStr;
 /// The default per-file size limit, in megabytes (`[files] max_size_mb`).
 pub const DEFAULT_MAX_SIZE_MB: u64 = 20;
 
+/// The default limit on an image's pixels (`[files] max_pixels`): 50 megapixels, a 48 MP
+/// phone photo (8064 x 6048) but not a 12,000 x 12,000 image whose few compressed bytes decode
+/// to hundreds of megabytes.
+pub const DEFAULT_MAX_PIXELS: u64 = 50_000_000;
+
 /// Settings of the files service (`[files]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -16,6 +21,9 @@ pub struct FilesConfig {
     pub store: String,
     /// The largest file accepted, in bytes.
     pub max_size: u64,
+    /// The most pixels (width x height) of a PNG, JPEG or WebP image accepted, read from its
+    /// header at upload (the images the server decodes, for thumbnails).
+    pub max_pixels: u64,
 }
 
 impl FilesConfig {
@@ -24,12 +32,19 @@ impl FilesConfig {
         FilesConfig {
             store: store.into(),
             max_size: DEFAULT_MAX_SIZE_MB * 1024 * 1024,
+            max_pixels: DEFAULT_MAX_PIXELS,
         }
     }
 
     /// The same with a size limit of `bytes` per file.
     pub fn max_size(mut self, bytes: u64) -> FilesConfig {
         self.max_size = bytes;
+        self
+    }
+
+    /// The same with a limit of `pixels` per image.
+    pub fn max_pixels(mut self, pixels: u64) -> FilesConfig {
+        self.max_pixels = pixels;
         self
     }
 

@@ -219,6 +219,18 @@ impl Files {
             .map_err(|e| FileError::Store(e.to_string()))?;
         let bytes = store.get(source).await?.bytes().await?;
         let mime = meta.mime.clone();
+        // Files stored before `max_pixels` existed are checked here, from their header.
+        let (width, height) = super::thumb::dimensions(&bytes, &mime).ok_or_else(|| {
+            FileError::Invalid(format!(
+                "the {mime} image's width and height cannot be read"
+            ))
+        })?;
+        let max_pixels = self.inner.config.max_pixels;
+        if u64::from(width) * u64::from(height) > max_pixels {
+            return Err(FileError::TooManyPixels(width, height, max_pixels));
+        }
+        let cost = super::thumb::decode_cost(width, height, size, bytes.len() as u64);
+        let _memory = self.reserve_memory(cost).await?;
         let made = tokio::task::spawn_blocking(move || super::thumb::make(&bytes, &mime, size))
             .await
             .map_err(|e| FileError::Store(e.to_string()))??;

@@ -13,6 +13,9 @@ pub enum FileError {
     /// The file is larger than the limit, in bytes (413).
     #[error("The file is larger than the limit of {0} bytes")]
     TooLarge(u64),
+    /// An image with more pixels than `[files] max_pixels` (413): width, height, the limit.
+    #[error("The image is {0} x {1} pixels, more than the limit of {2} pixels")]
+    TooManyPixels(u32, u32, u64),
     /// The file's content is of a type the field does not accept (415).
     #[error("Files of type {0} are not accepted here")]
     WrongType(String),
@@ -31,6 +34,15 @@ pub enum FileError {
     /// The file store failed (500; the text is logged, not sent).
     #[error("file store: {0}")]
     Store(String),
+    /// The file store cannot be reached now: an S3-compatible store that refuses connections,
+    /// times out or answers with a server error (503 with `Retry-After`, as an unreachable
+    /// database; the text is logged, not sent).
+    #[error("file store unavailable: {0}")]
+    Unavailable(String),
+    /// The server's memory budget has no room for this work now (a thumbnail's decode; 503
+    /// with `Retry-After`).
+    #[error("{0}")]
+    Busy(String),
     /// A platform error (its own status).
     #[error(transparent)]
     Platform(#[from] crate::Error),
@@ -42,12 +54,13 @@ impl FileError {
         match self {
             FileError::NotFound(_) => 404,
             FileError::AccessDenied => 403,
-            FileError::TooLarge(_) => 413,
+            FileError::TooLarge(_) | FileError::TooManyPixels(..) => 413,
             FileError::WrongType(_) => 415,
             FileError::Invalid(_) | FileError::Aborted(_) => 400,
             FileError::RangeNotSatisfiable(_) => 416,
             FileError::Conflict => 409,
             FileError::Store(_) => 500,
+            FileError::Unavailable(_) | FileError::Busy(_) => 503,
             FileError::Platform(e) => e.status_code(),
         }
     }
@@ -59,9 +72,49 @@ impl From<object_store::Error> for FileError {
             object_store::Error::NotFound { .. } => {
                 FileError::NotFound("The file is missing from the store".into())
             }
+            other if unreachable(&other) => FileError::Unavailable(other.to_string()),
             other => FileError::Store(other.to_string()),
         }
     }
+}
+
+/// True when `e` says a remote store cannot be reached now: the connection failed, broke off or
+/// timed out, or the store answered a server error (5xx, or 429 slow down) after the client's
+/// retries. A local directory's errors (a full disk, a permission) are not: those need an
+/// operator, not a retry.
+fn unreachable(e: &object_store::Error) -> bool {
+    let object_store::Error::Generic { store, source } = e else {
+        return false;
+    };
+    if *store == "LocalFileSystem" {
+        return false;
+    }
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(source.as_ref());
+    while let Some(err) = next {
+        if let Some(http) = err.downcast_ref::<object_store::client::HttpError>() {
+            use object_store::client::HttpErrorKind as Kind;
+            if matches!(
+                http.kind(),
+                Kind::Connect | Kind::Request | Kind::Timeout | Kind::Interrupted
+            ) {
+                return true;
+            }
+        }
+        if let Some(status) = server_status(&err.to_string())
+            && (status >= 500 || status == 429)
+        {
+            return true;
+        }
+        next = err.source();
+    }
+    false
+}
+
+/// The HTTP status of a store's error reply, as its text says it (`... non-2xx status code:
+/// 503 Service Unavailable ...`; the retry error that carries it is not public).
+fn server_status(text: &str) -> Option<u16> {
+    let (_, rest) = text.split_once("status code: ")?;
+    rest.get(..3)?.parse().ok()
 }
 
 /// A file error as a method's error (a Rust method or a script calling the files service): its
@@ -70,9 +123,10 @@ impl From<FileError> for crate::MethodError {
     fn from(e: FileError) -> crate::MethodError {
         let code = match &e {
             FileError::Platform(_) | FileError::Store(_) => None,
+            FileError::Unavailable(_) | FileError::Busy(_) => Some("service-unavailable"),
             FileError::NotFound(_) => Some("not-found"),
             FileError::AccessDenied => Some("access-denied"),
-            FileError::TooLarge(_) => Some("too-large"),
+            FileError::TooLarge(_) | FileError::TooManyPixels(..) => Some("too-large"),
             FileError::WrongType(_) => Some("wrong-type"),
             FileError::RangeNotSatisfiable(_) => Some("range-not-satisfiable"),
             FileError::Conflict => Some("conflict"),
@@ -80,8 +134,49 @@ impl From<FileError> for crate::MethodError {
         };
         match (e, code) {
             (FileError::Platform(p), _) => p.into(),
+            (FileError::Unavailable(e), _) => {
+                tracing::warn!(error = %e, "file store unavailable");
+                crate::MethodError::new(
+                    "service-unavailable",
+                    "The file store is unavailable; try again shortly",
+                )
+                .with_status(503)
+            }
             (e, Some(code)) => crate::MethodError::new(code, e.to_string()).with_status(e.status()),
             (e, None) => crate::MethodError::internal(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_errors_of_a_remote_store_are_unavailable_and_local_ones_are_not() {
+        let remote = |text: &str| object_store::Error::Generic {
+            store: "S3",
+            source: text.into(),
+        };
+        for down in [
+            "Error performing GET http://s3/x in 2s, after 10 retries - Server returned non-2xx status code: 503 Service Unavailable: ",
+            "Error performing PUT http://s3/x - Server returned non-2xx status code: 500 Internal Server Error: <Error/>",
+        ] {
+            assert_eq!(FileError::from(remote(down)).status(), 503, "{down}");
+        }
+        assert_eq!(
+            FileError::from(remote(
+                "Server returned non-2xx status code: 400 Bad Request"
+            ))
+            .status(),
+            500
+        );
+        let local = object_store::Error::Generic {
+            store: "LocalFileSystem",
+            source: "status code: 503".into(),
+        };
+        assert_eq!(FileError::from(local).status(), 500);
+        assert_eq!(server_status("x status code: 429 Too Many"), Some(429));
+        assert_eq!(server_status("no status"), None);
     }
 }

@@ -34,7 +34,9 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use serde_json::{Map, Value, json};
 
 pub use cleaner::{SweepReport, TEMP_GRACE};
-pub use config::{DEFAULT_MAX_SIZE_MB, FileField, FilesConfig, MAX_THUMB_SIDE, ThumbSize};
+pub use config::{
+    DEFAULT_MAX_PIXELS, DEFAULT_MAX_SIZE_MB, FileField, FilesConfig, MAX_THUMB_SIDE, ThumbSize,
+};
 pub use download::{ByteRange, Download, DownloadOptions};
 pub use error::FileError;
 pub use kind::{detect as detect_type, disposition, inline_safe};
@@ -45,6 +47,16 @@ pub use upload::NewFile;
 /// Opens the object store a `store` value names (a directory or `s3://bucket/prefix`), as the
 /// files service does; the backups of [`crate::backups`] use it for their bucket.
 pub(crate) use store::open as open_store;
+
+/// Opens the object store a `[files] store` value names (a directory, created when missing, or
+/// `s3://bucket/prefix`), as the files service does: `portico restore` puts a backup's files
+/// back through it.
+///
+/// # Errors
+/// [`FileError::Invalid`] for a store that cannot be opened.
+pub fn open_store_url(store: &str) -> Result<Arc<dyn ObjectStore>, FileError> {
+    store::open(store)
+}
 
 use crate::{Collection, Document, Platform, Selector};
 
@@ -154,6 +166,13 @@ pub fn files_of(doc: &Document, field: &str) -> Vec<FileMeta> {
     }
 }
 
+/// The key `file` of `field` of the document `id` of `collection` is stored under in a files
+/// store (`f/<collection>/<id>/<field>/<sha256>-<hash of the name>`; its thumbnails are
+/// `<key>.thumb-<size>`). Backups copy these.
+pub fn file_key(collection: &str, id: &str, field: &str, file: &FileMeta) -> String {
+    name::final_key(collection, id, field, &file.name, &file.sha256)
+}
+
 struct Inner {
     config: FilesConfig,
     store: Arc<dyn ObjectStore>,
@@ -161,7 +180,23 @@ struct Inner {
     fields: RwLock<BTreeMap<String, BTreeMap<String, FileField>>>,
     /// Thumbnails being made at once (each decodes a whole image).
     thumbs: tokio::sync::Semaphore,
+    /// The server's memory budget, shared with the request bodies in flight: a thumbnail's
+    /// decode reserves what it holds from it ([`Files::share_memory_budget`]).
+    memory: std::sync::OnceLock<MemoryBudget>,
 }
+
+/// A server-wide memory budget: a semaphore of `units` permits of `unit` bytes each.
+#[derive(Debug, Clone)]
+struct MemoryBudget {
+    permits: Arc<tokio::sync::Semaphore>,
+    unit: u64,
+    units: u32,
+}
+
+/// Thumbnails made at once: each decodes a whole image on a blocking thread.
+pub const THUMBS_AT_ONCE: usize = 2;
+/// How long a thumbnail waits for room in the memory budget before its 503.
+pub const THUMB_BUDGET_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The files service of a platform ([`Platform::set_files`]). Cheap to clone.
 #[derive(Clone)]
@@ -196,8 +231,42 @@ impl Files {
                 config,
                 store,
                 fields: RwLock::new(BTreeMap::new()),
-                thumbs: tokio::sync::Semaphore::new(2),
+                thumbs: tokio::sync::Semaphore::new(THUMBS_AT_ONCE),
+                memory: std::sync::OnceLock::new(),
             }),
+        }
+    }
+
+    /// Counts the decodes of thumbnails against a server-wide memory budget (the one request
+    /// bodies in flight reserve from): `permits` of `unit` bytes each, `units` in all. A decode
+    /// reserves what it holds at its peak (the image's pixels, see the files docs) before it
+    /// starts, and waits up to [`THUMB_BUDGET_WAIT`] for room (then 503 with `Retry-After`);
+    /// a decode larger than the whole budget reserves all of it. Once; later calls are ignored.
+    pub fn share_memory_budget(&self, permits: Arc<tokio::sync::Semaphore>, unit: u64, units: u32) {
+        let _ = self.inner.memory.set(MemoryBudget {
+            permits,
+            unit: unit.max(1),
+            units,
+        });
+    }
+
+    /// Reserves `bytes` from the memory budget, when there is one.
+    async fn reserve_memory(
+        &self,
+        bytes: u64,
+    ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, FileError> {
+        let Some(budget) = self.inner.memory.get() else {
+            return Ok(None);
+        };
+        let units = u32::try_from(bytes.div_ceil(budget.unit))
+            .unwrap_or(u32::MAX)
+            .min(budget.units);
+        let acquire = budget.permits.clone().acquire_many_owned(units);
+        match tokio::time::timeout(THUMB_BUDGET_WAIT, acquire).await {
+            Ok(Ok(permit)) => Ok(Some(permit)),
+            Ok(Err(_)) | Err(_) => Err(FileError::Busy(
+                "The server is busy decoding other images; retry shortly".into(),
+            )),
         }
     }
 

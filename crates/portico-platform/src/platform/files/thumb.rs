@@ -20,13 +20,48 @@ pub(super) fn output_type(mime: &str) -> Option<&'static str> {
     }
 }
 
+/// How many bytes of an image's start an upload reads, at most, to find its width and height
+/// (a JPEG's size comes after its metadata segments, which may be long).
+pub(super) const HEADER_BYTES: usize = 256 * 1024;
+
+/// The image format of `mime`, for the types the server decodes (PNG, JPEG, WebP).
+fn format_of(mime: &str) -> Option<ImageFormat> {
+    match mime {
+        "image/jpeg" => Some(ImageFormat::Jpeg),
+        "image/png" => Some(ImageFormat::Png),
+        "image/webp" => Some(ImageFormat::WebP),
+        _ => None,
+    }
+}
+
+/// True for the types the server decodes (for thumbnails): their pixels are limited.
+pub(super) fn decoded(mime: &str) -> bool {
+    format_of(mime).is_some()
+}
+
+/// The width and height of the image of type `mime` whose first bytes are `head`, read from its
+/// header alone; `None` when `head` does not hold the header (yet), or for another type.
+pub(super) fn dimensions(head: &[u8], mime: &str) -> Option<(u32, u32)> {
+    let format = format_of(mime)?;
+    ImageReader::with_format(Cursor::new(head), format)
+        .into_dimensions()
+        .ok()
+}
+
+/// About how many bytes making a thumbnail of `size` of a `width` x `height` image of
+/// `compressed` bytes holds at its peak: the compressed bytes, the decoded pixels (counted at 4
+/// bytes each, RGBA), and the resize's intermediate rows (16 bytes a pixel, the source's width
+/// by the thumbnail's height).
+pub(super) fn decode_cost(width: u32, height: u32, size: ThumbSize, compressed: u64) -> u64 {
+    let pixels = u64::from(width) * u64::from(height);
+    let rows = u64::from(size.height.max(size.width).max(1));
+    compressed + pixels * 4 + u64::from(width) * rows * 16
+}
+
 /// The thumbnail of `size` of the image `bytes` of type `mime`, encoded.
 pub(super) fn make(bytes: &[u8], mime: &str, size: ThumbSize) -> Result<Vec<u8>, FileError> {
-    let format = match mime {
-        "image/jpeg" => ImageFormat::Jpeg,
-        "image/png" => ImageFormat::Png,
-        "image/webp" => ImageFormat::WebP,
-        other => return Err(FileError::Invalid(format!("no thumbnails of {other}"))),
+    let Some(format) = format_of(mime) else {
+        return Err(FileError::Invalid(format!("no thumbnails of {mime}")));
     };
     let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
     let mut limits = Limits::default();
@@ -87,6 +122,26 @@ mod tests {
         assert_eq!(at("100x100f"), (100, 50));
         assert_eq!(at("100x0"), (100, 50));
         assert_eq!(at("0x50"), (100, 50));
+    }
+
+    #[test]
+    fn dimensions_come_from_the_header_alone() {
+        let src = png(1200, 700);
+        // A PNG's size is in its first chunk; the decoder reads up to the first pixel data.
+        assert_eq!(dimensions(&src[..64], "image/png"), Some((1200, 700)));
+        assert_eq!(dimensions(&src[..12], "image/png"), None);
+        assert_eq!(dimensions(&src, "text/plain"), None);
+        let mut jpeg = Cursor::new(Vec::new());
+        DynamicImage::new_rgb8(640, 480)
+            .write_to(&mut jpeg, ImageFormat::Jpeg)
+            .unwrap();
+        let jpeg = jpeg.into_inner();
+        assert_eq!(
+            dimensions(&jpeg[..jpeg.len().min(2048)], "image/jpeg"),
+            Some((640, 480))
+        );
+        let cost = decode_cost(12_000, 12_000, "100x100".parse().unwrap(), 140_000);
+        assert!(cost > 576_000_000, "{cost}");
     }
 
     #[test]

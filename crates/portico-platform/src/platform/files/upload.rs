@@ -127,8 +127,13 @@ impl Files {
         let max = self.inner.config.max_size;
         let mut hasher = Sha256::new();
         let mut size = 0u64;
+        let max_pixels = self.inner.config.max_pixels;
+        // The file's first bytes, kept to judge its type and, for an image the server
+        // decodes, to read its size from its header.
         let mut head: Vec<u8> = Vec::new();
         let mut mime: Option<String> = None;
+        // An image whose width and height are not known yet.
+        let mut sizing = false;
         let mut body = std::pin::pin!(body);
         let failure = loop {
             let chunk = match body.next().await {
@@ -136,6 +141,7 @@ impl Files {
                 Some(Ok(chunk)) => chunk,
                 Some(Err(e)) => break Some(FileError::Aborted(e.to_string())),
             };
+            let start = size;
             size = size.saturating_add(chunk.len() as u64);
             if size > max {
                 break Some(FileError::TooLarge(max));
@@ -149,7 +155,23 @@ impl Files {
                     if !spec.accepts(&found) {
                         break Some(FileError::WrongType(found));
                     }
+                    sizing = super::thumb::decoded(&found);
                     mime = Some(found);
+                }
+            }
+            if sizing && let Some(mime) = &mime {
+                // `head` is the file's start: add what of this chunk it lacks.
+                let have = usize::try_from(head.len() as u64 - start).unwrap_or(usize::MAX);
+                let want = super::thumb::HEADER_BYTES.saturating_sub(head.len());
+                let rest = chunk.get(have.min(chunk.len())..).unwrap_or_default();
+                head.extend_from_slice(&rest[..rest.len().min(want)]);
+                match image_size(&head, mime, max_pixels, false) {
+                    Ok(Some(())) => {
+                        sizing = false;
+                        head = Vec::new();
+                    }
+                    Ok(None) => {}
+                    Err(e) => break Some(e),
                 }
             }
             if let Err(e) = writer.wait_for_capacity(PARTS_IN_FLIGHT).await {
@@ -157,23 +179,30 @@ impl Files {
             }
             writer.put(chunk);
         };
-        let mime = match (failure, mime) {
-            (Some(e), _) => {
+        let judged = match (failure, mime) {
+            (Some(e), _) => Err(e),
+            (None, Some(mime)) if sizing => {
+                image_size(&head, &mime, max_pixels, true).map(|_| mime)
+            }
+            (None, Some(mime)) => Ok(mime),
+            (None, None) => {
+                let found = detect(&head, declared.as_deref());
+                if !spec.accepts(&found) {
+                    Err(FileError::WrongType(found))
+                } else if super::thumb::decoded(&found) {
+                    image_size(&head, &found, max_pixels, true).map(|_| found)
+                } else {
+                    Ok(found)
+                }
+            }
+        };
+        let mime = match judged {
+            Ok(mime) => mime,
+            Err(e) => {
                 if let Err(abort) = writer.abort().await {
                     tracing::warn!(key = %key, "aborting an upload failed: {abort}");
                 }
                 return Err(e);
-            }
-            (None, Some(mime)) => mime,
-            (None, None) => {
-                let found = detect(&head, declared.as_deref());
-                if !spec.accepts(&found) {
-                    if let Err(abort) = writer.abort().await {
-                        tracing::warn!(key = %key, "aborting an upload failed: {abort}");
-                    }
-                    return Err(FileError::WrongType(found));
-                }
-                found
             }
         };
         writer.finish().await?;
@@ -249,6 +278,38 @@ impl Files {
             return Ok(meta);
         }
         Err(FileError::Conflict)
+    }
+}
+
+/// Checks the size of the image of type `mime` whose first bytes are `head` against
+/// `max_pixels`: `Some` when its header was read and it is within the limit, `None` when `head`
+/// does not hold the header yet (and may grow: not `whole`, and below the bytes an upload reads
+/// for it).
+///
+/// # Errors
+/// [`FileError::TooManyPixels`] past the limit; [`FileError::Invalid`] when the header cannot
+/// be read from all `head` can hold.
+fn image_size(
+    head: &[u8],
+    mime: &str,
+    max_pixels: u64,
+    whole: bool,
+) -> Result<Option<()>, FileError> {
+    match super::thumb::dimensions(head, mime) {
+        Some((width, height)) => {
+            if u64::from(width) * u64::from(height) > max_pixels {
+                Err(FileError::TooManyPixels(width, height, max_pixels))
+            } else {
+                Ok(Some(()))
+            }
+        }
+        None if whole || head.len() >= super::thumb::HEADER_BYTES => {
+            Err(FileError::Invalid(format!(
+                "the {mime} image's width and height cannot be read from its first {} KiB",
+                super::thumb::HEADER_BYTES / 1024
+            )))
+        }
+        None => Ok(None),
     }
 }
 
