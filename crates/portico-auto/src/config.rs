@@ -46,19 +46,6 @@ impl AutoConfig {
             .map_or(&[], |(_, rules)| rules.as_slice())
     }
 
-    /// True when a request to `target` whose token authenticates no one is refused (see
-    /// [`AutoConfig::auth_optional_collections`]).
-    pub(crate) fn token_must_be_valid(&self, target: &crate::route::Target) -> bool {
-        use crate::route::Target;
-        match target {
-            Target::Insert(name) | Target::Update(name) | Target::Remove(name) => {
-                self.auth_optional_collections.contains(name)
-            }
-            Target::Publication(name) => self.auth_optional_publications.contains(name),
-            _ => false,
-        }
-    }
-
     /// True when `name` is listed in [`AutoConfig::object_id_collections`].
     pub fn is_object_id_collection(&self, name: &str) -> bool {
         self.object_id_collections.iter().any(|n| n == name)

@@ -70,7 +70,7 @@ async fn answer(shared: &Shared, parts: Parts, body: Body) -> Result<Response, A
         .get::<AuthenticatedUser>()
         .map(|user| user.user_id().to_owned());
     if parts.extensions.get::<RefusedToken>().is_some()
-        && shared.config.token_must_be_valid(&route.target)
+        && route.target.token_must_be_valid(&shared.config)
     {
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,

@@ -45,6 +45,20 @@ pub(crate) enum Target {
 }
 
 impl Target {
+    /// True when a request to this target whose token authenticates no one is refused (see
+    /// [`AutoConfig::auth_optional_collections`]).
+    pub(crate) fn token_must_be_valid(&self, config: &AutoConfig) -> bool {
+        match self {
+            Target::Insert(name) | Target::Update(name) | Target::Remove(name) => {
+                config.auth_optional_collections.contains(name)
+            }
+            Target::Publication(name) => config.auth_optional_publications.contains(name),
+            _ => false,
+        }
+    }
+}
+
+impl Target {
     /// Who owns the route, for error messages.
     fn owner(&self) -> String {
         match self {
