@@ -12,7 +12,8 @@
 #   city  the same among `city = "Oslo"`, with their total   peer: &city=Oslo
 #   page  the unsorted list of 20 (no index involved), for the regression check
 # Part 2 (latency at ITEMS and at BIG, one request at a time, median of 21): the two lists, the
-#   unsorted `where={"city":"Oslo"}` and `where={"score":{"$gte":50}}`, on Portico only.
+#   unsorted `where={"city":"Oslo"}` and `where={"score":{"$gte":50}}`, on Portico only; and
+#   (`-nt`) the same with `total=false`, which skips counting the matches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -96,6 +97,9 @@ path() {
     *:page) echo "/api/items?limit=20" ;;
     *:oslo) echo "/api/items?limit=20&where=$OSLO" ;;
     *:gte) echo "/api/items?limit=20&where=$GTE" ;;
+    *:top-nt) echo "/api/items?limit=20&sort=-score&total=false" ;;
+    *:city-nt) echo "/api/items?limit=20&sort=-score&total=false&where=$OSLO" ;;
+    *:gte-nt) echo "/api/items?limit=20&total=false&where=$GTE" ;;
   esac
 }
 
@@ -135,7 +139,7 @@ for r in $(seq 1 "$ROUNDS"); do
   fi
 done
 start portico "$small"
-for w in top city oslo gte; do latency portico $w "$ITEMS"; done
+for w in top city oslo gte top-nt city-nt gte-nt; do latency portico $w "$ITEMS"; done
 stop
 if [ "$BIG" != 0 ]; then
   big=$work/big
@@ -143,7 +147,7 @@ if [ "$BIG" != 0 ]; then
   seed "$big" "$BIG"
   start portico "$big"
   echo "portico made its indexes over $BIG items" >&2
-  for w in top city oslo gte; do latency portico $w "$BIG"; done
+  for w in top city oslo gte top-nt city-nt gte-nt; do latency portico $w "$BIG"; done
   echo "portico-big rss $(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")" >> "$results"
   stop
 fi
@@ -175,7 +179,7 @@ if lat:
     print()
     print("| list (Portico, one request at a time) | " + " | ".join(f"{int(s):,} docs ms" for s in sizes) + " | ratio |")
     print("|---|" + "---:|" * (len(sizes) + 1))
-    for w in ["top", "city", "oslo", "gte"]:
+    for w in ["top", "city", "oslo", "gte", "top-nt", "city-nt", "gte-nt"]:
         vals = [lat.get((w, s)) for s in sizes]
         ratio = f"{vals[-1] / vals[0]:.2f}x" if len(vals) > 1 and vals[0] else "-"
         print(f"| {w} | " + " | ".join("-" if v is None else f"{v:.2f}" for v in vals) + f" | {ratio} |")

@@ -13,11 +13,14 @@
 //! Format 1 is the layout of every release before the format was kept: the catalog tables
 //! (`portico_collections`, `portico_indexes`, `portico_counts`) without `portico_format`. A
 //! database with the catalog and no `portico_format` row is format 1. Format 2 adds the row.
+//! Format 3 adds the sorted indexes (`portico_sorted` and a table per index, see
+//! [`crate::Store::ensure_sorted_index`]): every write must keep their entries, which a
+//! Portico of format 2 would not do, so it must not open such a database.
 //!
 //! [`crate::stored_format`] reads the version of a database without changing it (`portico check`).
 
 /// The stored format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The format of a database written before the version was kept in it.
 pub const UNVERSIONED_FORMAT: u32 = 1;

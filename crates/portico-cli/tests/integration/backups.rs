@@ -391,7 +391,7 @@ async fn the_previous_release_database_is_backed_up_and_migrated_and_a_newer_one
     assert_eq!(ids_in(&kept[0]), items);
     let checked = ws.run(&["check", "--config", "portico.toml"]);
     assert!(
-        text(&checked.stdout).contains("stored format 2 (this build's)"),
+        text(&checked.stdout).contains("stored format 3 (this build's)"),
         "{}",
         text(&checked.stdout)
     );
@@ -403,7 +403,7 @@ async fn the_previous_release_database_is_backed_up_and_migrated_and_a_newer_one
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute_batch(
         "CREATE TABLE portico_format (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
-         INSERT INTO portico_format VALUES (1, 3);
+         INSERT INTO portico_format VALUES (1, 4);
          PRAGMA journal_mode=DELETE;",
     )
     .unwrap();
@@ -420,7 +420,7 @@ async fn the_previous_release_database_is_backed_up_and_migrated_and_a_newer_one
     assert!(!serve.status.success());
     let message = text(&serve.stderr);
     assert!(
-        message.contains("stored format 3, newer than this Portico's format 2")
+        message.contains("stored format 4, newer than this Portico's format 3")
             && message.contains("Nothing was changed"),
         "{message}"
     );
@@ -429,7 +429,7 @@ async fn the_previous_release_database_is_backed_up_and_migrated_and_a_newer_one
     let checked = newer.run(&["check", "--config", "portico.toml"]);
     assert!(!checked.status.success());
     assert!(
-        text(&checked.stderr).contains("stored format 3, newer than this build's 2"),
+        text(&checked.stderr).contains("stored format 4, newer than this build's 3"),
         "{}",
         text(&checked.stderr)
     );
@@ -453,7 +453,7 @@ fn the_stored_format_on_postgresql_is_kept_migrated_and_refused_in_the_same_row(
     };
     let (ok, stdout, _) = check(&ws);
     assert!(
-        ok && stdout.contains("stored format 2 (this build's)"),
+        ok && stdout.contains("stored format 3 (this build's)"),
         "{stdout}"
     );
     // Back to format 1 (the catalog without the row): opened, it is migrated in one transaction.
@@ -472,7 +472,7 @@ fn the_stored_format_on_postgresql_is_kept_migrated_and_refused_in_the_same_row(
     assert!(text(&listed.stdout).contains("username=pat"));
     let (ok, stdout, _) = check(&ws);
     assert!(
-        ok && stdout.contains("stored format 2 (this build's)"),
+        ok && stdout.contains("stored format 3 (this build's)"),
         "{stdout}"
     );
     // Newer: refused, and the row is left as it is.

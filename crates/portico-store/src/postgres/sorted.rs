@@ -253,10 +253,19 @@ async fn covered_in_order(
     text: bool,
     count: bool,
 ) -> Result<Read> {
-    let total = if count {
-        Some(count_entries(tx, index, plan).await?)
-    } else {
-        None
+    let total = match (count, query.selector.is_all()) {
+        (false, _) => None,
+        // The whole collection: its kept count (a few slot rows), not every entry of the index.
+        (true, true) => {
+            let stmt = tx
+                .prepare_cached(
+                    "SELECT coalesce(sum(n), 0)::bigint FROM portico_counts WHERE name = $1",
+                )
+                .await?;
+            let n: i64 = tx.query_one(&stmt, &[&collection]).await?.try_get(0)?;
+            Some(u64::try_from(n).unwrap_or(0))
+        }
+        (true, false) => Some(count_entries(tx, index, plan).await?),
     };
     let (filter, mut args) = filter(plan);
     let order = order_by(index, Order::Index);

@@ -223,10 +223,11 @@ fn covered_in_order(
     text: bool,
     count: bool,
 ) -> Result<Read> {
-    let total = if count {
-        Some(count_entries(conn, index, plan)?)
-    } else {
-        None
+    let total = match (count, query.selector.is_all()) {
+        (false, _) => None,
+        // The whole collection: its kept count, one row, not every entry of the index.
+        (true, true) => Some(super::schema::stored_count(conn, collection)?.unwrap_or(0)),
+        (true, false) => Some(count_entries(conn, index, plan)?),
     };
     let (filter, args) = filter(plan);
     let mut stmt = conn.prepare_cached(&format!(
