@@ -358,7 +358,7 @@ async fn the_previous_release_database_is_backed_up_and_migrated_and_a_newer_one
     let checked = ws.run(&["check", "--config", "portico.toml"]);
     assert!(checked.status.success(), "{}", text(&checked.stderr));
     assert!(
-        text(&checked.stdout).contains("stored format 1, older than this build's 2"),
+        text(&checked.stdout).contains("stored format 1, older than this build's 3"),
         "{}",
         text(&checked.stdout)
     );
@@ -372,8 +372,8 @@ async fn the_previous_release_database_is_backed_up_and_migrated_and_a_newer_one
     assert!(!token.is_empty());
     let (stopped, log) = server.stop();
     assert!(stopped, "{log}");
-    assert!(log.contains("migrated from stored format 1 to 2"), "{log}");
-    let kept = files_with(ws.dir.path(), "portico.db.before-format-2-");
+    assert!(log.contains("migrated from stored format 1 to 3"), "{log}");
+    let kept = files_with(ws.dir.path(), "portico.db.before-format-3-");
     assert_eq!(kept.len(), 1, "{kept:?}");
     // The kept copy is the database as it was: format 1 (no version row), the same items.
     assert_eq!(integrity(&kept[0]), "ok");
@@ -465,7 +465,7 @@ fn the_stored_format_on_postgresql_is_kept_migrated_and_refused_in_the_same_row(
     let listed = ws.run(&["users", "list", "--config", "portico.toml"]);
     assert!(listed.status.success(), "{}", text(&listed.stderr));
     assert!(
-        text(&listed.stderr).contains("migrated from stored format 1 to 2"),
+        text(&listed.stderr).contains("migrated from stored format 1 to 3"),
         "{}",
         text(&listed.stderr)
     );

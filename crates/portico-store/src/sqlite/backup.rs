@@ -669,7 +669,7 @@ mod tests {
         let kept: Vec<PathBuf> = std::fs::read_dir(dir.path())
             .unwrap()
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.to_string_lossy().contains(".before-format-2-"))
+            .filter(|p| p.to_string_lossy().contains(".before-format-3-"))
             .collect();
         assert_eq!(kept.len(), 1, "{kept:?}");
         assert_eq!(read_stored_format(&kept[0]).unwrap(), Some(1));
