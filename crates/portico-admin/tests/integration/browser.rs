@@ -5,7 +5,7 @@
 //! files on disk).
 //!
 //! Needs `/usr/bin/chromium` (or `CHROMIUM`), `node`, and `npm ci` run in `tests/browser`
-//! (`.ci/run` does both), and for the reset mail the SMTP server of the account tests
+//! (`ci/test.sh` does both), and for the reset mail the SMTP server of the account tests
 //! (`portico-cli/tests/support/smtp_sink.py`, Debian's python3-aiosmtpd). Without them the test
 //! fails saying so; it never skips.
 
