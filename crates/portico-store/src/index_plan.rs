@@ -43,6 +43,39 @@ pub(crate) enum Bound {
     Excl(Vec<u8>),
 }
 
+impl Bound {
+    /// The SQL comparison of this bound as the lower (`lower`) or upper end of a range, and its
+    /// key: `>=`/`>` or `<=`/`<`.
+    pub(crate) fn sql(&self, lower: bool) -> (&'static str, &[u8]) {
+        match (self, lower) {
+            (Bound::Incl(k), true) => (">=", k),
+            (Bound::Excl(k), true) => (">", k),
+            (Bound::Incl(k), false) => ("<=", k),
+            (Bound::Excl(k), false) => ("<", k),
+        }
+    }
+}
+
+/// The ORDER BY of rows of `index` (aliased `x`) read in `order`: the index's columns in its
+/// directions then `id`, or `id` alone. Shared by the SQL backends.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+pub(crate) fn order_by(index: &SortedIndex, order: Order) -> String {
+    match order {
+        Order::Id => "x.id".to_string(),
+        Order::Index => {
+            let mut cols: Vec<String> = index
+                .spec
+                .fields
+                .iter()
+                .enumerate()
+                .map(|(i, f)| format!("x.k{i}{}", if f.ascending { "" } else { " DESC" }))
+                .collect();
+            cols.push("x.id".to_string());
+            cols.join(", ")
+        }
+    }
+}
+
 /// The condition on the field after the equality prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Last {

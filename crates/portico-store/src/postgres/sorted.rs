@@ -23,7 +23,7 @@ use tokio_postgres::types::ToSql;
 use super::error::is_undefined_table;
 use super::rows::{Param, decode, for_each_in_tx};
 use super::schema::{collection_table, sorted_indexes};
-use crate::index_plan::{self, Bound, IndexPlan, Last, Order, SortedIndex};
+use crate::index_plan::{self, IndexPlan, Last, Order, SortedIndex, order_by};
 use crate::top::Page;
 use crate::{Document, Query, Result, Selector, Sort};
 
@@ -174,18 +174,11 @@ fn filter(plan: &IndexPlan) -> (String, Vec<Param>) {
             terms.push(format!("x.k{i} = ANY(${}::bytea[])", args.len()));
         }
         Last::Range { lo, hi } => {
-            let (op, key) = match lo {
-                Bound::Incl(k) => (">=", k),
-                Bound::Excl(k) => (">", k),
-            };
-            let p = param(&mut args, key);
-            terms.push(format!("x.k{i} {op} {p}"));
-            let (op, key) = match hi {
-                Bound::Incl(k) => ("<=", k),
-                Bound::Excl(k) => ("<", k),
-            };
-            let p = param(&mut args, key);
-            terms.push(format!("x.k{i} {op} {p}"));
+            for (bound, lower) in [(lo, true), (hi, false)] {
+                let (op, key) = bound.sql(lower);
+                let p = param(&mut args, key);
+                terms.push(format!("x.k{i} {op} {p}"));
+            }
         }
     }
     // Order keys are `bytea`: comparisons are bytewise (as `memcmp`), the keys' order.
@@ -195,24 +188,6 @@ fn filter(plan: &IndexPlan) -> (String, Vec<Param>) {
         format!(" WHERE {}", terms.join(" AND "))
     };
     (sql, args)
-}
-
-/// The ORDER BY of `plan`: the index's columns in its directions then `id`, or `id` alone.
-fn order_by(index: &SortedIndex, order: Order) -> String {
-    match order {
-        Order::Id => "x.id".to_string(),
-        Order::Index => {
-            let mut cols: Vec<String> = index
-                .spec
-                .fields
-                .iter()
-                .enumerate()
-                .map(|(i, f)| format!("x.k{i}{}", if f.ascending { "" } else { " DESC" }))
-                .collect();
-            cols.push("x.id".to_string());
-            cols.join(", ")
-        }
-    }
 }
 
 fn refs(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {

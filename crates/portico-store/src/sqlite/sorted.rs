@@ -10,7 +10,7 @@ use rusqlite::types::Value as SqlValue;
 
 use super::plan::{not_text, parse_doc};
 use super::schema::{collection_table, sorted_indexes};
-use crate::index_plan::{self, Bound, IndexPlan, Last, Order, SortedIndex};
+use crate::index_plan::{self, IndexPlan, Last, Order, SortedIndex, order_by};
 use crate::top::Page;
 use crate::{Document, Query, Result, Selector};
 
@@ -119,18 +119,11 @@ fn filter(plan: &IndexPlan) -> (String, Vec<SqlValue>) {
             terms.push(format!("x.k{i} IN ({})", ps.join(", ")));
         }
         Last::Range { lo, hi } => {
-            let (op, key) = match lo {
-                Bound::Incl(k) => (">=", k),
-                Bound::Excl(k) => (">", k),
-            };
-            let p = param(&mut args, key);
-            terms.push(format!("x.k{i} {op} {p}"));
-            let (op, key) = match hi {
-                Bound::Incl(k) => ("<=", k),
-                Bound::Excl(k) => ("<", k),
-            };
-            let p = param(&mut args, key);
-            terms.push(format!("x.k{i} {op} {p}"));
+            for (bound, lower) in [(lo, true), (hi, false)] {
+                let (op, key) = bound.sql(lower);
+                let p = param(&mut args, key);
+                terms.push(format!("x.k{i} {op} {p}"));
+            }
         }
     }
     // Order keys are blobs: a filter on them compares bytes (memcmp), the keys' order.
@@ -140,24 +133,6 @@ fn filter(plan: &IndexPlan) -> (String, Vec<SqlValue>) {
         format!(" WHERE {}", terms.join(" AND "))
     };
     (sql, args)
-}
-
-/// The ORDER BY of `plan`: the index's columns in its directions then `id`, or `id` alone.
-fn order_by(index: &SortedIndex, order: Order) -> String {
-    match order {
-        Order::Id => "x.id".to_string(),
-        Order::Index => {
-            let mut cols: Vec<String> = index
-                .spec
-                .fields
-                .iter()
-                .enumerate()
-                .map(|(i, f)| format!("x.k{i}{}", if f.ascending { "" } else { " DESC" }))
-                .collect();
-            cols.push("x.id".to_string());
-            cols.join(", ")
-        }
-    }
 }
 
 /// True when `plan`'s range holds more than `budget` entries (counted up to `budget + 1`).

@@ -138,23 +138,7 @@ async fn index_agrees_with_scan(store: &dyn Store, collection: &str, spec: &Inde
 
 /// Runs the writer child on the store `url`, kills it, and checks every acknowledged write.
 fn check_durability(db: &str) {
-    let exe = std::env::current_exe().expect("test binary path");
-    let child = Command::new(exe)
-        .args([
-            child_test_name().as_str(),
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, db)
-        .env(MODE_ENV, "write")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn writer");
-    let mut child = KillOnDrop(child);
+    let mut child = spawn_child(db, "write");
     let mut out = BufReader::new(child.0.stdout.take().expect("child stdout"));
 
     let mut inserted: Vec<(String, u64)> = Vec::new();
