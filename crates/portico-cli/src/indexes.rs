@@ -48,7 +48,7 @@ pub async fn ensure(config: &Config, platform: &Platform) -> crate::Result<()> {
              to date (writes pay for it). Drop it with: portico indexes drop --collection {} \
              '{}'",
             collection,
-            names(&spec)
+            spec.fields_name()
         );
     }
     Ok(())
@@ -109,15 +109,6 @@ pub async fn drop(platform: &Platform, collection: &str, fields: &str) -> crate:
         .drop_sorted_index(collection, &spec)
         .await
         .map_err(|e| setup(collection, Some(&spec), &e))
-}
-
-/// An index's fields as `portico indexes drop` takes them: `ownerId,-createdAt`.
-pub fn names(spec: &IndexSpec) -> String {
-    spec.fields
-        .iter()
-        .map(portico_store::IndexField::name)
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 fn setup(collection: &str, spec: Option<&IndexSpec>, e: &portico_store::Error) -> crate::Error {

@@ -367,7 +367,7 @@ async fn run_indexes(command: IndexesCommand) -> portico_cli::Result<()> {
                     .is_some_and(|specs| specs.iter().any(|s| s.fields == spec.fields));
                 say(format_args!(
                     "{collection}\t{}{}\t{}",
-                    indexes::names(&spec),
+                    spec.fields_name(),
                     if spec.unique { " unique" } else { "" },
                     if declared {
                         "declared"

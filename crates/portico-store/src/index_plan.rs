@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::order_key::{self, NUMBERS, STRINGS};
 use crate::selector::{CmpOp, Cond};
-use crate::{IndexSpec, Selector, Sort};
+use crate::{Document, IndexSpec, Selector, Sort};
 
 /// A sorted index as a backend knows it.
 #[derive(Debug, Clone)]
@@ -56,24 +56,48 @@ impl Bound {
     }
 }
 
+/// The key columns of `spec`'s table in its directions (`k0, k1 DESC`), each prefixed by
+/// `alias` (`x.`): its primary key or btree, and the ORDER BY reading it in order.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+pub(crate) fn key_columns(spec: &IndexSpec, alias: &str) -> String {
+    let cols: Vec<String> = spec
+        .fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| format!("{alias}k{i}{}", if f.ascending { "" } else { " DESC" }))
+        .collect();
+    cols.join(", ")
+}
+
 /// The ORDER BY of rows of `index` (aliased `x`) read in `order`: the index's columns in its
 /// directions then `id`, or `id` alone. Shared by the SQL backends.
 #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 pub(crate) fn order_by(index: &SortedIndex, order: Order) -> String {
     match order {
         Order::Id => "x.id".to_string(),
-        Order::Index => {
-            let mut cols: Vec<String> = index
-                .spec
-                .fields
-                .iter()
-                .enumerate()
-                .map(|(i, f)| format!("x.k{i}{}", if f.ascending { "" } else { " DESC" }))
-                .collect();
-            cols.push("x.id".to_string());
-            cols.join(", ")
-        }
+        Order::Index => format!("{}, x.id", key_columns(&index.spec, "x.")),
     }
+}
+
+/// What a read through a sorted index gives: documents, or their stored texts (a query without
+/// projection whose caller sends the text as it is).
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+#[derive(Debug)]
+pub(crate) enum Rows {
+    /// Decoded (and projected) documents.
+    Docs(Vec<Document>),
+    /// The stored JSON texts.
+    Texts(Vec<String>),
+}
+
+/// A read through a sorted index: its rows and the total when asked for.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+#[derive(Debug)]
+pub(crate) struct Read {
+    /// The page.
+    pub(crate) rows: Rows,
+    /// The number of matches in all, when asked.
+    pub(crate) total: Option<u64>,
 }
 
 /// The condition on the field after the equality prefix.

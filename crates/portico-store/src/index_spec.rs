@@ -167,6 +167,13 @@ impl IndexSpec {
         }
     }
 
+    /// The fields as written, comma separated (`ownerId,-createdAt`): the index's name, which a
+    /// unique and a plain index over the same fields share.
+    pub fn fields_name(&self) -> String {
+        let names: Vec<String> = self.fields.iter().map(IndexField::name).collect();
+        names.join(",")
+    }
+
     /// The fields' paths, split at dots (valid: checked when the spec was made).
     pub(crate) fn split_paths(&self) -> Vec<Vec<String>> {
         self.fields
@@ -191,8 +198,7 @@ impl IndexField {
 /// unique index: the index's name in the catalog and in messages.
 impl fmt::Display for IndexSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<String> = self.fields.iter().map(IndexField::name).collect();
-        f.write_str(&names.join(","))?;
+        f.write_str(&self.fields_name())?;
         if self.unique {
             f.write_str(" unique")?;
         }

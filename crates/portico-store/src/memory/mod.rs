@@ -622,11 +622,10 @@ impl Store for MemoryStore {
     }
 
     async fn drop_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<bool> {
-        let key: Vec<String> = spec.fields.iter().map(crate::IndexField::name).collect();
         Ok(self
             .write()
             .get_mut(collection)
-            .is_some_and(|c| c.sorted.remove(&key.join(",")).is_some()))
+            .is_some_and(|c| c.sorted.remove(&spec.fields_name()).is_some()))
     }
 
     async fn drop_collection(&self, collection: &str) -> Result<()> {

@@ -377,8 +377,7 @@ pub(crate) async fn make_unique(tx: &Transaction<'_>, collection: &str, path: &s
 /// The catalog name of a sorted index: its fields as written (`ownerId,-createdAt`); a unique
 /// index and a plain one over the same fields are one index.
 pub(crate) fn sorted_name(spec: &IndexSpec) -> String {
-    let names: Vec<String> = spec.fields.iter().map(crate::IndexField::name).collect();
-    names.join(",")
+    spec.fields_name()
 }
 
 /// The sorted indexes of `collection` in name order: all of them (what writers keep), or only
@@ -448,19 +447,14 @@ pub(crate) async fn create_sorted_table(
     let columns: Vec<String> = (0..spec.fields.len())
         .map(|i| format!("k{i} bytea NOT NULL"))
         .collect();
-    let key: Vec<String> = spec
-        .fields
-        .iter()
-        .enumerate()
-        .map(|(i, f)| format!("k{i}{}", if f.ascending { "" } else { " DESC" }))
-        .collect();
+    let key = crate::index_plan::key_columns(spec, "");
     let table = sorted_table(collection, spec);
     tx.batch_execute(&format!(
         "CREATE TABLE IF NOT EXISTS {table} ({}, id text COLLATE \"C\" NOT NULL); \
          CREATE UNIQUE INDEX IF NOT EXISTS {} ON {table} ({}, id)",
         columns.join(", "),
         sorted_key_name(collection, spec),
-        key.join(", ")
+        key
     ))
     .await?;
     tx.execute(

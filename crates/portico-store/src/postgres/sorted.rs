@@ -24,27 +24,9 @@ use super::error::is_undefined_table;
 use super::rows::{Param, decode, for_each_in_tx};
 use super::schema::{collection_table, sorted_indexes};
 use crate::index_plan::{self, IndexPlan, Last, Order, SortedIndex, order_by};
+pub(crate) use crate::index_plan::{Read, Rows};
 use crate::top::Page;
 use crate::{Document, Query, Result, Selector, Sort};
-
-/// What a read through an index gives: documents, or their stored texts (a query without
-/// projection whose caller sends the text as it is).
-#[derive(Debug)]
-pub(crate) enum Rows {
-    /// Decoded (and projected) documents.
-    Docs(Vec<Document>),
-    /// The stored JSON texts.
-    Texts(Vec<String>),
-}
-
-/// A read through a sorted index: its rows and the total when asked for.
-#[derive(Debug)]
-pub(crate) struct Read {
-    /// The page.
-    pub(crate) rows: Rows,
-    /// The number of matches in all, when asked.
-    pub(crate) total: Option<u64>,
-}
 
 /// False when no index can help: a selector matching everything without a sort (a plain page
 /// in `_id` order), or one pinning `_id` without a sort (the primary key is best). Such reads

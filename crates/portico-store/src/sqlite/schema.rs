@@ -199,8 +199,7 @@ pub(crate) fn sorted_table(collection: &str, spec: &IndexSpec) -> String {
 /// The catalog name of a sorted index: its fields as written (`ownerId,-createdAt`); a unique
 /// index and a plain one over the same fields are one index.
 pub(crate) fn sorted_name(spec: &IndexSpec) -> String {
-    let names: Vec<String> = spec.fields.iter().map(crate::IndexField::name).collect();
-    names.join(",")
+    spec.fields_name()
 }
 
 /// The sorted indexes of `collection`, in catalog (name) order.
@@ -238,18 +237,13 @@ pub(crate) fn create_sorted_table(
     let columns: Vec<String> = (0..spec.fields.len())
         .map(|i| format!("k{i} BLOB NOT NULL"))
         .collect();
-    let key: Vec<String> = spec
-        .fields
-        .iter()
-        .enumerate()
-        .map(|(i, f)| format!("k{i}{}", if f.ascending { "" } else { " DESC" }))
-        .collect();
+    let key = crate::index_plan::key_columns(spec, "");
     let table = sorted_table(collection, spec);
     conn.execute_batch(&format!(
         "CREATE TABLE IF NOT EXISTS {table} ({}, id TEXT NOT NULL, PRIMARY KEY ({}, id)) \
          WITHOUT ROWID",
         columns.join(", "),
-        key.join(", ")
+        key
     ))?;
     conn.prepare_cached(
         "INSERT INTO portico_sorted (collection, name, spec, multikey) VALUES (?1, ?2, ?3, 0)",

@@ -11,27 +11,9 @@ use rusqlite::types::Value as SqlValue;
 use super::plan::{not_text, parse_doc};
 use super::schema::{collection_table, sorted_indexes};
 use crate::index_plan::{self, IndexPlan, Last, Order, SortedIndex, order_by};
+pub(crate) use crate::index_plan::{Read, Rows};
 use crate::top::Page;
 use crate::{Document, Query, Result, Selector};
-
-/// What a read through an index gives: documents, or their stored texts (a query without
-/// projection whose caller sends the text as it is).
-#[derive(Debug)]
-pub(crate) enum Rows {
-    /// Decoded (and projected) documents.
-    Docs(Vec<Document>),
-    /// The stored JSON texts.
-    Texts(Vec<String>),
-}
-
-/// A read through a sorted index: its rows and the total when asked for.
-#[derive(Debug)]
-pub(crate) struct Read {
-    /// The page.
-    pub(crate) rows: Rows,
-    /// The number of matches in all, when asked.
-    pub(crate) total: Option<u64>,
-}
 
 /// The page (and, with `count`, the total) of `query` through the best sorted index of
 /// `collection`, or `None` when no index helps. `text`: the caller wants stored texts (given
