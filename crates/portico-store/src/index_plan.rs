@@ -90,6 +90,32 @@ pub(crate) enum Rows {
     Texts(Vec<String>),
 }
 
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+impl Rows {
+    /// The rows as JSON texts (documents encoded).
+    pub(crate) fn into_texts(self) -> crate::Result<Vec<String>> {
+        match self {
+            Rows::Texts(texts) => Ok(texts),
+            Rows::Docs(docs) => crate::encode_all(&docs),
+        }
+    }
+
+    /// The rows as documents (texts decoded).
+    pub(crate) fn into_docs(self) -> crate::Result<Vec<Document>> {
+        match self {
+            Rows::Docs(docs) => Ok(docs),
+            Rows::Texts(texts) => texts
+                .iter()
+                .map(|text| {
+                    serde_json::from_str(text).map_err(|e| {
+                        crate::Error::Backend(format!("a stored document does not decode: {e}"))
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
 /// A read through a sorted index: its rows and the total when asked for.
 #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 #[derive(Debug)]

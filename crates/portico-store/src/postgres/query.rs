@@ -272,10 +272,7 @@ pub(crate) async fn find_json_counted(
     query: &Query,
 ) -> Result<Option<(Vec<String>, u64)>> {
     if let Some(read) = super::sorted::read(client, collection, query, true, true).await? {
-        let texts = match read.rows {
-            super::sorted::Rows::Texts(texts) => texts,
-            super::sorted::Rows::Docs(docs) => crate::encode_all(&docs)?,
-        };
+        let texts = read.rows.into_texts()?;
         return Ok(Some((texts, read.total.unwrap_or(0))));
     }
     if crate::top::check_sorted_window(query).is_err() {

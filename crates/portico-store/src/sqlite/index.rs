@@ -15,7 +15,8 @@
 use rusqlite::{Connection, params};
 
 use super::error::is_unique_violation;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use super::schema::{self, index_table, indexed_paths, sorted_indexes};
 pub(crate) use crate::index_key::{keys, value_key};
@@ -36,7 +37,7 @@ pub(crate) fn validate_path(path: &str) -> Result<()> {
 }
 
 /// The indexes a write keeps: the equality indexes' paths and the sorted indexes.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Indexes {
     /// The paths of the equality indexes (`ensure_index`, `ensure_unique_index`).
     pub(crate) paths: Vec<String>,
@@ -52,12 +53,62 @@ impl Indexes {
     }
 }
 
-/// The indexes of `collection`, to keep in a write.
+/// The indexes of `collection`, to keep in a write (a copy: a write marks a sorted index
+/// multikey in it as it does in the catalog).
 pub(crate) fn indexes(conn: &Connection, collection: &str) -> Result<Indexes> {
+    Ok(Indexes::clone(&*cached(conn, collection)?))
+}
+
+/// The indexes of `collection` as read from the catalog (see [`cached`]).
+fn load(conn: &Connection, collection: &str) -> Result<Indexes> {
     Ok(Indexes {
         paths: indexed_paths(conn, collection)?,
         sorted: sorted_indexes(conn, collection)?,
     })
+}
+
+/// The indexes of each collection as last read, per database file, with the catalog version
+/// they were read at.
+type Kept = HashMap<String, HashMap<String, (i64, Arc<Indexes>)>>;
+
+/// The most collections kept per file.
+const KEPT_PER_FILE: usize = 1024;
+
+/// See [`cached`].
+static KEPT: LazyLock<Mutex<Kept>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// The indexes of `collection`, read from the catalog only when it changed since they were
+/// last read from this file: every list and write needs them, and reading and parsing the
+/// catalog was a fifth of a sorted list's time (measured). The catalog's version (changed by
+/// triggers with every change to it, by any process, see `schema::CATALOG_VERSION`) is read
+/// in the caller's transaction, so what is returned is what that transaction would read.
+pub(crate) fn cached(conn: &Connection, collection: &str) -> Result<Arc<Indexes>> {
+    let (Some(file), Some(version)) = (
+        conn.path().filter(|p| !p.is_empty()),
+        schema::catalog_version(conn),
+    ) else {
+        return load(conn, collection).map(Arc::new);
+    };
+    let kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((at, indexes)) = kept.get(file).and_then(|of_file| of_file.get(collection))
+        && *at == version
+    {
+        return Ok(Arc::clone(indexes));
+    }
+    drop(kept);
+    let indexes = Arc::new(load(conn, collection)?);
+    // Outside a transaction each statement has its own snapshot: keep what was read only when
+    // the version did not change meanwhile (a new version is a new random number).
+    if !conn.is_autocommit() || schema::catalog_version(conn) == Some(version) {
+        let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+        let of_file = kept.entry(file.to_owned()).or_default();
+        // Bounded: names a caller asks for need not exist (a miss is only a catalog read).
+        if of_file.len() >= KEPT_PER_FILE {
+            of_file.clear();
+        }
+        of_file.insert(collection.to_owned(), (version, Arc::clone(&indexes)));
+    }
+    Ok(indexes)
 }
 
 /// Writes the index rows of a document: removes the keys `old` had and `new` has not, adds the

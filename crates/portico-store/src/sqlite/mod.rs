@@ -111,6 +111,14 @@ const INLINE_CANDIDATES: usize = 16;
 /// small next to the work, which would then hold an async worker too long.
 const INLINE_PAGE_ROWS: u64 = 32;
 
+/// How many index entries an inline sorted page ([`query::find_json_counted_quick`]) may count
+/// for its total (an entry is a few bytes of an adjacent B-tree leaf, a fraction of a
+/// microsecond); a larger total is counted in the blocking pool.
+const INLINE_COUNT: u64 = 4_000;
+
+/// The limits of an inline page through a sorted index: `skip + limit` rows, and its count.
+const INLINE_SORTED: (u64, u64) = (INLINE_PAGE_ROWS, INLINE_COUNT);
+
 /// How many related documents an inline page read ([`Store::find_json_counted_related`]) reads
 /// along with it, by primary key (a few microseconds each); the caller reads any others.
 const INLINE_RELATED: usize = 64;
@@ -329,10 +337,9 @@ impl Store for SqliteStore {
         // The sorted window is checked by `query::find` unless a sorted index serves the sort.
         // A query answered through the primary key or an index with few entries for the value
         // is a handful of point reads: inline, as `find_one` and `get` below.
-        if let Some(Ok(Some(found))) = self
-            .pool
-            .try_read_now(|conn| query::find_quick(conn, collection, query, INLINE_CANDIDATES))
-        {
+        if let Some(Ok(Some(found))) = self.pool.try_read_now(|conn| {
+            query::find_quick(conn, collection, query, INLINE_CANDIDATES, INLINE_SORTED)
+        }) {
             return Ok(found);
         }
         // A small first page of the whole collection in `_id` order (a list endpoint without
@@ -410,6 +417,14 @@ impl Store for SqliteStore {
             })
         {
             return Ok(found);
+        }
+        // A short page through a sorted index with a small or kept total: inline too.
+        if let Some(Ok(Some((page, total)))) = self.pool.try_read_now(|conn| {
+            query::in_read_transaction(conn, || {
+                query::find_json_counted_quick(conn, collection, query, INLINE_SORTED)
+            })
+        }) {
+            return Ok((page, total, Vec::new()));
         }
         // Any other page with its total, in one snapshot: through a sorted index when one
         // serves it, else in one pass over the candidates.

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::error::corrupt;
 use super::index::value_key;
-use super::schema::{collection_table, index_table, indexed_paths};
+use super::schema::{collection_table, index_table};
 use crate::{Document, Result, Selector};
 
 /// Where the candidates of a selector come from.
@@ -88,7 +88,8 @@ pub(crate) fn plan(conn: &Connection, collection: &str, selector: &Selector) -> 
             sizes,
         });
     }
-    let paths = indexed_paths(conn, collection)?;
+    let kept = super::index::cached(conn, collection)?;
+    let paths = &kept.paths;
     for &(path, value) in &equalities {
         // `{path: null}` also matches documents without the field, which have no index row.
         if value.is_null() || !paths.iter().any(|p| p == path) {

@@ -72,14 +72,23 @@ pub(crate) fn find_json_counted_sorted(
     let read = or_missing(conn, collection, || {
         sorted::read(conn, collection, query, true, true)
     })?;
-    let Some(read) = read else {
-        return Ok(None);
-    };
-    let texts = match read.rows {
-        Rows::Texts(texts) => texts,
-        Rows::Docs(docs) => crate::encode_all(&docs)?,
-    };
-    Ok(Some((texts, read.total.unwrap_or(0))))
+    read.map(|read| Ok((read.rows.into_texts()?, read.total.unwrap_or(0))))
+        .transpose()
+}
+
+/// [`find_json_counted_sorted`] when that is a few point reads (see [`sorted::read_quick`]
+/// for `limits`); `None` otherwise.
+pub(crate) fn find_json_counted_quick(
+    conn: &Connection,
+    collection: &str,
+    query: &Query,
+    limits: (u64, u64),
+) -> Result<Option<(Vec<String>, u64)>> {
+    let read = or_missing(conn, collection, || {
+        sorted::read_quick(conn, collection, query, true, true, limits)
+    })?;
+    read.map(|read| Ok((read.rows.into_texts()?, read.total.unwrap_or(0))))
+        .transpose()
 }
 
 /// The page of `query` as JSON texts and its total, in one pass over the candidates when no
@@ -195,6 +204,7 @@ pub(crate) fn find_quick(
     collection: &str,
     query: &Query,
     budget: usize,
+    sorted_rows: (u64, u64),
 ) -> Result<Option<Vec<Document>>> {
     if query.limit == Some(0) {
         return Ok(Some(Vec::new()));
@@ -209,6 +219,11 @@ pub(crate) fn find_quick(
     }
     // A missing collection reads as "not quick" too; the full read answers it.
     or_missing(conn, collection, || {
+        // A short page through a sorted index, counting nothing.
+        if let Some(read) = sorted::read_quick(conn, collection, query, false, false, sorted_rows)?
+        {
+            return read.rows.into_docs().map(Some);
+        }
         let plan = plan(conn, collection, selector)?;
         match &plan {
             Plan::Id(_) => {}

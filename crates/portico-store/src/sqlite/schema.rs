@@ -42,6 +42,7 @@ pub(crate) fn init(conn: &Connection) -> Result<()> {
          ) WITHOUT ROWID;",
     )?;
     conn.execute_batch(SEARCH_CATALOG)?;
+    conn.execute_batch(CATALOG_VERSION)?;
     // Files written before unique indexes existed: every index they have is a plain one.
     let has_unique_column = conn
         .prepare("SELECT 1 FROM pragma_table_info('portico_indexes') WHERE name = 'is_unique'")?
@@ -71,6 +72,38 @@ pub(crate) fn init(conn: &Connection) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The version of the index catalogs: a one-row table whose number changes (to a random one)
+/// with every change to `portico_indexes` or `portico_sorted`, by triggers, so that whatever
+/// process or code path changes an index's record, a reader that kept the indexes it read
+/// (see `index::cached`) sees that they may be stale. Random rather than counted: a database
+/// restored from a backup, or another file at the same path, never shows a version the cache
+/// knows for different indexes.
+const CATALOG_VERSION: &str = "CREATE TABLE IF NOT EXISTS portico_catalog_version (
+     id INTEGER PRIMARY KEY CHECK (id = 1),
+     version INTEGER NOT NULL
+ );
+ INSERT OR IGNORE INTO portico_catalog_version (id, version) VALUES (1, random());
+ CREATE TRIGGER IF NOT EXISTS portico_indexes_insert AFTER INSERT ON portico_indexes
+ BEGIN UPDATE portico_catalog_version SET version = random(); END;
+ CREATE TRIGGER IF NOT EXISTS portico_indexes_update AFTER UPDATE ON portico_indexes
+ BEGIN UPDATE portico_catalog_version SET version = random(); END;
+ CREATE TRIGGER IF NOT EXISTS portico_indexes_delete AFTER DELETE ON portico_indexes
+ BEGIN UPDATE portico_catalog_version SET version = random(); END;
+ CREATE TRIGGER IF NOT EXISTS portico_sorted_insert AFTER INSERT ON portico_sorted
+ BEGIN UPDATE portico_catalog_version SET version = random(); END;
+ CREATE TRIGGER IF NOT EXISTS portico_sorted_update AFTER UPDATE ON portico_sorted
+ BEGIN UPDATE portico_catalog_version SET version = random(); END;
+ CREATE TRIGGER IF NOT EXISTS portico_sorted_delete AFTER DELETE ON portico_sorted
+ BEGIN UPDATE portico_catalog_version SET version = random(); END;";
+
+/// The version of the index catalogs (see [`CATALOG_VERSION`]); `None` when it cannot be read
+/// (a file this Portico has not initialised yet): then nothing may be kept.
+pub(crate) fn catalog_version(conn: &Connection) -> Option<i64> {
+    conn.prepare_cached("SELECT version FROM portico_catalog_version WHERE id = 1")
+        .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
+        .ok()
 }
 
 /// The stored document count of `collection`; `None` when it does not exist.

@@ -8,8 +8,9 @@ use std::collections::HashSet;
 use rusqlite::Connection;
 use rusqlite::types::Value as SqlValue;
 
+use super::index::cached;
 use super::plan::{not_text, parse_doc};
-use super::schema::{collection_table, sorted_indexes};
+use super::schema::collection_table;
 use crate::index_plan::{self, IndexPlan, Last, Order, SortedIndex, order_by};
 pub(crate) use crate::index_plan::{Read, Rows};
 use crate::top::Page;
@@ -25,8 +26,9 @@ pub(crate) fn read(
     text: bool,
     count: bool,
 ) -> Result<Option<Read>> {
-    let indexes = sorted_indexes(conn, collection)?;
-    let Some(plan) = index_plan::choose(&query.selector, query.sort.as_ref(), &indexes) else {
+    let kept = cached(conn, collection)?;
+    let indexes = &kept.sorted;
+    let Some(plan) = index_plan::choose(&query.selector, query.sort.as_ref(), indexes) else {
         return Ok(None);
     };
     let index = &indexes[plan.index];
@@ -60,11 +62,82 @@ pub(crate) fn read(
         }
     }
     let read = if plan.covered && plan.order == Order::Index {
-        covered_in_order(conn, collection, index, &plan, query, text, count)?
+        let total = if count {
+            Some(covered_total(conn, collection, index, &plan, query, None)?.unwrap_or(0))
+        } else {
+            None
+        };
+        covered_in_order(conn, collection, index, &plan, query, text, total)?
     } else {
         candidates(conn, collection, index, &plan, query, text, count)?
     };
     Ok(Some(read))
+}
+
+/// As [`read`] when the answer costs a few point reads, to be read on the caller's thread:
+/// the plan is covered and in the index's order, the page is at most `rows` entries, and the
+/// total (when `count`) is the collection's kept count or at most `budget` entries. `None`
+/// otherwise, and then the caller reads it with [`read`] in the blocking pool.
+pub(crate) fn read_quick(
+    conn: &Connection,
+    collection: &str,
+    query: &Query,
+    text: bool,
+    count: bool,
+    (rows, budget): (u64, u64),
+) -> Result<Option<Read>> {
+    if query.skip.saturating_add(query.limit.unwrap_or(u64::MAX)) > rows {
+        return Ok(None);
+    }
+    let kept = cached(conn, collection)?;
+    let indexes = &kept.sorted;
+    let Some(plan) = index_plan::choose(&query.selector, query.sort.as_ref(), indexes) else {
+        return Ok(None);
+    };
+    let index = &indexes[plan.index];
+    if !plan.covered || plan.order != Order::Index {
+        return Ok(None);
+    }
+    let total = if count {
+        match covered_total(conn, collection, index, &plan, query, Some(budget))? {
+            Some(total) => Some(total),
+            None => return Ok(None),
+        }
+    } else {
+        None
+    };
+    let text = text && query.projection.is_none();
+    covered_in_order(conn, collection, index, &plan, query, text, total).map(Some)
+}
+
+/// The total of a covered plan: the collection's kept count when the query selects every
+/// document (one row, not every entry of the index), else the entries in the range; with a
+/// `budget`, `None` when they are more (counted up to `budget + 1`).
+fn covered_total(
+    conn: &Connection,
+    collection: &str,
+    index: &SortedIndex,
+    plan: &IndexPlan,
+    query: &Query,
+    budget: Option<u64>,
+) -> Result<Option<u64>> {
+    if query.selector.is_all() {
+        return Ok(Some(
+            super::schema::stored_count(conn, collection)?.unwrap_or(0),
+        ));
+    }
+    match budget {
+        None => count_entries(conn, index, plan).map(Some),
+        Some(budget) if index.multikey => {
+            // Distinct documents: the range's entries bound them from above.
+            if entries_over(conn, index, plan, budget)? {
+                Ok(None)
+            } else {
+                count_entries(conn, index, plan).map(Some)
+            }
+        }
+        Some(budget) => entries_upto(conn, index, plan, budget),
+    }
 }
 
 /// How many documents match `selector`, counted in a sorted index when one holds exactly the
@@ -74,9 +147,11 @@ pub(crate) fn count(
     collection: &str,
     selector: &Selector,
 ) -> Result<Option<u64>> {
-    let indexes = sorted_indexes(conn, collection)?;
-    match index_plan::choose(selector, None, &indexes) {
-        Some(plan) if plan.covered => count_entries(conn, &indexes[plan.index], &plan).map(Some),
+    let kept = cached(conn, collection)?;
+    match index_plan::choose(selector, None, &kept.sorted) {
+        Some(plan) if plan.covered => {
+            count_entries(conn, &kept.sorted[plan.index], &plan).map(Some)
+        }
         _ => Ok(None),
     }
 }
@@ -117,13 +192,24 @@ fn filter(plan: &IndexPlan) -> (String, Vec<SqlValue>) {
     (sql, args)
 }
 
-/// True when `plan`'s range holds more than `budget` entries (counted up to `budget + 1`).
+/// True when `plan`'s range holds more than `budget` entries.
 fn entries_over(
     conn: &Connection,
     index: &SortedIndex,
     plan: &IndexPlan,
     budget: u64,
 ) -> Result<bool> {
+    Ok(entries_upto(conn, index, plan, budget)?.is_none())
+}
+
+/// The number of entries in `plan`'s range, or `None` when they are more than `budget`
+/// (counted up to `budget + 1`).
+fn entries_upto(
+    conn: &Connection,
+    index: &SortedIndex,
+    plan: &IndexPlan,
+    budget: u64,
+) -> Result<Option<u64>> {
     let (filter, mut args) = filter(plan);
     args.push(SqlValue::Integer(
         i64::try_from(budget).unwrap_or(i64::MAX).saturating_add(1),
@@ -135,7 +221,7 @@ fn entries_over(
             args.len()
         ))?
         .query_row(rusqlite::params_from_iter(args.iter()), |row| row.get(0))?;
-    Ok(u64::try_from(n).map_or(true, |n| n > budget))
+    Ok(u64::try_from(n).ok().filter(|n| *n <= budget))
 }
 
 /// The page of an unsorted `query` read from the collection in `_id` order (every document a
@@ -178,14 +264,8 @@ fn covered_in_order(
     plan: &IndexPlan,
     query: &Query,
     text: bool,
-    count: bool,
+    total: Option<u64>,
 ) -> Result<Read> {
-    let total = match (count, query.selector.is_all()) {
-        (false, _) => None,
-        // The whole collection: its kept count, one row, not every entry of the index.
-        (true, true) => Some(super::schema::stored_count(conn, collection)?.unwrap_or(0)),
-        (true, false) => Some(count_entries(conn, index, plan)?),
-    };
     let (filter, args) = filter(plan);
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT x.id FROM {} AS x{filter} ORDER BY {}",

@@ -815,7 +815,7 @@ async fn quick_finds_answer_as_full_finds_or_step_aside() {
         async move {
             let q = query.clone();
             let quick = store
-                .with_reader(move |conn| super::query::find_quick(conn, "c", &q, 16))
+                .with_reader(move |conn| super::query::find_quick(conn, "c", &q, 16, (32, 4_000)))
                 .await
                 .expect("quick find");
             let full = store
@@ -1548,4 +1548,89 @@ async fn a_document_with_too_many_index_entries_is_refused_and_nothing_is_writte
         .await
         .expect("one array is fine");
     assert_sorted_consistent(&store, "c", &spec);
+}
+
+#[tokio::test]
+async fn indexes_kept_between_reads_follow_changes_made_by_another_store_on_the_file() {
+    // Two stores on one file stand for two processes: each change to the index catalog made
+    // through one is seen by the other's next read, whatever it kept of the catalog.
+    let (dir, first) = open_temp().await;
+    let second = SqliteStore::open(dir.path().join("store.db"))
+        .await
+        .expect("second store");
+    let spec = crate::IndexSpec::new(["-score"]).expect("spec");
+    first
+        .ensure_sorted_index("items", &spec)
+        .await
+        .expect("index");
+    for (id, score) in [("a", json!(3)), ("b", json!(1)), ("c", json!(2))] {
+        first
+            .insert("items", doc(json!({"_id": id, "score": score})))
+            .await
+            .expect("insert");
+    }
+    let query = Query {
+        sort: Some(Sort::parse_list("-score").expect("sort")),
+        limit: Some(10),
+        ..Query::default()
+    };
+    let page = |store: &SqliteStore| {
+        let store = store.clone();
+        let query = query.clone();
+        async move {
+            let (texts, total) = store
+                .find_json_counted("items", &query)
+                .await
+                .expect("page");
+            let ids: Vec<String> = texts
+                .iter()
+                .map(|t| {
+                    let v: Value = serde_json::from_str(t).expect("json");
+                    v["_id"].as_str().expect("id").to_owned()
+                })
+                .collect();
+            (ids, total)
+        }
+    };
+    assert_eq!(
+        page(&first).await,
+        (vec!["a".into(), "c".into(), "b".into()], 3)
+    );
+    // The other store's write makes the index multikey: a document with two entries is
+    // listed once, at its highest score.
+    second
+        .insert("items", doc(json!({"_id": "d", "score": [0, 5]})))
+        .await
+        .expect("insert");
+    assert_eq!(
+        page(&first).await,
+        (vec!["d".into(), "a".into(), "c".into(), "b".into()], 4)
+    );
+    // Dropped by the other store: the read scans again, with the same answer.
+    assert!(
+        second
+            .drop_sorted_index("items", &spec)
+            .await
+            .expect("drop")
+    );
+    assert_eq!(
+        page(&first).await,
+        (vec!["d".into(), "a".into(), "c".into(), "b".into()], 4)
+    );
+    assert!(
+        first
+            .sorted_indexes("items")
+            .await
+            .expect("list")
+            .is_empty()
+    );
+    // Made again by the other store: served again, same answer.
+    second
+        .ensure_sorted_index("items", &spec)
+        .await
+        .expect("index");
+    assert_eq!(
+        page(&first).await,
+        (vec!["d".into(), "a".into(), "c".into(), "b".into()], 4)
+    );
 }
