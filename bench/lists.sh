@@ -11,6 +11,8 @@
 #   top   the 20 highest `score`, with the total   peer: ?limit=20&sort=-score
 #   city  the same among `city = "Oslo"`, with their total   peer: &city=Oslo
 #   page  the unsorted list of 20 (no index involved), for the regression check
+#   insert  a POST of one item, into the collection with its three indexes, beside the peer
+#         (whose table has two expression indexes) and Portico without indexes (`portico-plain`)
 # Part 2 (latency at ITEMS and at BIG, one request at a time, median of 21): the two lists, the
 #   unsorted `where={"city":"Oslo"}` and `where={"score":{"$gte":50}}`, on Portico only; and
 #   (`-nt`) the same with `total=false`, which skips counting the matches.
@@ -49,7 +51,7 @@ auth_failure_delay_ms = 0
 [[api.collection]]
 name = "items"
 auth_required = false
-indexes = ["-score", ["city", "-score"]]
+indexes = ["-score", ["city", "-score"], "-age"]
 TOML
   sed 's/^indexes = .*$//' "$1/portico.toml" > "$1/portico-noindex.toml"
 }
@@ -62,11 +64,12 @@ start() {
     axum-sqlite)
       rm -f "$2/peer.db"*; cp "$2/seed.db" "$2/peer.db"
       DB_PATH=$2/peer.db PORT=$port taskset -c 0 "$AXUM" 2>/dev/null & ;;
-    portico|portico-before)
+    portico|portico-before|portico-plain)
       rm -f "$2/portico-run.db"*
       for f in "$2"/portico.db*; do cp "$f" "$2/portico-run${f#"$2"/portico}"; done
       local bin=$PORTICO config=$2/portico.toml
       if [ "$1" = portico-before ]; then bin=$PORTICO_BEFORE; config=$2/portico-noindex.toml; fi
+      if [ "$1" = portico-plain ]; then config=$2/portico-noindex.toml; fi
       RUST_LOG=warn taskset -c 0 "$bin" serve --config "$config" \
         --listen "127.0.0.1:$port" >/dev/null 2>>"$work/$1.log" & ;;
   esac
@@ -100,18 +103,22 @@ path() {
     *:top-nt) echo "/api/items?limit=20&sort=-score&total=false" ;;
     *:city-nt) echo "/api/items?limit=20&sort=-score&total=false&where=$OSLO" ;;
     *:gte-nt) echo "/api/items?limit=20&total=false&where=$GTE" ;;
+    *:insert) echo "/api/items" ;;
   esac
 }
 
 results=$work/results.tsv
 : > "$results"
+INSERT_BODY='{"name":"New item","email":"new@example.com","age":33,"active":true,"city":"Oslo","score":12.5}'
 measure() {
   local url="http://127.0.0.1:$port$(path "$1" "$2")"
+  local env=()
+  if [ "$2" = insert ]; then env=(METHOD=POST "BODY=$INSERT_BODY"); fi
   if [ "$WARMUP" != 0 ]; then
-    taskset -c 1 wrk -t1 -c"$CONNS" -d"${WARMUP}s" -s "$YARDSTICK/wrk/fixed.lua" "$url" >/dev/null 2>&1
+    env "${env[@]}" taskset -c 1 wrk -t1 -c"$CONNS" -d"${WARMUP}s" -s "$YARDSTICK/wrk/fixed.lua" "$url" >/dev/null 2>&1
   fi
   local line
-  line=$(taskset -c 1 wrk -t1 -c"$CONNS" --timeout 10s -d"${SECS}s" --latency \
+  line=$(env "${env[@]}" taskset -c 1 wrk -t1 -c"$CONNS" --timeout 10s -d"${SECS}s" --latency \
     -s "$YARDSTICK/wrk/fixed.lua" "$url" 2>&1 | grep '^RESULT' || true)
   [ -n "$line" ] || { echo "wrk gave no RESULT line for $1 $2" >&2; exit 1; }
   echo "$1 $2 $3 $line" >> "$results"
@@ -131,9 +138,11 @@ latency() {
 small=$work/small
 seed "$small" "$ITEMS"
 for r in $(seq 1 "$ROUNDS"); do
-  start axum-sqlite "$small"; for w in top city; do measure axum-sqlite $w "$r"; done; stop
-  start portico "$small"; for w in top city page; do measure portico $w "$r"; done
+  # Inserts last on each server: they grow the data.
+  start axum-sqlite "$small"; for w in top city insert; do measure axum-sqlite $w "$r"; done; stop
+  start portico "$small"; for w in top city page insert; do measure portico $w "$r"; done
   echo "portico rss $(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")" >> "$results"; stop
+  start portico-plain "$small"; measure portico-plain insert "$r"; stop
   if [ -n "${PORTICO_BEFORE:-}" ]; then
     start portico-before "$small"; for w in top city page; do measure portico-before $w "$r"; done; stop
   fi
@@ -168,12 +177,16 @@ def med(server, w, key):
     return statistics.median(float(r[key]) for r in rs) if rs else None
 print("| workload | axum-sqlite req/s | portico req/s | ratio | before req/s | axum p99 ms | portico p99 ms |")
 print("|---|---:|---:|---:|---:|---:|---:|")
-for w in ["top", "city", "page"]:
+for w in ["top", "city", "page", "insert"]:
     a, p, b = med("axum-sqlite", w, "rps"), med("portico", w, "rps"), med("portico-before", w, "rps")
     ap, pp = med("axum-sqlite", w, "p99_us"), med("portico", w, "p99_us")
     f = lambda x, d=0: "-" if x is None else f"{x:,.{d}f}"
     ratio = "-" if not (a and p) else f"{p / a:.2f}x"
     print(f"| {w} | {f(a)} | {f(p)} | {ratio} | {f(b)} | {f(ap and ap / 1000, 2)} | {f(pp and pp / 1000, 2)} |")
+plain = med("portico-plain", "insert", "rps")
+if plain:
+    p = med("portico", "insert", "rps")
+    print(f"\ninsert with three indexes / without: {p:,.0f} / {plain:,.0f} req/s = {p / plain:.2f}x")
 if lat:
     sizes = sorted({s for (_, s) in lat}, key=int)
     print()

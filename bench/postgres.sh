@@ -14,7 +14,8 @@
 #   CONNS      wrk connections (default 32; "two" gives each instance its own wrk with half)
 #   TWO_CONNS  connections of each instance's wrk in "two" instead (e.g. 32: a second instance
 #              that brings its own clients, each instance as busy as the one alone)
-#   WORKLOADS  the workloads to run, in order (default "get auth-get list insert")
+#   WORKLOADS  the workloads to run, in order (default "get auth-get list insert"; also "top"
+#              and "city", the sorted lists, which the peer serves through expression indexes)
 #   NO_PEER=1  leave the peer out (to measure Portico's second instance alone, in less time)
 #   HALF       1 (the default when the connections are shared out): also measure one instance
 #              with half the connections ("half"), the control for "two": each of two instances
@@ -83,6 +84,7 @@ auth_failure_delay_ms = 0
 [[api.collection]]
 name = "items"
 auth_required = false   # the insert workload writes anonymously, as the baseline does
+indexes = ["-score", ["city", "-score"]]   # the sorted lists (top, city), as the peer's
 [[api.collection]]
 name = "items"
 path = "secure/items"
@@ -204,7 +206,7 @@ measure() {
   if [ "$1" = half ]; then conns=$((CONNS / 2)); fi
   if [ "$WARMUP" != 0 ]; then
     for p in "${ports[@]}"; do
-      workload "$2" "$p"
+      workload "$2" "$p" "$1"
       env "${env[@]}" taskset -c 1 wrk -t1 -c"$conns" -d"${WARMUP}s" -s "$YARDSTICK/wrk/$script" "$url" >/dev/null 2>&1 &
       wrks+=("$!")
     done
@@ -237,7 +239,7 @@ measure() {
   pg_before=$(pg_ticks)
   i=0
   for p in "${ports[@]}"; do
-    workload "$2" "$p"
+    workload "$2" "$p" "$1"
     env "${env[@]}" taskset -c 1 wrk -t1 -c"$conns" --timeout 10s -d"${SECS}s" --latency \
       -s "$YARDSTICK/wrk/$script" "$url" > "$work/wrk.$i" 2>&1 &
     wrks+=("$!")

@@ -22,7 +22,7 @@ WARMUP=${WARMUP:-2}
 PROFILE=${PROFILE:-release}
 PEER_TARGET=${PEER_TARGET:-/tmp/portico-bench-target}
 
-# workload NAME PORT: sets `script` (in the yardstick's wrk/), `url` and `env` (the script's
+# workload NAME PORT [SERVER]: sets `script` (in the yardstick's wrk/), `url` and `env` (the script's
 # environment, an array) of one workload against the server on PORT; uses `data` and `token`.
 workload() {
   script=random_get.lua; url=http://127.0.0.1:$2
@@ -31,6 +31,14 @@ workload() {
     get) ;;
     auth-get) env=(IDS_FILE="$data/ids.txt" PATH_PREFIX=/api/secure/items/ TOKEN="$token") ;;
     list) script=fixed.lua; env=(); url=$url/api/items?limit=20 ;;
+    # Sorted lists (declare the indexes on Portico's side): the 20 highest scores with their
+    # total, and the same among one city. The peer takes the city as a parameter (NAME "peer").
+    top) script=fixed.lua; env=(); url="$url/api/items?limit=20&sort=-score" ;;
+    city) script=fixed.lua; env=()
+      case ${3:-} in
+        peer*) url="$url/api/items?limit=20&sort=-score&city=Oslo" ;;
+        *) url="$url/api/items?limit=20&sort=-score&where=%7B%22city%22%3A%22Oslo%22%7D" ;;
+      esac ;;
     insert) script=fixed.lua; url=$url/api/items
       env=(METHOD=POST BODY='{"name":"New item","email":"new@example.com","age":33,"active":true,"city":"Oslo","score":12.5}') ;;
   esac

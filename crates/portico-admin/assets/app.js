@@ -282,6 +282,9 @@ function documentsPanel(root, collection) {
     el('div', { class: 'title-row' },
       el('h2', {}, collection.name),
       el('span', { class: 'muted' }, collection.schema ? 'JSON Schema checked' : 'no schema'),
+      el('span', { class: 'muted', id: 'indexes' }, (collection.indexes || []).length
+        ? 'indexes: ' + collection.indexes.join(' · ')
+        : 'no sorted indexes'),
       actions),
     form, help, filterError, table, pager, panel);
 

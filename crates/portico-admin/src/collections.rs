@@ -127,6 +127,15 @@ pub(crate) async fn list(
         }
         let collection = collection(&state, &name).await?;
         let count = collection.count(&Selector::all()).await?;
+        // The sorted indexes as the config writes them (`city`, `ownerId,-createdAt`).
+        let indexes: Vec<String> = state
+            .platform
+            .store()
+            .sorted_indexes(&name)
+            .await?
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         out.push(json!({
             "name": name,
             "count": count,
@@ -135,6 +144,7 @@ pub(crate) async fn list(
             "readOnly": name == USERS || internal,
             "internal": internal,
             "files": file_fields(&state, &name),
+            "indexes": indexes,
         }));
     }
     Ok(Json(

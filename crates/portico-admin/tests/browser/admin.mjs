@@ -152,6 +152,7 @@ try {
   results.collections = await page.locator('#collection-list a').allTextContents();
   await openCollection('articles');
   results.firstPage = await text('#page-info');
+  results.indexes = await text('#indexes');
   results.firstPageRows = await page.locator('#documents tbody tr').count();
   await shot('03-collections');
   await page.getByRole('button', { name: /Next/ }).click();

@@ -135,6 +135,16 @@ async fn collections_pages_filters_and_sorts() {
     assert!(counts.contains(&("articles".into(), 26)), "{counts:?}");
     assert!(counts.contains(&("notes".into(), 1)), "{counts:?}");
     assert!(counts.contains(&("users".into(), 3)), "{counts:?}");
+    let indexes = |name: &str| {
+        body["collections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .map(|c| c["indexes"].clone())
+    };
+    assert_eq!(indexes("articles"), Some(json!(["-n", "tag,title"])));
+    assert_eq!(indexes("notes"), Some(json!([])));
 
     let (_, page) = admin
         .call(

@@ -237,6 +237,7 @@ async fn the_admin_page_works_in_a_real_browser() {
         "{collections:?}"
     );
     assert_eq!(text("firstPage"), "1–20 of 26");
+    assert_eq!(text("indexes"), "indexes: -n · tag,title");
     assert_eq!(seen["firstPageRows"], 20);
     assert_eq!(text("secondPage"), "21–26 of 26");
     assert_eq!(text("sortedFirstId"), "a25");

@@ -67,6 +67,12 @@ impl Server {
                 .await
                 .unwrap();
         }
+        for spec in [json!("-n"), json!(["tag", "title"])] {
+            articles
+                .ensure_index(&portico_store::IndexSpec::parse(&spec).unwrap())
+                .await
+                .unwrap();
+        }
         articles
             .insert(doc(json!({"_id": "xss", "title": XSS, "body": XSS})))
             .await

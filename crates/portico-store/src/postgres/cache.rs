@@ -73,15 +73,47 @@ impl Value {
 pub(crate) enum Key {
     /// `get_json` of this id.
     Doc(String),
-    /// A page of the whole collection: skip and limit.
-    Page(u64, Option<u64>),
+    /// A page (of the whole collection, or of a query's matches) with its total.
+    Page(PageKey),
+}
+
+/// Which page of which query an entry holds.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct PageKey {
+    /// The query's selector, sort and projection written out (see [`PageKey::of`]); empty for
+    /// a page of the whole collection in `_id` order.
+    query: String,
+    skip: u64,
+    limit: Option<u64>,
+}
+
+impl PageKey {
+    /// The key of `query`'s page. Two queries share a key only when they are the same query:
+    /// the text is the `Debug` form of the selector, sort and projection, which writes out
+    /// every field of every clause (strings quoted and escaped, numbers as given), so it
+    /// differs whenever they do.
+    pub(crate) fn of(query: &crate::Query) -> PageKey {
+        let text = if query.is_plain_page() {
+            String::new()
+        } else {
+            format!(
+                "{:?}|{:?}|{:?}",
+                query.selector, query.sort, query.projection
+            )
+        };
+        PageKey {
+            query: text,
+            skip: query.skip,
+            limit: query.limit,
+        }
+    }
 }
 
 impl Key {
     fn bytes(&self) -> usize {
         match self {
             Key::Doc(id) => id.len(),
-            Key::Page(..) => 0,
+            Key::Page(page) => page.query.len(),
         }
     }
 }
@@ -99,14 +131,14 @@ struct Shelf {
     name: Arc<str>,
     stamp: u64,
     docs: HashMap<String, Entry>,
-    pages: HashMap<(u64, Option<u64>), Entry>,
+    pages: HashMap<PageKey, Entry>,
 }
 
 impl Shelf {
     fn get_mut(&mut self, key: &Key) -> Option<&mut Entry> {
         match key {
             Key::Doc(id) => self.docs.get_mut(id.as_str()),
-            Key::Page(skip, limit) => self.pages.get_mut(&(*skip, *limit)),
+            Key::Page(page) => self.pages.get_mut(page),
         }
     }
 
@@ -136,7 +168,7 @@ impl Inner {
         }
         let removed = match key {
             Key::Doc(id) => shelf.docs.remove(id.as_str()),
-            Key::Page(skip, limit) => shelf.pages.remove(&(*skip, *limit)),
+            Key::Page(page) => shelf.pages.remove(page),
         };
         match removed {
             Some(entry) => {
@@ -183,7 +215,7 @@ impl Inner {
                 .filter(|shelf| shelf.stamp == *stamp)
                 .is_some_and(|shelf| match key {
                     Key::Doc(id) => shelf.docs.contains_key(id.as_str()),
-                    Key::Page(skip, limit) => shelf.pages.contains_key(&(*skip, *limit)),
+                    Key::Page(page) => shelf.pages.contains_key(page),
                 })
         });
     }
@@ -312,7 +344,7 @@ impl Cache {
         };
         let old = match &key {
             Key::Doc(id) => shelf.docs.insert(id.clone(), entry),
-            Key::Page(skip, limit) => shelf.pages.insert((*skip, *limit), entry),
+            Key::Page(page) => shelf.pages.insert(page.clone(), entry),
         };
         match old {
             Some(old) => inner.bytes -= old.bytes,
@@ -342,6 +374,14 @@ impl Cache {
 mod tests {
     use super::*;
 
+    /// The key of a first page of 20 of a whole collection.
+    fn first_page() -> Key {
+        Key::Page(PageKey::of(&crate::Query {
+            limit: Some(20),
+            ..crate::Query::default()
+        }))
+    }
+
     fn doc(n: usize) -> Value {
         Value::Doc(Some(format!(
             "{{\"_id\":\"{n}\",\"pad\":\"{}\"}}",
@@ -361,13 +401,13 @@ mod tests {
         // A fill under an older stamp than the shelf's is refused; a newer one drops the rest.
         cache.put("c", Key::Doc("b".into()), 4, doc(2));
         assert_eq!(cache.get("c", &Key::Doc("b".into()), 4), None);
-        cache.put("c", Key::Page(0, Some(20)), 6, Value::Page(vec![], Some(0)));
+        cache.put("c", first_page(), 6, Value::Page(vec![], Some(0)));
         assert_eq!(cache.get("c", &key, 5), None);
         let status = cache.status();
         assert_eq!(status.entries, 1);
         assert_eq!((status.hits, status.misses), (1, 5));
         assert_eq!(
-            cache.get("c", &Key::Page(0, Some(20)), 6).as_deref(),
+            cache.get("c", &first_page(), 6).as_deref(),
             Some(&Value::Page(vec![], Some(0)))
         );
     }

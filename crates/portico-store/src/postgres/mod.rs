@@ -354,7 +354,7 @@ impl PostgresStore {
         stamp: u64,
         counted: bool,
     ) -> Result<(Vec<String>, Option<u64>)> {
-        let key = cache::Key::Page(query.skip, query.limit);
+        let key = cache::Key::Page(cache::PageKey::of(query));
         if let Some(value) = self.cache.get(collection, &key, stamp)
             && let cache::Value::Page(texts, total) = &*value
             && (total.is_some() || !counted)
@@ -542,15 +542,38 @@ impl Store for PostgresStore {
         // A page of the whole collection and its total: one statement, one round trip.
         if !query.is_plain_page() {
             // Through a sorted index the page and its total come from one snapshot; the
-            // sorted window is checked only when none serves the sort (`None`).
-            let found = read!(self, Some(collection), |client| query::find_json_counted(
-                &mut client,
-                collection,
-                query
-            )
-            .await)?;
+            // sorted window is checked only when none serves the sort (`None`). Kept in the
+            // read cache as a page of the whole collection is (the answer depends on the
+            // collection's documents alone, which its stamp counts).
+            let stamp = self.cache_stamp(collection).await;
+            let key = cache::Key::Page(cache::PageKey::of(query));
+            if let Some(stamp) = stamp
+                && let Some(value) = self.cache.get(collection, &key, stamp)
+                && let cache::Value::Page(texts, Some(total)) = &*value
+            {
+                return Ok((texts.clone(), *total));
+            }
+            let found = match stamp {
+                // Under a stamp the read goes to the primary, after the stamp's read.
+                Some(_) => {
+                    let mut client = self.client().await?;
+                    query::find_json_counted(&mut client, collection, query).await?
+                }
+                None => read!(self, Some(collection), |client| query::find_json_counted(
+                    &mut client,
+                    collection,
+                    query
+                )
+                .await)?,
+            };
             return match found {
-                Some(answer) => Ok(answer),
+                Some((page, total)) => {
+                    if let Some(stamp) = stamp {
+                        let value = cache::Value::Page(page.clone(), Some(total));
+                        self.cache.put(collection, key, stamp, value);
+                    }
+                    Ok((page, total))
+                }
                 None => crate::top::check_sorted_window(query).map(|()| (Vec::new(), 0)),
             };
         }

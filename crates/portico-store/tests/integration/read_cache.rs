@@ -32,6 +32,22 @@ fn page() -> Query {
     }
 }
 
+/// The lists the cache keeps besides [`page`]: sorted through an index, filtered, both.
+fn lists() -> Vec<Query> {
+    let sorted = |selector: Value, sort: &str| Query {
+        selector: Selector::parse(&selector).expect("selector"),
+        sort: Some(portico_store::Sort::parse_list(sort).expect("sort")),
+        limit: Some(5),
+        ..Query::default()
+    };
+    vec![
+        page(),
+        sorted(json!({}), "-v"),
+        sorted(json!({"v": {"$gte": 5}}), "-v"),
+        sorted(json!({"_id": {"$in": ["n0", "n1", "x1"]}}), "v"),
+    ]
+}
+
 /// `v` of a stored text.
 fn v_of(text: Option<&str>) -> Option<i64> {
     let value: Value = serde_json::from_str(text?).expect("stored JSON");
@@ -53,19 +69,35 @@ async fn a_write_on_one_instance_is_never_hidden_by_the_others_cache() {
             .await
             .expect("insert");
     }
+    let by_v = portico_store::IndexSpec::parse(&json!("-v")).expect("spec");
+    a.ensure_sorted_index("notes", &by_v).await.expect("index");
     let inc = Update::parse(&json!({"$inc": {"v": 10}})).expect("update");
     let by_id = Selector::by_id("n0");
     for round in 0..30 {
         // B answers twice: the second answer comes from its cache.
         let first = b.get_json("notes", "n0").await.expect("get");
         let listed = b.find_json_counted("notes", &page()).await.expect("list");
+        let mut others = Vec::new();
+        for list in lists() {
+            others.push(b.find_json_counted("notes", &list).await.expect("list"));
+        }
         let hits = b.cache_status().hits;
         assert_eq!(b.get_json("notes", "n0").await.expect("get"), first);
         assert_eq!(
             b.find_json_counted("notes", &page()).await.expect("list"),
             listed
         );
-        assert_eq!(b.cache_status().hits, hits + 2, "round {round}: cached");
+        for (list, before) in lists().iter().zip(&others) {
+            assert_eq!(
+                &b.find_json_counted("notes", list).await.expect("list"),
+                before
+            );
+        }
+        assert_eq!(
+            b.cache_status().hits,
+            hits + 2 + lists().len() as u64,
+            "round {round}: cached"
+        );
         match round % 6 {
             0 => {
                 a.update("notes", &by_id, &inc, UpdateOptions::default())
@@ -119,6 +151,16 @@ async fn a_write_on_one_instance_is_never_hidden_by_the_others_cache() {
             want,
             "round {round}: page"
         );
+        for list in lists() {
+            assert_eq!(
+                b.find_json_counted("notes", &list).await.expect("list"),
+                reference
+                    .find_json_counted("notes", &list)
+                    .await
+                    .expect("list"),
+                "round {round}: {list:?}"
+            );
+        }
         assert_ne!(
             (got, texts, total),
             (first, listed.0, listed.1),
