@@ -157,6 +157,10 @@ pub(crate) fn for_each_candidate(
     mut visit: impl FnMut(String, Document) -> Result<ControlFlow<()>>,
 ) -> Result<()> {
     let table = collection_table(collection);
+    // An equality on an indexed column is written `IN (?1)`: with `= ?1` and an ORDER BY,
+    // SQLite re-prepares the statement on every run after a new binding (measured with
+    // `sqlite3_stmt_status(SQLITE_STMTSTATUS_REPREPARE)`: every login-token lookup paid a
+    // parse and plan); `IN` with one value is planned as the same equality search.
     let (sql, args): (String, Vec<SqlValue>) = match plan {
         Plan::Id(id) => (
             format!("SELECT id, doc FROM {table} WHERE id = ?1"),
@@ -175,7 +179,7 @@ pub(crate) fn for_each_candidate(
         Plan::Index { path, key } => (
             format!(
                 "SELECT c.id, c.doc FROM {index} AS x JOIN {table} AS c ON c.id = x.id \
-                 WHERE x.value = ?1 ORDER BY x.id",
+                 WHERE x.value IN (?1) ORDER BY x.id",
                 index = index_table(collection, path)
             ),
             vec![SqlValue::Text(key.clone())],

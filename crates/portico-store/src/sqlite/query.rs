@@ -230,18 +230,15 @@ pub(crate) fn find_quick(
             Plan::Ids(ids) if ids.len() <= budget => {}
             Plan::Ids(_) => return Ok(None),
             Plan::Index { path, key } => {
+                // The bound is written into the statement: a bound LIMIT makes SQLite
+                // re-prepare the statement on every run.
                 let entries: i64 = conn
                     .prepare_cached(&format!(
-                        "SELECT count(*) FROM (SELECT 1 FROM {} WHERE value = ?1 LIMIT ?2)",
-                        index_table(collection, path)
+                        "SELECT count(*) FROM (SELECT 1 FROM {} WHERE value = ?1 LIMIT {})",
+                        index_table(collection, path),
+                        budget.saturating_add(1)
                     ))?
-                    .query_row(
-                        params![
-                            key,
-                            i64::try_from(budget).unwrap_or(i64::MAX).saturating_add(1)
-                        ],
-                        |row| row.get(0),
-                    )?;
+                    .query_row(params![key], |row| row.get(0))?;
                 if usize::try_from(entries).map_or(true, |e| e > budget) {
                     return Ok(None);
                 }

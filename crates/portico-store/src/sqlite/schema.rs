@@ -194,8 +194,9 @@ pub(crate) fn ensure_collection(conn: &Connection, collection: &str) -> Result<(
 
 /// The indexed paths of `collection`, sorted.
 pub(crate) fn indexed_paths(conn: &Connection, collection: &str) -> Result<Vec<String>> {
-    let mut stmt = conn
-        .prepare_cached("SELECT path FROM portico_indexes WHERE collection = ?1 ORDER BY path")?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT path FROM portico_indexes WHERE collection IN (?1) ORDER BY path",
+    )?;
     let paths = stmt
         .query_map(params![collection], |row| row.get(0))?
         .collect::<rusqlite::Result<Vec<String>>>()?;
@@ -238,7 +239,7 @@ pub(crate) fn sorted_name(spec: &IndexSpec) -> String {
 /// The sorted indexes of `collection`, in catalog (name) order.
 pub(crate) fn sorted_indexes(conn: &Connection, collection: &str) -> Result<Vec<SortedIndex>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT spec, multikey FROM portico_sorted WHERE collection = ?1 ORDER BY name",
+        "SELECT spec, multikey FROM portico_sorted WHERE collection IN (?1) ORDER BY name",
     )?;
     let rows = stmt
         .query_map(params![collection], |row| {

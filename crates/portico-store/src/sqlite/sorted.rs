@@ -164,9 +164,11 @@ fn filter(plan: &IndexPlan) -> (String, Vec<SqlValue>) {
         args.push(SqlValue::Blob(key.to_vec()));
         format!("?{}", args.len())
     };
+    // Equalities are written `IN (?n)`: with `= ?n` and an ORDER BY, SQLite re-prepares the
+    // statement on every run (see `plan.rs`); `IN` with one value is the same search.
     for (i, key) in plan.eq.iter().enumerate() {
         let p = param(&mut args, key);
-        terms.push(format!("x.k{i} = {p}"));
+        terms.push(format!("x.k{i} IN ({p})"));
     }
     let i = plan.eq.len();
     match &plan.last {
@@ -192,14 +194,16 @@ fn filter(plan: &IndexPlan) -> (String, Vec<SqlValue>) {
     (sql, args)
 }
 
-/// True when `plan`'s range holds more than `budget` entries.
+/// True when `plan`'s range holds more than about `budget` entries (the budget rounded up to
+/// a power of two: each bound is a statement of its own, see [`entries_upto`]).
 fn entries_over(
     conn: &Connection,
     index: &SortedIndex,
     plan: &IndexPlan,
     budget: u64,
 ) -> Result<bool> {
-    Ok(entries_upto(conn, index, plan, budget)?.is_none())
+    let rounded = budget.checked_next_power_of_two().unwrap_or(u64::MAX);
+    Ok(entries_upto(conn, index, plan, rounded)?.is_none())
 }
 
 /// The number of entries in `plan`'s range, or `None` when they are more than `budget`
@@ -210,15 +214,14 @@ fn entries_upto(
     plan: &IndexPlan,
     budget: u64,
 ) -> Result<Option<u64>> {
-    let (filter, mut args) = filter(plan);
-    args.push(SqlValue::Integer(
-        i64::try_from(budget).unwrap_or(i64::MAX).saturating_add(1),
-    ));
+    // The bound is written into the statement: a bound LIMIT makes SQLite re-prepare the
+    // statement on every run.
+    let (filter, args) = filter(plan);
     let n: i64 = conn
         .prepare_cached(&format!(
-            "SELECT count(*) FROM (SELECT 1 FROM {} AS x{filter} LIMIT ?{})",
+            "SELECT count(*) FROM (SELECT 1 FROM {} AS x{filter} LIMIT {})",
             index.table,
-            args.len()
+            budget.saturating_add(1).min(i64::MAX as u64)
         ))?
         .query_row(rusqlite::params_from_iter(args.iter()), |row| row.get(0))?;
     Ok(u64::try_from(n).ok().filter(|n| *n <= budget))
