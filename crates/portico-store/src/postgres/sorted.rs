@@ -210,20 +210,68 @@ async fn covered_in_order(
     text: bool,
     count: bool,
 ) -> Result<Read> {
-    let total = match (count, query.selector.is_all()) {
-        (false, _) => None,
-        // The whole collection: its kept count (a few slot rows), not every entry of the index.
-        (true, true) => {
-            let stmt = tx
-                .prepare_cached(
-                    "SELECT coalesce(sum(n), 0)::bigint FROM portico_counts WHERE name = $1",
-                )
-                .await?;
-            let n: i64 = tx.query_one(&stmt, &[&collection]).await?.try_get(0)?;
-            Some(u64::try_from(n).unwrap_or(0))
-        }
-        (true, false) => Some(count_entries(tx, index, plan).await?),
+    let total = async {
+        Ok::<_, crate::Error>(match (count, query.selector.is_all()) {
+            (false, _) => None,
+            // The whole collection: its kept count (a few slot rows), not every entry of the
+            // index.
+            (true, true) => {
+                let stmt = tx
+                    .prepare_cached(
+                        "SELECT coalesce(sum(n), 0)::bigint FROM portico_counts WHERE name = $1",
+                    )
+                    .await?;
+                let n: i64 = tx.query_one(&stmt, &[&collection]).await?.try_get(0)?;
+                Some(u64::try_from(n).unwrap_or(0))
+            }
+            (true, false) => Some(count_entries(tx, index, plan).await?),
+        })
     };
+    // The count and the page are sent together (pipelined on the connection): one round trip
+    // for both instead of one each.
+    let (total, rows) = tokio::try_join!(
+        total,
+        covered_page(tx, collection, index, plan, query, text)
+    )?;
+    Ok(Read { rows, total })
+}
+
+/// The page of [`covered_in_order`]. A first page (a short `skip`) of an index without
+/// repeated documents is one statement joining the index's range to the documents; a later
+/// page reads its ids from the index first, so the skipped entries never touch a document.
+async fn covered_page(
+    tx: &Transaction<'_>,
+    collection: &str,
+    index: &SortedIndex,
+    plan: &IndexPlan,
+    query: &Query,
+    text: bool,
+) -> Result<Rows> {
+    if !index.multikey && query.skip <= JOINED_SKIP && query.limit != Some(0) {
+        let (filter, mut args) = filter(plan);
+        let n = args.len();
+        args.push(Box::new(
+            query.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX)),
+        ));
+        args.push(Box::new(i64::try_from(query.skip).unwrap_or(i64::MAX)));
+        // The range's page first (its LIMIT inside), then each document by primary key
+        // (LATERAL): whatever the planner guesses for a LIMIT it does not know yet (a
+        // generic plan), it never joins more than the page.
+        let order = order_by(index, Order::Index);
+        let stmt = tx
+            .prepare_cached(&format!(
+                "SELECT c.id, c.doc FROM (SELECT x.* FROM {} AS x{filter} ORDER BY {order} \
+                 LIMIT ${} OFFSET ${}) AS x CROSS JOIN LATERAL \
+                 (SELECT id, doc FROM {} WHERE id = x.id) AS c ORDER BY {order}",
+                index.table,
+                n + 1,
+                n + 2,
+                collection_table(collection),
+            ))
+            .await?;
+        let rows = tx.query(&stmt, &refs(&args)).await?;
+        return page_rows(collection, &rows, query, text);
+    }
     let (filter, mut args) = filter(plan);
     let order = order_by(index, Order::Index);
     let mut ids: Vec<String> = Vec::new();
@@ -279,8 +327,6 @@ async fn covered_in_order(
             ids.push(row.try_get(0)?);
         }
     }
-    let mut texts = Vec::with_capacity(ids.len());
-    let mut docs = Vec::with_capacity(ids.len());
     if !ids.is_empty() {
         let stmt = tx
             .prepare_cached(&format!(
@@ -297,32 +343,50 @@ async fn covered_in_order(
                 index.spec
             )));
         }
-        for row in &rows {
-            if text {
-                let id: &str = row.try_get(0)?;
-                let stored: &str = row.try_get(1)?;
-                if !crate::document::is_object_text(stored) {
-                    return Err(crate::Error::Backend(format!(
-                        "postgres: stored document {id:?} of collection {collection:?} is not \
-                         a JSON object"
-                    )));
-                }
-                texts.push(stored.to_owned());
-            } else {
-                let (_, doc) = decode(collection, row)?;
-                docs.push(match &query.projection {
-                    Some(p) => p.apply(&doc),
-                    None => doc,
-                });
-            }
-        }
+        return page_rows(collection, &rows, query, text);
     }
-    let rows = if text {
-        Rows::Texts(texts)
+    Ok(if text {
+        Rows::Texts(Vec::new())
     } else {
-        Rows::Docs(docs)
-    };
-    Ok(Read { rows, total })
+        Rows::Docs(Vec::new())
+    })
+}
+
+/// The longest `skip` a page reads joined to its documents (see [`covered_page`]).
+const JOINED_SKIP: u64 = 100;
+
+/// The page's rows `(id, doc)` as stored texts (checked to be JSON objects) or as documents
+/// (projected).
+fn page_rows(
+    collection: &str,
+    rows: &[tokio_postgres::Row],
+    query: &Query,
+    text: bool,
+) -> Result<Rows> {
+    if text {
+        let mut texts = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id: &str = row.try_get(0)?;
+            let stored: &str = row.try_get(1)?;
+            if !crate::document::is_object_text(stored) {
+                return Err(crate::Error::Backend(format!(
+                    "postgres: stored document {id:?} of collection {collection:?} is not \
+                     a JSON object"
+                )));
+            }
+            texts.push(stored.to_owned());
+        }
+        return Ok(Rows::Texts(texts));
+    }
+    let mut docs = Vec::with_capacity(rows.len());
+    for row in rows {
+        let (_, doc) = decode(collection, row)?;
+        docs.push(match &query.projection {
+            Some(p) => p.apply(&doc),
+            None => doc,
+        });
+    }
+    Ok(Rows::Docs(docs))
 }
 
 /// A plan whose candidates the matcher decides, or whose order is `_id` order: every
