@@ -248,12 +248,7 @@ async fn covered_page(
     text: bool,
 ) -> Result<Rows> {
     if !index.multikey && query.skip <= JOINED_SKIP && query.limit != Some(0) {
-        let (filter, mut args) = filter(plan);
-        let n = args.len();
-        args.push(Box::new(
-            query.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX)),
-        ));
-        args.push(Box::new(i64::try_from(query.skip).unwrap_or(i64::MAX)));
+        let (filter, args, n) = paged_filter(plan, query);
         // The range's page first (its LIMIT inside), then each document by primary key
         // (LATERAL): whatever the planner guesses for a LIMIT it does not know yet (a
         // generic plan), it never joins more than the page.
@@ -272,7 +267,7 @@ async fn covered_page(
         let rows = tx.query(&stmt, &refs(&args)).await?;
         return page_rows(collection, &rows, query, text);
     }
-    let (filter, mut args) = filter(plan);
+    let (filter, args) = filter(plan);
     let order = order_by(index, Order::Index);
     let mut ids: Vec<String> = Vec::new();
     if query.limit == Some(0) {
@@ -310,11 +305,7 @@ async fn covered_page(
             }
         }
     } else {
-        let n = args.len();
-        args.push(Box::new(
-            query.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX)),
-        ));
-        args.push(Box::new(i64::try_from(query.skip).unwrap_or(i64::MAX)));
+        let (filter, args, n) = paged_filter(plan, query);
         let stmt = tx
             .prepare_cached(&format!(
                 "SELECT x.id FROM {} AS x{filter} ORDER BY {order} LIMIT ${} OFFSET ${}",
@@ -350,6 +341,18 @@ async fn covered_page(
     } else {
         Rows::Docs(Vec::new())
     })
+}
+
+/// [`filter`] with the query's limit and skip as its next two parameters (`$n+1`, `$n+2`;
+/// `n` returned).
+fn paged_filter(plan: &IndexPlan, query: &Query) -> (String, Vec<Param>, usize) {
+    let (filter, mut args) = filter(plan);
+    let n = args.len();
+    args.push(Box::new(
+        query.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX)),
+    ));
+    args.push(Box::new(i64::try_from(query.skip).unwrap_or(i64::MAX)));
+    (filter, args, n)
 }
 
 /// The longest `skip` a page reads joined to its documents (see [`covered_page`]).
