@@ -258,8 +258,14 @@ fn count_entries(conn: &Connection, index: &SortedIndex, plan: &IndexPlan) -> Re
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
-/// A covered plan read in the index's order: ids from the index alone (the skipped ones never
-/// touch a document), then each document of the page by primary key.
+/// The longest `skip` a covered page reads joined to its documents (see
+/// [`covered_in_order`]).
+const JOINED_SKIP: u64 = 64;
+
+/// A covered plan read in the index's order. A first page (a short `skip`) of an index
+/// without repeated documents is one statement over the range joined to the documents, read
+/// until the page is full; a later page reads ids from the index alone first (the skipped ones
+/// never touch a document), then each document of the page by primary key.
 fn covered_in_order(
     conn: &Connection,
     collection: &str,
@@ -270,13 +276,44 @@ fn covered_in_order(
     total: Option<u64>,
 ) -> Result<Read> {
     let (filter, args) = filter(plan);
+    let limit = query.limit.unwrap_or(u64::MAX);
+    let mut page = PageRows::new(collection, query, text);
+    if !index.multikey && query.skip <= JOINED_SKIP {
+        // The statement `candidates` runs for this plan too (one cached statement).
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT x.id, c.doc FROM {} AS x CROSS JOIN {} AS c ON c.id = x.id{filter} \
+             ORDER BY {}",
+            index.table,
+            collection_table(collection),
+            order_by(index, Order::Index)
+        ))?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
+        let mut skipped = 0u64;
+        while page.len() < limit
+            && let Some(row) = rows.next()?
+        {
+            if skipped < query.skip {
+                skipped += 1;
+                continue;
+            }
+            // The id only names the row in an error: not copied.
+            let id = match row.get_ref(0)? {
+                rusqlite::types::ValueRef::Text(id) => String::from_utf8_lossy(id),
+                _ => "".into(),
+            };
+            page.push(&id, row.get_ref(1)?)?;
+        }
+        return Ok(Read {
+            rows: page.into_rows(),
+            total,
+        });
+    }
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT x.id FROM {} AS x{filter} ORDER BY {}",
         index.table,
         order_by(index, Order::Index)
     ))?;
     let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
-    let limit = query.limit.unwrap_or(u64::MAX);
     let mut seen: HashSet<String> = HashSet::new();
     let mut skipped = 0u64;
     let mut ids = Vec::new();
@@ -299,8 +336,6 @@ fn covered_in_order(
         "SELECT doc FROM {} WHERE id = ?1",
         collection_table(collection)
     ))?;
-    let mut texts = Vec::with_capacity(ids.len());
-    let mut docs = Vec::with_capacity(ids.len());
     for id in &ids {
         let mut rows = by_id.query([id])?;
         // An entry without its document cannot be: both are written in one transaction.
@@ -310,30 +345,70 @@ fn covered_in_order(
                 index.spec
             )));
         };
-        let value = row.get_ref(0)?;
-        if text {
-            let rusqlite::types::ValueRef::Text(bytes) = value else {
-                return Err(not_text(collection, id));
-            };
-            let checked = std::str::from_utf8(bytes)
-                .ok()
-                .filter(|t| crate::document::is_object_text(t))
-                .ok_or_else(|| not_text(collection, id))?;
-            texts.push(checked.to_owned());
+        page.push(id, row.get_ref(0)?)?;
+    }
+    Ok(Read {
+        rows: page.into_rows(),
+        total,
+    })
+}
+
+/// The rows of a page as they are read: stored texts (checked to be JSON objects) or
+/// documents (projected).
+struct PageRows<'q> {
+    collection: &'q str,
+    query: &'q Query,
+    rows: Rows,
+}
+
+impl<'q> PageRows<'q> {
+    fn new(collection: &'q str, query: &'q Query, text: bool) -> Self {
+        let rows = if text {
+            Rows::Texts(Vec::new())
         } else {
-            let doc = parse_doc(collection, id, value)?;
-            docs.push(match &query.projection {
-                Some(p) => p.apply(&doc),
-                None => doc,
-            });
+            Rows::Docs(Vec::new())
+        };
+        PageRows {
+            collection,
+            query,
+            rows,
         }
     }
-    let rows = if text {
-        Rows::Texts(texts)
-    } else {
-        Rows::Docs(docs)
-    };
-    Ok(Read { rows, total })
+
+    fn len(&self) -> u64 {
+        match &self.rows {
+            Rows::Texts(texts) => texts.len() as u64,
+            Rows::Docs(docs) => docs.len() as u64,
+        }
+    }
+
+    /// Adds the stored document `value` of `id`.
+    fn push(&mut self, id: &str, value: rusqlite::types::ValueRef<'_>) -> Result<()> {
+        match &mut self.rows {
+            Rows::Texts(texts) => {
+                let rusqlite::types::ValueRef::Text(bytes) = value else {
+                    return Err(not_text(self.collection, id));
+                };
+                let checked = std::str::from_utf8(bytes)
+                    .ok()
+                    .filter(|t| crate::document::is_object_text(t))
+                    .ok_or_else(|| not_text(self.collection, id))?;
+                texts.push(checked.to_owned());
+            }
+            Rows::Docs(docs) => {
+                let doc = parse_doc(self.collection, id, value)?;
+                docs.push(match &self.query.projection {
+                    Some(p) => p.apply(&doc),
+                    None => doc,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn into_rows(self) -> Rows {
+        self.rows
+    }
 }
 
 /// A plan whose candidates the matcher decides, or whose order is `_id` order: every

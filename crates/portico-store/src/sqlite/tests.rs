@@ -1467,6 +1467,31 @@ async fn a_sorted_index_serves_sorts_past_the_window_and_stays_consistent() {
         .collect();
     let want_ids: Vec<&str> = want[..5].iter().filter_map(|d| document_id(d)).collect();
     assert_eq!(ids(&got), want_ids);
+    // Pages on both sides of the joined read's longest skip (the later ones read ids first).
+    for skip in [1, 63, 64, 65, 100, 3000] {
+        let query = Query {
+            skip,
+            ..oslo.clone()
+        };
+        let (texts, total) = store
+            .find_json_counted("items", &query)
+            .await
+            .expect("list");
+        assert_eq!(total, want.len() as u64);
+        let got: Vec<Document> = texts
+            .iter()
+            .map(|t| serde_json::from_str(t).expect("json"))
+            .collect();
+        let want_ids: Vec<&str> = want[skip as usize..(skip as usize + 5).min(want.len())]
+            .iter()
+            .filter_map(|d| document_id(d))
+            .collect();
+        assert_eq!(ids(&got), want_ids, "skip {skip}");
+        assert_eq!(
+            ids(&store.find("items", &query).await.expect("find")),
+            want_ids
+        );
+    }
     // Without a sort, a large range is paged in `_id` order (the index counts the total).
     let unsorted = Query {
         selector: sel(json!({"city": "Bergen"})),
