@@ -361,7 +361,11 @@ def tagged(path):
         run = measured(name, w, rnd)
         if run:
             yield name, w, rnd, run, rest
-names = {"get": "get by id", "auth-get": "authenticated get by id", "list": "list of 20", "insert": "insert"}
+names = {"get": "get by id", "auth-get": "authenticated get by id", "list": "list of 20",
+         "top": "20 highest score, with the total", "city": "the same in one city, with its total",
+         "insert": "insert"}
+# Only the workloads this run measured.
+names = {w: label for w, label in names.items() if any(key[1] == w for key in runs)}
 print(f"\n{items} items, wrk -t1 -c{conns}, {secs}s x {rounds} rounds, medians; servers on CPU 0, "
       f"wrk on CPU 1, PostgreSQL unpinned\n")
 print("| workload | peer-axum-postgres req/s (p99 ms) | Portico req/s (p99 ms) | Portico / peer | p99 ratio | two instances req/s (p99 ms) | errors peer/one/two |")
