@@ -61,13 +61,17 @@ pub(crate) fn read(
             return Ok(Some(Read { rows, total }));
         }
     }
-    let read = if plan.covered && plan.order == Order::Index {
+    let read = if plan.covered && (plan.order == Order::Index || query.sort.is_none()) {
         let total = if count {
             Some(covered_total(conn, collection, index, &plan, query, None)?.unwrap_or(0))
         } else {
             None
         };
-        covered_in_order(conn, collection, index, &plan, query, text, total)?
+        if plan.order == Order::Index {
+            covered_in_order(conn, collection, index, &plan, query, text, total)?
+        } else {
+            covered_in_id_order(conn, collection, index, &plan, query, text, total)?
+        }
     } else {
         candidates(conn, collection, index, &plan, query, text, count)?
     };
@@ -346,6 +350,49 @@ fn covered_in_order(
             )));
         };
         page.push(id, row.get_ref(0)?)?;
+    }
+    Ok(Read {
+        rows: page.into_rows(),
+        total,
+    })
+}
+
+/// A covered plan without a sort whose range is small: the page's ids are the range's first
+/// in `_id` order (sorted in the index's entries, each document once), then its documents by
+/// primary key; no document outside the page is read.
+fn covered_in_id_order(
+    conn: &Connection,
+    collection: &str,
+    index: &SortedIndex,
+    plan: &IndexPlan,
+    query: &Query,
+    text: bool,
+    total: Option<u64>,
+) -> Result<Read> {
+    let (filter, mut args) = filter(plan);
+    let n = args.len();
+    args.push(SqlValue::Integer(
+        query
+            .limit
+            .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX)),
+    ));
+    args.push(SqlValue::Integer(
+        i64::try_from(query.skip).unwrap_or(i64::MAX),
+    ));
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT c.id, c.doc FROM (SELECT DISTINCT x.id AS id FROM {} AS x{filter} \
+         ORDER BY x.id LIMIT ?{} OFFSET ?{}) AS p CROSS JOIN {} AS c ON c.id = p.id \
+         ORDER BY p.id",
+        index.table,
+        n + 1,
+        n + 2,
+        collection_table(collection)
+    ))?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
+    let mut page = PageRows::new(collection, query, text);
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        page.push(&id, row.get_ref(1)?)?;
     }
     Ok(Read {
         rows: page.into_rows(),
