@@ -67,11 +67,7 @@ pub(crate) fn read(
         } else {
             None
         };
-        if plan.order == Order::Index {
-            covered_in_order(conn, collection, index, &plan, query, text, total)?
-        } else {
-            covered_in_id_order(conn, collection, index, &plan, query, text, total)?
-        }
+        covered_in_order(conn, collection, index, &plan, query, text, total)?
     } else {
         candidates(conn, collection, index, &plan, query, text, count)?
     };
@@ -266,10 +262,15 @@ fn count_entries(conn: &Connection, index: &SortedIndex, plan: &IndexPlan) -> Re
 /// [`covered_in_order`]).
 const JOINED_SKIP: u64 = 64;
 
-/// A covered plan read in the index's order. A first page (a short `skip`) of an index
-/// without repeated documents is one statement over the range joined to the documents, read
-/// until the page is full; a later page reads ids from the index alone first (the skipped ones
-/// never touch a document), then each document of the page by primary key.
+/// A covered plan read in its order: the index's, or `_id` order for a query without a sort
+/// whose range is small (see [`read`]).
+///
+/// In `_id` order the page's ids are the range's first (sorted among the index's entries, each
+/// document once), then its documents by primary key. In the index's order, a first page (a
+/// short `skip`) of an index without repeated documents is one statement over the range joined
+/// to the documents, read until the page is full; a later page reads ids from the index alone
+/// first (the skipped ones never touch a document), then each document of the page by primary
+/// key. No document outside the page is read.
 fn covered_in_order(
     conn: &Connection,
     collection: &str,
@@ -279,9 +280,38 @@ fn covered_in_order(
     text: bool,
     total: Option<u64>,
 ) -> Result<Read> {
-    let (filter, args) = filter(plan);
+    let (filter, mut args) = filter(plan);
     let limit = query.limit.unwrap_or(u64::MAX);
     let mut page = PageRows::new(collection, query, text);
+    if plan.order == Order::Id {
+        let n = args.len();
+        args.push(SqlValue::Integer(
+            query
+                .limit
+                .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX)),
+        ));
+        args.push(SqlValue::Integer(
+            i64::try_from(query.skip).unwrap_or(i64::MAX),
+        ));
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT c.id, c.doc FROM (SELECT DISTINCT x.id AS id FROM {} AS x{filter} \
+             ORDER BY x.id LIMIT ?{} OFFSET ?{}) AS p CROSS JOIN {} AS c ON c.id = p.id \
+             ORDER BY p.id",
+            index.table,
+            n + 1,
+            n + 2,
+            collection_table(collection)
+        ))?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
+        while let Some(row) = rows.next()? {
+            let id: String = row.get(0)?;
+            page.push(&id, row.get_ref(1)?)?;
+        }
+        return Ok(Read {
+            rows: page.into_rows(),
+            total,
+        });
+    }
     if !index.multikey && query.skip <= JOINED_SKIP {
         // The statement `candidates` runs for this plan too (one cached statement).
         let mut stmt = conn.prepare_cached(&format!(
@@ -350,49 +380,6 @@ fn covered_in_order(
             )));
         };
         page.push(id, row.get_ref(0)?)?;
-    }
-    Ok(Read {
-        rows: page.into_rows(),
-        total,
-    })
-}
-
-/// A covered plan without a sort whose range is small: the page's ids are the range's first
-/// in `_id` order (sorted in the index's entries, each document once), then its documents by
-/// primary key; no document outside the page is read.
-fn covered_in_id_order(
-    conn: &Connection,
-    collection: &str,
-    index: &SortedIndex,
-    plan: &IndexPlan,
-    query: &Query,
-    text: bool,
-    total: Option<u64>,
-) -> Result<Read> {
-    let (filter, mut args) = filter(plan);
-    let n = args.len();
-    args.push(SqlValue::Integer(
-        query
-            .limit
-            .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX)),
-    ));
-    args.push(SqlValue::Integer(
-        i64::try_from(query.skip).unwrap_or(i64::MAX),
-    ));
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT c.id, c.doc FROM (SELECT DISTINCT x.id AS id FROM {} AS x{filter} \
-         ORDER BY x.id LIMIT ?{} OFFSET ?{}) AS p CROSS JOIN {} AS c ON c.id = p.id \
-         ORDER BY p.id",
-        index.table,
-        n + 1,
-        n + 2,
-        collection_table(collection)
-    ))?;
-    let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
-    let mut page = PageRows::new(collection, query, text);
-    while let Some(row) = rows.next()? {
-        let id: String = row.get(0)?;
-        page.push(&id, row.get_ref(1)?)?;
     }
     Ok(Read {
         rows: page.into_rows(),
