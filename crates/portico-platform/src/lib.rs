@@ -56,9 +56,11 @@
 //! | [`Platform::subscribe_live`], [`Platform::live_query`] | publications and queries followed live: [`LiveStream`] of [`LiveEvent`]s |
 //! | [`RateLimiter`] | failure limits for login routes, kept in the store (shared by instances) |
 //! | [`backups::Backups`] | a SQLite database's backups in a directory or an S3-compatible bucket: take, list, download |
+//! | [`jobs`] | durable jobs: defined handlers, enqueued work kept in the store, a worker with leases and retries |
 //! | [`request_scope`] | the id of the request a task serves, which internal-error lines carry as `request_id` |
 
 mod accounts;
+mod background;
 #[cfg(feature = "sqlite")]
 pub mod backups;
 mod collection;
@@ -66,6 +68,7 @@ mod cursor;
 mod endpoint;
 mod error;
 mod field_rules;
+pub mod jobs;
 mod live;
 mod method_error;
 mod platform;

@@ -66,6 +66,7 @@ struct Inner {
     methods: RwLock<BTreeMap<String, MethodEntry>>,
     publications: RwLock<BTreeMap<String, PublicationEntry>>,
     live: Arc<crate::live::Hub>,
+    jobs: crate::jobs::Jobs,
     /// Shared with every collection, which asks it for its file fields on client writes.
     files: Arc<OnceLock<crate::platform::files::Files>>,
 }
@@ -150,6 +151,8 @@ impl Platform {
         lifecycle.prepare().await?;
         let oidc = crate::Oidc::new(accounts.clone(), store.clone());
         oidc.prepare().await?;
+        let jobs = crate::jobs::Jobs::new(store.clone());
+        jobs.prepare().await?;
         let live = Arc::new(crate::live::Hub::new(
             store.clone(),
             accounts.clone(),
@@ -158,6 +161,7 @@ impl Platform {
         Ok(Platform {
             inner: Arc::new(Inner {
                 live,
+                jobs,
                 store,
                 accounts,
                 lifecycle,
@@ -200,6 +204,11 @@ impl Platform {
     /// The accounts service.
     pub fn accounts(&self) -> &Accounts {
         &self.inner.accounts
+    }
+
+    /// The durable jobs: definitions, the queue in the store, the worker (see [`crate::jobs`]).
+    pub fn jobs(&self) -> &crate::jobs::Jobs {
+        &self.inner.jobs
     }
 
     /// The account lifecycle: verification, password reset and email change by mail.
