@@ -20,6 +20,7 @@ mod integration {
     mod hygiene;
     mod import;
     mod indexes;
+    mod jobs;
     mod js_client;
     mod lifecycle;
     mod live;

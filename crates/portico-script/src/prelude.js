@@ -37,6 +37,7 @@
     routes: [],
     rules: new Map(),
     hooks: new Map(),
+    jobs: new Map(),
   };
   let loading = true;
   function atLoad(what) {
@@ -204,6 +205,43 @@
     registry.publications.set(name, { run: f, url: options.url ?? null, httpMethod: options.httpMethod ?? null, place });
   }
 
+  // Durable jobs: defined at load, enqueued from any call, run by the server's job worker.
+  function optionalCount(value, what) {
+    if (value === undefined || value === null) return null;
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < 0) throw new TypeError(`${what} must be a number, 0 or more`);
+    return Math.floor(n);
+  }
+  const jobs = {
+    define(name, f, options) {
+      atLoad("jobs.define()");
+      const place = callerPlace(2);
+      if (typeof name !== "string" || name === "") throw new TypeError("jobs.define(name, f): name must be a non-empty string");
+      if (typeof f !== "function") throw new TypeError(`jobs.define(${JSON.stringify(name)}, f): f must be a function`);
+      if (registry.jobs.has(name)) {
+        throw new Error(`job ${JSON.stringify(name)} is defined twice: at ${registry.jobs.get(name).place} and at ${place}`);
+      }
+      options = options || {};
+      registry.jobs.set(name, {
+        run: f,
+        place,
+        retries: optionalCount(options.retries, "retries"),
+        backoff: options.backoff === undefined ? null : String(options.backoff),
+        timeout_ms: optionalCount(options.timeout_ms, "timeout_ms"),
+        retry_delay_ms: optionalCount(options.retry_delay_ms, "retry_delay_ms"),
+      });
+    },
+    enqueue(name, args, options) {
+      options = options || {};
+      const runAt = options.runAt instanceof Date ? options.runAt.getTime() : options.runAt;
+      return call("jobs.enqueue", {
+        name: String(name),
+        args: args === undefined ? null : args,
+        options: { runAt: runAt ?? null, delayMs: options.delayMs ?? null, key: options.key ?? null },
+      });
+    },
+  };
+
   const HTTP_METHODS = ["get", "post", "put", "patch", "delete", "options"];
   function api(path) {
     const base = String(path ?? "").replace(/^\/+|\/+$/g, "");
@@ -247,7 +285,11 @@
     for (const [collection, list] of registry.rules) list.forEach((r, index) => rules.push({ collection, index, kind: r.kind, op: r.op, place: r.place }));
     const hooks = [];
     for (const [collection, list] of registry.hooks) list.forEach((h, index) => hooks.push({ collection, index, when: h.when, op: h.op, place: h.place }));
-    return { methods, publications, routes, rules, hooks };
+    const jobList = [];
+    for (const [name, j] of registry.jobs) {
+      jobList.push({ name, place: j.place, retries: j.retries, backoff: j.backoff, timeout_ms: j.timeout_ms, retry_delay_ms: j.retry_delay_ms });
+    }
+    return { methods, publications, routes, rules, hooks, jobs: jobList };
   }
 
   function publicationContext(ctx, events) {
@@ -307,6 +349,13 @@
         if (ctx.previous !== undefined) self.previous = ctx.previous;
         const value = await h.run.apply(self, args);
         return { value: { result: value === false ? false : null, args } };
+      }
+      case "job": {
+        const j = registry.jobs.get(name);
+        if (!j) throw new Error(`job ${JSON.stringify(name)} is not defined (any more)`);
+        const self = { jobId: ctx.jobId, attempt: ctx.attempt, runId: ctx.runId };
+        await j.run.apply(self, args === null ? [null] : [args]);
+        return { value: null };
       }
       case "route": {
         const r = registry.routes[ctx.index];
@@ -473,5 +522,5 @@
     delete: (collection, id, field, name) => call("files.delete", { ...slot(collection, id, field), name: String(name) }),
   };
 
-  globalThis.__portico_module = { methods, publish, api, collection, files, accounts, roles, PorticoError };
+  globalThis.__portico_module = { methods, publish, api, collection, files, accounts, roles, jobs, PorticoError };
 })();

@@ -89,6 +89,10 @@ pub struct Config {
     /// `[live]`: limits of live streams (`max_streams`, default 10,000; `buffer` events per
     /// subscriber, default 256; `ping_secs`, default 15).
     pub live: portico_platform::LiveConfig,
+    /// `[jobs]`: the job worker (`concurrency`, default 4; `lease_ms`, default 60,000;
+    /// `poll_ms`, default 1,000) and the queue's limits (`max_jobs`, default 100,000;
+    /// `max_args_kb`, default 64).
+    pub jobs: portico_platform::jobs::JobsConfig,
     /// `[scripts]`, when present: application logic in JavaScript or TypeScript.
     pub scripts: Option<ScriptsConfig>,
     /// Every `schema = "..."` of a collection (`[[api.collection]]` and `[auto.schemas]`),

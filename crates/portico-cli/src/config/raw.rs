@@ -32,6 +32,7 @@ pub(crate) struct RawConfig {
     pub(crate) admin: Option<super::admin::RawAdmin>,
     pub(crate) server: Option<RawServer>,
     pub(crate) live: Option<RawLive>,
+    pub(crate) jobs: Option<RawJobs>,
     pub(crate) scripts: Option<Spanned<RawScripts>>,
     pub(crate) backups: Option<super::operations::RawBackups>,
     pub(crate) log: Option<super::operations::RawLog>,
@@ -58,6 +59,17 @@ pub(crate) struct RawLive {
     pub(crate) max_streams: Option<Spanned<u64>>,
     pub(crate) buffer: Option<Spanned<u64>>,
     pub(crate) ping_secs: Option<Spanned<u64>>,
+}
+
+/// `[jobs]`: the job worker's pace and the queue's limits.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawJobs {
+    pub(crate) concurrency: Option<Spanned<u64>>,
+    pub(crate) lease_ms: Option<Spanned<u64>>,
+    pub(crate) max_jobs: Option<Spanned<u64>>,
+    pub(crate) max_args_kb: Option<Spanned<u64>>,
+    pub(crate) poll_ms: Option<Spanned<u64>>,
 }
 
 /// `[server]`: connection limits.

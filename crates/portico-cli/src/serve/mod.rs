@@ -338,6 +338,8 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     let door_routes = doors.routes.clone();
     // Account mail leaves through the outbox; this instance's sender runs until shutdown.
     let mail_sender = start_mail_sender(&config, &platform)?;
+    // Jobs (defined by scripts or the platform) run on every instance; each claims its own.
+    let job_worker = platform.jobs().start(config.jobs);
     let backups = crate::backup::configured_set(&config, &choice)?.map(std::sync::Arc::new);
     let app = assemble(&config, &platform, doors)?.router;
     let app = admin::mount(app, &config, &platform, door_routes, backups.clone()).await?;
@@ -387,6 +389,9 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     if let Some(sender) = mail_sender {
         sender.stop(Duration::from_secs(10)).await;
     }
+    // Runs under way finish and record their outcome; past the grace their leases end and
+    // another instance runs them again.
+    job_worker.stop(Duration::from_secs(10)).await;
     // Every connection has finished; the routers are gone. Dropping the last handle closes the
     // store (SQLite checkpoints and closes its connections).
     drop(platform);

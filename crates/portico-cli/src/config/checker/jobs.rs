@@ -1,0 +1,48 @@
+//! Checks `[jobs]`: each limit of the job worker and queue within its range.
+
+use std::time::Duration;
+
+use portico_platform::jobs::JobsConfig;
+
+use super::Checker;
+use crate::config::raw::RawJobs;
+
+impl Checker<'_> {
+    pub(super) fn jobs(&mut self, raw: Option<RawJobs>) -> JobsConfig {
+        let mut config = JobsConfig::default();
+        let Some(raw) = raw else {
+            return config;
+        };
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let concurrency = self.ranged(
+            raw.concurrency,
+            "jobs.concurrency",
+            (1, 1024),
+            config.concurrency as u64,
+        );
+        config.concurrency = usize::try_from(concurrency).unwrap_or(config.concurrency);
+        let lease = self.ranged(
+            raw.lease_ms,
+            "jobs.lease_ms",
+            (1000, 86_400_000),
+            ms(config.lease),
+        );
+        config.lease = Duration::from_millis(lease);
+        config.max_jobs = self.ranged(
+            raw.max_jobs,
+            "jobs.max_jobs",
+            (1, 100_000_000),
+            config.max_jobs,
+        );
+        let kb = self.ranged(
+            raw.max_args_kb,
+            "jobs.max_args_kb",
+            (1, 16 * 1024),
+            (config.max_args_bytes / 1024) as u64,
+        );
+        config.max_args_bytes = usize::try_from(kb * 1024).unwrap_or(config.max_args_bytes);
+        let poll = self.ranged(raw.poll_ms, "jobs.poll_ms", (10, 60_000), ms(config.poll));
+        config.poll = Duration::from_millis(poll);
+        config
+    }
+}

@@ -1,0 +1,250 @@
+//! Durable jobs through the binary: `jobs.define`/`jobs.enqueue` in scripts, run by the
+//! server's worker on SQLite and by two instances on one PostgreSQL database; a job enqueued in
+//! a refused write's hook never runs; a job that throws is retried, then kept as failed.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::common::{Server, Workspace};
+
+const CONFIG: &str = r#"
+[scripts]
+main = "server/main.ts"
+timeout_ms = 60000
+
+[jobs]
+poll_ms = 50
+concurrency = 8
+lease_ms = 5000
+
+[auto]
+collections = ["orders"]
+"#;
+
+const MAIN: &str = r#"
+import { methods, collection, jobs, PorticoError } from "portico";
+
+const effects = collection("effects");
+
+jobs.define("record", async function (args: any) {
+  await effects.insert({ n: args.n, job: this.jobId, attempt: this.attempt });
+});
+jobs.define("flaky", async function () {
+  throw new Error("always fails");
+}, { retries: 2, retry_delay_ms: 10 });
+
+collection("orders").before.insert(async function (userId, doc: any) {
+  await jobs.enqueue("record", { n: doc.n });
+  if (doc.refuse) throw new PorticoError("refused", "This order is refused");
+});
+
+methods({
+  async enqueueMany(from: number, n: number) {
+    for (let i = from; i < from + n; i++) await jobs.enqueue("record", { n: i });
+    return n;
+  },
+  async flaky() { return await jobs.enqueue("flaky", { why: "test" }); },
+  async undefinedJob() { return await jobs.enqueue("nope", {}); },
+  async later() { return await jobs.enqueue("record", { n: -1 }, { delayMs: 3600000, key: "once" }); },
+  async insertOrder(n: number, refuse: boolean) {
+    return await collection("orders").insert({ n, refuse });
+  },
+  async state() {
+    const done = await effects.find({}, { sort: { n: 1 } }).map((e: any) => e.n);
+    return {
+      effects: done,
+      pending: await collection("portico_jobs").find({}).count(),
+      failed: await collection("portico_jobs_failed").find({}).fetch(),
+    };
+  },
+});
+"#;
+
+fn workspace(ws: Workspace) -> Workspace {
+    ws.config(CONFIG);
+    std::fs::create_dir_all(ws.path("server")).unwrap();
+    std::fs::write(ws.path("server/main.ts"), MAIN).unwrap();
+    ws
+}
+
+async fn method(server: &Server, name: &str, args: Value) -> Value {
+    let r = server
+        .call("POST", &format!("/methods/{name}"), Some(args), &[])
+        .await;
+    assert_eq!(
+        r.status,
+        200,
+        "{name}: {}\n{}",
+        r.raw,
+        std::fs::read_to_string(&server.log).unwrap_or_default()
+    );
+    r.body
+}
+
+/// Reads `state()` until `done` holds (at most `limit`), and returns it.
+async fn wait_for(server: &Server, limit: Duration, done: impl Fn(&Value) -> bool) -> Value {
+    let start = Instant::now();
+    loop {
+        let state = method(server, "state", json!([])).await;
+        if done(&state) {
+            return state;
+        }
+        assert!(start.elapsed() < limit, "timed out; last state {state}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn effects(state: &Value) -> Vec<i64> {
+    state["effects"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_i64)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_jobs_run_once_retry_and_follow_their_writes_on_sqlite() {
+    let ws = workspace(Workspace::new());
+    let server = ws.serve();
+
+    // Jobs enqueued from a method all run, once each.
+    assert_eq!(
+        method(&server, "enqueueMany", json!([0, 100])).await,
+        json!(100)
+    );
+    let state = wait_for(&server, Duration::from_secs(30), |s| {
+        s["pending"] == json!(0) && effects(s).len() >= 100
+    })
+    .await;
+    assert_eq!(effects(&state), (0..100).collect::<Vec<_>>());
+
+    // A before hook's job commits with its write: the refused order's job never exists.
+    assert_eq!(
+        server
+            .call(
+                "POST",
+                "/methods/insertOrder",
+                Some(json!([1000, false])),
+                &[]
+            )
+            .await
+            .status,
+        200
+    );
+    let refused = server
+        .call(
+            "POST",
+            "/methods/insertOrder",
+            Some(json!([1001, true])),
+            &[],
+        )
+        .await;
+    assert_eq!(refused.body["error"], json!("refused"), "{}", refused.raw);
+    let state = wait_for(&server, Duration::from_secs(30), |s| {
+        s["pending"] == json!(0) && effects(s).contains(&1000)
+    })
+    .await;
+    assert!(!effects(&state).contains(&1001), "{state}");
+
+    // An undefined job is a clear error; a keyed job is enqueued once.
+    let bad = server
+        .call("POST", "/methods/undefinedJob", Some(json!([])), &[])
+        .await;
+    assert_eq!(bad.status, 400, "{}", bad.raw);
+    assert!(
+        bad.raw
+            .contains("no job is defined with the name \\\"nope\\\""),
+        "{}",
+        bad.raw
+    );
+    let first = method(&server, "later", json!([])).await;
+    let second = method(&server, "later", json!([])).await;
+    assert_eq!(first, second);
+
+    // A job that always throws: three tries, then kept as failed with its error; the log
+    // names each run by its id.
+    method(&server, "flaky", json!([])).await;
+    let state = wait_for(&server, Duration::from_secs(30), |s| {
+        s["failed"].as_array().is_some_and(|f| !f.is_empty())
+    })
+    .await;
+    let failed = &state["failed"][0];
+    assert_eq!(failed["name"], json!("flaky"));
+    assert_eq!(failed["attempts"], json!(3));
+    assert_eq!(failed["args"], json!({"why": "test"}));
+    assert!(
+        failed["lastError"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("always fails"),
+        "{failed}"
+    );
+    assert_eq!(
+        state["pending"],
+        json!(1),
+        "only the delayed keyed job is left"
+    );
+    let (ok, log) = server.stop();
+    assert!(ok, "{log}");
+    let last_try = log
+        .lines()
+        .find(|l| l.contains("job failed its last try"))
+        .unwrap_or_else(|| panic!("no failure line in the log:\n{log}"));
+    assert!(last_try.contains("run_id="), "{last_try}");
+    assert!(last_try.contains("job_name=flaky"), "{last_try}");
+}
+
+/// Two instances on one PostgreSQL database share the queue: 1,000 jobs run exactly once each
+/// (every side effect counted), whichever instance runs them, and both instances do some.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_on_postgres_run_each_of_1000_jobs_once() {
+    let ws = workspace(Workspace::on_postgres());
+    let a = ws.serve();
+    let b = ws.serve();
+    let (ra, rb) = tokio::join!(
+        method(&a, "enqueueMany", json!([0, 500])),
+        method(&b, "enqueueMany", json!([500, 500]))
+    );
+    assert_eq!((ra, rb), (json!(500), json!(500)));
+    let state = wait_for(&a, Duration::from_secs(120), |s| {
+        s["pending"] == json!(0) && effects(s).len() >= 1000
+    })
+    .await;
+    assert_eq!(
+        effects(&state),
+        (0..1000).collect::<Vec<_>>(),
+        "each job once"
+    );
+    let (ok_a, log_a) = a.stop();
+    let (ok_b, log_b) = b.stop();
+    assert!(ok_a && ok_b, "{log_a}\n{log_b}");
+    let done = |log: &str| log.lines().filter(|l| l.contains("job done")).count();
+    assert_eq!(done(&log_a) + done(&log_b), 1000);
+    assert!(
+        done(&log_a) > 0 && done(&log_b) > 0,
+        "both instances ran jobs"
+    );
+}
+
+/// An instance killed with SIGKILL while it runs jobs loses none: the jobs it had claimed run
+/// again on the other instance once their leases end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_of_an_instance_killed_mid_run_run_on_the_other_after_the_lease() {
+    let ws = workspace(Workspace::on_postgres());
+    let mut a = ws.serve();
+    let b = ws.serve();
+    method(&a, "enqueueMany", json!([0, 300])).await;
+    // Kill A as soon as some jobs have run.
+    wait_for(&b, Duration::from_secs(60), |s| effects(s).len() >= 20).await;
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    let state = wait_for(&b, Duration::from_secs(60), |s| s["pending"] == json!(0)).await;
+    let mut seen = effects(&state);
+    let runs = seen.len();
+    seen.dedup();
+    assert_eq!(seen, (0..300).collect::<Vec<_>>(), "no job lost");
+    // At least once: a job cut by the kill may have run twice, never more than A ran at once.
+    assert!(runs - seen.len() <= 8, "{runs} runs for 300 jobs");
+}
