@@ -104,6 +104,20 @@ pub struct JobDefinition {
     pub place: String,
 }
 
+/// A schedule: `cron(name, expression, f, {timezone})`; `f` is the job `cron:<name>`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub struct CronDefinition {
+    /// Its name.
+    pub name: String,
+    /// The cron expression.
+    pub expression: String,
+    /// The IANA time zone it is read in (UTC when absent).
+    pub timezone: Option<String>,
+    /// Where it was defined.
+    pub place: String,
+}
+
 /// Everything the modules defined.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[non_exhaustive]
@@ -122,6 +136,9 @@ pub struct Definitions {
     /// `jobs.define(...)`.
     #[serde(default)]
     pub jobs: Vec<JobDefinition>,
+    /// `cron(...)`.
+    #[serde(default)]
+    pub crons: Vec<CronDefinition>,
 }
 
 fn roles<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {

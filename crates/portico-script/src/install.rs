@@ -1,6 +1,6 @@
 //! Script methods, publications, rules and write hooks registered on the platform like Rust ones.
 
-use portico_platform::jobs::{Backoff, JobOptions};
+use portico_platform::jobs::{Backoff, CronSpec, JobOptions};
 use portico_platform::{Cursor, EndpointOptions, MethodError, Platform, Query, Rules, public_user};
 use portico_store::{Projection, Selector, Sort};
 use serde_json::{Value, json};
@@ -176,6 +176,16 @@ pub(crate) fn install(scripts: &Scripts, platform: &Platform) -> Result<(), Load
     }
     for job in &defs.jobs {
         define_job(scripts, platform, job)?;
+    }
+    for def in &defs.crons {
+        let refused =
+            |e: String| LoadError::Definition(format!("cron {:?} at {}: {e}", def.name, def.place));
+        let spec = CronSpec::parse(&def.expression, def.timezone.as_deref())
+            .map_err(|e| refused(e.to_string()))?;
+        platform
+            .jobs()
+            .schedule(&def.name, spec, &format!("cron:{}", def.name))
+            .map_err(|e| refused(e.to_string()))?;
     }
     Ok(())
 }

@@ -53,8 +53,8 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 pub use definitions::{
-    Definition, Definitions, EndpointDefinition, HookDefinition, JobDefinition, RouteDefinition,
-    RuleDefinition,
+    CronDefinition, Definition, Definitions, EndpointDefinition, HookDefinition, JobDefinition,
+    RouteDefinition, RuleDefinition,
 };
 pub use error::{CallError, LoadError, Position};
 pub use outcome::Outcome;

@@ -215,6 +215,21 @@ declare module "portico" {
     enqueue(name: string, args?: Json, options?: EnqueueOptions): Promise<string>;
   };
 
+  /**
+   * Runs `f` at each due time of `expression`, once per due time across every instance on the
+   * database: 5 fields (minute hour day-of-month month day-of-week), 6 with seconds first
+   * ("*\/2 * * * * *"), or @hourly, @daily, @weekly, @monthly, @yearly; in `timezone` (an IANA
+   * name, UTC by default). A due time missed while every instance was down runs once at start.
+   * `f` runs as the job "cron:<name>" with `{schedule, due}` (due: milliseconds since the
+   * epoch); `retries` defaults to 0.
+   */
+  export function cron(
+    name: string,
+    expression: string,
+    f: (this: JobContext, args: { schedule: string; due: number }) => unknown,
+    options?: { timezone?: string; retries?: number; timeout_ms?: number },
+  ): void;
+
   /** Thrown from a method: the auto API's 400 (or `statusCode`) with `{error, reason, details}`. */
   export class PorticoError extends Error {
     constructor(error: string, reason?: string, details?: Json);

@@ -38,6 +38,7 @@
     rules: new Map(),
     hooks: new Map(),
     jobs: new Map(),
+    crons: new Map(),
   };
   let loading = true;
   function atLoad(what) {
@@ -242,6 +243,28 @@
     },
   };
 
+  // A schedule: f runs at each due time of the cron expression, as the job "cron:<name>".
+  function cron(name, expression, f, options) {
+    atLoad("cron()");
+    const place = callerPlace(2);
+    if (typeof name !== "string" || name === "") throw new TypeError("cron(name, expression, f): name must be a non-empty string");
+    if (typeof expression !== "string") throw new TypeError(`cron(${JSON.stringify(name)}, expression, f): expression must be a string such as "0 9 * * 1-5"`);
+    if (typeof f !== "function") throw new TypeError(`cron(${JSON.stringify(name)}, expression, f): f must be a function`);
+    if (registry.crons.has(name)) {
+      throw new Error(`cron ${JSON.stringify(name)} is defined twice: at ${registry.crons.get(name).place} and at ${place}`);
+    }
+    options = options || {};
+    registry.crons.set(name, { expression, timezone: options.timezone == null ? null : String(options.timezone), place });
+    registry.jobs.set(`cron:${name}`, {
+      run: f,
+      place,
+      retries: optionalCount(options.retries ?? 0, "retries"),
+      backoff: null,
+      timeout_ms: optionalCount(options.timeout_ms, "timeout_ms"),
+      retry_delay_ms: null,
+    });
+  }
+
   const HTTP_METHODS = ["get", "post", "put", "patch", "delete", "options"];
   function api(path) {
     const base = String(path ?? "").replace(/^\/+|\/+$/g, "");
@@ -289,7 +312,9 @@
     for (const [name, j] of registry.jobs) {
       jobList.push({ name, place: j.place, retries: j.retries, backoff: j.backoff, timeout_ms: j.timeout_ms, retry_delay_ms: j.retry_delay_ms });
     }
-    return { methods, publications, routes, rules, hooks, jobs: jobList };
+    const crons = [];
+    for (const [name, c] of registry.crons) crons.push({ name, expression: c.expression, timezone: c.timezone, place: c.place });
+    return { methods, publications, routes, rules, hooks, jobs: jobList, crons };
   }
 
   function publicationContext(ctx, events) {
@@ -522,5 +547,5 @@
     delete: (collection, id, field, name) => call("files.delete", { ...slot(collection, id, field), name: String(name) }),
   };
 
-  globalThis.__portico_module = { methods, publish, api, collection, files, accounts, roles, jobs, PorticoError };
+  globalThis.__portico_module = { methods, publish, api, collection, files, accounts, roles, jobs, cron, PorticoError };
 })();

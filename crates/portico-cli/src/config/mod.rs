@@ -93,6 +93,8 @@ pub struct Config {
     /// `poll_ms`, default 1,000) and the queue's limits (`max_jobs`, default 100,000;
     /// `max_args_kb`, default 64).
     pub jobs: portico_platform::jobs::JobsConfig,
+    /// Every `[[cron]]`, in file order: a job enqueued at each due time of its schedule.
+    pub cron: Vec<CronEntry>,
     /// `[scripts]`, when present: application logic in JavaScript or TypeScript.
     pub scripts: Option<ScriptsConfig>,
     /// Every `schema = "..."` of a collection (`[[api.collection]]` and `[auto.schemas]`),
@@ -125,6 +127,21 @@ pub struct Config {
     pub accounts: Option<AccountsSection>,
     /// `[email]`, when present: the SMTP server account mail goes through.
     pub email: Option<EmailConfig>,
+}
+
+/// One `[[cron]]`: the job `job` (defined by the scripts) enqueued at each due time of
+/// `schedule`, read in `timezone`.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct CronEntry {
+    /// `name`: the schedule's name (unique).
+    pub name: String,
+    /// `schedule` and `timezone`, checked.
+    pub spec: portico_platform::jobs::CronSpec,
+    /// `job`: the job enqueued.
+    pub job: String,
+    /// The line of its `name`.
+    pub line: usize,
 }
 
 /// `[scripts]`: the main module and the limits of its runtimes.

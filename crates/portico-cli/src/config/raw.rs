@@ -33,6 +33,8 @@ pub(crate) struct RawConfig {
     pub(crate) server: Option<RawServer>,
     pub(crate) live: Option<RawLive>,
     pub(crate) jobs: Option<RawJobs>,
+    #[serde(default)]
+    pub(crate) cron: Vec<RawCron>,
     pub(crate) scripts: Option<Spanned<RawScripts>>,
     pub(crate) backups: Option<super::operations::RawBackups>,
     pub(crate) log: Option<super::operations::RawLog>,
@@ -70,6 +72,16 @@ pub(crate) struct RawJobs {
     pub(crate) max_jobs: Option<Spanned<u64>>,
     pub(crate) max_args_kb: Option<Spanned<u64>>,
     pub(crate) poll_ms: Option<Spanned<u64>>,
+}
+
+/// `[[cron]]`: a job enqueued at each due time of a cron expression.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCron {
+    pub(crate) name: Spanned<String>,
+    pub(crate) schedule: Spanned<String>,
+    pub(crate) timezone: Option<Spanned<String>>,
+    pub(crate) job: Spanned<String>,
 }
 
 /// `[server]`: connection limits.

@@ -330,6 +330,12 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
             .unwrap_or(portico_store::DEFAULT_SLOW_SCAN_DOCS),
     );
     let scripts = crate::scripts::load(&config, &platform).await?;
+    for entry in &config.cron {
+        platform
+            .jobs()
+            .schedule(&entry.name, entry.spec.clone(), &entry.job)
+            .map_err(|e| crate::Error::Setup(format!("[[cron]] at line {}: {e}", entry.line)))?;
+    }
     let doors = Doors::build_with(&config, &platform, scripts.as_ref())
         .map_err(|errors| refused(path.as_deref(), errors))?;
     if let (Some(scripts), true) = (&scripts, options.watch) {

@@ -248,3 +248,142 @@ async fn jobs_of_an_instance_killed_mid_run_run_on_the_other_after_the_lease() {
     // At least once: a job cut by the kill may have run twice, never more than A ran at once.
     assert!(runs - seen.len() <= 8, "{runs} runs for 300 jobs");
 }
+
+/// `portico check` names the line and key of a bad cron expression, a bad time zone, a
+/// repeated name and an out-of-range `[jobs]` limit (the config's first line names the
+/// database).
+#[test]
+fn check_names_bad_cron_expressions_time_zones_and_limits() {
+    let ws = Workspace::new();
+    let err = ws.check_refuses(
+        "[[cron]]\nname = \"nightly\"\nschedule = \"0 25 * * *\"\njob = \"cleanup\"\n\
+         [[cron]]\nname = \"oslo\"\nschedule = \"0 9 * * 1-5\"\ntimezone = \"Europe/Olso\"\njob = \"x\"\n\
+         [[cron]]\nname = \"oslo\"\nschedule = \"@daily\"\njob = \"x\"\n\
+         [jobs]\nconcurrency = 0\n",
+    );
+    assert!(
+        err.contains(
+            "line 4, column 12, key `cron.schedule`: invalid cron expression \"0 25 * * *\""
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("line 9, column 12, key `cron.timezone`: unknown time zone \"Europe/Olso\""),
+        "{err}"
+    );
+    assert!(err.contains("a cron named `oslo` is given twice"), "{err}");
+    assert!(
+        err.contains("jobs.concurrency") && err.contains("out of range"),
+        "{err}"
+    );
+    // A good one passes.
+    ws.config("[[cron]]\nname = \"n\"\nschedule = \"*/2 * * * * *\"\njob = \"x\"\n");
+    let out = ws.run(&["check", "--config", "portico.toml"]);
+    assert!(out.status.success(), "{}", super::common::text(&out.stderr));
+}
+
+/// Runs `portico serve` expecting it to refuse to start; what it logged.
+fn serve_refuses(ws: &Workspace) -> String {
+    let mut child = super::common::portico()
+        .args([
+            "serve",
+            "--config",
+            "portico.toml",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .current_dir(ws.dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("serve started");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    super::common::text(&out.stderr)
+}
+
+/// A script's bad cron expression, and a `[[cron]]` naming a job no script defines, stop the
+/// server at start with a clear error.
+#[test]
+fn serve_refuses_a_bad_script_cron_and_a_cron_of_an_undefined_job() {
+    let ws = Workspace::new();
+    ws.config("[scripts]\nmain = \"main.js\"\n");
+    std::fs::write(
+        ws.path("main.js"),
+        "import { cron } from \"portico\";\ncron(\"tick\", \"*/70 * * *\", async () => {});\n",
+    )
+    .unwrap();
+    let err = serve_refuses(&ws);
+    assert!(
+        err.contains("cron \"tick\" at main.js:2:1") && err.contains("invalid cron expression"),
+        "{err}"
+    );
+    ws.config(
+        "[scripts]\nmain = \"main.js\"\n[[cron]]\nname = \"n\"\nschedule = \"@daily\"\njob = \"cleanup\"\n",
+    );
+    std::fs::write(ws.path("main.js"), "export {};\n").unwrap();
+    let err = serve_refuses(&ws);
+    assert!(
+        err.contains("[[cron]] at line 5") && err.contains("\"cleanup\", which is not defined"),
+        "{err}"
+    );
+}
+
+const CRON_MAIN: &str = r#"
+import { methods, collection, cron, jobs } from "portico";
+const ticks = collection("ticks");
+cron("tick", "*/2 * * * * *", async function (args: any) {
+  await ticks.insert({ due: args.due, run: this.runId });
+});
+jobs.define("nightly", async function (args: any) {
+  await ticks.insert({ due: args.due, schedule: args.schedule });
+});
+methods({
+  async dues() { return await ticks.find({}, { sort: { due: 1 } }).map((t: any) => t.due); },
+});
+"#;
+
+/// Two instances on one PostgreSQL database, a script cron due every 2 seconds and a
+/// `[[cron]]` due every second: each due time runs once, not once per instance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cron_runs_once_per_due_time_across_two_instances() {
+    let ws = Workspace::on_postgres();
+    ws.config(
+        "[scripts]\nmain = \"main.ts\"\n[jobs]\npoll_ms = 100\n[auto]\ncollections = []\n\
+         [[cron]]\nname = \"every-second\"\nschedule = \"* * * * * *\"\njob = \"nightly\"\n",
+    );
+    std::fs::write(ws.path("main.ts"), CRON_MAIN).unwrap();
+    let a = ws.serve();
+    let b = ws.serve();
+    tokio::time::sleep(Duration::from_millis(7000)).await;
+    let dues = method(&a, "dues", json!([])).await;
+    let (ok_a, log_a) = a.stop();
+    let (ok_b, log_b) = b.stop();
+    assert!(ok_a && ok_b, "{log_a}\n{log_b}");
+    let dues: Vec<i64> = dues
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_i64)
+        .collect();
+    let mut every_two: Vec<i64> = dues.iter().copied().filter(|d| d % 2000 == 0).collect();
+    let all = dues.len();
+    every_two.dedup();
+    let mut distinct = dues.clone();
+    distinct.dedup();
+    assert_eq!(
+        distinct.len() + every_two.len(),
+        all,
+        "each due time once per schedule: {dues:?}"
+    );
+    assert!(every_two.len() >= 2, "{dues:?}");
+    assert!(distinct.len() >= 5, "{dues:?}");
+}

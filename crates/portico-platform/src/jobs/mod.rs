@@ -17,9 +17,11 @@
 //! | part | file |
 //! |---|---|
 //! | definitions, enqueue, limits | `mod.rs` |
+//! | schedules: cron expressions, one job per due time | `cron.rs` |
 //! | the write a hook's enqueue joins | `scope.rs` |
 //! | the worker: claim, run, retry, fail | `worker.rs` |
 
+mod cron;
 mod scope;
 mod worker;
 
@@ -35,6 +37,7 @@ use serde_json::{Value, json};
 use crate::time::now_ms;
 use crate::{Error, Result};
 
+pub use cron::{CronSpec, SCHEDULES, ScheduleInfo};
 pub(crate) use scope::collect;
 pub use scope::current as current_write;
 pub use worker::JobWorker;
@@ -250,6 +253,7 @@ pub struct JobCounts {
 struct Inner {
     store: Arc<dyn Store>,
     definitions: RwLock<BTreeMap<String, Definition>>,
+    schedules: RwLock<BTreeMap<String, cron::Schedule>>,
     config: RwLock<JobsConfig>,
     counters: Counters,
 }
@@ -285,6 +289,7 @@ impl Jobs {
             inner: Arc::new(Inner {
                 store,
                 definitions: RwLock::default(),
+                schedules: RwLock::default(),
                 config: RwLock::new(JobsConfig::default()),
                 counters: Counters::default(),
             }),

@@ -47,6 +47,13 @@ async fn run(jobs: Jobs, config: JobsConfig, mut stop: tokio::sync::watch::Recei
     while !*stop.borrow() {
         // Listen before reading, so an enqueue during the read wakes the next one.
         let woken = super::woken().notified();
+        let until_due = match jobs.enqueue_due().await {
+            Ok(until) => until,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the schedules");
+                None
+            }
+        };
         let claimed = match claim(&jobs, &config, &owner, &slots, &mut runs).await {
             Ok(n) => n,
             Err(e) => {
@@ -60,7 +67,7 @@ async fn run(jobs: Jobs, config: JobsConfig, mut stop: tokio::sync::watch::Recei
         }
         tokio::select! {
             () = woken => {}
-            () = tokio::time::sleep(config.poll) => {}
+            () = tokio::time::sleep(until_due.map_or(config.poll, |d| d.min(config.poll))) => {}
             _ = stop.changed() => {}
             Ok(_) = slots.clone().acquire_owned(), if slots.available_permits() == 0 => {}
         }
@@ -175,6 +182,7 @@ async fn run_one(
     })
     .await;
     counters.running.fetch_sub(1, Ordering::Relaxed);
+    jobs.record_schedule_run(&doc, &run_id, &outcome).await;
     let recorded = match outcome {
         Ok(()) => {
             counters.succeeded.fetch_add(1, Ordering::Relaxed);

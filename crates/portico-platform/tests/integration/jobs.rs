@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use portico_platform::jobs::{EnqueueOptions, FAILED_JOBS, JOBS, JobOptions, JobsConfig};
+use portico_platform::jobs::{
+    CronSpec, EnqueueOptions, FAILED_JOBS, JOBS, JobOptions, JobsConfig, SCHEDULES,
+};
 use portico_platform::{
     Document, Error, HookOp, HookWhen, MethodError, Platform, Selector, WriteHooks, hook_refusal,
 };
@@ -226,6 +228,88 @@ on_every_backend! {
         titles.sort_by_key(ToString::to_string);
         assert_eq!(titles, vec![json!("first"), json!("kept")]);
         assert_eq!(posts.count(&Selector::all()).await?, 2);
+        Ok(())
+    }
+}
+
+/// Records each run of a schedule's job (its due time) in `ticks`.
+fn ticking(p: &Platform, name: &str, expression: &str) -> TestResult {
+    let ticks = p.collection("ticks");
+    p.jobs().cron(
+        name,
+        CronSpec::parse(expression, None)?,
+        JobOptions::default(),
+        move |_run, args| {
+            let ticks = ticks.clone();
+            async move {
+                ticks
+                    .insert(doc(
+                        json!({"due": args["due"], "schedule": args["schedule"]}),
+                    ))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(())
+            }
+        },
+    )?;
+    Ok(())
+}
+
+async fn dues(p: &Platform) -> Vec<i64> {
+    let mut dues: Vec<i64> = p
+        .store()
+        .find("ticks", &portico_platform::Query::default())
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["due"].as_i64())
+        .collect();
+    dues.sort_unstable();
+    dues
+}
+
+on_every_backend! {
+    async fn a_missed_due_time_runs_once_at_start_and_a_new_schedule_waits(p: Platform) -> TestResult {
+        ticking(&p, "hourly", "0 * * * *")?;
+        ticking(&p, "fresh", "0 * * * *")?;
+        // "hourly" was last enqueued five hours ago: every instance was down since.
+        let now = chrono::Utc::now().timestamp_millis();
+        p.store()
+            .insert(SCHEDULES, doc(json!({"_id": "hourly", "last": now - 5 * 3_600_000})))
+            .await?;
+        let worker = p.jobs().start(quick());
+        eventually("the catch-up run", async || dues(&p).await.len() == 1).await;
+        // A few more passes of the worker: nothing more runs.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        worker.stop(Duration::from_secs(5)).await;
+        let latest = CronSpec::parse("0 * * * *", None)?.latest_due(now).unwrap();
+        assert_eq!(dues(&p).await, vec![latest], "one run, for the latest due time");
+        let hourly = p.store().get(SCHEDULES, "hourly").await?.unwrap();
+        assert_eq!(hourly["last"], json!(latest));
+        assert_eq!(hourly["lastResult"], json!("ok"));
+        // "fresh" was seen for the first time: it starts from now and has not run.
+        let fresh = p.store().get(SCHEDULES, "fresh").await?.unwrap();
+        assert_eq!(fresh["last"], json!(latest));
+        assert!(fresh.get("lastRunAt").is_none());
+        let listed = p.jobs().schedules();
+        assert_eq!(listed.len(), 2);
+        assert!(listed[0].next_due_ms.unwrap() > now);
+        Ok(())
+    }
+
+    async fn a_schedule_due_every_second_runs_once_per_due_time_with_two_workers(p: Platform) -> TestResult {
+        ticking(&p, "second", "* * * * * *")?;
+        // Two workers on one store, as two instances are.
+        let a = p.jobs().start(quick());
+        let b = p.jobs().start(quick());
+        tokio::time::sleep(Duration::from_millis(3500)).await;
+        a.stop(Duration::from_secs(5)).await;
+        b.stop(Duration::from_secs(5)).await;
+        let dues = dues(&p).await;
+        assert!(dues.len() >= 2, "{dues:?}");
+        for pair in dues.windows(2) {
+            assert_eq!(pair[1] - pair[0], 1000, "one run per due time: {dues:?}");
+        }
         Ok(())
     }
 }

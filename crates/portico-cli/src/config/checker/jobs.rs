@@ -1,11 +1,13 @@
-//! Checks `[jobs]`: each limit of the job worker and queue within its range.
+//! Checks `[jobs]` (each limit of the job worker and queue within its range) and `[[cron]]`
+//! (names unique, expressions and time zones valid).
 
 use std::time::Duration;
 
 use portico_platform::jobs::JobsConfig;
 
 use super::Checker;
-use crate::config::raw::RawJobs;
+use crate::config::CronEntry;
+use crate::config::raw::{RawCron, RawJobs};
 
 impl Checker<'_> {
     pub(super) fn jobs(&mut self, raw: Option<RawJobs>) -> JobsConfig {
@@ -44,5 +46,39 @@ impl Checker<'_> {
         let poll = self.ranged(raw.poll_ms, "jobs.poll_ms", (10, 60_000), ms(config.poll));
         config.poll = Duration::from_millis(poll);
         config
+    }
+
+    pub(super) fn cron(&mut self, raw: Vec<RawCron>) -> Vec<CronEntry> {
+        let mut entries: Vec<CronEntry> = Vec::new();
+        let mut names = std::collections::BTreeSet::new();
+        for c in raw {
+            let line = self.source.position(c.name.span().start).0;
+            if !names.insert(c.name.get_ref().clone()) {
+                self.error(
+                    &c.name,
+                    "cron.name",
+                    format!("a cron named `{}` is given twice", c.name.get_ref()),
+                );
+                continue;
+            }
+            let timezone = c.timezone.as_ref().map(|t| t.get_ref().as_str());
+            match portico_platform::jobs::CronSpec::parse(c.schedule.get_ref(), timezone) {
+                Ok(spec) => entries.push(CronEntry {
+                    name: c.name.get_ref().clone(),
+                    spec,
+                    job: c.job.get_ref().clone(),
+                    line,
+                }),
+                Err(e) => {
+                    let (at, key) = match (&c.timezone, e.to_string().contains("time zone")) {
+                        (Some(tz), true) => (tz.span(), "cron.timezone"),
+                        _ => (c.schedule.span(), "cron.schedule"),
+                    };
+                    let err = self.source.error(at, key, e.to_string());
+                    self.errors.push(err);
+                }
+            }
+        }
+        entries
     }
 }

@@ -218,6 +218,7 @@ impl<'a> Checker<'a> {
         let metrics = self.metrics(raw.metrics);
         let live = raw.live.map(|live| self.live(live)).unwrap_or_default();
         let jobs = self.jobs(raw.jobs);
+        let cron = self.cron(raw.cron);
         let scripts = raw.scripts.map(|scripts| self.scripts(scripts));
         let mut schemas: Vec<SchemaFile> = apis
             .iter()
@@ -260,6 +261,7 @@ impl<'a> Checker<'a> {
         }
         Config {
             jobs,
+            cron,
             field_rules,
             relations,
             search,
