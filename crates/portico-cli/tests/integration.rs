@@ -42,6 +42,7 @@ mod integration {
     mod sse;
     mod timestamps;
     mod users;
+    mod webhooks;
     mod workspace;
     mod zero_config;
 }

@@ -57,6 +57,7 @@
 //! | [`RateLimiter`] | failure limits for login routes, kept in the store (shared by instances) |
 //! | [`backups::Backups`] | a SQLite database's backups in a directory or an S3-compatible bucket: take, list, download |
 //! | [`jobs`] | durable jobs: defined handlers, enqueued work kept in the store, a worker with leases and retries |
+//! | [`Webhook`], [`Platform::set_webhooks`] | signed webhook deliveries (Standard Webhooks) of a collection's writes, as durable jobs |
 //! | [`request_scope`] | the id of the request a task serves, which internal-error lines carry as `request_id` |
 
 mod accounts;
@@ -79,6 +80,7 @@ mod rules;
 mod schema;
 mod time;
 mod timestamps;
+mod webhooks;
 
 pub use accounts::{
     ACCOUNT_TOKENS, Accounts, AccountsConfig, IDENTITIES, Lifecycle, LoginToken, MAIL_NAMES, Mail,
@@ -89,8 +91,8 @@ pub use accounts::{
     public_user, totp_code, totp_enabled, user_has_any_role,
 };
 pub use collection::{
-    Collection, CollectionOptions, HookOp, HookWhen, IfMatch, PROTECTED_ACCOUNT_FIELDS, WriteHooks,
-    hook_refusal,
+    Collection, CollectionOptions, HookOp, HookWhen, IfMatch, PROTECTED_ACCOUNT_FIELDS,
+    WriteEvents, WriteHooks, hook_refusal,
 };
 pub use cursor::Cursor;
 pub use endpoint::{ArgsExtractor, EndpointOptions, HttpMethod, UnknownHttpMethod};
@@ -113,6 +115,7 @@ pub use relations::{
 pub use rules::{InsertRule, RemoveRule, Rules, UpdateRule};
 pub use time::now_iso;
 pub use timestamps::{CREATED_AT, UPDATED_AT};
+pub use webhooks::{DELIVERY_JOB, Webhook, WebhookSecret, check_webhook_url};
 
 pub use portico_store::{
     Aggregate, Document, IdKind, Query, RelatedField, RelatedRead, Selector, Update, UpdateOptions,

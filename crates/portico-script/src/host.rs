@@ -25,6 +25,7 @@ pub(crate) async fn run(
 ) -> Result<String, String> {
     let answer = match serde_json::from_str::<Value>(payload) {
         Ok(payload) if op == "jobs.enqueue" => enqueue(shared, &payload, write).await,
+        Ok(payload) if op == "webhooks.send" => send_webhook(shared, &payload, write).await,
         Ok(payload) => dispatch(shared, op, payload).await,
         Err(e) => Err(MethodError::invalid_arguments(format!("bad payload: {e}"))),
     };
@@ -186,6 +187,19 @@ async fn enqueue(shared: &Shared, payload: &Value, write: Option<u64>) -> Answer
         .platform
         .jobs()
         .enqueue_for(write, &name, args, options)
+        .await?;
+    to_json(&id)
+}
+
+/// `webhooks.send(url, {type, data})`: the delivery's id. Inside a before hook the delivery
+/// is stored with the hook's write.
+async fn send_webhook(shared: &Shared, payload: &Value, write: Option<u64>) -> Answer {
+    let url = text(payload, "url")?;
+    let kind = text(payload, "type")?;
+    let data = payload.get("data").cloned().unwrap_or(Value::Null);
+    let id = shared
+        .platform
+        .send_webhook_for(write, &url, &kind, data)
         .await?;
     to_json(&id)
 }

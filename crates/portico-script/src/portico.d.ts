@@ -230,6 +230,16 @@ declare module "portico" {
     options?: { timezone?: string; retries?: number; timeout_ms?: number },
   ): void;
 
+  /**
+   * Signed webhooks (Standard Webhooks) to a receiver of `[[webhooks]]` in the config, whose
+   * secret signs them: the body is `{type, timestamp, data}`. Delivered by the job worker,
+   * retried for up to 24 hours; in a before hook, stored with the write. Resolves to the
+   * delivery's id (its `webhook-id` header is "msg_" and the id).
+   */
+  export const webhooks: {
+    send(url: string, event: { type: string; data?: Json }): Promise<string>;
+  };
+
   /** Thrown from a method: the auto API's 400 (or `statusCode`) with `{error, reason, details}`. */
   export class PorticoError extends Error {
     constructor(error: string, reason?: string, details?: Json);

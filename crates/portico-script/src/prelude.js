@@ -243,6 +243,16 @@
     },
   };
 
+  // Signed webhooks to the receivers of [[webhooks]], delivered by the job worker.
+  const webhooks = {
+    send(url, event) {
+      if (!event || typeof event !== "object" || typeof event.type !== "string") {
+        throw new TypeError("webhooks.send(url, event): event must be { type: string, data }");
+      }
+      return call("webhooks.send", { url: String(url), type: event.type, data: event.data === undefined ? null : event.data });
+    },
+  };
+
   // A schedule: f runs at each due time of the cron expression, as the job "cron:<name>".
   function cron(name, expression, f, options) {
     atLoad("cron()");
@@ -547,5 +557,5 @@
     delete: (collection, id, field, name) => call("files.delete", { ...slot(collection, id, field), name: String(name) }),
   };
 
-  globalThis.__portico_module = { methods, publish, api, collection, files, accounts, roles, jobs, cron, PorticoError };
+  globalThis.__portico_module = { methods, publish, api, collection, files, accounts, roles, jobs, cron, webhooks, PorticoError };
 })();

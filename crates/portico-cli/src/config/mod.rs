@@ -90,11 +90,14 @@ pub struct Config {
     /// subscriber, default 256; `ping_secs`, default 15).
     pub live: portico_platform::LiveConfig,
     /// `[jobs]`: the job worker (`concurrency`, default 4; `lease_ms`, default 60,000;
-    /// `poll_ms`, default 1,000) and the queue's limits (`max_jobs`, default 100,000;
+    /// `poll_ms`, default 1,000; `webhook_retry_ms`, the first wait before a delivery is tried
+    /// again, default 5,000) and the queue's limits (`max_jobs`, default 100,000;
     /// `max_args_kb`, default 64).
     pub jobs: portico_platform::jobs::JobsConfig,
     /// Every `[[cron]]`, in file order: a job enqueued at each due time of its schedule.
     pub cron: Vec<CronEntry>,
+    /// Every `[[webhooks]]`, in file order.
+    pub webhooks: Vec<WebhookEntry>,
     /// `[scripts]`, when present: application logic in JavaScript or TypeScript.
     pub scripts: Option<ScriptsConfig>,
     /// Every `schema = "..."` of a collection (`[[api.collection]]` and `[auto.schemas]`),
@@ -141,6 +144,23 @@ pub struct CronEntry {
     /// `job`: the job enqueued.
     pub job: String,
     /// The line of its `name`.
+    pub line: usize,
+}
+
+/// One `[[webhooks]]`: the receiver `url`, the writes of `collection` it is sent (`events`),
+/// and the environment variable holding its signing secret (read by `serve`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WebhookEntry {
+    /// `url`: checked to be http(s) with a host.
+    pub url: String,
+    /// `collection`: whose writes are sent; none for a receiver only scripts send to.
+    pub collection: Option<String>,
+    /// `events`: `insert`, `update`, `remove` (all three by default).
+    pub events: Vec<portico_platform::HookOp>,
+    /// `secret_env`: the environment variable holding the secret (`whsec_...`).
+    pub secret_env: String,
+    /// The line of its `url`.
     pub line: usize,
 }
 

@@ -35,6 +35,8 @@ pub(crate) struct RawConfig {
     pub(crate) jobs: Option<RawJobs>,
     #[serde(default)]
     pub(crate) cron: Vec<RawCron>,
+    #[serde(default)]
+    pub(crate) webhooks: Vec<RawWebhook>,
     pub(crate) scripts: Option<Spanned<RawScripts>>,
     pub(crate) backups: Option<super::operations::RawBackups>,
     pub(crate) log: Option<super::operations::RawLog>,
@@ -72,6 +74,7 @@ pub(crate) struct RawJobs {
     pub(crate) max_jobs: Option<Spanned<u64>>,
     pub(crate) max_args_kb: Option<Spanned<u64>>,
     pub(crate) poll_ms: Option<Spanned<u64>>,
+    pub(crate) webhook_retry_ms: Option<Spanned<u64>>,
 }
 
 /// `[[cron]]`: a job enqueued at each due time of a cron expression.
@@ -82,6 +85,16 @@ pub(crate) struct RawCron {
     pub(crate) schedule: Spanned<String>,
     pub(crate) timezone: Option<Spanned<String>>,
     pub(crate) job: Spanned<String>,
+}
+
+/// `[[webhooks]]`: a receiver of signed events.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWebhook {
+    pub(crate) url: Spanned<String>,
+    pub(crate) collection: Option<Spanned<String>>,
+    pub(crate) events: Option<Spanned<Vec<String>>>,
+    pub(crate) secret_env: Spanned<String>,
 }
 
 /// `[server]`: connection limits.

@@ -329,6 +329,8 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
             .slow_scan_docs
             .unwrap_or(portico_store::DEFAULT_SLOW_SCAN_DOCS),
     );
+    platform.jobs().set_config(config.jobs);
+    set_webhooks(&config, &platform)?;
     let scripts = crate::scripts::load(&config, &platform).await?;
     for entry in &config.cron {
         platform
@@ -404,6 +406,34 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     // Give the store's background closing a moment on slow disks before the process exits.
     tokio::time::sleep(Duration::from_millis(10)).await;
     info!("stopped");
+    Ok(())
+}
+
+/// The receivers of `[[webhooks]]`, each with its secret read from its environment variable.
+///
+/// # Errors
+/// [`crate::Error::Setup`] for a variable that is not set or not a secret.
+fn set_webhooks(config: &Config, platform: &Platform) -> crate::Result<()> {
+    if config.webhooks.is_empty() {
+        return Ok(());
+    }
+    let mut hooks = Vec::with_capacity(config.webhooks.len());
+    for entry in &config.webhooks {
+        let place = format!("[[webhooks]] at line {}", entry.line);
+        let text = std::env::var(&entry.secret_env).map_err(|_| {
+            crate::Error::Setup(format!(
+                "{place}: the environment variable {} (secret_env) is not set; set it to the receiver's secret, `whsec_` and base64",
+                entry.secret_env
+            ))
+        })?;
+        let secret = portico_platform::WebhookSecret::parse(&text)
+            .map_err(|e| crate::Error::Setup(format!("{place}: {}: {e}", entry.secret_env)))?;
+        let mut hook =
+            portico_platform::Webhook::new(entry.url.clone(), entry.collection.clone(), secret);
+        hook.events.clone_from(&entry.events);
+        hooks.push(hook);
+    }
+    platform.set_webhooks(hooks)?;
     Ok(())
 }
 

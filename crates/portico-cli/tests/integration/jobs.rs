@@ -282,34 +282,6 @@ fn check_names_bad_cron_expressions_time_zones_and_limits() {
     assert!(out.status.success(), "{}", super::common::text(&out.stderr));
 }
 
-/// Runs `portico serve` expecting it to refuse to start; what it logged.
-fn serve_refuses(ws: &Workspace) -> String {
-    let mut child = super::common::portico()
-        .args([
-            "serve",
-            "--config",
-            "portico.toml",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .current_dir(ws.dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            panic!("serve started");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(!out.status.success());
-    super::common::text(&out.stderr)
-}
-
 /// A script's bad cron expression, and a `[[cron]]` naming a job no script defines, stop the
 /// server at start with a clear error.
 #[test]
@@ -321,7 +293,7 @@ fn serve_refuses_a_bad_script_cron_and_a_cron_of_an_undefined_job() {
         "import { cron } from \"portico\";\ncron(\"tick\", \"*/70 * * *\", async () => {});\n",
     )
     .unwrap();
-    let err = serve_refuses(&ws);
+    let err = ws.serve_refuses();
     assert!(
         err.contains("cron \"tick\" at main.js:2:1") && err.contains("invalid cron expression"),
         "{err}"
@@ -330,7 +302,7 @@ fn serve_refuses_a_bad_script_cron_and_a_cron_of_an_undefined_job() {
         "[scripts]\nmain = \"main.js\"\n[[cron]]\nname = \"n\"\nschedule = \"@daily\"\njob = \"cleanup\"\n",
     );
     std::fs::write(ws.path("main.js"), "export {};\n").unwrap();
-    let err = serve_refuses(&ws);
+    let err = ws.serve_refuses();
     assert!(
         err.contains("[[cron]] at line 5") && err.contains("\"cleanup\", which is not defined"),
         "{err}"

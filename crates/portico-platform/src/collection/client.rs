@@ -251,7 +251,7 @@ impl Collection {
         self.check(user_id, Write::Update(&doc, &fields, modifier))
             .await?;
         let hooked = self.hooked(HookOp::Update);
-        let (update, hooked, jobs) = if hooked {
+        let (update, hooked, mut jobs) = if hooked {
             let (update, modifier, fields, jobs) = self
                 .before_update(user_id, std::slice::from_ref(&doc), &update)
                 .await?;
@@ -268,6 +268,8 @@ impl Collection {
         Collection::check_client_fields(&changed)?;
         self.check_server_fields(Some(&doc), &changed)?;
         self.validate(&changed)?;
+        self.add_events(HookOp::Update, [&changed], &mut jobs)
+            .await?;
         // Neither the checked document nor the update is held while the store writes.
         drop(changed);
         let result = if jobs.is_empty() {
@@ -325,12 +327,13 @@ impl Collection {
         };
         self.check(user_id, Write::Remove(&doc)).await?;
         let hooked = self.hooked(HookOp::Remove);
-        let jobs = if hooked {
+        let mut jobs = if hooked {
             self.before_remove(user_id, std::slice::from_ref(&doc))
                 .await?
         } else {
             Vec::new()
         };
+        self.add_events(HookOp::Remove, [&doc], &mut jobs).await?;
         let removed = if jobs.is_empty() {
             self.store().remove(self.name(), &selector).await?
         } else {

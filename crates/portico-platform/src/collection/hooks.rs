@@ -114,9 +114,13 @@ impl Collection {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(hooks);
     }
 
-    /// True when this collection has write hooks.
+    /// True when this collection has write hooks or write events (see
+    /// [`Collection::set_events`]): its writes run code or store jobs between reads and writes.
     pub fn has_write_hooks(&self) -> bool {
         self.hooks().is_some()
+            || [HookOp::Insert, HookOp::Update, HookOp::Remove]
+                .into_iter()
+                .any(|op| self.events_watching(op).is_some())
     }
 
     fn hooks(&self) -> Option<std::sync::Arc<dyn WriteHooks>> {
@@ -132,10 +136,11 @@ impl Collection {
         self.hooks().filter(|h| h.watches(when, op))
     }
 
-    /// True when a hook watches `op`, before or after.
+    /// True when a hook watches `op`, before or after, or an event source does.
     pub(super) fn hooked(&self, op: HookOp) -> bool {
         self.hooks()
             .is_some_and(|h| h.watches(HookWhen::Before, op) || h.watches(HookWhen::After, op))
+            || self.events_watching(op).is_some()
     }
 
     /// `doc` (with its `_id` and timestamps) through the before-insert hooks, then checked
@@ -149,10 +154,12 @@ impl Collection {
     ) -> Result<(Document, Enqueued)> {
         let Some(hooks) = self.watching(HookWhen::Before, HookOp::Insert) else {
             self.validate(&doc)?;
-            return Ok((doc, Vec::new()));
+            let mut jobs = Vec::new();
+            self.add_events(HookOp::Insert, [&doc], &mut jobs).await?;
+            return Ok((doc, jobs));
         };
         let id = doc.get("_id").cloned();
-        let (doc, jobs) =
+        let (doc, mut jobs) =
             crate::jobs::collect(hooks.before_insert(user_id.map(str::to_owned), doc)).await;
         let mut doc = doc?;
         if doc.get("_id") != id.as_ref() {
@@ -162,6 +169,7 @@ impl Collection {
             }
         }
         self.validate(&doc)?;
+        self.add_events(HookOp::Insert, [&doc], &mut jobs).await?;
         Ok((doc, jobs))
     }
 
@@ -273,12 +281,14 @@ impl Collection {
                 .update_unhooked(selector, Cow::Borrowed(update), options)
                 .await;
         }
-        let (update, modifier, fields, jobs) = self.before_update(user_id, &found, update).await?;
+        let (update, modifier, fields, mut jobs) =
+            self.before_update(user_id, &found, update).await?;
         let ids: Vec<Value> = found.iter().filter_map(|d| d.get("_id").cloned()).collect();
         let exact = selector
             .clone()
             .and(Selector::parse(&json!({"_id": {"$in": ids.clone()}}))?);
-        let result = if jobs.is_empty() {
+        let events = self.events_watching(HookOp::Update).is_some();
+        let result = if jobs.is_empty() && !events {
             let mut exact_options = options;
             exact_options.multi = true;
             exact_options.upsert = false;
@@ -287,11 +297,15 @@ impl Collection {
         } else {
             // One update per document, with the jobs, in one transaction.
             let update = self.stamp_update(&exact, Cow::Owned(update)).await?;
+            let mut changed_docs = Vec::with_capacity(found.len());
             for doc in &found {
                 let mut changed = doc.clone();
                 update.apply(&mut changed)?;
                 self.validate(&changed)?;
+                changed_docs.push(changed);
             }
+            self.add_events(HookOp::Update, &changed_docs, &mut jobs)
+                .await?;
             let ops = each_document(selector, ids, |selector| BatchOp::Update {
                 collection: self.name().to_owned(),
                 selector,
@@ -410,7 +424,8 @@ impl Collection {
         if found.is_empty() {
             return Ok(0);
         }
-        let jobs = self.before_remove(user_id, &found).await?;
+        let mut jobs = self.before_remove(user_id, &found).await?;
+        self.add_events(HookOp::Remove, &found, &mut jobs).await?;
         let ids: Vec<Value> = found.iter().filter_map(|d| d.get("_id").cloned()).collect();
         let removed = if jobs.is_empty() {
             let exact = selector

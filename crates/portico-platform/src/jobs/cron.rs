@@ -238,6 +238,7 @@ impl Jobs {
             &schedule.job,
             json!({"schedule": name, "due": due}),
             &options,
+            true,
         )?;
         job.insert("schedule".into(), json!(name));
         let claim = Selector::parse(&json!({"_id": name, "last": last}))?;

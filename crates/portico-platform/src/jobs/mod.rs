@@ -89,6 +89,9 @@ pub struct JobOptions {
     pub retry_delay: Duration,
     /// The longest one run may take; past it the run fails (and is retried). Default 30 s.
     pub timeout: Duration,
+    /// When set, a failing job is tried again only while it is younger than this (counted
+    /// from its enqueue), whatever `retries` allows. Default none.
+    pub max_age: Option<Duration>,
 }
 
 impl Default for JobOptions {
@@ -98,6 +101,7 @@ impl Default for JobOptions {
             backoff: Backoff::Exponential,
             retry_delay: Duration::from_secs(1),
             timeout: Duration::from_secs(30),
+            max_age: None,
         }
     }
 }
@@ -189,6 +193,9 @@ pub struct JobsConfig {
     pub max_args_bytes: usize,
     /// How often the worker looks for due jobs when no local enqueue wakes it. Default 1 s.
     pub poll: Duration,
+    /// The first wait before a webhook delivery is tried again (it doubles, with jitter, up
+    /// to an hour, for 24 hours). Default 5 s.
+    pub webhook_retry: Duration,
 }
 
 impl Default for JobsConfig {
@@ -199,6 +206,7 @@ impl Default for JobsConfig {
             max_jobs: 100_000,
             max_args_bytes: 64 * 1024,
             poll: Duration::from_secs(1),
+            webhook_retry: Duration::from_secs(5),
         }
     }
 }
@@ -299,10 +307,11 @@ impl Jobs {
     /// Creates the index the worker's reads use.
     pub(crate) async fn prepare(&self) -> Result<()> {
         self.inner.store.ensure_index(JOBS, "runAt").await?;
+        self.inner.store.ensure_index(JOBS, "group").await?;
         Ok(())
     }
 
-    fn config(&self) -> JobsConfig {
+    pub(crate) fn config(&self) -> JobsConfig {
         *self
             .inner
             .config
@@ -391,7 +400,7 @@ impl Jobs {
         args: Value,
         options: EnqueueOptions,
     ) -> Result<String> {
-        let doc = self.job_document(name, args, &options)?;
+        let doc = self.job_document(name, args, &options, true)?;
         let id = document_id(&doc);
         self.check_room().await?;
         let Some(doc) = scope::keep(write, doc) else {
@@ -406,8 +415,32 @@ impl Jobs {
         Ok(id)
     }
 
+    /// The stored document of a new job `name` with `args`, for a writer that stores it
+    /// itself in a transaction of its own (a [`crate::WriteEvents`] source): checked as
+    /// [`Jobs::enqueue`] checks, but for the size of `args` (made from a stored document,
+    /// which the store bounds).
+    ///
+    /// # Errors
+    /// As [`Jobs::enqueue`].
+    pub async fn prepare_job(
+        &self,
+        name: &str,
+        args: Value,
+        options: &EnqueueOptions,
+    ) -> Result<Document> {
+        let doc = self.job_document(name, args, options, false)?;
+        self.check_room().await?;
+        Ok(doc)
+    }
+
     /// The stored document of a new job.
-    fn job_document(&self, name: &str, args: Value, options: &EnqueueOptions) -> Result<Document> {
+    fn job_document(
+        &self,
+        name: &str,
+        args: Value,
+        options: &EnqueueOptions,
+        limit_args: bool,
+    ) -> Result<Document> {
         if self.definition(name).is_none() {
             return Err(Error::InvalidArgument(format!(
                 "no job is defined with the name {name:?} (jobs.define it first)"
@@ -415,7 +448,7 @@ impl Jobs {
         }
         let config = self.config();
         let size = serde_json::to_string(&args).map_or(usize::MAX, |t| t.len());
-        if size > config.max_args_bytes {
+        if limit_args && size > config.max_args_bytes {
             return Err(Error::InvalidArgument(format!(
                 "the arguments of job {name:?} are {size} bytes as JSON, over the limit of {} (max_args_bytes)",
                 config.max_args_bytes
@@ -527,6 +560,17 @@ impl Jobs {
         self.set_config(config);
         JobWorker::start(self.clone(), config)
     }
+}
+
+/// Puts job `doc` in the ordered group `group`: of a group's pending jobs, only the one
+/// enqueued first may run (so they run in the order they were enqueued).
+pub fn set_group(doc: &mut Document, group: &str) {
+    // Microseconds, then the id: two writes of one document a millisecond apart keep their
+    // order (writes of one document are serialised by the store).
+    let micros = chrono::Utc::now().timestamp_micros();
+    let order = format!("{micros:018}:{}", document_id(doc));
+    doc.insert("group".into(), json!(group));
+    doc.insert("order".into(), json!(order));
 }
 
 fn document_id(doc: &Document) -> String {

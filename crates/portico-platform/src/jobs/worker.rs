@@ -110,6 +110,17 @@ async fn claim(
         let Some(id) = doc.get("_id").and_then(Value::as_str).map(str::to_owned) else {
             continue;
         };
+        if let (Some(group), Some(order)) = (doc.get("group"), doc.get("order"))
+            && store
+                .find_one(
+                    JOBS,
+                    &Selector::parse(&json!({"group": group, "order": {"$lt": order}}))?,
+                )
+                .await?
+                .is_some()
+        {
+            continue; // an earlier job of its group is pending: it runs first
+        }
         let lease = doc.get("lease").cloned().unwrap_or(json!(0));
         let take = Selector::parse(&json!({"_id": id, "lease": lease}))?;
         let until = now_ms().saturating_add(millis(config.lease));
@@ -189,7 +200,9 @@ async fn run_one(
             tracing::info!(job = %id, job_name = %name, run_id = %run_id, attempt, "job done");
             done(jobs, owner, &id).await
         }
-        Err(reason) if attempt <= definition.options.retries => {
+        Err(reason)
+            if attempt <= definition.options.retries && young(&doc, definition.options.max_age) =>
+        {
             counters.retried.fetch_add(1, Ordering::Relaxed);
             let wait = definition.options.delay(attempt);
             tracing::warn!(job = %id, job_name = %name, run_id = %run_id, attempt, retry_in_ms = millis(wait), error = %reason, "job failed; it will be tried again");
@@ -205,6 +218,15 @@ async fn run_one(
         // The lease ends and the job runs again.
         tracing::warn!(job = %id, run_id = %run_id, error = %e, "cannot record a job's outcome");
     }
+}
+
+/// True when job `doc` was enqueued less than `max_age` ago (always without a maximum).
+fn young(doc: &Document, max_age: Option<Duration>) -> bool {
+    let Some(max_age) = max_age else {
+        return true;
+    };
+    let created = doc.get("created").and_then(Value::as_i64).unwrap_or(0);
+    now_ms().saturating_sub(created) < millis(max_age)
 }
 
 /// The selector of job `id` while `owner` holds it.

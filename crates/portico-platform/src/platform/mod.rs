@@ -67,6 +67,8 @@ struct Inner {
     publications: RwLock<BTreeMap<String, PublicationEntry>>,
     live: Arc<crate::live::Hub>,
     jobs: crate::jobs::Jobs,
+    /// The receivers of [`Platform::set_webhooks`], once set.
+    webhooks: OnceLock<Arc<crate::webhooks::Deliveries>>,
     /// Shared with every collection, which asks it for its file fields on client writes.
     files: Arc<OnceLock<crate::platform::files::Files>>,
 }
@@ -162,6 +164,7 @@ impl Platform {
             inner: Arc::new(Inner {
                 live,
                 jobs,
+                webhooks: OnceLock::new(),
                 store,
                 accounts,
                 lifecycle,
@@ -209,6 +212,11 @@ impl Platform {
     /// The durable jobs: definitions, the queue in the store, the worker (see [`crate::jobs`]).
     pub fn jobs(&self) -> &crate::jobs::Jobs {
         &self.inner.jobs
+    }
+
+    /// Where the webhooks are kept (see [`Platform::set_webhooks`]).
+    pub(crate) fn webhooks_cell(&self) -> &OnceLock<Arc<crate::webhooks::Deliveries>> {
+        &self.inner.webhooks
     }
 
     /// The account lifecycle: verification, password reset and email change by mail.

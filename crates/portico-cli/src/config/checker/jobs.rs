@@ -1,13 +1,14 @@
 //! Checks `[jobs]` (each limit of the job worker and queue within its range) and `[[cron]]`
-//! (names unique, expressions and time zones valid).
+//! (names unique, expressions and time zones valid) and `[[webhooks]]` (URLs, events, the
+//! secret's variable name).
 
 use std::time::Duration;
 
 use portico_platform::jobs::JobsConfig;
 
 use super::Checker;
-use crate::config::CronEntry;
-use crate::config::raw::{RawCron, RawJobs};
+use crate::config::raw::{RawCron, RawJobs, RawWebhook};
+use crate::config::{CronEntry, WebhookEntry};
 
 impl Checker<'_> {
     pub(super) fn jobs(&mut self, raw: Option<RawJobs>) -> JobsConfig {
@@ -45,6 +46,13 @@ impl Checker<'_> {
         config.max_args_bytes = usize::try_from(kb * 1024).unwrap_or(config.max_args_bytes);
         let poll = self.ranged(raw.poll_ms, "jobs.poll_ms", (10, 60_000), ms(config.poll));
         config.poll = Duration::from_millis(poll);
+        let retry = self.ranged(
+            raw.webhook_retry_ms,
+            "jobs.webhook_retry_ms",
+            (10, 3_600_000),
+            ms(config.webhook_retry),
+        );
+        config.webhook_retry = Duration::from_millis(retry);
         config
     }
 
@@ -78,6 +86,63 @@ impl Checker<'_> {
                     self.errors.push(err);
                 }
             }
+        }
+        entries
+    }
+
+    pub(super) fn webhooks(&mut self, raw: Vec<RawWebhook>) -> Vec<WebhookEntry> {
+        use portico_platform::HookOp;
+        let mut entries = Vec::new();
+        for w in raw {
+            let line = self.source.position(w.url.span().start).0;
+            if let Err(e) = portico_platform::check_webhook_url(w.url.get_ref()) {
+                self.error(&w.url, "webhooks.url", e.to_string());
+            }
+            let events = match &w.events {
+                None => vec![HookOp::Insert, HookOp::Update, HookOp::Remove],
+                Some(list) => {
+                    let mut events = Vec::new();
+                    for name in list.get_ref() {
+                        match name.as_str() {
+                            "insert" => events.push(HookOp::Insert),
+                            "update" => events.push(HookOp::Update),
+                            "remove" => events.push(HookOp::Remove),
+                            other => self.error(
+                                list,
+                                "webhooks.events",
+                                format!("unknown event `{other}`; write insert, update or remove"),
+                            ),
+                        }
+                    }
+                    events
+                }
+            };
+            if w.events.is_some() && w.collection.is_none() {
+                self.error(
+                    &w.url,
+                    "webhooks.events",
+                    "events are the writes of a collection: give `collection` too",
+                );
+            }
+            let variable = w.secret_env.get_ref();
+            let valid = !variable.is_empty()
+                && variable
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                self.error(
+                    &w.secret_env,
+                    "webhooks.secret_env",
+                    "write the name of an environment variable (letters, digits, _); the secret itself never goes in the file",
+                );
+            }
+            entries.push(WebhookEntry {
+                url: w.url.get_ref().clone(),
+                collection: w.collection.map(|c| c.get_ref().clone()),
+                events,
+                secret_env: variable.clone(),
+                line,
+            });
         }
         entries
     }

@@ -219,6 +219,7 @@ impl<'a> Checker<'a> {
         let live = raw.live.map(|live| self.live(live)).unwrap_or_default();
         let jobs = self.jobs(raw.jobs);
         let cron = self.cron(raw.cron);
+        let webhooks = self.webhooks(raw.webhooks);
         let scripts = raw.scripts.map(|scripts| self.scripts(scripts));
         let mut schemas: Vec<SchemaFile> = apis
             .iter()
@@ -262,6 +263,7 @@ impl<'a> Checker<'a> {
         Config {
             jobs,
             cron,
+            webhooks,
             field_rules,
             relations,
             search,
