@@ -127,7 +127,7 @@ async fn writes_are_delivered_signed_in_order_through_refusals() {
     let receiver = Receiver::start(&ws, &secret, 3);
     let url = format!("http://127.0.0.1:{}/orders", receiver.port);
     ws.config(&format!(
-        "[scripts]\nmain = \"main.ts\"\n[jobs]\npoll_ms = 50\nwebhook_retry_ms = 100\n\
+        "[metrics]\n[scripts]\nmain = \"main.ts\"\n[jobs]\npoll_ms = 50\nwebhook_retry_ms = 100\n\
          [[api]]\n[[api.collection]]\nname = \"orders\"\nfield_rules = {{ cost = \"role:staff\" }}\n\
          [auto]\ncollections = []\n\
          [[webhooks]]\nurl = \"{url}\"\ncollection = \"orders\"\nsecret_env = \"ORDERS_SECRET\"\n"
@@ -208,6 +208,25 @@ async fn writes_are_delivered_signed_in_order_through_refusals() {
     assert_eq!(ping["event"]["data"], json!({"hello": 1}));
     let delivery = sent.body.as_str().unwrap_or_default();
     assert_eq!(ping["id"], json!(format!("msg_{delivery}")));
+
+    // Operators see the queue and the deliveries' latency in /metrics.
+    let start = Instant::now();
+    loop {
+        let metrics = server.call("GET", "/metrics", None, &[]).await.raw;
+        let done = metrics.contains("portico_job_latency_seconds_count{job=\"portico:webhook\"} 4")
+            && metrics.contains("portico_jobs_queued 0");
+        if done {
+            assert!(
+                metrics.contains("portico_job_runs_total{outcome=\"retried\"} 3"),
+                "{metrics}"
+            );
+            assert!(metrics.contains("portico_jobs_failed 0"), "{metrics}");
+            assert!(metrics.contains("portico_jobs_running 0"), "{metrics}");
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "{metrics}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// A secret that is not set, or not a secret, stops the server at start; `portico check`

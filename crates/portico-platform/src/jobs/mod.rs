@@ -258,8 +258,12 @@ pub struct JobCounts {
     pub failed: u64,
 }
 
+/// What is told of each job done ([`Jobs::observe_done`]).
+type DoneObserver = Arc<dyn Fn(&str, Duration) + Send + Sync>;
+
 struct Inner {
     store: Arc<dyn Store>,
+    observer: RwLock<Option<DoneObserver>>,
     definitions: RwLock<BTreeMap<String, Definition>>,
     schedules: RwLock<BTreeMap<String, cron::Schedule>>,
     config: RwLock<JobsConfig>,
@@ -296,6 +300,7 @@ impl Jobs {
         Jobs {
             inner: Arc::new(Inner {
                 store,
+                observer: RwLock::default(),
                 definitions: RwLock::default(),
                 schedules: RwLock::default(),
                 config: RwLock::new(JobsConfig::default()),
@@ -467,7 +472,9 @@ impl Jobs {
         doc.insert("_id".into(), json!(id));
         doc.insert("name".into(), json!(name));
         doc.insert("args".into(), args);
-        doc.insert("runAt".into(), json!(options.run_at_ms.unwrap_or(now)));
+        let due = options.run_at_ms.unwrap_or(now);
+        doc.insert("runAt".into(), json!(due));
+        doc.insert("dueAt".into(), json!(due));
         doc.insert("created".into(), json!(now));
         doc.insert("lease".into(), json!(0));
         doc.insert("attempts".into(), json!(0));
@@ -503,6 +510,31 @@ impl Jobs {
             succeeded: c.succeeded.load(Ordering::Relaxed),
             retried: c.retried.load(Ordering::Relaxed),
             failed: c.failed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Calls `observer` with the name of each job this instance's worker runs to success and
+    /// how long it took from its due time to the end of its last run (for a webhook
+    /// delivery, [`crate::DELIVERY_JOB`]: from the write to the receiver's 2xx).
+    pub fn observe_done(&self, observer: impl Fn(&str, Duration) + Send + Sync + 'static) {
+        *self
+            .inner
+            .observer
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(observer));
+    }
+
+    /// Tells the observer job `name`, due at `due_ms`, is done.
+    fn done(&self, name: &str, due_ms: i64) {
+        let observer = self
+            .inner
+            .observer
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(observer) = observer {
+            let ms = u64::try_from(now_ms().saturating_sub(due_ms)).unwrap_or(0);
+            observer(name, Duration::from_millis(ms));
         }
     }
 

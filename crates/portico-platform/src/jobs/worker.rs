@@ -197,6 +197,12 @@ async fn run_one(
     let recorded = match outcome {
         Ok(()) => {
             counters.succeeded.fetch_add(1, Ordering::Relaxed);
+            // From the due time of the first try (a retry's runAt is later).
+            let due = doc
+                .get("dueAt")
+                .and_then(Value::as_i64)
+                .unwrap_or_else(now_ms);
+            jobs.done(&name, due);
             tracing::info!(job = %id, job_name = %name, run_id = %run_id, attempt, "job done");
             done(jobs, owner, &id).await
         }
