@@ -107,6 +107,7 @@ fn effects(state: &Value) -> Vec<i64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn script_jobs_run_once_retry_and_follow_their_writes_on_sqlite() {
     let ws = workspace(Workspace::new());
+    ws.add_user("root", "root-secret", &["admin"]);
     let server = ws.serve();
 
     // Jobs enqueued from a method all run, once each.
@@ -186,6 +187,50 @@ async fn script_jobs_run_once_retry_and_follow_their_writes_on_sqlite() {
         json!(1),
         "only the delayed keyed job is left"
     );
+
+    // The admin page lists them, retries the failed one and cancels the delayed one.
+    let token = server.admin_token("root", "root-secret").await;
+    let auth = [("X-Auth-Token", token.as_str())];
+    let listed = server.call("GET", "/_/api/jobs", None, &auth).await;
+    assert_eq!(listed.status, 200, "{}", listed.raw);
+    assert_eq!(listed.body["pending"][0]["_id"], first, "{}", listed.raw);
+    let failed_id = listed.body["failed"][0]["_id"].as_str().unwrap().to_owned();
+    assert!(
+        listed.body["failed"][0]["lastError"]
+            .as_str()
+            .unwrap()
+            .contains("always fails")
+    );
+    let retried = server
+        .call(
+            "POST",
+            &format!("/_/api/jobs/{failed_id}/retry"),
+            None,
+            &auth,
+        )
+        .await;
+    assert_eq!(retried.status, 200, "{}", retried.raw);
+    let missing = server
+        .call("POST", "/_/api/jobs/nope/retry", None, &auth)
+        .await;
+    assert_eq!(missing.status, 404);
+    let cancelled = server
+        .call(
+            "DELETE",
+            &format!("/_/api/jobs/{}", first.as_str().unwrap()),
+            None,
+            &auth,
+        )
+        .await;
+    assert_eq!(cancelled.status, 200, "{}", cancelled.raw);
+    // The retried job fails its three tries again; nothing else is pending.
+    let state = wait_for(&server, Duration::from_secs(30), |s| {
+        s["pending"] == json!(0) && s["failed"].as_array().is_some_and(|f| f.len() == 1)
+    })
+    .await;
+    assert_eq!(state["failed"][0]["attempts"], json!(3));
+    let anonymous = server.call("GET", "/_/api/jobs", None, &[]).await;
+    assert_eq!(anonymous.status, 401);
     let (ok, log) = server.stop();
     assert!(ok, "{log}");
     let last_try = log
