@@ -404,3 +404,159 @@ async fn a_cron_runs_once_per_due_time_across_two_instances() {
     assert!(every_two.len() >= 2, "{dues:?}");
     assert!(distinct.len() >= 5, "{dues:?}");
 }
+
+const FAULTS_MAIN: &str = r#"
+import { methods, jobs } from "portico";
+jobs.define("spin", function () { for (;;) {} }, { retries: 0 });
+jobs.define("breed", async function () {
+  await jobs.enqueue("breed", {});
+  await jobs.enqueue("breed", {});
+}, { retries: 0 });
+methods({
+  async start() { await jobs.enqueue("spin", {}); return await jobs.enqueue("breed", {}); },
+});
+"#;
+
+/// The value of the gauge `name` in `/metrics`.
+async fn gauge(server: &Server, name: &str) -> u64 {
+    let metrics = server.call("GET", "/metrics", None, &[]).await.raw;
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {metrics}"))
+}
+
+/// A job that loops is stopped and counted as failed; a job that enqueues itself forever fills
+/// the queue only up to `max_jobs` (and the failed list too); the server keeps answering.
+/// (Read through `/metrics`: script calls share the runtimes the jobs keep busy.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_looping_or_self_enqueueing_job_is_bounded_and_the_server_keeps_serving() {
+    let ws = Workspace::new();
+    ws.config(
+        "[metrics]\n[scripts]\nmain = \"main.ts\"\ntimeout_ms = 300\n[jobs]\nmax_jobs = 40\npoll_ms = 20\n\
+         [auto]\ncollections = []\n",
+    );
+    std::fs::write(ws.path("main.ts"), FAULTS_MAIN).unwrap();
+    let server = ws.serve();
+    method(&server, "start", json!([])).await;
+    let start = Instant::now();
+    while gauge(&server, "portico_jobs_failed").await < 40 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the failed list did not fill"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Busy for a while more: bounded, and the server answers at once.
+    for _ in 0..10 {
+        let started = Instant::now();
+        assert_eq!(server.call("GET", "/healthz", None, &[]).await.status, 200);
+        assert!(started.elapsed() < Duration::from_secs(1));
+        // The bound is checked before each insert: the four runs at once may pass it by as many.
+        let queued = gauge(&server, "portico_jobs_queued").await;
+        let failed = gauge(&server, "portico_jobs_failed").await;
+        assert!(queued <= 44 && failed <= 44, "{queued} queued, {failed} failed");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (ok, log) = server.stop();
+    assert!(ok, "{log}");
+    assert!(log.contains("a failed job was dropped"), "{log}");
+    let spin = log
+        .lines()
+        .find(|l| l.contains("job failed its last try") && l.contains("job_name=spin"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(spin.contains("timeout_ms (300 ms)"), "{spin}");
+    assert!(
+        log.contains("The job queue is full (40 jobs stored"),
+        "{log}"
+    );
+}
+
+const DURABLE_MAIN: &str = r#"
+import { methods, collection, jobs, PorticoError } from "portico";
+jobs.define("follow", async function () {}, {});
+collection("orders").before.insert(async function (userId, doc: any) {
+  await jobs.enqueue("follow", { order: doc._id, n: doc.n }, { delayMs: 3600000 });
+  if (doc.n % 3 === 0) throw new PorticoError("refused", "every third order is refused");
+});
+methods({
+  async audit() {
+    const orders = await collection("orders").find({}).map((o: any) => o._id);
+    const jobs = await collection("portico_jobs").find({ name: "follow" }).map((j: any) => j.args.order);
+    return { orders, jobs };
+  },
+});
+"#;
+
+/// Killed with SIGKILL while clients write: after a restart every acknowledged order has its
+/// job, and no job exists without its order (a refused or unfinished write enqueued nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_during_writes_leaves_no_write_without_its_job_nor_a_job_without_its_write() {
+    let ws = Workspace::new();
+    ws.config(
+        "[scripts]\nmain = \"main.ts\"\n[auto]\ncollections = [\"orders\"]\n\
+         [auto.rules.orders]\ninsert = \"anyone\"\n",
+    );
+    std::fs::write(ws.path("main.ts"), DURABLE_MAIN).unwrap();
+    let mut server = ws.serve();
+    let url = server.url("/orders");
+    let http = server.http.clone();
+    // Four writers, each counting the orders acknowledged to it.
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (http, url) = (http.clone(), url.clone());
+            tokio::spawn(async move {
+                let mut acknowledged = Vec::new();
+                for i in 0.. {
+                    let n = w * 1_000_000 + i;
+                    let sent = http.post(&url).json(&json!({"n": n})).send().await;
+                    let Ok(reply) = sent else { break };
+                    if reply.status().is_success() {
+                        // The reply is the new order's `_id`; a reply cut by the kill is
+                        // no acknowledgement.
+                        if let Ok(Value::String(id)) = reply.json::<Value>().await {
+                            acknowledged.push(id);
+                        }
+                    }
+                }
+                acknowledged
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let mut acked = 0;
+    let mut acked_ids = Vec::new();
+    for writer in writers {
+        for body in writer.await.unwrap() {
+            acked += 1;
+            acked_ids.push(body);
+        }
+    }
+    assert!(acked > 20, "only {acked} writes before the kill");
+    let server = ws.serve();
+    let audit = method(&server, "audit", json!([])).await;
+    let orders: std::collections::BTreeSet<String> = audit["orders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    let jobs: std::collections::BTreeSet<String> = audit["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        orders, jobs,
+        "each order has its job and each job its order"
+    );
+    for id in &acked_ids {
+        assert!(
+            orders.contains(id),
+            "an acknowledged write is missing: {id}"
+        );
+    }
+}

@@ -186,8 +186,10 @@ pub struct JobsConfig {
     /// How long a claimed job stays with its instance before another may take it; a run is
     /// stopped when its lease ends. Default 60 s (a job's `timeout` longer than it is cut to it).
     pub lease: Duration,
-    /// How many jobs may be stored at once (pending, running and failed count apart); an
-    /// enqueue past it fails. Default 100,000.
+    /// How many jobs may be stored at once (pending and running ones: an enqueue past it
+    /// fails), and how many failed ones are kept (past it a job that fails its last try is
+    /// dropped, and logged). Checked before each insert, so writers at the same moment may
+    /// pass it by as many as they are. Default 100,000.
     pub max_jobs: u64,
     /// The largest a job's arguments may be, as JSON text. Default 64 KiB.
     pub max_args_bytes: usize,

@@ -263,7 +263,9 @@ async fn retry_later(
     Ok(())
 }
 
-/// Moves job `id` to [`FAILED_JOBS`] (under a new id, so its key is free again).
+/// Moves job `id` to [`FAILED_JOBS`] (under a new id, so its key is free again); when that
+/// holds [`JobsConfig::max_jobs`] already, the job is dropped instead (and logged), so a job
+/// that fails in a loop cannot fill the disk either.
 async fn failed(
     jobs: &Jobs,
     owner: &str,
@@ -272,6 +274,18 @@ async fn failed(
     mut doc: Document,
     reason: &str,
 ) -> Result<()> {
+    let max = jobs.config().max_jobs;
+    if jobs
+        .inner
+        .store
+        .count(FAILED_JOBS, &Selector::all())
+        .await?
+        >= max
+    {
+        tracing::error!(job = %id, max_jobs = max, "a failed job was dropped: {max} failed jobs are kept already (retry or drop them on the admin page)");
+        jobs.inner.store.remove(JOBS, &held(id, owner)?).await?;
+        return Ok(());
+    }
     doc.insert("_id".into(), json!(portico_store::new_id()));
     doc.insert("jobId".into(), json!(id));
     doc.insert("lastError".into(), json!(excerpt(reason)));
