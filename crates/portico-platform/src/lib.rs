@@ -80,7 +80,6 @@ mod rules;
 mod schema;
 mod time;
 mod timestamps;
-mod webhooks;
 
 pub use accounts::{
     ACCOUNT_TOKENS, Accounts, AccountsConfig, IDENTITIES, Lifecycle, LoginToken, MAIL_NAMES, Mail,
@@ -107,6 +106,7 @@ pub use platform::files::{
 pub use platform::login::{ACCOUNT_FACTOR, Limit, LoginError, LoginLimits, LoginService};
 pub use platform::method::{Invocation, MethodInfo, MethodOptions, MethodReply};
 pub use platform::publication::{PublicationInfo, PublicationOptions, Subscription};
+pub use platform::webhooks::{DELIVERY_JOB, Webhook, WebhookSecret, check_webhook_url};
 pub use platform::{Platform, PlatformConfig};
 pub use rate_limit::{LOGIN_FAILURES, RateLimiter};
 pub use relations::{
@@ -115,7 +115,6 @@ pub use relations::{
 pub use rules::{InsertRule, RemoveRule, Rules, UpdateRule};
 pub use time::now_iso;
 pub use timestamps::{CREATED_AT, UPDATED_AT};
-pub use webhooks::{DELIVERY_JOB, Webhook, WebhookSecret, check_webhook_url};
 
 pub use portico_store::{
     Aggregate, Document, IdKind, Query, RelatedField, RelatedRead, Selector, Update, UpdateOptions,

@@ -455,7 +455,10 @@ async fn a_looping_or_self_enqueueing_job_is_bounded_and_the_server_keeps_servin
         // The bound is checked before each insert: the four runs at once may pass it by as many.
         let queued = gauge(&server, "portico_jobs_queued").await;
         let failed = gauge(&server, "portico_jobs_failed").await;
-        assert!(queued <= 44 && failed <= 44, "{queued} queued, {failed} failed");
+        assert!(
+            queued <= 44 && failed <= 44,
+            "{queued} queued, {failed} failed"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let (ok, log) = server.stop();

@@ -8,6 +8,7 @@
 //! | publications: registration, [`Subscription`] | `publication.rs` |
 //! | login and registration for both doors | `login/` |
 //! | opening live streams on the platform | `live.rs` (the streams themselves: `crate::live`) |
+//! | signed webhook deliveries of collections' writes | `webhooks.rs` |
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -26,6 +27,7 @@ mod live;
 pub(crate) mod login;
 pub(crate) mod method;
 pub(crate) mod publication;
+pub(crate) mod webhooks;
 
 use crate::{
     Accounts, AccountsConfig, Collection, CollectionOptions, Cursor, Error, FieldView, Invocation,
@@ -68,7 +70,7 @@ struct Inner {
     live: Arc<crate::live::Hub>,
     jobs: crate::jobs::Jobs,
     /// The receivers of [`Platform::set_webhooks`], once set.
-    webhooks: OnceLock<Arc<crate::webhooks::Deliveries>>,
+    webhooks: OnceLock<Arc<webhooks::Deliveries>>,
     /// Shared with every collection, which asks it for its file fields on client writes.
     files: Arc<OnceLock<crate::platform::files::Files>>,
 }
@@ -215,7 +217,7 @@ impl Platform {
     }
 
     /// Where the webhooks are kept (see [`Platform::set_webhooks`]).
-    pub(crate) fn webhooks_cell(&self) -> &OnceLock<Arc<crate::webhooks::Deliveries>> {
+    pub(crate) fn webhooks_cell(&self) -> &OnceLock<Arc<webhooks::Deliveries>> {
         &self.inner.webhooks
     }
 
