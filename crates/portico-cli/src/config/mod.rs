@@ -91,7 +91,8 @@ pub struct Config {
     pub live: portico_platform::LiveConfig,
     /// `[jobs]`: the job worker (`concurrency`, default 4; `lease_ms`, default 60,000;
     /// `poll_ms`, default 1,000; `webhook_retry_ms`, the first wait before a delivery is tried
-    /// again, default 5,000) and the queue's limits (`max_jobs`, default 100,000;
+    /// again, default 5,000; `webhook_timeout_ms`, how long a receiver has to answer, default
+    /// 15,000) and the queue's limits (`max_jobs`, default 100,000;
     /// `max_args_kb`, default 64).
     pub jobs: portico_platform::jobs::JobsConfig,
     /// Every `[[cron]]`, in file order: a job enqueued at each due time of its schedule.

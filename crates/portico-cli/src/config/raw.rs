@@ -75,6 +75,7 @@ pub(crate) struct RawJobs {
     pub(crate) max_args_kb: Option<Spanned<u64>>,
     pub(crate) poll_ms: Option<Spanned<u64>>,
     pub(crate) webhook_retry_ms: Option<Spanned<u64>>,
+    pub(crate) webhook_timeout_ms: Option<Spanned<u64>>,
 }
 
 /// `[[cron]]`: a job enqueued at each due time of a cron expression.

@@ -30,18 +30,24 @@ impl Drop for Receiver {
 
 impl Receiver {
     fn start(ws: &Workspace, secret: &str, refuse: u32) -> Receiver {
+        Receiver::start_mode(ws, secret, refuse, "check")
+    }
+
+    /// A receiver that never answers (`hang`) or answers 500 with 10 MB (`huge`).
+    fn start_mode(ws: &Workspace, secret: &str, refuse: u32, mode: &str) -> Receiver {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/webhooks");
         assert!(
             dir.join("node_modules/standardwebhooks").is_dir(),
             "the webhook receiver's library is missing: run ci/test.sh (npm ci in {})",
             dir.display()
         );
-        let output = ws.path("received.jsonl");
+        let output = ws.path(&format!("received-{mode}.jsonl"));
         let mut child = Command::new("node")
             .arg(dir.join("receiver.mjs"))
             .arg(secret)
             .arg(refuse.to_string())
             .arg(&output)
+            .arg(mode)
             .stdout(Stdio::piped())
             .spawn()
             .expect("start node (Node.js 20+)");
@@ -249,5 +255,74 @@ fn bad_webhook_settings_are_named() {
     assert!(
         err.contains("PORTICO_TEST_UNSET_SECRET (secret_env) is not set"),
         "{err}"
+    );
+}
+
+const FAULTS_MAIN: &str = r#"
+import { methods, collection, webhooks } from "portico";
+methods({
+  async send(url: string) { return await webhooks.send(url, { type: "test.fault", data: { n: 1 } }); },
+  async pending() { return await collection("portico_jobs").find({}, { sort: { _id: 1 } }).fetch(); },
+});
+"#;
+
+/// A receiver that never answers costs a try of `webhook_timeout_ms`; one that answers 10 MB
+/// is read for its first 512 bytes only; both are retried under one webhook-id, and the
+/// server keeps answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receivers_that_hang_or_answer_10_mb_are_retried_with_bounded_reads() {
+    let ws = Workspace::new();
+    let secret = secret();
+    let hang = Receiver::start_mode(&ws, &secret, 0, "hang");
+    let huge = Receiver::start_mode(&ws, &secret, 0, "huge");
+    let hang_url = format!("http://127.0.0.1:{}/in", hang.port);
+    let huge_url = format!("http://127.0.0.1:{}/in", huge.port);
+    ws.config(&format!(
+        "[scripts]\nmain = \"main.ts\"\n[jobs]\npoll_ms = 50\nwebhook_retry_ms = 50\nwebhook_timeout_ms = 300\n\
+         [auto]\ncollections = []\n\
+         [[webhooks]]\nurl = \"{hang_url}\"\nsecret_env = \"HOOK_SECRET\"\n\
+         [[webhooks]]\nurl = \"{huge_url}\"\nsecret_env = \"HOOK_SECRET\"\n"
+    ));
+    std::fs::write(ws.path("main.ts"), FAULTS_MAIN).unwrap();
+    let server = ws.serve_with_env(&[("HOOK_SECRET", &secret)]);
+    assert_eq!(method(&server, "send", json!([hang_url])).await.status, 200);
+    assert_eq!(method(&server, "send", json!([huge_url])).await.status, 200);
+    let start = Instant::now();
+    loop {
+        let tries = |r: &Receiver| r.requests().len();
+        if tries(&hang) >= 3 && tries(&huge) >= 3 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "too few tries");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for receiver in [&hang, &huge] {
+        let requests = receiver.requests();
+        assert!(
+            requests.iter().all(|r| r["id"] == requests[0]["id"]),
+            "{requests:?}"
+        );
+    }
+    let started = Instant::now();
+    let pending = method(&server, "pending", json!([])).await.body;
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let errors: Vec<&str> = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|j| j["lastError"].as_str())
+        .collect();
+    assert!(
+        errors.iter().any(|e| e.contains("no answer within 300 ms")),
+        "{errors:?}"
+    );
+    let refused = errors
+        .iter()
+        .find(|e| e.starts_with("the receiver answered 500: x"))
+        .unwrap_or_else(|| panic!("{errors:?}"));
+    assert!(
+        refused.len() <= "the receiver answered 500: ".len() + 512,
+        "{}",
+        refused.len()
     );
 }

@@ -198,6 +198,8 @@ pub struct JobsConfig {
     /// The first wait before a webhook delivery is tried again (it doubles, with jitter, up
     /// to an hour, for 24 hours). Default 5 s.
     pub webhook_retry: Duration,
+    /// How long a webhook receiver has to answer one try. Default 15 s.
+    pub webhook_timeout: Duration,
 }
 
 impl Default for JobsConfig {
@@ -209,6 +211,7 @@ impl Default for JobsConfig {
             max_args_bytes: 64 * 1024,
             poll: Duration::from_secs(1),
             webhook_retry: Duration::from_secs(5),
+            webhook_timeout: Duration::from_secs(15),
         }
     }
 }

@@ -11,9 +11,11 @@
 //! The job worker delivers: `POST` of `{"type", "timestamp", "data"}` with the headers
 //! `webhook-id` (the same on every try, so a receiver can drop repeats), `webhook-timestamp`
 //! (this try's, in seconds) and `webhook-signature` (`v1,` and the base64 HMAC-SHA256 of
-//! `id.timestamp.body`). A 2xx answer delivers it; any other answer, or none within 15 s, is
-//! tried again with an exponential backoff and jitter (from 5 s, up to an hour apart) for 24
-//! hours, then the delivery is kept as failed with the last answer's status and first bytes.
+//! `id.timestamp.body`). A 2xx answer delivers it; any other answer, or none within
+//! [`crate::jobs::JobsConfig::webhook_timeout`] (15 s by default), is tried again with an
+//! exponential backoff and jitter (from `webhook_retry`, 5 s by default, up to an hour apart)
+//! for 24 hours, then the delivery is kept as failed with the last answer's status and first
+//! bytes.
 //! Deliveries of one document's events are made in the order of its writes.
 
 use std::sync::Arc;
@@ -31,8 +33,6 @@ use crate::{Collection, Error, HookOp, Platform, Result, USERS, WriteEvents};
 /// The job that delivers one webhook event.
 pub const DELIVERY_JOB: &str = "portico:webhook";
 
-/// How long a receiver has to answer one try.
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(15);
 /// How much of a refusing receiver's answer is kept with the delivery.
 const EXCERPT_BYTES: usize = 512;
 
@@ -145,6 +145,8 @@ fn event_type(collection: &str, op: HookOp) -> String {
 /// The configured receivers and the HTTP client that delivers to them.
 pub(crate) struct Deliveries {
     hooks: Vec<Webhook>,
+    /// How long a receiver has to answer one try.
+    timeout: Duration,
     http: reqwest::Client,
 }
 
@@ -202,7 +204,8 @@ impl Platform {
     /// Sends the writes of each webhook's collection to its receiver, and lets
     /// [`Platform::send_webhook`] send to its URL: defines the delivery job and the
     /// collections' event sources. Call once, at startup, after
-    /// [`crate::jobs::Jobs::set_config`] (its `webhook_retry` paces the retries).
+    /// [`crate::jobs::Jobs::set_config`] (its `webhook_retry` paces the retries and its
+    /// `webhook_timeout` bounds each try).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad URL; [`Error::Duplicate`] when called twice.
@@ -210,13 +213,15 @@ impl Platform {
         for hook in &hooks {
             check_webhook_url(&hook.url)?;
         }
+        let timeout = self.jobs().config().webhook_timeout;
         let http = reqwest::Client::builder()
-            .timeout(ANSWER_TIMEOUT)
+            .timeout(timeout)
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| Error::Internal(format!("cannot make the webhook client: {e}")))?;
         let deliveries = Arc::new(Deliveries {
             hooks: hooks.clone(),
+            timeout,
             http,
         });
         if self.webhooks_cell().set(Arc::clone(&deliveries)).is_err() {
@@ -225,7 +230,7 @@ impl Platform {
         let options = JobOptions {
             retries: u32::MAX,
             retry_delay: self.jobs().config().webhook_retry,
-            timeout: ANSWER_TIMEOUT + Duration::from_secs(5),
+            timeout: timeout + Duration::from_secs(5),
             max_age: Some(Duration::from_secs(24 * 3600)),
             ..JobOptions::default()
         };
@@ -323,7 +328,10 @@ async fn deliver(
     let mut response = match sent {
         Ok(response) => response,
         Err(e) if e.is_timeout() => {
-            return Err(format!("no answer within {} s", ANSWER_TIMEOUT.as_secs()));
+            return Err(format!(
+                "no answer within {} ms",
+                deliveries.timeout.as_millis()
+            ));
         }
         Err(e) => return Err(format!("cannot reach the receiver: {e}")),
     };

@@ -53,6 +53,13 @@ impl Checker<'_> {
             ms(config.webhook_retry),
         );
         config.webhook_retry = Duration::from_millis(retry);
+        let answer = self.ranged(
+            raw.webhook_timeout_ms,
+            "jobs.webhook_timeout_ms",
+            (100, 300_000),
+            ms(config.webhook_timeout),
+        );
+        config.webhook_timeout = Duration::from_millis(answer);
         config
     }
 

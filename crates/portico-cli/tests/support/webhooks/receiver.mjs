@@ -2,13 +2,15 @@
 // reference library (npm `standardwebhooks`) and appends what it saw to a file, one JSON line
 // per request: {id, attempt, verified, status, event}. It refuses (503) the first REFUSE
 // requests, answers the rest 204 when the signature checks out and 400 when it does not.
+// MODE "hang" never answers; "huge" answers every request 500 with 10 MB of text.
 //
-// Usage: node receiver.mjs SECRET REFUSE OUTPUT_FILE; prints "listening PORT" once ready.
+// Usage: node receiver.mjs SECRET REFUSE OUTPUT_FILE [MODE]; prints "listening PORT" once
+// ready.
 import { createServer } from "node:http";
 import { appendFileSync } from "node:fs";
 import standardwebhooks from "standardwebhooks";
 
-const [secret, refuseText, output] = process.argv.slice(2);
+const [secret, refuseText, output, mode] = process.argv.slice(2);
 const webhook = new standardwebhooks.Webhook(secret);
 let refuse = Number(refuseText);
 const attempts = new Map();
@@ -24,6 +26,14 @@ const server = createServer((request, response) => {
     let status;
     let event = null;
     let verified = false;
+    if (mode === "hang" || mode === "huge") {
+      appendFileSync(output, JSON.stringify({ id, attempt, mode }) + "\n");
+      if (mode === "huge") {
+        response.writeHead(500, { "content-type": "text/plain" });
+        response.end("x".repeat(10 * 1024 * 1024));
+      }
+      return;
+    }
     if (refuse > 0) {
       refuse -= 1;
       status = 503;
