@@ -111,15 +111,26 @@ async fn claim(
             continue;
         };
         if let (Some(group), Some(order)) = (doc.get("group"), doc.get("order"))
-            && store
+            && let Some(earlier) = store
                 .find_one(
                     JOBS,
                     &Selector::parse(&json!({"group": group, "order": {"$lt": order}}))?,
                 )
                 .await?
-                .is_some()
         {
-            continue; // an earlier job of its group is pending: it runs first
+            // An earlier job of its group is pending: it runs first. This one waits until that
+            // one's next try (so the jobs held back do not fill every read of the queue).
+            let next = earlier
+                .get("runAt")
+                .and_then(Value::as_i64)
+                .unwrap_or(now)
+                .max(now.saturating_add(millis(config.poll)));
+            let held_back = Selector::parse(&json!({"_id": id, "lease": doc.get("lease")}))?;
+            let wait = Update::parse(&json!({"$set": {"runAt": next}}))?;
+            store
+                .update(JOBS, &held_back, &wait, UpdateOptions::default())
+                .await?;
+            continue;
         }
         let lease = doc.get("lease").cloned().unwrap_or(json!(0));
         let take = Selector::parse(&json!({"_id": id, "lease": lease}))?;
