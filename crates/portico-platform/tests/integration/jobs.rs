@@ -313,3 +313,46 @@ on_every_backend! {
         Ok(())
     }
 }
+
+on_every_backend! {
+    async fn jobs_held_back_behind_a_failing_one_of_their_group_do_not_starve_others(p: Platform) -> TestResult {
+        let mut options = JobOptions::default();
+        options.retry_delay = Duration::from_secs(3600);
+        p.jobs().define("ordered", options, |_run, _args| async { Err("down".to_owned()) })?;
+        let runs = Arc::new(AtomicU32::new(0));
+        let seen = runs.clone();
+        p.jobs().define("free", JobOptions::default(), move |_run, _args| {
+            let seen = seen.clone();
+            async move {
+                seen.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        })?;
+        // More held-back jobs than one read of the queue takes, all due before the free one.
+        for n in 0..80 {
+            let mut job = p
+                .jobs()
+                .prepare_job("ordered", json!({"n": n}), &EnqueueOptions::new())
+                .await?;
+            portico_platform::jobs::set_group(&mut job, "one document");
+            p.store().insert(JOBS, job).await?;
+        }
+        p.jobs().enqueue("free", json!({}), EnqueueOptions::new()).await?;
+        let worker = p.jobs().start(quick());
+        eventually("the free job", async || runs.load(Ordering::SeqCst) == 1).await;
+        worker.stop(Duration::from_secs(5)).await;
+        // The first of the group failed once and waits an hour; the others were not run.
+        let first = p
+            .store()
+            .find_one(JOBS, &Selector::parse(&json!({"args.n": 0}))?)
+            .await?
+            .unwrap();
+        assert_eq!(first["attempts"], json!(1));
+        let untried = p
+            .store()
+            .count(JOBS, &Selector::parse(&json!({"attempts": 0}))?)
+            .await?;
+        assert_eq!(untried, 79);
+        Ok(())
+    }
+}
