@@ -69,7 +69,7 @@ methods({
 });
 EOF
 
-# serve DIR DB [ENV...]: starts an instance, prints its base URL.
+# serve DIR DB [ENV...]: starts an instance; its base URL in SERVED, its pid last in pids.
 serve() {
   local dir=$1 db=$2
   shift 2
@@ -83,7 +83,16 @@ serve() {
     sleep 0.1
   done
   rm -f "$dir"/out.*
-  echo "$out"
+  SERVED=$out
+}
+
+# stop_last N: stops the last N processes started.
+stop_last() {
+  for _ in $(seq "$1"); do
+    kill "${pids[-1]}" 2>/dev/null || true
+    unset 'pids[-1]'
+  done
+  wait 2>/dev/null || true
 }
 
 call() { curl -s -X POST "$1/methods/$2" -H 'Content-Type: application/json' -d "$3"; }
@@ -95,7 +104,7 @@ throughput() {
   mkdir -p "$dir" && cp "$work/main.ts" "$dir/"
   printf '[scripts]\nmain = "main.ts"\ntimeout_ms = 120000\n[jobs]\nconcurrency = 8\npoll_ms = 100\n[auto]\ncollections = []\n' > "$dir/portico.toml"
   local urls=()
-  for _ in $(seq "$count"); do urls+=("$(serve "$dir" "$db")"); done
+  for _ in $(seq "$count"); do serve "$dir" "$db"; urls+=("$SERVED"); done
   call "${urls[0]}" clear '[]' > /dev/null
   local due=$(( $(now_ms) + 3000 + JOBS * 2 ))
   call "${urls[0]}" enqueueAt "[$JOBS, $due]" > /dev/null
@@ -104,8 +113,7 @@ throughput() {
   while [ "$(call "${urls[0]}" done '[]')" -lt "$JOBS" ]; do sleep 0.05; done
   local took=$(( $(now_ms) - due ))
   echo "$name: $JOBS jobs in $took ms through $count instance(s): $(( JOBS * 1000 / took )) jobs/s"
-  for _ in $(seq "$count"); do kill "${pids[-1]}"; unset 'pids[-1]'; done
-  wait 2>/dev/null || true
+  stop_last "$count"
 }
 
 # latency NAME DB: TRICKLE jobs enqueued one at a time; their wait from enqueue to start.
@@ -113,14 +121,14 @@ latency() {
   local name=$1 db=$2 dir="$work/$1-latency"
   mkdir -p "$dir" && cp "$work/main.ts" "$dir/"
   printf '[scripts]\nmain = "main.ts"\n[jobs]\npoll_ms = 1000\n[auto]\ncollections = []\n' > "$dir/portico.toml"
-  local url
-  url=$(serve "$dir" "$db")
+  serve "$dir" "$db"
+  local url=$SERVED
   call "$url" clear '[]' > /dev/null
   for _ in $(seq "$TRICKLE"); do call "$url" one '[]' > /dev/null; sleep 0.02; done
   while [ "$(call "$url" done '[]')" -lt "$TRICKLE" ]; do sleep 0.05; done
   call "$url" waits '[]' | python3 -c 'import json,sys; w=json.load(sys.stdin); n=len(w)
 print(f"'"$name"': enqueue to start, {n} jobs one at a time: p50 {w[n//2]} ms, p99 {w[min(n-1, n*99//100)]} ms")'
-  kill "${pids[-1]}"; unset 'pids[-1]'; wait 2>/dev/null || true
+  stop_last 1
 }
 
 # deliveries NAME DB: DELIVERIES webhooks sent to a local receiver that checks each signature.
@@ -133,15 +141,15 @@ deliveries() {
   local port=""
   for _ in $(seq 50); do port=$(grep -o '[0-9]*$' "$dir/receiver.out" 2>/dev/null || true); [ -n "$port" ] && break; sleep 0.1; done
   printf '[scripts]\nmain = "main.ts"\ntimeout_ms = 120000\n[jobs]\nconcurrency = 16\npoll_ms = 100\n[auto]\ncollections = []\n[[webhooks]]\nurl = "http://127.0.0.1:%s/in"\nsecret_env = "BENCH_SECRET"\n' "$port" > "$dir/portico.toml"
-  local url
-  url=$(serve "$dir" "$db" BENCH_SECRET="$secret")
+  serve "$dir" "$db" BENCH_SECRET="$secret"
+  local url=$SERVED
   local start
   start=$(now_ms)
   call "$url" send "[\"http://127.0.0.1:$port/in\", $DELIVERIES]" > /dev/null
   while [ "$(grep -c '"verified":true' "$dir/received.jsonl" 2>/dev/null || echo 0)" -lt "$DELIVERIES" ]; do sleep 0.05; done
   local took=$(( $(now_ms) - start ))
   echo "$name: $DELIVERIES webhook deliveries (enqueue included) in $took ms: $(( DELIVERIES * 1000 / took ))/s"
-  kill "${pids[-1]}"; unset 'pids[-1]'; kill "${pids[-1]}"; unset 'pids[-1]'; wait 2>/dev/null || true
+  stop_last 2
 }
 
 # storage: the SQLite file's growth per pending job.
@@ -149,14 +157,13 @@ storage() {
   local dir="$work/storage" n=10000
   mkdir -p "$dir" && cp "$work/main.ts" "$dir/"
   printf '[scripts]\nmain = "main.ts"\ntimeout_ms = 120000\n[auto]\ncollections = []\n' > "$dir/portico.toml"
-  local url
-  url=$(serve "$dir" "sqlite:$dir/s.db")
-  kill "${pids[-1]}"; unset 'pids[-1]'; wait 2>/dev/null || true
+  serve "$dir" "sqlite:$dir/s.db"
+  stop_last 1
   local before
   before=$(stat -c %s "$dir/s.db")
-  url=$(serve "$dir" "sqlite:$dir/s.db")
-  call "$url" later "[$n]" > /dev/null
-  kill "${pids[-1]}"; unset 'pids[-1]'; wait 2>/dev/null || true
+  serve "$dir" "sqlite:$dir/s.db"
+  call "$SERVED" later "[$n]" > /dev/null
+  stop_last 1
   local after
   after=$(stat -c %s "$dir/s.db")
   echo "storage: $n pending jobs (arguments {\"t0\":0}) grow the SQLite file by $(( (after - before) / n )) bytes each"
