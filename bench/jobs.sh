@@ -9,7 +9,9 @@
 #        PG_URL=postgres://... bench/jobs.sh   (also PostgreSQL, one and two instances; the
 #                                              database is emptied of Portico's collections first
 #                                              by using a fresh one: give a new database)
-# Knobs: JOBS (default 5000), TRICKLE (default 200), DELIVERIES (default 1000).
+# Knobs: JOBS (default 5000), TRICKLE (default 200), DELIVERIES (default 1000); ONLY_PG=1
+# skips SQLite. A throwaway cluster: PG_PORT=55432 bash -c '. bench/pg-cluster.sh jobs;
+# PG_URL=postgres://postgres@127.0.0.1:55432/portico ONLY_PG=1 bench/jobs.sh'.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-5000}
@@ -169,10 +171,12 @@ storage() {
   echo "storage: $n pending jobs (arguments {\"t0\":0}) grow the SQLite file by $(( (after - before) / n )) bytes each"
 }
 
-throughput sqlite-1 "sqlite:$work/sqlite.db" 1
-latency sqlite "sqlite:$work/sqlite-latency.db"
-deliveries sqlite "sqlite:$work/sqlite-webhooks.db"
-storage
+if [ -z "${ONLY_PG:-}" ]; then
+  throughput sqlite-1 "sqlite:$work/sqlite.db" 1
+  latency sqlite "sqlite:$work/sqlite-latency.db"
+  deliveries sqlite "sqlite:$work/sqlite-webhooks.db"
+  storage
+fi
 if [ -n "${PG_URL:-}" ]; then
   throughput postgres-1 "$PG_URL" 1
   throughput postgres-2 "$PG_URL" 2
