@@ -321,8 +321,15 @@ fn check_names_bad_cron_expressions_time_zones_and_limits() {
         err.contains("jobs.concurrency") && err.contains("out of range"),
         "{err}"
     );
-    // A good one passes.
-    ws.config("[[cron]]\nname = \"n\"\nschedule = \"*/2 * * * * *\"\njob = \"x\"\n");
+    // A good one, naming a job the scripts define, passes.
+    std::fs::write(
+        ws.path("main.js"),
+        "import { jobs } from \"portico\";\njobs.define(\"x\", async () => {});\n",
+    )
+    .unwrap();
+    ws.config(
+        "[scripts]\nmain = \"main.js\"\n[[cron]]\nname = \"n\"\nschedule = \"*/2 * * * * *\"\njob = \"x\"\n",
+    );
     let out = ws.run(&["check", "--config", "portico.toml"]);
     assert!(out.status.success(), "{}", super::common::text(&out.stderr));
 }
@@ -343,10 +350,24 @@ fn serve_refuses_a_bad_script_cron_and_a_cron_of_an_undefined_job() {
         err.contains("cron \"tick\" at main.js:2:1") && err.contains("invalid cron expression"),
         "{err}"
     );
+    // portico check loads the scripts as serve does, so it says the same.
+    let out = ws.run(&["check", "--config", "portico.toml"]);
+    let checked = super::common::text(&out.stderr);
+    assert!(
+        !out.status.success() && checked.contains("invalid cron expression"),
+        "{checked}"
+    );
     ws.config(
         "[scripts]\nmain = \"main.js\"\n[[cron]]\nname = \"n\"\nschedule = \"@daily\"\njob = \"cleanup\"\n",
     );
     std::fs::write(ws.path("main.js"), "export {};\n").unwrap();
+    let checked = ws.check_refuses(
+        "[scripts]\nmain = \"main.js\"\n[[cron]]\nname = \"n\"\nschedule = \"@daily\"\njob = \"cleanup\"\n",
+    );
+    assert!(
+        checked.contains("key `cron.job`: no script defines the job `cleanup`"),
+        "{checked}"
+    );
     let err = ws.serve_refuses();
     assert!(
         err.contains("[[cron]] at line 5") && err.contains("\"cleanup\", which is not defined"),
