@@ -9,7 +9,8 @@
 # crates/portico-admin/tests/browser/package-lock.json). The auto API's live-stream browser
 # test needs only Debian's chromium. The TypeScript client's tests (clients/js) need Node.js
 # 20+, chromium and `npm ci` in clients/js. The OpenID Connect tests need Node.js and `npm ci` in
-# crates/portico-cli/tests/support/oidc. The account tests read mail from an SMTP server they
+# crates/portico-cli/tests/support/oidc, the webhook tests `npm ci` in
+# crates/portico-cli/tests/support/webhooks. The account tests read mail from an SMTP server they
 # start with python3's aiosmtpd. The files tests on S3 need the `s3s-fs` server, installed with
 # `cargo install` when missing. Extra arguments go to `cargo test` (`ci/test.sh -p portico-store`).
 set -euo pipefail
@@ -51,6 +52,11 @@ echo "== npm ci (TypeScript client, clients/js)"
 # provider: npm's oidc-provider, pinned by the lock file next to its script.
 echo "== npm ci (OpenID Connect test provider)"
 (cd crates/portico-cli/tests/support/oidc && npm ci --no-audit --no-fund)
+# The webhook tests (crates/portico-cli/tests/integration/webhooks.rs) check each delivery's
+# signature in a receiver built on npm's standardwebhooks, the Standard Webhooks reference
+# library, pinned by the lock file next to the receiver.
+echo "== npm ci (webhook test receiver)"
+(cd crates/portico-cli/tests/support/webhooks && npm ci --no-audit --no-fund)
 
 if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1 \
   || ! command -v curl >/dev/null 2>&1; then

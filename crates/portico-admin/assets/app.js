@@ -191,6 +191,7 @@ function route() {
   if (view === 'users') usersView(root);
   else if (view === 'api') apiView(root);
   else if (view === 'backups') backupsView(root);
+  else if (view === 'jobs') jobsView(root);
   else collectionsView(root, parts[1]);
 }
 
@@ -794,6 +795,73 @@ async function backupsView(root) {
     load();
   });
 
+  load();
+}
+
+// ----- jobs -----
+
+function timeText(ms) {
+  return typeof ms === 'number' && ms > 0 ? new Date(ms).toLocaleString() : '';
+}
+
+function jobTable(caption, heads, rows, empty) {
+  return el('table', {},
+    el('caption', {}, caption),
+    el('thead', {}, el('tr', {}, heads.map((h) => el('th', { scope: 'col' }, h)))),
+    el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: String(heads.length), class: 'muted' }, empty))));
+}
+
+async function jobsView(root) {
+  const box = errorBox('jobs-error');
+  const intro = el('p', { class: 'muted' });
+  const tables = el('div', { id: 'jobs' });
+  const again = el('button', { type: 'button' }, 'Refresh');
+  root.append(el('div', { class: 'title-row' }, el('h2', {}, 'Jobs'), again), intro, box, tables);
+
+  async function act(method, path, done) {
+    showError(box, null);
+    try {
+      await call(method, path);
+      notice(done);
+    } catch (e) {
+      showError(box, e);
+    }
+    load();
+  }
+
+  async function load() {
+    let reply;
+    try { reply = await call('GET', 'jobs'); } catch (e) { showError(box, e); return; }
+    clear(intro).append(reply.queued + ' queued (due, delayed or running), ' + reply.failedCount + ' failed.');
+    const schedules = reply.schedules.map((s) => el('tr', {},
+      el('td', {}, el('code', {}, s.name)),
+      el('td', {}, el('code', {}, s.expression), ' ', el('span', { class: 'muted' }, s.timezone)),
+      el('td', {}, timeText(s.nextDueMs)),
+      el('td', {}, timeText(s.lastRunAt)),
+      el('td', {}, cellText(s.lastResult))));
+    const pending = reply.pending.map((j) => el('tr', {},
+      el('td', {}, el('code', {}, j._id)),
+      el('td', {}, j.name),
+      el('td', {}, j.lease > reply.nowMs ? 'running' : timeText(j.runAt)),
+      el('td', {}, String(j.attempts || 0)),
+      el('td', {}, cellText(j.lastError)),
+      el('td', {}, el('button', { type: 'button', class: 'link', onclick: () => act('DELETE', 'jobs/' + encodeURIComponent(j._id), 'Job cancelled.') }, 'Cancel'))));
+    const failed = reply.failed.map((j) => el('tr', {},
+      el('td', {}, el('code', {}, j.jobId || j._id)),
+      el('td', {}, j.name),
+      el('td', {}, timeText(j.failedAt)),
+      el('td', {}, String(j.attempts || 0)),
+      el('td', {}, cellText(j.lastError)),
+      el('td', {},
+        el('button', { type: 'button', class: 'link', onclick: () => act('POST', 'jobs/' + encodeURIComponent(j._id) + '/retry', 'Job queued again.') }, 'Retry'), ' ',
+        el('button', { type: 'button', class: 'link', onclick: () => act('DELETE', 'jobs/' + encodeURIComponent(j._id), 'Failed job dropped.') }, 'Drop'))));
+    clear(tables).append(
+      el('div', { class: 'table-wrap' }, jobTable('Schedules', ['Name', 'Schedule', 'Next run', 'Last run', 'Last result'], schedules, 'No schedules.')),
+      el('div', { class: 'table-wrap' }, jobTable('Pending and running', ['Id', 'Job', 'Due', 'Tries', 'Last error', ''], pending, 'No pending jobs.')),
+      el('div', { class: 'table-wrap' }, jobTable('Failed', ['Id', 'Job', 'Failed', 'Tries', 'Last error (a webhook: the receiver\'s answer)', ''], failed, 'No failed jobs.')));
+  }
+
+  again.addEventListener('click', load);
   load();
 }
 

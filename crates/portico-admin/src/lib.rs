@@ -28,6 +28,7 @@
 //! | users | list and search accounts (never hashes or tokens) with whether each address is verified, add one, set roles, set a password, send a reset mail, log one out everywhere, remove one |
 //! | API | every route of both front doors, from their own [`RouteDoc`](portico_edge::RouteDoc)s, and a link to `/openapi.json` |
 //! | backups | the backups of the SQLite database ([`AdminPage::backups`]): list, take one now, download one |
+//! | jobs | schedules (next due time, last run), pending and failed jobs and webhook deliveries (the last error: a receiver's status and first bytes); retry a failed one, cancel one |
 //!
 //! ## The JSON API
 //! Under `PATH/api/` (`/_/api/` by default); bodies and replies are JSON, errors
@@ -52,6 +53,9 @@
 //! | `GET backups` | `{configured, dir, keep, running, backups: [{name, bytes, modifiedMs}]}`, newest first |
 //! | `POST backups` | takes a backup now (see [`AdminPage::backups`]): 201 `{name, bytes, format, elapsedMs}`, 409 while one runs, 404 without backups |
 //! | `GET backups/{name}` | downloads one (`Content-Disposition: attachment`) |
+//! | `GET jobs` | `{schedules, pending, failed, queued, failedCount, nowMs}`: at most 100 pending (by due time) and failed (newest first) |
+//! | `POST jobs/{id}/retry` | puts a failed job back in the queue, due now; 404 for none |
+//! | `DELETE jobs/{id}` | removes a pending or failed job; 404 for none |
 //!
 //! The `users` collection is read-only in the collections calls (accounts change through the
 //! users calls) and never shows `services`, nor lets a filter or sort reach into it. Portico's
@@ -76,6 +80,7 @@ mod backups;
 mod collections;
 mod files;
 mod guard;
+mod jobs;
 mod route_list;
 mod router;
 mod session;

@@ -9,7 +9,7 @@ use portico_edge::RouteDoc;
 use portico_platform::{LoginLimits, Platform};
 
 use crate::state::{AdminState, RouteSource};
-use crate::{assets, backups, collections, files, guard, route_list, session, users};
+use crate::{assets, backups, collections, files, guard, jobs, route_list, session, users};
 
 /// Where the page is served unless told otherwise.
 pub const DEFAULT_PATH: &str = "/_/";
@@ -198,6 +198,9 @@ impl AdminPage {
             .route(&api("/routes"), get(route_list::list))
             .route(&api("/backups"), get(backups::list).post(backups::start))
             .route(&api("/backups/{name}"), get(backups::download))
+            .route(&api("/jobs"), get(jobs::list))
+            .route(&api("/jobs/{id}"), axum::routing::delete(jobs::cancel))
+            .route(&api("/jobs/{id}/retry"), post(jobs::retry))
             // Unknown API paths answer as the known ones do: 401/403 before 404, so nothing
             // about the API can be learnt without the admin role.
             .route(&api("/{*rest}"), axum::routing::any(guard::no_such_call))

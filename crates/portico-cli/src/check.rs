@@ -37,6 +37,37 @@ pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report>
     // The scripts are loaded as `serve` loads them (on a scratch store), so their syntax,
     // import and type errors, and collisions with the config, fail the check.
     let (doors, scripts) = Doors::build_scratch_with_scripts(&config, Some(path)).await?;
+    // A [[cron]] names a job the scripts define.
+    let defined: Vec<&str> = scripts
+        .as_ref()
+        .map(|s| {
+            s.definitions()
+                .jobs
+                .iter()
+                .map(|j| j.name.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    let undefined: Vec<ConfigError> = config
+        .cron
+        .iter()
+        .filter(|c| !defined.contains(&c.job.as_str()))
+        .map(|c| ConfigError {
+            line: c.line,
+            column: 1,
+            key: "cron.job".to_owned(),
+            message: format!(
+                "no script defines the job `{}` (jobs.define in [scripts])",
+                c.job
+            ),
+        })
+        .collect();
+    if !undefined.is_empty() {
+        return Err(crate::Error::Config(ConfigErrors {
+            file: path.to_owned(),
+            errors: undefined,
+        }));
+    }
     let choice = choose_database(database, Some(path), &config);
     let from_config = choice.source.starts_with("`database`");
     let url = choice.url.clone();

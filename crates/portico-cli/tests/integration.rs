@@ -20,6 +20,7 @@ mod integration {
     mod hygiene;
     mod import;
     mod indexes;
+    mod jobs;
     mod js_client;
     mod lifecycle;
     mod live;
@@ -41,6 +42,7 @@ mod integration {
     mod sse;
     mod timestamps;
     mod users;
+    mod webhooks;
     mod workspace;
     mod zero_config;
 }

@@ -68,6 +68,10 @@ pub enum Error {
     /// client as a method's error is (an internal one says nothing).
     #[error("{0}")]
     Hook(Box<MethodError>),
+    /// An enqueue found the most jobs the queue may hold stored already (`[jobs] max_jobs`,
+    /// which it names).
+    #[error("The job queue is full ({0} jobs stored, the most max_jobs allows); try again later")]
+    TooManyJobs(u64),
     /// Too many requests from this client or for this address; try again after the duration.
     #[error("Too many requests; try again later")]
     TooManyRequests(std::time::Duration),
@@ -91,7 +95,8 @@ impl Error {
             | Error::PreconditionFailed
             | Error::InvalidArgument(_)
             | Error::InvalidToken
-            | Error::TooManyRequests(_) => true,
+            | Error::TooManyRequests(_)
+            | Error::TooManyJobs(_) => true,
             Error::Hook(e) => !e.internal && e.status.is_none_or(|s| s < 500),
             Error::Duplicate(_) | Error::MethodOptions(_) | Error::Internal(_) => false,
         }
@@ -125,6 +130,7 @@ impl Error {
             Error::UserNotFound => 404,
             Error::PreconditionFailed => 412,
             Error::TooManyRequests(_) => 429,
+            Error::TooManyJobs(_) => 503,
             Error::Hook(e) => e.status.unwrap_or(400),
             e if e.is_client_error() => 400,
             _ => 500,
@@ -180,6 +186,9 @@ impl From<Error> for MethodError {
             }
             Error::PreconditionFailed => {
                 MethodError::new("precondition-failed", e.to_string()).with_status(status)
+            }
+            Error::TooManyJobs(_) => {
+                MethodError::new("too-many-jobs", e.to_string()).with_status(status)
             }
             Error::InvalidUser(msg) => MethodError::new("invalid-user", msg).with_status(status),
             Error::UserExists(msg) => MethodError::new("user-exists", msg).with_status(status),

@@ -56,9 +56,12 @@
 //! | [`Platform::subscribe_live`], [`Platform::live_query`] | publications and queries followed live: [`LiveStream`] of [`LiveEvent`]s |
 //! | [`RateLimiter`] | failure limits for login routes, kept in the store (shared by instances) |
 //! | [`backups::Backups`] | a SQLite database's backups in a directory or an S3-compatible bucket: take, list, download |
+//! | [`jobs`] | durable jobs: defined handlers, enqueued work kept in the store, a worker with leases and retries |
+//! | [`Webhook`], [`Platform::set_webhooks`] | signed webhook deliveries (Standard Webhooks) of a collection's writes, as durable jobs |
 //! | [`request_scope`] | the id of the request a task serves, which internal-error lines carry as `request_id` |
 
 mod accounts;
+mod background;
 #[cfg(feature = "sqlite")]
 pub mod backups;
 mod collection;
@@ -66,6 +69,7 @@ mod cursor;
 mod endpoint;
 mod error;
 mod field_rules;
+pub mod jobs;
 mod live;
 mod method_error;
 mod platform;
@@ -86,8 +90,8 @@ pub use accounts::{
     public_user, totp_code, totp_enabled, user_has_any_role,
 };
 pub use collection::{
-    Collection, CollectionOptions, HookOp, HookWhen, IfMatch, PROTECTED_ACCOUNT_FIELDS, WriteHooks,
-    hook_refusal,
+    Collection, CollectionOptions, HookOp, HookWhen, IfMatch, PROTECTED_ACCOUNT_FIELDS,
+    WriteEvents, WriteHooks, hook_refusal,
 };
 pub use cursor::Cursor;
 pub use endpoint::{ArgsExtractor, EndpointOptions, HttpMethod, UnknownHttpMethod};
@@ -102,6 +106,7 @@ pub use platform::files::{
 pub use platform::login::{ACCOUNT_FACTOR, Limit, LoginError, LoginLimits, LoginService};
 pub use platform::method::{Invocation, MethodInfo, MethodOptions, MethodReply};
 pub use platform::publication::{PublicationInfo, PublicationOptions, Subscription};
+pub use platform::webhooks::{DELIVERY_JOB, Webhook, WebhookSecret, check_webhook_url};
 pub use platform::{Platform, PlatformConfig};
 pub use rate_limit::{LOGIN_FAILURES, RateLimiter};
 pub use relations::{

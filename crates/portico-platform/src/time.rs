@@ -8,6 +8,16 @@ pub fn now_iso() -> String {
     to_iso(Utc::now())
 }
 
+/// The current time in milliseconds since the epoch.
+pub(crate) fn now_ms() -> i64 {
+    Utc::now().timestamp_millis()
+}
+
+/// `d` in whole milliseconds (the largest `i64` past it).
+pub(crate) fn millis(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
 /// `time` as `2026-11-22T03:44:59.123Z`.
 pub(crate) fn to_iso(time: DateTime<Utc>) -> String {
     time.to_rfc3339_opts(SecondsFormat::Millis, true)

@@ -47,6 +47,8 @@ mod common;
 mod files;
 #[path = "integration/import.rs"]
 mod import;
+#[path = "integration/jobs.rs"]
+mod jobs;
 #[path = "integration/live.rs"]
 mod live;
 #[path = "integration/login.rs"]

@@ -86,6 +86,38 @@ pub struct HookDefinition {
     pub place: String,
 }
 
+/// A job: `jobs.define(name, f, {retries, backoff, timeout_ms})`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub struct JobDefinition {
+    /// Its name.
+    pub name: String,
+    /// How many times a failing run is tried again (the platform's default when absent).
+    pub retries: Option<u32>,
+    /// `exponential` or `fixed`.
+    pub backoff: Option<String>,
+    /// The longest one run may take, in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// The first wait between tries, in milliseconds.
+    pub retry_delay_ms: Option<u64>,
+    /// Where it was defined.
+    pub place: String,
+}
+
+/// A schedule: `cron(name, expression, f, {timezone})`; `f` is the job `cron:<name>`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub struct CronDefinition {
+    /// Its name.
+    pub name: String,
+    /// The cron expression.
+    pub expression: String,
+    /// The IANA time zone it is read in (UTC when absent).
+    pub timezone: Option<String>,
+    /// Where it was defined.
+    pub place: String,
+}
+
 /// Everything the modules defined.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[non_exhaustive]
@@ -101,6 +133,12 @@ pub struct Definitions {
     /// `collection(...).before/after.insert/update/remove(...)`.
     #[serde(default)]
     pub hooks: Vec<HookDefinition>,
+    /// `jobs.define(...)`.
+    #[serde(default)]
+    pub jobs: Vec<JobDefinition>,
+    /// `cron(...)`.
+    #[serde(default)]
+    pub crons: Vec<CronDefinition>,
 }
 
 fn roles<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {

@@ -66,10 +66,13 @@ impl ScriptHooks {
         let collection = self.collection.clone();
         let hooks = self.of(HookWhen::Before, op);
         async move {
+            // The write these hooks run for: a job they enqueue is stored with it.
+            let write = portico_platform::jobs::current_write();
+            let timeout = scripts.config().timeout;
             for (index, place) in hooks {
                 let context = json!({ "index": index, "userId": user_id });
                 let outcome = scripts
-                    .call(Kind::Hook, &collection, &context, &args)
+                    .call_with(Kind::Hook, &collection, &context, &args, write, timeout)
                     .await
                     .map_err(|e| {
                         hook_refusal(crate::error::method_error(

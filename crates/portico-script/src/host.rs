@@ -4,6 +4,7 @@
 //! the JSON of the auto API's error body plus its status, which the prelude throws as a
 //! `PorticoError`.
 
+use portico_platform::jobs::EnqueueOptions;
 use portico_platform::{
     MethodError, NewUser, Password, Platform, Query, Selector, Update, UpdateOptions, public_user,
     user_has_any_role,
@@ -14,9 +15,17 @@ use serde_json::{Map, Value, json};
 use crate::payload::{Answer, bad, text, to_json};
 use crate::shared::Shared;
 
-/// Runs the host operation `op` with its JSON `payload`.
-pub(crate) async fn run(shared: &Shared, op: &str, payload: &str) -> Result<String, String> {
+/// Runs the host operation `op` with its JSON `payload`, for a call that runs the before hook
+/// of the write `write`, if any.
+pub(crate) async fn run(
+    shared: &Shared,
+    op: &str,
+    payload: &str,
+    write: Option<u64>,
+) -> Result<String, String> {
     let answer = match serde_json::from_str::<Value>(payload) {
+        Ok(payload) if op == "jobs.enqueue" => enqueue(shared, &payload, write).await,
+        Ok(payload) if op == "webhooks.send" => send_webhook(shared, &payload, write).await,
         Ok(payload) => dispatch(shared, op, payload).await,
         Err(e) => Err(MethodError::invalid_arguments(format!("bad payload: {e}"))),
     };
@@ -147,6 +156,52 @@ async fn dispatch(shared: &Shared, op: &str, payload: Value) -> Answer {
         }
         other => Err(bad(format!("unknown host operation {other:?}"))),
     }
+}
+
+/// `jobs.enqueue(name, args, {runAt, delayMs, key})`: the job's id. Inside a before hook the
+/// job is stored with the hook's write.
+async fn enqueue(shared: &Shared, payload: &Value, write: Option<u64>) -> Answer {
+    let name = text(payload, "name")?;
+    let args = payload.get("args").cloned().unwrap_or(Value::Null);
+    let given = payload.get("options").cloned().unwrap_or(Value::Null);
+    let mut options = EnqueueOptions::new();
+    if let Some(at) = given.get("runAt").filter(|v| !v.is_null()) {
+        let at = at
+            .as_f64()
+            .filter(|f| f.is_finite())
+            .ok_or_else(|| bad("runAt must be a Date or milliseconds since the epoch"))?;
+        options = options.at(at as i64);
+    }
+    if let Some(delay) = given.get("delayMs").filter(|v| !v.is_null()) {
+        let delay = delay
+            .as_f64()
+            .filter(|f| f.is_finite() && *f >= 0.0)
+            .ok_or_else(|| bad("delayMs must be a number of milliseconds, 0 or more"))?;
+        options = options.after(std::time::Duration::from_millis(delay as u64));
+    }
+    if let Some(key) = given.get("key").filter(|v| !v.is_null()) {
+        let key = key.as_str().ok_or_else(|| bad("key must be a string"))?;
+        options = options.key(key);
+    }
+    let id = shared
+        .platform
+        .jobs()
+        .enqueue_for(write, &name, args, options)
+        .await?;
+    to_json(&id)
+}
+
+/// `webhooks.send(url, {type, data})`: the delivery's id. Inside a before hook the delivery
+/// is stored with the hook's write.
+async fn send_webhook(shared: &Shared, payload: &Value, write: Option<u64>) -> Answer {
+    let url = text(payload, "url")?;
+    let kind = text(payload, "type")?;
+    let data = payload.get("data").cloned().unwrap_or(Value::Null);
+    let id = shared
+        .platform
+        .send_webhook_for(write, &url, &kind, data)
+        .await?;
+    to_json(&id)
 }
 
 /// True when the selector is exactly `{_id: "..."}`.

@@ -1,5 +1,6 @@
 //! Script methods, publications, rules and write hooks registered on the platform like Rust ones.
 
+use portico_platform::jobs::{Backoff, CronSpec, JobOptions};
 use portico_platform::{Cursor, EndpointOptions, MethodError, Platform, Query, Rules, public_user};
 use portico_store::{Projection, Selector, Sort};
 use serde_json::{Value, json};
@@ -173,7 +174,63 @@ pub(crate) fn install(scripts: &Scripts, platform: &Platform) -> Result<(), Load
                 list,
             )));
     }
+    for job in &defs.jobs {
+        define_job(scripts, platform, job)?;
+    }
+    for def in &defs.crons {
+        let refused =
+            |e: String| LoadError::Definition(format!("cron {:?} at {}: {e}", def.name, def.place));
+        let spec = CronSpec::parse(&def.expression, def.timezone.as_deref())
+            .map_err(|e| refused(e.to_string()))?;
+        platform
+            .jobs()
+            .schedule(&def.name, spec, &format!("cron:{}", def.name))
+            .map_err(|e| refused(e.to_string()))?;
+    }
     Ok(())
+}
+
+/// Defines the script job `def` on `platform`: each run calls the script's function with the
+/// job's arguments, within the job's `timeout_ms`.
+fn define_job(
+    scripts: &Scripts,
+    platform: &Platform,
+    def: &crate::JobDefinition,
+) -> Result<(), LoadError> {
+    let mut options = JobOptions::default();
+    let refused =
+        |e: String| LoadError::Definition(format!("job {:?} at {}: {e}", def.name, def.place));
+    if let Some(retries) = def.retries {
+        options.retries = retries;
+    }
+    if let Some(backoff) = &def.backoff {
+        options.backoff = Backoff::parse(backoff).map_err(|e| refused(e.to_string()))?;
+    }
+    if let Some(ms) = def.timeout_ms {
+        options.timeout = std::time::Duration::from_millis(ms);
+    }
+    if let Some(ms) = def.retry_delay_ms {
+        options.retry_delay = std::time::Duration::from_millis(ms);
+    }
+    let scripts = scripts.clone();
+    let name = def.name.clone();
+    let timeout = options.timeout;
+    platform
+        .jobs()
+        .define(&def.name, options, move |run, args| {
+            let scripts = scripts.clone();
+            let name = name.clone();
+            async move {
+                let context =
+                    json!({ "jobId": run.id, "attempt": run.attempt, "runId": run.run_id });
+                scripts
+                    .call_with(Kind::Job, &name, &context, &args, None, timeout)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        })
+        .map_err(|e| refused(e.to_string()))
 }
 
 /// Applies a publication's answer `{cursors, events}` to `sub`.

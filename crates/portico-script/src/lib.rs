@@ -53,7 +53,8 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 pub use definitions::{
-    Definition, Definitions, EndpointDefinition, HookDefinition, RouteDefinition, RuleDefinition,
+    CronDefinition, Definition, Definitions, EndpointDefinition, HookDefinition, JobDefinition,
+    RouteDefinition, RuleDefinition,
 };
 pub use error::{CallError, LoadError, Position};
 pub use outcome::Outcome;
@@ -161,7 +162,7 @@ impl Program {
                     .map_err(|e| LoadError::Engine(e.to_string()))??
             };
             let (tx, rx) = oneshot::channel();
-            runtime.call(Kind::Load, main.clone(), "{}".into(), "[]".into(), tx);
+            runtime.call(Kind::Load, main.clone(), "{}".into(), "[]".into(), None, tx);
             let loaded = rx
                 .await
                 .map_err(|_| LoadError::Engine("the runtime stopped while loading".into()))?;
@@ -272,6 +273,21 @@ impl Scripts {
         context: &Value,
         args: &Value,
     ) -> Result<Outcome, CallError> {
+        self.call_with(kind, name, context, args, None, self.inner.config.timeout)
+            .await
+    }
+
+    /// [`Scripts::call`] for the before hook of the write `write` (its enqueues join the
+    /// write), waiting at most `timeout`.
+    pub(crate) async fn call_with(
+        &self,
+        kind: Kind,
+        name: &str,
+        context: &Value,
+        args: &Value,
+        write: Option<u64>,
+        timeout: Duration,
+    ) -> Result<Outcome, CallError> {
         let program = self.program();
         let runtimes = &program.runtimes;
         let index = program.next.fetch_add(1, Ordering::Relaxed) % runtimes.len();
@@ -281,9 +297,9 @@ impl Scripts {
             name.to_owned(),
             context.to_string(),
             args.to_string(),
+            write,
             tx,
         );
-        let timeout = self.inner.config.timeout;
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(CallError::Stopped {
@@ -349,7 +365,14 @@ impl Scripts {
         let program = self.program();
         for index in 0..program.runtimes.len() {
             let (tx, rx) = oneshot::channel();
-            program.runtimes[index].call(Kind::Memory, String::new(), "{}".into(), "[]".into(), tx);
+            program.runtimes[index].call(
+                Kind::Memory,
+                String::new(),
+                "{}".into(),
+                "[]".into(),
+                None,
+                tx,
+            );
             if let Ok(Ok(outcome)) = rx.await {
                 out.push(outcome.value.as_u64().unwrap_or(0));
             }

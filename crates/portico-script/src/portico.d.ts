@@ -176,6 +176,70 @@ declare module "portico" {
     getRolesForUser(userId: string): Promise<string[]>;
   };
 
+  export interface JobContext {
+    /** The job's id (the same on every try). */
+    readonly jobId: string;
+    /** Which try this is, from 1. */
+    readonly attempt: number;
+    /** This run's id, which the server's log lines about it carry. */
+    readonly runId: string;
+  }
+  export interface JobOptions {
+    /** How many times a failing run is tried again (default 5). */
+    retries?: number;
+    /** How the wait between tries grows (default "exponential", with jitter, up to an hour). */
+    backoff?: "exponential" | "fixed";
+    /** The first wait between tries (default 1000). */
+    retry_delay_ms?: number;
+    /** The longest one run may take (default 30000, at most the worker's lease_ms). */
+    timeout_ms?: number;
+  }
+  export interface EnqueueOptions {
+    /** When the job falls due (a Date, or milliseconds since the epoch); now by default. */
+    runAt?: Date | number;
+    /** Due this many milliseconds from now. */
+    delayMs?: number;
+    /** While a job of this name and key is pending, enqueueing another is a no-op. */
+    key?: string;
+  }
+  /**
+   * Durable jobs, kept in the database until they have run. `define` at the top level of a
+   * module; `enqueue` from any method, hook, route or job. A job enqueued in a before hook is
+   * stored with the write (a refused or failed write enqueues nothing). A job that throws is
+   * tried again after a backoff, then kept as failed. A job runs at least once: a run cut by a
+   * crash runs again once its lease ends, so make its effects idempotent.
+   */
+  export const jobs: {
+    define<A = Json>(name: string, f: (this: JobContext, args: A) => unknown, options?: JobOptions): void;
+    /** Resolves to the job's id (the pending job's id for a key that is pending already). */
+    enqueue(name: string, args?: Json, options?: EnqueueOptions): Promise<string>;
+  };
+
+  /**
+   * Runs `f` at each due time of `expression`, once per due time across every instance on the
+   * database: 5 fields (minute hour day-of-month month day-of-week), 6 with seconds first
+   * ("*\/2 * * * * *"), or @hourly, @daily, @weekly, @monthly, @yearly; in `timezone` (an IANA
+   * name, UTC by default). A due time missed while every instance was down runs once at start.
+   * `f` runs as the job "cron:<name>" with `{schedule, due}` (due: milliseconds since the
+   * epoch); `retries` defaults to 0.
+   */
+  export function cron(
+    name: string,
+    expression: string,
+    f: (this: JobContext, args: { schedule: string; due: number }) => unknown,
+    options?: { timezone?: string; retries?: number; timeout_ms?: number },
+  ): void;
+
+  /**
+   * Signed webhooks (Standard Webhooks) to a receiver of `[[webhooks]]` in the config, whose
+   * secret signs them: the body is `{type, timestamp, data}`. Delivered by the job worker,
+   * retried for up to 24 hours; in a before hook, stored with the write. Resolves to the
+   * delivery's id (its `webhook-id` header is "msg_" and the id).
+   */
+  export const webhooks: {
+    send(url: string, event: { type: string; data?: Json }): Promise<string>;
+  };
+
   /** Thrown from a method: the auto API's 400 (or `statusCode`) with `{error, reason, details}`. */
   export class PorticoError extends Error {
     constructor(error: string, reason?: string, details?: Json);

@@ -37,6 +37,8 @@
     routes: [],
     rules: new Map(),
     hooks: new Map(),
+    jobs: new Map(),
+    crons: new Map(),
   };
   let loading = true;
   function atLoad(what) {
@@ -204,6 +206,75 @@
     registry.publications.set(name, { run: f, url: options.url ?? null, httpMethod: options.httpMethod ?? null, place });
   }
 
+  // Durable jobs: defined at load, enqueued from any call, run by the server's job worker.
+  function optionalCount(value, what) {
+    if (value === undefined || value === null) return null;
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < 0) throw new TypeError(`${what} must be a number, 0 or more`);
+    return Math.floor(n);
+  }
+  const jobs = {
+    define(name, f, options) {
+      atLoad("jobs.define()");
+      const place = callerPlace(2);
+      if (typeof name !== "string" || name === "") throw new TypeError("jobs.define(name, f): name must be a non-empty string");
+      if (typeof f !== "function") throw new TypeError(`jobs.define(${JSON.stringify(name)}, f): f must be a function`);
+      if (registry.jobs.has(name)) {
+        throw new Error(`job ${JSON.stringify(name)} is defined twice: at ${registry.jobs.get(name).place} and at ${place}`);
+      }
+      options = options || {};
+      registry.jobs.set(name, {
+        run: f,
+        place,
+        retries: optionalCount(options.retries, "retries"),
+        backoff: options.backoff === undefined ? null : String(options.backoff),
+        timeout_ms: optionalCount(options.timeout_ms, "timeout_ms"),
+        retry_delay_ms: optionalCount(options.retry_delay_ms, "retry_delay_ms"),
+      });
+    },
+    enqueue(name, args, options) {
+      options = options || {};
+      const runAt = options.runAt instanceof Date ? options.runAt.getTime() : options.runAt;
+      return call("jobs.enqueue", {
+        name: String(name),
+        args: args === undefined ? null : args,
+        options: { runAt: runAt ?? null, delayMs: options.delayMs ?? null, key: options.key ?? null },
+      });
+    },
+  };
+
+  // Signed webhooks to the receivers of [[webhooks]], delivered by the job worker.
+  const webhooks = {
+    send(url, event) {
+      if (!event || typeof event !== "object" || typeof event.type !== "string") {
+        throw new TypeError("webhooks.send(url, event): event must be { type: string, data }");
+      }
+      return call("webhooks.send", { url: String(url), type: event.type, data: event.data === undefined ? null : event.data });
+    },
+  };
+
+  // A schedule: f runs at each due time of the cron expression, as the job "cron:<name>".
+  function cron(name, expression, f, options) {
+    atLoad("cron()");
+    const place = callerPlace(2);
+    if (typeof name !== "string" || name === "") throw new TypeError("cron(name, expression, f): name must be a non-empty string");
+    if (typeof expression !== "string") throw new TypeError(`cron(${JSON.stringify(name)}, expression, f): expression must be a string such as "0 9 * * 1-5"`);
+    if (typeof f !== "function") throw new TypeError(`cron(${JSON.stringify(name)}, expression, f): f must be a function`);
+    if (registry.crons.has(name)) {
+      throw new Error(`cron ${JSON.stringify(name)} is defined twice: at ${registry.crons.get(name).place} and at ${place}`);
+    }
+    options = options || {};
+    registry.crons.set(name, { expression, timezone: options.timezone == null ? null : String(options.timezone), place });
+    registry.jobs.set(`cron:${name}`, {
+      run: f,
+      place,
+      retries: optionalCount(options.retries ?? 0, "retries"),
+      backoff: null,
+      timeout_ms: optionalCount(options.timeout_ms, "timeout_ms"),
+      retry_delay_ms: null,
+    });
+  }
+
   const HTTP_METHODS = ["get", "post", "put", "patch", "delete", "options"];
   function api(path) {
     const base = String(path ?? "").replace(/^\/+|\/+$/g, "");
@@ -247,7 +318,13 @@
     for (const [collection, list] of registry.rules) list.forEach((r, index) => rules.push({ collection, index, kind: r.kind, op: r.op, place: r.place }));
     const hooks = [];
     for (const [collection, list] of registry.hooks) list.forEach((h, index) => hooks.push({ collection, index, when: h.when, op: h.op, place: h.place }));
-    return { methods, publications, routes, rules, hooks };
+    const jobList = [];
+    for (const [name, j] of registry.jobs) {
+      jobList.push({ name, place: j.place, retries: j.retries, backoff: j.backoff, timeout_ms: j.timeout_ms, retry_delay_ms: j.retry_delay_ms });
+    }
+    const crons = [];
+    for (const [name, c] of registry.crons) crons.push({ name, expression: c.expression, timezone: c.timezone, place: c.place });
+    return { methods, publications, routes, rules, hooks, jobs: jobList, crons };
   }
 
   function publicationContext(ctx, events) {
@@ -307,6 +384,13 @@
         if (ctx.previous !== undefined) self.previous = ctx.previous;
         const value = await h.run.apply(self, args);
         return { value: { result: value === false ? false : null, args } };
+      }
+      case "job": {
+        const j = registry.jobs.get(name);
+        if (!j) throw new Error(`job ${JSON.stringify(name)} is not defined (any more)`);
+        const self = { jobId: ctx.jobId, attempt: ctx.attempt, runId: ctx.runId };
+        await j.run.apply(self, args === null ? [null] : [args]);
+        return { value: null };
       }
       case "route": {
         const r = registry.routes[ctx.index];
@@ -473,5 +557,5 @@
     delete: (collection, id, field, name) => call("files.delete", { ...slot(collection, id, field), name: String(name) }),
   };
 
-  globalThis.__portico_module = { methods, publish, api, collection, files, accounts, roles, PorticoError };
+  globalThis.__portico_module = { methods, publish, api, collection, files, accounts, roles, jobs, cron, webhooks, PorticoError };
 })();

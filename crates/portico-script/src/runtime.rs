@@ -42,6 +42,7 @@ pub(crate) enum Kind {
     Route,
     Rule,
     Hook,
+    Job,
     /// Not a script call: the runtime's memory use.
     Memory,
 }
@@ -55,6 +56,7 @@ impl Kind {
             Kind::Route => "route",
             Kind::Rule => "rule",
             Kind::Hook => "hook",
+            Kind::Job => "job",
             Kind::Memory => "memory",
         }
     }
@@ -68,6 +70,8 @@ pub(crate) enum Message {
         name: String,
         context: String,
         args: String,
+        /// The write whose before hook this call runs (see `portico_platform::jobs`).
+        write: Option<u64>,
         reply: Reply,
     },
     HostDone {
@@ -116,13 +120,15 @@ impl RuntimeHandle {
         Ok(RuntimeHandle { sender })
     }
 
-    /// Sends a call; the answer comes on `reply`.
+    /// Sends a call; the answer comes on `reply`. `write` is the write whose before hook the
+    /// call runs: the jobs its host operations enqueue join that write.
     pub(crate) fn call(
         &self,
         kind: Kind,
         name: String,
         context: String,
         args: String,
+        write: Option<u64>,
         reply: Reply,
     ) {
         let message = Message::Call {
@@ -130,6 +136,7 @@ impl RuntimeHandle {
             name,
             context,
             args,
+            write,
             reply,
         };
         if let Err(mpsc::SendError(Message::Call { reply, .. })) = self.sender.send(message) {
@@ -157,6 +164,8 @@ struct State {
     >,
     /// The call whose turn runs now.
     owner: u64,
+    /// The calls run for a write's before hook, and that write's number.
+    writes: HashMap<u64, u64>,
 }
 
 impl State {
@@ -166,6 +175,7 @@ impl State {
     }
 
     fn answer(&mut self, id: u64, result: Result<Outcome, CallError>) {
+        self.writes.remove(&id);
         if let Some(reply) = self.calls.remove(&id) {
             let _ = reply.send(result);
         }
@@ -239,6 +249,7 @@ impl Engine {
                     name,
                     context,
                     args,
+                    write,
                     reply,
                 } => {
                     if kind == Kind::Memory {
@@ -254,9 +265,15 @@ impl Engine {
                         let mut state = self.state.borrow_mut();
                         if state.calls.len() > 1024 {
                             state.calls.retain(|_, r| !r.is_closed());
+                            let calls = std::mem::take(&mut state.calls);
+                            state.writes.retain(|id, _| calls.contains_key(id));
+                            state.calls = calls;
                         }
                         let id = state.id();
                         state.calls.insert(id, reply);
+                        if let Some(write) = write {
+                            state.writes.insert(id, write);
+                        }
                         id
                     };
                     let dispatch = self.dispatch.clone();
@@ -407,10 +424,11 @@ fn host_function<'js>(
               payload: String|
               -> rquickjs::Result<rquickjs::Promise<'js>> {
             let (promise, resolve, reject) = ctx.promise()?;
-            let request = {
+            let (request, write) = {
                 let mut state = state.borrow_mut();
                 let request = state.id();
                 let owner = state.owner;
+                let write = state.writes.get(&owner).copied();
                 state.host.insert(
                     request,
                     (
@@ -419,12 +437,12 @@ fn host_function<'js>(
                         owner,
                     ),
                 );
-                request
+                (request, write)
             };
             let sender = sender.clone();
             let shared = shared.clone();
             shared.tokio.clone().spawn(async move {
-                let result = crate::host::run(&shared, &op, &payload).await;
+                let result = crate::host::run(&shared, &op, &payload, write).await;
                 let _ = sender.send(Message::HostDone { request, result });
             });
             Ok(promise)

@@ -334,6 +334,15 @@ try {
   results.downloadPath = saved;
   await shot('10b-backups');
 
+  // ----- Jobs: pending and failed, one retried -----
+  await page.click('nav a[data-view=jobs]');
+  await page.locator('#jobs table').nth(2).locator('tbody tr').first().waitFor();
+  results.jobsPending = await page.locator('#jobs table').nth(1).locator('tbody tr').allTextContents();
+  results.jobsFailed = await page.locator('#jobs table').nth(2).locator('tbody tr').allTextContents();
+  await shot('10c-jobs');
+  await page.locator('#jobs table').nth(2).locator('button', { hasText: 'Retry' }).first().click();
+  results.jobsNotice = await waitText('#notice', /queued again/);
+
   // ----- 375 px wide, and dark mode -----
   await page.setViewportSize({ width: 375, height: 800 });
   await page.click('nav a[data-view=collections]');

@@ -160,6 +160,35 @@ async fn the_admin_page_works_in_a_real_browser() {
         .totp_enable(&root_id, &code(now - 30))
         .await
         .unwrap();
+    // The Jobs view: one pending job (no worker runs here) and one failed delivery.
+    let jobs = server.platform.jobs();
+    jobs.define(
+        "digest",
+        portico_platform::jobs::JobOptions::default(),
+        |_run, _args| async { Ok(()) },
+    )
+    .unwrap();
+    jobs.enqueue(
+        "digest",
+        serde_json::json!({}),
+        portico_platform::jobs::EnqueueOptions::new().after(std::time::Duration::from_secs(3600)),
+    )
+    .await
+    .unwrap();
+    server
+        .platform
+        .store()
+        .insert(
+            portico_platform::jobs::FAILED_JOBS,
+            serde_json::from_value(serde_json::json!({
+                "_id": "failed-1", "jobId": "job-1", "name": "digest", "attempts": 3,
+                "failedAt": now * 1000, "lastError": "the receiver answered 503: busy, try later",
+                "args": {}, "runAt": 0, "created": 0,
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
     let shots = screenshot_dir();
     let _ = std::fs::remove_dir_all(&shots);
     let script = browser_dir().join("admin.mjs");
@@ -191,6 +220,25 @@ async fn the_admin_page_works_in_a_real_browser() {
         .find_map(|line| serde_json::from_str(line).ok())
         .unwrap_or_else(|| panic!("no results from the browser script:\n{stdout}\n{stderr}"));
     let text = |key: &str| seen[key].as_str().unwrap_or_default().to_owned();
+
+    // Jobs: the pending one, the failed one with the receiver's answer, retried from the page.
+    let pending = seen["jobsPending"].to_string();
+    assert!(pending.contains("digest"), "{seen}");
+    let failed = seen["jobsFailed"].to_string();
+    assert!(
+        failed.contains("job-1") && failed.contains("answered 503: busy"),
+        "{seen}"
+    );
+    assert!(text("jobsNotice").contains("queued again"), "{seen}");
+    assert!(
+        server
+            .platform
+            .store()
+            .get(portico_platform::jobs::JOBS, "job-1")
+            .await
+            .unwrap()
+            .is_some()
+    );
 
     // Backups: none, one taken from the page, downloaded whole.
     assert_eq!(

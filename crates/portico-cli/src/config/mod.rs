@@ -89,6 +89,16 @@ pub struct Config {
     /// `[live]`: limits of live streams (`max_streams`, default 10,000; `buffer` events per
     /// subscriber, default 256; `ping_secs`, default 15).
     pub live: portico_platform::LiveConfig,
+    /// `[jobs]`: the job worker (`concurrency`, default 4; `lease_ms`, default 60,000;
+    /// `poll_ms`, default 1,000; `webhook_retry_ms`, the first wait before a delivery is tried
+    /// again, default 5,000; `webhook_timeout_ms`, how long a receiver has to answer, default
+    /// 15,000) and the queue's limits (`max_jobs`, default 100,000;
+    /// `max_args_kb`, default 64).
+    pub jobs: portico_platform::jobs::JobsConfig,
+    /// Every `[[cron]]`, in file order: a job enqueued at each due time of its schedule.
+    pub cron: Vec<CronEntry>,
+    /// Every `[[webhooks]]`, in file order.
+    pub webhooks: Vec<WebhookEntry>,
     /// `[scripts]`, when present: application logic in JavaScript or TypeScript.
     pub scripts: Option<ScriptsConfig>,
     /// Every `schema = "..."` of a collection (`[[api.collection]]` and `[auto.schemas]`),
@@ -121,6 +131,38 @@ pub struct Config {
     pub accounts: Option<AccountsSection>,
     /// `[email]`, when present: the SMTP server account mail goes through.
     pub email: Option<EmailConfig>,
+}
+
+/// One `[[cron]]`: the job `job` (defined by the scripts) enqueued at each due time of
+/// `schedule`, read in `timezone`.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct CronEntry {
+    /// `name`: the schedule's name (unique).
+    pub name: String,
+    /// `schedule` and `timezone`, checked.
+    pub spec: portico_platform::jobs::CronSpec,
+    /// `job`: the job enqueued.
+    pub job: String,
+    /// The line of its `name`.
+    pub line: usize,
+}
+
+/// One `[[webhooks]]`: the receiver `url`, the writes of `collection` it is sent (`events`),
+/// and the environment variable holding its signing secret (read by `serve`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WebhookEntry {
+    /// `url`: checked to be http(s) with a host.
+    pub url: String,
+    /// `collection`: whose writes are sent; none for a receiver only scripts send to.
+    pub collection: Option<String>,
+    /// `events`: `insert`, `update`, `remove` (all three by default).
+    pub events: Vec<portico_platform::HookOp>,
+    /// `secret_env`: the environment variable holding the secret (`whsec_...`).
+    pub secret_env: String,
+    /// The line of its `url`.
+    pub line: usize,
 }
 
 /// `[scripts]`: the main module and the limits of its runtimes.

@@ -32,6 +32,11 @@ pub(crate) struct RawConfig {
     pub(crate) admin: Option<super::admin::RawAdmin>,
     pub(crate) server: Option<RawServer>,
     pub(crate) live: Option<RawLive>,
+    pub(crate) jobs: Option<RawJobs>,
+    #[serde(default)]
+    pub(crate) cron: Vec<RawCron>,
+    #[serde(default)]
+    pub(crate) webhooks: Vec<RawWebhook>,
     pub(crate) scripts: Option<Spanned<RawScripts>>,
     pub(crate) backups: Option<super::operations::RawBackups>,
     pub(crate) log: Option<super::operations::RawLog>,
@@ -58,6 +63,39 @@ pub(crate) struct RawLive {
     pub(crate) max_streams: Option<Spanned<u64>>,
     pub(crate) buffer: Option<Spanned<u64>>,
     pub(crate) ping_secs: Option<Spanned<u64>>,
+}
+
+/// `[jobs]`: the job worker's pace and the queue's limits.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawJobs {
+    pub(crate) concurrency: Option<Spanned<u64>>,
+    pub(crate) lease_ms: Option<Spanned<u64>>,
+    pub(crate) max_jobs: Option<Spanned<u64>>,
+    pub(crate) max_args_kb: Option<Spanned<u64>>,
+    pub(crate) poll_ms: Option<Spanned<u64>>,
+    pub(crate) webhook_retry_ms: Option<Spanned<u64>>,
+    pub(crate) webhook_timeout_ms: Option<Spanned<u64>>,
+}
+
+/// `[[cron]]`: a job enqueued at each due time of a cron expression.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCron {
+    pub(crate) name: Spanned<String>,
+    pub(crate) schedule: Spanned<String>,
+    pub(crate) timezone: Option<Spanned<String>>,
+    pub(crate) job: Spanned<String>,
+}
+
+/// `[[webhooks]]`: a receiver of signed events.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWebhook {
+    pub(crate) url: Spanned<String>,
+    pub(crate) collection: Option<Spanned<String>>,
+    pub(crate) events: Option<Spanned<Vec<String>>>,
+    pub(crate) secret_env: Spanned<String>,
 }
 
 /// `[server]`: connection limits.

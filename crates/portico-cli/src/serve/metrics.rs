@@ -1,5 +1,6 @@
 //! Prometheus metrics (`[metrics]`): request counts and latency histograms per route pattern,
-//! method and status, and the open live streams and queries, rendered by
+//! method and status, the open live streams and queries, and the job queue (queued, running,
+//! failed, runs, latency from due time to done, webhook deliveries among them), rendered by
 //! `metrics-exporter-prometheus` at `/metrics`.
 //!
 //! Labels stay bounded whatever clients send: the route is the pattern the front doors
@@ -32,6 +33,18 @@ pub const LIVE_QUERIES: &str = "portico_live_queries_open";
 /// Queries that read more than `[log] slow_scan_docs` documents one by one (no index served
 /// them; each shape is also logged once with the index that would).
 pub const SLOW_QUERIES: &str = "portico_slow_queries_total";
+
+/// Jobs stored and not yet done (due, delayed or running, on every instance), a gauge.
+pub const JOBS_QUEUED: &str = "portico_jobs_queued";
+/// Jobs this instance runs now, a gauge.
+pub const JOBS_RUNNING: &str = "portico_jobs_running";
+/// Jobs kept as failed after their last try (of every instance), a gauge.
+pub const JOBS_FAILED: &str = "portico_jobs_failed";
+/// Runs of this instance, by `outcome` (`succeeded`, `retried`, `failed`).
+pub const JOB_RUNS: &str = "portico_job_runs_total";
+/// From a job's due time to the end of its successful run, seconds (a histogram), by `job`
+/// (`portico:webhook` for webhook deliveries: from the write to the receiver's answer).
+pub const JOB_LATENCY: &str = "portico_job_latency_seconds";
 
 /// Latency buckets, seconds: from a cached read to a slow write.
 const BUCKETS: [f64; 12] = [
@@ -128,6 +141,7 @@ fn method_label(method: &Method) -> &'static str {
 
 /// `GET /metrics`: the Prometheus text format, with the platform's gauges read at each scrape.
 pub fn router(handle: PrometheusHandle, platform: portico_platform::Platform) -> Router {
+    observe_jobs(&platform);
     Router::new().route(
         METRICS_PATH,
         get(move || {
@@ -139,6 +153,7 @@ pub fn router(handle: PrometheusHandle, platform: portico_platform::Platform) ->
                     metrics::gauge!(LIVE_QUERIES).set(platform.open_live_queries() as f64);
                 }
                 super::replicas::record_metrics();
+                record_jobs(&platform).await;
                 metrics::counter!(SLOW_QUERIES).absolute(portico_store::slow_scans());
                 (
                     [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
@@ -148,6 +163,33 @@ pub fn router(handle: PrometheusHandle, platform: portico_platform::Platform) ->
             }
         }),
     )
+}
+
+/// The job gauges and counters, read at a scrape (the queue's sizes from the store: a count
+/// of each collection, which costs no document read).
+#[allow(clippy::cast_precision_loss)] // counts far below 2^52
+async fn record_jobs(platform: &portico_platform::Platform) {
+    let jobs = platform.jobs();
+    if let Ok((queued, failed)) = jobs.stored().await {
+        metrics::gauge!(JOBS_QUEUED).set(queued as f64);
+        metrics::gauge!(JOBS_FAILED).set(failed as f64);
+    }
+    let counts = jobs.counts();
+    metrics::gauge!(JOBS_RUNNING).set(counts.running as f64);
+    for (outcome, n) in [
+        ("succeeded", counts.succeeded),
+        ("retried", counts.retried),
+        ("failed", counts.failed),
+    ] {
+        metrics::counter!(JOB_RUNS, "outcome" => outcome).absolute(n);
+    }
+}
+
+/// Records each job done in [`JOB_LATENCY`] (once the metrics are on).
+fn observe_jobs(platform: &portico_platform::Platform) {
+    platform.jobs().observe_done(|name, latency| {
+        metrics::histogram!(JOB_LATENCY, "job" => name.to_owned()).record(latency.as_secs_f64());
+    });
 }
 
 /// Serves `/metrics` alone on `addr` (`[metrics] listen`), in the background until the

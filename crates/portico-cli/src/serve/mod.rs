@@ -329,7 +329,15 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
             .slow_scan_docs
             .unwrap_or(portico_store::DEFAULT_SLOW_SCAN_DOCS),
     );
+    platform.jobs().set_config(config.jobs);
+    set_webhooks(&config, &platform)?;
     let scripts = crate::scripts::load(&config, &platform).await?;
+    for entry in &config.cron {
+        platform
+            .jobs()
+            .schedule(&entry.name, entry.spec.clone(), &entry.job)
+            .map_err(|e| crate::Error::Setup(format!("[[cron]] at line {}: {e}", entry.line)))?;
+    }
     let doors = Doors::build_with(&config, &platform, scripts.as_ref())
         .map_err(|errors| refused(path.as_deref(), errors))?;
     if let (Some(scripts), true) = (&scripts, options.watch) {
@@ -338,6 +346,8 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     let door_routes = doors.routes.clone();
     // Account mail leaves through the outbox; this instance's sender runs until shutdown.
     let mail_sender = start_mail_sender(&config, &platform)?;
+    // Jobs (defined by scripts or the platform) run on every instance; each claims its own.
+    let job_worker = platform.jobs().start(config.jobs);
     let backups = crate::backup::configured_set(&config, &choice)?.map(std::sync::Arc::new);
     let app = assemble(&config, &platform, doors)?.router;
     let app = admin::mount(app, &config, &platform, door_routes, backups.clone()).await?;
@@ -387,12 +397,43 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     if let Some(sender) = mail_sender {
         sender.stop(Duration::from_secs(10)).await;
     }
+    // Runs under way finish and record their outcome; past the grace their leases end and
+    // another instance runs them again.
+    job_worker.stop(Duration::from_secs(10)).await;
     // Every connection has finished; the routers are gone. Dropping the last handle closes the
     // store (SQLite checkpoints and closes its connections).
     drop(platform);
     // Give the store's background closing a moment on slow disks before the process exits.
     tokio::time::sleep(Duration::from_millis(10)).await;
     info!("stopped");
+    Ok(())
+}
+
+/// The receivers of `[[webhooks]]`, each with its secret read from its environment variable.
+///
+/// # Errors
+/// [`crate::Error::Setup`] for a variable that is not set or not a secret.
+fn set_webhooks(config: &Config, platform: &Platform) -> crate::Result<()> {
+    if config.webhooks.is_empty() {
+        return Ok(());
+    }
+    let mut hooks = Vec::with_capacity(config.webhooks.len());
+    for entry in &config.webhooks {
+        let place = format!("[[webhooks]] at line {}", entry.line);
+        let text = std::env::var(&entry.secret_env).map_err(|_| {
+            crate::Error::Setup(format!(
+                "{place}: the environment variable {} (secret_env) is not set; set it to the receiver's secret, `whsec_` and base64",
+                entry.secret_env
+            ))
+        })?;
+        let secret = portico_platform::WebhookSecret::parse(&text)
+            .map_err(|e| crate::Error::Setup(format!("{place}: {}: {e}", entry.secret_env)))?;
+        let mut hook =
+            portico_platform::Webhook::new(entry.url.clone(), entry.collection.clone(), secret);
+        hook.events.clone_from(&entry.events);
+        hooks.push(hook);
+    }
+    platform.set_webhooks(hooks)?;
     Ok(())
 }
 

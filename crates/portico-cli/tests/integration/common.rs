@@ -156,6 +156,34 @@ impl Workspace {
         self.serve_logging("info")
     }
 
+    /// Starts the server as [`Workspace::serve`] does, with extra environment variables.
+    pub(crate) fn serve_with_env(&self, env: &[(&str, &str)]) -> Server {
+        Server::start_with_env(self.dir.path(), &SERVE_ARGS, env)
+    }
+
+    /// Runs `portico serve` as [`Workspace::serve`] does, expecting it to refuse to start
+    /// (within 30 s); what it printed on stderr.
+    pub(crate) fn serve_refuses(&self) -> String {
+        let mut child = portico()
+            .args(SERVE_ARGS)
+            .current_dir(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn portico serve");
+        let start = std::time::Instant::now();
+        while child.try_wait().expect("wait").is_none() {
+            if start.elapsed() > std::time::Duration::from_secs(30) {
+                let _ = child.kill();
+                panic!("serve started, and was expected to refuse");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().expect("output");
+        assert!(!out.status.success());
+        text(&out.stderr)
+    }
+
     /// Starts the server as [`Workspace::serve`] does, logging at `level` (`RUST_LOG`).
     pub(crate) fn serve_logging(&self, level: &str) -> Server {
         Server::start_logging(
@@ -171,6 +199,15 @@ impl Workspace {
         )
     }
 }
+
+/// `portico serve` on this workspace's config, on an ephemeral port.
+const SERVE_ARGS: [&str; 5] = [
+    "serve",
+    "--config",
+    "portico.toml",
+    "--listen",
+    "127.0.0.1:0",
+];
 
 pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

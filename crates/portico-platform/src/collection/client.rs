@@ -188,9 +188,9 @@ impl Collection {
                 .check_write(&doc, doc.keys().map(String::as_str))?;
         }
         self.check(user_id, Write::Insert(&doc)).await?;
-        let doc = self.hooked_insert(user_id, doc).await?;
+        let (doc, jobs) = self.hooked_insert(user_id, doc).await?;
         let after = self.keep_for_after_insert(&doc);
-        let id = self.store().insert(self.name(), doc).await?;
+        let id = self.store_insert(doc, jobs).await?;
         self.after_insert(user_id, after).await;
         Ok(id)
     }
@@ -251,13 +251,13 @@ impl Collection {
         self.check(user_id, Write::Update(&doc, &fields, modifier))
             .await?;
         let hooked = self.hooked(HookOp::Update);
-        let (update, hooked) = if hooked {
-            let (update, modifier, fields) = self
+        let (update, hooked, mut jobs) = if hooked {
+            let (update, modifier, fields, jobs) = self
                 .before_update(user_id, std::slice::from_ref(&doc), &update)
                 .await?;
-            (update, Some((modifier, fields)))
+            (update, Some((modifier, fields)), jobs)
         } else {
-            (update, None)
+            (update, None, Vec::new())
         };
         let update = self
             .stamp_update(&Selector::by_id(id), Cow::Owned(update))
@@ -268,12 +268,27 @@ impl Collection {
         Collection::check_client_fields(&changed)?;
         self.check_server_fields(Some(&doc), &changed)?;
         self.validate(&changed)?;
+        self.add_events(HookOp::Update, [&changed], &mut jobs)
+            .await?;
         // Neither the checked document nor the update is held while the store writes.
         drop(changed);
-        let result = self
-            .store()
-            .update_owned(self.name(), &selector, update, UpdateOptions::default())
-            .await?;
+        let result = if jobs.is_empty() {
+            self.store()
+                .update_owned(self.name(), &selector, update, UpdateOptions::default())
+                .await?
+        } else {
+            let op = portico_store::BatchOp::Update {
+                collection: self.name().to_owned(),
+                selector,
+                update,
+            };
+            let n = self.write_with_jobs(vec![op], jobs).await? as u64;
+            portico_store::UpdateResult {
+                matched: n,
+                modified: n,
+                upserted_id: None,
+            }
+        };
         if result.matched == 0 && !matches!(if_match, IfMatch::Absent) {
             return Err(Error::PreconditionFailed);
         }
@@ -312,11 +327,22 @@ impl Collection {
         };
         self.check(user_id, Write::Remove(&doc)).await?;
         let hooked = self.hooked(HookOp::Remove);
-        if hooked {
+        let mut jobs = if hooked {
             self.before_remove(user_id, std::slice::from_ref(&doc))
-                .await?;
-        }
-        let removed = self.store().remove(self.name(), &selector).await?;
+                .await?
+        } else {
+            Vec::new()
+        };
+        self.add_events(HookOp::Remove, [&doc], &mut jobs).await?;
+        let removed = if jobs.is_empty() {
+            self.store().remove(self.name(), &selector).await?
+        } else {
+            let op = portico_store::BatchOp::Remove {
+                collection: self.name().to_owned(),
+                selector,
+            };
+            self.write_with_jobs(vec![op], jobs).await? as u64
+        };
         if removed == 0 && !matches!(if_match, IfMatch::Absent) {
             return Err(Error::PreconditionFailed);
         }

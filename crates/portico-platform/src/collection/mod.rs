@@ -6,8 +6,10 @@
 //! | server writes and reads (no rules) | `server.rs` |
 //! | rules, client writes, conditional writes, field checks | `client.rs` |
 //! | write hooks (before and after each write) | `hooks.rs` |
+//! | write events (jobs stored with each write, such as webhook deliveries) | `events.rs` |
 
 mod client;
+mod events;
 mod hooks;
 mod server;
 
@@ -26,6 +28,7 @@ use crate::timestamps;
 use crate::{Error, Result};
 
 pub use client::{IfMatch, PROTECTED_ACCOUNT_FIELDS};
+pub use events::WriteEvents;
 pub use hooks::{HookOp, HookWhen, WriteHooks, hook_refusal};
 
 /// How a collection is declared.
@@ -72,6 +75,7 @@ struct Inner {
     rules: RwLock<RuleSet>,
     server_fields: Arc<dyn ServerFields>,
     hooks: RwLock<Option<Arc<dyn WriteHooks>>>,
+    events: RwLock<Option<Arc<dyn WriteEvents>>>,
 }
 
 /// A collection handle. Cheap to clone; clones share the rules.
@@ -114,6 +118,7 @@ impl Collection {
                 rules: RwLock::new(RuleSet::default()),
                 server_fields,
                 hooks: RwLock::new(None),
+                events: RwLock::new(None),
             }),
         })
     }
@@ -133,6 +138,7 @@ impl Collection {
                 rules: RwLock::new(RuleSet::default()),
                 server_fields,
                 hooks: RwLock::new(None),
+                events: RwLock::new(None),
             }),
         }
     }

@@ -17,9 +17,9 @@ impl Collection {
     /// # Errors
     /// [`Error::Validation`] when the schema refuses it; a store error for a duplicate `_id`.
     pub async fn insert(&self, doc: Document) -> Result<String> {
-        let doc = self.hooked_new(None, doc).await?;
+        let (doc, jobs) = self.hooked_new(None, doc).await?;
         let after = self.keep_for_after_insert(&doc);
-        let id = self.store().insert(self.name(), doc).await?;
+        let id = self.store_insert(doc, jobs).await?;
         self.after_insert(None, after).await;
         Ok(id)
     }
@@ -46,20 +46,21 @@ impl Collection {
         user_id: Option<&str>,
         doc: Document,
     ) -> Result<Document> {
-        let doc = self.hooked_new(user_id, doc).await?;
-        self.store().insert(self.name(), doc.clone()).await?;
+        let (doc, jobs) = self.hooked_new(user_id, doc).await?;
+        self.store_insert(doc.clone(), jobs).await?;
         self.after_insert(user_id, self.keep_for_after_insert(&doc))
             .await;
         Ok(doc)
     }
 
     /// `doc` with an `_id` of the collection's kind and its timestamps, through the
-    /// before-insert hooks, checked against the schema: what an insert by `user_id` stores.
+    /// before-insert hooks, checked against the schema: what an insert by `user_id` stores,
+    /// and the jobs the hooks enqueued.
     pub(super) async fn hooked_new(
         &self,
         user_id: Option<&str>,
         mut doc: Document,
-    ) -> Result<Document> {
+    ) -> Result<(Document, super::hooks::Enqueued)> {
         self.ensure_id(&mut doc)?;
         self.stamp_new(&mut doc);
         self.hooked_insert(user_id, doc).await
@@ -112,9 +113,15 @@ impl Collection {
         user_id: Option<&str>,
         doc: Document,
     ) -> Result<(String, String)> {
-        let doc = self.hooked_new(user_id, doc).await?;
+        let (doc, jobs) = self.hooked_new(user_id, doc).await?;
         let after = self.keep_for_after_insert(&doc);
-        let stored = self.store().insert_json(self.name(), doc).await?;
+        let stored = if jobs.is_empty() {
+            self.store().insert_json(self.name(), doc).await?
+        } else {
+            let text = serde_json::to_string(&doc)
+                .map_err(|e| Error::Internal(format!("cannot encode a document: {e}")))?;
+            (self.store_insert(doc, jobs).await?, text)
+        };
         self.after_insert(user_id, after).await;
         Ok(stored)
     }
@@ -131,14 +138,38 @@ impl Collection {
     /// already or repeats within `docs`; nothing is written then.
     pub async fn insert_many(&self, docs: Vec<Document>) -> Result<Vec<String>> {
         let mut checked = Vec::with_capacity(docs.len());
+        let mut jobs = Vec::new();
         for doc in docs {
-            checked.push(self.hooked_new(None, doc).await?);
+            let (doc, enqueued) = self.hooked_new(None, doc).await?;
+            checked.push(doc);
+            jobs.extend(enqueued);
         }
         let after: Vec<Option<Document>> = checked
             .iter()
             .map(|doc| self.keep_for_after_insert(doc))
             .collect();
-        let ids = self.store().insert_many(self.name(), checked).await?;
+        let ids = if jobs.is_empty() {
+            self.store().insert_many(self.name(), checked).await?
+        } else {
+            let ids = checked
+                .iter()
+                .map(|d| {
+                    d.get("_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                })
+                .collect();
+            let ops = checked
+                .into_iter()
+                .map(|doc| portico_store::BatchOp::Insert {
+                    collection: self.name().to_owned(),
+                    doc,
+                })
+                .collect();
+            self.write_with_jobs(ops, jobs).await?;
+            ids
+        };
         for doc in after {
             self.after_insert(None, doc).await;
         }

@@ -8,6 +8,7 @@
 //! | publications: registration, [`Subscription`] | `publication.rs` |
 //! | login and registration for both doors | `login/` |
 //! | opening live streams on the platform | `live.rs` (the streams themselves: `crate::live`) |
+//! | signed webhook deliveries of collections' writes | `webhooks.rs` |
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -26,6 +27,7 @@ mod live;
 pub(crate) mod login;
 pub(crate) mod method;
 pub(crate) mod publication;
+pub(crate) mod webhooks;
 
 use crate::{
     Accounts, AccountsConfig, Collection, CollectionOptions, Cursor, Error, FieldView, Invocation,
@@ -66,6 +68,9 @@ struct Inner {
     methods: RwLock<BTreeMap<String, MethodEntry>>,
     publications: RwLock<BTreeMap<String, PublicationEntry>>,
     live: Arc<crate::live::Hub>,
+    jobs: crate::jobs::Jobs,
+    /// The receivers of [`Platform::set_webhooks`], once set.
+    webhooks: OnceLock<Arc<webhooks::Deliveries>>,
     /// Shared with every collection, which asks it for its file fields on client writes.
     files: Arc<OnceLock<crate::platform::files::Files>>,
 }
@@ -150,6 +155,8 @@ impl Platform {
         lifecycle.prepare().await?;
         let oidc = crate::Oidc::new(accounts.clone(), store.clone());
         oidc.prepare().await?;
+        let jobs = crate::jobs::Jobs::new(store.clone());
+        jobs.prepare().await?;
         let live = Arc::new(crate::live::Hub::new(
             store.clone(),
             accounts.clone(),
@@ -158,6 +165,8 @@ impl Platform {
         Ok(Platform {
             inner: Arc::new(Inner {
                 live,
+                jobs,
+                webhooks: OnceLock::new(),
                 store,
                 accounts,
                 lifecycle,
@@ -200,6 +209,16 @@ impl Platform {
     /// The accounts service.
     pub fn accounts(&self) -> &Accounts {
         &self.inner.accounts
+    }
+
+    /// The durable jobs: definitions, the queue in the store, the worker (see [`crate::jobs`]).
+    pub fn jobs(&self) -> &crate::jobs::Jobs {
+        &self.inner.jobs
+    }
+
+    /// Where the webhooks are kept (see [`Platform::set_webhooks`]).
+    pub(crate) fn webhooks_cell(&self) -> &OnceLock<Arc<webhooks::Deliveries>> {
+        &self.inner.webhooks
     }
 
     /// The account lifecycle: verification, password reset and email change by mail.

@@ -10,6 +10,7 @@ mod auto;
 mod collection;
 mod field_rules;
 mod indexes;
+mod jobs;
 mod metrics;
 mod relations;
 mod search;
@@ -37,6 +38,34 @@ impl<'a> Checker<'a> {
     fn error<T>(&mut self, spanned: &Spanned<T>, key: &str, message: impl Into<String>) {
         let err = self.source.error(spanned.span(), key, message);
         self.errors.push(err);
+    }
+
+    /// The number `value` holds when it is within `range` (inclusive), else `default` with the
+    /// mistake noted; `default` when absent.
+    pub(super) fn ranged(
+        &mut self,
+        value: Option<Spanned<u64>>,
+        key: &str,
+        range: (u64, u64),
+        default: u64,
+    ) -> u64 {
+        match value {
+            None => default,
+            Some(v) if (range.0..=range.1).contains(v.get_ref()) => *v.get_ref(),
+            Some(v) => {
+                self.error(
+                    &v,
+                    key,
+                    format!(
+                        "{} is out of range; write {} to {}",
+                        v.get_ref(),
+                        range.0,
+                        range.1
+                    ),
+                );
+                default
+            }
+        }
     }
 
     /// The socket address `value` holds (`key` names it in the message, `example` shows the
@@ -188,6 +217,9 @@ impl<'a> Checker<'a> {
             .unwrap_or_default();
         let metrics = self.metrics(raw.metrics);
         let live = raw.live.map(|live| self.live(live)).unwrap_or_default();
+        let jobs = self.jobs(raw.jobs);
+        let cron = self.cron(raw.cron);
+        let webhooks = self.webhooks(raw.webhooks);
         let scripts = raw.scripts.map(|scripts| self.scripts(scripts));
         let mut schemas: Vec<SchemaFile> = apis
             .iter()
@@ -229,6 +261,9 @@ impl<'a> Checker<'a> {
             self.errors.push(err);
         }
         Config {
+            jobs,
+            cron,
+            webhooks,
             field_rules,
             relations,
             search,
@@ -353,22 +388,8 @@ impl<'a> Checker<'a> {
     fn live(&mut self, raw: RawLive) -> portico_platform::LiveConfig {
         let defaults = portico_platform::LiveConfig::default();
         let mut number =
-            |value: Option<Spanned<u64>>, key: &str, range: (u64, u64), default: u64| match value {
-                None => default,
-                Some(v) if (range.0..=range.1).contains(v.get_ref()) => *v.get_ref(),
-                Some(v) => {
-                    self.error(
-                        &v,
-                        key,
-                        format!(
-                            "{} is out of range; write {} to {}",
-                            v.get_ref(),
-                            range.0,
-                            range.1
-                        ),
-                    );
-                    default
-                }
+            |value: Option<Spanned<u64>>, key: &str, range: (u64, u64), default: u64| {
+                self.ranged(value, key, range, default)
             };
         let as_usize = |n: u64, default: usize| usize::try_from(n).unwrap_or(default);
         let max_streams = number(

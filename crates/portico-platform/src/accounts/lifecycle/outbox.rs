@@ -93,13 +93,7 @@ impl SenderOptions {
     }
 }
 
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-pub(crate) fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
+pub(crate) use crate::time::{millis, now_ms};
 
 /// Writes a request (or a ready mail) to the outbox, due now.
 pub(crate) async fn enqueue(store: &dyn Store, mut doc: Document) -> Result<()> {
@@ -121,16 +115,7 @@ pub(crate) async fn prepare(store: &dyn Store) -> Result<()> {
 /// the handle stops the task at once (a mail it had claimed waits for its lease to run out).
 #[derive(Debug)]
 pub struct MailSender {
-    task: Option<tokio::task::JoinHandle<()>>,
-    stopping: Arc<tokio::sync::watch::Sender<bool>>,
-}
-
-impl Drop for MailSender {
-    fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
-    }
+    task: crate::background::StoppableTask,
 }
 
 impl MailSender {
@@ -139,11 +124,9 @@ impl MailSender {
         transport: Arc<dyn MailTransport>,
         options: SenderOptions,
     ) -> MailSender {
-        let (stopping, mut stop) = tokio::sync::watch::channel(false);
-        let stopping = Arc::new(stopping);
-        let asked = Arc::clone(&stopping);
-        let task = tokio::spawn(async move {
+        let task = crate::background::StoppableTask::spawn(|mut stop| async move {
             let owner = portico_store::new_id();
+            let asked = stop.clone();
             let stopped = move || *asked.borrow();
             while !stopped() {
                 // Listen before reading, so a request queued during the read wakes the next one.
@@ -160,22 +143,14 @@ impl MailSender {
                 }
             }
         });
-        MailSender {
-            task: Some(task),
-            stopping,
-        }
+        MailSender { task }
     }
 
     /// Stops the sender: it claims no further mail, and a send under way finishes (and records
     /// its outcome, so another sender can take the mail at once) within `grace`; past it the
     /// task is stopped where it is.
-    pub async fn stop(mut self, grace: Duration) {
-        self.stopping.send_replace(true);
-        if let Some(mut task) = self.task.take()
-            && tokio::time::timeout(grace, &mut task).await.is_err()
-        {
-            task.abort();
-        }
+    pub async fn stop(self, grace: Duration) {
+        self.task.stop(grace).await;
     }
 }
 

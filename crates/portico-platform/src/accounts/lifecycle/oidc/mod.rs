@@ -228,13 +228,7 @@ fn random_token() -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
-fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
+use crate::time::{millis, now_ms};
 
 impl Oidc {
     pub(crate) fn new(accounts: Accounts, store: Arc<dyn Store>) -> Oidc {
