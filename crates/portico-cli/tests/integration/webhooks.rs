@@ -236,7 +236,7 @@ async fn writes_are_delivered_signed_in_order_through_refusals() {
 }
 
 /// A secret that is not set, or not a secret, stops the server at start; `portico check`
-/// names a bad URL and an unknown event.
+/// names a bad URL, an unknown event and webhooks on the accounts collection.
 #[test]
 fn bad_webhook_settings_are_named() {
     let ws = Workspace::new();
@@ -248,6 +248,14 @@ fn bad_webhook_settings_are_named() {
         "{err}"
     );
     assert!(err.contains("unknown event `upsert`"), "{err}");
+    // Accounts are written by the accounts service, which sends no events.
+    let err = ws.check_refuses(
+        "[[webhooks]]\nurl = \"http://127.0.0.1:9/in\"\ncollection = \"users\"\nsecret_env = \"S\"\n",
+    );
+    assert!(
+        err.contains("key `webhooks.collection`") && err.contains("`users` cannot have webhooks"),
+        "{err}"
+    );
     ws.config(
         "[[webhooks]]\nurl = \"http://127.0.0.1:9/in\"\ncollection = \"orders\"\nsecret_env = \"PORTICO_TEST_UNSET_SECRET\"\n",
     );

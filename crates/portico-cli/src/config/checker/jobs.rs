@@ -124,6 +124,23 @@ impl Checker<'_> {
                     events
                 }
             };
+            // Accounts are written by the accounts service (sign-up, login tokens, password
+            // changes), which makes no write events: a webhook there would miss most of them.
+            if let Some(collection) = &w.collection
+                && (collection.get_ref() == portico_platform::USERS
+                    || collection.get_ref().starts_with("portico_"))
+            {
+                self.error(
+                    collection,
+                    "webhooks.collection",
+                    format!(
+                        "`{}` cannot have webhooks: its writes are made by Portico itself \
+                         (accounts: sign-up, login tokens, passwords), which sends no write \
+                         events",
+                        collection.get_ref()
+                    ),
+                );
+            }
             if w.events.is_some() && w.collection.is_none() {
                 self.error(
                     &w.url,
