@@ -42,6 +42,15 @@ impl From<PoolError> for Error {
 /// SQL states that mean "the database cannot serve us now", not "this statement is wrong":
 /// connection exceptions (class 08), the server shutting down or starting up, too many
 /// connections, and refused credentials.
+/// True for an error PostgreSQL gave a transaction it chose to abort so that others could go
+/// on (a deadlock, a serialization failure): nothing of it was written, and running it again
+/// is the remedy. Reads the code [`From<tokio_postgres::Error>`] writes at the end of the
+/// message.
+pub(crate) fn is_retryable(e: &Error) -> bool {
+    matches!(e, Error::Backend(m) if m.ends_with(&format!("({})", SqlState::T_R_DEADLOCK_DETECTED.code()))
+        || m.ends_with(&format!("({})", SqlState::T_R_SERIALIZATION_FAILURE.code())))
+}
+
 fn is_unavailable_code(code: &SqlState) -> bool {
     code.code().starts_with("08")
         || [

@@ -418,50 +418,64 @@ pub(crate) async fn insert_many(
 ) -> Result<Vec<String>> {
     check_name(collection)?;
     let prepared = docs.into_iter().map(prepare).collect::<Result<Vec<_>>>()?;
-    for _ in 0..ATTEMPTS {
-        let tx = client.transaction().await?;
-        let Some(mut indexes) = schema::lock_and_indexes(&tx, collection).await? else {
-            drop(tx);
-            schema::create_collection(client, collection).await?;
-            continue;
-        };
-        let ids: Vec<String> = prepared.iter().map(|(id, _, _)| id.clone()).collect();
-        let change = Change::documents(collection, ids.clone(), ChangeKind::Insert);
-        if let [doc] = prepared.as_slice() {
-            if !indexes.is_empty() {
-                // The index rows first: an insert waiting on another's unique value must not
-                // hold a count or stamp slot that one wants (a deadlock).
-                insert_in(&tx, collection, &mut indexes, doc).await?;
-            }
-            // The document (without indexes), the count and the notification in one round
-            // trip; a refused insert's error comes first (the others' are then only the
-            // aborted transaction).
-            let (inserted, counted, notified) = tokio::join!(
-                async {
-                    if indexes.is_empty() {
-                        insert_in(&tx, collection, &mut indexes, doc).await?;
-                    }
-                    Ok::<(), Error>(())
-                },
-                schema::add_to_count(&tx, collection, 1),
-                feed::notify(&tx, &change)
-            );
-            inserted?;
-            counted?;
-            notified?;
-            tx.commit().await?;
-        } else {
-            let mut tx = tx;
-            for chunk in prepared.chunks(CHUNK) {
-                insert_chunk(&mut tx, collection, &mut indexes, chunk).await?;
-            }
-            schema::add_to_count(&tx, collection, count_delta(prepared.len())).await?;
-            feed::notify(&tx, &change).await?;
-            tx.commit().await?;
+    for attempt in 1..=ATTEMPTS {
+        match insert_many_once(client, collection, &prepared).await {
+            Ok(Some(ids)) => return Ok(ids),
+            Ok(None) => schema::create_collection(client, collection).await?,
+            // Chosen as a deadlock's victim (two inserts of one unique value wait on each
+            // other's rows): nothing was written; run it again.
+            Err(e) if super::error::is_retryable(&e) && attempt < ATTEMPTS => {}
+            Err(e) => return Err(e),
         }
-        return Ok(ids);
     }
     Err(gave_up(collection))
+}
+
+/// One try of [`insert_many`]: `Ok(None)` when the collection does not exist (nothing done).
+async fn insert_many_once(
+    client: &mut Client,
+    collection: &str,
+    prepared: &[(String, String, Document)],
+) -> Result<Option<Vec<String>>> {
+    let tx = client.transaction().await?;
+    let Some(mut indexes) = schema::lock_and_indexes(&tx, collection).await? else {
+        return Ok(None);
+    };
+    let ids: Vec<String> = prepared.iter().map(|(id, _, _)| id.clone()).collect();
+    let change = Change::documents(collection, ids.clone(), ChangeKind::Insert);
+    if let [doc] = prepared {
+        if !indexes.is_empty() {
+            // The index rows first: an insert waiting on another's unique value must not
+            // hold a count or stamp slot that one wants (a deadlock).
+            insert_in(&tx, collection, &mut indexes, doc).await?;
+        }
+        // The document (without indexes), the count and the notification in one round
+        // trip; a refused insert's error comes first (the others' are then only the
+        // aborted transaction).
+        let (inserted, counted, notified) = tokio::join!(
+            async {
+                if indexes.is_empty() {
+                    insert_in(&tx, collection, &mut indexes, doc).await?;
+                }
+                Ok::<(), Error>(())
+            },
+            schema::add_to_count(&tx, collection, 1),
+            feed::notify(&tx, &change)
+        );
+        inserted?;
+        counted?;
+        notified?;
+        tx.commit().await?;
+    } else {
+        let mut tx = tx;
+        for chunk in prepared.chunks(CHUNK) {
+            insert_chunk(&mut tx, collection, &mut indexes, chunk).await?;
+        }
+        schema::add_to_count(&tx, collection, count_delta(prepared.len())).await?;
+        feed::notify(&tx, &change).await?;
+        tx.commit().await?;
+    }
+    Ok(Some(ids))
 }
 
 /// Inserts every document of `batches` in one transaction, in chunks as [`insert_many`] does,
