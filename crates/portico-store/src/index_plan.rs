@@ -56,6 +56,48 @@ impl Bound {
     }
 }
 
+/// One condition of [`where_clause`] on a key column, for a backend to write with its own
+/// placeholders.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+pub(crate) enum KeyTerm<'a> {
+    /// Equal to this key.
+    Eq(&'a [u8]),
+    /// Equal to one of these keys.
+    In(&'a [Vec<u8>]),
+    /// Compared (`>=`, `>`, `<=`, `<`) with this key.
+    Cmp(&'static str, &'a [u8]),
+}
+
+/// The WHERE clause (with its leading space, or empty) of `plan` over the index table aliased
+/// `x`: each condition written by the backend's `write(column, term)`, which also records the
+/// term's parameters. Order keys compare bytewise (`memcmp`) in both backends, the keys' order.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+pub(crate) fn where_clause(
+    plan: &IndexPlan,
+    mut write: impl FnMut(&str, KeyTerm<'_>) -> String,
+) -> String {
+    let mut terms = Vec::new();
+    for (i, key) in plan.eq.iter().enumerate() {
+        terms.push(write(&format!("x.k{i}"), KeyTerm::Eq(key)));
+    }
+    let column = format!("x.k{}", plan.eq.len());
+    match &plan.last {
+        Last::Nothing => {}
+        Last::In(keys) => terms.push(write(&column, KeyTerm::In(keys))),
+        Last::Range { lo, hi } => {
+            for (bound, lower) in [(lo, true), (hi, false)] {
+                let (op, key) = bound.sql(lower);
+                terms.push(write(&column, KeyTerm::Cmp(op, key)));
+            }
+        }
+    }
+    if terms.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", terms.join(" AND "))
+    }
+}
+
 /// The key columns of `spec`'s table in its directions (`k0, k1 DESC`), each prefixed by
 /// `alias` (`x.`): its primary key or btree, and the ORDER BY reading it in order.
 #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]

@@ -23,7 +23,7 @@ use tokio_postgres::types::ToSql;
 use super::error::is_undefined_table;
 use super::rows::{Param, decode, for_each_in_tx};
 use super::schema::{collection_table, sorted_indexes};
-use crate::index_plan::{self, IndexPlan, Last, Order, SortedIndex, order_by};
+use crate::index_plan::{self, IndexPlan, KeyTerm, Order, SortedIndex, order_by};
 pub(crate) use crate::index_plan::{Read, Rows};
 use crate::top::Page;
 use crate::{Document, Query, Result, Selector, Sort};
@@ -138,37 +138,19 @@ async fn snapshot<'c>(
 /// The WHERE clause of `plan` over the index table aliased `x`, and its parameters (numbered
 /// from `$1`).
 fn filter(plan: &IndexPlan) -> (String, Vec<Param>) {
-    let mut terms = Vec::new();
     let mut args: Vec<Param> = Vec::new();
-    let param = |args: &mut Vec<Param>, key: &[u8]| {
-        args.push(Box::new(key.to_vec()));
-        format!("${}::bytea", args.len())
-    };
-    for (i, key) in plan.eq.iter().enumerate() {
-        let p = param(&mut args, key);
-        terms.push(format!("x.k{i} = {p}"));
-    }
-    let i = plan.eq.len();
-    match &plan.last {
-        Last::Nothing => {}
-        Last::In(keys) => {
-            args.push(Box::new(keys.clone()));
-            terms.push(format!("x.k{i} = ANY(${}::bytea[])", args.len()));
-        }
-        Last::Range { lo, hi } => {
-            for (bound, lower) in [(lo, true), (hi, false)] {
-                let (op, key) = bound.sql(lower);
-                let p = param(&mut args, key);
-                terms.push(format!("x.k{i} {op} {p}"));
+    let sql = index_plan::where_clause(plan, |column, term| {
+        let (op, key) = match term {
+            KeyTerm::In(keys) => {
+                args.push(Box::new(keys.to_vec()));
+                return format!("{column} = ANY(${}::bytea[])", args.len());
             }
-        }
-    }
-    // Order keys are `bytea`: comparisons are bytewise (as `memcmp`), the keys' order.
-    let sql = if terms.is_empty() {
-        String::new()
-    } else {
-        format!(" WHERE {}", terms.join(" AND "))
-    };
+            KeyTerm::Eq(key) => ("=", key),
+            KeyTerm::Cmp(op, key) => (op, key),
+        };
+        args.push(Box::new(key.to_vec()));
+        format!("{column} {op} ${}::bytea", args.len())
+    });
     (sql, args)
 }
 

@@ -11,7 +11,7 @@ use rusqlite::types::Value as SqlValue;
 use super::index::cached;
 use super::plan::{not_text, parse_doc};
 use super::schema::collection_table;
-use crate::index_plan::{self, IndexPlan, Last, Order, SortedIndex, order_by};
+use crate::index_plan::{self, IndexPlan, KeyTerm, Order, SortedIndex, order_by};
 pub(crate) use crate::index_plan::{Read, Rows};
 use crate::top::Page;
 use crate::{Document, Query, Result, Selector};
@@ -158,39 +158,21 @@ pub(crate) fn count(
 
 /// The WHERE clause of `plan` over the index table aliased `x`, and its parameters.
 fn filter(plan: &IndexPlan) -> (String, Vec<SqlValue>) {
-    let mut terms = Vec::new();
     let mut args = Vec::new();
-    let param = |args: &mut Vec<SqlValue>, key: &[u8]| {
+    let mut param = |key: &[u8]| {
         args.push(SqlValue::Blob(key.to_vec()));
         format!("?{}", args.len())
     };
     // Equalities are written `IN (?n)`: with `= ?n` and an ORDER BY, SQLite re-prepares the
     // statement on every run (see `plan.rs`); `IN` with one value is the same search.
-    for (i, key) in plan.eq.iter().enumerate() {
-        let p = param(&mut args, key);
-        terms.push(format!("x.k{i} IN ({p})"));
-    }
-    let i = plan.eq.len();
-    match &plan.last {
-        Last::Nothing => {}
-        Last::In(keys) => {
-            let ps: Vec<String> = keys.iter().map(|k| param(&mut args, k)).collect();
-            terms.push(format!("x.k{i} IN ({})", ps.join(", ")));
+    let sql = index_plan::where_clause(plan, |column, term| match term {
+        KeyTerm::Eq(key) => format!("{column} IN ({})", param(key)),
+        KeyTerm::In(keys) => {
+            let ps: Vec<String> = keys.iter().map(|k| param(k)).collect();
+            format!("{column} IN ({})", ps.join(", "))
         }
-        Last::Range { lo, hi } => {
-            for (bound, lower) in [(lo, true), (hi, false)] {
-                let (op, key) = bound.sql(lower);
-                let p = param(&mut args, key);
-                terms.push(format!("x.k{i} {op} {p}"));
-            }
-        }
-    }
-    // Order keys are blobs: a filter on them compares bytes (memcmp), the keys' order.
-    let sql = if terms.is_empty() {
-        String::new()
-    } else {
-        format!(" WHERE {}", terms.join(" AND "))
-    };
+        KeyTerm::Cmp(op, key) => format!("{column} {op} {}", param(key)),
+    });
     (sql, args)
 }
 
