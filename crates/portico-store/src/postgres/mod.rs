@@ -345,8 +345,9 @@ impl PostgresStore {
         self.stamps.stamp(collection).await
     }
 
-    /// A page of the whole collection, as stored, from the cache when it holds it under
-    /// `stamp`, else read from the primary (with its total when `counted`) and kept.
+    /// A page of `query` as stored (of the whole collection, or of its matches with their
+    /// total), from the cache when it holds it under `stamp`, else read from the primary (with
+    /// its total when `counted`; always for a query that is not a plain page) and kept.
     async fn cached_page(
         &self,
         collection: &str,
@@ -361,8 +362,18 @@ impl PostgresStore {
         {
             return Ok((texts.clone(), *total));
         }
-        let client = self.client().await?;
-        let (page, total) = if counted {
+        let mut client = self.client().await?;
+        let (page, total) = if !query.is_plain_page() {
+            // Through a sorted index, or the candidates: the page and its total in one
+            // snapshot. `None`: a sorted window no index serves (refused, nothing kept).
+            match query::find_json_counted(&mut client, collection, query).await? {
+                Some((page, total)) => (page, Some(total)),
+                None => {
+                    crate::top::check_sorted_window(query)?;
+                    return Ok((Vec::new(), Some(0)));
+                }
+            }
+        } else if counted {
             let (page, total) =
                 query::page_json_counted(&client, collection, query.skip, query.limit).await?;
             (page, Some(total))
@@ -539,48 +550,28 @@ impl Store for PostgresStore {
         collection: &str,
         query: &Query,
     ) -> Result<(Vec<String>, u64)> {
-        // A page of the whole collection and its total: one statement, one round trip.
-        if !query.is_plain_page() {
-            // Through a sorted index the page and its total come from one snapshot; the
-            // sorted window is checked only when none serves the sort (`None`). Kept in the
-            // read cache as a page of the whole collection is (the answer depends on the
-            // collection's documents alone, which its stamp counts).
-            let stamp = self.cache_stamp(collection).await;
-            let key = cache::Key::Page(cache::PageKey::of(query));
-            if let Some(stamp) = stamp
-                && let Some(value) = self.cache.get(collection, &key, stamp)
-                && let cache::Value::Page(texts, Some(total)) = &*value
-            {
-                return Ok((texts.clone(), *total));
-            }
-            let found = match stamp {
-                // Under a stamp the read goes to the primary, after the stamp's read.
-                Some(_) => {
-                    let mut client = self.client().await?;
-                    query::find_json_counted(&mut client, collection, query).await?
-                }
-                None => read!(self, Some(collection), |client| query::find_json_counted(
-                    &mut client,
-                    collection,
-                    query
-                )
-                .await)?,
-            };
-            return match found {
-                Some((page, total)) => {
-                    if let Some(stamp) = stamp {
-                        let value = cache::Value::Page(page.clone(), Some(total));
-                        self.cache.put(collection, key, stamp, value);
-                    }
-                    Ok((page, total))
-                }
-                None => crate::top::check_sorted_window(query).map(|()| (Vec::new(), 0)),
-            };
-        }
+        // Under the collection's stamp, from the read cache or read and kept (a sorted or
+        // filtered page as a page of the whole collection: the answer depends on the
+        // collection's documents alone, which its stamp counts).
         if let Some(stamp) = self.cache_stamp(collection).await {
             let (page, total) = self.cached_page(collection, query, stamp, true).await?;
             return Ok((page, total.unwrap_or_default()));
         }
+        if !query.is_plain_page() {
+            // Through a sorted index the page and its total come from one snapshot; the
+            // sorted window is checked only when none serves the sort (`None`).
+            let found = read!(self, Some(collection), |client| query::find_json_counted(
+                &mut client,
+                collection,
+                query
+            )
+            .await)?;
+            return match found {
+                Some(answer) => Ok(answer),
+                None => crate::top::check_sorted_window(query).map(|()| (Vec::new(), 0)),
+            };
+        }
+        // A page of the whole collection and its total: one statement, one round trip.
         read!(self, Some(collection), |client| {
             query::page_json_counted(&client, collection, query.skip, query.limit).await
         })
