@@ -322,22 +322,29 @@ pub fn backup_line(report: &TakenBackup) -> String {
             size(files.bytes),
             files.linked
         ));
-        if !files.missing.is_empty() {
-            line.push_str(&format!(
-                "\nwarning: {} file{} the database names {} not in the files store, so not in \
-                 the backup either (first: {})",
-                files.missing.len(),
-                if files.missing.len() == 1 { "" } else { "s" },
-                if files.missing.len() == 1 {
-                    "is"
-                } else {
-                    "are"
-                },
-                files.missing[0]
-            ));
-        }
+        line.push_str(&missing_warning(
+            &files.missing,
+            "not in the files store, so not in the backup either",
+        ));
     }
     line
+}
+
+/// The warning line about files the database names that are `where_` (empty when none):
+/// `warning: 2 files the database names are <where_> (first: <key>)`.
+fn missing_warning(missing: &[String], where_: &str) -> String {
+    let Some(first) = missing.first() else {
+        return String::new();
+    };
+    let (s, verb) = if missing.len() == 1 {
+        ("", "is")
+    } else {
+        ("s", "are")
+    };
+    format!(
+        "\nwarning: {} file{s} the database names {verb} {where_} (first: {first})",
+        missing.len()
+    )
 }
 
 /// What `portico restore` prints.
@@ -349,20 +356,10 @@ pub fn restore_lines(file: &Path, restored: &Restored) -> String {
                 "\nfiles: {} put back into {store} from {from} ({} there already)",
                 files.copied, files.present
             ));
-            if !files.missing.is_empty() {
-                lines.push_str(&format!(
-                    "\nwarning: {} file{} the database names {} neither in the backup nor in \
-                     the store (first: {})",
-                    files.missing.len(),
-                    if files.missing.len() == 1 { "" } else { "s" },
-                    if files.missing.len() == 1 {
-                        "is"
-                    } else {
-                        "are"
-                    },
-                    files.missing[0]
-                ));
-            }
+            lines.push_str(&missing_warning(
+                &files.missing,
+                "neither in the backup nor in the store",
+            ));
         }
         (None, Some(store)) => lines.push_str(&format!(
             "\nwarning: the backup holds no files (no {} beside it): the files its documents \
