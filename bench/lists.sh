@@ -103,26 +103,17 @@ path() {
     *:top-nt) echo "/api/items?limit=20&sort=-score&total=false" ;;
     *:city-nt) echo "/api/items?limit=20&sort=-score&total=false&where=$OSLO" ;;
     *:gte-nt) echo "/api/items?limit=20&total=false&where=$GTE" ;;
-    *:insert) echo "/api/items" ;;
   esac
 }
 
 results=$work/results.tsv
 : > "$results"
-INSERT_BODY='{"name":"New item","email":"new@example.com","age":33,"active":true,"city":"Oslo","score":12.5}'
+# measure SERVER WORKLOAD ROUND: one wrk run against the server started last (an insert as the
+# yardstick's insert workload).
 measure() {
-  local url="http://127.0.0.1:$port$(path "$1" "$2")"
-  local env=()
-  if [ "$2" = insert ]; then env=(METHOD=POST "BODY=$INSERT_BODY"); fi
-  if [ "$WARMUP" != 0 ]; then
-    env "${env[@]}" taskset -c 1 wrk -t1 -c"$CONNS" -d"${WARMUP}s" -s "$YARDSTICK/wrk/fixed.lua" "$url" >/dev/null 2>&1
-  fi
-  local line
-  line=$(env "${env[@]}" taskset -c 1 wrk -t1 -c"$CONNS" --timeout 10s -d"${SECS}s" --latency \
-    -s "$YARDSTICK/wrk/fixed.lua" "$url" 2>&1 | grep '^RESULT' || true)
-  [ -n "$line" ] || { echo "wrk gave no RESULT line for $1 $2" >&2; exit 1; }
-  echo "$1 $2 $3 $line" >> "$results"
-  echo "  $1 $2 round $3: $line" >&2
+  local env=() script=fixed.lua url="http://127.0.0.1:$port$(path "$1" "$2")" data="" token=""
+  if [ "$2" = insert ]; then workload insert "$port"; fi
+  measure_with "$1" "$2" "$3" "$url" "$script" "${env[@]}"
 }
 
 # latency SERVER WORKLOAD SIZE: the median of 21 sequential requests (after 3 unmeasured).

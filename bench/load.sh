@@ -98,15 +98,7 @@ stop() {
 measure() {
   local env script url
   workload "$2" "$port"
-  if [ "$WARMUP" != 0 ]; then
-    env "${env[@]}" taskset -c 1 wrk -t1 -c"$CONNS" -d"${WARMUP}s" -s "$YARDSTICK/wrk/$script" "$url" >/dev/null 2>&1
-  fi
-  local line
-  line=$(env "${env[@]}" taskset -c 1 wrk -t1 -c"$CONNS" --timeout 10s -d"${SECS}s" --latency \
-    -s "$YARDSTICK/wrk/$script" "$url" 2>&1 | grep '^RESULT' || true)
-  [ -n "$line" ] || { echo "wrk gave no RESULT line for $1 $2" >&2; exit 1; }
-  echo "$1 $2 $3 $line" >> "$results"
-  echo "  $1 $2 round $3: $line" >&2
+  measure_with "$1" "$2" "$3" "$url" "$script" "${env[@]}"
 }
 
 # run ROUND SERVER LOG_LEVEL WORKLOADS...: one round of each workload (insert last: it grows

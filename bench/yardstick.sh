@@ -22,6 +22,23 @@ WARMUP=${WARMUP:-2}
 PROFILE=${PROFILE:-release}
 PEER_TARGET=${PEER_TARGET:-/tmp/portico-bench-target}
 
+# measure_with SERVER WORKLOAD ROUND URL SCRIPT [ENV...]: a warm-up of WARMUP s, then one wrk run
+# of SECS s against URL with the yardstick's wrk/SCRIPT (ENV its environment), wrk on CPU 1; the
+# RESULT line is appended to `results` as "SERVER WORKLOAD ROUND RESULT...".
+measure_with() {
+  local name=$1 w=$2 round=$3 url=$4 script=$5
+  shift 5
+  if [ "$WARMUP" != 0 ]; then
+    env "$@" taskset -c 1 wrk -t1 -c"$CONNS" -d"${WARMUP}s" -s "$YARDSTICK/wrk/$script" "$url" >/dev/null 2>&1
+  fi
+  local line
+  line=$(env "$@" taskset -c 1 wrk -t1 -c"$CONNS" --timeout 10s -d"${SECS}s" --latency \
+    -s "$YARDSTICK/wrk/$script" "$url" 2>&1 | grep '^RESULT' || true)
+  [ -n "$line" ] || { echo "wrk gave no RESULT line for $name $w" >&2; exit 1; }
+  echo "$name $w $round $line" >> "$results"
+  echo "  $name $w round $round: $line" >&2
+}
+
 # workload NAME PORT [SERVER]: sets `script` (in the yardstick's wrk/), `url` and `env` (the script's
 # environment, an array) of one workload against the server on PORT; uses `data` and `token`.
 workload() {
