@@ -4,11 +4,12 @@
 //! whole collection, and a covered query's total is a count of entries.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use rusqlite::Connection;
 use rusqlite::types::Value as SqlValue;
 
-use super::index::cached;
+use super::index::{Indexes, cached};
 use super::plan::{not_text, parse_doc};
 use super::schema::collection_table;
 use crate::index_plan::{self, IndexPlan, KeyTerm, Order, SortedIndex, order_by};
@@ -26,12 +27,11 @@ pub(crate) fn read(
     text: bool,
     count: bool,
 ) -> Result<Option<Read>> {
-    let kept = cached(conn, collection)?;
-    let indexes = &kept.sorted;
-    let Some(plan) = index_plan::choose(&query.selector, query.sort.as_ref(), indexes) else {
+    let Some((kept, plan)) = planned(conn, collection, &query.selector, query.sort.as_ref())?
+    else {
         return Ok(None);
     };
-    let index = &indexes[plan.index];
+    let index = &kept.sorted[plan.index];
     let text = text && query.projection.is_none();
     // Without a sort the page is the first matches in `_id` order. When the range is large,
     // reading the collection in `_id` order finds them sooner than sorting the range's ids;
@@ -89,12 +89,11 @@ pub(crate) fn read_quick(
     if query.skip.saturating_add(query.limit.unwrap_or(u64::MAX)) > rows {
         return Ok(None);
     }
-    let kept = cached(conn, collection)?;
-    let indexes = &kept.sorted;
-    let Some(plan) = index_plan::choose(&query.selector, query.sort.as_ref(), indexes) else {
+    let Some((kept, plan)) = planned(conn, collection, &query.selector, query.sort.as_ref())?
+    else {
         return Ok(None);
     };
-    let index = &indexes[plan.index];
+    let index = &kept.sorted[plan.index];
     if !plan.covered || plan.order != Order::Index {
         return Ok(None);
     }
@@ -147,13 +146,24 @@ pub(crate) fn count(
     collection: &str,
     selector: &Selector,
 ) -> Result<Option<u64>> {
-    let kept = cached(conn, collection)?;
-    match index_plan::choose(selector, None, &kept.sorted) {
-        Some(plan) if plan.covered => {
+    match planned(conn, collection, selector, None)? {
+        Some((kept, plan)) if plan.covered => {
             count_entries(conn, &kept.sorted[plan.index], &plan).map(Some)
         }
         _ => Ok(None),
     }
+}
+
+/// The collection's indexes and the plan of the best one for `selector` and `sort`; `None`
+/// when no index helps.
+fn planned(
+    conn: &Connection,
+    collection: &str,
+    selector: &Selector,
+    sort: Option<&crate::Sort>,
+) -> Result<Option<(Arc<Indexes>, IndexPlan)>> {
+    let kept = cached(conn, collection)?;
+    Ok(index_plan::choose(selector, sort, &kept.sorted).map(|plan| (kept, plan)))
 }
 
 /// The WHERE clause of `plan` over the index table aliased `x`, and its parameters.
