@@ -21,7 +21,7 @@ use crate::selector::{CmpOp, Cond};
 use crate::{Document, IndexSpec, Selector, Sort};
 
 /// A sorted index as a backend knows it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SortedIndex {
     /// What it covers.
     pub(crate) spec: IndexSpec,

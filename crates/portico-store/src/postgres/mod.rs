@@ -78,12 +78,13 @@
 //! Reads use ready indexes only, through the planner shared with SQLite
 //! (`index_plan.rs`): `find` (and `find_one`), the list page and total of a filtered or
 //! sorted query (`find_json_counted`, `find_json_counted_related`), and `count` of a selector
-//! the index holds exactly. The catalog is read once outside a transaction (all a read costs
-//! when no index helps); when one may, a read-only `REPEATABLE READ` transaction locks the
-//! tables it may read (`ACCESS SHARE`, before its snapshot, so a table it finds is the one its
-//! catalog describes), reads the catalog again and then the index in that snapshot: a page and
-//! its total agree, and a document given several rows by a write committed meanwhile is never
-//! counted twice. A sort served by an index reads `skip + limit` entries and is not capped by
+//! the index holds exactly. Each store keeps the catalog it last read and plans on it; a
+//! read-only `REPEATABLE READ` transaction locks the tables it may read (`ACCESS SHARE`, before
+//! its snapshot, so a table it finds is the one its catalog describes), reads the catalog again
+//! and then the index in that snapshot, and is planned again when that catalog is not the one
+//! it planned on: a page and its total agree, and a document given several rows by a write
+//! committed meanwhile is never counted twice. The common list (a first page in an index's
+//! order, with its total) sends the whole transaction at once: one round trip. A sort served by an index reads `skip + limit` entries and is not capped by
 //! [`crate::MAX_SORTED_WINDOW`]; a page whose plan is exact reads the ids from the index alone
 //! and then the page's documents by primary key. Such reads go to a replica as other reads do,
 //! and do not use the read cache.
@@ -214,6 +215,8 @@ pub struct PostgresStore {
     inserts: std::sync::Arc<group::InsertQueue>,
     /// Stored texts read from the primary, valid while their collection's stamp holds.
     cache: std::sync::Arc<cache::Cache>,
+    /// The sorted indexes of each collection as last read (see `sorted.rs`).
+    catalog: std::sync::Arc<sorted::Catalog>,
 }
 
 /// Runs a read on the replica the running scope may use (counted, and on the primary when it
@@ -300,6 +303,7 @@ impl PostgresStore {
             feed: std::sync::Arc::default(),
             replicas,
             cache: std::sync::Arc::new(cache::Cache::new(options.cache_bytes)),
+            catalog: std::sync::Arc::default(),
         };
         let mut client = store.client().await?;
         schema::init(&mut client).await?;
@@ -366,7 +370,7 @@ impl PostgresStore {
         let (page, total) = if !query.is_plain_page() {
             // Through a sorted index, or the candidates: the page and its total in one
             // snapshot. `None`: a sorted window no index serves (refused, nothing kept).
-            match query::find_json_counted(&mut client, collection, query).await? {
+            match query::find_json_counted(&mut client, &self.catalog, collection, query).await? {
                 Some((page, total)) => (page, Some(total)),
                 None => {
                     crate::top::check_sorted_window(query)?;
@@ -517,6 +521,7 @@ impl Store for PostgresStore {
         // serves the sort (`None`).
         let found = read!(self, Some(collection), |client| query::find(
             &mut client,
+            &self.catalog,
             collection,
             query
         )
@@ -562,6 +567,7 @@ impl Store for PostgresStore {
             // sorted window is checked only when none serves the sort (`None`).
             let found = read!(self, Some(collection), |client| query::find_json_counted(
                 &mut client,
+                &self.catalog,
                 collection,
                 query
             )
@@ -623,6 +629,7 @@ impl Store for PostgresStore {
         };
         let found = read!(self, Some(collection), |client| query::find(
             &mut client,
+            &self.catalog,
             collection,
             &query
         )
@@ -661,6 +668,7 @@ impl Store for PostgresStore {
     async fn count(&self, collection: &str, selector: &Selector) -> Result<u64> {
         read!(self, Some(collection), |client| query::count(
             &mut client,
+            &self.catalog,
             collection,
             selector
         )
@@ -722,18 +730,20 @@ impl Store for PostgresStore {
 
     async fn ensure_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<()> {
         let mut client = self.client().await?;
-        let (collection, spec) = (collection.to_owned(), spec.clone());
+        let (name, spec) = (collection.to_owned(), spec.clone());
         // A task of its own: a caller that goes away does not stop the fill half way with its
         // advisory lock held by a pooled connection (see `write::ensure_sorted_index`).
-        let done = tokio::spawn(async move {
-            write::ensure_sorted_index(&mut client, &collection, &spec).await
-        })
-        .await
-        .unwrap_or_else(|e| {
-            Err(crate::Error::Backend(format!(
-                "postgres: making a sorted index stopped: {e}"
-            )))
-        });
+        let done =
+            tokio::spawn(
+                async move { write::ensure_sorted_index(&mut client, &name, &spec).await },
+            )
+            .await
+            .unwrap_or_else(|e| {
+                Err(crate::Error::Backend(format!(
+                    "postgres: making a sorted index stopped: {e}"
+                )))
+            });
+        self.catalog.forget(collection);
         self.wrote(done).await
     }
 
@@ -750,6 +760,7 @@ impl Store for PostgresStore {
         let mut client = self.client().await?;
         let dropped = write::drop_sorted_index(&mut client, collection, spec).await;
         drop(client);
+        self.catalog.forget(collection);
         self.wrote(dropped).await
     }
 
@@ -775,6 +786,7 @@ impl Store for PostgresStore {
         let mut client = self.client().await?;
         let done = write::drop_collection(&mut client, collection).await;
         drop(client);
+        self.catalog.forget(collection);
         self.wrote(done).await
     }
 

@@ -210,13 +210,15 @@ pub(crate) async fn plan_for(
 /// failure).
 pub(crate) async fn find(
     client: &mut Client,
+    catalog: &super::sorted::Catalog,
     collection: &str,
     query: &Query,
 ) -> Result<Option<Vec<Document>>> {
     if query.limit == Some(0) {
         return Ok(Some(Vec::new()));
     }
-    if let Some(read) = super::sorted::read(client, collection, query, false, false).await?
+    if let Some(read) =
+        super::sorted::read(client, catalog, collection, query, false, false).await?
         && let super::sorted::Rows::Docs(docs) = read.rows
     {
         return Ok(Some(docs));
@@ -268,10 +270,11 @@ async fn find_candidates(
 /// [`find`].
 pub(crate) async fn find_json_counted(
     client: &mut Client,
+    catalog: &super::sorted::Catalog,
     collection: &str,
     query: &Query,
 ) -> Result<Option<(Vec<String>, u64)>> {
-    if let Some(read) = super::sorted::read(client, collection, query, true, true).await? {
+    if let Some(read) = super::sorted::read(client, catalog, collection, query, true, true).await? {
         let texts = read.rows.into_texts()?;
         return Ok(Some((texts, read.total.unwrap_or(0))));
     }
@@ -509,6 +512,7 @@ fn checked_object_text(
 /// How many documents match `selector`; the whole collection's count is read from the catalog.
 pub(crate) async fn count(
     client: &mut Client,
+    catalog: &super::sorted::Catalog,
     collection: &str,
     selector: &Selector,
 ) -> Result<u64> {
@@ -516,7 +520,7 @@ pub(crate) async fn count(
         return stored_count(client, collection).await;
     }
     // A sorted index holding exactly the matches counts its entries.
-    if let Some(n) = super::sorted::count(client, collection, selector).await? {
+    if let Some(n) = super::sorted::count(client, catalog, collection, selector).await? {
         return Ok(n);
     }
     count_candidates(client, collection, selector).await

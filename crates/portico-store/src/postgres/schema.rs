@@ -380,6 +380,11 @@ pub(crate) fn sorted_name(spec: &IndexSpec) -> String {
     spec.fields_name()
 }
 
+/// The statement listing a collection's sorted indexes (`$1`) in name order, all of them or,
+/// when `$2`, only the ready ones; its rows are read by [`sorted_from_rows`].
+pub(crate) const SORTED_INDEXES: &str = "SELECT spec, multikey FROM portico_sorted \
+     WHERE collection = $1 AND (ready OR NOT $2) ORDER BY name";
+
 /// The sorted indexes of `collection` in name order: all of them (what writers keep), or only
 /// the ready ones (filled: what reads may use).
 pub(crate) async fn sorted_indexes(
@@ -387,13 +392,16 @@ pub(crate) async fn sorted_indexes(
     collection: &str,
     ready_only: bool,
 ) -> Result<Vec<SortedIndex>> {
-    let stmt = client
-        .prepare_cached(
-            "SELECT spec, multikey FROM portico_sorted \
-             WHERE collection = $1 AND (ready OR NOT $2) ORDER BY name",
-        )
-        .await?;
+    let stmt = client.prepare_cached(SORTED_INDEXES).await?;
     let rows = client.query(&stmt, &[&collection, &ready_only]).await?;
+    sorted_from_rows(collection, &rows)
+}
+
+/// The indexes of `collection` in the rows of [`SORTED_INDEXES`].
+pub(crate) fn sorted_from_rows(
+    collection: &str,
+    rows: &[tokio_postgres::Row],
+) -> Result<Vec<SortedIndex>> {
     rows.iter()
         .map(|row| {
             let text: &str = row.try_get(0)?;

@@ -842,6 +842,82 @@ async fn assert_index_consistent(store: &PostgresStore, collection: &str, spec: 
     );
 }
 
+/// Each instance keeps the sorted indexes it last read and plans on them without asking the
+/// catalog: an index made multikey, dropped or made again by another instance is seen by the
+/// next read, whose answer never changes (a document with two entries listed once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn indexes_kept_between_reads_follow_changes_made_by_another_instance() {
+    let url = tokio::task::spawn_blocking(|| cluster().create_database())
+        .await
+        .expect("task")
+        .expect("create database");
+    // No read cache: every page is read through the index.
+    let mut options = PostgresOptions::default();
+    options.cache_bytes = 0;
+    let first = PostgresStore::open_with(&url, options.clone())
+        .await
+        .expect("open first");
+    let second = PostgresStore::open_with(&url, options)
+        .await
+        .expect("open second");
+    let score = spec(json!("-score"));
+    first
+        .ensure_sorted_index("items", &score)
+        .await
+        .expect("index");
+    for (id, n) in [("a", 3), ("b", 1), ("c", 2)] {
+        first
+            .insert("items", doc(json!({"_id": id, "score": n, "city": "Oslo"})))
+            .await
+            .expect("insert");
+    }
+    let query = sorted_query(json!({}), "-score", 0, 10);
+    let filtered = sorted_query(json!({"score": {"$gte": 1}}), "-score", 0, 10);
+    let selector = Selector::parse(&json!({"score": {"$gte": 1}})).expect("selector");
+    let read = |store: &PostgresStore| {
+        let (query, filtered, selector) = (query.clone(), filtered.clone(), selector.clone());
+        let store = store.clone();
+        async move {
+            let (texts, total) = store
+                .find_json_counted("items", &query)
+                .await
+                .expect("page");
+            let found = store.find("items", &filtered).await.expect("find");
+            let counted = store.count("items", &selector).await.expect("count");
+            (page_ids(&texts), total, common::ids(&found), counted)
+        }
+    };
+    let abc = || -> Vec<String> { vec!["a".into(), "c".into(), "b".into()] };
+    assert_eq!(read(&first).await, (abc(), 3, abc(), 3));
+    // The other instance's write makes the index multikey: "d" has two entries and is listed
+    // once, at its highest score, and counted once.
+    second
+        .insert("items", doc(json!({"_id": "d", "score": [0, 5]})))
+        .await
+        .expect("insert");
+    let dabc = || -> Vec<String> { vec!["d".into(), "a".into(), "c".into(), "b".into()] };
+    assert_eq!(read(&first).await, (dabc(), 4, dabc(), 4));
+    // Dropped by the other instance: the reads scan again, with the same answers.
+    assert!(
+        second
+            .drop_sorted_index("items", &score)
+            .await
+            .expect("drop")
+    );
+    assert_eq!(read(&first).await, (dabc(), 4, dabc(), 4));
+    // Made again, and a second index beside it: served again, same answers.
+    second
+        .ensure_sorted_index("items", &score)
+        .await
+        .expect("index");
+    second
+        .ensure_sorted_index("items", &spec(json!(["city", "-score"])))
+        .await
+        .expect("index");
+    assert_eq!(read(&first).await, (dabc(), 4, dabc(), 4));
+    assert_index_consistent(&first, "items", &score).await;
+}
+
 /// A sort the index serves is not capped by the sorted window, reads the page in the index's
 /// order and gives the same page as the store's order; a covered total is a count of entries.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
