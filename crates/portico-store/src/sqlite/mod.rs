@@ -111,7 +111,7 @@ const INLINE_CANDIDATES: usize = 16;
 /// small next to the work, which would then hold an async worker too long.
 const INLINE_PAGE_ROWS: u64 = 32;
 
-/// How many index entries an inline sorted page ([`query::find_json_counted_quick`]) may count
+/// About how many index entries an inline sorted page ([`query::find_json_counted_quick`]) may count
 /// for its total (an entry is a few bytes of an adjacent B-tree leaf, a fraction of a
 /// microsecond); a larger total is counted in the blocking pool.
 const INLINE_COUNT: u64 = 4_000;
@@ -195,7 +195,7 @@ impl SqliteStore {
     async fn with_reader<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&rusqlite::Connection) -> Result<T> + Send + 'static,
+        F: FnOnce(&mut rusqlite::Connection) -> Result<T> + Send + 'static,
     {
         let pool = Arc::clone(&self.pool);
         run_blocking(move || pool.read(f)).await
@@ -408,7 +408,7 @@ impl Store for SqliteStore {
                 .limit
                 .is_some_and(|limit| query.skip.saturating_add(limit) <= INLINE_PAGE_ROWS)
             && let Some(Ok(found)) = self.pool.try_read_now(|conn| {
-                query::in_read_transaction(conn, || {
+                query::in_read_transaction(conn, |conn| {
                     let total = query::count(conn, collection, &query.selector)?;
                     let page = query::page_json(conn, collection, query.skip, query.limit)?;
                     let reads = query::related_json(conn, &page, related, INLINE_RELATED)?;
@@ -420,7 +420,7 @@ impl Store for SqliteStore {
         }
         // A short page through a sorted index with a small or kept total: inline too.
         if let Some(Ok(Some((page, total)))) = self.pool.try_read_now(|conn| {
-            query::in_read_transaction(conn, || {
+            query::in_read_transaction(conn, |conn| {
                 query::find_json_counted_quick(conn, collection, query, INLINE_SORTED)
             })
         }) {
@@ -432,7 +432,7 @@ impl Store for SqliteStore {
         let owned = query.clone();
         let (page, total) = self
             .with_reader(move |conn| {
-                query::in_read_transaction(conn, || {
+                query::in_read_transaction(conn, |conn| {
                     query::find_json_counted_any(conn, &name, &owned)
                 })
             })
@@ -635,7 +635,8 @@ impl Store for SqliteStore {
     }
 
     async fn list_collections(&self) -> Result<Vec<String>> {
-        self.with_reader(schema::list_collections).await
+        self.with_reader(|conn| schema::list_collections(conn))
+            .await
     }
 
     async fn batch(

@@ -157,21 +157,21 @@ impl Pool {
     }
 
     /// Runs `f` on a reader connection: the first idle one, or else the next in turn.
-    pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
         if self.readers.is_empty() {
-            return self.write(|conn| f(conn));
+            return self.write(f);
         }
         let start = self.next_reader.fetch_add(1, Ordering::Relaxed);
         let n = self.readers.len();
         for i in 0..n {
             match self.readers[(start + i) % n].try_lock() {
-                Ok(conn) => return f(&conn),
-                Err(std::sync::TryLockError::Poisoned(p)) => return f(&p.into_inner()),
+                Ok(mut conn) => return f(&mut conn),
+                Err(std::sync::TryLockError::Poisoned(p)) => return f(&mut p.into_inner()),
                 Err(std::sync::TryLockError::WouldBlock) => {}
             }
         }
-        let conn = lock(&self.readers[start % n]);
-        f(&conn)
+        let mut conn = lock(&self.readers[start % n]);
+        f(&mut conn)
     }
 }
 
@@ -197,7 +197,7 @@ impl Pool {
     /// blocking pool. Meant for short point reads run on an async worker thread.
     pub(crate) fn try_read_now<T>(
         &self,
-        f: impl FnOnce(&Connection) -> Result<T>,
+        f: impl FnOnce(&mut Connection) -> Result<T>,
     ) -> Option<Result<T>> {
         let start = self.next_reader.fetch_add(1, Ordering::Relaxed);
         let n = self.readers.len();
@@ -207,7 +207,7 @@ impl Pool {
                 Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
                 Err(std::sync::TryLockError::WouldBlock) => continue,
             };
-            return without_waiting(&mut conn, |conn| f(conn));
+            return without_waiting(&mut conn, f);
         }
         None
     }

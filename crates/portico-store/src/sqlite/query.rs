@@ -27,7 +27,17 @@ fn or_missing<T: Default>(
     collection: &str,
     f: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
-    match f() {
+    let result = f();
+    missing_as_default(conn, collection, result)
+}
+
+/// [`or_missing`] of a result already had (by a read that needed the connection itself).
+fn missing_as_default<T: Default>(
+    conn: &Connection,
+    collection: &str,
+    result: Result<T>,
+) -> Result<T> {
+    match result {
         Ok(value) => Ok(value),
         Err(e) => {
             if collection_exists(conn, collection)? {
@@ -79,14 +89,13 @@ pub(crate) fn find_json_counted_sorted(
 /// [`find_json_counted_sorted`] when that is a few point reads (see [`sorted::read_quick`]
 /// for `limits`); `None` otherwise.
 pub(crate) fn find_json_counted_quick(
-    conn: &Connection,
+    conn: &mut Connection,
     collection: &str,
     query: &Query,
     limits: (u64, u64),
 ) -> Result<Option<(Vec<String>, u64)>> {
-    let read = or_missing(conn, collection, || {
-        sorted::read_quick(conn, collection, query, true, true, limits)
-    })?;
+    let read = sorted::read_quick(conn, collection, query, true, true, limits);
+    let read = missing_as_default(conn, collection, read)?;
     read.map(|read| Ok((read.rows.into_texts()?, read.total.unwrap_or(0))))
         .transpose()
 }
@@ -200,7 +209,7 @@ pub(crate) fn page_json(
 /// elsewhere. The answer is the one [`find`] gives: matches in `_id` order, stably sorted,
 /// skipped, limited, projected.
 pub(crate) fn find_quick(
-    conn: &Connection,
+    conn: &mut Connection,
     collection: &str,
     query: &Query,
     budget: usize,
@@ -218,7 +227,7 @@ pub(crate) fn find_quick(
         return Ok(None);
     }
     // A missing collection reads as "not quick" too; the full read answers it.
-    or_missing(conn, collection, || {
+    let found = (|| {
         // A short page through a sorted index, counting nothing.
         if let Some(read) = sorted::read_quick(conn, collection, query, false, false, sorted_rows)?
         {
@@ -250,7 +259,8 @@ pub(crate) fn find_quick(
             Some(projection) => page.iter().map(|doc| projection.apply(doc)).collect(),
             None => page,
         }))
-    })
+    })();
+    missing_as_default(conn, collection, found)
 }
 
 /// The first document matching `selector`, when that is quick to know: its candidates come from
@@ -370,11 +380,11 @@ pub(crate) fn get(conn: &Connection, collection: &str, id: &str) -> Result<Optio
 /// snapshot, and the WAL read lock is taken once. The transaction ends with `f`, committed
 /// (nothing was written) or rolled back when `f` failed.
 pub(crate) fn in_read_transaction<T>(
-    conn: &Connection,
-    f: impl FnOnce() -> Result<T>,
+    conn: &mut Connection,
+    f: impl FnOnce(&mut Connection) -> Result<T>,
 ) -> Result<T> {
     conn.prepare_cached("BEGIN")?.execute([])?;
-    let result = f();
+    let result = f(conn);
     let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
     let ended = conn
         .prepare_cached(end)

@@ -63,7 +63,7 @@ pub(crate) fn read(
     }
     let read = if plan.covered && (plan.order == Order::Index || query.sort.is_none()) {
         let total = if count {
-            Some(covered_total(conn, collection, index, &plan, query, None)?.unwrap_or(0))
+            Some(covered_total(conn, collection, index, &plan, query)?)
         } else {
             None
         };
@@ -79,7 +79,7 @@ pub(crate) fn read(
 /// total (when `count`) is the collection's kept count or at most `budget` entries. `None`
 /// otherwise, and then the caller reads it with [`read`] in the blocking pool.
 pub(crate) fn read_quick(
-    conn: &Connection,
+    conn: &mut Connection,
     collection: &str,
     query: &Query,
     text: bool,
@@ -97,47 +97,96 @@ pub(crate) fn read_quick(
     if !plan.covered || plan.order != Order::Index {
         return Ok(None);
     }
-    let total = if count {
-        match covered_total(conn, collection, index, &plan, query, Some(budget))? {
+    let total = match count {
+        false => None,
+        true if query.selector.is_all() || index.multikey => {
+            // Distinct documents of a multikey index: the range's entries bound them from
+            // above.
+            if !query.selector.is_all() && entries_over(conn, index, &plan, budget)? {
+                return Ok(None);
+            }
+            Some(covered_total(conn, collection, index, &plan, query)?)
+        }
+        true => match count_within(conn, index, &plan, budget)? {
             Some(total) => Some(total),
             None => return Ok(None),
-        }
-    } else {
-        None
+        },
     };
     let text = text && query.projection.is_none();
     covered_in_order(conn, collection, index, &plan, query, text, total).map(Some)
 }
 
 /// The total of a covered plan: the collection's kept count when the query selects every
-/// document (one row, not every entry of the index), else the entries in the range; with a
-/// `budget`, `None` when they are more (counted up to `budget + 1`).
+/// document (one row, not every entry of the index), else the entries in the range.
 fn covered_total(
     conn: &Connection,
     collection: &str,
     index: &SortedIndex,
     plan: &IndexPlan,
     query: &Query,
-    budget: Option<u64>,
-) -> Result<Option<u64>> {
+) -> Result<u64> {
     if query.selector.is_all() {
-        return Ok(Some(
-            super::schema::stored_count(conn, collection)?.unwrap_or(0),
-        ));
+        return Ok(super::schema::stored_count(conn, collection)?.unwrap_or(0));
     }
-    match budget {
-        None => count_entries(conn, index, plan).map(Some),
-        Some(budget) if index.multikey => {
-            // Distinct documents: the range's entries bound them from above.
-            if entries_over(conn, index, plan, budget)? {
-                Ok(None)
-            } else {
-                count_entries(conn, index, plan).map(Some)
-            }
+    count_entries(conn, index, plan)
+}
+
+/// The entries in the range of `plan` over an index without repeated documents, or `None` when
+/// counting them takes longer than counting about `budget` entries does.
+///
+/// The count is a plain `count(*)`, SQLite's tight loop (three virtual machine steps an entry);
+/// bounding it with a `LIMIT` on a subquery runs it as a co-routine, half as slow again. The
+/// bound is kept by SQLite's progress handler instead, which stops the statement once it has
+/// run more steps than `budget` entries take.
+fn count_within(
+    conn: &mut Connection,
+    index: &SortedIndex,
+    plan: &IndexPlan,
+    budget: u64,
+) -> Result<Option<u64>> {
+    let steps = budget
+        .saturating_mul(STEPS_PER_ENTRY)
+        .saturating_add(STEPS_BESIDE);
+    // Asked at least twice within the steps allowed, at most every PROGRESS_EVERY steps.
+    let every = steps.div_ceil(2).clamp(1, PROGRESS_EVERY);
+    let mut spent = 0u64;
+    conn.progress_handler(
+        i32::try_from(every).unwrap_or(1),
+        Some(move || {
+            spent += every;
+            spent > steps
+        }),
+    )?;
+    let (filter, args) = filter(plan);
+    let counted = conn
+        .prepare_cached(&format!(
+            "SELECT count(*) FROM {} AS x{filter}",
+            index.table
+        ))
+        .and_then(|mut stmt| {
+            stmt.query_row(rusqlite::params_from_iter(args.iter()), |row| {
+                row.get::<_, i64>(0)
+            })
+        });
+    conn.progress_handler(0, None::<fn() -> bool>)?;
+    match counted {
+        Ok(n) => Ok(Some(u64::try_from(n).unwrap_or(0))),
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::OperationInterrupted =>
+        {
+            Ok(None)
         }
-        Some(budget) => entries_upto(conn, index, plan, budget),
+        Err(e) => Err(e.into()),
     }
 }
+
+/// Virtual machine steps [`count_within`] allows an entry (a count takes three: the range's
+/// end check, the count's step, the move to the next entry).
+const STEPS_PER_ENTRY: u64 = 3;
+/// Steps [`count_within`] allows beside the entries (opening and seeking).
+const STEPS_BESIDE: u64 = 100;
+/// Most steps between two calls of the progress handler in [`count_within`].
+const PROGRESS_EVERY: u64 = 1_000;
 
 /// How many documents match `selector`, counted in a sorted index when one holds exactly the
 /// matches; `None` otherwise.

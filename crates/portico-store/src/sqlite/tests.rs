@@ -1659,3 +1659,46 @@ async fn indexes_kept_between_reads_follow_changes_made_by_another_store_on_the_
         (vec!["d".into(), "a".into(), "c".into(), "b".into()], 4)
     );
 }
+
+#[tokio::test]
+async fn an_inline_total_is_counted_only_within_its_budget_and_the_reader_stays_usable() {
+    let (_dir, store) = open_temp().await;
+    let spec = crate::IndexSpec::new(["city", "-score"]).expect("spec");
+    store
+        .ensure_sorted_index("items", &spec)
+        .await
+        .expect("index");
+    let docs: Vec<Document> = (0..300)
+        .map(|i| doc(json!({"_id": format!("d{i:03}"), "city": "Oslo", "score": i})))
+        .chain((0..50).map(|i| doc(json!({"_id": format!("r{i:03}"), "city": "Rome", "score": i}))))
+        .collect();
+    store.insert_many("items", docs).await.expect("insert");
+    let query = Query {
+        selector: crate::Selector::parse(&json!({"city": "Oslo"})).expect("selector"),
+        sort: Some(Sort::parse_list("-score").expect("sort")),
+        limit: Some(3),
+        ..Query::default()
+    };
+    let (small, large) = store
+        .pool
+        .read(|conn| {
+            let small = sorted::read_quick(conn, "items", &query, true, true, (32, 50))?;
+            let large = sorted::read_quick(conn, "items", &query, true, true, (32, 1_000))?;
+            Ok((small.is_none(), large.map(|read| read.total)))
+        })
+        .expect("reads");
+    // 300 entries take more steps than 50 entries may: not counted inline.
+    assert!(
+        small,
+        "a total over the budget is left to the blocking pool"
+    );
+    // The same connection counts a range within the budget after that (the progress handler
+    // that stopped the first count is gone).
+    assert_eq!(large, Some(Some(300)));
+    let (page, total) = store
+        .find_json_counted("items", &query)
+        .await
+        .expect("page");
+    assert_eq!(total, 300);
+    assert_eq!(page.len(), 3);
+}
