@@ -140,7 +140,7 @@ pub fn build_server(config: &Config, platform: &Platform) -> crate::Result<App> 
 /// health probes, `/metrics` and `/openapi.json` as the config says, and the one 404.
 ///
 /// # Errors
-/// [`crate::Error::Setup`] when two routers claim one path or the metrics cannot be set up.
+/// [`crate::Error::Setup`] when the metrics cannot be set up.
 pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Result<App> {
     let Doors {
         apis: mut routers,
@@ -149,7 +149,7 @@ pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Re
     } = doors;
     routes.extend(probes::docs());
     routers.push(probes::router(platform.clone()));
-    if config.accounts.is_some() || config.email.is_some() {
+    if crate::doors::server_paths::serves_account_routes(config) {
         routes.extend(portico_auth::AuthRoutes::docs());
         routers.push(
             portico_auth::AuthRoutes::new(platform.clone(), config.trusted_proxies.clone())
@@ -174,27 +174,17 @@ pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Re
         let document = openapi::document(&routes);
         routers.push(portico_edge::openapi::router(document));
     }
-    // A merge of two routers claiming one path panics inside axum; the doors refuse such
-    // configs, and this turns any case they missed into a setup error instead of a crash.
-    let merged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
-        let mut app = Router::new();
-        for router in routers {
-            app = app.merge(router);
-        }
-        let app = match auto_router {
-            Some(auto) => app.merge(auto),
-            None => app.fallback(not_found),
-        };
-        app.layer(axum::middleware::map_response(one_not_found))
-    }));
-    let mut router = merged.map_err(|panic| {
-        let reason = panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-            .unwrap_or_else(|| "two routes overlap".to_owned());
-        crate::Error::Setup(reason)
-    })?;
+    // The doors' route registry refused every overlap (the server's own parts included), so
+    // no merge below meets two routers claiming one path.
+    let mut router = Router::new();
+    for door in routers {
+        router = router.merge(door);
+    }
+    let mut router = match auto_router {
+        Some(auto) => router.merge(auto),
+        None => router.fallback(not_found),
+    }
+    .layer(axum::middleware::map_response(one_not_found));
     if config.metrics.is_some() {
         metrics::handle()?;
         router = metrics::track(router, metrics::RouteLabels::new(&routes));
@@ -668,7 +658,8 @@ mod tests {
             }
         }
         for api in &config.apis {
-            let rest = match crate::doors::rest::build_each(api, &platform) {
+            let mut registry = crate::doors::registry::Registry::new();
+            let rest = match crate::doors::rest::build_each(api, &platform, None, &mut registry) {
                 Ok(r) => r,
                 Err(e) => panic!("{e:?}"),
             };
