@@ -166,6 +166,9 @@ pub(crate) fn build_each(
         "api.use_default_auth",
     ));
     claim(registry, &rest.describe(), &base, login)?;
+    // The download-token route is the API's, added with the first collection that has files.
+    let files_token = format!("{base}files/token");
+    let token_owner = registry.owner(owner("the file token route of the [[api]]", "api"));
     for collection in &api.collections {
         let owner = registry.owner(Owner::new(
             format!(
@@ -182,7 +185,11 @@ pub(crate) fn build_each(
             )
         })
         .map_err(|e| refusal(collection.line, "api.collection", e.to_string()))?;
-        claim(registry, &routes, &base, owner)?;
+        let (token, own): (Vec<RouteDoc>, Vec<RouteDoc>) = routes
+            .into_iter()
+            .partition(|r| r.path == files_token && !collection.files.is_empty());
+        claim(registry, &token, &base, token_owner)?;
+        claim(registry, &own, &base, owner)?;
         let mut options = collection_options(collection);
         if collection.is_users() {
             options = guard_accounts(options, collection, platform);
