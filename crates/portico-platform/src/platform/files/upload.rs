@@ -21,6 +21,15 @@ const LOCAL_PART_BYTES: usize = 1024 * 1024;
 const PARTS_IN_FLIGHT: usize = 2;
 
 /// One file to store: its name and declared type as the client gave them.
+///
+/// Built with its setters, one a field:
+///
+/// ```
+/// use portico_platform::files::NewFile;
+///
+/// let file = NewFile::default().name("photo.png").declared_type("image/png");
+/// assert_eq!(file.name, "photo.png");
+/// ```
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct NewFile {
@@ -28,6 +37,21 @@ pub struct NewFile {
     pub name: String,
     /// The declared `Content-Type` (believed only for content without magic bytes).
     pub declared_type: Option<String>,
+}
+
+impl NewFile {
+    /// Sets [`name`](NewFile::name): the client's name (sanitized before use).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Sets [`declared_type`](NewFile::declared_type): the declared `Content-Type` (believed only
+    /// for content without magic bytes) (to `Some`).
+    pub fn declared_type(mut self, declared_type: impl Into<String>) -> Self {
+        self.declared_type = Some(declared_type.into());
+        self
+    }
 }
 
 impl NewFile {
