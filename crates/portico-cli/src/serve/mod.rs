@@ -306,28 +306,11 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     if path.is_none() {
         config = zero_config(&platform, &url).await?;
     }
+    set_up_platform(&config, &platform, &url).await?;
+    let scripts = crate::scripts::load(&config, &platform).await?;
+    schedule_crons(&config, &platform)?;
     // The doors are built once: served, listed on the admin page and described in the
     // OpenAPI document. What they refuse is a mistake in the config file.
-    crate::files::open(&config, &platform, &url)?;
-    crate::doors::declare_collections(&config, &platform)?;
-    crate::files::start_cleaner(&platform);
-    platform.ensure_search_indexes().await?;
-    crate::indexes::ensure(&config, &platform).await?;
-    portico_store::set_slow_scan_docs(
-        config
-            .log
-            .slow_scan_docs
-            .unwrap_or(portico_store::DEFAULT_SLOW_SCAN_DOCS),
-    );
-    platform.jobs().set_config(config.jobs);
-    set_webhooks(&config, &platform)?;
-    let scripts = crate::scripts::load(&config, &platform).await?;
-    for entry in &config.cron {
-        platform
-            .jobs()
-            .schedule(&entry.name, entry.spec.clone(), &entry.job)
-            .map_err(|e| crate::Error::Setup(format!("[[cron]] at line {}: {e}", entry.line)))?;
-    }
     let doors = Doors::build_with(&config, &platform, scripts.as_ref())
         .map_err(|errors| refused(path.as_deref(), errors))?;
     if let (Some(scripts), true) = (&scripts, options.watch) {
@@ -341,20 +324,7 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     let backups = crate::backup::configured_set(&config, &choice)?.map(std::sync::Arc::new);
     let app = assemble(&config, &platform, doors)?.router;
     let app = admin::mount(app, &config, &platform, door_routes, backups.clone()).await?;
-    let app = if replicas::enabled() {
-        replicas::with_callers(app, config.trusted_proxies.clone())
-    } else {
-        app
-    };
-    let app = with_body_timeout(app, config.server.body_timeout);
-    let memory = body_budget::MemoryBudget::new(config.server.max_inflight_body);
-    if let (Some(memory), Some(files)) = (&memory, platform.files()) {
-        memory.share_with(files);
-    }
-    let app = with_request_log(
-        body_budget::with_body_budget(app, memory.as_ref(), body_budget::upload_matcher(&config)),
-        config.trusted_proxies.clone(),
-    );
+    let app = with_layers(app, &config, &platform);
     let (listener, bound) = bind(addr).await?;
     if let Some(metrics_addr) = config.metrics.as_ref().and_then(|m| m.listen) {
         metrics::serve_apart(metrics_addr, platform.clone(), config.server).await?;
@@ -374,14 +344,75 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     // it reads that line must find the handlers in place (else SIGTERM's default action ends
     // the process at once, without its last log lines).
     let signals = Signals::listen();
-    {
-        use std::io::Write as _;
-        let mut stdout = std::io::stdout().lock();
-        // Scripts (and the tests) read this line; a closed stdout must not stop the server.
-        let _ = writeln!(stdout, "{LISTENING}{bound}");
-        let _ = stdout.flush();
-    }
+    say_listening(bound);
     serve_until_signalled(listener, app, &config, signals).await;
+    shut_down(mail_sender, job_worker, platform).await;
+    Ok(())
+}
+
+/// Readies `platform` for `config` before its scripts load: the files store and its cleaner,
+/// the collections, search and sorted indexes, the slow-scan warning, jobs and webhooks.
+async fn set_up_platform(config: &Config, platform: &Platform, url: &str) -> crate::Result<()> {
+    crate::files::open(config, platform, url)?;
+    crate::doors::declare_collections(config, platform)?;
+    crate::files::start_cleaner(platform);
+    platform.ensure_search_indexes().await?;
+    crate::indexes::ensure(config, platform).await?;
+    portico_store::set_slow_scan_docs(
+        config
+            .log
+            .slow_scan_docs
+            .unwrap_or(portico_store::DEFAULT_SLOW_SCAN_DOCS),
+    );
+    platform.jobs().set_config(config.jobs);
+    set_webhooks(config, platform)
+}
+
+/// Schedules every `[[cron]]` of `config`.
+fn schedule_crons(config: &Config, platform: &Platform) -> crate::Result<()> {
+    for entry in &config.cron {
+        platform
+            .jobs()
+            .schedule(&entry.name, entry.spec.clone(), &entry.job)
+            .map_err(|e| crate::Error::Setup(format!("[[cron]] at line {}: {e}", entry.line)))?;
+    }
+    Ok(())
+}
+
+/// `app` in the layers around every request: the read replicas' caller tracking (when on),
+/// the body timeout, the in-flight body budget (shared with file uploads) and the request log.
+fn with_layers(app: Router, config: &Config, platform: &Platform) -> Router {
+    let app = if replicas::enabled() {
+        replicas::with_callers(app, config.trusted_proxies.clone())
+    } else {
+        app
+    };
+    let app = with_body_timeout(app, config.server.body_timeout);
+    let memory = body_budget::MemoryBudget::new(config.server.max_inflight_body);
+    if let (Some(memory), Some(files)) = (&memory, platform.files()) {
+        memory.share_with(files);
+    }
+    with_request_log(
+        body_budget::with_body_budget(app, memory.as_ref(), body_budget::upload_matcher(config)),
+        config.trusted_proxies.clone(),
+    )
+}
+
+/// Prints the [`LISTENING`] line scripts wait for.
+fn say_listening(bound: SocketAddr) {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    // Scripts (and the tests) read this line; a closed stdout must not stop the server.
+    let _ = writeln!(stdout, "{LISTENING}{bound}");
+    let _ = stdout.flush();
+}
+
+/// After the last connection: stops the mail sender and the job worker, then closes the store.
+async fn shut_down(
+    mail_sender: Option<portico_platform::MailSender>,
+    job_worker: portico_platform::jobs::JobWorker,
+    platform: Platform,
+) {
     // A mail being sent finishes (or gives its claim back), so the next instance to start sends
     // it at once rather than after the claim's lease.
     if let Some(sender) = mail_sender {
@@ -396,7 +427,6 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     // Give the store's background closing a moment on slow disks before the process exits.
     tokio::time::sleep(Duration::from_millis(10)).await;
     info!("stopped");
-    Ok(())
 }
 
 /// The receivers of `[[webhooks]]`, each with its secret read from its environment variable.
