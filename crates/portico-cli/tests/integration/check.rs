@@ -339,6 +339,25 @@ const CLASHES: &[Clash] = &[
         ],
     },
     Clash {
+        kinds: "script route / readiness probe",
+        config: "[scripts]\nmain = \"main.ts\"\n[[api]]\napi_path = \"/\"\n",
+        script: Some("api(\"/\").addRoute(\"readyz\", { get() { return 1; } });\n"),
+        expected: &[
+            "key `scripts`",
+            "/readyz of the script route at main.ts:2",
+            "is answered already by the readiness probe /readyz",
+        ],
+    },
+    Clash {
+        kinds: "auto route / admin page",
+        config: "[auto]\n[[auto.publication]]\nname = \"p\"\ncollection = \"w\"\nurl = \"_/feed\"\n",
+        script: None,
+        expected: &[
+            "line 2, column 1, key `auto`",
+            "/_/feed of the auto API ([auto] at line 2) is under /_/, which the admin page ([admin] path) answers wholly",
+        ],
+    },
+    Clash {
         kinds: "collection / batch route",
         config: "[[api]]\n[[api.collection]]\nname = \"batch\"\n",
         script: None,
@@ -368,18 +387,24 @@ fn every_route_clash_is_refused_naming_both_sides() {
     }
 }
 
-/// `serve` refuses what `check` does, with the same words: here the clash under `/auth/`
-/// that once surfaced only as a panic caught around axum's merge.
+/// `serve` and `portico routes` refuse what `check` does, with the same words: here the clash
+/// under `/auth/` that once surfaced only as a panic caught around axum's merge.
 #[test]
-fn serve_refuses_a_route_under_the_account_routes() {
+fn serve_and_routes_refuse_a_route_under_the_account_routes() {
     let ws = Workspace::new();
     ws.config(&format!(
         "[auto]\n[[auto.publication]]\nname = \"p\"\ncollection = \"w\"\nurl = \"auth/methods\"\n{ACCOUNTS}"
     ));
+    let expected = "/auth/methods of the auto API ([auto] at line 2) is under /auth/";
     let stderr = ws.serve_refuses();
+    assert!(stderr.contains(expected), "{stderr}");
+    // `portico routes` builds the same doors, and refuses them the same way.
+    let out = ws.run(&["routes", "--config", "portico.toml"]);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
     assert!(
-        stderr.contains("/auth/methods of the auto API ([auto] at line 2) is under /auth/"),
-        "{stderr}"
+        text(&out.stderr).contains(expected),
+        "{}",
+        text(&out.stderr)
     );
 }
 
