@@ -670,7 +670,7 @@ impl Config {
     }
 
     /// Checks the text of a config file: its syntax, keys, types and values. It builds nothing:
-    /// what the front doors refuse (two routes on one path, two [[api]] on one base path...) is
+    /// what the front doors refuse (two routes on one path, two `[[api]]` on one base path...) is
     /// found by building them, with [`crate::doors::Doors::build`].
     ///
     /// # Errors

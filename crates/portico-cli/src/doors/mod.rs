@@ -49,9 +49,11 @@ impl Doors {
     /// Declares the config's collections on `platform` and builds every door on it.
     ///
     /// # Errors
-    /// Every declaration the doors refused, each with the config line and key that made it: two
-    /// routes on one path (within an API, or the auto API under a routes API's base path), a
-    /// route on a path the server answers itself, a collection declared with other options.
+    /// Every declaration the doors refused, each with the config line and key that made it: a
+    /// path the [`registry::Registry`] finds claimed already (two routes on one path, two
+    /// `[[api]]` on one base path, the auto API under a routes API's base path, a route on a
+    /// path the server answers itself), both sides named; a collection declared with other
+    /// options.
     pub fn build(config: &Config, platform: &Platform) -> Result<Doors, Vec<ConfigError>> {
         Doors::build_with(config, platform, None)
     }

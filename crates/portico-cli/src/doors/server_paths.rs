@@ -3,7 +3,7 @@
 //! routes under `/auth/`, and everything under the admin page's path. They are claimed before
 //! the doors', so a door's route on one of them is refused naming both.
 //!
-//! A new part of the server adds one entry to [`parts`].
+//! A new part of the server adds one entry to `parts`.
 
 use crate::config::{Config, ConfigError};
 
