@@ -83,13 +83,13 @@ pub(crate) struct AutoExtractor(pub(crate) ExtractFn);
 /// use serde_json::{Value, json};
 ///
 /// // GET /search?q=milk&limit=5 calls the method with ["milk", "5"].
-/// let mut options = MethodOptions::default();
-/// options.url = Some("search".into());
-/// options.http_method = Some(portico_platform::HttpMethod::Get);
-/// options.args_extractor = Some(args_extractor(|req: ArgsRequest| async move {
-///     let field = |name: &str| req.query.get(name).cloned().unwrap_or(Value::Null);
-///     Ok::<_, MethodError>(vec![field("q"), field("limit")])
-/// }));
+/// let options = MethodOptions::default()
+///     .url("search")
+///     .http_method(portico_platform::HttpMethod::Get)
+///     .args_extractor(args_extractor(|req: ArgsRequest| async move {
+///         let field = |name: &str| req.query.get(name).cloned().unwrap_or(Value::Null);
+///         Ok::<_, MethodError>(vec![field("q"), field("limit")])
+///     }));
 /// # let _ = options;
 /// ```
 pub fn args_extractor<F, Fut>(extract: F) -> ArgsExtractor

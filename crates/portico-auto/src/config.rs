@@ -6,9 +6,9 @@
 /// use portico_auto::AutoConfig;
 ///
 /// // Endpoints for `todos` and `lists` only; `lists` ids are 24-hex object ids.
-/// let mut config = AutoConfig::default();
-/// config.collections = Some(vec!["todos".into(), "lists".into()]);
-/// config.object_id_collections = vec!["lists".into()];
+/// let config = AutoConfig::default()
+///     .collections(vec!["todos".into(), "lists".into()])
+///     .object_id_collections(["lists"]);
 /// assert!(config.is_object_id_collection("lists"));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,6 +35,60 @@ pub struct AutoConfig {
     pub auth_optional_collections: Vec<String>,
     /// The same for publications, by name.
     pub auth_optional_publications: Vec<String>,
+}
+
+impl AutoConfig {
+    /// Sets [`collections`](AutoConfig::collections): names of the collections that get `POST
+    /// /<name>`, `PATCH /<name>/:_id` and `DELETE /<name>/:_id` (to `Some`).
+    pub fn collections(mut self, collections: Vec<String>) -> Self {
+        self.collections = Some(collections);
+        self
+    }
+
+    /// Sets [`object_id_collections`](AutoConfig::object_id_collections): names of the collections
+    /// whose ids are object ids (24 hexadecimal characters).
+    pub fn object_id_collections<S: Into<String>>(
+        mut self,
+        object_id_collections: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.object_id_collections = object_id_collections.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets [`read`](AutoConfig::read): who may read the documents of each collection when a
+    /// publication's reply expands a relation into it (`?expand=`).
+    pub fn read(mut self, read: Vec<(String, Vec<portico_platform::ReadRule>)>) -> Self {
+        self.read = read;
+        self
+    }
+
+    /// Sets [`auth_optional_collections`](AutoConfig::auth_optional_collections): collections whose
+    /// write endpoints refuse a request with 401 when its login token finds no user (unknown,
+    /// expired, logged out, or another user than its `X-User-Id`), instead of running it anonymous
+    /// as they do by default (`auth = "optional"` in the server's config).
+    pub fn auth_optional_collections<S: Into<String>>(
+        mut self,
+        auth_optional_collections: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.auth_optional_collections = auth_optional_collections
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        self
+    }
+
+    /// Sets [`auth_optional_publications`](AutoConfig::auth_optional_publications): the same for
+    /// publications, by name.
+    pub fn auth_optional_publications<S: Into<String>>(
+        mut self,
+        auth_optional_publications: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.auth_optional_publications = auth_optional_publications
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        self
+    }
 }
 
 impl AutoConfig {

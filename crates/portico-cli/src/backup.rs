@@ -171,17 +171,70 @@ pub async fn restore(
 ) -> crate::Result<Restored> {
     let database = sqlite_file(choice, "restore")?;
     let backup_error = |e: portico_store::Error| crate::Error::Backup(e.to_string());
-    if portico_store::sqlite::is_held(&database).map_err(backup_error)? {
+    refuse_held(&database)?;
+    let url = file.to_str().filter(|f| f.starts_with("s3://"));
+    let (source, prefix, source_name) = backup_source(file, url)?;
+    let holds_files = portico_platform::backups::holds_files(&source, &prefix)
+        .await
+        .map_err(backup_error)?;
+    let wanted = crate::files::wanted(config);
+    if holds_files && !wanted {
+        return Err(crate::Error::Usage(format!(
+            "the backup holds files ({source_name}), but no collection of the config has file \
+             fields: give the config the backup was taken with (--config), so that its files go \
+             back into its [files] store"
+        )));
+    }
+    // The database file to restore from: the backup, or its download from the bucket.
+    let download = match url {
+        Some(url) => {
+            let mut download = database.as_os_str().to_owned();
+            download.push(".download");
+            let download = PathBuf::from(download);
+            portico_platform::backups::fetch_object(url, &download)
+                .await
+                .map_err(backup_error)?;
+            Some(download)
+        }
+        None => None,
+    };
+    let from = download.clone().unwrap_or_else(|| file.to_owned());
+    let files = holds_files.then_some((&source, prefix.as_str(), source_name));
+    let restored = restore_from(from, database, files, config).await;
+    if let Some(download) = &download {
+        let _ = std::fs::remove_file(download);
+    }
+    let (database, files) = restored?;
+    let store = wanted.then(|| config.files.store.clone());
+    Ok(Restored {
+        database,
+        files,
+        store,
+    })
+}
+
+/// Refuses to restore over a database a process has open.
+fn refuse_held(database: &Path) -> crate::Result<()> {
+    let backup_error = |e: portico_store::Error| crate::Error::Backup(e.to_string());
+    if portico_store::sqlite::is_held(database).map_err(backup_error)? {
         return Err(crate::Error::Backup(format!(
             "{}: the database is in use: a process has it open (`portico serve`, or another \
              portico command), known by the shared lock it holds on {}. Stop it, then restore",
             database.display(),
-            portico_store::sqlite::lock_path(&database).display()
+            portico_store::sqlite::lock_path(database).display()
         )));
     }
-    let url = file.to_str().filter(|f| f.starts_with("s3://"));
-    // Where the backup's files are: a store and the prefix in it.
-    let (source, prefix, source_name) = match url {
+    Ok(())
+}
+
+/// Where the files of the backup `file` (`url` when it is in a bucket) are: a store, the
+/// prefix in it, and how to name that place in messages.
+fn backup_source(
+    file: &Path,
+    url: Option<&str>,
+) -> crate::Result<(Arc<dyn object_store::ObjectStore>, String, String)> {
+    let backup_error = |e: portico_store::Error| crate::Error::Backup(e.to_string());
+    Ok(match url {
         Some(url) => {
             let (store_url, name) =
                 portico_platform::backups::split_object_url(url).ok_or_else(|| {
@@ -218,34 +271,19 @@ pub async fn restore(
             let store = portico_platform::backups::dir_store(&dir).map_err(backup_error)?;
             (store, name, shown)
         }
-    };
-    let holds_files = portico_platform::backups::holds_files(&source, &prefix)
-        .await
-        .map_err(backup_error)?;
-    let wanted = crate::files::wanted(config);
-    if holds_files && !wanted {
-        return Err(crate::Error::Usage(format!(
-            "the backup holds files ({source_name}), but no collection of the config has file \
-             fields: give the config the backup was taken with (--config), so that its files go \
-             back into its [files] store"
-        )));
-    }
-    // The database file to restore from: the backup, or its download from the bucket.
-    let download = match url {
-        Some(url) => {
-            let mut download = database.as_os_str().to_owned();
-            download.push(".download");
-            let download = PathBuf::from(download);
-            portico_platform::backups::fetch_object(url, &download)
-                .await
-                .map_err(backup_error)?;
-            Some(download)
-        }
-        None => None,
-    };
-    let from = download.clone().unwrap_or_else(|| file.to_owned());
-    let restored = async {
-        let files = if holds_files {
+    })
+}
+
+/// Restores the database file `to` from `from`, after the backup's files (`files`: their
+/// store, prefix and name in messages) went back into the `[files]` store.
+async fn restore_from(
+    from: PathBuf,
+    to: PathBuf,
+    files: Option<(&Arc<dyn object_store::ObjectStore>, &str, String)>,
+    config: &Config,
+) -> crate::Result<(RestoreReport, Option<(String, RestoredFiles)>)> {
+    let files = match files {
+        Some((source, prefix, source_name)) => {
             let collections = backup_files(config)?
                 .map(|f| f.collections().to_vec())
                 .unwrap_or_default();
@@ -253,30 +291,17 @@ pub async fn restore(
             let named =
                 run_blocking(move || portico_platform::backups::named_files(&db, &collections))
                     .await?;
-            let to = portico_platform::files::open_store_url(&config.files.store)
+            let store = portico_platform::files::open_store_url(&config.files.store)
                 .map_err(|e| crate::Error::Backup(format!("[files] store: {e}")))?;
-            let restored = portico_platform::backups::restore_files(&source, &prefix, &named, &to)
+            let restored = portico_platform::backups::restore_files(source, prefix, &named, &store)
                 .await
-                .map_err(backup_error)?;
+                .map_err(|e| crate::Error::Backup(e.to_string()))?;
             Some((source_name, restored))
-        } else {
-            None
-        };
-        let to = database.clone();
-        let database = run_blocking(move || portico_store::sqlite::restore(&from, &to)).await?;
-        Ok::<_, crate::Error>((database, files))
-    }
-    .await;
-    if let Some(download) = &download {
-        let _ = std::fs::remove_file(download);
-    }
-    let (database, files) = restored?;
-    let store = wanted.then(|| config.files.store.clone());
-    Ok(Restored {
-        database,
-        files,
-        store,
-    })
+        }
+        None => None,
+    };
+    let database = run_blocking(move || portico_store::sqlite::restore(&from, &to)).await?;
+    Ok((database, files))
 }
 
 async fn run_blocking<T: Send + 'static>(

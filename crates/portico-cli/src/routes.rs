@@ -258,7 +258,7 @@ mod tests {
         assert!(
             errors
                 .iter()
-                .any(|e| e.message.contains("/healthz") && e.line == 1),
+                .any(|e| e.message.contains("/healthz") && e.line == 4),
             "{errors:?}"
         );
         let errors = refusals(

@@ -100,7 +100,8 @@ pub fn watch(scripts: Scripts) {
 }
 
 /// Every definition of the scripts that the config defines too, or that names something the
-/// config lacks, as messages naming both places.
+/// config lacks, as messages naming both places. (A script route on a path the config serves
+/// already is refused by the route registry, where the doors are built.)
 pub fn collisions(config: &Config, definitions: &Definitions) -> Vec<String> {
     let mut out = Vec::new();
     let line = config.scripts.as_ref().map_or(1, |s| s.line);
@@ -128,73 +129,49 @@ pub fn collisions(config: &Config, definitions: &Definitions) -> Vec<String> {
         ));
     }
     for route in &definitions.routes {
-        let base = format!("/{}/", route.api.trim_matches('/'));
-        let base = if base == "//" { "/".to_owned() } else { base };
-        let Some(api) = config.apis.iter().find(|a| a.base_path() == base) else {
+        let base = route_base(route);
+        if !config.apis.iter().any(|a| a.base_path() == base) {
             out.push(format!(
                 "api({:?}) at {}: the config has no [[api]] whose path is {base} (declare it with api_path and version)",
                 route.api, route.place
-            ));
-            continue;
-        };
-        let path = route.path.trim_matches('/');
-        for collection in &api.collections {
-            let generated = collection.path.trim_matches('/');
-            if path == generated || path == format!("{generated}/:id") {
-                out.push(format!(
-                    "route {base}{path} is defined twice: at {} and by the config's [[api.collection]] {:?} (line {})",
-                    route.place, collection.name, collection.line
-                ));
-            }
-        }
-        if api.use_default_auth && (path == "login" || path == "logout") {
-            out.push(format!(
-                "route {base}{path} is defined twice: at {} and by use_default_auth of the config's [[api]] (line {})",
-                route.place, api.line
             ));
         }
     }
     out
 }
 
-/// Adds the scripts' routes for the API whose base path is `base` (`/api/v1/`) to `api`.
+/// The base path (`/api/v1/`) of the `[[api]]` a script route names.
+pub fn route_base(route: &RouteDefinition) -> String {
+    let base = format!("/{}/", route.api.trim_matches('/'));
+    if base == "//" { "/".to_owned() } else { base }
+}
+
+/// Adds one of the scripts' routes to `api` (the `[[api]]` [`route_base`] names).
 ///
 /// # Errors
-/// [`crate::Error::Setup`] when the door refuses a route (a bad path, a duplicate).
-pub fn add_routes(api: &mut Api, base: &str, scripts: &Scripts) -> crate::Result<()> {
-    for route in &scripts.definitions().routes {
-        let route_base = format!("/{}/", route.api.trim_matches('/'));
-        let route_base = if route_base == "//" {
-            "/".to_owned()
-        } else {
-            route_base
+/// [`crate::Error::Setup`] when the door refuses the route (a bad path, a duplicate).
+pub fn add_route(api: &mut Api, scripts: &Scripts, route: &RouteDefinition) -> crate::Result<()> {
+    let options = RouteOptions::new()
+        .auth_required(route.auth_required)
+        .role_required(route.role_required.clone());
+    let mut endpoints = Endpoints::new();
+    for (method, definition) in &route.methods {
+        let endpoint = endpoint(scripts, route, method);
+        let mut endpoint = endpoint.role_required(definition.role_required.clone());
+        if let Some(auth) = definition.auth_required {
+            endpoint = endpoint.auth_required(auth);
+        }
+        endpoints = match method.as_str() {
+            "get" => endpoints.get(endpoint),
+            "post" => endpoints.post(endpoint),
+            "put" => endpoints.put(endpoint),
+            "patch" => endpoints.patch(endpoint),
+            "delete" => endpoints.delete(endpoint),
+            _ => endpoints.options(endpoint),
         };
-        if route_base != base {
-            continue;
-        }
-        let options = RouteOptions::new()
-            .auth_required(route.auth_required)
-            .role_required(route.role_required.clone());
-        let mut endpoints = Endpoints::new();
-        for (method, definition) in &route.methods {
-            let endpoint = endpoint(scripts, route, method);
-            let mut endpoint = endpoint.role_required(definition.role_required.clone());
-            if let Some(auth) = definition.auth_required {
-                endpoint = endpoint.auth_required(auth);
-            }
-            endpoints = match method.as_str() {
-                "get" => endpoints.get(endpoint),
-                "post" => endpoints.post(endpoint),
-                "put" => endpoints.put(endpoint),
-                "patch" => endpoints.patch(endpoint),
-                "delete" => endpoints.delete(endpoint),
-                _ => endpoints.options(endpoint),
-            };
-        }
-        api.add_route(route.path.as_str(), options, endpoints)
-            .map_err(|e| crate::Error::Setup(format!("route added at {}: {e}", route.place)))?;
     }
-    Ok(())
+    api.add_route(route.path.as_str(), options, endpoints)
+        .map_err(|e| crate::Error::Setup(format!("route added at {}: {e}", route.place)))
 }
 
 /// The endpoint context a script sees as `this`.

@@ -101,6 +101,15 @@ impl fmt::Debug for ArgsExtractor {
 /// ([`crate::MethodOptions`] and [`crate::PublicationOptions`] are names for it); they differ
 /// only in the defaults a door applies when a field is `None`: `POST /methods/<name>` for a
 /// method, `GET /publications/<name>` for a publication.
+///
+/// Built with its setters, one a field:
+///
+/// ```
+/// use portico_platform::{HttpMethod, MethodOptions};
+///
+/// let options = MethodOptions::default().url("search").http_method(HttpMethod::Get);
+/// assert_eq!(options.url.as_deref(), Some("search"));
+/// ```
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct EndpointOptions {
@@ -110,6 +119,28 @@ pub struct EndpointOptions {
     pub http_method: Option<HttpMethod>,
     /// Custom argument extractor; default: the door's own rule.
     pub args_extractor: Option<ArgsExtractor>,
+}
+
+impl EndpointOptions {
+    /// Sets [`url`](EndpointOptions::url): custom url (to `Some`).
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        self.url = Some(url.into());
+        self
+    }
+
+    /// Sets [`http_method`](EndpointOptions::http_method): the HTTP method required to call it (to
+    /// `Some`).
+    pub fn http_method(mut self, http_method: HttpMethod) -> Self {
+        self.http_method = Some(http_method);
+        self
+    }
+
+    /// Sets [`args_extractor`](EndpointOptions::args_extractor): custom argument extractor (to
+    /// `Some`).
+    pub fn args_extractor(mut self, args_extractor: ArgsExtractor) -> Self {
+        self.args_extractor = Some(args_extractor);
+        self
+    }
 }
 
 #[cfg(test)]

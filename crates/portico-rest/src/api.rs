@@ -26,9 +26,7 @@ use crate::{ApiOptions, Endpoints, Error, Result, RouteOptions};
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use portico_rest::{Api, ApiOptions, Endpoints, RouteOptions, Context};
 /// let platform = portico_platform::Platform::open("memory:").await?;
-/// let mut options = ApiOptions::default();
-/// options.version = Some("v1".into());
-/// let mut api = Api::new(options, platform)?;
+/// let mut api = Api::new(ApiOptions::default().version("v1"), platform)?;
 /// api.add_route("hello/:name", RouteOptions::default(), Endpoints::new().get(|ctx: Context| async move {
 ///     format!("hello {}", ctx.url_param("name").unwrap_or("you"))
 /// }))?;

@@ -8,9 +8,7 @@
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     let platform = portico_platform::Platform::open("sqlite:blog.db").await?;
-//!     let mut options = ApiOptions::default();
-//!     options.use_default_auth = true;
-//!     options.version = Some("v1".into());
+//!     let options = ApiOptions::default().use_default_auth(true).version("v1");
 //!     let mut api = Api::new(options, platform.clone())?;
 //!     // GET /api/v1/articles/:id/comments, POST for editors only.
 //!     api.add_route(

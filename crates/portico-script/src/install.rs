@@ -62,104 +62,141 @@ fn cursor(value: &Value) -> Result<Cursor, MethodError> {
 pub(crate) fn install(scripts: &Scripts, platform: &Platform) -> Result<(), LoadError> {
     let defs = scripts.definitions().clone();
     for def in &defs.methods {
-        let name = def.name.clone();
-        // What its failures are logged as: the method and where it is defined.
-        let what = format!("method {:?} at {}", def.name, def.place);
-        let scripts = scripts.clone();
-        let handler = move |inv: portico_platform::Invocation, args: Vec<Value>| {
-            let scripts = scripts.clone();
-            let name = name.clone();
-            let what = what.clone();
-            async move {
-                let user = user_of(inv.platform(), inv.user_id()).await;
-                let context = json!({ "userId": inv.user_id(), "user": user });
-                match scripts
-                    .call(Kind::Method, &name, &context, &Value::Array(args))
-                    .await
-                {
-                    Ok(outcome) => {
-                        if let Some(status) = outcome.status {
-                            inv.set_http_status_code(status);
-                        }
-                        Ok(outcome.value)
-                    }
-                    Err(e) => Err(method_error(e, &what)),
-                }
-            }
-        };
-        let result = if def.url.is_some() || def.http_method.is_some() {
-            platform.method_with_options(&def.name, options(def, "method")?, handler)
-        } else {
-            platform.method(&def.name, handler)
-        };
-        result.map_err(|e| taken("method", def, &e))?;
+        install_method(scripts, platform, def)?;
     }
     for def in &defs.publications {
-        let name = def.name.clone();
-        let what = format!("publication {:?} at {}", def.name, def.place);
-        let scripts = scripts.clone();
-        let handler = move |sub: portico_platform::Subscription, args: Vec<Value>| {
-            let scripts = scripts.clone();
-            let name = name.clone();
-            let what = what.clone();
-            async move {
-                let user = user_of(sub.platform(), sub.user_id()).await;
-                let context = json!({ "userId": sub.user_id(), "user": user });
-                let outcome = scripts
-                    .call(Kind::Publish, &name, &context, &Value::Array(args))
-                    .await
-                    .map_err(|e| method_error(e, &what))?;
-                publish(&sub, &outcome.value)
-            }
-        };
-        platform
-            .publish_with_options(&def.name, options(def, "publication")?, handler)
-            .map_err(|e| taken("publication", def, &e))?;
+        install_publication(scripts, platform, def)?;
     }
     for rule in &defs.rules {
-        let collection = platform.collection(&rule.collection);
-        let deny = rule.kind == "deny";
-        let ask = {
+        install_rule(scripts, platform, rule);
+    }
+    install_hooks(scripts, platform, &defs.hooks);
+    for job in &defs.jobs {
+        define_job(scripts, platform, job)?;
+    }
+    for def in &defs.crons {
+        schedule_cron(platform, def)?;
+    }
+    Ok(())
+}
+
+/// Registers the script method `def`: each call runs the script's function as the caller.
+fn install_method(
+    scripts: &Scripts,
+    platform: &Platform,
+    def: &Definition,
+) -> Result<(), LoadError> {
+    let name = def.name.clone();
+    // What its failures are logged as: the method and where it is defined.
+    let what = format!("method {:?} at {}", def.name, def.place);
+    let scripts = scripts.clone();
+    let handler = move |inv: portico_platform::Invocation, args: Vec<Value>| {
+        let scripts = scripts.clone();
+        let name = name.clone();
+        let what = what.clone();
+        async move {
+            let user = user_of(inv.platform(), inv.user_id()).await;
+            let context = json!({ "userId": inv.user_id(), "user": user });
+            match scripts
+                .call(Kind::Method, &name, &context, &Value::Array(args))
+                .await
+            {
+                Ok(outcome) => {
+                    if let Some(status) = outcome.status {
+                        inv.set_http_status_code(status);
+                    }
+                    Ok(outcome.value)
+                }
+                Err(e) => Err(method_error(e, &what)),
+            }
+        }
+    };
+    let result = if def.url.is_some() || def.http_method.is_some() {
+        platform.method_with_options(&def.name, options(def, "method")?, handler)
+    } else {
+        platform.method(&def.name, handler)
+    };
+    result.map_err(|e| taken("method", def, &e))?;
+    Ok(())
+}
+
+/// Registers the script publication `def`: each subscription runs the script's function and
+/// publishes what it returns.
+fn install_publication(
+    scripts: &Scripts,
+    platform: &Platform,
+    def: &Definition,
+) -> Result<(), LoadError> {
+    let name = def.name.clone();
+    let what = format!("publication {:?} at {}", def.name, def.place);
+    let scripts = scripts.clone();
+    let handler = move |sub: portico_platform::Subscription, args: Vec<Value>| {
+        let scripts = scripts.clone();
+        let name = name.clone();
+        let what = what.clone();
+        async move {
+            let user = user_of(sub.platform(), sub.user_id()).await;
+            let context = json!({ "userId": sub.user_id(), "user": user });
+            let outcome = scripts
+                .call(Kind::Publish, &name, &context, &Value::Array(args))
+                .await
+                .map_err(|e| method_error(e, &what))?;
+            publish(&sub, &outcome.value)
+        }
+    };
+    platform
+        .publish_with_options(&def.name, options(def, "publication")?, handler)
+        .map_err(|e| taken("publication", def, &e))?;
+    Ok(())
+}
+
+/// Adds the script's allow or deny `rule` to its collection; a rule that fails denies.
+fn install_rule(scripts: &Scripts, platform: &Platform, rule: &crate::RuleDefinition) {
+    let collection = platform.collection(&rule.collection);
+    let deny = rule.kind == "deny";
+    let ask = {
+        let scripts = scripts.clone();
+        let name = rule.collection.clone();
+        let index = rule.index;
+        let place = rule.place.clone();
+        move |args: Value| {
             let scripts = scripts.clone();
-            let name = rule.collection.clone();
-            let index = rule.index;
-            let place = rule.place.clone();
-            move |args: Value| {
-                let scripts = scripts.clone();
-                let name = name.clone();
-                let place = place.clone();
-                async move {
-                    match scripts
-                        .call(Kind::Rule, &name, &json!({ "index": index }), &args)
-                        .await
-                    {
-                        Ok(outcome) => outcome.value.as_bool().unwrap_or(false),
-                        Err(e) => {
-                            portico_platform::error_in_request!(target: "portico::script", script = %place, "a rule of collection {name:?} failed, so the write is refused: {e}");
-                            // A failing rule never lets a write through.
-                            deny
-                        }
+            let name = name.clone();
+            let place = place.clone();
+            async move {
+                match scripts
+                    .call(Kind::Rule, &name, &json!({ "index": index }), &args)
+                    .await
+                {
+                    Ok(outcome) => outcome.value.as_bool().unwrap_or(false),
+                    Err(e) => {
+                        portico_platform::error_in_request!(target: "portico::script", script = %place, "a rule of collection {name:?} failed, so the write is refused: {e}");
+                        // A failing rule never lets a write through.
+                        deny
                     }
                 }
             }
-        };
-        let rules = match rule.op.as_str() {
-            "insert" => Rules::new().insert(move |user, doc| ask(json!([user, doc]))),
-            "update" => Rules::new().update(move |user, doc, fields, modifier| {
-                ask(json!([user, doc, fields, modifier]))
-            }),
-            _ => Rules::new().remove(move |user, doc| ask(json!([user, doc]))),
-        };
-        let rules = rules.described(format!("{} function at {}", rule.kind, rule.place));
-        if deny {
-            collection.deny(rules);
-        } else {
-            collection.allow(rules);
         }
+    };
+    let rules = match rule.op.as_str() {
+        "insert" => Rules::new().insert(move |user, doc| ask(json!([user, doc]))),
+        "update" => Rules::new()
+            .update(move |user, doc, fields, modifier| ask(json!([user, doc, fields, modifier]))),
+        _ => Rules::new().remove(move |user, doc| ask(json!([user, doc]))),
+    };
+    let rules = rules.described(format!("{} function at {}", rule.kind, rule.place));
+    if deny {
+        collection.deny(rules);
+    } else {
+        collection.allow(rules);
     }
+}
+
+/// Sets the scripts' write hooks on their collections, one hook set per collection.
+fn install_hooks(scripts: &Scripts, platform: &Platform, defs: &[crate::HookDefinition]) {
     let mut hooks: std::collections::BTreeMap<String, Vec<crate::HookDefinition>> =
         std::collections::BTreeMap::new();
-    for hook in &defs.hooks {
+    for hook in defs {
         hooks
             .entry(hook.collection.clone())
             .or_default()
@@ -174,19 +211,18 @@ pub(crate) fn install(scripts: &Scripts, platform: &Platform) -> Result<(), Load
                 list,
             )));
     }
-    for job in &defs.jobs {
-        define_job(scripts, platform, job)?;
-    }
-    for def in &defs.crons {
-        let refused =
-            |e: String| LoadError::Definition(format!("cron {:?} at {}: {e}", def.name, def.place));
-        let spec = CronSpec::parse(&def.expression, def.timezone.as_deref())
-            .map_err(|e| refused(e.to_string()))?;
-        platform
-            .jobs()
-            .schedule(&def.name, spec, &format!("cron:{}", def.name))
-            .map_err(|e| refused(e.to_string()))?;
-    }
+}
+
+/// Schedules the script cron `def` (its job is `cron:NAME`).
+fn schedule_cron(platform: &Platform, def: &crate::CronDefinition) -> Result<(), LoadError> {
+    let refused =
+        |e: String| LoadError::Definition(format!("cron {:?} at {}: {e}", def.name, def.place));
+    let spec = CronSpec::parse(&def.expression, def.timezone.as_deref())
+        .map_err(|e| refused(e.to_string()))?;
+    platform
+        .jobs()
+        .schedule(&def.name, spec, &format!("cron:{}", def.name))
+        .map_err(|e| refused(e.to_string()))?;
     Ok(())
 }
 

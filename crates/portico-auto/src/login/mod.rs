@@ -45,6 +45,19 @@ pub(crate) const LOGIN_ROUTES: [(&str, &str); 2] =
 const LOGIN_BODY_LIMIT: usize = 64 * 1024;
 
 /// Settings of the login add-on.
+///
+/// Built with its setters, one a field:
+///
+/// ```
+/// use std::time::Duration;
+/// use portico_auto::LoginOptions;
+///
+/// let options = LoginOptions::default()
+///     .allow_register(false)
+///     .attempts_per_identity(3)
+///     .window(Duration::from_secs(60));
+/// assert!(!options.allow_register);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LoginOptions {
@@ -62,6 +75,50 @@ pub struct LoginOptions {
     /// The proxies whose `X-Forwarded-For` is believed when finding the client address (none
     /// by default: the address is the TCP peer's).
     pub trusted_proxies: TrustedProxies,
+}
+
+impl LoginOptions {
+    /// Sets [`allow_register`](LoginOptions::allow_register): whether `POST /users/register`
+    /// creates accounts (default true).
+    pub fn allow_register(mut self, allow_register: bool) -> Self {
+        self.allow_register = allow_register;
+        self
+    }
+
+    /// Sets [`attempts_per_identity`](LoginOptions::attempts_per_identity): failed logins allowed
+    /// per account and client address per window (default 5).
+    pub fn attempts_per_identity(mut self, attempts_per_identity: u32) -> Self {
+        self.attempts_per_identity = attempts_per_identity;
+        self
+    }
+
+    /// Sets [`attempts_per_address`](LoginOptions::attempts_per_address): failed logins allowed per
+    /// client address per window (default 20).
+    pub fn attempts_per_address(mut self, attempts_per_address: u32) -> Self {
+        self.attempts_per_address = attempts_per_address;
+        self
+    }
+
+    /// Sets [`window`](LoginOptions::window): the sliding window of both limits (default 10
+    /// seconds).
+    pub fn window(mut self, window: Duration) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// Sets [`register_per_address`](LoginOptions::register_per_address): sign-ups allowed per
+    /// client address (default 10 a minute) (`None` turns it off).
+    pub fn register_per_address(mut self, register_per_address: Option<Limit>) -> Self {
+        self.register_per_address = register_per_address;
+        self
+    }
+
+    /// Sets [`trusted_proxies`](LoginOptions::trusted_proxies): the proxies whose `X-Forwarded-For`
+    /// is believed when finding the client address (none by default.
+    pub fn trusted_proxies(mut self, trusted_proxies: TrustedProxies) -> Self {
+        self.trusted_proxies = trusted_proxies;
+        self
+    }
 }
 
 impl Default for LoginOptions {

@@ -5,7 +5,6 @@
 
 mod accounts;
 mod admin;
-mod api_paths;
 mod checker;
 mod diagnostic;
 mod files;
@@ -670,20 +669,15 @@ impl Config {
         Ok(())
     }
 
-    /// Checks the text of a config file: its syntax, keys, types and values, and that no two
-    /// route APIs share a base path. It builds nothing: what the front doors refuse (two routes
-    /// on one path...) is found by building them, with [`crate::doors::Doors::build`].
+    /// Checks the text of a config file: its syntax, keys, types and values. It builds nothing:
+    /// what the front doors refuse (two routes on one path, two `[[api]]` on one base path...) is
+    /// found by building them, with [`crate::doors::Doors::build`].
     ///
     /// # Errors
     /// Every mistake, in line order.
     pub fn parse(text: &str) -> Result<Config, Vec<ConfigError>> {
         let (raw, mut errors) = diagnostic::parse_all::<RawConfig>(text);
         let config = raw.map(|raw| Checker::new(text, &mut errors).config(raw));
-        // Two APIs on one base path are checked once the rest is valid; routes that clash
-        // inside the doors are found by building them (`crate::doors::Doors::build`).
-        if let (Some(config), true) = (&config, errors.is_empty()) {
-            errors.extend(api_paths::clashes(config));
-        }
         errors.sort_by_key(|e| (e.line, e.column));
         errors.dedup();
         match config {

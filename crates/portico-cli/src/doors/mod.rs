@@ -5,10 +5,13 @@
 //! [`Doors::build`] is the one place a config becomes front doors. `serve` builds them on its
 //! platform and serves their routers; `portico routes`, `portico check` and `portico openapi`
 //! read what they serve; the admin page lists their routes. So no listing can drift from what
-//! is served, and a declaration a door refuses (two routes on one path, a route on a path the
-//! server answers itself) is reported once, naming its config line.
+//! is served. Every declaration, and every part of the server beside the doors
+//! ([`server_paths`]), claims its paths in one [`registry::Registry`] first, so one that
+//! overlaps another (two routes on one path, a route on a path the server answers itself) is
+//! refused once, naming both sides and the config line.
 
 pub(crate) mod auto;
+pub mod registry;
 pub(crate) mod rest;
 pub mod server_paths;
 
@@ -19,6 +22,7 @@ use portico_edge::RouteDoc;
 use portico_platform::Platform;
 
 use crate::config::{Config, ConfigError, ConfigErrors};
+use registry::{Clash, Owner, Reach, Registry};
 
 /// The front doors of one config, built on one platform.
 pub struct Doors {
@@ -45,9 +49,11 @@ impl Doors {
     /// Declares the config's collections on `platform` and builds every door on it.
     ///
     /// # Errors
-    /// Every declaration the doors refused, each with the config line and key that made it: two
-    /// routes on one path (within an API, or the auto API under a routes API's base path), a
-    /// route on a path the server answers itself, a collection declared with other options.
+    /// Every declaration the doors refused, each with the config line and key that made it: a
+    /// path the [`registry::Registry`] finds claimed already (two routes on one path, two
+    /// `[[api]]` on one base path, the auto API under a routes API's base path, a route on a
+    /// path the server answers itself), both sides named; a collection declared with other
+    /// options.
     pub fn build(config: &Config, platform: &Platform) -> Result<Doors, Vec<ConfigError>> {
         Doors::build_with(config, platform, None)
     }
@@ -66,41 +72,53 @@ impl Doors {
         if let Err(e) = declare_collections(config, platform) {
             return Err(vec![refusal(1, "api.collection", e.to_string())]);
         }
-        let mut refusals = Vec::new();
+        // The server's own parts claim their paths first, then the auto API its area (every
+        // path no [[api]] answers), then each [[api]] its area and routes, then the auto API its
+        // routes: a refusal is reported at the line of the later, more specific declaration.
+        let mut registry = Registry::new();
+        let mut refusals = server_paths::register(config, &mut registry);
+        let auto_owner = config.auto.as_ref().map(|auto| {
+            let line = auto.line;
+            registry.owner(Owner::new(
+                format!("the auto API ([auto] at line {line})"),
+                line,
+                "auto",
+            ))
+        });
+        if let Some(owner) = auto_owner {
+            let claimed = registry.door(Reach::Area("/".to_owned()), "/", owner);
+            refusals.extend(claimed.err().map(Clash::refusal));
+        }
         let mut doors = Doors {
             apis: Vec::new(),
             auto: None,
             routes: Vec::new(),
         };
+        let script_line = config.scripts.as_ref().map_or(1, |s| s.line);
         for api in &config.apis {
-            let built = rest::build_each(api, platform).and_then(|mut rest| {
-                if let Some(scripts) = scripts {
-                    crate::scripts::add_routes(&mut rest, &api.base_path(), scripts)
-                        .map_err(|e| (api.line, e.to_string()))?;
-                }
-                Ok(rest)
-            });
-            match built {
+            let scripts = scripts.map(|s| (s, script_line));
+            match rest::build_each(api, platform, scripts, &mut registry) {
                 Ok(rest) => {
                     doors.routes.extend(rest.describe());
                     doors.apis.push(rest.router());
                 }
-                Err((line, message)) => {
-                    refusals.push(refusal(line, "api.collection.path", message))
-                }
+                Err(refused) => refusals.push(refused),
             }
         }
-        if let Some(auto) = &config.auto {
+        if let (Some(auto), Some(owner)) = (&config.auto, auto_owner) {
             match auto::build(config, auto, platform) {
                 Ok((router, routes)) => {
-                    refusals.extend(auto_under_an_api(config, auto, &routes));
+                    let clash = routes.iter().find_map(|doc| {
+                        let path = Reach::Route(doc.path.clone());
+                        registry.door(path, "/", owner).err()
+                    });
+                    refusals.extend(clash.map(Clash::refusal));
                     doors.routes.extend(routes);
                     doors.auto = Some(router);
                 }
                 Err(message) => refusals.push(refusal(auto.line, "auto", message)),
             }
         }
-        refusals.extend(server_paths::clashes(config, &doors.routes));
         if refusals.is_empty() {
             Ok(doors)
         } else {
@@ -169,31 +187,6 @@ fn refusal(line: usize, key: &str, message: String) -> ConfigError {
         key: key.to_owned(),
         message,
     }
-}
-
-/// The auto API's first route under a routes API's base path, which that API answers wholly.
-fn auto_under_an_api(
-    config: &Config,
-    auto: &crate::config::AutoConfig,
-    routes: &[RouteDoc],
-) -> Option<ConfigError> {
-    routes.iter().find_map(|doc| {
-        let api = config
-            .apis
-            .iter()
-            .find(|api| doc.path.starts_with(&api.base_path()))?;
-        Some(refusal(
-            auto.line,
-            "auto",
-            format!(
-                "two routes on one path: {} {} of the auto API is under the base path {} of the [[api]] at line {}, which answers every path below it",
-                doc.method,
-                doc.path,
-                api.base_path(),
-                api.line
-            ),
-        ))
-    })
 }
 
 /// Declares every collection the config names with its options (object ids, timestamps) before

@@ -7,7 +7,11 @@ use portico_rest::{
 };
 use serde_json::json;
 
-use crate::config::{ApiConfig, CollectionConfig};
+use portico_edge::RouteDoc;
+use portico_script::Scripts;
+
+use super::registry::{Clash, Owner, OwnerId, Reach, Registry};
+use crate::config::{ApiConfig, CollectionConfig, ConfigError};
 
 /// The front door's options for one `[[api]]`.
 pub(crate) fn api_options(api: &ApiConfig) -> ApiOptions {
@@ -132,39 +136,135 @@ async fn may_manage_accounts(platform: &Platform, user_id: &str, admin_roles: &[
     }
 }
 
-/// The routes API of one `[[api]]` with all its collections.
+/// The routes API of one `[[api]]` with all its collections, its login and batch routes and
+/// the routes `scripts` (with the line of `[scripts]`) give it, each claimed in `registry`
+/// before it is added.
 ///
 /// # Errors
-/// What the front door refused, with the config line of the declaration.
-pub(crate) fn build_each(api: &ApiConfig, platform: &Platform) -> Result<Api, (usize, String)> {
+/// What the front door or the registry refused, at the config line of the declaration.
+pub(crate) fn build_each(
+    api: &ApiConfig,
+    platform: &Platform,
+    scripts: Option<(&Scripts, usize)>,
+    registry: &mut Registry,
+) -> Result<Api, ConfigError> {
+    let base = api.base_path();
+    let at_api = |key: &str, message: String| refusal(api.line, key, message);
+    let owner = |what: &str, key| Owner::new(format!("{what} at line {}", api.line), api.line, key);
+    let whole = registry.owner(owner("the [[api]]", "api.api_path"));
+    registry
+        .door(Reach::Area(base.clone()), &base, whole)
+        .map_err(Clash::refusal)?;
+    // The API's router answers its bare base path too (`/api`, `/api/`).
+    registry
+        .door(Reach::Route(base.clone()), &base, whole)
+        .map_err(Clash::refusal)?;
     let mut rest =
-        Api::new(api_options(api), platform.clone()).map_err(|e| (api.line, e.to_string()))?;
+        Api::new(api_options(api), platform.clone()).map_err(|e| at_api("api", e.to_string()))?;
+    let login = registry.owner(owner(
+        "use_default_auth of the [[api]]",
+        "api.use_default_auth",
+    ));
+    claim(registry, &rest.describe(), &base, login)?;
+    // The download-token route is the API's, added with the first collection that has files.
+    let files_token = format!("{base}files/token");
+    let token_owner = registry.owner(owner("the file token route of the [[api]]", "api"));
     for collection in &api.collections {
+        let owner = registry.owner(Owner::new(
+            format!(
+                "the [[api.collection]] {:?} at line {}",
+                collection.name, collection.line
+            ),
+            collection.line,
+            "api.collection.path",
+        ));
+        let routes = alone(api, platform, |scratch| {
+            scratch.add_collection(
+                platform.collection(&collection.name),
+                collection_options(collection),
+            )
+        })
+        .map_err(|e| refusal(collection.line, "api.collection", e.to_string()))?;
+        let (token, own): (Vec<RouteDoc>, Vec<RouteDoc>) = routes
+            .into_iter()
+            .partition(|r| r.path == files_token && !collection.files.is_empty());
+        claim(registry, &token, &base, token_owner)?;
+        claim(registry, &own, &base, owner)?;
         let mut options = collection_options(collection);
         if collection.is_users() {
             options = guard_accounts(options, collection, platform);
         }
         rest.add_collection(platform.collection(&collection.name), options)
-            .map_err(|e| {
-                let message = match e {
-                    portico_rest::Error::DuplicatePath(path) => format!(
-                        "two routes on one path: {}{path} is declared twice on this API (by a collection, a collection's /:id route or the login route)",
-                        api.base_path()
-                    ),
-                    other => other.to_string(),
-                };
-                (collection.line, message)
-            })?;
+            .map_err(|e| refusal(collection.line, "api.collection", e.to_string()))?;
+    }
+    if let Some((scripts, line)) = scripts {
+        for route in &scripts.definitions().routes {
+            if crate::scripts::route_base(route) != base {
+                continue;
+            }
+            let owner = Owner::new(
+                format!("the script route at {}", route.place),
+                line,
+                "scripts",
+            );
+            let owner = registry.owner(owner);
+            let path = format!("{base}{}", route.path.trim_matches('/'));
+            registry
+                .door(Reach::Route(path), &base, owner)
+                .map_err(Clash::refusal)?;
+            crate::scripts::add_route(&mut rest, scripts, route)
+                .map_err(|e| refusal(line, "scripts", e.to_string()))?;
+        }
     }
     if api.batch_limit > 0 {
-        rest.add_batch({
-            let mut o = portico_rest::BatchOptions::default();
-            o.max_requests = api.batch_limit;
-            o
-        })
-        .map_err(|e| (api.line, e.to_string()))?;
+        let mut options = portico_rest::BatchOptions::default();
+        options.max_requests = api.batch_limit;
+        let routes = alone(api, platform, |scratch| scratch.add_batch(options.clone()))
+            .map_err(|e| at_api("api.batch_limit", e.to_string()))?;
+        let batch = registry.owner(owner("the batch route of the [[api]]", "api.batch_limit"));
+        claim(registry, &routes, &base, batch)?;
+        rest.add_batch(options)
+            .map_err(|e| at_api("api.batch_limit", e.to_string()))?;
     }
     Ok(rest)
+}
+
+/// The routes `add` gives an API of `api`'s base path on its own (without login routes), so
+/// they are claimed before the real API gets them.
+fn alone(
+    api: &ApiConfig,
+    platform: &Platform,
+    add: impl FnOnce(&mut Api) -> portico_rest::Result<()>,
+) -> portico_rest::Result<Vec<RouteDoc>> {
+    let mut options = api_options(api);
+    options.use_default_auth = false;
+    let mut scratch = Api::new(options, platform.clone())?;
+    add(&mut scratch)?;
+    Ok(scratch.describe())
+}
+
+/// Claims the path of every route in `routes` for `owner`, a door declaration under `base`.
+fn claim(
+    registry: &mut Registry,
+    routes: &[RouteDoc],
+    base: &str,
+    owner: OwnerId,
+) -> Result<(), ConfigError> {
+    for route in routes {
+        registry
+            .door(Reach::Route(route.path.clone()), base, owner)
+            .map_err(Clash::refusal)?;
+    }
+    Ok(())
+}
+
+fn refusal(line: usize, key: &str, message: String) -> ConfigError {
+    ConfigError {
+        line,
+        column: 1,
+        key: key.to_owned(),
+        message,
+    }
 }
 
 #[cfg(test)]

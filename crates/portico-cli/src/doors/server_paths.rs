@@ -1,10 +1,13 @@
-//! The paths the server answers itself beside the front doors: the health probes,
-//! `/openapi.json` and `/metrics` when served, and everything under the admin page's path. A
-//! door's route on one of them would be shadowed, so [`super::Doors::build`] refuses it.
-
-use portico_edge::{Door, RouteDoc};
+//! The parts of the server beside the front doors, and the paths each claims in the
+//! [`Registry`]: the health probes, `/openapi.json` and `/metrics` when served, the account
+//! routes under `/auth/`, and everything under the admin page's path. They are claimed before
+//! the doors', so a door's route on one of them is refused naming both.
+//!
+//! A new part of the server adds one entry to `parts`.
 
 use crate::config::{Config, ConfigError};
+
+use super::registry::{Owner, Reach, Registry};
 
 /// The liveness probe's path.
 pub const HEALTHZ: &str = "/healthz";
@@ -12,46 +15,57 @@ pub const HEALTHZ: &str = "/healthz";
 pub const READYZ: &str = "/readyz";
 /// Where `/metrics` is served when `[metrics]` has no `listen` of its own.
 pub const METRICS_PATH: &str = "/metrics";
+/// Where the account lifecycle's routes live (`portico_auth`).
+pub const AUTH_AREA: &str = "/auth/";
 
-/// The exact paths the server answers for `config`, and the prefix of the admin page when it
-/// is served.
-fn server_paths(config: &Config) -> (Vec<&'static str>, Option<String>) {
-    let mut exact = vec![HEALTHZ, READYZ];
-    if config.serves_openapi() {
-        exact.push(portico_edge::openapi::OPENAPI_PATH);
-    }
-    if config.metrics.as_ref().is_some_and(|m| m.listen.is_none()) {
-        exact.push(METRICS_PATH);
-    }
-    let admin = config.admin.enabled.then(|| config.admin.path.clone());
-    (exact, admin)
+/// True when `serve` mounts the account routes under `/auth/` (`[accounts]` or `[email]`).
+pub fn serves_account_routes(config: &Config) -> bool {
+    config.accounts.is_some() || config.email.is_some()
 }
 
-/// A door's route on a path the server answers itself (a collection named `healthz` on an
-/// [[api]] at the root, say), naming the [[api]] or [auto] line.
-pub(crate) fn clashes(config: &Config, routes: &[RouteDoc]) -> Option<ConfigError> {
-    let (exact, admin) = server_paths(config);
-    let clash =
-        |path: &str| exact.contains(&path) || admin.as_deref().is_some_and(|a| path.starts_with(a));
-    let doc = routes.iter().find(|doc| clash(&doc.path))?;
-    let (line, key) = match doc.door {
-        Door::Auto => (config.auto.as_ref().map_or(1, |a| a.line), "auto"),
-        _ => (
-            config
-                .apis
-                .iter()
-                .find(|api| doc.path.starts_with(&api.base_path()))
-                .map_or(1, |api| api.line),
-            "api.collection.path",
-        ),
-    };
-    Some(ConfigError {
-        line,
-        column: 1,
-        key: key.to_owned(),
-        message: format!(
-            "{} {} is a path the server answers itself (health probes, /openapi.json, /metrics, the admin page); give the collection another `path` or the [[api]] an `api_path`",
-            doc.method, doc.path
-        ),
-    })
+/// Every part of the server `config` turns on, with what it claims.
+fn parts(config: &Config) -> Vec<(Reach, Owner)> {
+    let route = |path: &str| Reach::Route(path.to_owned());
+    let mut parts = vec![
+        (route(HEALTHZ), Owner::server("the health probe /healthz")),
+        (route(READYZ), Owner::server("the readiness probe /readyz")),
+    ];
+    if config.serves_openapi() {
+        parts.push((
+            route(portico_edge::openapi::OPENAPI_PATH),
+            Owner::server("the OpenAPI document (`openapi = false` turns it off)"),
+        ));
+    }
+    if config.metrics.as_ref().is_some_and(|m| m.listen.is_none()) {
+        parts.push((
+            route(METRICS_PATH),
+            Owner::server("the metrics of [metrics] (served beside the APIs without its `listen`)"),
+        ));
+    }
+    if serves_account_routes(config) {
+        parts.push((
+            Reach::Area(AUTH_AREA.to_owned()),
+            Owner::server("the account routes of [accounts] and [email]"),
+        ));
+    }
+    if config.admin.enabled {
+        parts.push((
+            Reach::Area(config.admin.path.clone()),
+            Owner::new("the admin page ([admin] path)", 1, "admin.path"),
+        ));
+    }
+    parts
+}
+
+/// Claims the paths of every part of the server `config` turns on; the refusals, when two
+/// parts overlap (an admin page at `/auth/`, say).
+pub(crate) fn register(config: &Config, registry: &mut Registry) -> Vec<ConfigError> {
+    parts(config)
+        .into_iter()
+        .filter_map(|(reach, owner)| {
+            let owner = registry.owner(owner);
+            registry.server(reach, owner).err()
+        })
+        .map(super::registry::Clash::refusal)
+        .collect()
 }

@@ -11,7 +11,8 @@ use crate::config::Config;
 /// when `[admin] enabled = false`.
 ///
 /// # Errors
-/// [`crate::Error::Setup`] for an unusable path or one a front door serves already.
+/// [`crate::Error::Setup`] for an unusable path (one a front door serves is refused earlier,
+/// by the doors' route registry).
 ///
 /// `backups` are the `[backups]` of a SQLite database, which the page lists, takes and
 /// downloads.
@@ -36,13 +37,9 @@ pub async fn mount(
     let admin = page
         .router()
         .map_err(|err| crate::Error::Setup(format!("[admin] path: {err}")))?;
-    // Two routers claiming one path make axum panic on merge; say which key to change instead.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || app.merge(admin))).map_err(|_| {
-        crate::Error::Setup(format!(
-            "[admin] path `{}` overlaps a route the front doors serve; choose another path",
-            config.admin.path
-        ))
-    })
+    // The doors' route registry claimed the admin page's path before any door's, so no route
+    // of `app` lies under it.
+    Ok(app.merge(admin))
 }
 
 /// Says how to make the first admin when no account holds the role yet.

@@ -140,7 +140,7 @@ pub fn build_server(config: &Config, platform: &Platform) -> crate::Result<App> 
 /// health probes, `/metrics` and `/openapi.json` as the config says, and the one 404.
 ///
 /// # Errors
-/// [`crate::Error::Setup`] when two routers claim one path or the metrics cannot be set up.
+/// [`crate::Error::Setup`] when the metrics cannot be set up.
 pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Result<App> {
     let Doors {
         apis: mut routers,
@@ -149,7 +149,7 @@ pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Re
     } = doors;
     routes.extend(probes::docs());
     routers.push(probes::router(platform.clone()));
-    if config.accounts.is_some() || config.email.is_some() {
+    if crate::doors::server_paths::serves_account_routes(config) {
         routes.extend(portico_auth::AuthRoutes::docs());
         routers.push(
             portico_auth::AuthRoutes::new(platform.clone(), config.trusted_proxies.clone())
@@ -174,27 +174,17 @@ pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Re
         let document = openapi::document(&routes);
         routers.push(portico_edge::openapi::router(document));
     }
-    // A merge of two routers claiming one path panics inside axum; the doors refuse such
-    // configs, and this turns any case they missed into a setup error instead of a crash.
-    let merged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
-        let mut app = Router::new();
-        for router in routers {
-            app = app.merge(router);
-        }
-        let app = match auto_router {
-            Some(auto) => app.merge(auto),
-            None => app.fallback(not_found),
-        };
-        app.layer(axum::middleware::map_response(one_not_found))
-    }));
-    let mut router = merged.map_err(|panic| {
-        let reason = panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-            .unwrap_or_else(|| "two routes overlap".to_owned());
-        crate::Error::Setup(reason)
-    })?;
+    // The doors' route registry refused every overlap (the server's own parts included), so
+    // no merge below meets two routers claiming one path.
+    let mut router = Router::new();
+    for door in routers {
+        router = router.merge(door);
+    }
+    let mut router = match auto_router {
+        Some(auto) => router.merge(auto),
+        None => router.fallback(not_found),
+    }
+    .layer(axum::middleware::map_response(one_not_found));
     if config.metrics.is_some() {
         metrics::handle()?;
         router = metrics::track(router, metrics::RouteLabels::new(&routes));
@@ -316,28 +306,11 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     if path.is_none() {
         config = zero_config(&platform, &url).await?;
     }
+    set_up_platform(&config, &platform, &url).await?;
+    let scripts = crate::scripts::load(&config, &platform).await?;
+    schedule_crons(&config, &platform)?;
     // The doors are built once: served, listed on the admin page and described in the
     // OpenAPI document. What they refuse is a mistake in the config file.
-    crate::files::open(&config, &platform, &url)?;
-    crate::doors::declare_collections(&config, &platform)?;
-    crate::files::start_cleaner(&platform);
-    platform.ensure_search_indexes().await?;
-    crate::indexes::ensure(&config, &platform).await?;
-    portico_store::set_slow_scan_docs(
-        config
-            .log
-            .slow_scan_docs
-            .unwrap_or(portico_store::DEFAULT_SLOW_SCAN_DOCS),
-    );
-    platform.jobs().set_config(config.jobs);
-    set_webhooks(&config, &platform)?;
-    let scripts = crate::scripts::load(&config, &platform).await?;
-    for entry in &config.cron {
-        platform
-            .jobs()
-            .schedule(&entry.name, entry.spec.clone(), &entry.job)
-            .map_err(|e| crate::Error::Setup(format!("[[cron]] at line {}: {e}", entry.line)))?;
-    }
     let doors = Doors::build_with(&config, &platform, scripts.as_ref())
         .map_err(|errors| refused(path.as_deref(), errors))?;
     if let (Some(scripts), true) = (&scripts, options.watch) {
@@ -351,20 +324,7 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     let backups = crate::backup::configured_set(&config, &choice)?.map(std::sync::Arc::new);
     let app = assemble(&config, &platform, doors)?.router;
     let app = admin::mount(app, &config, &platform, door_routes, backups.clone()).await?;
-    let app = if replicas::enabled() {
-        replicas::with_callers(app, config.trusted_proxies.clone())
-    } else {
-        app
-    };
-    let app = with_body_timeout(app, config.server.body_timeout);
-    let memory = body_budget::MemoryBudget::new(config.server.max_inflight_body);
-    if let (Some(memory), Some(files)) = (&memory, platform.files()) {
-        memory.share_with(files);
-    }
-    let app = with_request_log(
-        body_budget::with_body_budget(app, memory.as_ref(), body_budget::upload_matcher(&config)),
-        config.trusted_proxies.clone(),
-    );
+    let app = with_layers(app, &config, &platform);
     let (listener, bound) = bind(addr).await?;
     if let Some(metrics_addr) = config.metrics.as_ref().and_then(|m| m.listen) {
         metrics::serve_apart(metrics_addr, platform.clone(), config.server).await?;
@@ -384,14 +344,75 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     // it reads that line must find the handlers in place (else SIGTERM's default action ends
     // the process at once, without its last log lines).
     let signals = Signals::listen();
-    {
-        use std::io::Write as _;
-        let mut stdout = std::io::stdout().lock();
-        // Scripts (and the tests) read this line; a closed stdout must not stop the server.
-        let _ = writeln!(stdout, "{LISTENING}{bound}");
-        let _ = stdout.flush();
-    }
+    say_listening(bound);
     serve_until_signalled(listener, app, &config, signals).await;
+    shut_down(mail_sender, job_worker, platform).await;
+    Ok(())
+}
+
+/// Readies `platform` for `config` before its scripts load: the files store and its cleaner,
+/// the collections, search and sorted indexes, the slow-scan warning, jobs and webhooks.
+async fn set_up_platform(config: &Config, platform: &Platform, url: &str) -> crate::Result<()> {
+    crate::files::open(config, platform, url)?;
+    crate::doors::declare_collections(config, platform)?;
+    crate::files::start_cleaner(platform);
+    platform.ensure_search_indexes().await?;
+    crate::indexes::ensure(config, platform).await?;
+    portico_store::set_slow_scan_docs(
+        config
+            .log
+            .slow_scan_docs
+            .unwrap_or(portico_store::DEFAULT_SLOW_SCAN_DOCS),
+    );
+    platform.jobs().set_config(config.jobs);
+    set_webhooks(config, platform)
+}
+
+/// Schedules every `[[cron]]` of `config`.
+fn schedule_crons(config: &Config, platform: &Platform) -> crate::Result<()> {
+    for entry in &config.cron {
+        platform
+            .jobs()
+            .schedule(&entry.name, entry.spec.clone(), &entry.job)
+            .map_err(|e| crate::Error::Setup(format!("[[cron]] at line {}: {e}", entry.line)))?;
+    }
+    Ok(())
+}
+
+/// `app` in the layers around every request: the read replicas' caller tracking (when on),
+/// the body timeout, the in-flight body budget (shared with file uploads) and the request log.
+fn with_layers(app: Router, config: &Config, platform: &Platform) -> Router {
+    let app = if replicas::enabled() {
+        replicas::with_callers(app, config.trusted_proxies.clone())
+    } else {
+        app
+    };
+    let app = with_body_timeout(app, config.server.body_timeout);
+    let memory = body_budget::MemoryBudget::new(config.server.max_inflight_body);
+    if let (Some(memory), Some(files)) = (&memory, platform.files()) {
+        memory.share_with(files);
+    }
+    with_request_log(
+        body_budget::with_body_budget(app, memory.as_ref(), body_budget::upload_matcher(config)),
+        config.trusted_proxies.clone(),
+    )
+}
+
+/// Prints the [`LISTENING`] line scripts wait for.
+fn say_listening(bound: SocketAddr) {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    // Scripts (and the tests) read this line; a closed stdout must not stop the server.
+    let _ = writeln!(stdout, "{LISTENING}{bound}");
+    let _ = stdout.flush();
+}
+
+/// After the last connection: stops the mail sender and the job worker, then closes the store.
+async fn shut_down(
+    mail_sender: Option<portico_platform::MailSender>,
+    job_worker: portico_platform::jobs::JobWorker,
+    platform: Platform,
+) {
     // A mail being sent finishes (or gives its claim back), so the next instance to start sends
     // it at once rather than after the claim's lease.
     if let Some(sender) = mail_sender {
@@ -406,7 +427,6 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
     // Give the store's background closing a moment on slow disks before the process exits.
     tokio::time::sleep(Duration::from_millis(10)).await;
     info!("stopped");
-    Ok(())
 }
 
 /// The receivers of `[[webhooks]]`, each with its secret read from its environment variable.
@@ -668,7 +688,8 @@ mod tests {
             }
         }
         for api in &config.apis {
-            let rest = match crate::doors::rest::build_each(api, &platform) {
+            let mut registry = crate::doors::registry::Registry::new();
+            let rest = match crate::doors::rest::build_each(api, &platform, None, &mut registry) {
                 Ok(r) => r,
                 Err(e) => panic!("{e:?}"),
             };

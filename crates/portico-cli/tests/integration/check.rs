@@ -206,3 +206,225 @@ fn check_opens_the_database_the_way_serve_does_and_takes_database() {
         text(&out.stderr)
     );
 }
+
+/// One overlap between two kinds of route owner: the config (after the `database` line the
+/// workspace writes as line 1), the scripts' `main.ts` when any, and what `portico check` must
+/// say: the line and key it blames, and both sides.
+struct Clash {
+    kinds: &'static str,
+    config: &'static str,
+    script: Option<&'static str>,
+    expected: &'static [&'static str],
+}
+
+const ACCOUNTS: &str = "[accounts]\napp_url = \"https://app.example.com\"\n";
+
+const CLASHES: &[Clash] = &[
+    Clash {
+        kinds: "collection / collection",
+        config: "[[api]]\n[[api.collection]]\nname = \"a\"\npath = \"x\"\n[[api.collection]]\nname = \"b\"\npath = \"x\"\n",
+        script: None,
+        expected: &[
+            "line 7, column 1, key `api.collection.path`",
+            "/api/x of the [[api.collection]] \"b\" at line 7 is answered already by the [[api.collection]] \"a\" at line 4",
+        ],
+    },
+    Clash {
+        kinds: "script route / collection",
+        config: "[scripts]\nmain = \"main.ts\"\n[[api]]\n[[api.collection]]\nname = \"items\"\n",
+        script: Some("api(\"api\").addRoute(\"items/:key\", { get() { return 1; } });\n"),
+        expected: &[
+            "key `scripts`",
+            "/api/items/:key of the script route at main.ts:2",
+            "is answered already by the [[api.collection]] \"items\" at line 6 (as /api/items/:id)",
+        ],
+    },
+    Clash {
+        kinds: "script route / login route of use_default_auth",
+        config: "[scripts]\nmain = \"main.ts\"\n[[api]]\nuse_default_auth = true\n",
+        script: Some("api(\"api\").addRoute(\"login\", { post() { return 1; } });\n"),
+        expected: &[
+            "/api/login of the script route at main.ts:2",
+            "is answered already by use_default_auth of the [[api]] at line 4",
+        ],
+    },
+    Clash {
+        kinds: "collection / health probe",
+        config: "[[api]]\napi_path = \"/\"\n[[api.collection]]\nname = \"healthz\"\n",
+        script: None,
+        expected: &[
+            "line 5, column 1, key `api.collection.path`",
+            "/healthz of the [[api.collection]] \"healthz\" at line 5 is answered already by the health probe /healthz",
+        ],
+    },
+    Clash {
+        kinds: "collection / metrics",
+        config: "[metrics]\n[[api]]\napi_path = \"/\"\n[[api.collection]]\nname = \"items\"\npath = \"metrics\"\n",
+        script: None,
+        expected: &[
+            "/metrics of the [[api.collection]] \"items\" at line 6 is answered already by the metrics of [metrics]",
+        ],
+    },
+    Clash {
+        kinds: "auto route / OpenAPI document",
+        config: "[auto]\n[[auto.publication]]\nname = \"p\"\ncollection = \"w\"\nurl = \"openapi.json\"\n",
+        script: None,
+        expected: &[
+            "line 2, column 1, key `auto`",
+            "/openapi.json of the auto API ([auto] at line 2) is answered already by the OpenAPI document",
+        ],
+    },
+    Clash {
+        // A defect before the registry: only a panic caught around axum's merge found it.
+        kinds: "auto route / account routes under /auth/",
+        config: "[auto]\n[[auto.publication]]\nname = \"p\"\ncollection = \"w\"\nurl = \"auth/methods\"\n[accounts]\napp_url = \"https://app.example.com\"\n",
+        script: None,
+        expected: &[
+            "line 2, column 1, key `auto`",
+            "/auth/methods of the auto API ([auto] at line 2) is under /auth/, which the account routes of [accounts] and [email] answers wholly",
+        ],
+    },
+    Clash {
+        kinds: "collection / account routes under /auth/",
+        config: "[[api]]\napi_path = \"/\"\n[[api.collection]]\nname = \"auth\"\n[accounts]\napp_url = \"https://app.example.com\"\n",
+        script: None,
+        expected: &[
+            "line 5, column 1, key `api.collection.path`",
+            "of the [[api.collection]] \"auth\" at line 5 is under /auth/, which the account routes",
+        ],
+    },
+    Clash {
+        kinds: "auto route / [[api]] base path",
+        config: "[[api]]\n[[api.collection]]\nname = \"a\"\n[auto]\n[[auto.publication]]\nname = \"p\"\ncollection = \"w\"\nurl = \"api/feed\"\n",
+        script: None,
+        expected: &[
+            "line 5, column 1, key `auto`",
+            "/api/feed of the auto API ([auto] at line 5) is under the base path /api/ of the [[api]] at line 2, which answers every path below it",
+        ],
+    },
+    Clash {
+        kinds: "[[api]] / [[api]]",
+        config: "[[api]]\n[[api.collection]]\nname = \"a\"\n[[api]]\n[[api.collection]]\nname = \"b\"\npath = \"b\"\n",
+        script: None,
+        expected: &[
+            "line 5, column 1, key `api.api_path`",
+            "the [[api]] at line 5 answers every path below /api/, and the [[api]] at line 2 every path below /api/",
+        ],
+    },
+    Clash {
+        kinds: "[[api]] at the root / auto API",
+        config: "[auto]\n[[api]]\napi_path = \"/\"\n",
+        script: None,
+        expected: &[
+            "line 3, column 1, key `api.api_path`",
+            "the [[api]] at line 3 answers every path below /, and the auto API ([auto] at line 2) every path below /",
+        ],
+    },
+    Clash {
+        kinds: "[[api]] / admin page",
+        config: "[admin]\npath = \"/console\"\n[[api]]\napi_path = \"console/x\"\n",
+        script: None,
+        expected: &[
+            "line 4, column 1, key `api.api_path`",
+            "the [[api]] at line 4 answers every path below /console/x/, and the admin page ([admin] path) every path below /console/",
+        ],
+    },
+    Clash {
+        kinds: "admin page / account routes",
+        config: "[admin]\npath = \"/auth/admin\"\n[accounts]\napp_url = \"https://app.example.com\"\n",
+        script: None,
+        expected: &[
+            "key `admin.path`",
+            "the admin page ([admin] path) answers every path below /auth/admin/, and the account routes of [accounts] and [email] every path below /auth/",
+        ],
+    },
+    Clash {
+        kinds: "script route / readiness probe",
+        config: "[scripts]\nmain = \"main.ts\"\n[[api]]\napi_path = \"/\"\n",
+        script: Some("api(\"/\").addRoute(\"readyz\", { get() { return 1; } });\n"),
+        expected: &[
+            "key `scripts`",
+            "/readyz of the script route at main.ts:2",
+            "is answered already by the readiness probe /readyz",
+        ],
+    },
+    Clash {
+        kinds: "auto route / admin page",
+        config: "[auto]\n[[auto.publication]]\nname = \"p\"\ncollection = \"w\"\nurl = \"_/feed\"\n",
+        script: None,
+        expected: &[
+            "line 2, column 1, key `auto`",
+            "/_/feed of the auto API ([auto] at line 2) is under /_/, which the admin page ([admin] path) answers wholly",
+        ],
+    },
+    Clash {
+        kinds: "collection / batch route",
+        config: "[[api]]\n[[api.collection]]\nname = \"batch\"\n",
+        script: None,
+        expected: &[
+            "line 2, column 1, key `api.batch_limit`",
+            "/api/batch of the batch route of the [[api]] at line 2 is answered already by the [[api.collection]] \"batch\" at line 4",
+        ],
+    },
+];
+
+#[test]
+fn every_route_clash_is_refused_naming_both_sides() {
+    for clash in CLASHES {
+        let ws = Workspace::new();
+        if let Some(script) = clash.script {
+            let main = format!("import {{ api }} from \"portico\";\n{script}");
+            std::fs::write(ws.path("main.ts"), main).expect("main.ts");
+        }
+        let stderr = ws.check_refuses(clash.config);
+        for expected in clash.expected {
+            assert!(
+                stderr.contains(expected),
+                "{}: missing {expected:?} in {stderr}",
+                clash.kinds
+            );
+        }
+    }
+}
+
+/// `serve` and `portico routes` refuse what `check` does, with the same words: here the clash
+/// under `/auth/` that once surfaced only as a panic caught around axum's merge.
+#[test]
+fn serve_and_routes_refuse_a_route_under_the_account_routes() {
+    let ws = Workspace::new();
+    ws.config(&format!(
+        "[auto]\n[[auto.publication]]\nname = \"p\"\ncollection = \"w\"\nurl = \"auth/methods\"\n{ACCOUNTS}"
+    ));
+    let expected = "/auth/methods of the auto API ([auto] at line 2) is under /auth/";
+    let stderr = ws.serve_refuses();
+    assert!(stderr.contains(expected), "{stderr}");
+    // `portico routes` builds the same doors, and refuses them the same way.
+    let out = ws.run(&["routes", "--config", "portico.toml"]);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains(expected),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// `portico routes` lists what the registry accepted, the server's parts included.
+#[test]
+fn routes_lists_the_server_parts_beside_the_doors() {
+    let ws = Workspace::new();
+    ws.config(&format!(
+        "[metrics]\n[[api]]\n[[api.collection]]\nname = \"a\"\n{ACCOUNTS}"
+    ));
+    let out = ws.run(&["routes", "--config", "portico.toml"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for path in [
+        "/api/a/:id",
+        "/healthz",
+        "/metrics",
+        "/openapi.json",
+        "/auth/methods",
+    ] {
+        assert!(stdout.contains(path), "missing {path} in {stdout}");
+    }
+}

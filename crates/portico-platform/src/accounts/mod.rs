@@ -72,6 +72,18 @@ const LOGIN_TOKENS: &str = "services.resume.loginTokens";
 const LOGIN_TOKEN_FIELDS: &str = "services.resume.loginTokens.";
 
 /// Settings of the accounts service.
+///
+/// Built with its setters, one a field:
+///
+/// ```
+/// use portico_platform::AccountsConfig;
+///
+/// let accounts = AccountsConfig::default()
+///     .password_min_length(12)
+///     .require_verified_email(true)
+///     .app_url("https://app.example.com");
+/// assert_eq!(accounts.password_min_length, 12);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AccountsConfig {
@@ -109,6 +121,98 @@ pub struct AccountsConfig {
     /// turns the limit off). Each start stores a pending sign-in for 10 minutes, so the limit
     /// also bounds what one client can make the server store.
     pub oidc_start_limit: Option<crate::Limit>,
+}
+
+impl AccountsConfig {
+    /// Sets [`token_lifetime`](AccountsConfig::token_lifetime): how long a login token stays valid
+    /// after its `when` (default 90 days).
+    pub fn token_lifetime(mut self, token_lifetime: chrono::Duration) -> Self {
+        self.token_lifetime = token_lifetime;
+        self
+    }
+
+    /// Sets [`forbid_client_account_creation`](AccountsConfig::forbid_client_account_creation):
+    /// when true, front doors should not let clients create accounts (the platform itself still
+    /// can).
+    pub fn forbid_client_account_creation(mut self, forbid_client_account_creation: bool) -> Self {
+        self.forbid_client_account_creation = forbid_client_account_creation;
+        self
+    }
+
+    /// Sets [`require_verified_email`](AccountsConfig::require_verified_email): when true, a
+    /// password login of an account without a verified email address is refused
+    /// ([`crate::LoginError::EmailNotVerified`]), on every door and the admin page.
+    pub fn require_verified_email(mut self, require_verified_email: bool) -> Self {
+        self.require_verified_email = require_verified_email;
+        self
+    }
+
+    /// Sets [`password_min_length`](AccountsConfig::password_min_length): the shortest password a
+    /// client or an admin may choose, in characters (default 8).
+    pub fn password_min_length(mut self, password_min_length: usize) -> Self {
+        self.password_min_length = password_min_length;
+        self
+    }
+
+    /// Sets [`app_url`](AccountsConfig::app_url): the application's address.
+    pub fn app_url(mut self, app_url: impl Into<String>) -> Self {
+        self.app_url = app_url.into();
+        self
+    }
+
+    /// Sets [`verify_email_lifetime`](AccountsConfig::verify_email_lifetime): how long a
+    /// verification link works (default 24 hours).
+    pub fn verify_email_lifetime(mut self, verify_email_lifetime: chrono::Duration) -> Self {
+        self.verify_email_lifetime = verify_email_lifetime;
+        self
+    }
+
+    /// Sets [`password_reset_lifetime`](AccountsConfig::password_reset_lifetime): how long a
+    /// password-reset link works (default 1 hour).
+    pub fn password_reset_lifetime(mut self, password_reset_lifetime: chrono::Duration) -> Self {
+        self.password_reset_lifetime = password_reset_lifetime;
+        self
+    }
+
+    /// Sets [`email_change_lifetime`](AccountsConfig::email_change_lifetime): how long an
+    /// email-change link works (default 1 hour).
+    pub fn email_change_lifetime(mut self, email_change_lifetime: chrono::Duration) -> Self {
+        self.email_change_lifetime = email_change_lifetime;
+        self
+    }
+
+    /// Sets [`mail_limits`](AccountsConfig::mail_limits): limits on the requests that send mail.
+    pub fn mail_limits(mut self, mail_limits: MailLimits) -> Self {
+        self.mail_limits = mail_limits;
+        self
+    }
+
+    /// Sets [`mail_templates`](AccountsConfig::mail_templates): the texts of the mails.
+    pub fn mail_templates(mut self, mail_templates: MailTemplates) -> Self {
+        self.mail_templates = mail_templates;
+        self
+    }
+
+    /// Sets [`server_url`](AccountsConfig::server_url): the address clients reach this server at
+    /// (default `http://localhost:8080`).
+    pub fn server_url(mut self, server_url: impl Into<String>) -> Self {
+        self.server_url = server_url.into();
+        self
+    }
+
+    /// Sets [`oidc`](AccountsConfig::oidc): the OpenID Connect providers users may sign in with
+    /// (see [`crate::Oidc`]).
+    pub fn oidc(mut self, oidc: Vec<OidcProvider>) -> Self {
+        self.oidc = oidc;
+        self
+    }
+
+    /// Sets [`oidc_start_limit`](AccountsConfig::oidc_start_limit): sign-ins with a provider
+    /// started per client address (default 30 per 10 minutes (`None` turns it off).
+    pub fn oidc_start_limit(mut self, oidc_start_limit: Option<crate::Limit>) -> Self {
+        self.oidc_start_limit = oidc_start_limit;
+        self
+    }
 }
 
 impl Default for AccountsConfig {

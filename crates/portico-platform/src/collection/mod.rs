@@ -32,6 +32,18 @@ pub use events::WriteEvents;
 pub use hooks::{HookOp, HookWhen, WriteHooks, hook_refusal};
 
 /// How a collection is declared.
+///
+/// Built with its setters, one a field:
+///
+/// ```
+/// use portico_platform::{CollectionOptions, IdKind};
+///
+/// let options = CollectionOptions::default()
+///     .id_kind(IdKind::ObjectId)
+///     .timestamps(true)
+///     .search(["title", "body"]);
+/// assert_eq!(options.search, ["title", "body"]);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct CollectionOptions {
@@ -57,6 +69,56 @@ pub struct CollectionOptions {
     /// [`crate::Platform::ensure_indexes`]: sorted and filtered lists they serve read only the
     /// entries they need instead of the whole collection.
     pub indexes: Vec<portico_store::IndexSpec>,
+}
+
+impl CollectionOptions {
+    /// Sets [`id_kind`](CollectionOptions::id_kind): how new `_id`s are made.
+    pub fn id_kind(mut self, id_kind: IdKind) -> Self {
+        self.id_kind = id_kind;
+        self
+    }
+
+    /// Sets [`schema`](CollectionOptions::schema): a JSON Schema every inserted document, and every
+    /// document an update produces, must satisfy (validated without `_id`) (to `Some`).
+    pub fn schema(mut self, schema: Value) -> Self {
+        self.schema = Some(schema);
+        self
+    }
+
+    /// Sets [`timestamps`](CollectionOptions::timestamps): stamps `createdAt` on every inserted
+    /// document and `updatedAt` on every write (server time, ISO-8601 strings as account records
+    /// hold them), on server and client writes alike.
+    pub fn timestamps(mut self, timestamps: bool) -> Self {
+        self.timestamps = timestamps;
+        self
+    }
+
+    /// Sets [`field_rules`](CollectionOptions::field_rules): field-level read rules.
+    pub fn field_rules(mut self, field_rules: FieldRules) -> Self {
+        self.field_rules = field_rules;
+        self
+    }
+
+    /// Sets [`relations`](CollectionOptions::relations): fields holding ids of other collections'
+    /// documents, which reads may expand (see [`crate::Platform::expand`]).
+    pub fn relations(mut self, relations: crate::relations::Relations) -> Self {
+        self.relations = relations;
+        self
+    }
+
+    /// Sets [`search`](CollectionOptions::search): the fields full-text search covers (`search =
+    /// ["title", "body"]`).
+    pub fn search<S: Into<String>>(mut self, search: impl IntoIterator<Item = S>) -> Self {
+        self.search = search.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets [`indexes`](CollectionOptions::indexes): sorted indexes (`["city", "-createdAt"]`, see
+    /// [`portico_store::IndexSpec`]), made by [`crate::Platform::ensure_indexes`].
+    pub fn indexes(mut self, indexes: Vec<portico_store::IndexSpec>) -> Self {
+        self.indexes = indexes;
+        self
+    }
 }
 
 /// Where a collection learns which of its fields only server code writes: the file fields its

@@ -78,6 +78,16 @@ impl Backoff {
 }
 
 /// How a defined job is run and retried.
+///
+/// Built with its setters, one a field:
+///
+/// ```
+/// use std::time::Duration;
+/// use portico_platform::jobs::JobOptions;
+///
+/// let options = JobOptions::default().retries(5).timeout(Duration::from_secs(30));
+/// assert_eq!(options.retries, 5);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct JobOptions {
@@ -92,6 +102,40 @@ pub struct JobOptions {
     /// When set, a failing job is tried again only while it is younger than this (counted
     /// from its enqueue), whatever `retries` allows. Default none.
     pub max_age: Option<Duration>,
+}
+
+impl JobOptions {
+    /// Sets [`retries`](JobOptions::retries): how many times a failing job is tried again (so at
+    /// most `retries + 1` runs).
+    pub fn retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// Sets [`backoff`](JobOptions::backoff): how the wait between tries grows.
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Sets [`retry_delay`](JobOptions::retry_delay): the first wait between tries.
+    pub fn retry_delay(mut self, retry_delay: Duration) -> Self {
+        self.retry_delay = retry_delay;
+        self
+    }
+
+    /// Sets [`timeout`](JobOptions::timeout): the longest one run may take.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets [`max_age`](JobOptions::max_age): when set, a failing job is tried again only while it
+    /// is younger than this (counted from its enqueue), whatever `retries` allows (to `Some`).
+    pub fn max_age(mut self, max_age: Duration) -> Self {
+        self.max_age = Some(max_age);
+        self
+    }
 }
 
 impl Default for JobOptions {
@@ -178,6 +222,16 @@ impl EnqueueOptions {
 }
 
 /// Limits and pace of the job worker (`[jobs]` in the config).
+///
+/// Built with its setters, one a field:
+///
+/// ```
+/// use std::time::Duration;
+/// use portico_platform::jobs::JobsConfig;
+///
+/// let config = JobsConfig::default().concurrency(2).poll(Duration::from_millis(200));
+/// assert_eq!(config.concurrency, 2);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct JobsConfig {
@@ -200,6 +254,56 @@ pub struct JobsConfig {
     pub webhook_retry: Duration,
     /// How long a webhook receiver has to answer one try. Default 15 s.
     pub webhook_timeout: Duration,
+}
+
+impl JobsConfig {
+    /// Sets [`concurrency`](JobsConfig::concurrency): how many jobs one instance runs at once.
+    pub fn concurrency(mut self, concurrency: usize) -> Self {
+        self.concurrency = concurrency;
+        self
+    }
+
+    /// Sets [`lease`](JobsConfig::lease): how long a claimed job stays with its instance before
+    /// another may take it.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Sets [`max_jobs`](JobsConfig::max_jobs): how many jobs may be stored at once (pending and
+    /// running ones.
+    pub fn max_jobs(mut self, max_jobs: u64) -> Self {
+        self.max_jobs = max_jobs;
+        self
+    }
+
+    /// Sets [`max_args_bytes`](JobsConfig::max_args_bytes): the largest a job's arguments may be,
+    /// as JSON text.
+    pub fn max_args_bytes(mut self, max_args_bytes: usize) -> Self {
+        self.max_args_bytes = max_args_bytes;
+        self
+    }
+
+    /// Sets [`poll`](JobsConfig::poll): how often the worker looks for due jobs when no local
+    /// enqueue wakes it.
+    pub fn poll(mut self, poll: Duration) -> Self {
+        self.poll = poll;
+        self
+    }
+
+    /// Sets [`webhook_retry`](JobsConfig::webhook_retry): the first wait before a webhook delivery
+    /// is tried again (it doubles, with jitter, up to an hour, for 24 hours).
+    pub fn webhook_retry(mut self, webhook_retry: Duration) -> Self {
+        self.webhook_retry = webhook_retry;
+        self
+    }
+
+    /// Sets [`webhook_timeout`](JobsConfig::webhook_timeout): how long a webhook receiver has to
+    /// answer one try.
+    pub fn webhook_timeout(mut self, webhook_timeout: Duration) -> Self {
+        self.webhook_timeout = webhook_timeout;
+        self
+    }
 }
 
 impl Default for JobsConfig {

@@ -170,16 +170,7 @@ impl Platform {
                 related.push(None);
                 continue;
             };
-            let mut seen = HashSet::default();
-            let mut ids: Vec<String> = Vec::new();
-            for members in &scanned {
-                let held = members.values.get(at).and_then(Option::as_ref);
-                for id in held.map(ids_of).unwrap_or_default() {
-                    if ids.len() < MAX_EXPAND_IDS && seen.insert(id) {
-                        ids.push(id.to_owned());
-                    }
-                }
-            }
+            let ids = page_ids(&scanned, at);
             let along = read
                 .iter()
                 .position(|r| r.field == *field)
@@ -201,33 +192,9 @@ impl Platform {
             .map(|(text, members)| {
                 expanded.clear();
                 for (at, key) in keys.iter().enumerate() {
-                    let Some(Some(by_id)) = related.get(at) else {
-                        continue;
-                    };
-                    let held = members.values.get(at).and_then(Option::as_ref);
-                    let sep = if expanded.is_empty() { "" } else { "," };
-                    match held {
-                        Some(Value::String(id)) => {
-                            if let Some(doc) = by_id.get(id) {
-                                push_all(&mut expanded, &[sep, key, ":", doc]);
-                            }
-                        }
-                        Some(Value::Array(items)) => {
-                            push_all(&mut expanded, &[sep, key, ":["]);
-                            let mut first = true;
-                            for doc in items
-                                .iter()
-                                .filter_map(|v| v.as_str().and_then(|id| by_id.get(id)))
-                            {
-                                if !first {
-                                    expanded.push(',');
-                                }
-                                first = false;
-                                expanded.push_str(doc);
-                            }
-                            expanded.push(']');
-                        }
-                        _ => {}
+                    if let Some(Some(by_id)) = related.get(at) {
+                        let held = members.values.get(at).and_then(Option::as_ref);
+                        push_related(&mut expanded, key, held, by_id);
                     }
                 }
                 if expanded.is_empty() {
@@ -471,4 +438,53 @@ fn corrupt(collection: &str, id: &str, e: &serde_json::Error) -> Error {
     Error::Store(portico_store::Error::Backend(format!(
         "stored document {id:?} of collection {collection:?} could not be read: {e}"
     )))
+}
+
+/// The ids the relation at `at` names in a page's scanned texts, each once, at most
+/// `MAX_EXPAND_IDS`.
+fn page_ids(scanned: &[portico_store::Members], at: usize) -> Vec<String> {
+    let mut seen = HashSet::default();
+    let mut ids: Vec<String> = Vec::new();
+    for members in scanned {
+        let held = members.values.get(at).and_then(Option::as_ref);
+        for id in held.map(ids_of).unwrap_or_default() {
+            if ids.len() < MAX_EXPAND_IDS && seen.insert(id) {
+                ids.push(id.to_owned());
+            }
+        }
+    }
+    ids
+}
+
+/// Adds to `expanded` (the inside of one text's `"expand"` object) the member `key` (JSON text)
+/// for what the relation field `held` names: the shown text of the one related document, or an
+/// array of those of the many, each from `by_id`; nothing for an id `by_id` lacks.
+fn push_related(
+    expanded: &mut String,
+    key: &str,
+    held: Option<&Value>,
+    by_id: &HashMap<String, String>,
+) {
+    let sep = if expanded.is_empty() { "" } else { "," };
+    match held {
+        Some(Value::String(id)) => {
+            if let Some(doc) = by_id.get(id) {
+                push_all(expanded, &[sep, key, ":", doc]);
+            }
+        }
+        Some(Value::Array(items)) => {
+            push_all(expanded, &[sep, key, ":["]);
+            let docs = items
+                .iter()
+                .filter_map(|v| v.as_str().and_then(|id| by_id.get(id)));
+            for (n, doc) in docs.enumerate() {
+                if n > 0 {
+                    expanded.push(',');
+                }
+                expanded.push_str(doc);
+            }
+            expanded.push(']');
+        }
+        _ => {}
+    }
 }

@@ -38,6 +38,17 @@ use method::MethodHandler;
 use publication::PublicationHandler;
 
 /// Settings of a [`Platform`].
+///
+/// Built with its setters, one a field:
+///
+/// ```
+/// use portico_platform::{AccountsConfig, LiveConfig, PlatformConfig};
+///
+/// let config = PlatformConfig::default()
+///     .accounts(AccountsConfig::default().password_min_length(12))
+///     .live(LiveConfig::default().max_streams(100));
+/// assert_eq!(config.accounts.password_min_length, 12);
+/// ```
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct PlatformConfig {
@@ -45,6 +56,20 @@ pub struct PlatformConfig {
     pub accounts: AccountsConfig,
     /// Limits of live streams.
     pub live: crate::LiveConfig,
+}
+
+impl PlatformConfig {
+    /// Sets [`accounts`](PlatformConfig::accounts): settings of the accounts service.
+    pub fn accounts(mut self, accounts: AccountsConfig) -> Self {
+        self.accounts = accounts;
+        self
+    }
+
+    /// Sets [`live`](PlatformConfig::live): limits of live streams.
+    pub fn live(mut self, live: crate::LiveConfig) -> Self {
+        self.live = live;
+        self
+    }
 }
 
 struct MethodEntry {

@@ -37,12 +37,30 @@ use crate::{Api, Context, Endpoint, Endpoints, Op, Reply, Result, RouteOptions};
 pub const DEFAULT_BATCH_LIMIT: usize = 100;
 
 /// Options of [`Api::add_batch`].
+///
+/// Built with its setters, one a field:
+///
+/// ```
+/// use portico_rest::BatchOptions;
+///
+/// let options = BatchOptions::default().max_requests(20);
+/// assert_eq!(options.max_requests, 20);
+/// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct BatchOptions {
     /// The most sub-requests one batch may hold (default [`DEFAULT_BATCH_LIMIT`]); a larger
     /// batch is refused with 413 before anything is checked.
     pub max_requests: usize,
+}
+
+impl BatchOptions {
+    /// Sets [`max_requests`](BatchOptions::max_requests): the most sub-requests one batch may hold
+    /// (default [`DEFAULT_BATCH_LIMIT`]).
+    pub fn max_requests(mut self, max_requests: usize) -> Self {
+        self.max_requests = max_requests;
+        self
+    }
 }
 
 impl Default for BatchOptions {

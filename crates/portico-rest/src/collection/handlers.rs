@@ -64,26 +64,10 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
     // The generated operations read the parsed body only: its bytes need not stay in memory
     // for the rest of the request.
     ctx.body = bytes::Bytes::new();
-    let body = match op {
-        Op::Post | Op::Put | Op::Patch => match write_body(&mut ctx) {
-            Ok(body) => Some(body),
-            Err(reply) => return reply,
-        },
-        Op::GetAll | Op::Get | Op::Delete => None,
+    let event = match before(state, op, &mut ctx).await {
+        Ok(event) => event,
+        Err(reply) => return reply,
     };
-    let mut event = HookEvent {
-        op,
-        user_id: ctx.user_id.clone(),
-        id: ctx.url_param("id").map(str::to_owned),
-        body,
-    };
-    if let Some(before) = &state.before {
-        event = match before.call(event).await {
-            Ok(e) => e,
-            Err(reply) => return reply,
-        };
-    }
-    let id = event.id.as_deref();
     if op == Op::GetAll && super::aggregate::wanted(&ctx.query_params) {
         // Groups, not documents: no after hook (it takes documents), no live stream.
         return match super::aggregate::get_aggregate(state, &ctx).await {
@@ -99,6 +83,42 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
         },
         _ => None,
     };
+    match as_stored(state, op, &ctx, event, expand.as_ref()).await {
+        Ok(reply) => reply,
+        Err(event) => parsed(state, op, &ctx, event, expand.as_ref()).await,
+    }
+}
+
+/// The operation's event (its body checked) as the before hook leaves it, or the reply that
+/// ends the request.
+async fn before(state: &CollectionState, op: Op, ctx: &mut Context) -> Result<HookEvent, Reply> {
+    let body = match op {
+        Op::Post | Op::Put | Op::Patch => Some(write_body(ctx)?),
+        Op::GetAll | Op::Get | Op::Delete => None,
+    };
+    let event = HookEvent {
+        op,
+        user_id: ctx.user_id.clone(),
+        id: ctx.url_param("id").map(str::to_owned),
+        body,
+    };
+    match &state.before {
+        Some(before) => before.call(event).await,
+        None => Ok(event),
+    }
+}
+
+/// The reply of an operation whose documents are sent as the store's JSON text (no field
+/// rules, search, expansion, scope or after hook stands between), or the event back when
+/// the documents must be parsed ([`parsed`]).
+async fn as_stored(
+    state: &CollectionState,
+    op: Op,
+    ctx: &Context,
+    event: HookEvent,
+    expand: Option<&Expand>,
+) -> Result<Reply, HookEvent> {
+    let id = event.id.as_deref();
     let searching = op == Op::GetAll && ctx.query_params.contains_key("search");
     let shown_as_stored = !state.collection.has_field_rules() && !searching;
     let as_stored = shown_as_stored && expand.is_none();
@@ -111,9 +131,9 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
         // Documents shown as stored and no after hook to hand them to: the page is sent as the
         // store's JSON text (see `get_all_json`), with what `expand` adds put into the text.
         // A live list (`Accept: text/event-stream`) goes to `get_all`, which streams it.
-        return match get_all_json(state, &ctx, expand.as_ref()).await {
+        return Ok(match get_all_json(state, ctx, expand).await {
             Ok(reply) | Err(reply) => reply,
-        };
+        });
     }
     if op == Op::Get
         && as_stored
@@ -123,9 +143,9 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
     {
         // The same for one document read by id: its stored text is the reply's data, and its
         // entity tag is computed from that text (see `get_json`).
-        return match get_json(state, &ctx, id).await {
+        return Ok(match get_json(state, ctx, id).await {
             Ok(reply) | Err(reply) => reply,
-        };
+        });
     }
     if op == Op::Post
         && as_stored
@@ -134,9 +154,11 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
         && state.scope.is_none()
     {
         // The created document is sent as the store wrote its text (see `post_json`).
-        return match post_json(state, &ctx, event.body.unwrap_or_default()).await {
-            Ok(reply) | Err(reply) => reply,
-        };
+        return Ok(
+            match post_json(state, ctx, event.body.unwrap_or_default()).await {
+                Ok(reply) | Err(reply) => reply,
+            },
+        );
     }
     if matches!(op, Op::Put | Op::Patch)
         && as_stored
@@ -150,17 +172,29 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
         } else {
             BodyUse::Change
         };
-        return match update_json(state, &ctx, id, event.body, how).await {
+        return Ok(match update_json(state, ctx, id, event.body, how).await {
             Ok(reply) | Err(reply) => reply,
-        };
+        });
     }
+    Err(event)
+}
+
+/// An operation on parsed documents, its result handed to the after hook.
+async fn parsed(
+    state: &CollectionState,
+    op: Op,
+    ctx: &Context,
+    event: HookEvent,
+    expand: Option<&Expand>,
+) -> Reply {
+    let id = event.id.as_deref();
     let result = match op {
-        Op::GetAll => get_all(state, &ctx, expand.as_ref()).await,
-        Op::Post => post(state, &ctx, event.body.unwrap_or_default()).await,
-        Op::Get => get(state, &ctx, id, expand.as_ref()).await,
-        Op::Put => update(state, &ctx, id, event.body, BodyUse::Replace).await,
-        Op::Patch => update(state, &ctx, id, event.body, BodyUse::Change).await,
-        Op::Delete => delete(state, &ctx, id).await,
+        Op::GetAll => get_all(state, ctx, expand).await,
+        Op::Post => post(state, ctx, event.body.unwrap_or_default()).await,
+        Op::Get => get(state, ctx, id, expand).await,
+        Op::Put => update(state, ctx, id, event.body, BodyUse::Replace).await,
+        Op::Patch => update(state, ctx, id, event.body, BodyUse::Change).await,
+        Op::Delete => delete(state, ctx, id).await,
     };
     let outcome = match result {
         Ok(o) => o,

@@ -8,6 +8,7 @@ use toml::Spanned;
 
 mod auto;
 mod collection;
+mod database;
 mod field_rules;
 mod indexes;
 mod jobs;
@@ -96,96 +97,108 @@ impl<'a> Checker<'a> {
         self.source.position(spanned.span().start).0
     }
 
-    pub(super) fn config(&mut self, raw: RawConfig) -> Config {
+    pub(super) fn config(&mut self, mut raw: RawConfig) -> Config {
         let listen = raw
             .listen
+            .take()
             .and_then(|listen| self.address(&listen, "listen", "127.0.0.1:3000"));
-        let database_position = raw
-            .database
-            .as_ref()
-            .map(|db| self.source.position(db.span().start));
-        let database = raw
-            .database
-            .and_then(|db| match check_database_url(db.get_ref()) {
-                Ok(()) => Some(db.into_inner()),
-                Err(message) => {
-                    self.error(&db, "database", message);
-                    None
-                }
-            });
-        let database_replicas = match raw.database_replicas {
-            Some(list) => {
-                let bad = list.get_ref().iter().find(|url| {
-                    !(url.starts_with("postgres://") || url.starts_with("postgresql://"))
-                });
-                if let Some(url) = bad {
-                    let message = format!(
-                        "`{}` is not a PostgreSQL URL; replicas are PostgreSQL hot standbys, as in \"postgres://app@replica1/app\"",
-                        portico_store::redact_url(url)
-                    );
-                    self.error(&list, "database_replicas", message);
-                }
-                list.into_inner()
-            }
-            None => Vec::new(),
-        };
-        let replica_max_lag = raw.replica_max_lag_ms.and_then(|ms| {
-            if *ms.get_ref() == 0 {
-                self.error(&ms, "replica_max_lag_ms", "must be at least 1");
-                None
-            } else {
-                Some(Duration::from_millis(ms.into_inner()))
-            }
-        });
-        let database_cache_bytes = raw.database_cache_mb.and_then(|mb| {
-            // At most 1 TiB: a budget beyond the machine's memory is a mistake.
-            match usize::try_from(mb.get_ref().saturating_mul(1024 * 1024)) {
-                Ok(bytes) if *mb.get_ref() <= 1024 * 1024 => Some(bytes),
-                _ => {
-                    self.error(&mb, "database_cache_mb", "must be at most 1048576 (1 TiB)");
-                    None
-                }
-            }
-        });
-        let database_stamp_batch =
-            raw.database_stamp_batch
-                .and_then(|n| match usize::try_from(*n.get_ref()) {
-                    Ok(batch @ 1..=4096) => Some(batch),
-                    _ => {
-                        self.error(&n, "database_stamp_batch", "must be between 1 and 4096");
-                        None
-                    }
-                });
-        let database_stamp_wait = raw.database_stamp_wait_us.and_then(|us| {
-            if *us.get_ref() > 1_000_000 {
-                self.error(
-                    &us,
-                    "database_stamp_wait_us",
-                    "must be at most 1000000 (1 s)",
-                );
-                None
-            } else {
-                Some(Duration::from_micros(us.into_inner()))
-            }
-        });
+        let db = self.database(&mut raw);
+        let trusted_proxies = self.trusted_proxies(raw.trusted_proxies.as_ref());
         let api_lines = self.source.header_lines("api");
-        let apis: Vec<ApiConfig> = raw
-            .api
+        let apis: Vec<ApiConfig> = std::mem::take(&mut raw.api)
             .into_iter()
             .enumerate()
             .map(|(index, api)| self.api(api, api_lines.get(index).copied().unwrap_or(1)))
+            .map(|api| ApiConfig {
+                trusted_proxies: trusted_proxies.clone(),
+                ..api
+            })
             .collect();
-        let auto = raw.auto.map(|auto| self.auto(auto));
-        let (admin, mistakes) = raw.admin.map(super::AdminConfig::check).unwrap_or_default();
+        let auto = raw.auto.take().map(|auto| self.auto(auto));
+        let admin = self.admin(raw.admin.take());
+        let (accounts, email) = self.accounts(raw.accounts.take(), raw.email.take());
+        let schemas = self.schemas(&apis, auto.as_ref());
+        let (backups, log) = self.operations(raw.backups.take(), raw.log.take());
+        Config {
+            jobs: self.jobs(raw.jobs.take()),
+            cron: self.cron(std::mem::take(&mut raw.cron)),
+            webhooks: self.webhooks(std::mem::take(&mut raw.webhooks)),
+            field_rules: self.merged_field_rules(&apis, auto.as_ref()),
+            relations: self.merged_relations(&apis),
+            search: self.merged_search(&apis),
+            indexes: self.merged_indexes(&apis, auto.as_ref()),
+            scripts: raw.scripts.take().map(|scripts| self.scripts(scripts)),
+            schemas,
+            schema_values: BTreeMap::new(),
+            folder: None,
+            live: raw
+                .live
+                .take()
+                .map(|live| self.live(live))
+                .unwrap_or_default(),
+            listen,
+            database: db.database,
+            database_position: db.database_position,
+            database_replicas: db.database_replicas,
+            replica_max_lag: db.replica_max_lag,
+            database_cache_bytes: db.database_cache_bytes,
+            database_stamp_batch: db.database_stamp_batch,
+            database_stamp_wait: db.database_stamp_wait,
+            trusted_proxies,
+            shutdown_grace: raw.shutdown_grace_seconds.map(Duration::from_secs),
+            openapi: raw.openapi,
+            metrics: self.metrics(raw.metrics.take()),
+            apis,
+            auto,
+            admin,
+            server: raw
+                .server
+                .take()
+                .map(|s| self.server(s))
+                .unwrap_or_default(),
+            backups,
+            log,
+            files: self.files(raw.files.take()),
+            accounts,
+            email,
+        }
+    }
+
+    /// `trusted_proxies`: addresses and networks whose forwarding headers are believed.
+    fn trusted_proxies(
+        &mut self,
+        list: Option<&Spanned<Vec<String>>>,
+    ) -> portico_edge::TrustedProxies {
+        let Some(list) = list else {
+            return portico_edge::TrustedProxies::none();
+        };
+        portico_edge::TrustedProxies::parse(list.get_ref()).unwrap_or_else(|message| {
+            self.error(list, "trusted_proxies", message);
+            portico_edge::TrustedProxies::none()
+        })
+    }
+
+    /// `[admin]`, its mistakes noted.
+    fn admin(&mut self, raw: Option<super::admin::RawAdmin>) -> super::AdminConfig {
+        let (admin, mistakes) = raw.map(super::AdminConfig::check).unwrap_or_default();
         for (span, key, message) in mistakes {
             let err = self.source.error(span, key, message);
             self.errors.push(err);
         }
-        let (accounts, mut mistakes) = match raw.accounts.map(super::AccountsSection::check) {
+        admin
+    }
+
+    /// `[accounts]` and `[email]`, their mistakes noted.
+    fn accounts(
+        &mut self,
+        accounts: Option<super::accounts::RawAccounts>,
+        email: Option<super::accounts::RawEmail>,
+    ) -> (Option<super::AccountsSection>, Option<super::EmailConfig>) {
+        let (accounts, mut mistakes) = match accounts.map(super::AccountsSection::check) {
             Some((section, mistakes)) => (Some(section), mistakes),
             None => (None, Vec::new()),
         };
-        let email = raw.email.map(|email| {
+        let email = email.map(|email| {
             let (email, more) = super::EmailConfig::check(email);
             mistakes.extend(more);
             email
@@ -194,33 +207,22 @@ impl<'a> Checker<'a> {
             let err = self.source.error(span, key, message);
             self.errors.push(err);
         }
-        let trusted_proxies = match &raw.trusted_proxies {
-            Some(list) => match portico_edge::TrustedProxies::parse(list.get_ref()) {
-                Ok(proxies) => proxies,
-                Err(message) => {
-                    self.error(list, "trusted_proxies", message);
-                    portico_edge::TrustedProxies::none()
-                }
-            },
-            None => portico_edge::TrustedProxies::none(),
-        };
-        let apis: Vec<ApiConfig> = apis
-            .into_iter()
-            .map(|api: ApiConfig| ApiConfig {
-                trusted_proxies: trusted_proxies.clone(),
-                ..api
-            })
-            .collect();
-        let server = raw
-            .server
-            .map(|server| self.server(server))
-            .unwrap_or_default();
-        let metrics = self.metrics(raw.metrics);
-        let live = raw.live.map(|live| self.live(live)).unwrap_or_default();
-        let jobs = self.jobs(raw.jobs);
-        let cron = self.cron(raw.cron);
-        let webhooks = self.webhooks(raw.webhooks);
-        let scripts = raw.scripts.map(|scripts| self.scripts(scripts));
+        (accounts, email)
+    }
+
+    /// `[files]`, its mistakes noted.
+    fn files(&mut self, raw: Option<super::files::RawFiles>) -> super::FilesSettings {
+        let (files, mistakes) = super::files::check_settings(raw);
+        for (span, key, message) in mistakes {
+            let err = self.source.error(span, &key, message);
+            self.errors.push(err);
+        }
+        files
+    }
+
+    /// The schema files of every collection (of the [[api]] tables and [auto]), one per
+    /// collection: two different files for one collection are a mistake.
+    fn schemas(&mut self, apis: &[ApiConfig], auto: Option<&super::AutoConfig>) -> Vec<SchemaFile> {
         let mut schemas: Vec<SchemaFile> = apis
             .iter()
             .flat_map(|api| &api.collections)
@@ -232,7 +234,7 @@ impl<'a> Checker<'a> {
                 })
             })
             .collect();
-        if let Some(auto) = &auto {
+        if let Some(auto) = auto {
             schemas.extend(auto.schemas.iter().cloned());
         }
         schemas.sort_by(|a, b| a.collection.cmp(&b.collection));
@@ -250,51 +252,7 @@ impl<'a> Checker<'a> {
             }
         }
         schemas.dedup_by(|a, b| a.collection == b.collection);
-        let (backups, log) = self.operations(raw.backups, raw.log);
-        let field_rules = self.merged_field_rules(&apis, auto.as_ref());
-        let relations = self.merged_relations(&apis);
-        let search = self.merged_search(&apis);
-        let indexes = self.merged_indexes(&apis, auto.as_ref());
-        let (files, mistakes) = super::files::check_settings(raw.files);
-        for (span, key, message) in mistakes {
-            let err = self.source.error(span, &key, message);
-            self.errors.push(err);
-        }
-        Config {
-            jobs,
-            cron,
-            webhooks,
-            field_rules,
-            relations,
-            search,
-            indexes,
-            scripts,
-            schemas,
-            schema_values: BTreeMap::new(),
-            folder: None,
-            live,
-            listen,
-            database,
-            database_position,
-            database_replicas,
-            replica_max_lag,
-            database_cache_bytes,
-            database_stamp_batch,
-            database_stamp_wait,
-            trusted_proxies,
-            shutdown_grace: raw.shutdown_grace_seconds.map(Duration::from_secs),
-            openapi: raw.openapi,
-            metrics,
-            apis,
-            auto,
-            admin,
-            server,
-            backups,
-            log,
-            files,
-            accounts,
-            email,
-        }
+        schemas
     }
 
     /// `[backups]` and `[log]` (see `config/operations.rs`).

@@ -49,6 +49,16 @@ pub trait MailTransport: Send + Sync + 'static {
 }
 
 /// How the sender polls and retries.
+///
+/// Built with its setters, one a field:
+///
+/// ```
+/// use std::time::Duration;
+/// use portico_platform::SenderOptions;
+///
+/// let options = SenderOptions::default().retry_max(Duration::from_secs(60));
+/// assert_eq!(options.retry_max, Duration::from_secs(60));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SenderOptions {
@@ -62,6 +72,34 @@ pub struct SenderOptions {
     /// How long a claimed mail stays with its sender before another may take it (longer than a
     /// send can take). Default 2 minutes.
     pub lease: Duration,
+}
+
+impl SenderOptions {
+    /// Sets [`poll`](SenderOptions::poll): how often the outbox is read when no local request wakes
+    /// the sender (mail queued by other instances, retries that fell due).
+    pub fn poll(mut self, poll: Duration) -> Self {
+        self.poll = poll;
+        self
+    }
+
+    /// Sets [`retry_first`](SenderOptions::retry_first): the first retry's delay.
+    pub fn retry_first(mut self, retry_first: Duration) -> Self {
+        self.retry_first = retry_first;
+        self
+    }
+
+    /// Sets [`retry_max`](SenderOptions::retry_max): the longest delay between two attempts.
+    pub fn retry_max(mut self, retry_max: Duration) -> Self {
+        self.retry_max = retry_max;
+        self
+    }
+
+    /// Sets [`lease`](SenderOptions::lease): how long a claimed mail stays with its sender before
+    /// another may take it (longer than a send can take).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
 }
 
 impl Default for SenderOptions {

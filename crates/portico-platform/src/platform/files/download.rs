@@ -73,6 +73,15 @@ impl ByteRange {
 }
 
 /// What part of a file a download asks for.
+///
+/// Built with its setters, one a field:
+///
+/// ```
+/// use portico_platform::files::DownloadOptions;
+///
+/// let options = DownloadOptions::default().thumb("100x100");
+/// assert_eq!(options.thumb.as_deref(), Some("100x100"));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DownloadOptions {
@@ -80,6 +89,22 @@ pub struct DownloadOptions {
     pub range: Option<ByteRange>,
     /// A thumbnail size (`?thumb=WxH`), or the file itself.
     pub thumb: Option<String>,
+}
+
+impl DownloadOptions {
+    /// Sets [`range`](DownloadOptions::range): one byte range (`Range`), or the whole file (to
+    /// `Some`).
+    pub fn range(mut self, range: ByteRange) -> Self {
+        self.range = Some(range);
+        self
+    }
+
+    /// Sets [`thumb`](DownloadOptions::thumb): A thumbnail size (`?thumb=WxH`), or the file itself
+    /// (to `Some`).
+    pub fn thumb(mut self, thumb: impl Into<String>) -> Self {
+        self.thumb = Some(thumb.into());
+        self
+    }
 }
 
 impl DownloadOptions {

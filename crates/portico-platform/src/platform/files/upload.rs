@@ -21,6 +21,15 @@ const LOCAL_PART_BYTES: usize = 1024 * 1024;
 const PARTS_IN_FLIGHT: usize = 2;
 
 /// One file to store: its name and declared type as the client gave them.
+///
+/// Built with its setters, one a field:
+///
+/// ```
+/// use portico_platform::files::NewFile;
+///
+/// let file = NewFile::default().name("photo.png").declared_type("image/png");
+/// assert_eq!(file.name, "photo.png");
+/// ```
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct NewFile {
@@ -28,6 +37,21 @@ pub struct NewFile {
     pub name: String,
     /// The declared `Content-Type` (believed only for content without magic bytes).
     pub declared_type: Option<String>,
+}
+
+impl NewFile {
+    /// Sets [`name`](NewFile::name): the client's name (sanitized before use).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Sets [`declared_type`](NewFile::declared_type): the declared `Content-Type` (believed only
+    /// for content without magic bytes) (to `Some`).
+    pub fn declared_type(mut self, declared_type: impl Into<String>) -> Self {
+        self.declared_type = Some(declared_type.into());
+        self
+    }
 }
 
 impl NewFile {
@@ -127,13 +151,7 @@ impl Files {
         let max = self.inner.config.max_size;
         let mut hasher = Sha256::new();
         let mut size = 0u64;
-        let max_pixels = self.inner.config.max_pixels;
-        // The file's first bytes, kept to judge its type and, for an image the server
-        // decodes, to read its size from its header.
-        let mut head: Vec<u8> = Vec::new();
-        let mut mime: Option<String> = None;
-        // An image whose width and height are not known yet.
-        let mut sizing = false;
+        let mut judge = Judge::new(spec, declared.as_deref(), self.inner.config.max_pixels);
         let mut body = std::pin::pin!(body);
         let failure = loop {
             let chunk = match body.next().await {
@@ -147,54 +165,17 @@ impl Files {
                 break Some(FileError::TooLarge(max));
             }
             hasher.update(&chunk);
-            if mime.is_none() {
-                let want = SNIFF_BYTES - head.len();
-                head.extend_from_slice(&chunk[..chunk.len().min(want)]);
-                if head.len() >= SNIFF_BYTES {
-                    let found = detect(&head, declared.as_deref());
-                    if !spec.accepts(&found) {
-                        break Some(FileError::WrongType(found));
-                    }
-                    sizing = super::thumb::decoded(&found);
-                    mime = Some(found);
-                }
-            }
-            if sizing && let Some(mime) = &mime {
-                // `head` is the file's start: add what of this chunk it lacks.
-                let have = usize::try_from(head.len() as u64 - start).unwrap_or(usize::MAX);
-                let want = super::thumb::HEADER_BYTES.saturating_sub(head.len());
-                let rest = chunk.get(have.min(chunk.len())..).unwrap_or_default();
-                head.extend_from_slice(&rest[..rest.len().min(want)]);
-                match image_size(&head, mime, max_pixels, false) {
-                    Ok(Some(())) => {
-                        sizing = false;
-                        head = Vec::new();
-                    }
-                    Ok(None) => {}
-                    Err(e) => break Some(e),
-                }
+            if let Err(e) = judge.feed(&chunk, start) {
+                break Some(e);
             }
             if let Err(e) = writer.wait_for_capacity(PARTS_IN_FLIGHT).await {
                 break Some(e.into());
             }
             writer.put(chunk);
         };
-        let judged = match (failure, mime) {
-            (Some(e), _) => Err(e),
-            (None, Some(mime)) if sizing => {
-                image_size(&head, &mime, max_pixels, true).map(|_| mime)
-            }
-            (None, Some(mime)) => Ok(mime),
-            (None, None) => {
-                let found = detect(&head, declared.as_deref());
-                if !spec.accepts(&found) {
-                    Err(FileError::WrongType(found))
-                } else if super::thumb::decoded(&found) {
-                    image_size(&head, &found, max_pixels, true).map(|_| found)
-                } else {
-                    Ok(found)
-                }
-            }
+        let judged = match failure {
+            Some(e) => Err(e),
+            None => judge.verdict(),
         };
         let mime = match judged {
             Ok(mime) => mime,
@@ -278,6 +259,84 @@ impl Files {
             return Ok(meta);
         }
         Err(FileError::Conflict)
+    }
+}
+
+/// What an upload's first bytes say, judged as they stream in: its type (sniffed once
+/// `SNIFF_BYTES` are in, and one the field accepts) and, for an image the server decodes,
+/// that its width and height are within the pixel limit (read from its header).
+struct Judge<'a> {
+    spec: &'a super::FileField,
+    declared: Option<&'a str>,
+    max_pixels: u64,
+    /// The file's first bytes, kept to judge its type and, for an image the server decodes,
+    /// to read its size from its header.
+    head: Vec<u8>,
+    mime: Option<String>,
+    /// An image whose width and height are not known yet.
+    sizing: bool,
+}
+
+impl<'a> Judge<'a> {
+    fn new(spec: &'a super::FileField, declared: Option<&'a str>, max_pixels: u64) -> Self {
+        Judge {
+            spec,
+            declared,
+            max_pixels,
+            head: Vec::new(),
+            mime: None,
+            sizing: false,
+        }
+    }
+
+    /// Looks at the next `chunk`, which starts `start` bytes into the file.
+    fn feed(&mut self, chunk: &Bytes, start: u64) -> Result<(), FileError> {
+        if self.mime.is_none() {
+            let want = SNIFF_BYTES - self.head.len();
+            self.head.extend_from_slice(&chunk[..chunk.len().min(want)]);
+            if self.head.len() >= SNIFF_BYTES {
+                let found = detect(&self.head, self.declared);
+                if !self.spec.accepts(&found) {
+                    return Err(FileError::WrongType(found));
+                }
+                self.sizing = super::thumb::decoded(&found);
+                self.mime = Some(found);
+            }
+        }
+        if self.sizing
+            && let Some(mime) = &self.mime
+        {
+            // `head` is the file's start: add what of this chunk it lacks.
+            let have = usize::try_from(self.head.len() as u64 - start).unwrap_or(usize::MAX);
+            let want = super::thumb::HEADER_BYTES.saturating_sub(self.head.len());
+            let rest = chunk.get(have.min(chunk.len())..).unwrap_or_default();
+            self.head.extend_from_slice(&rest[..rest.len().min(want)]);
+            if image_size(&self.head, mime, self.max_pixels, false)?.is_some() {
+                self.sizing = false;
+                self.head = Vec::new();
+            }
+        }
+        Ok(())
+    }
+
+    /// The file's type once the whole file was fed, or why it is refused.
+    fn verdict(self) -> Result<String, FileError> {
+        match self.mime {
+            Some(mime) if self.sizing => {
+                image_size(&self.head, &mime, self.max_pixels, true).map(|_| mime)
+            }
+            Some(mime) => Ok(mime),
+            None => {
+                let found = detect(&self.head, self.declared);
+                if !self.spec.accepts(&found) {
+                    Err(FileError::WrongType(found))
+                } else if super::thumb::decoded(&found) {
+                    image_size(&self.head, &found, self.max_pixels, true).map(|_| found)
+                } else {
+                    Ok(found)
+                }
+            }
+        }
     }
 }
 

@@ -38,6 +38,16 @@ pub const ACCOUNT_FACTOR: u32 = 4;
 pub use crate::rate_limit::Limit;
 
 /// The limits of a [`LoginService`]; `None` turns one off.
+///
+/// Built with its setters, one a field:
+///
+/// ```
+/// use portico_platform::LoginLimits;
+///
+/// // No limit on sign-ups per client address.
+/// let limits = LoginLimits::default().register_per_address(None);
+/// assert!(limits.register_per_address.is_none());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LoginLimits {
@@ -47,6 +57,29 @@ pub struct LoginLimits {
     pub per_address: Option<Limit>,
     /// Sign-up attempts per client address (default 10 per 60 s).
     pub register_per_address: Option<Limit>,
+}
+
+impl LoginLimits {
+    /// Sets [`per_identity`](LoginLimits::per_identity): failed logins per account and client
+    /// address (default 5 per 10 s) (`None` turns it off).
+    pub fn per_identity(mut self, per_identity: Option<Limit>) -> Self {
+        self.per_identity = per_identity;
+        self
+    }
+
+    /// Sets [`per_address`](LoginLimits::per_address): failed logins per client address, over all
+    /// accounts (default 20 per 10 s) (`None` turns it off).
+    pub fn per_address(mut self, per_address: Option<Limit>) -> Self {
+        self.per_address = per_address;
+        self
+    }
+
+    /// Sets [`register_per_address`](LoginLimits::register_per_address): sign-up attempts per
+    /// client address (default 10 per 60 s) (`None` turns it off).
+    pub fn register_per_address(mut self, register_per_address: Option<Limit>) -> Self {
+        self.register_per_address = register_per_address;
+        self
+    }
 }
 
 impl Default for LoginLimits {
