@@ -321,68 +321,109 @@ fn covered_in_order(
     text: bool,
     total: Option<u64>,
 ) -> Result<Read> {
-    let (filter, mut args) = filter(plan);
-    let limit = query.limit.unwrap_or(u64::MAX);
+    let (filter, args) = filter(plan);
     let mut page = PageRows::new(collection, query, text);
+    let place = (collection, index, filter.as_str());
     if plan.order == Order::Id {
-        let n = args.len();
-        args.push(SqlValue::Integer(
-            query
-                .limit
-                .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX)),
-        ));
-        args.push(SqlValue::Integer(
-            i64::try_from(query.skip).unwrap_or(i64::MAX),
-        ));
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT c.id, c.doc FROM (SELECT DISTINCT x.id AS id FROM {} AS x{filter} \
-             ORDER BY x.id LIMIT ?{} OFFSET ?{}) AS p CROSS JOIN {} AS c ON c.id = p.id \
-             ORDER BY p.id",
-            index.table,
-            n + 1,
-            n + 2,
-            collection_table(collection)
-        ))?;
-        let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
-        while let Some(row) = rows.next()? {
-            let id: String = row.get(0)?;
-            page.push(&id, row.get_ref(1)?)?;
-        }
-        return Ok(Read {
-            rows: page.into_rows(),
-            total,
-        });
+        in_id_order_joined(conn, place, args, query, &mut page)?;
+    } else if !index.multikey && query.skip <= JOINED_SKIP {
+        first_page_joined(conn, place, &args, query, &mut page)?;
+    } else {
+        ids_then_documents(conn, place, &args, query, &mut page)?;
     }
-    if !index.multikey && query.skip <= JOINED_SKIP {
-        // The statement `candidates` runs for this plan too (one cached statement).
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT x.id, c.doc FROM {} AS x CROSS JOIN {} AS c ON c.id = x.id{filter} \
-             ORDER BY {}",
-            index.table,
-            collection_table(collection),
-            order_by(index, Order::Index)
-        ))?;
-        let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
-        let mut skipped = 0u64;
-        while page.len() < limit
-            && let Some(row) = rows.next()?
-        {
-            if skipped < query.skip {
-                skipped += 1;
-                continue;
-            }
-            // The id only names the row in an error: not copied.
-            let id = match row.get_ref(0)? {
-                rusqlite::types::ValueRef::Text(id) => String::from_utf8_lossy(id),
-                _ => "".into(),
-            };
-            page.push(&id, row.get_ref(1)?)?;
-        }
-        return Ok(Read {
-            rows: page.into_rows(),
-            total,
-        });
+    Ok(Read {
+        rows: page.into_rows(),
+        total,
+    })
+}
+
+/// Where [`covered_in_order`]'s readers read: the collection, the index and the WHERE clause
+/// of the plan over it.
+type Place<'a> = (&'a str, &'a SortedIndex, &'a str);
+
+/// [`covered_in_order`] in `_id` order: the range's first distinct ids (skipped and limited
+/// in SQL), joined to their documents.
+fn in_id_order_joined(
+    conn: &Connection,
+    (collection, index, filter): Place<'_>,
+    mut args: Vec<SqlValue>,
+    query: &Query,
+    page: &mut PageRows<'_>,
+) -> Result<()> {
+    let n = args.len();
+    args.push(SqlValue::Integer(
+        query
+            .limit
+            .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX)),
+    ));
+    args.push(SqlValue::Integer(
+        i64::try_from(query.skip).unwrap_or(i64::MAX),
+    ));
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT c.id, c.doc FROM (SELECT DISTINCT x.id AS id FROM {} AS x{filter} \
+         ORDER BY x.id LIMIT ?{} OFFSET ?{}) AS p CROSS JOIN {} AS c ON c.id = p.id \
+         ORDER BY p.id",
+        index.table,
+        n + 1,
+        n + 2,
+        collection_table(collection)
+    ))?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        page.push(&id, row.get_ref(1)?)?;
     }
+    Ok(())
+}
+
+/// [`covered_in_order`]'s first page of an index without repeated documents: the range
+/// joined to the documents, read until the page is full.
+fn first_page_joined(
+    conn: &Connection,
+    (collection, index, filter): Place<'_>,
+    args: &[SqlValue],
+    query: &Query,
+    page: &mut PageRows<'_>,
+) -> Result<()> {
+    let limit = query.limit.unwrap_or(u64::MAX);
+    // The statement `candidates` runs for this plan too (one cached statement).
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT x.id, c.doc FROM {} AS x CROSS JOIN {} AS c ON c.id = x.id{filter} \
+         ORDER BY {}",
+        index.table,
+        collection_table(collection),
+        order_by(index, Order::Index)
+    ))?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
+    let mut skipped = 0u64;
+    while page.len() < limit
+        && let Some(row) = rows.next()?
+    {
+        if skipped < query.skip {
+            skipped += 1;
+            continue;
+        }
+        // The id only names the row in an error: not copied.
+        let id = match row.get_ref(0)? {
+            rusqlite::types::ValueRef::Text(id) => String::from_utf8_lossy(id),
+            _ => "".into(),
+        };
+        page.push(&id, row.get_ref(1)?)?;
+    }
+    Ok(())
+}
+
+/// [`covered_in_order`]'s later page (or any page of a multikey index): the page's ids from
+/// the index alone (each document once; the skipped ones never touch a document), then each
+/// document by primary key.
+fn ids_then_documents(
+    conn: &Connection,
+    (collection, index, filter): Place<'_>,
+    args: &[SqlValue],
+    query: &Query,
+    page: &mut PageRows<'_>,
+) -> Result<()> {
+    let limit = query.limit.unwrap_or(u64::MAX);
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT x.id FROM {} AS x{filter} ORDER BY {}",
         index.table,
@@ -422,10 +463,7 @@ fn covered_in_order(
         };
         page.push(id, row.get_ref(0)?)?;
     }
-    Ok(Read {
-        rows: page.into_rows(),
-        total,
-    })
+    Ok(())
 }
 
 /// The rows of a page as they are read: stored texts (checked to be JSON objects) or
