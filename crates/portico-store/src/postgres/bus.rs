@@ -10,8 +10,8 @@ use std::sync::{Arc, OnceLock};
 
 use tokio::sync::{broadcast, mpsc};
 
-use deadpool_postgres::Pool;
 use crate::bus::{BUS_MAX_MESSAGE, Bus, BusEvent, BusRefusal};
+use deadpool_postgres::Pool;
 
 /// The notification channel of the bus.
 pub(crate) const BUS_CHANNEL: &str = "portico_bus";

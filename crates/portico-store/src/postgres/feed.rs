@@ -22,8 +22,8 @@ use tokio_postgres::{AsyncMessage, NoTls};
 
 use super::bus::BUS_CHANNEL;
 use super::replica::Replicas;
-use crate::bus::BusEvent;
 use crate::Result;
+use crate::bus::BusEvent;
 use crate::feed::{Change, ChangeFeed, ChangeKind};
 
 /// The notification channel every instance listens on.

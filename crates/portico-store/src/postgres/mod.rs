@@ -98,9 +98,9 @@
 
 mod aggregate;
 mod batch;
+mod bus;
 mod cache;
 mod error;
-mod bus;
 mod feed;
 mod group;
 mod plan;
