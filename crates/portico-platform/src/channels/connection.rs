@@ -255,24 +255,30 @@ impl Connection {
         Ok(())
     }
 
-    /// The next frame to write to the client (messages and presence of its channels). `None`
-    /// never comes while the connection lives.
-    pub async fn next_frame(&mut self) -> Option<Arc<str>> {
-        self.rx.recv().await
-    }
-
-    /// Resolves when the connection's queue overflowed (the client reads too slowly): it
-    /// should be closed then; it gets nothing more.
-    pub async fn overflowed(&self) {
+    /// The next frame to write to the client (messages and presence of its channels).
+    ///
+    /// # Errors
+    /// [`Overflowed`] once the queue overflowed (the client reads too slowly): the connection
+    /// gets nothing more and should be closed.
+    pub async fn next_frame(&mut self) -> Result<Arc<str>, Overflowed> {
         loop {
             let notified = self.outbox.dropped.notify.notified();
             if self.outbox.dropped.flag.load(Ordering::Relaxed) {
-                return;
+                return Err(Overflowed);
             }
-            notified.await;
+            tokio::select! {
+                frame = self.rx.recv() => return frame.ok_or(Overflowed),
+                () = notified => {}
+            }
         }
     }
 }
+
+/// A connection's queue overflowed: its client reads too slowly (see
+/// [`Connection::next_frame`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the client reads too slowly")]
+pub struct Overflowed;
 
 impl Drop for Connection {
     fn drop(&mut self) {

@@ -41,7 +41,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, broadcast, mpsc};
 
 pub use config::{ChannelsConfig, MAX_MESSAGE_BYTES};
-pub use connection::Connection;
+pub use connection::{Connection, Overflowed};
 pub use error::ChannelError;
 pub use rules::{ChannelAccess, ChannelGuard, ChannelRule, Peer, pattern_matches};
 
