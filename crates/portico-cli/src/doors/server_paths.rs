@@ -1,5 +1,5 @@
 //! The paths the server answers itself beside the front doors: the health probes,
-//! `/openapi.json` and `/metrics` when served, and everything under the admin page's path. A
+//! the live socket (`/live`), `/openapi.json` and `/metrics` when served, and everything under the admin page's path. A
 //! door's route on one of them would be shadowed, so [`super::Doors::build`] refuses it.
 
 use portico_edge::{Door, RouteDoc};
@@ -16,7 +16,7 @@ pub const METRICS_PATH: &str = "/metrics";
 /// The exact paths the server answers for `config`, and the prefix of the admin page when it
 /// is served.
 fn server_paths(config: &Config) -> (Vec<&'static str>, Option<String>) {
-    let mut exact = vec![HEALTHZ, READYZ];
+    let mut exact = vec![HEALTHZ, READYZ, portico_edge::socket::LIVE_PATH];
     if config.serves_openapi() {
         exact.push(portico_edge::openapi::OPENAPI_PATH);
     }

@@ -149,6 +149,18 @@ pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Re
     } = doors;
     routes.extend(probes::docs());
     routers.push(probes::router(platform.clone()));
+    // The live socket: channels by the config's rules, presence, publications.
+    platform.channels().set_rules(config.channels.clone());
+    routes.push(
+        portico_edge::RouteDoc::new(
+            portico_edge::Door::Server,
+            axum::http::Method::GET,
+            portico_edge::socket::LIVE_PATH,
+            portico_edge::Access::Public,
+        )
+        .summary("The live socket (WebSocket): channels, presence, live publications"),
+    );
+    routers.push(portico_edge::socket::router(platform.clone()));
     if config.accounts.is_some() || config.email.is_some() {
         routes.extend(portico_auth::AuthRoutes::docs());
         routers.push(
@@ -459,6 +471,7 @@ fn start_mail_sender(
 async fn open_platform(url: &str, config: &Config) -> crate::Result<Platform> {
     let mut platform_config = portico_platform::PlatformConfig::default();
     platform_config.live = config.live.clone();
+    platform_config.channels = config.channel_limits.clone();
     platform_config.accounts =
         crate::config::platform_accounts(config).map_err(crate::Error::Setup)?;
     // PostgreSQL is opened with its options (replicas, `database_cache_mb`,

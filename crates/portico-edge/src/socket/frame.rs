@@ -75,7 +75,10 @@ mod tests {
             live_event("s1", "added", r#"{"collection":"c","id":"a"}"#),
             r#"{"type":"added","sub":"s1","collection":"c","id":"a"}"#
         );
-        assert_eq!(live_event("s1", "ready", "{}"), r#"{"type":"ready","sub":"s1"}"#);
+        assert_eq!(
+            live_event("s1", "ready", "{}"),
+            r#"{"type":"ready","sub":"s1"}"#
+        );
         let parsed: Value = serde_json::from_str(&live_event("s\"1", "removed", r#"{"id":"x"}"#))
             .unwrap_or_default();
         assert_eq!(parsed["sub"], "s\"1");

@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::budget::Budget;
-use super::frame::{ClientFrame, echo_ref, error, live_event, ok};
 use super::close;
+use super::frame::{ClientFrame, echo_ref, error, live_event, ok};
 
 /// How long one write may wait for a client that does not read.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -186,7 +186,10 @@ impl Session {
         };
         let reference = echo_ref(frame.reference.as_ref());
         match frame.kind.as_str() {
-            "ping" => self.write(json!({"type": "pong", "ref": reference}).to_string()).await,
+            "ping" => {
+                self.write(json!({"type": "pong", "ref": reference}).to_string())
+                    .await
+            }
             "pong" => Ok(()),
             "auth" => self.auth(&reference, frame.token.as_deref()).await,
             "join" | "leave" | "send" | "track" | "untrack" => {
@@ -198,8 +201,12 @@ impl Session {
                 if self.subscriptions.remove(&id).is_some() {
                     self.write(ok(&reference, json!({}))).await
                 } else {
-                    self.write(error(&reference, "not-subscribed", "No subscription has this id"))
-                        .await
+                    self.write(error(
+                        &reference,
+                        "not-subscribed",
+                        "No subscription has this id",
+                    ))
+                    .await
                 }
             }
             _ => {
@@ -255,7 +262,9 @@ impl Session {
     /// channels or subscriptions.
     fn become_peer(&mut self, login: Option<Login>) {
         let before = self.connection.peer().user_id().map(str::to_owned);
-        let peer = login.as_ref().map_or_else(Peer::anonymous, |l| l.peer.clone());
+        let peer = login
+            .as_ref()
+            .map_or_else(Peer::anonymous, |l| l.peer.clone());
         if peer.user_id() != before.as_deref() {
             self.subscriptions.clear();
         }
@@ -267,13 +276,18 @@ impl Session {
     async fn channel(&mut self, reference: &Value, frame: ClientFrame) -> Result<(), Stop> {
         let Some(channel) = frame.channel else {
             return self
-                .write(error(reference, "bad-frame", "The frame names no `channel`"))
+                .write(error(
+                    reference,
+                    "bad-frame",
+                    "The frame names no `channel`",
+                ))
                 .await;
         };
         let done = match frame.kind.as_str() {
             "join" => match self.connection.join(&channel).await {
                 Ok(state) => {
-                    self.write(ok(reference, json!({"channel": channel}))).await?;
+                    self.write(ok(reference, json!({"channel": channel})))
+                        .await?;
                     return self.write_shared(&state).await;
                 }
                 Err(e) => Err(e),
@@ -300,7 +314,8 @@ impl Session {
 
     /// The `error` frame of a refusal, then the close it calls for.
     async fn refused(&mut self, reference: &Value, e: &ChannelError) -> Result<(), Stop> {
-        self.write(error(reference, e.code(), &e.to_string())).await?;
+        self.write(error(reference, e.code(), &e.to_string()))
+            .await?;
         match e.ends_connection() {
             Some(code) => Err(Stop::Close(code, e.code())),
             None => Ok(()),
@@ -321,10 +336,18 @@ impl Session {
         };
         if id.is_empty() || id.len() > 64 || self.subscriptions.contains_key(&id) {
             return self
-                .write(error(reference, "bad-frame", "The `id` is empty, too long or in use"))
+                .write(error(
+                    reference,
+                    "bad-frame",
+                    "The `id` is empty, too long or in use",
+                ))
                 .await;
         }
-        let limit = self.platform.channels().config().max_channels_per_connection;
+        let limit = self
+            .platform
+            .channels()
+            .config()
+            .max_channels_per_connection;
         if self.subscriptions.len() >= limit {
             let e = ChannelError::TooManyChannels;
             return self.refused(reference, &e).await;

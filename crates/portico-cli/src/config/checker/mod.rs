@@ -7,6 +7,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 mod auto;
+mod channels;
 mod collection;
 mod field_rules;
 mod indexes;
@@ -216,6 +217,8 @@ impl<'a> Checker<'a> {
             .map(|server| self.server(server))
             .unwrap_or_default();
         let metrics = self.metrics(raw.metrics);
+        let channel_limits = self.channel_limits(raw.live.as_ref());
+        let channels = self.channel_rules(raw.channels);
         let live = raw.live.map(|live| self.live(live)).unwrap_or_default();
         let jobs = self.jobs(raw.jobs);
         let cron = self.cron(raw.cron);
@@ -273,6 +276,8 @@ impl<'a> Checker<'a> {
             schema_values: BTreeMap::new(),
             folder: None,
             live,
+            channels,
+            channel_limits,
             listen,
             database,
             database_position,

@@ -1,0 +1,476 @@
+//! The live socket (`GET /live`) of the real binary: channels with their config rules,
+//! presence, logout, limits and their close codes, publications over the socket; and two
+//! instances on one PostgreSQL database, one of them killed.
+
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+
+use super::common::{Server, Workspace, x_auth};
+
+const RULES: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
+[[api.collection]]\nname = \"items\"\n\
+[[channels]]\npattern = \"room:*\"\njoin = \"authenticated\"\n\
+[[channels]]\npattern = \"staff:*\"\njoin = \"role:staff\"\n\
+[[channels]]\npattern = \"lobby\"\njoin = \"anyone\"\nsend = \"authenticated\"\n";
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A client of the live socket.
+struct Client {
+    socket: Socket,
+    next_ref: u64,
+}
+
+/// How long a frame that should come may take.
+const WAIT: Duration = Duration::from_secs(10);
+
+impl Client {
+    async fn connect(server: &Server) -> Client {
+        let url = format!("{}/live", server.base.replacen("http", "ws", 1));
+        let (socket, _) = tokio_tungstenite::connect_async(url)
+            .await
+            .expect("connect to /live");
+        Client {
+            socket,
+            next_ref: 0,
+        }
+    }
+
+    async fn send_raw(&mut self, frame: Value) {
+        self.socket
+            .send(Message::text(frame.to_string()))
+            .await
+            .expect("send a frame");
+    }
+
+    /// The next JSON frame (server pings skipped); panics after [`WAIT`].
+    async fn next(&mut self) -> Value {
+        loop {
+            let message = tokio::time::timeout(WAIT, self.socket.next())
+                .await
+                .expect("a frame in time")
+                .expect("the socket is open")
+                .expect("a frame");
+            if let Message::Text(text) = message {
+                let value: Value = serde_json::from_str(&text).expect("JSON frame");
+                if value["type"] != "ping" {
+                    return value;
+                }
+            }
+        }
+    }
+
+    /// The next frame of `type`, skipping others.
+    async fn next_of(&mut self, kind: &str) -> Value {
+        loop {
+            let frame = self.next().await;
+            if frame["type"] == kind {
+                return frame;
+            }
+        }
+    }
+
+    /// Sends `frame` with a fresh `ref` and returns the reply (`ok` or `error`) to it; frames
+    /// before it that are not replies are skipped.
+    async fn request(&mut self, mut frame: Value) -> Value {
+        self.next_ref += 1;
+        let reference = format!("r{}", self.next_ref);
+        frame["ref"] = json!(reference);
+        self.send_raw(frame).await;
+        loop {
+            let reply = self.next().await;
+            if reply["ref"] == json!(reference) {
+                return reply;
+            }
+        }
+    }
+
+    async fn ok(&mut self, frame: Value) -> Value {
+        let reply = self.request(frame.clone()).await;
+        assert_eq!(reply["type"], "ok", "{frame} -> {reply}");
+        reply
+    }
+
+    async fn auth(&mut self, token: &str) -> Value {
+        self.ok(json!({"type": "auth", "token": token})).await
+    }
+
+    /// Joins `channel`; the presence state that follows the reply.
+    async fn join(&mut self, channel: &str) -> Value {
+        self.ok(json!({"type": "join", "channel": channel})).await;
+        let state = self.next_of("presence").await;
+        assert_eq!(state["event"], "state", "{state}");
+        state
+    }
+
+    /// Waits for the close frame; its code and reason. Frames before it are skipped.
+    async fn closed(&mut self) -> (u16, String) {
+        loop {
+            match tokio::time::timeout(WAIT, self.socket.next()).await {
+                Ok(Some(Ok(Message::Close(Some(frame))))) => {
+                    return (u16::from(frame.code), frame.reason.to_string());
+                }
+                Ok(Some(Ok(_))) => {}
+                Ok(other) => panic!("the socket ended without a close frame: {other:?}"),
+                Err(_) => panic!("no close frame in time"),
+            }
+        }
+    }
+
+    /// True when no frame but pings arrives for `quiet`.
+    async fn silent_for(&mut self, quiet: Duration) -> Option<Value> {
+        let until = tokio::time::Instant::now() + quiet;
+        loop {
+            match tokio::time::timeout_at(until, self.socket.next()).await {
+                Err(_) => return None,
+                Ok(Some(Ok(Message::Text(text)))) => {
+                    let value: Value = serde_json::from_str(&text).unwrap_or_default();
+                    if value["type"] != "ping" {
+                        return Some(value);
+                    }
+                }
+                Ok(Some(Ok(_))) => {}
+                Ok(other) => return Some(json!({"ended": format!("{other:?}")})),
+            }
+        }
+    }
+}
+
+/// A server with the rules, and ann (staff) and bob logged in: (server, [(token, id)]).
+async fn room() -> (Workspace, Server, Vec<(String, String)>) {
+    let ws = Workspace::new();
+    ws.config(RULES);
+    ws.add_user("ann", "ann-password", &["staff"]);
+    ws.add_user("bob", "bob-password", &[]);
+    let server = ws.serve();
+    let ann = server.rest_login("/api/", "ann", "ann-password").await;
+    let bob = server.rest_login("/api/", "bob", "bob-password").await;
+    (ws, server, vec![ann, bob])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_message_each_other_and_see_presence() {
+    let (_ws, server, users) = room().await;
+    let (ann_token, ann_id) = &users[0];
+    let (bob_token, bob_id) = &users[1];
+    let mut ann = Client::connect(&server).await;
+    let authed = ann.auth(ann_token).await;
+    assert_eq!(authed["userId"], json!(ann_id));
+    let state = ann.join("room:1").await;
+    assert_eq!(state["members"], json!([]));
+    ann.ok(json!({"type": "track", "channel": "room:1", "meta": {"name": "Ann"}}))
+        .await;
+    let own = ann.next_of("presence").await;
+    assert_eq!(own["event"], "join");
+
+    let mut bob = Client::connect(&server).await;
+    bob.auth(bob_token).await;
+    let state = bob.join("room:1").await;
+    let members = state["members"].as_array().cloned().unwrap_or_default();
+    assert_eq!(members.len(), 1, "{state}");
+    assert_eq!(members[0]["userId"], json!(ann_id));
+    assert_eq!(members[0]["meta"], json!({"name": "Ann"}));
+    bob.ok(json!({"type": "track", "channel": "room:1", "meta": {"name": "Bob"}}))
+        .await;
+    let joined = ann.next_of("presence").await;
+    assert_eq!(joined["event"], "join");
+    assert_eq!(joined["member"]["userId"], json!(bob_id));
+
+    // A typing indicator: no ref, no reply; the other member gets it, the sender does not.
+    bob.send_raw(
+        json!({"type": "send", "channel": "room:1", "event": "typing", "payload": {"on": true}}),
+    )
+    .await;
+    let message = ann.next_of("message").await;
+    assert_eq!(
+        message,
+        json!({"type": "message", "channel": "room:1", "event": "typing", "payload": {"on": true}, "from": bob_id})
+    );
+    // Per sender, in order.
+    for i in 0..20 {
+        bob.send_raw(json!({"type": "send", "channel": "room:1", "event": "n", "payload": i}))
+            .await;
+    }
+    for i in 0..20 {
+        assert_eq!(ann.next_of("message").await["payload"], json!(i));
+    }
+    assert_eq!(
+        bob.silent_for(Duration::from_millis(300))
+            .await
+            .and_then(|f| (f["type"] == "message").then_some(f)),
+        None
+    );
+
+    // Leaving (and closing) takes the presence away.
+    drop(bob);
+    let left = ann.next_of("presence").await;
+    assert_eq!(left["event"], "leave");
+    assert_eq!(left["member"]["userId"], json!(bob_id));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_client_sees_nothing_of_the_channel() {
+    let (_ws, server, users) = room().await;
+    let (ann_token, _) = &users[0];
+    let (bob_token, _) = &users[1];
+    let mut ann = Client::connect(&server).await;
+    ann.auth(ann_token).await;
+    ann.join("staff:ops").await;
+    ann.ok(json!({"type": "track", "channel": "staff:ops", "meta": {}}))
+        .await;
+
+    // Bob is not staff; an anonymous client may not join rooms; nobody may join a channel no
+    // rule names. Every refusal reads the same, busy channel or not.
+    let mut bob = Client::connect(&server).await;
+    bob.auth(bob_token).await;
+    let mut anon = Client::connect(&server).await;
+    let refusals = [
+        bob.request(json!({"type": "join", "channel": "staff:ops"}))
+            .await,
+        bob.request(json!({"type": "join", "channel": "staff:empty"}))
+            .await,
+        bob.request(json!({"type": "join", "channel": "nowhere"}))
+            .await,
+        anon.request(json!({"type": "join", "channel": "room:1"}))
+            .await,
+    ];
+    for refusal in &refusals {
+        assert_eq!(refusal["type"], "error", "{refusal}");
+        assert_eq!(refusal["code"], "forbidden");
+        assert_eq!(refusal["reason"], refusals[0]["reason"]);
+    }
+    // Not a member: it cannot send there, and gets nothing of it.
+    let send = bob
+        .request(json!({"type": "send", "channel": "staff:ops", "event": "x", "payload": 1}))
+        .await;
+    assert_eq!(send["code"], "not-joined");
+    ann.send_raw(json!({"type": "send", "channel": "staff:ops", "event": "secret", "payload": 1}))
+        .await;
+    assert_eq!(bob.silent_for(Duration::from_millis(500)).await, None);
+
+    // The lobby lets anyone in but only the logged-in send.
+    anon.join("lobby").await;
+    let send = anon
+        .request(json!({"type": "send", "channel": "lobby", "event": "x", "payload": 1}))
+        .await;
+    assert_eq!(send["code"], "forbidden");
+
+    // A forged token is refused, and leaves the socket as it was.
+    let forged = anon
+        .request(json!({"type": "auth", "token": "x".repeat(43)}))
+        .await;
+    assert_eq!(forged["code"], "unauthorized");
+    let still = anon
+        .request(json!({"type": "join", "channel": "room:1"}))
+        .await;
+    assert_eq!(still["code"], "forbidden");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_logout_ends_the_sockets_rights() {
+    let (_ws, server, users) = room().await;
+    let (ann_token, _) = &users[0];
+    let mut ann = Client::connect(&server).await;
+    ann.auth(ann_token).await;
+    ann.join("room:1").await;
+    let out = server
+        .call("POST", "/api/logout", None, &x_auth(ann_token))
+        .await;
+    assert_eq!(out.status, 200, "{}", out.raw);
+    let error = ann.next_of("error").await;
+    assert_eq!(error["code"], "logged-out");
+    assert_eq!(ann.closed().await, (4001, "logged-out".to_owned()));
+    // The token no longer logs a socket in.
+    let mut again = Client::connect(&server).await;
+    let refused = again
+        .request(json!({"type": "auth", "token": ann_token}))
+        .await;
+    assert_eq!(refused["code"], "unauthorized");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_in_the_upgrade_request_logs_the_socket_in() {
+    let (_ws, server, users) = room().await;
+    let (ann_token, _) = &users[0];
+    let url = format!("{}/live", server.base.replacen("http", "ws", 1));
+    let mut request =
+        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url)
+            .expect("request");
+    request
+        .headers_mut()
+        .insert("x-auth-token", ann_token.parse().expect("header"));
+    let (socket, _) = tokio_tungstenite::connect_async(request)
+        .await
+        .expect("connect");
+    let mut ann = Client {
+        socket,
+        next_ref: 0,
+    };
+    ann.join("staff:ops").await;
+    // A plain GET is told to upgrade.
+    let plain = server.call("GET", "/live", None, &[]).await;
+    assert_eq!(plain.status, 426, "{}", plain.raw);
+}
+
+/// A server whose limits are small enough to reach in a test.
+async fn limited(extra: &str) -> (Workspace, Server) {
+    let ws = Workspace::new();
+    ws.config(&format!(
+        "{RULES}[live]\nmax_channels = 5\nmax_frame_bytes = 4096\nmax_message_bytes = 1024\n{extra}"
+    ));
+    let server = ws.serve();
+    (ws, server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_a_limit_a_client_gets_an_error_then_a_stated_close() {
+    let (_ws, server) = limited("frames_per_second = 20\n").await;
+
+    // A flood of frames.
+    let mut flood = Client::connect(&server).await;
+    for _ in 0..200 {
+        if flood
+            .socket
+            .send(Message::text(json!({"type": "ping"}).to_string()))
+            .await
+            .is_err()
+        {
+            break;
+        }
+    }
+    let error = flood.next_of("error").await;
+    assert_eq!(error["code"], "rate-limited");
+    assert_eq!(flood.closed().await, (4008, "rate-limited".to_owned()));
+
+    // A frame over the size limit.
+    let mut huge = Client::connect(&server).await;
+    let _ = huge.socket.send(Message::text("x".repeat(1 << 20))).await;
+    let (code, _) = huge.closed().await;
+    assert_eq!(code, 4009);
+
+    // A message over its limit, within the frame limit.
+    let mut big = Client::connect(&server).await;
+    big.join("lobby").await;
+    let anon_send = big
+        .request(json!({"type": "track", "channel": "lobby", "meta": {"x": "y".repeat(2000)}}))
+        .await;
+    assert_eq!(anon_send["code"], "too-big");
+    assert_eq!(big.closed().await, (4009, "too-big".to_owned()));
+
+    // Joins past the channels a connection may be in.
+    let mut joiner = Client::connect(&server).await;
+    for i in 0..5 {
+        let reply = joiner
+            .request(json!({"type": "join", "channel": "lobby"}))
+            .await;
+        assert_eq!(reply["type"], "ok", "{i}: {reply}");
+    }
+    let _ = joiner;
+    let (ws2, server2) =
+        limited("frames_per_second = 100000\nbytes_per_second = 100000000\n").await;
+    let _keep = ws2;
+    let mut joiner = Client::connect(&server2).await;
+    let mut sent = 0;
+    for i in 0..10_000 {
+        let frame = json!({"type": "join", "channel": format!("lobby{i}")});
+        if joiner
+            .socket
+            .send(Message::text(frame.to_string()))
+            .await
+            .is_err()
+        {
+            break;
+        }
+        sent += 1;
+    }
+    assert!(sent > 0);
+    // No rule names `lobbyN`: each is refused, and the socket lives on.
+    let refused = joiner.next_of("error").await;
+    assert_eq!(refused["code"], "forbidden");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_past_the_channel_limit_close_the_socket() {
+    let ws = Workspace::new();
+    ws.config(&format!(
+        "{RULES}[[channels]]\npattern = \"open:*\"\njoin = \"anyone\"\n[live]\nmax_channels = 5\nframes_per_second = 100000\nbytes_per_second = 100000000\n"
+    ));
+    let server = ws.serve();
+    let mut joiner = Client::connect(&server).await;
+    for i in 0..10_000 {
+        let frame = json!({"type": "join", "channel": format!("open:{i}")});
+        if joiner
+            .socket
+            .send(Message::text(frame.to_string()))
+            .await
+            .is_err()
+        {
+            break;
+        }
+    }
+    let error = joiner.next_of("error").await;
+    assert_eq!(error["code"], "too-many-channels");
+    assert_eq!(
+        joiner.closed().await,
+        (4010, "too-many-channels".to_owned())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_is_dropped_and_the_others_go_on() {
+    let ws = Workspace::new();
+    ws.config(&format!(
+        "{RULES}[[channels]]\npattern = \"open:*\"\njoin = \"anyone\"\nsend = \"anyone\"\n[live]\nsocket_queue = 8\nframes_per_second = 100000\nbytes_per_second = 100000000\n"
+    ));
+    let server = ws.serve();
+    let mut sleeper = Client::connect(&server).await;
+    sleeper.join("open:1").await;
+    let mut reader = Client::connect(&server).await;
+    reader.join("open:1").await;
+    let mut sender = Client::connect(&server).await;
+    sender.join("open:1").await;
+    let payload = "p".repeat(3000);
+    // Far more than the sleeper's queue and its socket's buffers hold.
+    let reader_task = tokio::spawn(async move {
+        let mut got = 0;
+        while got < 3000 {
+            let frame = reader.next().await;
+            if frame["type"] == "message" {
+                got += 1;
+            }
+        }
+        got
+    });
+    for i in 0..3000 {
+        sender
+            .send_raw(
+                json!({"type": "send", "channel": "open:1", "event": "x", "payload": [i, payload]}),
+            )
+            .await;
+    }
+    let got = tokio::time::timeout(Duration::from_secs(60), reader_task)
+        .await
+        .expect("the reader got every message in time")
+        .expect("reader");
+    assert_eq!(got, 3000);
+    // The sleeper was dropped: reading now, it finds the end of its socket after what was
+    // already buffered.
+    let mut seen = 0usize;
+    let ended = loop {
+        match tokio::time::timeout(WAIT, sleeper.socket.next()).await {
+            Ok(Some(Ok(Message::Close(frame)))) => break frame.map(|f| f.code),
+            Ok(Some(Ok(_))) => seen += 1,
+            Ok(Some(Err(_)) | None) => break None,
+            Err(_) => panic!("the slow socket was not ended (read {seen} frames)"),
+        }
+    };
+    assert!(seen < 3000, "the slow client was sent everything: {seen}");
+    if let Some(code) = ended {
+        assert_eq!(code, CloseCode::from(4029));
+    }
+}
