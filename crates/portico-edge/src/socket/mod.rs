@@ -112,6 +112,5 @@ async fn upgrade(
     ws.max_message_size(limit)
         .max_frame_size(limit)
         .read_buffer_size(4096)
-        .write_buffer_size(0)
         .on_upgrade(move |socket| session::run(socket, platform, login))
 }

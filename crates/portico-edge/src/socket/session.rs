@@ -132,6 +132,7 @@ pub(super) async fn run(socket: WebSocket, platform: Platform, login: Option<Log
         }
     };
     if let Stop::Close(code, reason) = stop {
+        tracing::info!(code, reason, "live socket closed by the server");
         let frame = CloseFrame {
             code,
             reason: Utf8Bytes::from_static(reason),
@@ -296,7 +297,11 @@ impl Session {
             "send" => {
                 let event = frame.event.unwrap_or_default();
                 let payload = frame.payload.unwrap_or(Value::Null);
-                self.connection.send(&channel, &event, &payload).await
+                let sent = self.connection.send(&channel, &event, &payload).await;
+                // The members' sockets get to write before this one reads its next frame: a
+                // burst read at once would otherwise fill their queues before they run.
+                tokio::task::yield_now().await;
+                sent
             }
             "track" => {
                 let meta = frame.meta.unwrap_or_else(|| json!({}));

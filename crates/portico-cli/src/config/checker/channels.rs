@@ -154,14 +154,14 @@ impl Checker<'_> {
             ms(config.presence_timeout),
         );
         config.presence_timeout = Duration::from_millis(n);
-        if config.presence_timeout <= config.heartbeat * 2 {
-            if let Some(value) = &raw.presence_timeout_ms {
-                self.error(
-                    value,
-                    "live.presence_timeout_ms",
-                    "the presence timeout must be more than twice the heartbeat",
-                );
-            }
+        if config.presence_timeout <= config.heartbeat * 2
+            && let Some(value) = &raw.presence_timeout_ms
+        {
+            self.error(
+                value,
+                "live.presence_timeout_ms",
+                "the presence timeout must be more than twice the heartbeat",
+            );
         }
         config
     }
