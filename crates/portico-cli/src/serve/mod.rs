@@ -404,6 +404,8 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
         let _ = stdout.flush();
     }
     serve_until_signalled(listener, app, &config, signals).await;
+    // The other instances let this one's channel members leave at once.
+    platform.channels().shutdown();
     // A mail being sent finishes (or gives its claim back), so the next instance to start sends
     // it at once rather than after the claim's lease.
     if let Some(sender) = mail_sender {

@@ -505,3 +505,100 @@ async fn a_client_that_never_reads_is_dropped_and_the_others_go_on() {
         assert_eq!(code, CloseCode::from(4029));
     }
 }
+
+/// Waits for the presence of `user_id` in `channel`: in the state that follows the join, or
+/// in a later `join` frame.
+async fn sees_member(client: &mut Client, state: &Value, user_id: &str) {
+    let listed = state["members"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|m| m["userId"] == json!(user_id)));
+    if listed {
+        return;
+    }
+    loop {
+        let frame = client.next_of("presence").await;
+        if frame["event"] == "join" && frame["member"]["userId"] == json!(user_id) {
+            return;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_share_channels_and_a_killed_ones_members_leave() {
+    let ws = Workspace::on_postgres();
+    ws.config(&format!(
+        "{RULES}[live]\nheartbeat_ms = 200\npresence_timeout_ms = 1500\n"
+    ));
+    ws.add_user("ann", "ann-password", &[]);
+    ws.add_user("bob", "bob-password", &[]);
+    let mut a = ws.serve();
+    let b = ws.serve();
+    let (ann_token, ann_id) = a.rest_login("/api/", "ann", "ann-password").await;
+    let (bob_token, bob_id) = b.rest_login("/api/", "bob", "bob-password").await;
+
+    let mut ann = Client::connect(&a).await;
+    ann.auth(&ann_token).await;
+    ann.join("room:1").await;
+    ann.ok(json!({"type": "track", "channel": "room:1", "meta": {"name": "Ann"}}))
+        .await;
+
+    let mut bob = Client::connect(&b).await;
+    bob.auth(&bob_token).await;
+    let state = bob.join("room:1").await;
+    // Ann is on the other instance: B learns of her from A.
+    sees_member(&mut bob, &state, &ann_id).await;
+    bob.ok(json!({"type": "track", "channel": "room:1", "meta": {"name": "Bob"}}))
+        .await;
+    loop {
+        let frame = ann.next_of("presence").await;
+        if frame["event"] == "join" && frame["member"]["userId"] == json!(bob_id) {
+            break;
+        }
+    }
+
+    // Messages cross, in the order each sender sent them.
+    ann.send_raw(json!({"type": "send", "channel": "room:1", "event": "typing", "payload": true}))
+        .await;
+    let typing = bob.next_of("message").await;
+    assert_eq!(typing["from"], json!(ann_id));
+    assert_eq!(typing["payload"], json!(true));
+    for i in 0..30 {
+        bob.send_raw(json!({"type": "send", "channel": "room:1", "event": "n", "payload": i}))
+            .await;
+    }
+    for i in 0..30 {
+        assert_eq!(ann.next_of("message").await["payload"], json!(i));
+    }
+
+    // A dies without a word: its members leave B's presence within the timeout.
+    a.child.kill().expect("kill -9 A");
+    a.child.wait().expect("reap A");
+    let killed = std::time::Instant::now();
+    loop {
+        let frame = bob.next_of("presence").await;
+        if frame["event"] == "leave" && frame["member"]["userId"] == json!(ann_id) {
+            break;
+        }
+    }
+    let took = killed.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "the dead instance's member left after {took:?}"
+    );
+
+    // Ann's client reconnects to B and rejoins.
+    let mut ann = Client::connect(&b).await;
+    ann.auth(&ann_token).await;
+    let state = ann.join("room:1").await;
+    assert!(
+        state["members"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["userId"] == json!(bob_id))),
+        "{state}"
+    );
+    ann.ok(json!({"type": "track", "channel": "room:1", "meta": {"name": "Ann"}}))
+        .await;
+    let back = bob.next_of("presence").await;
+    assert_eq!(back["event"], "join");
+    assert_eq!(back["member"]["userId"], json!(ann_id));
+}
