@@ -602,3 +602,113 @@ async fn two_instances_share_channels_and_a_killed_ones_members_leave() {
     assert_eq!(back["event"], "join");
     assert_eq!(back["member"]["userId"], json!(ann_id));
 }
+
+const SCRIPT: &str = r#"
+import { channels, broadcast, methods, publish, collection } from "portico";
+
+publish("notes", function () {
+  return collection("notes").find({}, { sort: { n: 1 } });
+});
+
+channels({
+  "game:*": {
+    join(name: string) {
+      return this.userId !== null && name !== "game:closed";
+    },
+    send(name: string, message: { event: string; payload: unknown }) {
+      return message.event !== "cheat";
+    },
+  },
+});
+
+methods({
+  async announce(room: string, text: string) {
+    await broadcast(room, "announce", { text, by: this.userId });
+    return true;
+  },
+  async addNote(n: number) {
+    return await collection("notes").insert({ n });
+  },
+});
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_functions_decide_and_methods_broadcast() {
+    let ws = Workspace::new();
+    ws.config(&format!(
+        "{RULES}[auto]\nauth_failure_delay_ms = 0\n[scripts]\nmain = \"main.ts\"\n"
+    ));
+    std::fs::write(ws.path("main.ts"), SCRIPT).expect("script");
+    ws.add_user("ann", "ann-password", &[]);
+    ws.add_user("bob", "bob-password", &[]);
+    let server = ws.serve();
+    let (ann_token, ann_id) = server.rest_login("/api/", "ann", "ann-password").await;
+    let (bob_token, _) = server.rest_login("/api/", "bob", "bob-password").await;
+
+    // No [[channels]] rule names `game:*`: the script decides alone.
+    let mut anon = Client::connect(&server).await;
+    let refused = anon
+        .request(json!({"type": "join", "channel": "game:1"}))
+        .await;
+    assert_eq!(refused["code"], "forbidden");
+    let mut ann = Client::connect(&server).await;
+    ann.auth(&ann_token).await;
+    let closed = ann
+        .request(json!({"type": "join", "channel": "game:closed"}))
+        .await;
+    assert_eq!(closed["code"], "forbidden");
+    ann.join("game:1").await;
+    let mut bob = Client::connect(&server).await;
+    bob.auth(&bob_token).await;
+    bob.join("game:1").await;
+    let cheat = ann
+        .request(json!({"type": "send", "channel": "game:1", "event": "cheat", "payload": 1}))
+        .await;
+    assert_eq!(cheat["code"], "forbidden");
+    ann.ok(json!({"type": "send", "channel": "game:1", "event": "move", "payload": "e4"}))
+        .await;
+    let moved = bob.next_of("message").await;
+    assert_eq!(moved["event"], "move");
+    assert_eq!(moved["from"], json!(ann_id));
+
+    // A method broadcasts: every member gets it, from the server.
+    let called = server
+        .call(
+            "POST",
+            "/methods/announce",
+            Some(json!(["game:1", "hello"])),
+            &x_auth(&ann_token),
+        )
+        .await;
+    assert_eq!(called.status, 200, "{}", called.raw);
+    for client in [&mut ann, &mut bob] {
+        let announced = client.next_of("message").await;
+        assert_eq!(announced["event"], "announce");
+        assert_eq!(announced["from"], Value::Null);
+        assert_eq!(announced["payload"], json!({"text": "hello", "by": ann_id}));
+    }
+
+    // A publication followed over the same socket: its initial set, `ready`, then changes.
+    let first = server
+        .call("POST", "/methods/addNote", Some(json!([1])), &[])
+        .await;
+    assert_eq!(first.status, 200, "{}", first.raw);
+    ann.ok(json!({"type": "subscribe", "id": "n", "publication": "notes", "args": []}))
+        .await;
+    let added = ann.next_of("added").await;
+    assert_eq!(added["sub"], "n");
+    assert_eq!(added["collection"], "notes");
+    assert_eq!(added["fields"]["n"], json!(1));
+    assert_eq!(ann.next_of("ready").await["sub"], "n");
+    server
+        .call("POST", "/methods/addNote", Some(json!([2])), &[])
+        .await;
+    let live = ann.next_of("added").await;
+    assert_eq!(live["fields"]["n"], json!(2));
+    ann.ok(json!({"type": "unsubscribe", "id": "n"})).await;
+    server
+        .call("POST", "/methods/addNote", Some(json!([3])), &[])
+        .await;
+    let after = ann.silent_for(Duration::from_millis(500)).await;
+    assert_eq!(after, None, "nothing after unsubscribe");
+}
