@@ -470,3 +470,6 @@ async fn follow(shared: Weak<Shared>, mut rx: broadcast::Receiver<BusEvent>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
