@@ -5,8 +5,8 @@
 //!   20 ms apart, each carrying its send time; prints the send-to-receive p50 and p99 over every
 //!   (message, member).
 //! - `channel-load rate MEMBERS SENDERS SECONDS URL`: MEMBERS sockets in `bench:2`, SENDERS
-//!   sockets sending as fast as the server takes them for SECONDS; prints messages sent and
-//!   delivered per second.
+//!   sockets each sending its next message once the server took the last, for SECONDS; prints
+//!   messages sent and delivered per second, and how many members were dropped as too slow.
 //! - `channel-load idle SOCKETS URL`: opens SOCKETS sockets, joins each to a channel, prints
 //!   `ready` and holds them until stdin closes.
 
@@ -34,6 +34,7 @@ fn now_us() -> u64 {
 }
 
 async fn connect(url: &str) -> Socket {
+    let url = url.replacen("http", "ws", 1);
     let (socket, _) = tokio_tungstenite::connect_async(format!("{url}/live"))
         .await
         .expect("connect");
@@ -145,12 +146,18 @@ async fn rate(members: usize, senders: usize, seconds: u64, url: &str) {
         join(&mut socket, "bench:2").await;
         let sent = sent.clone();
         writers.push(tokio::spawn(async move {
-            let (mut tx, mut rx) = socket.split();
-            tokio::spawn(async move { while rx.next().await.is_some() {} });
-            let frame = json!({"type": "send", "channel": "bench:2", "event": "r", "payload": "x".repeat(64)}).to_string();
+            // Closed loop: the next message goes once the server took the last one.
+            let frame = json!({"type": "send", "channel": "bench:2", "event": "r", "payload": "x".repeat(64), "ref": 1}).to_string();
             while Instant::now() < deadline {
-                if tx.send(Message::text(frame.clone())).await.is_err() {
+                if socket.send(Message::text(frame.clone())).await.is_err() {
                     break;
+                }
+                loop {
+                    match socket.next().await {
+                        Some(Ok(Message::Text(text))) if text.contains("\"ok\"") => break,
+                        Some(Ok(_)) => {}
+                        _ => return,
+                    }
                 }
                 sent.fetch_add(1, Ordering::Relaxed);
             }
@@ -168,8 +175,9 @@ async fn rate(members: usize, senders: usize, seconds: u64, url: &str) {
         sent.load(Ordering::Relaxed) as f64,
         (delivered.load(Ordering::Relaxed) - before) as f64,
     );
+    let dropped = readers.iter().filter(|r| r.is_finished()).count();
     println!(
-        "rate members={members} senders={senders} sent/s={:.0} delivered/s={:.0}",
+        "rate members={members} senders={senders} sent/s={:.0} delivered/s={:.0} members-dropped={dropped}",
         s / took,
         d / took
     );
