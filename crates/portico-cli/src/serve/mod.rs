@@ -160,7 +160,6 @@ pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Re
         )
         .summary("The live socket (WebSocket): channels, presence, live publications"),
     );
-    routers.push(portico_edge::socket::router(platform.clone()));
     if config.accounts.is_some() || config.email.is_some() {
         routes.extend(portico_auth::AuthRoutes::docs());
         routers.push(
@@ -188,6 +187,7 @@ pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Re
     }
     // A merge of two routers claiming one path panics inside axum; the doors refuse such
     // configs, and this turns any case they missed into a setup error instead of a crash.
+    let socket_platform = platform.clone();
     let merged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
         let mut app = Router::new();
         for router in routers {
@@ -197,7 +197,10 @@ pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Re
             Some(auto) => app.merge(auto),
             None => app.fallback(not_found),
         };
-        app.layer(axum::middleware::map_response(one_not_found))
+        // A list followed over the socket is requested through the doors themselves.
+        let lists = app.clone();
+        app.merge(portico_edge::socket::router(socket_platform, Some(lists)))
+            .layer(axum::middleware::map_response(one_not_found))
     }));
     let mut router = merged.map_err(|panic| {
         let reason = panic

@@ -712,3 +712,67 @@ async fn script_functions_decide_and_methods_broadcast() {
     let after = ann.silent_for(Duration::from_millis(500)).await;
     assert_eq!(after, None, "nothing after unsubscribe");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_follow_over_the_socket_with_the_rules_of_their_door() {
+    let ws = Workspace::new();
+    ws.config(
+        "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
+         [[api.collection]]\nname = \"notes\"\nowner_field = \"ownerId\"\nauth_required = true\n",
+    );
+    ws.add_user("ann", "ann-password", &[]);
+    ws.add_user("bob", "bob-password", &[]);
+    let server = ws.serve();
+    let (ann_token, _) = server.rest_login("/api/", "ann", "ann-password").await;
+    let (bob_token, _) = server.rest_login("/api/", "bob", "bob-password").await;
+    let post = |token: String, text: &'static str| {
+        let server = &server;
+        async move {
+            let r = server
+                .call(
+                    "POST",
+                    "/api/notes",
+                    Some(json!({"text": text})),
+                    &x_auth(&token),
+                )
+                .await;
+            assert_eq!(r.status, 201, "{}", r.raw);
+        }
+    };
+    post(ann_token.clone(), "ann's first").await;
+    post(bob_token.clone(), "bob's").await;
+
+    // Not logged in: refused as the routes door refuses it.
+    let mut anon = Client::connect(&server).await;
+    let refused = anon
+        .request(json!({"type": "subscribe", "id": "n", "list": "/api/notes"}))
+        .await;
+    assert_eq!(refused["type"], "error");
+    assert_eq!(refused["code"], "status-401", "{refused}");
+
+    // Ann's socket follows her notes only, with the fields asked for.
+    let mut ann = Client::connect(&server).await;
+    ann.auth(&ann_token).await;
+    ann.ok(json!({"type": "subscribe", "id": "mine", "list": "/api/notes?fields=text&sort=text"}))
+        .await;
+    let first = ann.next_of("added").await;
+    assert_eq!(first["sub"], "mine");
+    assert_eq!(first["fields"], json!({"text": "ann's first"}));
+    assert_eq!(ann.next_of("ready").await["sub"], "mine");
+    post(bob_token.clone(), "bob's second").await;
+    post(ann_token.clone(), "ann's second").await;
+    let next = ann.next_of("added").await;
+    assert_eq!(
+        next["fields"],
+        json!({"text": "ann's second"}),
+        "bob's note never shows"
+    );
+
+    // Logging out ends the socket (and its lists).
+    let out = server
+        .call("POST", "/api/logout", None, &x_auth(&ann_token))
+        .await;
+    assert_eq!(out.status, 200);
+    let (code, _) = ann.closed().await;
+    assert_eq!(code, 4001);
+}

@@ -27,6 +27,8 @@ pub(super) struct ClientFrame {
     pub(super) publication: Option<String>,
     #[serde(default)]
     pub(super) args: Option<Vec<Value>>,
+    #[serde(default)]
+    pub(super) list: Option<String>,
 }
 
 /// The `ref` echoed in a reply: a string of up to 64 characters or a number; anything else

@@ -10,7 +10,7 @@
 //! | `join` / `leave` | `channel` | joins a channel (the reply is followed by its presence `state`) / leaves it |
 //! | `send` | `channel`, `event`, `payload` | sends a message to the channel's other members (no `ref`: no `ok`) |
 //! | `track` / `untrack` | `channel`, `meta` | puts this connection in the channel's presence (with `meta`) / takes it out |
-//! | `subscribe` / `unsubscribe` | `id`, `publication`, `args` | follows a publication live: `added`, `changed`, `removed`, `ready` frames carrying `sub` |
+//! | `subscribe` / `unsubscribe` | `id`, and `publication` with `args`, or `list` (a URL) | follows a publication, or a list or publication URL of the doors (with their rules), live: `added`, `changed`, `removed`, `ready` frames carrying `sub` |
 //! | `ping` | | answered with `pong` |
 //!
 //! The server sends `message` (`channel`, `event`, `payload`, `from`: the sender's user id),
@@ -24,6 +24,7 @@
 
 mod budget;
 mod frame;
+mod lists;
 mod session;
 
 use axum::Router;
@@ -55,16 +56,25 @@ pub mod close {
     pub const SLOW_CONSUMER: u16 = 4029;
 }
 
-/// The router serving the live socket at [`LIVE_PATH`] on `platform`.
-pub fn router(platform: Platform) -> Router {
+/// What every socket of a router shares.
+#[derive(Clone)]
+struct SocketState {
+    platform: Platform,
+    lists: Option<Router>,
+}
+
+/// The router serving the live socket at [`LIVE_PATH`] on `platform`. With `lists`, the
+/// application's own router (its doors), a `subscribe` frame may name a `list` URL, followed
+/// through it as a server-sent events request would be (see the module docs).
+pub fn router(platform: Platform, lists: Option<Router>) -> Router {
     Router::new()
         .route(LIVE_PATH, get(upgrade))
-        .with_state(platform)
+        .with_state(SocketState { platform, lists })
 }
 
 /// Upgrades `GET /live`; a login token in the request's headers logs the socket in at once.
 async fn upgrade(
-    State(platform): State<Platform>,
+    State(SocketState { platform, lists }): State<SocketState>,
     headers: HeaderMap,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
@@ -91,6 +101,7 @@ async fn upgrade(
                     peer: Peer::of_user(user.user()),
                     caller,
                     watch,
+                    token: crate::request_token(&headers).map(str::to_owned),
                 }),
                 Err(e) => {
                     return (
@@ -112,5 +123,5 @@ async fn upgrade(
     ws.max_message_size(limit)
         .max_frame_size(limit)
         .read_buffer_size(4096)
-        .on_upgrade(move |socket| session::run(socket, platform, login))
+        .on_upgrade(move |socket| session::run(socket, platform, lists, login))
 }

@@ -26,6 +26,8 @@ pub(super) struct Login {
     pub(super) peer: Peer,
     pub(super) caller: LiveCaller,
     pub(super) watch: LoginWatch,
+    /// The login token itself, for the list requests made on the socket's behalf.
+    pub(super) token: Option<String>,
 }
 
 /// Why the loop stops: a close code and reason, or a socket that is gone.
@@ -50,6 +52,7 @@ struct Session {
     login: Option<Login>,
     subscriptions: HashMap<String, Subscription>,
     events_tx: mpsc::Sender<String>,
+    lists: Option<axum::Router>,
 }
 
 /// Waits for the end of `login`, forever without one.
@@ -61,7 +64,12 @@ async fn login_ended(login: &mut Option<Login>) -> &'static str {
 }
 
 /// Runs the socket until it closes.
-pub(super) async fn run(socket: WebSocket, platform: Platform, login: Option<Login>) {
+pub(super) async fn run(
+    socket: WebSocket,
+    platform: Platform,
+    lists: Option<axum::Router>,
+    login: Option<Login>,
+) {
     let config = platform.channels().config().clone();
     let mut connection = platform.channels().connect();
     if let Some(login) = &login {
@@ -75,6 +83,7 @@ pub(super) async fn run(socket: WebSocket, platform: Platform, login: Option<Log
         login,
         subscriptions: HashMap::new(),
         events_tx,
+        lists,
     };
     let mut budget = Budget::new(config.frames_per_second, config.bytes_per_second);
     let mut heard = Instant::now();
@@ -255,6 +264,7 @@ impl Session {
             peer,
             caller,
             watch,
+            token: Some(token.to_owned()),
         }));
         self.write(ok(reference, json!({"userId": user_id}))).await
     }
@@ -330,12 +340,12 @@ impl Session {
     /// `subscribe`: a publication with its args, followed live; its events carry `sub`, the
     /// frame's `id`.
     async fn subscribe(&mut self, reference: &Value, frame: ClientFrame) -> Result<(), Stop> {
-        let (Some(id), Some(name)) = (frame.id, frame.publication) else {
+        let Some(id) = frame.id else {
             return self
                 .write(error(
                     reference,
                     "bad-frame",
-                    "A subscription needs an `id` and a `publication`",
+                    "A subscription needs an `id`, and a `publication` or a `list`",
                 ))
                 .await;
         };
@@ -357,6 +367,42 @@ impl Session {
             let e = ChannelError::TooManyChannels;
             return self.refused(reference, &e).await;
         }
+        if let Some(url) = frame.list {
+            let Some(app) = self.lists.clone() else {
+                return self
+                    .write(error(
+                        reference,
+                        "bad-frame",
+                        "Lists are not served on this socket",
+                    ))
+                    .await;
+            };
+            let token = self.login.as_ref().and_then(|l| l.token.clone());
+            let opened = super::lists::open(
+                &app,
+                &url,
+                token.as_deref(),
+                id.clone(),
+                self.events_tx.clone(),
+            )
+            .await;
+            return match opened {
+                Ok(task) => {
+                    self.subscriptions.insert(id.clone(), Subscription(task));
+                    self.write(ok(reference, json!({"id": id}))).await
+                }
+                Err((code, reason)) => self.write(error(reference, &code, &reason)).await,
+            };
+        }
+        let Some(name) = frame.publication else {
+            return self
+                .write(error(
+                    reference,
+                    "bad-frame",
+                    "A subscription needs a `publication` or a `list`",
+                ))
+                .await;
+        };
         let caller = self
             .login
             .as_ref()
