@@ -27,6 +27,11 @@ export interface SocketOptions {
   reconnect?: { minDelay?: number; maxDelay?: number };
   /** The WebSocket class (default: the global one; Node.js 20 needs `--experimental-websocket`, 22+ has it). */
   WebSocket?: typeof WebSocket;
+  /**
+   * Other instances of the same server (base URLs): after a failed or dropped connection the
+   * socket tries the next one in turn, so the client moves to a live instance by itself.
+   */
+  fallbacks?: string[];
 }
 
 type Frame = Record<string, unknown> & { type?: string };
@@ -43,7 +48,8 @@ function refused(frame: Frame): PorticoError {
  * @internal
  */
 export class LiveSocket {
-  readonly #url: string;
+  readonly #urls: string[];
+  #at = 0;
   readonly #auth: Auth;
   readonly #WS: typeof WebSocket | undefined;
   readonly #min: number;
@@ -59,7 +65,8 @@ export class LiveSocket {
   readonly channels = new Map<string, Channel>();
 
   constructor(base: string, auth: Auth, options: SocketOptions = {}) {
-    this.#url = base.replace(/^http/, 'ws') + 'live';
+    const live = (url: string) => url.replace(/\/*$/, '/').replace(/^http/, 'ws') + 'live';
+    this.#urls = [base, ...(options.fallbacks ?? [])].map(live);
     this.#auth = auth;
     this.#WS = options.WebSocket ?? globalThis.WebSocket;
     this.#min = options.reconnect?.minDelay ?? 500;
@@ -94,7 +101,7 @@ export class LiveSocket {
   start(): void {
     if (this.#ws || this.#timer) return;
     if (!this.#WS) throw new PorticoError(0, 'error', 'No WebSocket: pass options.socket.WebSocket');
-    const ws = new this.#WS(this.#url);
+    const ws = new this.#WS(this.#urls[this.#at % this.#urls.length]!);
     this.#ws = ws;
     ws.onopen = () => void this.#welcome(ws);
     ws.onmessage = (e: MessageEvent) => {
@@ -154,6 +161,7 @@ export class LiveSocket {
     if (this.#ws !== ws) return;
     this.#ws = null;
     this.#open = false;
+    this.#at += 1;
     const lost = new PorticoError(0, 'network', 'The live socket closed');
     for (const p of this.#pending.values()) p.fail(lost);
     this.#pending.clear();

@@ -101,4 +101,35 @@ describe('channels', () => {
     ann.closeSocket();
     bob.closeSocket();
   });
+
+  test('when its instance is killed, a client moves to another and rejoins there', async () => {
+    // A second instance on the same database file: a token of one is good on the other.
+    const other = await serve(ws);
+    const on = async (username) => {
+      const pc = new Portico(server.url, { api: 'api/v1/', socket: { ...FAST, fallbacks: [other.url] } });
+      await pc.auth.login({ username, password: `${username}-secret` });
+      return pc;
+    };
+    const ann = await on('ann');
+    const bob = await on('bob');
+    const annRoom = ann.channel('room:3');
+    const bobRoom = bob.channel('room:3');
+    await annRoom.joined;
+    await bobRoom.joined;
+    await annRoom.track({ name: 'Ann' });
+    await until(() => bobRoom.presence().length === 1, 'ann online');
+    const before = bobRoom.presence()[0].key;
+    const dead = server;
+    server = other;
+    dead.child.kill('SIGKILL');
+    await dead.stop();
+    await until(() => bobRoom.presence().some((m) => m.meta.name === 'Ann' && m.key !== before), 'ann online on the other instance', 15000);
+    const heard = [];
+    bobRoom.on('chat', (text) => heard.push(text));
+    await annRoom.send('chat', 'moved');
+    await until(() => heard.length === 1, 'a message on the other instance');
+    assert.deepEqual(heard, ['moved']);
+    ann.closeSocket();
+    bob.closeSocket();
+  });
 });
