@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Channels under load (issue 42's figures), on a release build:
-#  1. 1,000 idle sockets, each in a channel: the server's resident memory per socket;
+#  1. idle sockets, each in a channel: the server's resident memory per socket (the growth
+#     from 1,000 to 2,000 sockets);
 #  2. fan-out: MEMBERS sockets in one channel, one sender 20 ms apart, send-to-receive p50/p99
 #     over every (message, member); on one instance (SQLite);
 #  3. messages per second through one instance: 10 members, 10 senders sending as fast as the
@@ -52,15 +53,20 @@ config "sqlite:$work/ch.db" > "$work/ch.toml"
 taskset -c 0 $BIN/portico serve --config "$work/ch.toml" --listen 127.0.0.1:3931 >/dev/null 2>&1 &
 pid=$!
 wait_up 3931
+# The first 1,000 sockets warm the allocator and the runtime up; the second 1,000 are measured.
+mkfifo "$work/hold1" "$work/hold2"
+taskset -c 1 $BIN/channel-load idle 1000 http://127.0.0.1:3931 < "$work/hold1" > "$work/idle1.out" &
+exec 3>"$work/hold1"
+until grep -q ready "$work/idle1.out" 2>/dev/null; do sleep 0.2; done
+sleep 2
 before=$(rss $pid)
-mkfifo "$work/hold"
-taskset -c 1 $BIN/channel-load idle 1000 http://127.0.0.1:3931 < "$work/hold" > "$work/idle.out" &
-exec 3>"$work/hold"
-until grep -q ready "$work/idle.out" 2>/dev/null; do sleep 0.2; done
-sleep 1
+taskset -c 1 $BIN/channel-load idle 1000 http://127.0.0.1:3931 < "$work/hold2" > "$work/idle2.out" &
+exec 4>"$work/hold2"
+until grep -q ready "$work/idle2.out" 2>/dev/null; do sleep 0.2; done
+sleep 2
 after=$(rss $pid)
-echo "memory: $before KiB before, $after KiB with 1000 idle sockets: $(( (after - before) / 1000 )) KiB per socket"
-exec 3>&-
+echo "memory: $before KiB with 1000 idle sockets, $after KiB with 2000: $(( (after - before) * 1024 / 1000 )) bytes per socket"
+exec 3>&- 4>&-
 sleep 1
 taskset -c 1 $BIN/channel-load fanout "$MEMBERS" "$MESSAGES" http://127.0.0.1:3931
 taskset -c 1 $BIN/channel-load rate 10 10 5 http://127.0.0.1:3931
