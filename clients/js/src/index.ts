@@ -1,7 +1,7 @@
 /**
  * The client of a Portico server, for browsers and Node.js 20+: login and the token, the routes
  * door's collections, the auto API's methods, collection writes and publications, and live
- * subscriptions with a local cache. No dependencies; every failure is a `PorticoError`.
+ * subscriptions with a local cache, and channels (messages and presence) over one WebSocket. No dependencies; every failure is a `PorticoError`.
  *
  * @packageDocumentation
  */
@@ -12,6 +12,8 @@ export type { AuthUser, LoginInput, RegisterInput, TokenStore } from './auth.js'
 export { Collection, etagOf } from './collection.js';
 export type { ListRequest, BatchOp, BatchResult, Doc, IfMatch, ListQuery, NewDoc, Page, Patch, Sort, WriteOptions } from './collection.js';
 export { Subscription } from './live.js';
+export { Channel } from './channel.js';
+export type { ChannelMessage, Member, SocketOptions } from './channel.js';
 export type { LiveHandlers, LiveOptions, ReconnectOptions } from './live.js';
 export { PorticoError } from './error.js';
 export type { CallOptions } from './http.js';

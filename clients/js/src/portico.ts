@@ -1,4 +1,5 @@
 import { Auth, type TokenStore, tokenStore } from './auth.js';
+import { Channel, LiveSocket, type SocketOptions } from './channel.js';
 import { type BatchOp, type BatchResult, Collection, type Doc, type NewDoc, type Patch, type WriteOptions, ifMatchHeader } from './collection.js';
 import { PorticoError } from './error.js';
 import { type CallOptions, type Transport, jsend, send } from './http.js';
@@ -23,6 +24,8 @@ export interface PorticoOptions {
   timeout?: number;
   /** The `fetch` to use (default: the global one). */
   fetch?: typeof fetch;
+  /** The live socket of `channel()`: its WebSocket class and reconnect delays. */
+  socket?: SocketOptions;
 }
 
 /** Options of a publication: where it is served, when it has its own `url` and `http_method`. */
@@ -95,6 +98,8 @@ export class Portico {
   readonly transport: Transport;
   readonly #api: string;
   readonly #auto: string;
+  readonly #socketOptions: SocketOptions;
+  #socket: LiveSocket | null = null;
 
   constructor(url: string, options: PorticoOptions = {}) {
     const base = url.replace(/\/*$/, '/');
@@ -102,6 +107,7 @@ export class Portico {
     const dir = (p: string) => p.replace(/^\/+/, '').replace(/([^/])$/, '$1/');
     this.#api = dir(options.api ?? 'api/');
     this.#auto = dir(options.auto ?? '');
+    this.#socketOptions = options.socket ?? {};
     const fetcher = options.fetch ?? globalThis.fetch?.bind(globalThis);
     if (!fetcher) throw new PorticoError(0, 'error', 'No fetch: pass options.fetch');
     this.transport = {
@@ -113,6 +119,28 @@ export class Portico {
     };
     const store = options.tokenStore;
     this.auth = new Auth(this.transport, tokenStore(store), options.tokenKey ?? 'portico.auth', this.#api, options.loginVia ?? 'routes', this.#auto, store === 'localStorage');
+  }
+
+  /**
+   * Joins the channel `name` on the server's live socket (one WebSocket for every channel of
+   * this client, opened with the first): messages between its members and its presence. The
+   * same name gives the same channel until it is left.
+   */
+  channel<M = unknown>(name: string): Channel<M> {
+    if (!this.#socket) this.#socket = new LiveSocket(this.url, this.auth, this.#socketOptions);
+    const socket = this.#socket;
+    let channel = socket.channels.get(name) as Channel<M> | undefined;
+    if (!channel) {
+      channel = new Channel<M>(socket, name);
+      socket.channels.set(name, channel as Channel);
+    }
+    return channel;
+  }
+
+  /** Closes the live socket: every channel is left. */
+  closeSocket(): void {
+    this.#socket?.stop();
+    this.#socket = null;
   }
 
   /** A generated collection of the routes door (`{api}<name>`). */

@@ -13,6 +13,7 @@ mod integration {
     mod auto_queries;
     mod backups;
     mod batch;
+    mod channels;
     mod check;
     mod common;
     mod field_rules;

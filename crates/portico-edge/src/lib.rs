@@ -13,6 +13,7 @@
 //! | error statuses: one mapping, `portico_platform::Error::status_code` (store errors by their kind) | — |
 //! | conditional headers: `If-Match` as the platform's `IfMatch`, `If-None-Match` | [`if_match`], [`none_match_holds`] |
 //! | live streams as server-sent events (`Accept: text/event-stream`) | [`wants_event_stream`], [`event_stream`] |
+//! | the live socket at `GET /live`: channels, presence, publications over one WebSocket | [`socket`] |
 //! | route descriptions, read by every listing | [`RouteDoc`] |
 //! | an OpenAPI 3.1 document from route descriptions, and a router serving it | [`openapi::document`], [`openapi::router`] |
 //!
@@ -39,6 +40,7 @@ mod live;
 pub mod openapi;
 mod path;
 mod route;
+pub mod socket;
 
 pub use auth::{AuthRejection, AuthenticatedUser, bearer_token, is_b64token, request_token};
 pub use body::{

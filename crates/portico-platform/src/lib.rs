@@ -54,6 +54,7 @@
 //! | [`Platform::method`], [`Platform::call`] | named async server functions, [`MethodError`] |
 //! | [`Platform::publish`], [`Platform::subscribe`] | named queries returning [`Cursor`]s |
 //! | [`Platform::subscribe_live`], [`Platform::live_query`] | publications and queries followed live: [`LiveStream`] of [`LiveEvent`]s |
+//! | [`Platform::channels`] | [`Channels`]: messages between clients and presence, never stored, across instances |
 //! | [`RateLimiter`] | failure limits for login routes, kept in the store (shared by instances) |
 //! | [`backups::Backups`] | a SQLite database's backups in a directory or an S3-compatible bucket: take, list, download |
 //! | [`jobs`] | durable jobs: defined handlers, enqueued work kept in the store, a worker with leases and retries |
@@ -64,6 +65,7 @@ mod accounts;
 mod background;
 #[cfg(feature = "sqlite")]
 pub mod backups;
+pub mod channels;
 mod collection;
 mod cursor;
 mod endpoint;
@@ -89,6 +91,10 @@ pub use accounts::{
     acceptable_provider_url, has_verified_email, hash_token, import_value, password_digest,
     public_user, totp_code, totp_enabled, user_has_any_role,
 };
+pub use channels::{
+    ChannelAccess, ChannelError, ChannelGuard, ChannelRule, Channels, ChannelsConfig, Connection,
+    Peer,
+};
 pub use collection::{
     Collection, CollectionOptions, HookOp, HookWhen, IfMatch, PROTECTED_ACCOUNT_FIELDS,
     WriteEvents, WriteHooks, hook_refusal,
@@ -97,7 +103,7 @@ pub use cursor::Cursor;
 pub use endpoint::{ArgsExtractor, EndpointOptions, HttpMethod, UnknownHttpMethod};
 pub use error::{Error, Result};
 pub use field_rules::{FieldRules, FieldView, ReadRule};
-pub use live::{LiveCaller, LiveConfig, LiveEvent, LiveStream, SentEvent};
+pub use live::{LiveCaller, LiveConfig, LiveEvent, LiveStream, LoginWatch, SentEvent};
 pub use method_error::{MethodError, arg};
 pub use platform::files;
 pub use platform::files::{

@@ -139,6 +139,25 @@ pub struct Definitions {
     /// `cron(...)`.
     #[serde(default)]
     pub crons: Vec<CronDefinition>,
+    /// `channels({...})`, in order.
+    #[serde(default)]
+    pub channels: Vec<ChannelDefinition>,
+}
+
+/// The functions `channels({...})` gives for one name pattern.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub struct ChannelDefinition {
+    /// Its position among the definitions.
+    pub index: usize,
+    /// The name pattern (`room:*`).
+    pub pattern: String,
+    /// Whether it has a `join(name)` function.
+    pub join: bool,
+    /// Whether it has a `send(name, message)` function.
+    pub send: bool,
+    /// Where it was given.
+    pub place: String,
 }
 
 fn roles<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {

@@ -123,6 +123,25 @@ async fn dispatch(shared: &Shared, op: &str, payload: Value) -> Answer {
                 .next()
                 .unwrap_or_else(|| "null".to_owned()))
         }
+        "channels.broadcast" => {
+            let payload_value = payload.get("payload").cloned().unwrap_or(Value::Null);
+            platform
+                .channels()
+                .broadcast(
+                    &text(&payload, "channel")?,
+                    &text(&payload, "event")?,
+                    &payload_value,
+                )
+                .map_err(|e| {
+                    let status = if matches!(e, portico_platform::ChannelError::Busy) {
+                        503
+                    } else {
+                        400
+                    };
+                    MethodError::new(e.code(), e.to_string()).with_status(status)
+                })?;
+            Ok("null".to_owned())
+        }
         "count" => {
             let collection = platform.collection(&text(&payload, "collection")?);
             to_json(&collection.count(&selector(&payload)?).await?)

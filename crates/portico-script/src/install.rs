@@ -74,6 +74,7 @@ pub(crate) fn install(scripts: &Scripts, platform: &Platform) -> Result<(), Load
     for job in &defs.jobs {
         define_job(scripts, platform, job)?;
     }
+    crate::channels::install(scripts, platform, &defs.channels);
     for def in &defs.crons {
         schedule_cron(platform, def)?;
     }

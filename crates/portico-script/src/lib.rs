@@ -27,6 +27,7 @@
 //! interpreter is slower than a JIT, which matters little for code that mostly awaits the
 //! database.
 
+mod channels;
 mod console;
 mod definitions;
 mod error;
@@ -53,8 +54,8 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 pub use definitions::{
-    CronDefinition, Definition, Definitions, EndpointDefinition, HookDefinition, JobDefinition,
-    RouteDefinition, RuleDefinition,
+    ChannelDefinition, CronDefinition, Definition, Definitions, EndpointDefinition, HookDefinition,
+    JobDefinition, RouteDefinition, RuleDefinition,
 };
 pub use error::{CallError, LoadError, Position};
 pub use outcome::Outcome;

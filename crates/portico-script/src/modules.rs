@@ -21,7 +21,7 @@ pub(crate) const PORTICO_MODULE: &str = "const m = globalThis.__portico_module;\
 export const methods = m.methods;\nexport const publish = m.publish;\nexport const api = m.api;\n\
 export const collection = m.collection;\nexport const files = m.files;\n\
 export const accounts = m.accounts;\n\
-export const roles = m.roles;\nexport const jobs = m.jobs;\nexport const cron = m.cron;\nexport const webhooks = m.webhooks;\nexport const PorticoError = m.PorticoError;\nexport default m;\n";
+export const roles = m.roles;\nexport const jobs = m.jobs;\nexport const cron = m.cron;\nexport const webhooks = m.webhooks;\nexport const channels = m.channels;\nexport const broadcast = m.broadcast;\nexport const PorticoError = m.PorticoError;\nexport default m;\n";
 
 /// The name of the `"portico"` module.
 pub(crate) const PORTICO: &str = "portico";

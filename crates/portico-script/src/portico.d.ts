@@ -240,6 +240,29 @@ declare module "portico" {
     send(url: string, event: { type: string; data?: Json }): Promise<string>;
   };
 
+  /**
+   * Who may join and send to the channels of the live socket (`GET /live`), by name pattern
+   * (`*` stands for any run of characters). `this.userId` is the client's user (null when not
+   * logged in). Return `true` to allow; anything else (or a throw) refuses. Beside a matching
+   * `[[channels]]` rule of the config, both must allow; without one, the function decides.
+   */
+  export function channels(defs: {
+    [pattern: string]: {
+      join?(this: { userId: string | null }, name: string): boolean | Promise<boolean>;
+      send?(
+        this: { userId: string | null },
+        name: string,
+        message: { event: string; payload: Json },
+      ): boolean | Promise<boolean>;
+    };
+  }): void;
+
+  /**
+   * Sends `event` with `payload` to every member of `channel`, on every instance (`from` is
+   * null). Messages are not stored: nobody in the channel, nobody gets it.
+   */
+  export function broadcast(channel: string, event: string, payload?: Json): Promise<null>;
+
   /** Thrown from a method: the auto API's 400 (or `statusCode`) with `{error, reason, details}`. */
   export class PorticoError extends Error {
     constructor(error: string, reason?: string, details?: Json);

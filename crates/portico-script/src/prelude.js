@@ -39,6 +39,7 @@
     hooks: new Map(),
     jobs: new Map(),
     crons: new Map(),
+    channels: [],
   };
   let loading = true;
   function atLoad(what) {
@@ -275,6 +276,27 @@
     });
   }
 
+  // Channels: who may join and send, by name pattern (`*` stands for any run of characters).
+  // A function returns true to let the client in; anything else refuses.
+  function channels(defs) {
+    atLoad("channels()");
+    const place = callerPlace(2);
+    for (const pattern of Object.keys(defs || {})) {
+      const def = defs[pattern];
+      if (!def || typeof def !== "object") throw new TypeError(`channels({${JSON.stringify(pattern)}: ...}): give { join(name) {...}, send(name, message) {...} }`);
+      for (const k of Object.keys(def)) {
+        if (k !== "join" && k !== "send") throw new TypeError(`channels({${JSON.stringify(pattern)}}): unknown function ${JSON.stringify(k)}; use join or send`);
+        if (typeof def[k] !== "function") throw new TypeError(`channels({${JSON.stringify(pattern)}}).${k} must be a function`);
+      }
+      registry.channels.push({ pattern, join: def.join ?? null, send: def.send ?? null, place });
+    }
+  }
+
+  // Sends `event` with `payload` to every member of `channel`, on every instance.
+  function broadcast(channel, event, payload) {
+    return call("channels.broadcast", { channel: String(channel), event: String(event), payload: payload === undefined ? null : payload });
+  }
+
   const HTTP_METHODS = ["get", "post", "put", "patch", "delete", "options"];
   function api(path) {
     const base = String(path ?? "").replace(/^\/+|\/+$/g, "");
@@ -324,7 +346,8 @@
     }
     const crons = [];
     for (const [name, c] of registry.crons) crons.push({ name, expression: c.expression, timezone: c.timezone, place: c.place });
-    return { methods, publications, routes, rules, hooks, jobs: jobList, crons };
+    const channelList = registry.channels.map((c, index) => ({ index, pattern: c.pattern, join: !!c.join, send: !!c.send, place: c.place }));
+    return { methods, publications, routes, rules, hooks, jobs: jobList, crons, channels: channelList };
   }
 
   function publicationContext(ctx, events) {
@@ -384,6 +407,13 @@
         if (ctx.previous !== undefined) self.previous = ctx.previous;
         const value = await h.run.apply(self, args);
         return { value: { result: value === false ? false : null, args } };
+      }
+      case "channel": {
+        const c = registry.channels[ctx.index];
+        const f = c && c[ctx.act];
+        if (!f) return { value: false };
+        const value = await f.apply({ userId: ctx.userId ?? null }, args);
+        return { value: value === true };
       }
       case "job": {
         const j = registry.jobs.get(name);
@@ -557,5 +587,5 @@
     delete: (collection, id, field, name) => call("files.delete", { ...slot(collection, id, field), name: String(name) }),
   };
 
-  globalThis.__portico_module = { methods, publish, api, collection, files, accounts, roles, jobs, cron, webhooks, PorticoError };
+  globalThis.__portico_module = { methods, publish, api, collection, files, accounts, roles, jobs, cron, webhooks, channels, broadcast, PorticoError };
 })();

@@ -43,6 +43,7 @@ pub(crate) enum Kind {
     Rule,
     Hook,
     Job,
+    Channel,
     /// Not a script call: the runtime's memory use.
     Memory,
 }
@@ -57,6 +58,7 @@ impl Kind {
             Kind::Rule => "rule",
             Kind::Hook => "hook",
             Kind::Job => "job",
+            Kind::Channel => "channel",
             Kind::Memory => "memory",
         }
     }

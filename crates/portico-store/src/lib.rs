@@ -68,6 +68,7 @@
 
 mod aggregate;
 mod batch;
+pub mod bus;
 mod document;
 mod error;
 pub mod fallback;
@@ -103,6 +104,7 @@ pub mod sqlite;
 
 pub use aggregate::{Aggregate, MAX_GROUPS, check_path as check_aggregate_path};
 pub use batch::{BatchError, BatchFailure, BatchOp, BatchOutcome};
+pub use bus::{BUS_MAX_MESSAGE, Bus, BusEvent, BusRefusal};
 pub use document::{
     Document, MAX_DOCUMENT_BYTES, MAX_ID_BYTES, check_len, check_size, document_id, etag,
     etag_of_json, prepare_insert,

@@ -425,6 +425,10 @@ pub trait Store: Send + Sync + 'static {
     /// starts listening on its own connection on the first call and tells the writes of every
     /// instance on the database.
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>>;
+
+    /// The message bus between the instances sharing this store's database (see
+    /// [`crate::bus`]); `None` when the data is seen by this process only (memory, SQLite).
+    fn bus(&self) -> Option<std::sync::Arc<dyn crate::Bus>>;
 }
 
 /// [`Store::count`] of `query.selector`, then [`Store::find_json`]: what

@@ -88,6 +88,14 @@ pub struct Config {
     /// `[live]`: limits of live streams (`max_streams`, default 10,000; `buffer` events per
     /// subscriber, default 256; `ping_secs`, default 15).
     pub live: portico_platform::LiveConfig,
+    /// Every `[[channels]]`, in file order: who may join, send to and track presence in the
+    /// channels of the live socket (`GET /live`) whose names match each `pattern`.
+    pub channels: Vec<portico_platform::ChannelRule>,
+    /// The live socket's and channels' limits, also in `[live]` (`max_channels`,
+    /// `max_members`, `max_message_bytes`, `max_meta_bytes`, `max_frame_bytes`,
+    /// `frames_per_second`, `bytes_per_second`, `socket_queue`, `idle_timeout_secs`,
+    /// `heartbeat_ms`, `presence_timeout_ms`; `ping_secs` is shared with the streams).
+    pub channel_limits: portico_platform::ChannelsConfig,
     /// `[jobs]`: the job worker (`concurrency`, default 4; `lease_ms`, default 60,000;
     /// `poll_ms`, default 1,000; `webhook_retry_ms`, the first wait before a delivery is tried
     /// again, default 5,000; `webhook_timeout_ms`, how long a receiver has to answer, default

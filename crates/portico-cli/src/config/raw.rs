@@ -32,6 +32,8 @@ pub(crate) struct RawConfig {
     pub(crate) admin: Option<super::admin::RawAdmin>,
     pub(crate) server: Option<RawServer>,
     pub(crate) live: Option<RawLive>,
+    #[serde(default)]
+    pub(crate) channels: Vec<RawChannel>,
     pub(crate) jobs: Option<RawJobs>,
     #[serde(default)]
     pub(crate) cron: Vec<RawCron>,
@@ -63,6 +65,27 @@ pub(crate) struct RawLive {
     pub(crate) max_streams: Option<Spanned<u64>>,
     pub(crate) buffer: Option<Spanned<u64>>,
     pub(crate) ping_secs: Option<Spanned<u64>>,
+    pub(crate) max_channels: Option<Spanned<u64>>,
+    pub(crate) max_members: Option<Spanned<u64>>,
+    pub(crate) max_message_bytes: Option<Spanned<u64>>,
+    pub(crate) max_meta_bytes: Option<Spanned<u64>>,
+    pub(crate) max_frame_bytes: Option<Spanned<u64>>,
+    pub(crate) frames_per_second: Option<Spanned<u64>>,
+    pub(crate) bytes_per_second: Option<Spanned<u64>>,
+    pub(crate) socket_queue: Option<Spanned<u64>>,
+    pub(crate) idle_timeout_secs: Option<Spanned<u64>>,
+    pub(crate) heartbeat_ms: Option<Spanned<u64>>,
+    pub(crate) presence_timeout_ms: Option<Spanned<u64>>,
+}
+
+/// `[[channels]]`: who may join, send to and track presence in the channels a pattern names.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawChannel {
+    pub(crate) pattern: Spanned<String>,
+    pub(crate) join: Option<Spanned<String>>,
+    pub(crate) send: Option<Spanned<String>>,
+    pub(crate) track: Option<Spanned<String>>,
 }
 
 /// `[jobs]`: the job worker's pace and the queue's limits.

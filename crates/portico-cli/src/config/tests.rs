@@ -352,6 +352,53 @@ fn live_limits_have_defaults_and_ranges() {
 }
 
 #[test]
+fn channel_rules_and_socket_limits_are_checked_with_their_lines() {
+    let config = match Config::parse(
+        "[[channels]]\npattern = \"room:*\"\njoin = \"authenticated\"\n\
+         [[channels]]\npattern = \"news\"\njoin = \"anyone\"\nsend = \"role:editor,admin\"\n\
+         [live]\nmax_channels = 7\nframes_per_second = 9\nheartbeat_ms = 500\npresence_timeout_ms = 2000\n",
+    ) {
+        Ok(c) => c,
+        Err(e) => panic!("{e:?}"),
+    };
+    use portico_platform::{ChannelAccess, ChannelRule};
+    assert_eq!(
+        config.channels,
+        [
+            ChannelRule::new("room:*"),
+            ChannelRule::new("news").with(
+                ChannelAccess::Anyone,
+                ChannelAccess::Roles(vec!["editor".into(), "admin".into()]),
+                ChannelAccess::Anyone,
+            ),
+        ]
+    );
+    assert_eq!(config.channel_limits.max_channels_per_connection, 7);
+    assert_eq!(config.channel_limits.frames_per_second, 9);
+    assert_eq!(config.channel_limits.heartbeat, Duration::from_millis(500));
+    assert_eq!(
+        Config::parse("").map(|c| c.channel_limits).ok(),
+        Some(portico_platform::ChannelsConfig::default())
+    );
+    let errs = errors(
+        "[[channels]]\npattern = \"\"\njoin = \"everyone\"\nsend = \"owner:x\"\n\
+         [live]\nmax_message_bytes = 9000\nheartbeat_ms = 1000\npresence_timeout_ms = 1500\n",
+    );
+    let found: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.key.as_str())).collect();
+    assert_eq!(
+        found,
+        [
+            (2, "channels.pattern"),
+            (3, "channels.join"),
+            (4, "channels.send"),
+            (6, "live.max_message_bytes"),
+            (8, "live.presence_timeout_ms"),
+        ],
+        "{errs:?}"
+    );
+}
+
+#[test]
 fn read_replicas_are_postgresql_urls_with_a_positive_lag_bound() {
     let config = Config::parse(
         "database = \"postgres://app@primary/app\"\n\

@@ -1,5 +1,6 @@
 //! The parts of the server beside the front doors, and the paths each claims in the
-//! [`Registry`]: the health probes, `/openapi.json` and `/metrics` when served, the account
+//! [`Registry`]: the health probes, the live socket (`/live`), `/openapi.json` and `/metrics`
+//! when served, the account
 //! routes under `/auth/`, and everything under the admin page's path. They are claimed before
 //! the doors', so a door's route on one of them is refused naming both.
 //!
@@ -29,6 +30,10 @@ fn parts(config: &Config) -> Vec<(Reach, Owner)> {
     let mut parts = vec![
         (route(HEALTHZ), Owner::server("the health probe /healthz")),
         (route(READYZ), Owner::server("the readiness probe /readyz")),
+        (
+            route(portico_edge::socket::LIVE_PATH),
+            Owner::server("the live socket /live (channels, live lists)"),
+        ),
     ];
     if config.serves_openapi() {
         parts.push((

@@ -149,6 +149,17 @@ pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Re
     } = doors;
     routes.extend(probes::docs());
     routers.push(probes::router(platform.clone()));
+    // The live socket: channels by the config's rules, presence, publications.
+    platform.channels().set_rules(config.channels.clone());
+    routes.push(
+        portico_edge::RouteDoc::new(
+            portico_edge::Door::Server,
+            axum::http::Method::GET,
+            portico_edge::socket::LIVE_PATH,
+            portico_edge::Access::Public,
+        )
+        .summary("The live socket (WebSocket): channels, presence, live publications"),
+    );
     if crate::doors::server_paths::serves_account_routes(config) {
         routes.extend(portico_auth::AuthRoutes::docs());
         routers.push(
@@ -180,11 +191,15 @@ pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Re
     for door in routers {
         router = router.merge(door);
     }
-    let mut router = match auto_router {
+    let router = match auto_router {
         Some(auto) => router.merge(auto),
         None => router.fallback(not_found),
-    }
-    .layer(axum::middleware::map_response(one_not_found));
+    };
+    // A list followed over the live socket is requested through the doors themselves.
+    let lists = router.clone();
+    let mut router = router
+        .merge(portico_edge::socket::router(platform.clone(), Some(lists)))
+        .layer(axum::middleware::map_response(one_not_found));
     if config.metrics.is_some() {
         metrics::handle()?;
         router = metrics::track(router, metrics::RouteLabels::new(&routes));
@@ -413,6 +428,8 @@ async fn shut_down(
     job_worker: portico_platform::jobs::JobWorker,
     platform: Platform,
 ) {
+    // The other instances let this one's channel members leave at once.
+    platform.channels().shutdown();
     // A mail being sent finishes (or gives its claim back), so the next instance to start sends
     // it at once rather than after the claim's lease.
     if let Some(sender) = mail_sender {
@@ -479,6 +496,7 @@ fn start_mail_sender(
 async fn open_platform(url: &str, config: &Config) -> crate::Result<Platform> {
     let mut platform_config = portico_platform::PlatformConfig::default();
     platform_config.live = config.live.clone();
+    platform_config.channels = config.channel_limits.clone();
     platform_config.accounts =
         crate::config::platform_accounts(config).map_err(crate::Error::Setup)?;
     // PostgreSQL is opened with its options (replicas, `database_cache_mb`,

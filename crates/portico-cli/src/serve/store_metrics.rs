@@ -230,6 +230,10 @@ impl Store for Measured {
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<portico_store::Change>> {
         self.0.changes()
     }
+
+    fn bus(&self) -> Option<std::sync::Arc<dyn portico_store::Bus>> {
+        self.0.bus()
+    }
 }
 
 /// Opens the platform on `url` as [`crate::database::open`] does, its store timed.

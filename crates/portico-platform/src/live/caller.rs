@@ -118,3 +118,34 @@ impl Control {
         }
     }
 }
+
+/// A login followed while something runs as it (see [`crate::Platform::watch_login`]):
+/// [`LoginWatch::ended`] resolves when its token is logged out or expires.
+pub struct LoginWatch {
+    pub(crate) control: std::sync::Arc<Control>,
+    pub(crate) rx: watch::Receiver<Option<&'static str>>,
+    pub(crate) _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl std::fmt::Debug for LoginWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoginWatch")
+            .field("caller", &self.control.caller)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoginWatch {
+    /// Resolves with the reason (`logged-out`, `expired`, `error`) when the login ends; never
+    /// for a caller without a token.
+    pub async fn ended(&mut self) -> &'static str {
+        loop {
+            if let Some(reason) = *self.rx.borrow_and_update() {
+                return reason;
+            }
+            if self.rx.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
+    }
+}

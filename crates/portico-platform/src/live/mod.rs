@@ -35,7 +35,7 @@ use std::time::Duration;
 use portico_store::{Change, Store};
 use tokio::sync::{Semaphore, broadcast, mpsc};
 
-pub use caller::LiveCaller;
+pub use caller::{LiveCaller, LoginWatch};
 pub use config::LiveConfig;
 pub use event::{LiveEvent, SentEvent};
 pub use stream::LiveStream;

@@ -15,6 +15,23 @@ use crate::live::{
 use crate::{Cursor, MethodError, Platform, Subscription};
 
 impl Platform {
+    /// Follows `caller`'s login: the [`crate::LoginWatch`] ends when its token is logged out
+    /// (on any instance) or expires, as a live stream of that caller would. It counts as one
+    /// of the `max_streams`.
+    ///
+    /// # Errors
+    /// `too-many-streams` (status 503); `live-unsupported` (501) for a store without a
+    /// change feed.
+    pub async fn watch_login(&self, caller: LiveCaller) -> Result<crate::LoginWatch, MethodError> {
+        let (control, permit) = self.live_hub().open(caller).await?;
+        let rx = control.watch();
+        Ok(crate::LoginWatch {
+            control,
+            rx,
+            _permit: permit,
+        })
+    }
+
     /// Follows one query over `collection` as `caller`: its current documents as `added`
     /// events, `ready`, then `added`/`changed`/`removed` as writes change the result. The
     /// query's projection applies to every event; with a sort and a limit, the window is kept

@@ -56,6 +56,8 @@ pub struct PlatformConfig {
     pub accounts: AccountsConfig,
     /// Limits of live streams.
     pub live: crate::LiveConfig,
+    /// Limits of channels and their sockets.
+    pub channels: crate::ChannelsConfig,
 }
 
 impl PlatformConfig {
@@ -93,6 +95,7 @@ struct Inner {
     methods: RwLock<BTreeMap<String, MethodEntry>>,
     publications: RwLock<BTreeMap<String, PublicationEntry>>,
     live: Arc<crate::live::Hub>,
+    channels: crate::Channels,
     jobs: crate::jobs::Jobs,
     /// The receivers of [`Platform::set_webhooks`], once set.
     webhooks: OnceLock<Arc<webhooks::Deliveries>>,
@@ -187,9 +190,11 @@ impl Platform {
             accounts.clone(),
             config.live,
         ));
+        let channels = crate::Channels::new(store.bus(), config.channels);
         Ok(Platform {
             inner: Arc::new(Inner {
                 live,
+                channels,
                 jobs,
                 webhooks: OnceLock::new(),
                 store,
@@ -259,6 +264,11 @@ impl Platform {
     /// The live queries (see [`Platform::subscribe_live`]).
     pub(crate) fn live_hub(&self) -> &Arc<crate::live::Hub> {
         &self.inner.live
+    }
+
+    /// The channels: messages between clients and presence (see [`crate::channels`]).
+    pub fn channels(&self) -> &crate::Channels {
+        &self.inner.channels
     }
 
     /// The limits of live streams.

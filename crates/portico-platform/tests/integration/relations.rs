@@ -160,6 +160,10 @@ impl Store for Counting {
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<portico_store::Change>> {
         None
     }
+
+    fn bus(&self) -> Option<std::sync::Arc<dyn portico_store::Bus>> {
+        None
+    }
 }
 
 on_every_backend! {

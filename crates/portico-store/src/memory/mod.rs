@@ -652,6 +652,11 @@ impl Store for MemoryStore {
         Some(self.feed.subscribe())
     }
 
+    fn bus(&self) -> Option<std::sync::Arc<dyn crate::Bus>> {
+        // One process sees this data: nothing travels between instances.
+        None
+    }
+
     async fn list_collections(&self) -> Result<Vec<String>> {
         let mut names: Vec<String> = self.read().keys().cloned().collect();
         names.sort();

@@ -20,8 +20,10 @@ use futures::{FutureExt as _, StreamExt};
 use serde_json::{Value, json};
 use tokio_postgres::{AsyncMessage, NoTls};
 
+use super::bus::BUS_CHANNEL;
 use super::replica::Replicas;
 use crate::Result;
+use crate::bus::BusEvent;
 use crate::feed::{Change, ChangeFeed, ChangeKind};
 
 /// The notification channel every instance listens on.
@@ -110,6 +112,7 @@ pub(crate) async fn listen(
     config: tokio_postgres::Config,
     feed: Weak<ChangeFeed>,
     gate: Option<Weak<Replicas>>,
+    bus: tokio::sync::broadcast::Sender<BusEvent>,
 ) {
     let mut backoff = Duration::from_millis(100);
     let mut first = true;
@@ -122,7 +125,7 @@ pub(crate) async fn listen(
                 let mut messages =
                     futures::stream::poll_fn(move |cx| connection.poll_message(cx)).boxed();
                 // The connection must be polled while LISTEN runs, and after.
-                let sql = format!("LISTEN {CHANNEL}");
+                let sql = format!("LISTEN {CHANNEL}; LISTEN {BUS_CHANNEL}");
                 let listening = {
                     let listen = client.batch_execute(&sql);
                     tokio::pin!(listen);
@@ -145,8 +148,11 @@ pub(crate) async fn listen(
                     if let Some(feed) = feed.upgrade() {
                         feed.publish(Change::Resync { collection: None });
                     }
+                    if !first {
+                        let _ = bus.send(BusEvent::Reconnected);
+                    }
                     first = false;
-                    if !pump(&mut messages, &feed, gate.as_ref()).await {
+                    if !pump(&mut messages, &feed, gate.as_ref(), &bus).await {
                         return;
                     }
                     tracing::warn!(
@@ -172,6 +178,7 @@ async fn pump(
     >,
     feed: &Weak<ChangeFeed>,
     gate: Option<&Weak<Replicas>>,
+    bus: &tokio::sync::broadcast::Sender<BusEvent>,
 ) -> bool {
     let mut safety = tokio::time::interval(SAFETY_RECHECK);
     safety.tick().await;
@@ -182,13 +189,14 @@ async fn pump(
             _ = alive.tick() => if feed.strong_count() == 0 { return false },
             message = messages.next() => match message {
                 Some(Ok(AsyncMessage::Notification(n))) => {
-                    let mut changes: Vec<Change> = ours(&n).into_iter().collect();
+                    // The bus's messages go on at once: nothing waits for them to replicate.
+                    let mut changes: Vec<Change> = ours(&n, bus).into_iter().collect();
                     // Notifications already waiting go with this one: one wait for the
                     // replicas covers them all.
                     let mut ended = false;
                     while let Some(next) = messages.next().now_or_never() {
                         match next {
-                            Some(Ok(AsyncMessage::Notification(n))) => changes.extend(ours(&n)),
+                            Some(Ok(AsyncMessage::Notification(n))) => changes.extend(ours(&n, bus)),
                             Some(Ok(_)) => {}
                             Some(Err(_)) | None => {
                                 ended = true;
@@ -219,8 +227,16 @@ async fn pump(
     }
 }
 
-/// The change a notification on Portico's channel tells.
-fn ours(n: &tokio_postgres::Notification) -> Option<Change> {
+/// The change a notification on Portico's channel tells; a message on the bus's channel is
+/// handed to the bus's readers.
+fn ours(
+    n: &tokio_postgres::Notification,
+    bus: &tokio::sync::broadcast::Sender<BusEvent>,
+) -> Option<Change> {
+    if n.channel() == BUS_CHANNEL {
+        let _ = bus.send(BusEvent::Message(n.payload().into()));
+        return None;
+    }
     (n.channel() == CHANNEL)
         .then(|| decode(n.payload()))
         .flatten()
@@ -234,13 +250,29 @@ async fn caught_up(gate: Option<&Weak<Replicas>>) {
     }
 }
 
+/// How many bus messages are kept for a slow reader before it lags.
+const BUS_CAPACITY: usize = 8192;
+
 /// The feed of a store, and whether its listener was started.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Feed {
     pub(crate) feed: Arc<ChangeFeed>,
+    /// What the listener hears on the bus's channel.
+    pub(crate) bus: tokio::sync::broadcast::Sender<BusEvent>,
     started: std::sync::OnceLock<()>,
     /// The store's read replicas: changes are published once they hold them.
     gate: std::sync::OnceLock<Weak<Replicas>>,
+}
+
+impl Default for Feed {
+    fn default() -> Self {
+        Feed {
+            feed: Arc::default(),
+            bus: tokio::sync::broadcast::channel(BUS_CAPACITY).0,
+            started: std::sync::OnceLock::new(),
+            gate: std::sync::OnceLock::new(),
+        }
+    }
 }
 
 impl Feed {
@@ -250,14 +282,20 @@ impl Feed {
         config: &tokio_postgres::Config,
     ) -> tokio::sync::broadcast::Receiver<Change> {
         let rx = self.feed.subscribe();
+        self.start(config);
+        rx
+    }
+
+    /// Starts the listener (once; inside a tokio runtime).
+    pub(crate) fn start(&self, config: &tokio_postgres::Config) {
         self.started.get_or_init(|| {
             tokio::spawn(listen(
                 config.clone(),
                 Arc::downgrade(&self.feed),
                 self.gate.get().cloned(),
+                self.bus.clone(),
             ));
         });
-        rx
     }
 
     /// Publishes changes only once `replicas` hold them (set before the listener starts).

@@ -30,6 +30,7 @@
 //! | `write.rs` | insert, update, remove, `ensure_index`, `ensure_sorted_index`, drop, each one transaction (a sorted index's fill, several) |
 //! | `group.rs` | group commit: concurrent single inserts share one transaction |
 //! | `feed.rs` | the change feed: notifications sent in each write transaction, a listener per instance |
+//! | `bus.rs` | the bus between instances (channel messages, presence): `NOTIFY` from one publishing task, heard on the feed's listener |
 //! | `stamp.rs` | change stamps: a counter per collection moved by every write, read shared by concurrent callers |
 //! | `cache.rs` | the read cache: stored texts of gets and pages, served while their collection's stamp holds |
 //! | `error.rs` | PostgreSQL's errors as the store's, [`crate::Error::Unavailable`] among them |
@@ -98,6 +99,7 @@
 
 mod aggregate;
 mod batch;
+mod bus;
 mod cache;
 mod error;
 mod feed;
@@ -208,6 +210,8 @@ pub struct PostgresStore {
     /// Settings of the change feed's listening connection.
     config: tokio_postgres::Config,
     feed: std::sync::Arc<feed::Feed>,
+    /// The bus between instances, heard on the feed's listener.
+    bus: bus::SharedBus,
     stamps: std::sync::Arc<stamp::Stamps>,
     /// The read replicas, when there are any.
     replicas: Option<std::sync::Arc<replica::Replicas>>,
@@ -295,12 +299,23 @@ impl PostgresStore {
                 options.primary_collections,
             )?))
         };
+        let feed = std::sync::Arc::new(feed::Feed::default());
+        let bus = {
+            let feed = feed.clone();
+            let config = config.clone();
+            std::sync::Arc::new(bus::PgBus::new(
+                pool.clone(),
+                feed.bus.clone(),
+                Box::new(move || feed.start(&config)),
+            ))
+        };
         let store = PostgresStore {
+            bus,
             pool,
             stamps: std::sync::Arc::new(stamp::Stamps::new(config.clone(), options.stamp_pacing)),
             inserts: std::sync::Arc::default(),
             config,
-            feed: std::sync::Arc::default(),
+            feed,
             replicas,
             cache: std::sync::Arc::new(cache::Cache::new(options.cache_bytes)),
             catalog: std::sync::Arc::default(),
@@ -817,5 +832,9 @@ impl Store for PostgresStore {
 
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<crate::Change>> {
         Some(self.feed.subscribe(&self.config))
+    }
+
+    fn bus(&self) -> Option<std::sync::Arc<dyn crate::Bus>> {
+        Some(self.bus.clone())
     }
 }

@@ -660,4 +660,9 @@ impl Store for SqliteStore {
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
         Some(self.feed.subscribe())
     }
+
+    fn bus(&self) -> Option<std::sync::Arc<dyn crate::Bus>> {
+        // One process sees this data: nothing travels between instances.
+        None
+    }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 mod auto;
+mod channels;
 mod collection;
 mod database;
 mod field_rules;
@@ -119,7 +120,10 @@ impl<'a> Checker<'a> {
         let (accounts, email) = self.accounts(raw.accounts.take(), raw.email.take());
         let schemas = self.schemas(&apis, auto.as_ref());
         let (backups, log) = self.operations(raw.backups.take(), raw.log.take());
+        let channel_limits = self.channel_limits(raw.live.as_ref());
         Config {
+            channels: self.channel_rules(std::mem::take(&mut raw.channels)),
+            channel_limits,
             jobs: self.jobs(raw.jobs.take()),
             cron: self.cron(std::mem::take(&mut raw.cron)),
             webhooks: self.webhooks(std::mem::take(&mut raw.webhooks)),

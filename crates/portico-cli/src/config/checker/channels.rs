@@ -1,0 +1,168 @@
+//! Checks `[[channels]]` (a pattern and who may join, send and track) and the socket's limits
+//! in `[live]`.
+
+use std::time::Duration;
+
+use portico_platform::{ChannelAccess, ChannelRule, ChannelsConfig};
+use toml::Spanned;
+
+use super::Checker;
+use crate::config::raw::{RawChannel, RawLive};
+
+impl Checker<'_> {
+    /// Every `[[channels]]`, in file order.
+    pub(super) fn channel_rules(&mut self, raw: Vec<RawChannel>) -> Vec<ChannelRule> {
+        let mut rules = Vec::with_capacity(raw.len());
+        for channel in raw {
+            let pattern = channel.pattern.get_ref().clone();
+            if pattern.is_empty() || pattern.len() > 128 || pattern.chars().any(char::is_control) {
+                self.error(
+                    &channel.pattern,
+                    "channels.pattern",
+                    "a channel pattern is 1 to 128 characters without control characters; `*` stands for any run of characters",
+                );
+            }
+            let join = self.access(
+                channel.join.as_ref(),
+                "channels.join",
+                ChannelAccess::Authenticated,
+            );
+            let send = self.access(channel.send.as_ref(), "channels.send", join.clone());
+            let track = self.access(channel.track.as_ref(), "channels.track", join.clone());
+            rules.push(ChannelRule::new(pattern).with(join, send, track));
+        }
+        rules
+    }
+
+    fn access(
+        &mut self,
+        value: Option<&Spanned<String>>,
+        key: &str,
+        default: ChannelAccess,
+    ) -> ChannelAccess {
+        let Some(value) = value else { return default };
+        match value.get_ref().parse() {
+            Ok(access) => access,
+            Err(message) => {
+                self.error(value, key, message);
+                default
+            }
+        }
+    }
+
+    /// The socket's and channels' limits of `[live]`.
+    pub(super) fn channel_limits(&mut self, raw: Option<&RawLive>) -> ChannelsConfig {
+        let mut config = ChannelsConfig::default();
+        let Some(raw) = raw else { return config };
+        let size = |n: u64, default: usize| usize::try_from(n).unwrap_or(default);
+        let number =
+            |checker: &mut Self,
+             value: &Option<Spanned<u64>>,
+             key: &str,
+             range: (u64, u64),
+             default: u64| { checker.ranged(value.clone(), key, range, default) };
+        let n = number(
+            self,
+            &raw.max_channels,
+            "live.max_channels",
+            (1, 10_000),
+            config.max_channels_per_connection as u64,
+        );
+        config.max_channels_per_connection = size(n, config.max_channels_per_connection);
+        let n = number(
+            self,
+            &raw.max_members,
+            "live.max_members",
+            (1, 1_000_000),
+            config.max_members_per_channel as u64,
+        );
+        config.max_members_per_channel = size(n, config.max_members_per_channel);
+        let n = number(
+            self,
+            &raw.max_message_bytes,
+            "live.max_message_bytes",
+            (16, portico_platform::channels::MAX_MESSAGE_BYTES as u64),
+            config.max_message_bytes as u64,
+        );
+        config.max_message_bytes = size(n, config.max_message_bytes);
+        let n = number(
+            self,
+            &raw.max_meta_bytes,
+            "live.max_meta_bytes",
+            (2, 4096),
+            config.max_meta_bytes as u64,
+        );
+        config.max_meta_bytes = size(n, config.max_meta_bytes);
+        let n = number(
+            self,
+            &raw.max_frame_bytes,
+            "live.max_frame_bytes",
+            (256, 1 << 20),
+            config.max_frame_bytes as u64,
+        );
+        config.max_frame_bytes = size(n, config.max_frame_bytes);
+        let n = number(
+            self,
+            &raw.frames_per_second,
+            "live.frames_per_second",
+            (1, 100_000),
+            u64::from(config.frames_per_second),
+        );
+        config.frames_per_second = u32::try_from(n).unwrap_or(config.frames_per_second);
+        let n = number(
+            self,
+            &raw.bytes_per_second,
+            "live.bytes_per_second",
+            (256, 1 << 30),
+            config.bytes_per_second as u64,
+        );
+        config.bytes_per_second = size(n, config.bytes_per_second);
+        let n = number(
+            self,
+            &raw.socket_queue,
+            "live.socket_queue",
+            (1, 65_536),
+            config.queue as u64,
+        );
+        config.queue = size(n, config.queue);
+        let secs = |d: Duration| d.as_secs();
+        if let Some(ping) = &raw.ping_secs {
+            config.ping = Duration::from_secs(*ping.get_ref()).max(Duration::from_secs(1));
+        }
+        let n = number(
+            self,
+            &raw.idle_timeout_secs,
+            "live.idle_timeout_secs",
+            (1, 86_400),
+            secs(config.idle_timeout),
+        );
+        config.idle_timeout = Duration::from_secs(n);
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let n = number(
+            self,
+            &raw.heartbeat_ms,
+            "live.heartbeat_ms",
+            (100, 60_000),
+            ms(config.heartbeat),
+        );
+        config.heartbeat = Duration::from_millis(n);
+        let n = number(
+            self,
+            &raw.presence_timeout_ms,
+            "live.presence_timeout_ms",
+            (300, 600_000),
+            ms(config.presence_timeout),
+        );
+        config.presence_timeout = Duration::from_millis(n);
+        if config.presence_timeout <= config.heartbeat * 2
+            && let Some(value) = &raw.presence_timeout_ms
+        {
+            self.error(
+                value,
+                "live.presence_timeout_ms",
+                "the presence timeout must be more than twice the heartbeat",
+            );
+        }
+        config
+    }
+}
