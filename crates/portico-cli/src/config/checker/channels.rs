@@ -54,101 +54,95 @@ impl Checker<'_> {
     pub(super) fn channel_limits(&mut self, raw: Option<&RawLive>) -> ChannelsConfig {
         let mut config = ChannelsConfig::default();
         let Some(raw) = raw else { return config };
+        self.channel_sizes(raw, &mut config);
+        self.channel_times(raw, &mut config);
+        config
+    }
+
+    /// The sizes and rates of `[live]`: channels, members, messages, frames, the queue.
+    fn channel_sizes(&mut self, raw: &RawLive, config: &mut ChannelsConfig) {
         let size = |n: u64, default: usize| usize::try_from(n).unwrap_or(default);
-        let number =
-            |checker: &mut Self,
-             value: &Option<Spanned<u64>>,
-             key: &str,
-             range: (u64, u64),
-             default: u64| { checker.ranged(value.clone(), key, range, default) };
-        let n = number(
-            self,
-            &raw.max_channels,
+        let n = self.ranged(
+            raw.max_channels.clone(),
             "live.max_channels",
             (1, 10_000),
             config.max_channels_per_connection as u64,
         );
         config.max_channels_per_connection = size(n, config.max_channels_per_connection);
-        let n = number(
-            self,
-            &raw.max_members,
+        let n = self.ranged(
+            raw.max_members.clone(),
             "live.max_members",
             (1, 1_000_000),
             config.max_members_per_channel as u64,
         );
         config.max_members_per_channel = size(n, config.max_members_per_channel);
-        let n = number(
-            self,
-            &raw.max_message_bytes,
+        let n = self.ranged(
+            raw.max_message_bytes.clone(),
             "live.max_message_bytes",
             (16, portico_platform::channels::MAX_MESSAGE_BYTES as u64),
             config.max_message_bytes as u64,
         );
         config.max_message_bytes = size(n, config.max_message_bytes);
-        let n = number(
-            self,
-            &raw.max_meta_bytes,
+        let n = self.ranged(
+            raw.max_meta_bytes.clone(),
             "live.max_meta_bytes",
             (2, 4096),
             config.max_meta_bytes as u64,
         );
         config.max_meta_bytes = size(n, config.max_meta_bytes);
-        let n = number(
-            self,
-            &raw.max_frame_bytes,
+        let n = self.ranged(
+            raw.max_frame_bytes.clone(),
             "live.max_frame_bytes",
             (256, 1 << 20),
             config.max_frame_bytes as u64,
         );
         config.max_frame_bytes = size(n, config.max_frame_bytes);
-        let n = number(
-            self,
-            &raw.frames_per_second,
+        let n = self.ranged(
+            raw.frames_per_second.clone(),
             "live.frames_per_second",
             (1, 100_000),
             u64::from(config.frames_per_second),
         );
         config.frames_per_second = u32::try_from(n).unwrap_or(config.frames_per_second);
-        let n = number(
-            self,
-            &raw.bytes_per_second,
+        let n = self.ranged(
+            raw.bytes_per_second.clone(),
             "live.bytes_per_second",
             (256, 1 << 30),
             config.bytes_per_second as u64,
         );
         config.bytes_per_second = size(n, config.bytes_per_second);
-        let n = number(
-            self,
-            &raw.socket_queue,
+        let n = self.ranged(
+            raw.socket_queue.clone(),
             "live.socket_queue",
             (1, 65_536),
             config.queue as u64,
         );
         config.queue = size(n, config.queue);
+    }
+
+    /// The times of `[live]`: pings, the idle timeout, presence heartbeats and timeout.
+    fn channel_times(&mut self, raw: &RawLive, config: &mut ChannelsConfig) {
         let secs = |d: Duration| d.as_secs();
         if let Some(ping) = &raw.ping_secs {
             config.ping = Duration::from_secs(*ping.get_ref()).max(Duration::from_secs(1));
         }
-        let n = number(
-            self,
-            &raw.idle_timeout_secs,
+        let n = self.ranged(
+            raw.idle_timeout_secs.clone(),
             "live.idle_timeout_secs",
             (1, 86_400),
             secs(config.idle_timeout),
         );
         config.idle_timeout = Duration::from_secs(n);
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        let n = number(
-            self,
-            &raw.heartbeat_ms,
+        let n = self.ranged(
+            raw.heartbeat_ms.clone(),
             "live.heartbeat_ms",
             (100, 60_000),
             ms(config.heartbeat),
         );
         config.heartbeat = Duration::from_millis(n);
-        let n = number(
-            self,
-            &raw.presence_timeout_ms,
+        let n = self.ranged(
+            raw.presence_timeout_ms.clone(),
             "live.presence_timeout_ms",
             (300, 600_000),
             ms(config.presence_timeout),
@@ -163,6 +157,5 @@ impl Checker<'_> {
                 "the presence timeout must be more than twice the heartbeat",
             );
         }
-        config
     }
 }
