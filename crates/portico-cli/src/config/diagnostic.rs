@@ -24,6 +24,18 @@ pub struct ConfigError {
     pub message: String,
 }
 
+impl ConfigError {
+    /// A mistake about `key` on `line` as a whole (column 1).
+    pub fn at_line(line: usize, key: &str, message: String) -> ConfigError {
+        ConfigError {
+            line,
+            column: 1,
+            key: key.to_owned(),
+            message,
+        }
+    }
+}
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.key.is_empty() {

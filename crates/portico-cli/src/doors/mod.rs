@@ -70,7 +70,11 @@ impl Doors {
         scripts: Option<&portico_script::Scripts>,
     ) -> Result<Doors, Vec<ConfigError>> {
         if let Err(e) = declare_collections(config, platform) {
-            return Err(vec![refusal(1, "api.collection", e.to_string())]);
+            return Err(vec![ConfigError::at_line(
+                1,
+                "api.collection",
+                e.to_string(),
+            )]);
         }
         // The server's own parts claim their paths first, then the auto API its area (every
         // path no [[api]] answers), then each [[api]] its area and routes, then the auto API its
@@ -116,7 +120,7 @@ impl Doors {
                     doors.routes.extend(routes);
                     doors.auto = Some(router);
                 }
-                Err(message) => refusals.push(refusal(auto.line, "auto", message)),
+                Err(message) => refusals.push(ConfigError::at_line(auto.line, "auto", message)),
             }
         }
         if refusals.is_empty() {
@@ -154,7 +158,7 @@ impl Doors {
         // The memory store's futures need no runtime (no I/O, no timers), so this runs the same
         // inside or outside one.
         let platform = futures::executor::block_on(Platform::open("memory:"))
-            .map_err(|e| vec![refusal(1, "database", e.to_string())])?;
+            .map_err(|e| vec![ConfigError::at_line(1, "database", e.to_string())])?;
         Doors::build(config, &platform)
     }
 }
@@ -178,15 +182,6 @@ pub(crate) fn lines(errors: &[ConfigError]) -> String {
         .map(|r| format!("line {}: {}", r.line, r.message))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn refusal(line: usize, key: &str, message: String) -> ConfigError {
-    ConfigError {
-        line,
-        column: 1,
-        key: key.to_owned(),
-        message,
-    }
 }
 
 /// Declares every collection the config names with its options (object ids, timestamps) before

@@ -149,7 +149,7 @@ pub(crate) fn build_each(
     registry: &mut Registry,
 ) -> Result<Api, ConfigError> {
     let base = api.base_path();
-    let at_api = |key: &str, message: String| refusal(api.line, key, message);
+    let at_api = |key: &str, message: String| ConfigError::at_line(api.line, key, message);
     let owner = |what: &str, key| Owner::new(format!("{what} at line {}", api.line), api.line, key);
     let whole = registry.owner(owner("the [[api]]", "api.api_path"));
     registry
@@ -184,7 +184,7 @@ pub(crate) fn build_each(
                 collection_options(collection),
             )
         })
-        .map_err(|e| refusal(collection.line, "api.collection", e.to_string()))?;
+        .map_err(|e| ConfigError::at_line(collection.line, "api.collection", e.to_string()))?;
         let (token, own): (Vec<RouteDoc>, Vec<RouteDoc>) = routes
             .into_iter()
             .partition(|r| r.path == files_token && !collection.files.is_empty());
@@ -195,7 +195,7 @@ pub(crate) fn build_each(
             options = guard_accounts(options, collection, platform);
         }
         rest.add_collection(platform.collection(&collection.name), options)
-            .map_err(|e| refusal(collection.line, "api.collection", e.to_string()))?;
+            .map_err(|e| ConfigError::at_line(collection.line, "api.collection", e.to_string()))?;
     }
     if let Some((scripts, line)) = scripts {
         for route in &scripts.definitions().routes {
@@ -213,7 +213,7 @@ pub(crate) fn build_each(
                 .door(Reach::Route(path), &base, owner)
                 .map_err(Clash::refusal)?;
             crate::scripts::add_route(&mut rest, scripts, route)
-                .map_err(|e| refusal(line, "scripts", e.to_string()))?;
+                .map_err(|e| ConfigError::at_line(line, "scripts", e.to_string()))?;
         }
     }
     if api.batch_limit > 0 {
@@ -256,15 +256,6 @@ fn claim(
             .map_err(Clash::refusal)?;
     }
     Ok(())
-}
-
-fn refusal(line: usize, key: &str, message: String) -> ConfigError {
-    ConfigError {
-        line,
-        column: 1,
-        key: key.to_owned(),
-        message,
-    }
 }
 
 #[cfg(test)]

@@ -59,65 +59,69 @@ impl Checker<'_> {
         config
     }
 
+    /// A limit of `[live]` given as `value` under `key` (checked within `range`), else
+    /// `current`.
+    fn limit<N: Copy + TryFrom<u64> + TryInto<u64>>(
+        &mut self,
+        value: &Option<Spanned<u64>>,
+        key: &str,
+        range: (u64, u64),
+        current: N,
+    ) -> N {
+        let default = current.try_into().unwrap_or(range.1);
+        N::try_from(self.ranged(value.clone(), key, range, default)).unwrap_or(current)
+    }
+
     /// The sizes and rates of `[live]`: channels, members, messages, frames, the queue.
     fn channel_sizes(&mut self, raw: &RawLive, config: &mut ChannelsConfig) {
-        let size = |n: u64, default: usize| usize::try_from(n).unwrap_or(default);
-        let n = self.ranged(
-            raw.max_channels.clone(),
+        config.max_channels_per_connection = self.limit(
+            &raw.max_channels,
             "live.max_channels",
             (1, 10_000),
-            config.max_channels_per_connection as u64,
+            config.max_channels_per_connection,
         );
-        config.max_channels_per_connection = size(n, config.max_channels_per_connection);
-        let n = self.ranged(
-            raw.max_members.clone(),
+        config.max_members_per_channel = self.limit(
+            &raw.max_members,
             "live.max_members",
             (1, 1_000_000),
-            config.max_members_per_channel as u64,
+            config.max_members_per_channel,
         );
-        config.max_members_per_channel = size(n, config.max_members_per_channel);
-        let n = self.ranged(
-            raw.max_message_bytes.clone(),
+        config.max_message_bytes = self.limit(
+            &raw.max_message_bytes,
             "live.max_message_bytes",
             (16, portico_platform::channels::MAX_MESSAGE_BYTES as u64),
-            config.max_message_bytes as u64,
+            config.max_message_bytes,
         );
-        config.max_message_bytes = size(n, config.max_message_bytes);
-        let n = self.ranged(
-            raw.max_meta_bytes.clone(),
+        config.max_meta_bytes = self.limit(
+            &raw.max_meta_bytes,
             "live.max_meta_bytes",
             (2, 4096),
-            config.max_meta_bytes as u64,
+            config.max_meta_bytes,
         );
-        config.max_meta_bytes = size(n, config.max_meta_bytes);
-        let n = self.ranged(
-            raw.max_frame_bytes.clone(),
+        config.max_frame_bytes = self.limit(
+            &raw.max_frame_bytes,
             "live.max_frame_bytes",
             (256, 1 << 20),
-            config.max_frame_bytes as u64,
+            config.max_frame_bytes,
         );
-        config.max_frame_bytes = size(n, config.max_frame_bytes);
-        let n = self.ranged(
-            raw.frames_per_second.clone(),
+        config.frames_per_second = self.limit(
+            &raw.frames_per_second,
             "live.frames_per_second",
             (1, 100_000),
-            u64::from(config.frames_per_second),
+            config.frames_per_second,
         );
-        config.frames_per_second = u32::try_from(n).unwrap_or(config.frames_per_second);
-        let n = self.ranged(
-            raw.bytes_per_second.clone(),
+        config.bytes_per_second = self.limit(
+            &raw.bytes_per_second,
             "live.bytes_per_second",
             (256, 1 << 30),
-            config.bytes_per_second as u64,
+            config.bytes_per_second,
         );
-        config.bytes_per_second = size(n, config.bytes_per_second);
-        let n = self.ranged(
-            raw.socket_queue.clone(),
+        config.queue = self.limit(
+            &raw.socket_queue,
             "live.socket_queue",
             (1, 65_536),
-            config.queue as u64,
+            config.queue,
         );
-        config.queue = size(n, config.queue);
     }
 
     /// The times of `[live]`: pings, the idle timeout, presence heartbeats and timeout.
