@@ -318,6 +318,8 @@ async fn a_token_in_the_upgrade_request_logs_the_socket_in() {
     // A plain GET is told to upgrade.
     let plain = server.call("GET", "/live", None, &[]).await;
     assert_eq!(plain.status, 426, "{}", plain.raw);
+    // In the shape of the server's own paths (as /openapi.json describes them).
+    assert_eq!(plain.body["status"], "upgrade-required", "{}", plain.raw);
 }
 
 /// A server whose limits are small enough to reach in a test.

@@ -84,8 +84,9 @@ async fn upgrade(
             return (
                 StatusCode::UPGRADE_REQUIRED,
                 [(http::header::UPGRADE, "websocket")],
+                // The server's own paths answer errors as `{status, reason}`.
                 axum::Json(serde_json::json!({
-                    "error": "upgrade-required",
+                    "status": "upgrade-required",
                     "reason": "GET /live is a WebSocket; lists and publications stream as server-sent events at their own URLs",
                 })),
             )
@@ -107,7 +108,7 @@ async fn upgrade(
                     return (
                         StatusCode::from_u16(e.status.unwrap_or(503))
                             .unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
-                        axum::Json(serde_json::json!({"error": e.error, "reason": e.reason})),
+                        axum::Json(serde_json::json!({"status": e.error, "reason": e.reason})),
                     )
                         .into_response();
                 }
