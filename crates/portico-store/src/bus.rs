@@ -8,9 +8,9 @@
 //! messages of one instance arrive everywhere in the order it published them) and heard on the
 //! change feed's listening connection.
 //!
-//! Delivery is at most once: a listener that reconnects has missed what was sent meanwhile,
-//! and then hears [`BusEvent::Reconnected`], so a reader that keeps state from the bus (presence)
-//! asks for it again.
+//! Delivery is at most once: a listener that starts or reconnects has missed what was sent
+//! before it listened, and then hears [`BusEvent::Reconnected`], so a reader that keeps state
+//! from the bus (presence) asks for it again.
 
 use std::sync::Arc;
 
@@ -25,7 +25,7 @@ pub const BUS_MAX_MESSAGE: usize = 7500;
 pub enum BusEvent {
     /// A message some instance published (this one included).
     Message(Arc<str>),
-    /// The bus was away: messages sent meanwhile are lost.
+    /// The bus (re)started listening: messages sent before are lost.
     Reconnected,
 }
 

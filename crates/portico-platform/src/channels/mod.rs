@@ -322,28 +322,14 @@ impl Channels {
         });
     }
 
-    /// What another instance said. An instance heard for the first time (this one's listener
-    /// just started, or that one did) is asked for the presence of every channel with members
-    /// here: its answers to an earlier ask may have come before this instance listened.
+    /// What another instance said.
     fn on_wire(&self, text: &str) {
         let Some(w) = wire::decode(text) else { return };
         if w.instance == self.shared.instance {
             return;
         }
-        let first = self
-            .lock()
-            .heard
-            .insert(w.instance.to_owned(), Instant::now())
-            .is_none();
-        self.apply(&w);
-        if first && w.kind != 'b' {
-            self.resync();
-        }
-    }
-
-    /// Applies what another instance said (see [`wire`]).
-    fn apply(&self, w: &wire::Wire<'_>) {
         let mut state = self.lock();
+        state.heard.insert(w.instance.to_owned(), Instant::now());
         match w.kind {
             'm' => {
                 if let Some(room) = state.rooms.get(w.channel) {
@@ -424,8 +410,8 @@ impl Channels {
         }
     }
 
-    /// Asks the other instances for the presence of every channel with members here (after
-    /// the bus lost messages).
+    /// Asks the other instances for the presence of every channel with members here (the bus
+    /// started listening, or came back: what it carried before is lost).
     fn resync(&self) {
         let names: Vec<String> = self.lock().rooms.keys().cloned().collect();
         for name in names {

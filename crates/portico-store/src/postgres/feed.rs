@@ -148,9 +148,9 @@ pub(crate) async fn listen(
                     if let Some(feed) = feed.upgrade() {
                         feed.publish(Change::Resync { collection: None });
                     }
-                    if !first {
-                        let _ = bus.send(BusEvent::Reconnected);
-                    }
+                    // The bus too: a reader that subscribed before this listener was
+                    // listening (its first start included) asks again for what it keeps.
+                    let _ = bus.send(BusEvent::Reconnected);
                     first = false;
                     if !pump(&mut messages, &feed, gate.as_ref(), &bus).await {
                         return;
