@@ -45,6 +45,9 @@ const sub = pc.subscribe('widgets', [], {
 await sub.ready;
 const widgets = ann.collectionWrite('widgets');
 const gear = await widgets.insert({ name: 'gear', ownerId: me.id, secret: 's3' });
+// Renamed once ed has seen it: a rename right away may reach ed with the insert, as one
+// `added big gear`.
+while (!sub.get(gear)) await new Promise((r) => setTimeout(r, 20));
 await widgets.update(gear, { name: 'big gear' });
 while (sub.get(gear)?.name !== 'big gear') await new Promise((r) => setTimeout(r, 20));
 console.log('cache:', sub.get(gear).name, '(secret hidden:', sub.get(gear).secret === undefined, ')');
