@@ -188,6 +188,7 @@ fn update_sorted_rows(
     if old_rows == new_rows {
         return Ok(());
     }
+    super::prefixes::update(conn, index, &old_rows, &new_rows)?;
     let n = index.spec.fields.len();
     let table = &index.table;
     let columns: Vec<String> = (0..n).map(|i| format!("k{i}")).collect();

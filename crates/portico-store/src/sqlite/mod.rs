@@ -27,6 +27,7 @@
 //! |---|---|
 //! | `pool.rs` | one writer connection and a few readers; WAL, `synchronous`, busy timeout |
 //! | `schema.rs` | the catalog, and how collection names become safe table names |
+//! | `prefixes.rs` | kept counts of a compound sorted index's key prefixes (the totals of lists pinning them) |
 //! | `index.rs` | index tables `(value, id)` for dotted paths, arrays included |
 //! | `plan.rs` | narrowing the candidates of a selector with SQL (primary key, index, text) |
 //! | `query.rs` | `find`, `count`, `get`: candidates decided by the reference matcher, paged |
@@ -65,6 +66,7 @@ mod index;
 mod lock;
 mod plan;
 mod pool;
+mod prefixes;
 mod query;
 mod schema;
 mod search;

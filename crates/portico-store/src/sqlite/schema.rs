@@ -43,6 +43,7 @@ pub(crate) fn init(conn: &Connection) -> Result<()> {
     )?;
     conn.execute_batch(SEARCH_CATALOG)?;
     conn.execute_batch(CATALOG_VERSION)?;
+    conn.execute_batch(super::prefixes::TABLE)?;
     // Files written before unique indexes existed: every index they have is a plain one.
     let has_unique_column = conn
         .prepare("SELECT 1 FROM pragma_table_info('portico_indexes') WHERE name = 'is_unique'")?
@@ -70,6 +71,14 @@ pub(crate) fn init(conn: &Connection) -> Result<()> {
             "INSERT INTO portico_counts (name, n) VALUES (?1, ?2)",
             params![name, n],
         )?;
+    }
+    // Compound sorted indexes made before their prefix counts were kept: count them once.
+    let sorted = conn
+        .prepare("SELECT DISTINCT collection FROM portico_sorted")?
+        .query_map([], |row| row.get(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    for collection in sorted {
+        super::prefixes::build_missing(conn, &sorted_indexes(conn, &collection)?)?;
     }
     Ok(())
 }
@@ -287,12 +296,14 @@ pub(crate) fn create_sorted_table(
         sorted_name(spec),
         spec.to_value().to_string()
     ])?;
-    Ok(SortedIndex {
+    let index = SortedIndex {
         parts: spec.split_paths(),
         table,
         spec: spec.clone(),
         multikey: false,
-    })
+    };
+    super::prefixes::start(conn, &index)?;
+    Ok(index)
 }
 
 /// Records that the sorted index `name` of `collection` holds several entries for a document.
@@ -311,10 +322,9 @@ pub(crate) fn drop_sorted(conn: &Connection, collection: &str, spec: &IndexSpec)
     let removed = conn
         .prepare_cached("DELETE FROM portico_sorted WHERE collection = ?1 AND name = ?2")?
         .execute(params![collection, sorted_name(spec)])?;
-    conn.execute_batch(&format!(
-        "DROP TABLE IF EXISTS {}",
-        sorted_table(collection, spec)
-    ))?;
+    let table = sorted_table(collection, spec);
+    conn.execute_batch(&format!("DROP TABLE IF EXISTS {table}"))?;
+    super::prefixes::forget(conn, &table)?;
     Ok(removed > 0)
 }
 

@@ -76,7 +76,8 @@ pub(crate) fn read(
 
 /// As [`read`] when the answer costs a few point reads, to be read on the caller's thread:
 /// the plan is covered and in the index's order, the page is at most `rows` entries, and the
-/// total (when `count`) is the collection's kept count or at most `budget` entries. `None`
+/// total (when `count`) is the collection's kept count, a kept prefix count (see
+/// `prefixes.rs`) or at most `budget` entries. `None`
 /// otherwise, and then the caller reads it with [`read`] in the blocking pool.
 pub(crate) fn read_quick(
     conn: &mut Connection,
@@ -97,8 +98,13 @@ pub(crate) fn read_quick(
     if !plan.covered || plan.order != Order::Index {
         return Ok(None);
     }
+    let prefix_total = match count {
+        true => super::prefixes::count(conn, index, &plan)?,
+        false => None,
+    };
     let total = match count {
         false => None,
+        true if prefix_total.is_some() => prefix_total,
         true if query.selector.is_all() || index.multikey => {
             // Distinct documents of a multikey index: the range's entries bound them from
             // above.
@@ -287,6 +293,9 @@ fn in_id_order(conn: &Connection, collection: &str, query: &Query) -> Result<Vec
 
 /// The number of distinct documents in `plan`'s range.
 fn count_entries(conn: &Connection, index: &SortedIndex, plan: &IndexPlan) -> Result<u64> {
+    if let Some(n) = super::prefixes::count(conn, index, plan)? {
+        return Ok(n);
+    }
     let (filter, args) = filter(plan);
     let what = if index.multikey {
         "count(DISTINCT x.id)"

@@ -1673,8 +1673,10 @@ async fn an_inline_total_is_counted_only_within_its_budget_and_the_reader_stays_
         .chain((0..50).map(|i| doc(json!({"_id": format!("r{i:03}"), "city": "Rome", "score": i}))))
         .collect();
     store.insert_many("items", docs).await.expect("insert");
+    // A range on the second field: not a kept prefix count, so the entries are counted.
     let query = Query {
-        selector: crate::Selector::parse(&json!({"city": "Oslo"})).expect("selector"),
+        selector: crate::Selector::parse(&json!({"city": "Oslo", "score": {"$gte": 0}}))
+            .expect("selector"),
         sort: Some(Sort::parse_list("-score").expect("sort")),
         limit: Some(3),
         ..Query::default()
@@ -1701,4 +1703,234 @@ async fn an_inline_total_is_counted_only_within_its_budget_and_the_reader_stays_
         .expect("page");
     assert_eq!(total, 300);
     assert_eq!(page.len(), 3);
+}
+
+/// Checks that the kept prefix counts of `spec` (see `prefixes.rs`) are exactly the documents
+/// per distinct prefix recomputed from the stored documents, and that the marker is there.
+fn assert_prefix_counts_consistent(store: &SqliteStore, collection: &str, spec: &crate::IndexSpec) {
+    let conn = raw(store);
+    let table = schema::sorted_table(collection, spec);
+    let mut stmt = conn
+        .prepare("SELECT prefix, n FROM portico_prefix_counts WHERE name = ?1")
+        .expect("prepare");
+    let mut stored: std::collections::BTreeMap<Vec<u8>, i64> = stmt
+        .query_map([&table], |row| Ok((row.get(0)?, row.get(1)?)))
+        .expect("query")
+        .collect::<rusqlite::Result<_>>()
+        .expect("rows");
+    assert_eq!(stored.remove(&Vec::new()), Some(0), "the marker of {spec}");
+    let mut docs = conn
+        .prepare(&format!("SELECT doc FROM {}", collection_table(collection)))
+        .expect("prepare");
+    let mut expected: std::collections::BTreeMap<Vec<u8>, i64> = Default::default();
+    for text in docs
+        .query_map([], |row| row.get::<_, String>(0))
+        .expect("query")
+        .map(|r| r.expect("row"))
+    {
+        let d: Document = serde_json::from_str(&text).expect("document");
+        let entries = crate::order_key::entries(&d, &spec.split_paths()).expect("entries");
+        for len in 1..spec.fields.len() {
+            let prefixes: BTreeSet<Vec<u8>> = entries
+                .iter()
+                .map(|row| {
+                    let mut out = vec![u8::try_from(len).expect("len")];
+                    for key in &row[..len] {
+                        out.extend_from_slice(
+                            &u32::try_from(key.len()).expect("len").to_be_bytes(),
+                        );
+                        out.extend_from_slice(key);
+                    }
+                    out
+                })
+                .collect();
+            for prefix in prefixes {
+                *expected.entry(prefix).or_default() += 1;
+            }
+        }
+    }
+    assert_eq!(stored, expected, "prefix counts of {spec}");
+}
+
+/// The documents of `selector` as a scan finds them, for comparing totals with.
+async fn scanned(store: &SqliteStore, selector: &Selector) -> u64 {
+    let query = Query {
+        selector: selector.clone(),
+        ..Query::default()
+    };
+    store.find("items", &query).await.expect("find").len() as u64
+}
+
+/// The count and a sorted page's total of each of `lists` agree with a scan.
+async fn totals_agree(store: &SqliteStore, lists: &[Value], when: &str) {
+    for list in lists {
+        let selector = sel(list.clone());
+        let want = scanned(store, &selector).await;
+        let count = store.count("items", &selector).await.expect("count");
+        assert_eq!(count, want, "{when}: count {list}");
+        let query = Query {
+            selector,
+            sort: Some(Sort::parse_list("-score").expect("sort")),
+            limit: Some(3),
+            ..Query::default()
+        };
+        let (_, total) = store
+            .find_json_counted("items", &query)
+            .await
+            .expect("page");
+        assert_eq!(total, want, "{when}: total of {list}");
+    }
+}
+
+#[tokio::test]
+async fn prefix_counts_follow_every_write_and_are_the_totals_of_lists_pinning_a_prefix() {
+    let (_dir, store) = open_temp().await;
+    let by_city = crate::IndexSpec::new(["city", "-score"]).expect("spec");
+    let by_tag = crate::IndexSpec::new(["tags", "owner", "-n"]).expect("spec");
+    store
+        .ensure_sorted_index("items", &by_city)
+        .await
+        .expect("index");
+    let cities = [
+        json!("Oslo"),
+        json!("Rome"),
+        json!(7),
+        json!(null),
+        json!(["Oslo", "Rome"]),
+    ];
+    let docs: Vec<Document> = (0..60)
+        .map(|i| {
+            let tags = if i % 3 == 0 {
+                json!(["a", "b", "a"])
+            } else {
+                json!("a")
+            };
+            let owner = if i % 2 == 0 { "ann" } else { "bob" };
+            let mut d = json!({"_id": format!("d{i:02}"), "score": i % 7, "n": i,
+                "owner": owner, "tags": tags});
+            if i % 11 != 0 {
+                d["city"] = cities[i % cities.len()].clone();
+            }
+            doc(d)
+        })
+        .collect();
+    store.insert_many("items", docs).await.expect("insert");
+    // Made after the documents: its counts come from filling it.
+    store
+        .ensure_sorted_index("items", &by_tag)
+        .await
+        .expect("index");
+    let check = || {
+        assert_prefix_counts_consistent(&store, "items", &by_city);
+        assert_prefix_counts_consistent(&store, "items", &by_tag);
+    };
+    check();
+    let lists = [
+        json!({"city": "Oslo"}),
+        json!({"city": 7}),
+        json!({"city": "Paris"}),
+        json!({"tags": "a"}),
+        json!({"tags": "b", "owner": "ann"}),
+        json!({"tags": "c", "owner": "bob"}),
+    ];
+    totals_agree(&store, &lists, "after inserts").await;
+
+    let one = UpdateOptions::new(false, false);
+    let many = UpdateOptions::new(true, false);
+    let moved = upd(json!({"$set": {"city": "Rome"}}));
+    store
+        .update("items", &sel(json!({"city": "Oslo"})), &moved, one)
+        .await
+        .expect("update");
+    let pushed = upd(json!({"$push": {"tags": "c"}}));
+    let bobs_arrays = sel(json!({"owner": "bob", "tags": "b"}));
+    store
+        .update("items", &bobs_arrays, &pushed, many)
+        .await
+        .expect("update");
+    let unset = upd(json!({"$unset": {"city": ""}}));
+    store
+        .update("items", &sel(json!({"score": 3})), &unset, many)
+        .await
+        .expect("update");
+    check();
+    totals_agree(&store, &lists, "after updates").await;
+    store
+        .remove("items", &sel(json!({"n": {"$lt": 20}})))
+        .await
+        .expect("remove");
+    check();
+    totals_agree(&store, &lists, "after a removal").await;
+
+    // The total of a list pinning a prefix is the kept count: one row read, not a count.
+    let conn = raw(&store);
+    let city_table = schema::sorted_table("items", &by_city);
+    let tamper = "UPDATE portico_prefix_counts SET n = n + 1000 WHERE name = ?1 AND prefix != X''";
+    assert!(conn.execute(tamper, [&city_table]).expect("tamper") > 0);
+    let seven = sel(json!({"city": 7}));
+    let want = scanned(&store, &seven).await;
+    assert_eq!(
+        store.count("items", &seven).await.expect("count"),
+        want + 1000
+    );
+    // A range is still counted.
+    let ranged = sel(json!({"city": 7, "score": {"$gte": 0}}));
+    assert_eq!(store.count("items", &ranged).await.expect("count"), want);
+    let untamper =
+        "UPDATE portico_prefix_counts SET n = n - 1000 WHERE name = ?1 AND prefix != X''";
+    conn.execute(untamper, [&city_table]).expect("untamper");
+    check();
+
+    store
+        .remove("items", &Selector::all())
+        .await
+        .expect("remove all");
+    check();
+    assert!(
+        store
+            .drop_sorted_index("items", &by_tag)
+            .await
+            .expect("drop")
+    );
+    let left: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM portico_prefix_counts WHERE name = ?1",
+            [schema::sorted_table("items", &by_tag)],
+            |row| row.get(0),
+        )
+        .expect("count rows");
+    assert_eq!(left, 0, "a dropped index keeps no counts");
+}
+
+#[tokio::test]
+async fn a_compound_index_made_before_prefix_counts_gets_them_when_opened() {
+    let (dir, store) = open_temp().await;
+    let spec = crate::IndexSpec::new(["city", "tags", "-n"]).expect("spec");
+    store
+        .ensure_sorted_index("items", &spec)
+        .await
+        .expect("index");
+    let cities = ["Oslo", "Rome", "Bergen"];
+    let tags = [json!("x"), json!(["x", "y"]), json!("z")];
+    let docs: Vec<Document> = (0..40)
+        .map(|i| {
+            doc(
+                json!({"_id": format!("d{i:02}"), "n": i, "city": cities[i % 3],
+                "tags": tags[i % 3].clone()}),
+            )
+        })
+        .collect();
+    store.insert_many("items", docs).await.expect("insert");
+    drop(store);
+    let path = dir.path().join("store.db");
+    rusqlite::Connection::open(&path)
+        .expect("raw connection")
+        .execute_batch("DELETE FROM portico_prefix_counts")
+        .expect("forget counts");
+    let store = SqliteStore::open(&path).await.expect("reopen");
+    assert_prefix_counts_consistent(&store, "items", &spec);
+    let rome = sel(json!({"city": "Rome"}));
+    assert_eq!(store.count("items", &rome).await.expect("count"), 13);
+    let rome_y = sel(json!({"city": "Rome", "tags": "y"}));
+    assert_eq!(store.count("items", &rome_y).await.expect("count"), 13);
 }

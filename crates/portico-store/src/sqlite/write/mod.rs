@@ -304,6 +304,7 @@ pub(crate) fn remove(conn: &mut Connection, collection: &str, selector: &Selecto
         }
         for sorted in &indexes.sorted {
             tx.execute_batch(&format!("DELETE FROM {}", sorted.table))?;
+            super::prefixes::clear(&tx, sorted)?;
         }
         tx.execute(&format!("DELETE FROM {table}"), [])? as u64
     } else {

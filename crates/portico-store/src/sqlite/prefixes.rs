@@ -1,0 +1,200 @@
+//! Kept counts of a compound sorted index's key prefixes, so that the total of a list that
+//! pins the index's first fields by equality is one row read, not a count of its entries.
+//!
+//! The list an app shows first is often "my open tasks, newest first": equality on a prefix of
+//! an index (`["ownerId", "status", "-createdAt"]`) and its order on the rest. Its page reads
+//! `limit` entries however large the collection grows, but its total counted every matching
+//! entry (about 70 ns each: 9 ms for a city of 125,000 documents). For every sorted index over
+//! two or more fields, `portico_prefix_counts` keeps, per value of each proper prefix of its
+//! keys (`ownerId`; `ownerId, status`), how many documents have an entry with that prefix. The
+//! counts change in the transaction of every write that changes the index's entries, so they
+//! are exactly what a count of entries would find.
+//!
+//! A single-field index keeps none (that count would be one row per distinct value, as many as
+//! the index's entries for a field like `email`); nor does a range (`$gte`), which no kept
+//! count can answer: those totals are still counted.
+//!
+//! Each index has a marker row (an empty prefix) written with its table. A count is used only
+//! when the marker is there; a database whose compound indexes were made before the counts
+//! existed gets them computed once, when opened (see [`build_missing`]).
+
+use std::collections::BTreeSet;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::Result;
+use crate::index_plan::{IndexPlan, Last, SortedIndex};
+
+/// The table of kept counts: `name` is the index's table (as quoted in SQL), `prefix` the
+/// encoded prefix ([`encode`]; empty for the marker), `n` its documents.
+pub(crate) const TABLE: &str = "CREATE TABLE IF NOT EXISTS portico_prefix_counts (
+     name TEXT NOT NULL,
+     prefix BLOB NOT NULL,
+     n INTEGER NOT NULL,
+     PRIMARY KEY (name, prefix)
+ ) WITHOUT ROWID";
+
+/// True when `index` keeps prefix counts: it has two fields or more.
+pub(crate) fn counted(index: &SortedIndex) -> bool {
+    index.spec.fields.len() >= 2
+}
+
+/// A prefix of keys as one blob: the prefix's length, then each key's length (4 bytes, big
+/// endian) and bytes. Prefixes of different lengths never share a blob.
+fn encode(keys: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + keys.iter().map(|k| k.len() + 4).sum::<usize>());
+    out.push(u8::try_from(keys.len()).unwrap_or(u8::MAX));
+    for key in keys {
+        out.extend_from_slice(&u32::try_from(key.len()).unwrap_or(u32::MAX).to_be_bytes());
+        out.extend_from_slice(key);
+    }
+    out
+}
+
+/// Writes the marker of a new, empty `index` (call in the transaction that made its table).
+pub(crate) fn start(conn: &Connection, index: &SortedIndex) -> Result<()> {
+    if counted(index) {
+        conn.prepare_cached(
+            "INSERT OR REPLACE INTO portico_prefix_counts (name, prefix, n) VALUES (?1, X'', 0)",
+        )?
+        .execute(params![index.table])?;
+    }
+    Ok(())
+}
+
+/// Forgets the counts of `index`, its marker included (its table is dropped).
+pub(crate) fn forget(conn: &Connection, table: &str) -> Result<()> {
+    conn.prepare_cached("DELETE FROM portico_prefix_counts WHERE name = ?1")?
+        .execute(params![table])?;
+    Ok(())
+}
+
+/// Sets every count of `index` to zero (its entries were all removed), keeping the marker.
+pub(crate) fn clear(conn: &Connection, index: &SortedIndex) -> Result<()> {
+    if counted(index) {
+        conn.prepare_cached("DELETE FROM portico_prefix_counts WHERE name = ?1 AND prefix != X''")?
+            .execute(params![index.table])?;
+    }
+    Ok(())
+}
+
+/// Changes the counts of `index` for one document whose entries were `old` and are now `new`
+/// (each a set of key rows). A document counts once per distinct prefix, however many entries
+/// share it (an array in a later field).
+pub(crate) fn update(
+    conn: &Connection,
+    index: &SortedIndex,
+    old: &BTreeSet<Vec<Vec<u8>>>,
+    new: &BTreeSet<Vec<Vec<u8>>>,
+) -> Result<()> {
+    if !counted(index) {
+        return Ok(());
+    }
+    for len in 1..index.spec.fields.len() {
+        let prefixes = |rows: &BTreeSet<Vec<Vec<u8>>>| -> BTreeSet<Vec<u8>> {
+            rows.iter().map(|row| encode(&row[..len])).collect()
+        };
+        let (before, after) = (prefixes(old), prefixes(new));
+        for gone in before.difference(&after) {
+            let left: Option<i64> = conn
+                .prepare_cached(
+                    "UPDATE portico_prefix_counts SET n = n - 1 \
+                     WHERE name = ?1 AND prefix = ?2 RETURNING n",
+                )?
+                .query_row(params![index.table, gone], |row| row.get(0))
+                .optional()?;
+            if left.is_some_and(|n| n <= 0) {
+                conn.prepare_cached(
+                    "DELETE FROM portico_prefix_counts WHERE name = ?1 AND prefix = ?2",
+                )?
+                .execute(params![index.table, gone])?;
+            }
+        }
+        for added in after.difference(&before) {
+            conn.prepare_cached(
+                "INSERT INTO portico_prefix_counts (name, prefix, n) VALUES (?1, ?2, 1) \
+                 ON CONFLICT (name, prefix) DO UPDATE SET n = n + 1",
+            )?
+            .execute(params![index.table, added])?;
+        }
+    }
+    Ok(())
+}
+
+/// The kept number of documents in `plan`'s range, when `plan` pins a proper prefix of
+/// `index` by equality and nothing else and the counts are kept; `None` otherwise (count the
+/// entries). Only for a covered plan: then those documents are exactly the matches.
+pub(crate) fn count(
+    conn: &Connection,
+    index: &SortedIndex,
+    plan: &IndexPlan,
+) -> Result<Option<u64>> {
+    if !counted(index)
+        || !plan.covered
+        || !matches!(plan.last, Last::Nothing)
+        || plan.eq.is_empty()
+        || plan.eq.len() >= index.spec.fields.len()
+    {
+        return Ok(None);
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT prefix, n FROM portico_prefix_counts WHERE name = ?1 AND prefix IN (X'', ?2)",
+    )?;
+    let mut rows = stmt.query(params![index.table, encode(&plan.eq)])?;
+    let (mut marked, mut n) = (false, 0i64);
+    while let Some(row) = rows.next()? {
+        let prefix: Vec<u8> = row.get(0)?;
+        if prefix.is_empty() {
+            marked = true;
+        } else {
+            n = row.get(1)?;
+        }
+    }
+    Ok(marked.then(|| u64::try_from(n).unwrap_or(0)))
+}
+
+/// Computes the counts of every compound sorted index without a marker (made before the
+/// counts were kept), from its entries. Call inside the transaction that opens the file.
+pub(crate) fn build_missing(conn: &Connection, indexes: &[SortedIndex]) -> Result<()> {
+    for index in indexes.iter().filter(|i| counted(i)) {
+        let marked = conn
+            .prepare_cached("SELECT 1 FROM portico_prefix_counts WHERE name = ?1 AND prefix = X''")?
+            .exists(params![index.table])?;
+        if marked {
+            continue;
+        }
+        forget(conn, &index.table)?;
+        start(conn, index)?;
+        let fields = index.spec.fields.len();
+        let columns: Vec<String> = (0..fields).map(|i| format!("k{i}")).collect();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT DISTINCT id, {} FROM {} ORDER BY id",
+            columns.join(", "),
+            index.table
+        ))?;
+        let mut rows = stmt.query([])?;
+        let mut current: Option<(String, BTreeSet<Vec<Vec<u8>>>)> = None;
+        let empty = BTreeSet::new();
+        while let Some(row) = rows.next()? {
+            let id: String = row.get(0)?;
+            let keys = (1..=fields)
+                .map(|i| row.get::<_, Vec<u8>>(i))
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            match &mut current {
+                Some((seen, entries)) if *seen == id => {
+                    entries.insert(keys);
+                }
+                _ => {
+                    if let Some((_, entries)) = current.take() {
+                        update(conn, index, &empty, &entries)?;
+                    }
+                    current = Some((id, BTreeSet::from([keys])));
+                }
+            }
+        }
+        if let Some((_, entries)) = current.take() {
+            update(conn, index, &empty, &entries)?;
+        }
+    }
+    Ok(())
+}
