@@ -5,6 +5,7 @@
 
 use deadpool_postgres::{Client, Transaction};
 
+use super::prefixes::PrefixDeltas;
 use super::schema::{self, Indexes, collection_table};
 use super::write::{insert_in, matching, prepare, update_rows, update_sql};
 use crate::{BatchError, BatchFailure, BatchOp, BatchOutcome, Error};
@@ -30,8 +31,10 @@ pub(crate) async fn batch(
         .map_err(|e| BatchError::new(0, Error::from(e)))?;
     let targets = crate::feed::batch_targets(&ops);
     let mut done = Vec::with_capacity(ops.len());
+    // Every write's changes to prefix counts, applied once at the end (see `prefixes.rs`).
+    let mut prefixes = PrefixDeltas::default();
     for (index, op) in ops.into_iter().enumerate() {
-        let outcome = apply(&tx, op)
+        let outcome = apply(&tx, op, &mut prefixes)
             .await
             .map_err(|failure| BatchError::new(index, failure))?;
         done.push(outcome);
@@ -45,6 +48,10 @@ pub(crate) async fn batch(
             .await
             .map_err(|e| BatchError::new(last, e))?;
     }
+    prefixes
+        .flush(&tx)
+        .await
+        .map_err(|e| BatchError::new(last, e))?;
     tx.commit()
         .await
         .map_err(|e| BatchError::new(last, Error::from(e)))?;
@@ -69,7 +76,11 @@ async fn first_match(
     Ok((indexes, id, old))
 }
 
-async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchFailure> {
+async fn apply(
+    tx: &Transaction<'_>,
+    op: BatchOp,
+    prefixes: &mut PrefixDeltas,
+) -> Result<BatchOutcome, BatchFailure> {
     match op {
         BatchOp::Insert { collection, doc } => {
             let Some(mut indexes) = schema::lock_and_indexes(tx, &collection).await? else {
@@ -77,6 +88,7 @@ async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchF
             };
             let prepared = prepare(doc)?;
             insert_in(tx, &collection, &mut indexes, &prepared).await?;
+            prefixes.merge(std::mem::take(&mut indexes.prefixes));
             schema::add_to_count(tx, &collection, 1).await?;
             Ok(BatchOutcome::Inserted(prepared.2))
         }
@@ -97,6 +109,7 @@ async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchF
                         .await
                         .map_err(Error::from)?;
                     update_rows(tx, &collection, &mut indexes, &id, Some(&old), Some(&new)).await?;
+                    prefixes.merge(std::mem::take(&mut indexes.prefixes));
                     new
                 }
             };
@@ -114,6 +127,7 @@ async fn apply(tx: &Transaction<'_>, op: BatchOp) -> Result<BatchOutcome, BatchF
             let stmt = tx.prepare_cached(&sql).await.map_err(Error::from)?;
             tx.execute(&stmt, &[&id]).await.map_err(Error::from)?;
             update_rows(tx, &collection, &mut indexes, &id, Some(&old), None).await?;
+            prefixes.merge(std::mem::take(&mut indexes.prefixes));
             schema::add_to_count(tx, &collection, -1).await?;
             Ok(BatchOutcome::Removed(old))
         }

@@ -282,6 +282,7 @@ async fn in_transaction(
     let mut indexes = schema::Indexes {
         paths: paths?,
         sorted: sorted?,
+        prefixes: Default::default(),
     };
     // A document refused by a sorted index (too many entries) must fail alone, not the group.
     let mut refused = false;
@@ -337,13 +338,17 @@ async fn in_transaction(
     } else {
         let ids = new.iter().map(|j| j.id.clone()).collect();
         let change = Change::documents(collection, ids, ChangeKind::Insert);
-        // Pipelined. A failed notification aborts the transaction, and `COMMIT` then rolls it
-        // back without an error: the notification's error is what tells.
-        let (notified, committed) = tokio::join!(
+        // Pipelined, the prefix counts last (see `prefixes.rs`). A failed statement aborts
+        // the transaction, and `COMMIT` then rolls it back without an error: the statement's
+        // error is what tells.
+        let (notified, counted, committed) = tokio::join!(
+            biased;
             feed::notify(client, &change),
+            indexes.prefixes.flush(client),
             client.batch_execute("COMMIT")
         );
         notified?;
+        counted?;
         committed?;
     }
     Ok(Some(Written::Ids(inserted)))

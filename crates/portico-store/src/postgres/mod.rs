@@ -106,6 +106,7 @@ mod feed;
 mod group;
 mod plan;
 mod pool;
+mod prefixes;
 mod query;
 mod replica;
 mod rows;

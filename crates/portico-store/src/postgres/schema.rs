@@ -29,6 +29,7 @@
 use deadpool_postgres::{Client, GenericClient, Transaction};
 
 use super::error::is_undefined_table;
+use super::prefixes::PrefixDeltas;
 use crate::index_plan::SortedIndex;
 use crate::{Error, IndexSpec, Result};
 
@@ -76,6 +77,7 @@ pub(crate) async fn init(client: &mut Client) -> Result<()> {
          );",
     )
     .await?;
+    tx.batch_execute(super::prefixes::TABLE).await?;
     // Change stamps (see `stamp.rs`): rows for every collection, also those made before
     // stamps existed, so that from now on every write moves its collection's stamp.
     tx.batch_execute(&format!(
@@ -111,6 +113,7 @@ pub(crate) async fn init(client: &mut Client) -> Result<()> {
         .await?;
     }
     tx.commit().await?;
+    count_unmarked_prefixes(client).await?;
     if let FormatStatus::Older(from) = status {
         tracing::warn!(
             "the PostgreSQL database was migrated from stored format {from} to {FORMAT_VERSION} \
@@ -198,6 +201,7 @@ pub(crate) async fn lock_and_indexes(
     Ok(Some(Indexes {
         paths: paths?,
         sorted: sorted?,
+        prefixes: PrefixDeltas::default(),
     }))
 }
 
@@ -209,6 +213,9 @@ pub(crate) struct Indexes {
     /// The sorted indexes (`ensure_sorted_index`), ready or being filled; `multikey` is set here
     /// as the write sets it in the catalog.
     pub(crate) sorted: Vec<SortedIndex>,
+    /// The write's changes to the sorted indexes' prefix counts, applied just before it
+    /// commits.
+    pub(crate) prefixes: PrefixDeltas,
 }
 
 impl Indexes {
@@ -511,11 +518,10 @@ pub(crate) async fn drop_sorted(
             &[&collection, &sorted_name(spec)],
         )
         .await?;
-    tx.batch_execute(&format!(
-        "DROP TABLE IF EXISTS {}",
-        sorted_table(collection, spec)
-    ))
-    .await?;
+    let table = sorted_table(collection, spec);
+    tx.batch_execute(&format!("DROP TABLE IF EXISTS {table}"))
+        .await?;
+    super::prefixes::forget(tx, &table).await?;
     Ok(removed > 0)
 }
 
@@ -525,6 +531,7 @@ pub(crate) async fn drop_collection(tx: &Transaction<'_>, collection: &str) -> R
     for index in sorted_indexes(tx, collection, false).await? {
         tx.batch_execute(&format!("DROP TABLE IF EXISTS {}", index.table))
             .await?;
+        super::prefixes::forget(tx, &index.table).await?;
     }
     for index in indexed_paths(tx, collection).await? {
         tx.batch_execute(&format!(
@@ -628,6 +635,47 @@ fn fnv1a(s: &str, basis: u64) -> u64 {
     s.bytes().fold(basis, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
+}
+
+/// Counts the prefixes of every ready compound sorted index without a marker (made before the
+/// counts were kept; see `prefixes.rs`), in a transaction per collection holding its `SHARE`
+/// lock for the count. Collections whose indexes are all marked are not locked.
+async fn count_unmarked_prefixes(client: &mut Client) -> Result<()> {
+    let rows = client
+        .query(
+            "SELECT DISTINCT collection FROM portico_sorted WHERE ready",
+            &[],
+        )
+        .await?;
+    let collections: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
+    for collection in collections {
+        if unmarked(&*client, &collection).await?.is_empty() {
+            continue;
+        }
+        let tx = client.transaction().await?;
+        lock_ddl(&tx, &collection).await?;
+        tx.batch_execute(&format!(
+            "LOCK TABLE {} IN SHARE MODE",
+            collection_table(&collection)
+        ))
+        .await?;
+        for index in unmarked(&tx, &collection).await? {
+            super::prefixes::recount(&tx, &index).await?;
+        }
+        tx.commit().await?;
+    }
+    Ok(())
+}
+
+/// The ready compound sorted indexes of `collection` without a prefix count marker.
+async fn unmarked(client: &impl GenericClient, collection: &str) -> Result<Vec<SortedIndex>> {
+    let mut out = Vec::new();
+    for index in sorted_indexes(client, collection, true).await? {
+        if super::prefixes::counted(&index) && !super::prefixes::marked(client, &index).await? {
+            out.push(index);
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

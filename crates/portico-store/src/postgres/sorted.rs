@@ -223,8 +223,9 @@ enum Trip {
 }
 
 /// The statement (and parameters, numbered from `$1`) that counts the matches of a covered
-/// plan: the collection's kept count when the selector is everything, else the index's
-/// entries in the plan's range (distinct documents when multikey).
+/// plan: the collection's kept count when the selector is everything, the kept count of a
+/// prefix the plan pins (see `prefixes.rs`), else the index's entries in the plan's range
+/// (distinct documents when multikey).
 fn total_sql(
     collection: &str,
     index: &SortedIndex,
@@ -238,16 +239,27 @@ fn total_sql(
             vec![Box::new(collection.to_owned())],
         );
     }
-    let (filter, args) = filter(plan);
+    let (filter, mut args) = filter(plan);
     let what = if index.multikey {
         "count(DISTINCT x.id)"
     } else {
         "count(*)"
     };
-    (
-        format!("SELECT {what}::bigint FROM {} AS x{filter}", index.table),
-        args,
-    )
+    let counted = format!("SELECT {what}::bigint FROM {} AS x{filter}", index.table);
+    match super::prefixes::pinned(index, plan) {
+        // A pinned prefix: its kept count, or the count above while it has none.
+        Some(prefix) => {
+            let sql = super::prefixes::total_sql(
+                &format!("${}::text", args.len() + 1),
+                &format!("${}::bytea", args.len() + 2),
+                &counted,
+            );
+            args.push(Box::new(index.table.clone()));
+            args.push(Box::new(prefix));
+            (sql, args)
+        }
+        None => (counted, args),
+    }
 }
 
 /// A read-only `REPEATABLE READ` transaction sent in one write and answered in one round trip:

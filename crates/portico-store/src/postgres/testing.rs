@@ -381,7 +381,8 @@ fn free_port() -> Result<u16, String> {
 /// What disagrees between the sorted index `spec` of `collection` and the documents it
 /// indexes (empty when nothing does): entries missing or stale (each compared with the entries
 /// recomputed from the stored documents), a multikey flag missing for a document with several
-/// entries, an index not ready or not in the catalog. For tests of the writes keeping it.
+/// entries, an index not ready or not in the catalog, and for a ready index over several
+/// fields its kept prefix counts against its entries. For tests of the writes keeping it.
 ///
 /// # Errors
 /// The store's errors reading the tables.
@@ -459,6 +460,70 @@ pub async fn sorted_index_problems(
     }
     for (keys, id) in have.difference(&want) {
         problems.push(format!("stale entry {keys:?} of {id:?}"));
+    }
+    if ready && spec.fields.len() >= 2 {
+        problems.extend(prefix_count_problems(&client, collection, spec, &want).await?);
+    }
+    Ok(problems)
+}
+
+/// What disagrees between the kept prefix counts of a ready compound index and its entries
+/// `want` (keys, `_id`): a missing marker, or a prefix whose documents differ from its count.
+async fn prefix_count_problems(
+    client: &deadpool_postgres::Client,
+    collection: &str,
+    spec: &crate::IndexSpec,
+    want: &std::collections::BTreeSet<(Vec<Vec<u8>>, String)>,
+) -> crate::Result<Vec<String>> {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    let table = super::schema::sorted_table(collection, spec);
+    let mut expected: BTreeMap<Vec<u8>, i64> = BTreeMap::new();
+    for len in 1..spec.fields.len() {
+        let distinct: BTreeSet<(Vec<u8>, &str)> = want
+            .iter()
+            .map(|(keys, id)| {
+                let mut prefix = vec![u8::try_from(len).unwrap_or(u8::MAX)];
+                for key in &keys[..len] {
+                    let n = u32::try_from(key.len()).unwrap_or(u32::MAX);
+                    prefix.extend_from_slice(&n.to_be_bytes());
+                    prefix.extend_from_slice(key);
+                }
+                (prefix, id.as_str())
+            })
+            .collect();
+        for (prefix, _) in distinct {
+            *expected.entry(prefix).or_default() += 1;
+        }
+    }
+    let rows = client
+        .query(
+            "SELECT prefix, sum(n)::bigint FROM portico_prefix_counts WHERE name = $1 \
+             GROUP BY prefix",
+            &[&table],
+        )
+        .await?;
+    let mut kept: BTreeMap<Vec<u8>, i64> = BTreeMap::new();
+    for row in &rows {
+        kept.insert(row.try_get(0)?, row.try_get(1)?);
+    }
+    let mut problems = Vec::new();
+    if kept.remove(&Vec::new()).is_none() {
+        problems.push(format!("the ready index {spec} has no prefix count marker"));
+    }
+    kept.retain(|_, n| *n != 0);
+    for (prefix, n) in &expected {
+        if kept.get(prefix) != Some(n) {
+            problems.push(format!(
+                "prefix {prefix:?}: {n} documents, kept count {:?}",
+                kept.get(prefix)
+            ));
+        }
+    }
+    for (prefix, n) in &kept {
+        if !expected.contains_key(prefix) {
+            problems.push(format!("prefix {prefix:?} without documents kept as {n}"));
+        }
     }
     Ok(problems)
 }

@@ -192,12 +192,17 @@ pub(super) async fn insert_index_rows(
     docs: &[(&str, &Document)],
 ) -> Result<()> {
     let mut entries = Vec::with_capacity(indexes.sorted.len());
+    let none = BTreeSet::new();
     for index in &indexes.sorted {
         let mut rows: Vec<(&str, Vec<Vec<u8>>)> = Vec::with_capacity(docs.len());
         let mut multikey = false;
         for (id, doc) in docs {
             let doc_rows = sorted_entries(index, doc)?;
             multikey |= doc_rows.len() > 1;
+            if super::prefixes::counted(index) {
+                let set: BTreeSet<Vec<Vec<u8>>> = doc_rows.iter().cloned().collect();
+                indexes.prefixes.add(index, &none, &set);
+            }
             rows.extend(doc_rows.into_iter().map(|row| (*id, row)));
         }
         entries.push((rows, multikey));
@@ -261,6 +266,7 @@ pub(super) async fn update_rows(
         changes.push((rows(old)?, rows(new)?));
     }
     for (index, (old_rows, new_rows)) in indexes.sorted.iter_mut().zip(changes) {
+        indexes.prefixes.add(index, &old_rows, &new_rows);
         update_sorted_rows(tx, collection, index, id, &old_rows, &new_rows).await?;
     }
     for index in &indexes.paths {
@@ -465,6 +471,7 @@ async fn insert_many_once(
         inserted?;
         counted?;
         notified?;
+        indexes.prefixes.flush(&tx).await?;
         tx.commit().await?;
     } else {
         let mut tx = tx;
@@ -473,6 +480,7 @@ async fn insert_many_once(
         }
         schema::add_to_count(&tx, collection, count_delta(prepared.len())).await?;
         feed::notify(&tx, &change).await?;
+        indexes.prefixes.flush(&tx).await?;
         tx.commit().await?;
     }
     Ok(Some(ids))
@@ -520,6 +528,7 @@ pub(crate) async fn insert_stream(
         // Which ids is not kept (a stream may be millions): listeners re-read the collection.
         let change = Change::documents(collection, Vec::new(), ChangeKind::Insert);
         feed::notify(&tx, &change).await?;
+        indexes.prefixes.flush(&tx).await?;
         tx.commit().await?;
         return Ok(n);
     }
@@ -602,6 +611,7 @@ pub(crate) async fn update(
             let change = Change::documents(collection, changed, ChangeKind::Update);
             feed::notify(&tx, &change).await?;
         }
+        indexes.prefixes.flush(&tx).await?;
         tx.commit().await?;
         return Ok(result);
     }
@@ -634,6 +644,7 @@ pub(crate) async fn remove(
         for index in &indexes.sorted {
             tx.batch_execute(&format!("DELETE FROM {}", index.table))
                 .await?;
+            super::prefixes::clear(&tx, index).await?;
         }
         removed
     } else {
@@ -653,6 +664,7 @@ pub(crate) async fn remove(
         // Removing everything names no ids: any document of the collection went.
         feed::notify(&tx, &Change::documents(collection, ids, ChangeKind::Remove)).await?;
     }
+    indexes.prefixes.flush(&tx).await?;
     tx.commit().await?;
     Ok(removed)
 }
@@ -863,13 +875,21 @@ async fn fill_sorted(client: &mut Client, collection: &str, spec: &IndexSpec) ->
         last = Some(id);
         multikey |= multi;
     }
-    let marked = client
+    // Ready, with its prefix counts taken afresh while no writer changes its entries (see
+    // `prefixes.rs`).
+    let tx = client.transaction().await?;
+    schema::lock_ddl(&tx, collection).await?;
+    tx.batch_execute(&format!("LOCK TABLE {table} IN SHARE MODE"))
+        .await?;
+    super::prefixes::recount(&tx, &index).await?;
+    let marked = tx
         .execute(
             "UPDATE portico_sorted SET ready = true, multikey = multikey OR $3 \
              WHERE collection = $1 AND name = $2",
             &[&collection, &schema::sorted_name(spec), &multikey],
         )
         .await?;
+    tx.commit().await?;
     if marked == 0 {
         return Err(Error::Backend(format!(
             "postgres: the index {spec} of collection {collection:?} was dropped while it was \

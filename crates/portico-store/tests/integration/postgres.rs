@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use portico_store::postgres::testing::{TestCluster, sorted_index_problems};
 use portico_store::postgres::{PostgresOptions, PostgresStore, StampPacing};
 use portico_store::{
-    BatchOp, Error, IndexSpec, Query, Selector, Sort, Store, Update, UpdateOptions,
+    BatchOp, Document, Error, IndexSpec, Query, Selector, Sort, Store, Update, UpdateOptions,
 };
 use serde_json::json;
 
@@ -1431,4 +1431,172 @@ async fn measure_sorted_index_reads() {
              city page with total {filtered:?}; city count {count:?}"
         );
     }
+}
+
+/// A list pinning a compound index's first field by equality takes its total from the kept
+/// prefix counts, which every instance's writes keep (grouped inserts, batches, updates that
+/// move a document between prefixes, removals); a database whose index lost its counts (as
+/// one made before them) is counted again by the next store that opens it, and is counted
+/// entry by entry until then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn totals_of_lists_pinning_a_prefix_are_kept_counts() {
+    let url = tokio::task::spawn_blocking(|| cluster().create_database())
+        .await
+        .expect("task")
+        .expect("create database");
+    let db = url.rsplit('/').next().unwrap_or_default().to_owned();
+    let mut options = PostgresOptions::default();
+    options.cache_bytes = 0;
+    let first = PostgresStore::open_with(&url, options.clone())
+        .await
+        .expect("open first");
+    let second = PostgresStore::open_with(&url, options.clone())
+        .await
+        .expect("open second");
+    let by_city = spec(json!(["city", "-score"]));
+    let by_tag = spec(json!(["tags", "owner", "-score"]));
+    first
+        .ensure_sorted_index("items", &by_city)
+        .await
+        .expect("index");
+    let cities = ["Oslo", "Rome", "Bergen"];
+    let mut tasks = Vec::new();
+    for i in 0..48usize {
+        let store = if i % 2 == 0 {
+            first.clone()
+        } else {
+            second.clone()
+        };
+        tasks.push(tokio::spawn(async move {
+            let tags = if i % 4 == 0 {
+                json!(["a", "b"])
+            } else {
+                json!(["a"])
+            };
+            let d = json!({"_id": format!("d{i:02}"), "city": cities[i % 3], "score": i,
+                "owner": if i % 2 == 0 { "ann" } else { "bob" }, "tags": tags});
+            store.insert("items", doc(d)).await
+        }));
+    }
+    for task in tasks {
+        task.await.expect("task").expect("insert");
+    }
+    let more: Vec<Document> = (0..20)
+        .map(|i| {
+            doc(json!({"_id": format!("m{i:02}"), "city": [cities[i % 3], "Oslo"], "score": i}))
+        })
+        .collect();
+    second
+        .insert_many("items", more)
+        .await
+        .expect("insert many");
+    // Made by the other instance after the documents: counted when it becomes ready.
+    second
+        .ensure_sorted_index("items", &by_tag)
+        .await
+        .expect("index");
+    let moved = Update::parse(&json!({"$set": {"city": "Rome"}})).expect("update");
+    let oslo = Selector::parse(&json!({"city": "Oslo"})).expect("selector");
+    first
+        .update("items", &oslo, &moved, UpdateOptions::new(false, false))
+        .await
+        .expect("update");
+    let pushed = Update::parse(&json!({"$push": {"tags": "c"}})).expect("update");
+    let bobs = Selector::parse(&json!({"owner": "bob"})).expect("selector");
+    second
+        .update("items", &bobs, &pushed, UpdateOptions::new(true, false))
+        .await
+        .expect("update");
+    first
+        .batch(vec![
+            BatchOp::Insert {
+                collection: "items".into(),
+                doc: doc(json!({"_id": "b1", "city": "Oslo", "tags": ["c"], "owner": "bob"})),
+            },
+            BatchOp::Update {
+                collection: "items".into(),
+                selector: Selector::parse(&json!({"_id": "d03"})).expect("selector"),
+                update: Update::parse(&json!({"$set": {"city": "Tromsø"}})).expect("update"),
+            },
+            BatchOp::Remove {
+                collection: "items".into(),
+                selector: Selector::parse(&json!({"_id": "d06"})).expect("selector"),
+            },
+        ])
+        .await
+        .expect("batch");
+    second
+        .remove(
+            "items",
+            &Selector::parse(&json!({"score": {"$lt": 5}})).expect("selector"),
+        )
+        .await
+        .expect("remove");
+    assert_index_consistent(&first, "items", &by_city).await;
+    assert_index_consistent(&first, "items", &by_tag).await;
+
+    let lists = [
+        json!({"city": "Oslo"}),
+        json!({"city": "Rome"}),
+        json!({"city": "Paris"}),
+        json!({"tags": "c", "owner": "bob"}),
+        json!({"tags": "a"}),
+    ];
+    let lists = &lists;
+    let totals = |store: PostgresStore| async move {
+        let mut out = Vec::new();
+        for list in lists {
+            let selector = Selector::parse(list).expect("selector");
+            let all = Query {
+                selector: selector.clone(),
+                ..Query::default()
+            };
+            let scanned = store.find("items", &all).await.expect("find").len() as u64;
+            let query = sorted_query(list.clone(), "-score", 0, 3);
+            let (_, total) = store
+                .find_json_counted("items", &query)
+                .await
+                .expect("page");
+            let counted = store.count("items", &selector).await.expect("count");
+            out.push((scanned, total, counted));
+        }
+        out
+    };
+    let before = totals(first.clone()).await;
+    for (scanned, total, counted) in &before {
+        assert_eq!((total, counted), (scanned, scanned));
+    }
+    // The totals are the kept counts: multiplied in the table, they are multiplied.
+    let sql = |q: &'static str| {
+        let db = db.clone();
+        async move {
+            tokio::task::spawn_blocking(move || cluster().sql(&db, q))
+                .await
+                .expect("task")
+                .expect("sql");
+        }
+    };
+    sql("UPDATE portico_prefix_counts SET n = n * 1000").await;
+    let scaled = totals(second.clone()).await;
+    for (i, ((scanned, _, _), (_, total, counted))) in before.iter().zip(&scaled).enumerate() {
+        assert_eq!(*counted, scanned * 1000, "count of {}", lists[i]);
+        // The last list's sort does not follow its index after the prefix: its page reads
+        // every match, and counts them as it goes.
+        let page_total = if i + 1 < lists.len() {
+            scanned * 1000
+        } else {
+            *scanned
+        };
+        assert_eq!(*total, page_total, "total of {}", lists[i]);
+    }
+    // Without them (a database from before the counts): counted entry by entry, then kept
+    // again once a store opens the database.
+    sql("DELETE FROM portico_prefix_counts").await;
+    assert_eq!(totals(first.clone()).await, before);
+    let third = PostgresStore::open_with(&url, options)
+        .await
+        .expect("open third");
+    assert_index_consistent(&third, "items", &by_city).await;
+    assert_index_consistent(&third, "items", &by_tag).await;
+    assert_eq!(totals(third).await, before);
 }
