@@ -43,7 +43,6 @@ pub(crate) fn init(conn: &Connection) -> Result<()> {
     )?;
     conn.execute_batch(SEARCH_CATALOG)?;
     conn.execute_batch(CATALOG_VERSION)?;
-    conn.execute_batch(super::prefixes::TABLE)?;
     // Files written before unique indexes existed: every index they have is a plain one.
     let has_unique_column = conn
         .prepare("SELECT 1 FROM pragma_table_info('portico_indexes') WHERE name = 'is_unique'")?

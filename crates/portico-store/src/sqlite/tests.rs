@@ -1705,16 +1705,29 @@ async fn an_inline_total_is_counted_only_within_its_budget_and_the_reader_stays_
     assert_eq!(page.len(), 3);
 }
 
+/// The keys of the prefix count rows of `spec` in `portico_counts` lie in `[marker, end)`.
+fn prefix_keys(collection: &str, spec: &crate::IndexSpec) -> (Vec<u8>, Vec<u8>) {
+    let table = schema::sorted_table(collection, spec);
+    let mut marker = table.clone().into_bytes();
+    marker.push(0);
+    let mut end = table.into_bytes();
+    end.push(1);
+    (marker, end)
+}
+
 /// Checks that the kept prefix counts of `spec` (see `prefixes.rs`) are exactly the documents
 /// per distinct prefix recomputed from the stored documents, and that the marker is there.
 fn assert_prefix_counts_consistent(store: &SqliteStore, collection: &str, spec: &crate::IndexSpec) {
     let conn = raw(store);
-    let table = schema::sorted_table(collection, spec);
+    let (marker, end) = prefix_keys(collection, spec);
     let mut stmt = conn
-        .prepare("SELECT prefix, n FROM portico_prefix_counts WHERE name = ?1")
+        .prepare("SELECT name, n FROM portico_counts WHERE name >= ?1 AND name < ?2")
         .expect("prepare");
     let mut stored: std::collections::BTreeMap<Vec<u8>, i64> = stmt
-        .query_map([&table], |row| Ok((row.get(0)?, row.get(1)?)))
+        .query_map([&marker, &end], |row| {
+            let name: Vec<u8> = row.get(0)?;
+            Ok((name[marker.len()..].to_vec(), row.get(1)?))
+        })
         .expect("query")
         .collect::<rusqlite::Result<_>>()
         .expect("rows");
@@ -1864,9 +1877,9 @@ async fn prefix_counts_follow_every_write_and_are_the_totals_of_lists_pinning_a_
 
     // The total of a list pinning a prefix is the kept count: one row read, not a count.
     let conn = raw(&store);
-    let city_table = schema::sorted_table("items", &by_city);
-    let tamper = "UPDATE portico_prefix_counts SET n = n + 1000 WHERE name = ?1 AND prefix != X''";
-    assert!(conn.execute(tamper, [&city_table]).expect("tamper") > 0);
+    let (marker, end) = prefix_keys("items", &by_city);
+    let tamper = "UPDATE portico_counts SET n = n + 1000 WHERE name > ?1 AND name < ?2";
+    assert!(conn.execute(tamper, [&marker, &end]).expect("tamper") > 0);
     let seven = sel(json!({"city": 7}));
     let want = scanned(&store, &seven).await;
     assert_eq!(
@@ -1876,9 +1889,8 @@ async fn prefix_counts_follow_every_write_and_are_the_totals_of_lists_pinning_a_
     // A range is still counted.
     let ranged = sel(json!({"city": 7, "score": {"$gte": 0}}));
     assert_eq!(store.count("items", &ranged).await.expect("count"), want);
-    let untamper =
-        "UPDATE portico_prefix_counts SET n = n - 1000 WHERE name = ?1 AND prefix != X''";
-    conn.execute(untamper, [&city_table]).expect("untamper");
+    let untamper = "UPDATE portico_counts SET n = n - 1000 WHERE name > ?1 AND name < ?2";
+    conn.execute(untamper, [&marker, &end]).expect("untamper");
     check();
 
     store
@@ -1892,10 +1904,11 @@ async fn prefix_counts_follow_every_write_and_are_the_totals_of_lists_pinning_a_
             .await
             .expect("drop")
     );
+    let (marker, end) = prefix_keys("items", &by_tag);
     let left: i64 = conn
         .query_row(
-            "SELECT count(*) FROM portico_prefix_counts WHERE name = ?1",
-            [schema::sorted_table("items", &by_tag)],
+            "SELECT count(*) FROM portico_counts WHERE name >= ?1 AND name < ?2",
+            [&marker, &end],
             |row| row.get(0),
         )
         .expect("count rows");
@@ -1925,7 +1938,7 @@ async fn a_compound_index_made_before_prefix_counts_gets_them_when_opened() {
     let path = dir.path().join("store.db");
     rusqlite::Connection::open(&path)
         .expect("raw connection")
-        .execute_batch("DELETE FROM portico_prefix_counts")
+        .execute_batch("DELETE FROM portico_counts WHERE typeof(name) = 'blob'")
         .expect("forget counts");
     let store = SqliteStore::open(&path).await.expect("reopen");
     assert_prefix_counts_consistent(&store, "items", &spec);
