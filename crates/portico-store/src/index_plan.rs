@@ -12,7 +12,7 @@
 //! or string (within its type bracket, as the matcher compares). Fields are used from the
 //! first: equalities on a prefix of the index's fields, then `$in` or a range on the next one.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use serde_json::Value;
 
@@ -469,6 +469,62 @@ pub(crate) fn suggestion(selector: &Selector, sort: Option<&Sort>) -> Option<Ind
     }
     fields.truncate(crate::index_spec::MAX_INDEX_FIELDS);
     IndexSpec::new(fields).ok()
+}
+
+/// True when `index` keeps counts of its key prefixes (see `sqlite/prefixes.rs`): it has two
+/// fields or more.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+pub(crate) fn keeps_prefix_counts(index: &SortedIndex) -> bool {
+    index.spec.fields.len() >= 2
+}
+
+/// A prefix of keys as one byte string: its length, then each key's length (4 bytes, big
+/// endian) and bytes. Prefixes of different lengths never share one.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+pub(crate) fn encode_prefix(keys: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + keys.iter().map(|k| k.len() + 4).sum::<usize>());
+    out.push(u8::try_from(keys.len()).unwrap_or(u8::MAX));
+    for key in keys {
+        out.extend_from_slice(&u32::try_from(key.len()).unwrap_or(u32::MAX).to_be_bytes());
+        out.extend_from_slice(key);
+    }
+    out
+}
+
+/// How one document's move from the entries `old` to `new` in `index` changes its prefix
+/// counts: each encoded prefix it leaves (`-1`) or joins (`+1`), once per distinct prefix
+/// however many entries share it. Nothing for an index that keeps no counts.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+pub(crate) fn prefix_changes(
+    index: &SortedIndex,
+    old: &BTreeSet<Vec<Vec<u8>>>,
+    new: &BTreeSet<Vec<Vec<u8>>>,
+) -> Vec<(Vec<u8>, i64)> {
+    let mut changes = Vec::new();
+    if !keeps_prefix_counts(index) {
+        return changes;
+    }
+    for len in 1..index.spec.fields.len() {
+        let prefixes = |rows: &BTreeSet<Vec<Vec<u8>>>| -> BTreeSet<Vec<u8>> {
+            rows.iter().map(|row| encode_prefix(&row[..len])).collect()
+        };
+        let (before, after) = (prefixes(old), prefixes(new));
+        changes.extend(before.difference(&after).map(|p| (p.clone(), -1)));
+        changes.extend(after.difference(&before).map(|p| (p.clone(), 1)));
+    }
+    changes
+}
+
+/// The encoded prefix `plan` pins when it pins a proper prefix of `index` by equality and
+/// nothing else, and holds exactly the matches: its total is then that prefix's kept count.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+pub(crate) fn pinned_prefix(index: &SortedIndex, plan: &IndexPlan) -> Option<Vec<u8>> {
+    let pins = keeps_prefix_counts(index)
+        && plan.covered
+        && matches!(plan.last, Last::Nothing)
+        && !plan.eq.is_empty()
+        && plan.eq.len() < index.spec.fields.len();
+    pins.then(|| encode_prefix(&plan.eq))
 }
 
 #[cfg(test)]

@@ -23,7 +23,8 @@ use std::collections::BTreeSet;
 use deadpool_postgres::{GenericClient, Transaction};
 
 use crate::Result;
-use crate::index_plan::{IndexPlan, Last, SortedIndex};
+pub(crate) use crate::index_plan::keeps_prefix_counts as counted;
+use crate::index_plan::{SortedIndex, prefix_changes};
 
 /// Slots a prefix's count is spread over.
 const SLOTS: i32 = 8;
@@ -37,24 +38,7 @@ pub(crate) const TABLE: &str = "CREATE TABLE IF NOT EXISTS portico_prefix_counts
      PRIMARY KEY (name, prefix, slot)
  )";
 
-/// True when `index` keeps prefix counts: it has two fields or more.
-pub(crate) fn counted(index: &SortedIndex) -> bool {
-    index.spec.fields.len() >= 2
-}
-
-/// A prefix of keys as one blob: its length, then each key's length (4 bytes, big endian) and
-/// bytes (the SQL of [`prefix_sql`] builds the same).
-fn encode(keys: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + keys.iter().map(|k| k.len() + 4).sum::<usize>());
-    out.push(u8::try_from(keys.len()).unwrap_or(u8::MAX));
-    for key in keys {
-        out.extend_from_slice(&u32::try_from(key.len()).unwrap_or(u32::MAX).to_be_bytes());
-        out.extend_from_slice(key);
-    }
-    out
-}
-
-/// [`encode`] in SQL, of the first `len` key columns of an index table; `$2` is the leading
+/// `index_plan::encode_prefix` in SQL, of the first `len` key columns of an index table; `$2` is the leading
 /// byte (the length).
 fn prefix_sql(len: usize) -> String {
     let keys: Vec<String> = (0..len)
@@ -79,26 +63,11 @@ impl PrefixDeltas {
         old: &BTreeSet<Vec<Vec<u8>>>,
         new: &BTreeSet<Vec<Vec<u8>>>,
     ) {
-        if !counted(index) {
-            return;
-        }
-        for len in 1..index.spec.fields.len() {
-            let prefixes = |rows: &BTreeSet<Vec<Vec<u8>>>| -> BTreeSet<Vec<u8>> {
-                rows.iter().map(|row| encode(&row[..len])).collect()
-            };
-            let (before, after) = (prefixes(old), prefixes(new));
-            for gone in before.difference(&after) {
-                *self
-                    .deltas
-                    .entry((index.table.clone(), gone.clone()))
-                    .or_default() -= 1;
-            }
-            for added in after.difference(&before) {
-                *self
-                    .deltas
-                    .entry((index.table.clone(), added.clone()))
-                    .or_default() += 1;
-            }
+        for (prefix, change) in prefix_changes(index, old, new) {
+            *self
+                .deltas
+                .entry((index.table.clone(), prefix))
+                .or_default() += change;
         }
     }
 
@@ -190,17 +159,6 @@ pub(crate) async fn forget(tx: &Transaction<'_>, table: &str) -> Result<()> {
     )
     .await?;
     Ok(())
-}
-
-/// The encoded prefix `plan` pins when it pins a proper prefix of `index` by equality and
-/// nothing else (its total can then be the kept count); `None` otherwise.
-pub(crate) fn pinned(index: &SortedIndex, plan: &IndexPlan) -> Option<Vec<u8>> {
-    let pins = counted(index)
-        && plan.covered
-        && matches!(plan.last, Last::Nothing)
-        && !plan.eq.is_empty()
-        && plan.eq.len() < index.spec.fields.len();
-    pins.then(|| encode(&plan.eq))
 }
 
 /// The SQL of a total read from the kept counts of the index `$name` and prefix `$prefix`

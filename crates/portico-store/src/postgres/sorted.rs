@@ -246,7 +246,7 @@ fn total_sql(
         "count(*)"
     };
     let counted = format!("SELECT {what}::bigint FROM {} AS x{filter}", index.table);
-    match super::prefixes::pinned(index, plan) {
+    match index_plan::pinned_prefix(index, plan) {
         // A pinned prefix: its kept count, or the count above while it has none.
         Some(prefix) => {
             let sql = super::prefixes::total_sql(

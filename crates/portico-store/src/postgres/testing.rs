@@ -483,12 +483,7 @@ async fn prefix_count_problems(
         let distinct: BTreeSet<(Vec<u8>, &str)> = want
             .iter()
             .map(|(keys, id)| {
-                let mut prefix = vec![u8::try_from(len).unwrap_or(u8::MAX)];
-                for key in &keys[..len] {
-                    let n = u32::try_from(key.len()).unwrap_or(u32::MAX);
-                    prefix.extend_from_slice(&n.to_be_bytes());
-                    prefix.extend_from_slice(key);
-                }
+                let prefix = crate::index_plan::encode_prefix(&keys[..len]);
                 (prefix, id.as_str())
             })
             .collect();

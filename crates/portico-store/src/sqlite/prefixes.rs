@@ -30,10 +30,12 @@ use std::collections::BTreeSet;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::Result;
-use crate::index_plan::{IndexPlan, Last, SortedIndex};
+use crate::index_plan::{
+    IndexPlan, SortedIndex, keeps_prefix_counts as counted, pinned_prefix, prefix_changes,
+};
 
 /// The key of a prefix's row in `portico_counts`: the index's table name, a zero byte, the
-/// encoded prefix ([`encode`]; nothing for the marker).
+/// encoded prefix (`index_plan::encode_prefix`; nothing for the marker).
 fn key(table: &str, prefix: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(table.len() + 1 + prefix.len());
     out.extend_from_slice(table.as_bytes());
@@ -48,23 +50,6 @@ fn key_range(table: &str) -> (Vec<u8>, Vec<u8>) {
     let mut end = table.as_bytes().to_vec();
     end.push(1);
     (key(table, &[]), end)
-}
-
-/// True when `index` keeps prefix counts: it has two fields or more.
-pub(crate) fn counted(index: &SortedIndex) -> bool {
-    index.spec.fields.len() >= 2
-}
-
-/// A prefix of keys as one blob: the prefix's length, then each key's length (4 bytes, big
-/// endian) and bytes. Prefixes of different lengths never share a blob.
-fn encode(keys: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + keys.iter().map(|k| k.len() + 4).sum::<usize>());
-    out.push(u8::try_from(keys.len()).unwrap_or(u8::MAX));
-    for key in keys {
-        out.extend_from_slice(&u32::try_from(key.len()).unwrap_or(u32::MAX).to_be_bytes());
-        out.extend_from_slice(key);
-    }
-    out
 }
 
 /// Writes the marker of a new, empty `index` (call in the transaction that made its table).
@@ -103,31 +88,23 @@ pub(crate) fn update(
     old: &BTreeSet<Vec<Vec<u8>>>,
     new: &BTreeSet<Vec<Vec<u8>>>,
 ) -> Result<()> {
-    if !counted(index) {
-        return Ok(());
-    }
-    for len in 1..index.spec.fields.len() {
-        let prefixes = |rows: &BTreeSet<Vec<Vec<u8>>>| -> BTreeSet<Vec<u8>> {
-            rows.iter().map(|row| encode(&row[..len])).collect()
-        };
-        let (before, after) = (prefixes(old), prefixes(new));
-        for gone in before.difference(&after) {
-            let row = key(&index.table, gone);
-            let left: Option<i64> = conn
-                .prepare_cached("UPDATE portico_counts SET n = n - 1 WHERE name = ?1 RETURNING n")?
-                .query_row(params![row], |r| r.get(0))
-                .optional()?;
-            if left.is_some_and(|n| n <= 0) {
-                conn.prepare_cached("DELETE FROM portico_counts WHERE name = ?1")?
-                    .execute(params![row])?;
-            }
-        }
-        for added in after.difference(&before) {
+    for (prefix, change) in prefix_changes(index, old, new) {
+        let row = key(&index.table, &prefix);
+        if change > 0 {
             conn.prepare_cached(
                 "INSERT INTO portico_counts (name, n) VALUES (?1, 1) \
                  ON CONFLICT (name) DO UPDATE SET n = n + 1",
             )?
-            .execute(params![key(&index.table, added)])?;
+            .execute(params![row])?;
+            continue;
+        }
+        let left: Option<i64> = conn
+            .prepare_cached("UPDATE portico_counts SET n = n - 1 WHERE name = ?1 RETURNING n")?
+            .query_row(params![row], |r| r.get(0))
+            .optional()?;
+        if left.is_some_and(|n| n <= 0) {
+            conn.prepare_cached("DELETE FROM portico_counts WHERE name = ?1")?
+                .execute(params![row])?;
         }
     }
     Ok(())
@@ -141,18 +118,13 @@ pub(crate) fn count(
     index: &SortedIndex,
     plan: &IndexPlan,
 ) -> Result<Option<u64>> {
-    if !counted(index)
-        || !plan.covered
-        || !matches!(plan.last, Last::Nothing)
-        || plan.eq.is_empty()
-        || plan.eq.len() >= index.spec.fields.len()
-    {
+    let Some(prefix) = pinned_prefix(index, plan) else {
         return Ok(None);
-    }
+    };
     let marker = key(&index.table, &[]);
     let mut stmt =
         conn.prepare_cached("SELECT name, n FROM portico_counts WHERE name IN (?1, ?2)")?;
-    let mut rows = stmt.query(params![marker, key(&index.table, &encode(&plan.eq))])?;
+    let mut rows = stmt.query(params![marker, key(&index.table, &prefix)])?;
     let (mut marked, mut n) = (false, 0i64);
     while let Some(row) = rows.next()? {
         if row.get::<_, Vec<u8>>(0)? == marker {

@@ -1746,16 +1746,7 @@ fn assert_prefix_counts_consistent(store: &SqliteStore, collection: &str, spec: 
         for len in 1..spec.fields.len() {
             let prefixes: BTreeSet<Vec<u8>> = entries
                 .iter()
-                .map(|row| {
-                    let mut out = vec![u8::try_from(len).expect("len")];
-                    for key in &row[..len] {
-                        out.extend_from_slice(
-                            &u32::try_from(key.len()).expect("len").to_be_bytes(),
-                        );
-                        out.extend_from_slice(key);
-                    }
-                    out
-                })
+                .map(|row| crate::index_plan::encode_prefix(&row[..len]))
                 .collect();
             for prefix in prefixes {
                 *expected.entry(prefix).or_default() += 1;
