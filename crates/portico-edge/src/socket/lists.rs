@@ -8,7 +8,7 @@
 use axum::Router;
 use axum::body::Body;
 use futures::StreamExt;
-use http::{Method, Request, StatusCode};
+use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use tokio::sync::mpsc;
 use tower::ServiceExt;
@@ -20,8 +20,74 @@ const MAX_URL: usize = 4096;
 /// The most of a stream's text held while an event is incomplete, and of a refusal's body.
 const MAX_PENDING: usize = 1 << 20;
 
-/// Why a list was not followed: a code and a reason for the `error` frame.
-pub(super) type Refusal = (String, String);
+/// Why a list was not followed: the HTTP status, and a code and a reason for the `error` frame.
+pub(super) struct Refusal {
+    pub(super) status: StatusCode,
+    pub(super) code: String,
+    pub(super) reason: String,
+}
+
+/// Requests the list `url` through `app` as the holder of `token`, with `Accept:
+/// text/event-stream`: the door's `200` event stream, or why it refused.
+pub(super) async fn request(
+    app: &Router,
+    url: &str,
+    token: Option<&str>,
+) -> Result<Response<Body>, Refusal> {
+    let bad = |reason: &str| Refusal {
+        status: StatusCode::BAD_REQUEST,
+        code: "bad-frame".into(),
+        reason: reason.into(),
+    };
+    if !url.starts_with('/') || url.starts_with("//") || url.len() > MAX_URL {
+        return Err(bad(
+            "A list is a path on this server, such as /api/notes?sort=-createdAt",
+        ));
+    }
+    let mut request = Request::builder()
+        .method(Method::GET)
+        .uri(url)
+        .header(http::header::ACCEPT, "text/event-stream");
+    if let Some(token) = token {
+        request = request.header("x-auth-token", token);
+    }
+    let request = request
+        .body(Body::empty())
+        .map_err(|_| bad("The list URL is not valid"))?;
+    let Ok(response) = app.clone().oneshot(request).await;
+    let is_stream = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if response.status() == StatusCode::OK && is_stream {
+        return Ok(response);
+    }
+    let (parts, body) = response.into_parts();
+    let bytes = http_body_util::Limited::new(body, MAX_PENDING)
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .unwrap_or_default();
+    let value: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    let reason = value
+        .get("message")
+        .or_else(|| value.get("reason"))
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("The list cannot be followed")
+        .to_owned();
+    // A list URL answered without a stream (a door's plain reply) is not a list.
+    let status = if parts.status.is_success() {
+        StatusCode::BAD_REQUEST
+    } else {
+        parts.status
+    };
+    Err(Refusal {
+        status,
+        code: format!("status-{}", status.as_u16()),
+        reason,
+    })
+}
 
 /// Opens the list `url` through `app` as the holder of `token`; on success, a task forwards its
 /// events to `tx` (as frames of subscription `sub`) until the stream or `tx` ends.
@@ -32,47 +98,7 @@ pub(super) async fn open(
     sub: String,
     tx: mpsc::Sender<String>,
 ) -> Result<tokio::task::JoinHandle<()>, Refusal> {
-    if !url.starts_with('/') || url.starts_with("//") || url.len() > MAX_URL {
-        return Err((
-            "bad-frame".into(),
-            "A list is a path on this server, such as /api/notes?sort=-createdAt".into(),
-        ));
-    }
-    let mut request = Request::builder()
-        .method(Method::GET)
-        .uri(url)
-        .header(http::header::ACCEPT, "text/event-stream");
-    if let Some(token) = token {
-        request = request.header("x-auth-token", token);
-    }
-    let request = request.body(Body::empty()).map_err(|_| {
-        (
-            "bad-frame".to_owned(),
-            "The list URL is not valid".to_owned(),
-        )
-    })?;
-    let Ok(response) = app.clone().oneshot(request).await;
-    let (parts, body) = response.into_parts();
-    let is_stream = parts
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    if parts.status != StatusCode::OK || !is_stream {
-        let bytes = http_body_util::Limited::new(body, MAX_PENDING)
-            .collect()
-            .await
-            .map(|c| c.to_bytes())
-            .unwrap_or_default();
-        let value: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-        let reason = value
-            .get("message")
-            .or_else(|| value.get("reason"))
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or("The list cannot be followed")
-            .to_owned();
-        return Err((format!("status-{}", parts.status.as_u16()), reason));
-    }
+    let body = request(app, url, token).await?.into_body();
     Ok(tokio::spawn(async move {
         let mut data = body.into_data_stream();
         let mut pending = String::new();

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 use super::budget::Budget;
 use super::close;
-use super::frame::{ClientFrame, echo_ref, error, live_event, ok};
+use super::frame::{ClientFrame, echo_ref, error, live_event, ok, refusal};
 
 /// How long one write may wait for a client that does not read.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -391,7 +391,11 @@ impl Session {
                     self.subscriptions.insert(id.clone(), Subscription(task));
                     self.write(ok(reference, json!({"id": id}))).await
                 }
-                Err((code, reason)) => self.write(error(reference, &code, &reason)).await,
+                Err(refused) => {
+                    let status = Some(refused.status.as_u16());
+                    self.write(refusal(reference, &refused.code, &refused.reason, status))
+                        .await
+                }
             };
         }
         let Some(name) = frame.publication else {
@@ -412,7 +416,9 @@ impl Session {
             Ok(stream) => stream,
             Err(e) => {
                 let reason = e.reason.clone().unwrap_or_default();
-                return self.write(error(reference, &e.error, &reason)).await;
+                return self
+                    .write(refusal(reference, &e.error, &reason, e.status))
+                    .await;
             }
         };
         let tx = self.events_tx.clone();
