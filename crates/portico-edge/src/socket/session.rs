@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
-use futures::StreamExt;
+use futures::{SinkExt, StreamExt};
 use portico_platform::{
     ChannelError, Connection, LiveCaller, LoginWatch, Peer, Platform, TOKEN_PATH, hash_token,
 };
@@ -20,6 +20,8 @@ use super::frame::{ClientFrame, echo_ref, error, live_event, ok, refusal};
 
 /// How long one write may wait for a client that does not read.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The most channel frames written with one flush.
+const MAX_BATCH: usize = 64;
 
 /// Who the socket is logged in as, and the watch that ends it.
 pub(super) struct Login {
@@ -98,7 +100,7 @@ pub(super) async fn run(
                 Err(Stop::Close(close::LOGGED_OUT, code))
             }
             frame = session.connection.next_frame() => match frame {
-                Ok(frame) => session.write_shared(&frame).await,
+                Ok(frame) => session.write_queued(&frame).await,
                 Err(_) => Err(Stop::Close(close::SLOW_CONSUMER, "slow-consumer")),
             },
             event = events_rx.recv() => match event {
@@ -178,6 +180,31 @@ impl Session {
 
     async fn write_shared(&mut self, frame: &Arc<str>) -> Result<(), Stop> {
         self.write(frame.to_string()).await
+    }
+
+    /// Writes `first` and the channel frames queued behind it (up to [`MAX_BATCH`]) with one
+    /// flush: a client that fell behind a burst (a fan-out to many members) gets them in one
+    /// write rather than one write each. A client that does not take them within
+    /// [`WRITE_TIMEOUT`] is dropped.
+    async fn write_queued(&mut self, first: &Arc<str>) -> Result<(), Stop> {
+        let Session {
+            socket, connection, ..
+        } = self;
+        let batch = async {
+            socket.feed(Message::Text(first.to_string().into())).await?;
+            for _ in 1..MAX_BATCH {
+                match connection.try_next_frame() {
+                    Ok(Some(frame)) => socket.feed(Message::Text(frame.to_string().into())).await?,
+                    // An overflow is seen by the next `next_frame`.
+                    Ok(None) | Err(_) => break,
+                }
+            }
+            socket.flush().await
+        };
+        match tokio::time::timeout(WRITE_TIMEOUT, batch).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) | Err(_) => Err(Stop::Gone),
+        }
     }
 
     /// Handles one text frame.
