@@ -395,35 +395,7 @@ impl Session {
             return self.refused(reference, &e).await;
         }
         if let Some(url) = frame.list {
-            let Some(app) = self.lists.clone() else {
-                return self
-                    .write(error(
-                        reference,
-                        "bad-frame",
-                        "Lists are not served on this socket",
-                    ))
-                    .await;
-            };
-            let token = self.login.as_ref().and_then(|l| l.token.clone());
-            let opened = super::lists::open(
-                &app,
-                &url,
-                token.as_deref(),
-                id.clone(),
-                self.events_tx.clone(),
-            )
-            .await;
-            return match opened {
-                Ok(task) => {
-                    self.subscriptions.insert(id.clone(), Subscription(task));
-                    self.write(ok(reference, json!({"id": id}))).await
-                }
-                Err(refused) => {
-                    let status = Some(refused.status.as_u16());
-                    self.write(refusal(reference, &refused.code, &refused.reason, status))
-                        .await
-                }
-            };
+            return self.subscribe_list(reference, id, &url).await;
         }
         let Some(name) = frame.publication else {
             return self
@@ -466,5 +438,43 @@ impl Session {
         });
         self.subscriptions.insert(id.clone(), Subscription(task));
         self.write(ok(reference, json!({"id": id}))).await
+    }
+
+    /// `subscribe` with a `list` URL, followed through the doors (see `lists.rs`).
+    async fn subscribe_list(
+        &mut self,
+        reference: &Value,
+        id: String,
+        url: &str,
+    ) -> Result<(), Stop> {
+        let Some(app) = self.lists.clone() else {
+            return self
+                .write(error(
+                    reference,
+                    "bad-frame",
+                    "Lists are not served on this socket",
+                ))
+                .await;
+        };
+        let token = self.login.as_ref().and_then(|l| l.token.clone());
+        let opened = super::lists::open(
+            &app,
+            url,
+            token.as_deref(),
+            id.clone(),
+            self.events_tx.clone(),
+        )
+        .await;
+        match opened {
+            Ok(task) => {
+                self.subscriptions.insert(id.clone(), Subscription(task));
+                self.write(ok(reference, json!({"id": id}))).await
+            }
+            Err(refused) => {
+                let status = Some(refused.status.as_u16());
+                self.write(refusal(reference, &refused.code, &refused.reason, status))
+                    .await
+            }
+        }
     }
 }
