@@ -99,30 +99,83 @@ pub(super) async fn open(
     tx: mpsc::Sender<String>,
 ) -> Result<tokio::task::JoinHandle<()>, Refusal> {
     let body = request(app, url, token).await?.into_body();
-    Ok(tokio::spawn(async move {
-        let mut data = body.into_data_stream();
-        let mut pending = String::new();
-        while let Some(Ok(chunk)) = data.next().await {
-            pending.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = pending.find("\n\n") {
-                let block: String = pending.drain(..end + 2).collect();
-                let (mut event, mut text) = (None, String::new());
-                for line in block.lines() {
-                    if let Some(name) = line.strip_prefix("event:") {
-                        event = Some(name.trim().to_owned());
-                    } else if let Some(d) = line.strip_prefix("data:") {
-                        text.push_str(d.strip_prefix(' ').unwrap_or(d));
-                    }
-                }
-                if let Some(event) = event
-                    && tx.send(live_event(&sub, &event, &text)).await.is_err()
-                {
-                    return;
+    Ok(tokio::spawn(forward(body, sub, tx)))
+}
+
+/// Forwards the events of the stream `body` to `tx` as frames of subscription `sub`, until the
+/// stream or `tx` ends. A stream that ends without an `end` event of its own (or holds more
+/// than [`MAX_PENDING`] of an unfinished event) is followed by `end` with the reason `closed`,
+/// so the client knows to subscribe again.
+async fn forward(body: Body, sub: String, tx: mpsc::Sender<String>) {
+    let mut data = body.into_data_stream();
+    // Bytes, not text: a character may be split between two chunks.
+    let mut pending: Vec<u8> = Vec::new();
+    while let Some(Ok(chunk)) = data.next().await {
+        pending.extend_from_slice(&chunk);
+        while let Some(end) = pending.windows(2).position(|w| w == b"\n\n") {
+            let block: Vec<u8> = pending.drain(..end + 2).collect();
+            let block = String::from_utf8_lossy(&block);
+            let (mut event, mut text) = (None, String::new());
+            for line in block.lines() {
+                if let Some(name) = line.strip_prefix("event:") {
+                    event = Some(name.trim().to_owned());
+                } else if let Some(d) = line.strip_prefix("data:") {
+                    text.push_str(d.strip_prefix(' ').unwrap_or(d));
                 }
             }
-            if pending.len() > MAX_PENDING {
+            let Some(event) = event else { continue };
+            if tx.send(live_event(&sub, &event, &text)).await.is_err() || event == "end" {
                 return;
             }
         }
-    }))
+        if pending.len() > MAX_PENDING {
+            break;
+        }
+    }
+    let _ = tx
+        .send(live_event(&sub, "end", r#"{"reason":"closed"}"#))
+        .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn frames(chunks: Vec<&'static [u8]>) -> Vec<serde_json::Value> {
+        let body = Body::from_stream(futures::stream::iter(
+            chunks
+                .into_iter()
+                .map(|c| Ok::<_, std::io::Error>(bytes::Bytes::from_static(c))),
+        ));
+        let (tx, mut rx) = mpsc::channel(16);
+        forward(body, "s".into(), tx).await;
+        let mut out = Vec::new();
+        while let Ok(frame) = rx.try_recv() {
+            out.push(serde_json::from_str(&frame).unwrap_or_default());
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn events_split_anywhere_and_a_silent_end() {
+        // "é" is split between two chunks, and so is the blank line ending the first event.
+        let got = frames(vec![
+            b"event: added\ndata: {\"id\":\"a\",\"fields\":{\"t\":\"\xc3",
+            b"\xa9\"}}\n",
+            b"\n: ping\n\nevent: ready\ndata: {}\n\n",
+        ])
+        .await;
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(got[0]["fields"]["t"], "é");
+        assert_eq!(got[0]["sub"], "s");
+        assert_eq!(got[1]["type"], "ready");
+        assert_eq!(
+            (&got[2]["type"], &got[2]["reason"]),
+            (&serde_json::json!("end"), &serde_json::json!("closed"))
+        );
+        // The stream's own `end` is the last frame.
+        let got = frames(vec![b"event: end\ndata: {\"reason\":\"logged-out\"}\n\n"]).await;
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0]["reason"], "logged-out");
+    }
 }

@@ -427,14 +427,15 @@ impl Session {
             while let Some(event) = stream.next().await {
                 // Waiting here lets the stream's own bounded buffer fill when the client reads
                 // too slowly; the platform then ends the stream (`end`, `slow-subscriber`).
-                if tx
-                    .send(live_event(&sub, event.name(), event.json()))
-                    .await
-                    .is_err()
-                {
+                let name = event.name();
+                if tx.send(live_event(&sub, name, event.json())).await.is_err() || name == "end" {
                     return;
                 }
             }
+            // A stream that stopped without saying why: the client subscribes again.
+            let _ = tx
+                .send(live_event(&sub, "end", r#"{"reason":"closed"}"#))
+                .await;
         });
         self.subscriptions.insert(id.clone(), Subscription(task));
         self.write(ok(reference, json!({"id": id}))).await
