@@ -42,6 +42,9 @@ use portico_platform::{LiveCaller, Peer, Platform, TOKEN_PATH};
 
 use crate::AuthenticatedUser;
 
+/// How much a socket reads at once.
+const READ_BUFFER: usize = 1024;
+
 /// The path of the live socket.
 pub const LIVE_PATH: &str = "/live";
 
@@ -132,8 +135,11 @@ async fn upgrade(
         }
     };
     let limit = platform.channels().config().max_frame_bytes;
+    // The WebSocket library zeroes this much of its read buffer before every read attempt, and
+    // a socket's loop attempts one each time it wakes (twice per message it is sent): small,
+    // since clients send little (a larger frame is read in more steps).
     ws.max_message_size(limit)
         .max_frame_size(limit)
-        .read_buffer_size(4096)
+        .read_buffer_size(READ_BUFFER)
         .on_upgrade(move |socket| session::run(socket, platform, lists, login))
 }
