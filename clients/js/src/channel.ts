@@ -37,8 +37,17 @@ export interface SocketOptions {
 type Frame = Record<string, unknown> & { type?: string };
 type Pending = { ok: (frame: Frame) => void; fail: (error: PorticoError) => void };
 
+/** A live list or publication over the socket: told its frames, and when the socket is gone (with the close code). */
+export interface SocketList {
+  frame(frame: Frame): void;
+  lost(code: number): void;
+}
+
+/** The error of an `error` frame; its `status` is the HTTP status the server gave the refusal, if any. */
 function refused(frame: Frame): PorticoError {
-  return new PorticoError(0, String(frame.code ?? 'error'), String(frame.reason ?? 'refused'));
+  const code = String(frame.code ?? 'error');
+  const status = typeof frame.status === 'number' ? frame.status : Number(/^status-(\d{3})$/.exec(code)?.[1] ?? 0);
+  return new PorticoError(status, code, String(frame.reason ?? 'refused'));
 }
 
 /**
@@ -56,6 +65,8 @@ export class LiveSocket {
   readonly #max: number;
   #delay: number;
   #ws: WebSocket | null = null;
+  /** Closed for good by `stop()`. */
+  stopped = false;
   #open = false;
   #reopened = false;
   #next = 0;
@@ -63,6 +74,11 @@ export class LiveSocket {
   readonly #pending = new Map<string, Pending>();
   readonly #waiting: Array<() => void> = [];
   readonly channels = new Map<string, Channel>();
+  /** The live lists and publications running over the socket, by subscription id. */
+  readonly lists = new Map<string, SocketList>();
+  /** When the socket last heard from the server (ms since the epoch). */
+  heardAt = Date.now();
+  #lists = 0;
 
   constructor(base: string, auth: Auth, options: SocketOptions = {}) {
     const live = (url: string) => url.replace(/\/*$/, '/').replace(/^http/, 'ws') + 'live';
@@ -78,9 +94,14 @@ export class LiveSocket {
     });
   }
 
-  /** Sends `frame` with a fresh `ref` once the socket is open; resolves with the `ok` reply. */
-  async request(frame: Frame): Promise<Frame> {
+  /**
+   * Sends `frame` with a fresh `ref` once the socket is open (`onSent` is called as it goes);
+   * resolves with the `ok` reply, rejects with the `error` one or when the socket closes first.
+   */
+  async request(frame: Frame, onSent?: () => void): Promise<Frame> {
     await this.#opened();
+    if (!this.#open) throw new PorticoError(0, 'network', 'The live socket closed');
+    onSent?.();
     return this.#send(frame);
   }
 
@@ -97,6 +118,23 @@ export class LiveSocket {
     if (this.#open) this.#ws?.send(JSON.stringify(frame));
   }
 
+  /** A fresh subscription id for this socket. */
+  nextListId(): string {
+    return 'l' + String(++this.#lists);
+  }
+
+  /** Drops the connection as dead (it is made again with backoff), without waiting for a close handshake. */
+  drop(): void {
+    const ws = this.#ws;
+    if (!ws) return;
+    this.#closed(ws, 1006);
+    try {
+      ws.close();
+    } catch {
+      // Already closed.
+    }
+  }
+
   /** Opens the socket when it is not open or opening. */
   start(): void {
     if (this.#ws || this.#timer) return;
@@ -105,6 +143,7 @@ export class LiveSocket {
     this.#ws = ws;
     ws.onopen = () => void this.#welcome(ws);
     ws.onmessage = (e: MessageEvent) => {
+      this.heardAt = Date.now();
       let frame: Frame;
       try {
         frame = JSON.parse(String(e.data)) as Frame;
@@ -113,10 +152,10 @@ export class LiveSocket {
       }
       this.#handle(frame);
     };
-    ws.onclose = () => this.#closed(ws);
+    ws.onclose = (e: CloseEvent) => this.#closed(ws, e.code);
     // Some WebSocket implementations report a refused connection as an error only.
     ws.onerror = () => {
-      this.#closed(ws);
+      this.#closed(ws, 1006);
       try {
         ws.close();
       } catch {
@@ -125,15 +164,24 @@ export class LiveSocket {
     };
   }
 
-  /** Closes the socket for good (every channel left). */
+  /** Closes the socket for good (every channel left, every list over it stopped). */
   stop(): void {
+    this.stopped = true;
     this.channels.clear();
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
-    this.#ws?.close(1000);
+    const ws = this.#ws;
+    if (ws) {
+      this.#closed(ws, 1000);
+      ws.close(1000);
+    }
+    // Lists whose `subscribe` had not gone yet end too; requests waiting for the socket fail.
+    for (const list of [...this.lists.values()]) list.lost(1000);
+    for (const done of this.#waiting.splice(0)) done();
   }
 
   #opened(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     this.start();
     if (this.#open) return Promise.resolve();
     return new Promise((done) => this.#waiting.push(done));
@@ -157,7 +205,7 @@ export class LiveSocket {
     this.#reopened = true;
   }
 
-  #closed(ws: WebSocket): void {
+  #closed(ws: WebSocket, code: number): void {
     if (this.#ws !== ws) return;
     this.#ws = null;
     this.#open = false;
@@ -165,7 +213,8 @@ export class LiveSocket {
     const lost = new PorticoError(0, 'network', 'The live socket closed');
     for (const p of this.#pending.values()) p.fail(lost);
     this.#pending.clear();
-    if (this.channels.size === 0 && this.#waiting.length === 0) return;
+    for (const list of [...this.lists.values()]) list.lost(code);
+    if (this.stopped || (this.channels.size === 0 && this.#waiting.length === 0)) return;
     const delay = this.#delay * (0.75 + Math.random() / 2);
     this.#delay = Math.min(this.#delay * 2, this.#max);
     this.#timer = setTimeout(() => {
@@ -189,7 +238,8 @@ export class LiveSocket {
       this.post({ type: 'pong' });
       return;
     }
-    if (typeof frame.channel === 'string') this.channels.get(frame.channel)?.deliver(frame);
+    if (typeof frame.sub === 'string') this.lists.get(frame.sub)?.frame(frame);
+    else if (typeof frame.channel === 'string') this.channels.get(frame.channel)?.deliver(frame);
   }
 }
 

@@ -1,7 +1,7 @@
 /**
  * The client of a Portico server, for browsers and Node.js 20+: login and the token, the routes
  * door's collections, the auto API's methods, collection writes and publications, and live
- * subscriptions with a local cache, and channels (messages and presence) over one WebSocket. No dependencies; every failure is a `PorticoError`.
+ * subscriptions with a local cache (over server-sent events, or over the live socket), and channels (messages and presence) over one WebSocket. No dependencies; every failure is a `PorticoError`.
  *
  * @packageDocumentation
  */

@@ -1,5 +1,5 @@
 import { PorticoError, replyError } from './error.js';
-import { type Door, deadline, thrownError, tokenHeaders, urlOf } from './http.js';
+import { type Door, type Transport, deadline, thrownError, tokenHeaders, urlOf } from './http.js';
 import type { Portico } from './portico.js';
 import { type SortSpec, comparator, equal } from './sort.js';
 
@@ -43,6 +43,12 @@ export interface LiveOptions {
   idleTimeout?: number;
   /** Milliseconds a connection may take to be answered (default: the client's `timeout`). */
   timeout?: number;
+  /**
+   * How the subscription reaches the server: `'sse'`, its own server-sent events stream, or
+   * `'socket'`, the client's one live socket (`GET /live`), shared with channels and every other
+   * subscription over it (default: the client's `live` option, itself `'sse'` by default).
+   */
+  transport?: 'sse' | 'socket';
 }
 
 /** What a subscription requests. */
@@ -51,6 +57,17 @@ export interface LiveTarget {
   query?: Record<string, string | number | undefined>;
   method?: string;
   body?: unknown;
+  /** What a `subscribe` frame of the live socket names: a publication with its args (else the list URL of `path` and `query`). */
+  publication?: { name: string; args: unknown[] };
+}
+
+/** The fields of an `added`, `changed`, `removed` or `end` event. */
+interface EventData {
+  collection?: string;
+  id?: string;
+  fields?: Record<string, unknown>;
+  cleared?: string[];
+  reason?: string;
 }
 
 type Cache<T> = Map<string, Map<string, T>>;
@@ -136,6 +153,8 @@ export class Subscription<T extends object> {
   #healthy = false;
   /** The token the subscription runs with (null: anonymous); a change of login ends it. */
   readonly #token: string | null;
+  /** Over the live socket rather than its own event stream. */
+  readonly #socket: boolean;
 
   /** Resolves once the first initial set is in `docs()`; rejects if the subscription ends before. */
   readonly ready: Promise<void>;
@@ -155,6 +174,7 @@ export class Subscription<T extends object> {
     this.ready.catch(() => {});
     this.#order = options.sort === undefined ? null : comparator(options.sort);
     this.#token = pc.auth.token;
+    this.#socket = (options.transport ?? pc.liveTransport) === 'socket';
     this.#dropAuth = pc.auth.onChange(() => {
       if (this.#token !== null && pc.auth.token !== this.#token) this.#end('logged-out');
     });
@@ -212,7 +232,7 @@ export class Subscription<T extends object> {
       let failure = new PorticoError(0, 'network-error', 'The live stream closed');
       this.#healthy = false;
       try {
-        await this.#connect();
+        await (this.#socket ? this.#connectSocket() : this.#connect());
       } catch (error) {
         failure = thrownError(error, false, 0);
       }
@@ -294,47 +314,138 @@ export class Subscription<T extends object> {
     const reader = body.getReader();
     const decoder = new TextDecoder();
     const parse = sse();
-    let fresh: Cache<T> | null = new Map();
+    const on = this.#events();
     try {
       for (;;) {
         const { value, done } = await reader.read();
         if (done || this.#ended) return;
         alive();
         for (const { event, data } of parse(decoder.decode(value, { stream: true }))) {
-          if (this.#ended) return;
-          const e = JSON.parse(data) as { collection?: string; id?: string; fields?: Record<string, unknown>; cleared?: string[]; reason?: string };
-          if (event === 'end') {
-            const reason = e.reason ?? 'error';
-            if (reason === 'logged-out' || reason === 'expired') {
-              if (this.#token) this.pc.auth.ended(this.#token);
-              this.#end(reason);
-            }
-            return;
-          }
-          if (event === 'ready') {
-            if (fresh) this.#reconcile(fresh);
-            fresh = null;
-            this.#healthy = true;
-            if (!this.#readyOnce) {
-              this.#readyOnce = true;
-              this.#resolveReady();
-              call(this.handlers.ready);
-            }
-            continue;
-          }
-          const collection = e.collection ?? '';
-          const id = e.id ?? '';
-          if (fresh) {
-            // The initial set is gathered, then compared with the cache at `ready`.
-            if (event === 'added') docsOf(fresh, collection).set(id, { _id: id, ...e.fields } as T);
-            continue;
-          }
-          this.#apply(event, collection, id, e.fields ?? {}, e.cleared ?? []);
+          if (this.#ended || on(event, JSON.parse(data) as EventData)) return;
         }
       }
     } finally {
       reader.cancel().catch(() => {});
     }
+  }
+
+  /**
+   * The handler of one connection's events, whichever way they come: it gathers the initial set,
+   * compares it with the cache at `ready`, then applies each event. Returns true when the
+   * connection's stream is over (`end`).
+   */
+  #events(): (event: string, e: EventData) => boolean {
+    let fresh: Cache<T> | null = new Map();
+    return (event, e) => {
+      if (event === 'end') {
+        const reason = e.reason ?? 'error';
+        if (reason === 'logged-out' || reason === 'expired') {
+          if (this.#token) this.pc.auth.ended(this.#token);
+          this.#end(reason);
+        }
+        return true;
+      }
+      if (event === 'ready') {
+        if (fresh) this.#reconcile(fresh);
+        fresh = null;
+        this.#healthy = true;
+        if (!this.#readyOnce) {
+          this.#readyOnce = true;
+          this.#resolveReady();
+          call(this.handlers.ready);
+        }
+        return false;
+      }
+      const collection = e.collection ?? '';
+      const id = e.id ?? '';
+      if (fresh) {
+        // The initial set is gathered, then compared with the cache at `ready`.
+        if (event === 'added') docsOf(fresh, collection).set(id, { _id: id, ...e.fields } as T);
+        return false;
+      }
+      this.#apply(event, collection, id, e.fields ?? {}, e.cleared ?? []);
+      return false;
+    };
+  }
+
+  /**
+   * One connection over the live socket: a `subscribe` frame (the list URL, or the publication
+   * with its args) under a fresh id, whose events are applied until the socket drops or the
+   * server ends the subscription.
+   */
+  async #connectSocket(): Promise<void> {
+    const socket = this.pc.liveSocket();
+    const id = socket.nextListId();
+    const on = this.#events();
+    const idle = this.options.idleTimeout ?? 45000;
+    let idleTimer: ReturnType<typeof setTimeout> | undefined;
+    let settle = null as { ok: () => void; fail: (e: PorticoError) => void } | null;
+    const over = new Promise<void>((ok, fail) => (settle = { ok, fail }));
+    over.catch(() => {});
+    let sent = false;
+    const finish = (error?: PorticoError) => {
+      const s = settle;
+      settle = null;
+      if (s) error ? s.fail(error) : s.ok();
+    };
+    // A socket silent for `idle` (the server pings every 15 s by default) is taken as dead.
+    const watch = (wait: number) => {
+      if (idle > 0)
+        idleTimer = setTimeout(() => {
+          const quiet = Date.now() - socket.heardAt;
+          if (quiet < idle) return watch(idle - quiet);
+          finish(new PorticoError(0, 'timeout', `The live socket was silent for ${idle} ms`));
+          socket.drop();
+        }, wait);
+    };
+    socket.lists.set(id, {
+      frame: (frame) => {
+        if (this.#ended || !on(String(frame.type), frame as EventData)) return;
+        socket.post({ type: 'unsubscribe', id });
+        finish(this.#ended ? undefined : new PorticoError(0, 'network-error', `The server ended the live stream (${String(frame.reason ?? 'error')})`));
+      },
+      lost: (code) => {
+        // A socket that closes before the frame went: the frame goes on the next one.
+        if (!sent && !socket.stopped) return;
+        if (socket.stopped) this.#end('stopped');
+        else if (code === LOGGED_OUT && this.#token) {
+          this.pc.auth.ended(this.#token);
+          this.#end('logged-out');
+        }
+        finish(this.#ended ? undefined : new PorticoError(0, 'network-error', 'The live socket closed'));
+      },
+    });
+    const stop = () => finish();
+    this.#controller.signal.addEventListener('abort', stop, { once: true });
+    try {
+      const t = this.target;
+      const what = t.publication ? { publication: t.publication.name, args: t.publication.args } : { list: listUrl(this.pc.transport, t) };
+      try {
+        await socket.request({ type: 'subscribe', id, ...what }, () => (sent = true));
+      } catch (e) {
+        throw this.#refusal(e);
+      }
+      watch(idle);
+      await over;
+    } finally {
+      clearTimeout(idleTimer);
+      this.#controller.signal.removeEventListener('abort', stop);
+      socket.lists.delete(id);
+      if (this.#ended) socket.post({ type: 'unsubscribe', id });
+    }
+  }
+
+  /** The error of a refused `subscribe`; a refusal that trying again would not change ends the subscription. */
+  #refusal(e: unknown): PorticoError {
+    const error = e instanceof PorticoError ? e : new PorticoError(0, 'error', String(e));
+    const status = error.status;
+    if (status >= 400 && status < 500 && status !== 429 && status !== 408) {
+      if (status === 401 && this.#token) this.pc.auth.ended(this.#token);
+      this.#end(status === 401 && this.#token ? 'logged-out' : 'refused', error);
+    } else if (error.code === 'bad-frame') {
+      this.#end('refused', error);
+    }
+    return error;
   }
 
   /** Applies one event after `ready`. */
@@ -382,6 +493,16 @@ export class Subscription<T extends object> {
       }
     }
   }
+}
+
+/** The close code of a live socket whose login ended. */
+const LOGGED_OUT = 4001;
+
+/** The URL of `target`'s list as the live socket's `subscribe` names it: its path on the server, with the query. */
+function listUrl(t: Transport, target: LiveTarget): string {
+  const url = new URL(urlOf(t, target.path, target.query));
+  const root = new URL(t.base).pathname;
+  return '/' + url.pathname.slice(root.length) + url.search;
 }
 
 function docsOf<T>(cache: Cache<T>, collection: string): Map<string, T> {

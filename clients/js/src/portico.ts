@@ -26,6 +26,12 @@ export interface PorticoOptions {
   fetch?: typeof fetch;
   /** The live socket of `channel()`: its WebSocket class and reconnect delays. */
   socket?: SocketOptions;
+  /**
+   * How live lists and publications reach the server by default: `'sse'` (the default), a
+   * server-sent events stream each, or `'socket'`, all over the client's one live socket (the
+   * WebSocket its channels use). A subscription's own `transport` option wins.
+   */
+  live?: 'sse' | 'socket';
 }
 
 /** Options of a publication: where it is served, when it has its own `url` and `http_method`. */
@@ -100,6 +106,8 @@ export class Portico {
   readonly #auto: string;
   readonly #socketOptions: SocketOptions;
   #socket: LiveSocket | null = null;
+  /** @internal The default transport of live subscriptions. */
+  readonly liveTransport: 'sse' | 'socket';
 
   constructor(url: string, options: PorticoOptions = {}) {
     const base = url.replace(/\/*$/, '/');
@@ -108,6 +116,7 @@ export class Portico {
     this.#api = dir(options.api ?? 'api/');
     this.#auto = dir(options.auto ?? '');
     this.#socketOptions = options.socket ?? {};
+    this.liveTransport = options.live ?? 'sse';
     const fetcher = options.fetch ?? globalThis.fetch?.bind(globalThis);
     if (!fetcher) throw new PorticoError(0, 'error', 'No fetch: pass options.fetch');
     this.transport = {
@@ -127,8 +136,7 @@ export class Portico {
    * same name gives the same channel until it is left.
    */
   channel<M = unknown>(name: string): Channel<M> {
-    if (!this.#socket) this.#socket = new LiveSocket(this.url, this.auth, this.#socketOptions);
-    const socket = this.#socket;
+    const socket = this.liveSocket();
     let channel = socket.channels.get(name) as Channel<M> | undefined;
     if (!channel) {
       channel = new Channel<M>(socket, name);
@@ -137,7 +145,13 @@ export class Portico {
     return channel;
   }
 
-  /** Closes the live socket: every channel is left. */
+  /** @internal The live socket, made on first use. */
+  liveSocket(): LiveSocket {
+    if (!this.#socket) this.#socket = new LiveSocket(this.url, this.auth, this.#socketOptions);
+    return this.#socket;
+  }
+
+  /** Closes the live socket: every channel is left, and every live list over it ends (`stopped`). */
   closeSocket(): void {
     this.#socket?.stop();
     this.#socket = null;
@@ -180,7 +194,8 @@ export class Portico {
     handlers: LiveHandlers<T & Doc> = {},
     options: LiveOptions & PublicationOptions = {},
   ): Subscription<T & Doc> {
-    return new Subscription<T & Doc>(this, 'auto', publicationTarget(this.#auto, name, args, options), handlers, options);
+    const target = { ...publicationTarget(this.#auto, name, args, options), publication: { name, args } };
+    return new Subscription<T & Doc>(this, 'auto', target, handlers, options);
   }
 
   /**

@@ -1,17 +1,19 @@
 // A channel between headless Chromium (Debian's package) and a Node.js client, over the real
 // `portico serve`: the page's WebSocket joins, tracks and sends; the Node client sees its
-// presence and messages, and the page sees the Node client's.
+// presence and messages, and the page sees the Node client's. Then the same across two instances
+// on one throwaway PostgreSQL (the page on one, the Node client on the other), with a live list
+// over the page's socket, and the page's instance killed with SIGKILL.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { dirname, extname, join, normalize, resolve } from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { chromium } from 'playwright-core';
 
 import { Portico } from '../dist/index.js';
-import { CONFIG, serve, until, workspace } from './server.mjs';
+import { CONFIG, postgres, serve, until, workspace } from './server.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -100,4 +102,87 @@ test('a page and a Node client share a channel: presence and messages both ways'
   await until(() => !room.presence().some((m) => m.meta.name === 'Ann (browser)'), 'the page left');
   assert.deepEqual(problems, []);
   bob.closeSocket();
+});
+
+describe('across two instances on one PostgreSQL', () => {
+  let pg;
+  let pgWs;
+  let a;
+  let b;
+  before(async () => {
+    pg = await postgres();
+    const config = CHANNELS.replace('database = "sqlite:DB"', `database = "${pg.url}"`).replace('[live]\n', '[live]\nheartbeat_ms = 200\npresence_timeout_ms = 1500\n');
+    assert.ok(config.includes(pg.url) && config.includes('presence_timeout_ms'));
+    pgWs = workspace(config);
+    pgWs.addUser('ann', 'ann-secret');
+    pgWs.addUser('bob', 'bob-secret');
+    a = await serve(pgWs);
+    b = await serve(pgWs);
+  });
+  after(async () => {
+    await a?.stop();
+    await b?.stop();
+    pgWs?.remove();
+    pg?.stop();
+  });
+
+  test('a page on one instance, a Node client on the other: messages, presence and a live list; the page moves when its instance is killed', async () => {
+    const page = await browser.newPage();
+    const problems = [];
+    page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+    await page.goto(pages.url);
+    await page.waitForFunction(() => typeof window.Portico === 'function');
+    await page.evaluate(
+      async ([url, fallback]) => {
+        const pc = new window.Portico(url, { api: 'api/v1/', live: 'socket', socket: { reconnect: { minDelay: 50, maxDelay: 300 }, fallbacks: [fallback] } });
+        await pc.auth.login({ username: 'ann', password: 'ann-secret' });
+        const room = pc.channel('room:pg');
+        window.heard = [];
+        room.on('chat', (text) => window.heard.push(text));
+        await room.joined;
+        await room.track({ name: 'Ann (browser)' });
+        window.room = room;
+        window.sub = pc.collection('tasks').subscribe({ where: { list: 'pg' }, sort: 'n' });
+        await window.sub.ready;
+      },
+      [a.url, b.url],
+    );
+
+    const bob = new Portico(b.url, { api: 'api/v1/', socket: { reconnect: { minDelay: 50, maxDelay: 300 } } });
+    await bob.auth.login({ username: 'bob', password: 'bob-secret' });
+    const room = bob.channel('room:pg');
+    const heard = [];
+    room.on('chat', (text) => heard.push(text));
+    await room.joined;
+    // The page is on the other instance: its presence comes across.
+    await until(() => room.presence().some((m) => m.meta.name === 'Ann (browser)'), "the page's presence on the other instance");
+    await room.track({ name: 'Bob (node)' });
+    await page.waitForFunction(() => window.room.presence().some((m) => m.meta.name === 'Bob (node)'));
+    await room.send('chat', 'hello page');
+    await page.waitForFunction(() => window.heard.includes('hello page'));
+    await page.evaluate(() => window.room.send('chat', 'hello node'));
+    await until(() => heard.includes('hello node'), 'the page message on the other instance');
+    // A write on B reaches the page's list on A, over the page's socket.
+    await bob.collection('tasks').create({ _id: 'pg-1', list: 'pg', n: 1 });
+    await page.waitForFunction(() => window.sub.docs().map((d) => d._id).join() === 'pg-1');
+
+    // A dies: the page's member leaves on B within the presence timeout, and the page moves to
+    // B by itself, rejoins, tracks again and follows its list there.
+    const before = room.presence().find((m) => m.meta.name === 'Ann (browser)').key;
+    a.child.kill('SIGKILL');
+    await a.stop();
+    const killed = Date.now();
+    await until(() => room.presence().every((m) => m.key !== before), "the killed instance's member leaving", 8000);
+    const left = Date.now() - killed;
+    assert.ok(left < 1500 + 2 * 200 + 2000, `left after ${left} ms`);
+    await until(() => room.presence().some((m) => m.meta.name === 'Ann (browser)' && m.key !== before), 'the page back on B', 15000);
+    await bob.collection('tasks').create({ _id: 'pg-2', list: 'pg', n: 2 });
+    await page.waitForFunction(() => window.sub.docs().map((d) => d._id).join() === 'pg-1,pg-2', null, { timeout: 15000 });
+    await room.send('chat', 'after the move');
+    await page.waitForFunction(() => window.heard.includes('after the move'));
+    assert.deepEqual(await page.evaluate(() => window.heard.filter((t) => t === 'hello page').length), 1, 'nothing doubled');
+    assert.deepEqual(problems, []);
+    await page.close();
+    bob.closeSocket();
+  });
 });

@@ -1,6 +1,7 @@
 // Live subscriptions against the real `portico serve`: the cache through added, changed and
 // removed; a publication; a restart of the server (the cache ends equal to the server's data and
-// the handlers hear only what changed meanwhile); a server that stops answering; logout.
+// the handlers hear only what changed meanwhile); a server that stops answering; logout. Every
+// test runs twice: over server-sent events, and over the live socket (`live: 'socket'`).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
@@ -23,10 +24,25 @@ function recorder() {
   };
 }
 
-describe('live', () => {
+for (const transport of ['sse', 'socket'])
+describe(`live over ${transport}`, () => {
   let ws;
   let server;
-  const client = (options = {}) => new Portico(server.url, { api: 'api/v1/', ...options });
+  // Every event stream a client opens, and every WebSocket: over the socket there is none of the first.
+  const streams = [];
+  const sockets = [];
+  const fetchSpy = (url, init) => {
+    if (new Headers(init?.headers).get('accept') === 'text/event-stream') streams.push(String(url));
+    return fetch(url, init);
+  };
+  class CountedSocket extends WebSocket {
+    constructor(url) {
+      super(url);
+      sockets.push(url);
+    }
+  }
+  const client = (options = {}) =>
+    new Portico(server.url, { api: 'api/v1/', live: transport, fetch: fetchSpy, socket: { ...FAST, WebSocket: CountedSocket }, ...options });
   async function ed() {
     const pc = client();
     await pc.auth.login({ username: 'ed', password: 'ed-secret' });
@@ -83,7 +99,35 @@ describe('live', () => {
     await tasks.create({ _id: 't4', list: 'live', n: 4 });
     await new Promise((r) => setTimeout(r, 200));
     assert.equal(sub.get('t4'), undefined, 'no events after stop');
+    if (transport === 'socket') assert.deepEqual(streams, [], 'no event stream: the list ran over the socket');
+    else assert.equal(streams.length, 1);
   });
+
+  if (transport === 'socket')
+    test('one socket carries a client\'s lists, publications and channels', async () => {
+      const before = sockets.length;
+      const pc = await ed();
+      await pc.collection('tasks').create({ _id: 'one-1', list: 'one' });
+      const list = pc.collection('tasks').subscribe({ where: { list: 'one' } });
+      const pub = pc.subscribe('widgets', []);
+      const room = pc.channel('room:one');
+      const other = pc.collection('tasks').subscribe({ where: { list: 'one' }, fields: ['list'] });
+      await Promise.all([list.ready, pub.ready, other.ready]);
+      await room.joined.catch(() => {});
+      assert.deepEqual(list.docs().map((d) => d._id), ['one-1']);
+      assert.deepEqual(other.docs().map((d) => d._id), ['one-1']);
+      assert.equal(sockets.length - before, 1, 'one WebSocket for all of them');
+      // Stopping one list leaves the others running on the socket.
+      other.stop();
+      await pc.collection('tasks').create({ _id: 'one-2', list: 'one' });
+      await until(() => list.get('one-2'), 'the insert on the list still running');
+      assert.equal(other.get('one-2'), undefined);
+      // Closing the socket ends the lists over it.
+      pc.closeSocket();
+      assert.equal(list.endReason, 'stopped');
+      assert.equal(pub.endReason, 'stopped');
+      assert.deepEqual(streams, []);
+    });
 
   test('a publication subscription through the auto API', async () => {
     const owner = client();
@@ -158,7 +202,7 @@ describe('live', () => {
     await server.stop();
     // Meanwhile, another server on the same database changes the data.
     const other = await serve(ws);
-    const w2 = new Portico(other.url, { api: 'api/v1/' });
+    const w2 = new Portico(other.url, { api: 'api/v1/', live: transport });
     await w2.auth.login({ username: 'ed', password: 'ed-secret' });
     await w2.collection('tasks').update('rb', { v: 2 });
     await w2.collection('tasks').remove('rc');

@@ -3,7 +3,8 @@
 // `portico users add`. PORTICO_BIN names the binary (the cargo test that runs `npm test` sets
 // it); by default the workspace's debug build. A missing binary fails the tests, saying so.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -154,3 +155,52 @@ fields = { secret = 0 }
 [live]
 ping_secs = 1
 `;
+
+/** A free TCP port on 127.0.0.1. */
+function freePort() {
+  return new Promise((ok, fail) => {
+    const probe = createServer();
+    probe.on('error', fail);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => ok(port));
+    });
+  });
+}
+
+/**
+ * A throwaway PostgreSQL cluster from Debian's binaries (`/usr/lib/postgresql/<version>/bin`, or
+ * PORTICO_PG_BIN), on a free port, trusting local connections; as root it runs as `nobody`
+ * (initdb refuses root). Resolves with its `url` and `stop()`. Missing binaries fail, saying so.
+ */
+export async function postgres() {
+  const versions = existsSync('/usr/lib/postgresql') ? readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a)) : [];
+  const bin = process.env.PORTICO_PG_BIN || versions.map((v) => `/usr/lib/postgresql/${v}/bin`).find((d) => existsSync(`${d}/initdb`));
+  if (!bin || !existsSync(`${bin}/initdb`)) throw new Error('PostgreSQL is not installed: apt-get install -y postgresql, or set PORTICO_PG_BIN');
+  const dir = mkdtempSync(join(tmpdir(), 'portico-pg-'));
+  chmodSync(dir, 0o755);
+  const root = process.getuid?.() === 0;
+  if (root) {
+    const nobody = spawnSync('id', ['-u', 'nobody'], { encoding: 'utf8' });
+    chownSync(dir, Number(nobody.stdout.trim()), -1);
+  }
+  const run = (tool, args) => {
+    const [command, all] = root ? ['runuser', ['-u', 'nobody', '--', `${bin}/${tool}`, ...args]] : [`${bin}/${tool}`, args];
+    const out = spawnSync(command, all, { cwd: dir, encoding: 'utf8' });
+    if (out.status !== 0) throw new Error(`${tool} failed: ${out.stderr}`);
+  };
+  const data = join(dir, 'data');
+  run('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-locale', '--no-sync']);
+  const port = await freePort();
+  run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, 'start']);
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    stop() {
+      try {
+        run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}

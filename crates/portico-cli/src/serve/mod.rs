@@ -156,9 +156,10 @@ pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Re
             portico_edge::Door::Server,
             axum::http::Method::GET,
             portico_edge::socket::LIVE_PATH,
-            portico_edge::Access::Public,
+            portico_edge::Access::OptionalUser,
         )
-        .summary("The live socket (WebSocket): channels, presence, live publications"),
+        .summary("The live socket (WebSocket): channels, presence, live lists and publications; or one list (`list`, a list URL) or publication (`publication`, `args` a JSON array) as server-sent events with `Accept: text/event-stream`")
+        .query(["list", "publication", "args"]),
     );
     if crate::doors::server_paths::serves_account_routes(config) {
         routes.extend(portico_auth::AuthRoutes::docs());

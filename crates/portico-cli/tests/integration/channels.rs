@@ -10,6 +10,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::common::{Server, Workspace, x_auth};
+use super::sse::Sse;
 
 const RULES: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
 [[api.collection]]\nname = \"items\"\n\
@@ -751,6 +752,7 @@ async fn lists_follow_over_the_socket_with_the_rules_of_their_door() {
         .await;
     assert_eq!(refused["type"], "error");
     assert_eq!(refused["code"], "status-401", "{refused}");
+    assert_eq!(refused["status"], 401, "{refused}");
 
     // Ann's socket follows her notes only, with the fields asked for.
     let mut ann = Client::connect(&server).await;
@@ -777,4 +779,139 @@ async fn lists_follow_over_the_socket_with_the_rules_of_their_door() {
     assert_eq!(out.status, 200);
     let (code, _) = ann.closed().await;
     assert_eq!(code, 4001);
+}
+
+/// `GET /live` as server-sent events: `?list=` and `?publication=&args=`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_answers_server_sent_events_for_a_list_or_a_publication() {
+    let ws = Workspace::new();
+    ws.config(
+        "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
+         [[api.collection]]\nname = \"notes\"\nowner_field = \"ownerId\"\nauth_required = true\n\
+         [auto]\nauth_failure_delay_ms = 0\ncollections = [\"things\"]\n\
+         [auto.rules.things]\ninsert = \"anyone\"\n\
+         [[auto.publication]]\nname = \"things\"\ncollection = \"things\"\nfields = { secret = 0 }\n",
+    );
+    ws.add_user("ann", "ann-password", &[]);
+    ws.add_user("bob", "bob-password", &[]);
+    let server = ws.serve();
+    let (ann, _) = server.rest_login("/api/", "ann", "ann-password").await;
+    let (bob, _) = server.rest_login("/api/", "bob", "bob-password").await;
+    for (token, text) in [(&ann, "ann's"), (&bob, "bob's")] {
+        let r = server
+            .call(
+                "POST",
+                "/api/notes",
+                Some(json!({"text": text})),
+                &x_auth(token),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.raw);
+    }
+    let sse = |query: &str, token: Option<&str>| {
+        let mut request = reqwest::Client::new()
+            .get(server.url(&format!("/live?{query}")))
+            .header("accept", "text/event-stream");
+        if let Some(token) = token {
+            request = request.header("x-auth-token", token);
+        }
+        request
+    };
+    let list = "list=%2Fapi%2Fnotes%3Ffields%3Dtext";
+
+    // A list, with the rules of its door: ann sees her notes only, then her next one.
+    let mut notes = Sse::open(sse(list, Some(&ann))).await;
+    assert_eq!(
+        notes.header("content-type").as_deref(),
+        Some("text/event-stream")
+    );
+    let (event, data) = notes.next().await;
+    assert_eq!(
+        (event.as_str(), &data["fields"]),
+        ("added", &json!({"text": "ann's"}))
+    );
+    assert_eq!(notes.next().await.0, "ready");
+    for (token, text) in [(&bob, "bob's second"), (&ann, "ann's second")] {
+        server
+            .call(
+                "POST",
+                "/api/notes",
+                Some(json!({"text": text})),
+                &x_auth(token),
+            )
+            .await;
+    }
+    let (event, data) = notes.next().await;
+    assert_eq!(
+        (event.as_str(), &data["fields"]["text"]),
+        ("added", &json!("ann's second")),
+        "bob's note never shows: {data}"
+    );
+
+    // Without a token the door refuses, with its status, as `{status, reason}`.
+    let refused = server
+        .call(
+            "GET",
+            &format!("/live?{list}"),
+            None,
+            &[("accept", "text/event-stream")],
+        )
+        .await;
+    assert_eq!(refused.status, 401, "{}", refused.raw);
+    assert!(refused.body["status"].is_string(), "{}", refused.raw);
+    assert!(refused.body["reason"].is_string(), "{}", refused.raw);
+
+    // A publication, with args, as anyone.
+    let r = server
+        .call("POST", "/things", Some(json!({"a": 1, "secret": "s"})), &[])
+        .await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    let mut things = Sse::open(sse("publication=things&args=%5B%5D", None)).await;
+    let (event, data) = things.next().await;
+    assert_eq!((event.as_str(), &data["fields"]["a"]), ("added", &json!(1)));
+    assert!(data["fields"].get("secret").is_none(), "{data}");
+    assert_eq!(things.next().await.0, "ready");
+    server
+        .call("POST", "/things", Some(json!({"a": 2})), &[])
+        .await;
+    let (event, data) = things.next().await;
+    assert_eq!((event.as_str(), &data["fields"]["a"]), ("added", &json!(2)));
+
+    // Logging ann out ends her stream, as the door's own stream ends.
+    let out = server
+        .call("POST", "/api/logout", None, &x_auth(&ann))
+        .await;
+    assert_eq!(out.status, 200);
+    assert!(notes.ends().await, "the list stream ends after a logout");
+
+    // Bad queries: a clear 400; an unknown publication: 404; no stream asked for: 426.
+    let event_stream = [("accept", "text/event-stream")];
+    for query in [
+        "",
+        "list=%2Fapi%2Fnotes&publication=things",
+        "publication=things&args=%7B%7D",
+        "list=http%3A%2F%2Felsewhere%2F",
+    ] {
+        let r = server
+            .call("GET", &format!("/live?{query}"), None, &event_stream)
+            .await;
+        assert_eq!(r.status, 400, "{query}: {}", r.raw);
+        assert!(r.body["reason"].is_string(), "{query}: {}", r.raw);
+    }
+    let missing = server
+        .call("GET", "/live?publication=nope", None, &event_stream)
+        .await;
+    assert_eq!(missing.status, 404, "{}", missing.raw);
+    let plain = server
+        .call("GET", "/live?publication=things", None, &[])
+        .await;
+    assert_eq!(plain.status, 426, "{}", plain.raw);
+
+    // /openapi.json names the parameters.
+    let doc = server.call("GET", "/openapi.json", None, &[]).await;
+    let params: Vec<&str> = doc.body["paths"]["/live"]["get"]["parameters"]
+        .as_array()
+        .map(|ps| ps.iter().filter_map(|p| p["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(params, ["list", "publication", "args"], "{}", doc.raw);
 }

@@ -1,10 +1,11 @@
 //! The TypeScript client (`clients/js`, the npm package `portico-client`) against this binary:
 //! runs `npm test` there, which builds the package with its pinned TypeScript compiler and runs
 //! Node's test runner: every call of the client against `portico serve` (and the auto API's
-//! `todos` example, for methods), and a page in headless Chromium.
+//! `todos` example, for methods), and pages in headless Chromium (one test across two instances
+//! on a throwaway PostgreSQL cluster).
 //!
 //! Needs Node.js 20+ and npm, `npm ci` run in `clients/js`, Debian's `chromium` (or `CHROMIUM`),
-//! and the `todos` example built (`cargo test --workspace` builds it; `.ci/run` does the rest).
+//! Debian's `postgresql` binaries (or `PORTICO_PG_BIN`), and the `todos` example built (`cargo test --workspace` builds it; `.ci/run` does the rest).
 //! Without any of them the test fails saying what is missing; it never skips.
 
 use std::path::{Path, PathBuf};

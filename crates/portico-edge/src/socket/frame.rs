@@ -55,6 +55,16 @@ pub(super) fn error(reference: &Value, code: &str, reason: &str) -> String {
     json!({"type": "error", "ref": reference, "code": code, "reason": reason}).to_string()
 }
 
+/// The `error` of a refused subscription: with `status`, the HTTP status the door or the
+/// publication gave the refusal.
+pub(super) fn refusal(reference: &Value, code: &str, reason: &str, status: Option<u16>) -> String {
+    let mut frame = json!({"type": "error", "ref": reference, "code": code, "reason": reason});
+    if let Some(status) = status {
+        frame["status"] = json!(status);
+    }
+    frame.to_string()
+}
+
 /// A live event of subscription `sub` as a frame: `{"type": <event>, "sub": <id>, ...its
 /// data}`.
 pub(super) fn live_event(sub: &str, name: &str, data: &str) -> String {

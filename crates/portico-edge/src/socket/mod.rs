@@ -18,6 +18,10 @@
 //! `{key, userId, meta}`), the subscriptions' events, `ok`, `error` (`ref`, `code`, `reason`)
 //! and `ping` (every [`portico_platform::ChannelsConfig::ping`]; any frame answers it).
 //!
+//! Without an upgrade, `GET /live?list=<URL>` or `GET /live?publication=<name>&args=<JSON>`
+//! with `Accept: text/event-stream` follows one list or publication as server-sent events, the
+//! same events as the socket's subscriptions (without `sub`); any other plain `GET` is `426`.
+//!
 //! Limits ([`portico_platform::ChannelsConfig`]): over one the socket gets an `error` frame,
 //! then closes with the code of [`close`]. A client that reads too slowly is dropped: the
 //! frames for it wait in a bounded queue, and a write waits at most 5 s.
@@ -26,16 +30,20 @@ mod budget;
 mod frame;
 mod lists;
 mod session;
+mod sse;
 
 use axum::Router;
-use axum::extract::State;
 use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
+use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderMap, StatusCode};
 use portico_platform::{LiveCaller, Peer, Platform, TOKEN_PATH};
 
 use crate::AuthenticatedUser;
+
+/// How much a socket reads at once.
+const READ_BUFFER: usize = 1024;
 
 /// The path of the live socket.
 pub const LIVE_PATH: &str = "/live";
@@ -73,24 +81,30 @@ pub fn router(platform: Platform, lists: Option<Router>) -> Router {
 }
 
 /// Upgrades `GET /live`; a login token in the request's headers logs the socket in at once.
+/// Without an upgrade, `Accept: text/event-stream` with `?list=` or `?publication=` streams one
+/// subscription as server-sent events (see `sse.rs`); anything else is answered `426`.
 async fn upgrade(
     State(SocketState { platform, lists }): State<SocketState>,
     headers: HeaderMap,
+    RawQuery(query): RawQuery,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
     let ws = match ws {
         Ok(ws) => ws,
+        Err(_) if crate::wants_event_stream(&headers) => {
+            return sse::answer(&platform, lists.as_ref(), &headers, query.as_deref()).await;
+        }
         Err(_) => {
-            return (
+            let mut response = sse::refusal(
                 StatusCode::UPGRADE_REQUIRED,
-                [(http::header::UPGRADE, "websocket")],
-                // The server's own paths answer errors as `{status, reason}`.
-                axum::Json(serde_json::json!({
-                    "status": "upgrade-required",
-                    "reason": "GET /live is a WebSocket; lists and publications stream as server-sent events at their own URLs",
-                })),
-            )
-                .into_response();
+                "upgrade-required",
+                "GET /live is a WebSocket, or server-sent events with `Accept: text/event-stream` and ?list=<a list URL> or ?publication=<name>&args=<a JSON array>",
+            );
+            response.headers_mut().insert(
+                http::header::UPGRADE,
+                http::HeaderValue::from_static("websocket"),
+            );
+            return response;
         }
     };
     let login = match AuthenticatedUser::resolve(&platform, &headers).await {
@@ -121,8 +135,11 @@ async fn upgrade(
         }
     };
     let limit = platform.channels().config().max_frame_bytes;
+    // The WebSocket library zeroes this much of its read buffer before every read attempt, and
+    // a socket's loop attempts one each time it wakes (twice per message it is sent): small,
+    // since clients send little (a larger frame is read in more steps).
     ws.max_message_size(limit)
         .max_frame_size(limit)
-        .read_buffer_size(4096)
+        .read_buffer_size(READ_BUFFER)
         .on_upgrade(move |socket| session::run(socket, platform, lists, login))
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
-use futures::StreamExt;
+use futures::{SinkExt, StreamExt};
 use portico_platform::{
     ChannelError, Connection, LiveCaller, LoginWatch, Peer, Platform, TOKEN_PATH, hash_token,
 };
@@ -16,10 +16,12 @@ use tokio::sync::mpsc;
 
 use super::budget::Budget;
 use super::close;
-use super::frame::{ClientFrame, echo_ref, error, live_event, ok};
+use super::frame::{ClientFrame, echo_ref, error, live_event, ok, refusal};
 
 /// How long one write may wait for a client that does not read.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The most channel frames written with one flush.
+const MAX_BATCH: usize = 64;
 
 /// Who the socket is logged in as, and the watch that ends it.
 pub(super) struct Login {
@@ -98,7 +100,7 @@ pub(super) async fn run(
                 Err(Stop::Close(close::LOGGED_OUT, code))
             }
             frame = session.connection.next_frame() => match frame {
-                Ok(frame) => session.write_shared(&frame).await,
+                Ok(frame) => session.write_queued(&frame).await,
                 Err(_) => Err(Stop::Close(close::SLOW_CONSUMER, "slow-consumer")),
             },
             event = events_rx.recv() => match event {
@@ -178,6 +180,31 @@ impl Session {
 
     async fn write_shared(&mut self, frame: &Arc<str>) -> Result<(), Stop> {
         self.write(frame.to_string()).await
+    }
+
+    /// Writes `first` and the channel frames queued behind it (up to [`MAX_BATCH`]) with one
+    /// flush: a client that fell behind a burst (a fan-out to many members) gets them in one
+    /// write rather than one write each. A client that does not take them within
+    /// [`WRITE_TIMEOUT`] is dropped.
+    async fn write_queued(&mut self, first: &Arc<str>) -> Result<(), Stop> {
+        let Session {
+            socket, connection, ..
+        } = self;
+        let batch = async {
+            socket.feed(Message::Text(first.to_string().into())).await?;
+            for _ in 1..MAX_BATCH {
+                match connection.try_next_frame() {
+                    Ok(Some(frame)) => socket.feed(Message::Text(frame.to_string().into())).await?,
+                    // An overflow is seen by the next `next_frame`.
+                    Ok(None) | Err(_) => break,
+                }
+            }
+            socket.flush().await
+        };
+        match tokio::time::timeout(WRITE_TIMEOUT, batch).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) | Err(_) => Err(Stop::Gone),
+        }
     }
 
     /// Handles one text frame.
@@ -368,31 +395,7 @@ impl Session {
             return self.refused(reference, &e).await;
         }
         if let Some(url) = frame.list {
-            let Some(app) = self.lists.clone() else {
-                return self
-                    .write(error(
-                        reference,
-                        "bad-frame",
-                        "Lists are not served on this socket",
-                    ))
-                    .await;
-            };
-            let token = self.login.as_ref().and_then(|l| l.token.clone());
-            let opened = super::lists::open(
-                &app,
-                &url,
-                token.as_deref(),
-                id.clone(),
-                self.events_tx.clone(),
-            )
-            .await;
-            return match opened {
-                Ok(task) => {
-                    self.subscriptions.insert(id.clone(), Subscription(task));
-                    self.write(ok(reference, json!({"id": id}))).await
-                }
-                Err((code, reason)) => self.write(error(reference, &code, &reason)).await,
-            };
+            return self.subscribe_list(reference, id, &url).await;
         }
         let Some(name) = frame.publication else {
             return self
@@ -412,7 +415,9 @@ impl Session {
             Ok(stream) => stream,
             Err(e) => {
                 let reason = e.reason.clone().unwrap_or_default();
-                return self.write(error(reference, &e.error, &reason)).await;
+                return self
+                    .write(refusal(reference, &e.error, &reason, e.status))
+                    .await;
             }
         };
         let tx = self.events_tx.clone();
@@ -422,16 +427,55 @@ impl Session {
             while let Some(event) = stream.next().await {
                 // Waiting here lets the stream's own bounded buffer fill when the client reads
                 // too slowly; the platform then ends the stream (`end`, `slow-subscriber`).
-                if tx
-                    .send(live_event(&sub, event.name(), event.json()))
-                    .await
-                    .is_err()
-                {
+                let name = event.name();
+                if tx.send(live_event(&sub, name, event.json())).await.is_err() || name == "end" {
                     return;
                 }
             }
+            // A stream that stopped without saying why: the client subscribes again.
+            let _ = tx
+                .send(live_event(&sub, "end", r#"{"reason":"closed"}"#))
+                .await;
         });
         self.subscriptions.insert(id.clone(), Subscription(task));
         self.write(ok(reference, json!({"id": id}))).await
+    }
+
+    /// `subscribe` with a `list` URL, followed through the doors (see `lists.rs`).
+    async fn subscribe_list(
+        &mut self,
+        reference: &Value,
+        id: String,
+        url: &str,
+    ) -> Result<(), Stop> {
+        let Some(app) = self.lists.clone() else {
+            return self
+                .write(error(
+                    reference,
+                    "bad-frame",
+                    "Lists are not served on this socket",
+                ))
+                .await;
+        };
+        let token = self.login.as_ref().and_then(|l| l.token.clone());
+        let opened = super::lists::open(
+            &app,
+            url,
+            token.as_deref(),
+            id.clone(),
+            self.events_tx.clone(),
+        )
+        .await;
+        match opened {
+            Ok(task) => {
+                self.subscriptions.insert(id.clone(), Subscription(task));
+                self.write(ok(reference, json!({"id": id}))).await
+            }
+            Err(refused) => {
+                let status = Some(refused.status.as_u16());
+                self.write(refusal(reference, &refused.code, &refused.reason, status))
+                    .await
+            }
+        }
     }
 }

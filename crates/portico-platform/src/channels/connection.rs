@@ -255,6 +255,22 @@ impl Connection {
         Ok(())
     }
 
+    /// The next frame already waiting in the queue, without waiting for one (`None`: none now),
+    /// so that a writer can write the frames that queued up together.
+    ///
+    /// # Errors
+    /// [`Overflowed`], as [`Connection::next_frame`].
+    pub fn try_next_frame(&mut self) -> Result<Option<Arc<str>>, Overflowed> {
+        if self.outbox.dropped.flag.load(Ordering::Relaxed) {
+            return Err(Overflowed);
+        }
+        match self.rx.try_recv() {
+            Ok(frame) => Ok(Some(frame)),
+            Err(mpsc::error::TryRecvError::Empty) => Ok(None),
+            Err(mpsc::error::TryRecvError::Disconnected) => Err(Overflowed),
+        }
+    }
+
     /// The next frame to write to the client (messages and presence of its channels).
     ///
     /// # Errors

@@ -161,3 +161,28 @@ async fn limits_refuse_and_a_full_queue_drops_the_connection() {
     }
     assert!(matches!(a.next_frame().await, Err(Overflowed)));
 }
+
+#[tokio::test]
+async fn frames_that_queued_up_are_taken_without_waiting() {
+    let channels = hub(ChannelsConfig::default());
+    channels.set_rules(vec![ChannelRule::new("room:*").with(
+        ChannelAccess::Anyone,
+        ChannelAccess::Anyone,
+        ChannelAccess::Anyone,
+    )]);
+    let mut reader = channels.connect();
+    let mut sender = channels.connect();
+    assert!(reader.join("room:1").await.is_ok());
+    assert!(sender.join("room:1").await.is_ok());
+    assert!(matches!(reader.try_next_frame(), Ok(None)));
+    for n in 1..=3 {
+        assert!(sender.send("room:1", "n", &json!(n)).await.is_ok());
+    }
+    assert_eq!(next(&mut reader).await["payload"], 1);
+    let mut rest = Vec::new();
+    while let Ok(Some(frame)) = reader.try_next_frame() {
+        let frame: Value = serde_json::from_str(&frame).unwrap_or_default();
+        rest.push(frame["payload"].clone());
+    }
+    assert_eq!(rest, [json!(2), json!(3)], "in the order sent");
+}
