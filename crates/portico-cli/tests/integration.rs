@@ -16,6 +16,7 @@ mod integration {
     mod channels;
     mod check;
     mod common;
+    mod email_code;
     mod field_rules;
     mod files;
     mod hygiene;

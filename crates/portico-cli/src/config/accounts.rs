@@ -30,6 +30,12 @@ pub(crate) struct RawAccounts {
     mail_rate_limit_per_address: Option<Spanned<RawLimit>>,
     mail_rate_limit_per_email: Option<Spanned<RawLimit>>,
     oidc_rate_limit_per_address: Option<Spanned<RawLimit>>,
+    email_code_signup: Option<bool>,
+    email_code_token_secs: Option<Spanned<u64>>,
+    email_code_digits: Option<Spanned<u64>>,
+    email_code_attempts: Option<Spanned<u64>>,
+    email_code_rate_limit_per_address: Option<Spanned<RawLimit>>,
+    email_code_rate_limit_per_email: Option<Spanned<RawLimit>>,
     server_url: Option<Spanned<String>>,
     oidc: Option<Vec<Spanned<RawOidc>>>,
 }
@@ -95,6 +101,21 @@ pub struct AccountsSection {
     /// `oidc_rate_limit_per_address` (default 30 per 10 minutes): sign-ins with a provider
     /// started per client address.
     pub oidc_start_limit: Option<Limit>,
+    /// `email_code_signup` (default false): a sign-in code requested for an address no account
+    /// has makes an account when confirmed (otherwise the mail says no account has it).
+    pub email_code_signup: bool,
+    /// `email_code_token_secs` (default 10 minutes): how long a sign-in code and link work.
+    pub email_code_token: Duration,
+    /// `email_code_digits` (6 to 8, default 6).
+    pub email_code_digits: u32,
+    /// `email_code_attempts` (default 5): the guesses one code allows.
+    pub email_code_attempts: u32,
+    /// `email_code_rate_limit_per_address` (default 30 per 10 minutes): failed confirmations
+    /// per client address.
+    pub email_code_failures_per_address: Option<Limit>,
+    /// `email_code_rate_limit_per_email` (default 10 per hour): failed confirmations per
+    /// email address.
+    pub email_code_failures_per_email: Option<Limit>,
     /// `server_url`: the address clients reach this server at; providers send the browser
     /// back to `{server_url}/auth/oidc/{name}/callback`. Required with `[[accounts.oidc]]`.
     pub server_url: Option<String>,
@@ -123,6 +144,15 @@ impl Default for AccountsSection {
                 .unwrap_or(Duration::ZERO),
             mail_limits: defaults.mail_limits,
             oidc_start_limit: defaults.oidc_start_limit,
+            email_code_signup: defaults.email_code_signup,
+            email_code_token: defaults
+                .email_code_lifetime
+                .to_std()
+                .unwrap_or(Duration::ZERO),
+            email_code_digits: defaults.email_code_digits,
+            email_code_attempts: defaults.email_code_attempts,
+            email_code_failures_per_address: defaults.email_code_failures_per_address,
+            email_code_failures_per_email: defaults.email_code_failures_per_email,
             server_url: None,
             oidc: Vec::new(),
         }
@@ -181,6 +211,23 @@ fn secs(
         }
         Some(v) => Duration::from_secs(*v.get_ref()),
         None => default,
+    }
+}
+
+/// A whole number within `(low, high, default)`; a mistake under `key` otherwise.
+fn bounded(
+    raw: Option<Spanned<u64>>,
+    (low, high, default): (u32, u32, u32),
+    key: &'static str,
+    mistakes: &mut Vec<Mistake>,
+) -> u32 {
+    let Some(raw) = raw else { return default };
+    match u32::try_from(*raw.get_ref()) {
+        Ok(n) if (low..=high).contains(&n) => n,
+        _ => {
+            mistakes.push((raw.span(), key, format!("must be between {low} and {high}")));
+            default
+        }
     }
 }
 
@@ -289,10 +336,65 @@ fn check_oidc(
     }
 }
 
+/// The `email_code_*` keys of `[accounts]` as written.
+struct RawEmailCode {
+    signup: Option<bool>,
+    token_secs: Option<Spanned<u64>>,
+    digits: Option<Spanned<u64>>,
+    attempts: Option<Spanned<u64>>,
+    per_address: Option<Spanned<RawLimit>>,
+    per_email: Option<Spanned<RawLimit>>,
+}
+
+impl AccountsSection {
+    /// Checks the `email_code_*` keys into this section (which holds the defaults).
+    fn check_email_code(&mut self, raw: RawEmailCode, mistakes: &mut Vec<Mistake>) {
+        self.email_code_signup = raw.signup.unwrap_or(self.email_code_signup);
+        self.email_code_token = secs(
+            raw.token_secs,
+            self.email_code_token,
+            "accounts.email_code_token_secs",
+            mistakes,
+        );
+        self.email_code_digits = bounded(
+            raw.digits,
+            (6, 8, self.email_code_digits),
+            "accounts.email_code_digits",
+            mistakes,
+        );
+        self.email_code_attempts = bounded(
+            raw.attempts,
+            (1, 100, self.email_code_attempts),
+            "accounts.email_code_attempts",
+            mistakes,
+        );
+        self.email_code_failures_per_address = limit(
+            raw.per_address,
+            self.email_code_failures_per_address,
+            "accounts.email_code_rate_limit_per_address",
+            mistakes,
+        );
+        self.email_code_failures_per_email = limit(
+            raw.per_email,
+            self.email_code_failures_per_email,
+            "accounts.email_code_rate_limit_per_email",
+            mistakes,
+        );
+    }
+}
+
 impl AccountsSection {
     /// Checks `[accounts]`; the mistakes come back with their places.
-    pub(crate) fn check(raw: RawAccounts) -> (AccountsSection, Vec<Mistake>) {
+    pub(crate) fn check(mut raw: RawAccounts) -> (AccountsSection, Vec<Mistake>) {
         let mut mistakes = Vec::new();
+        let raw_email_code = RawEmailCode {
+            signup: raw.email_code_signup.take(),
+            token_secs: raw.email_code_token_secs.take(),
+            digits: raw.email_code_digits.take(),
+            attempts: raw.email_code_attempts.take(),
+            per_address: raw.email_code_rate_limit_per_address.take(),
+            per_email: raw.email_code_rate_limit_per_email.take(),
+        };
         let defaults = AccountsSection::default();
         let app_url = match &raw.app_url {
             Some(url) => address(url, "accounts.app_url", &mut mistakes),
@@ -332,7 +434,7 @@ impl AccountsSection {
             Some(n) => usize::try_from(*n.get_ref()).unwrap_or(defaults.password_min_length),
             None => defaults.password_min_length,
         };
-        let section = AccountsSection {
+        let mut section = AccountsSection {
             app_url,
             require_verified_email: raw.require_verified_email.unwrap_or(false),
             password_min_length,
@@ -376,7 +478,9 @@ impl AccountsSection {
             ),
             server_url,
             oidc,
+            ..defaults
         };
+        section.check_email_code(raw_email_code, &mut mistakes);
         (section, mistakes)
     }
 }
@@ -484,6 +588,12 @@ pub fn platform_accounts(
         accounts.email_change_lifetime = lifetime(section.email_change_token);
         accounts.mail_limits = section.mail_limits;
         accounts.oidc_start_limit = section.oidc_start_limit;
+        accounts.email_code_signup = section.email_code_signup;
+        accounts.email_code_lifetime = lifetime(section.email_code_token);
+        accounts.email_code_digits = section.email_code_digits;
+        accounts.email_code_attempts = section.email_code_attempts;
+        accounts.email_code_failures_per_address = section.email_code_failures_per_address;
+        accounts.email_code_failures_per_email = section.email_code_failures_per_email;
         if let Some(url) = &section.server_url {
             accounts.server_url = url.clone();
         }

@@ -484,3 +484,41 @@ fn backups_go_to_a_bucket_with_url_and_dir_stages_them() {
         );
     }
 }
+
+#[test]
+fn the_email_code_keys_are_read_and_bounded() {
+    let config = match Config::parse(
+        "[accounts]\nemail_code_signup = true\nemail_code_token_secs = 120\n\
+         email_code_digits = 8\nemail_code_attempts = 3\n\
+         email_code_rate_limit_per_email = { attempts = 4, per_seconds = 60 }\n",
+    ) {
+        Ok(c) => c,
+        Err(e) => panic!("{e:?}"),
+    };
+    let accounts = config.accounts.as_ref().expect("[accounts]");
+    assert!(accounts.email_code_signup);
+    assert_eq!(accounts.email_code_token, Duration::from_secs(120));
+    assert_eq!(
+        (accounts.email_code_digits, accounts.email_code_attempts),
+        (8, 3)
+    );
+    assert_eq!(
+        accounts.email_code_failures_per_email,
+        Some(portico_platform::Limit::new(4, Duration::from_secs(60)))
+    );
+    let platform = accounts::platform_accounts(&config).expect("platform settings");
+    assert!(platform.email_code_signup);
+    assert_eq!(platform.email_code_lifetime, chrono::Duration::seconds(120));
+    let errs = errors(
+        "[accounts]\nemail_code_digits = 9\nemail_code_attempts = 0\nemail_code_token_secs = 0\n",
+    );
+    let keys: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.key.as_str())).collect();
+    assert_eq!(
+        keys,
+        [
+            (2, "accounts.email_code_digits"),
+            (3, "accounts.email_code_attempts"),
+            (4, "accounts.email_code_token_secs")
+        ]
+    );
+}

@@ -46,9 +46,10 @@ use serde_json::{Map, Value, json};
 
 pub use import::import_value;
 pub use lifecycle::{
-    IDENTITIES, Lifecycle, MAIL_NAMES, Mail, MailLimits, MailSender, MailTemplate, MailTemplates,
-    MailTransport, OIDC_LOGINS, OUTBOX, Oidc, OidcCallback, OidcError, OidcProvider, OidcStart,
-    SenderOptions, SmtpTransport, acceptable_provider_url, has_verified_email,
+    EMAIL_CODES, EmailCodeError, EmailCodeProof, IDENTITIES, Lifecycle, MAIL_NAMES, Mail,
+    MailLimits, MailSender, MailTemplate, MailTemplates, MailTransport, OIDC_LOGINS, OUTBOX, Oidc,
+    OidcCallback, OidcError, OidcProvider, OidcStart, SenderOptions, SmtpTransport,
+    acceptable_provider_url, has_verified_email, mail_placeholders,
 };
 pub use password::{Password, password_digest};
 pub use roles::user_has_any_role;
@@ -121,6 +122,22 @@ pub struct AccountsConfig {
     /// turns the limit off). Each start stores a pending sign-in for 10 minutes, so the limit
     /// also bounds what one client can make the server store.
     pub oidc_start_limit: Option<crate::Limit>,
+    /// When true, a sign-in by mailed code or link ([`Lifecycle::request_email_code`]) to an
+    /// address no account has makes an account for it (its address verified) instead of
+    /// mailing that no account has it. Off when `forbid_client_account_creation` is on.
+    pub email_code_signup: bool,
+    /// How long a mailed sign-in code and its link work (default 10 minutes).
+    pub email_code_lifetime: chrono::Duration,
+    /// The digits of a mailed sign-in code, 6 to 8 (default 6).
+    pub email_code_digits: u32,
+    /// The guesses one mailed code allows, across every instance (default 5); then it is void.
+    pub email_code_attempts: u32,
+    /// Failed sign-in code confirmations per client address (default 30 per 10 minutes; `None`
+    /// turns the limit off).
+    pub email_code_failures_per_address: Option<crate::Limit>,
+    /// Failed sign-in code confirmations per email address (default 10 per hour; `None` turns
+    /// the limit off).
+    pub email_code_failures_per_email: Option<crate::Limit>,
 }
 
 impl AccountsConfig {
@@ -213,6 +230,48 @@ impl AccountsConfig {
         self.oidc_start_limit = oidc_start_limit;
         self
     }
+
+    /// Sets [`email_code_signup`](AccountsConfig::email_code_signup): whether a sign-in by mailed
+    /// code makes an account for an address no account has.
+    pub fn email_code_signup(mut self, email_code_signup: bool) -> Self {
+        self.email_code_signup = email_code_signup;
+        self
+    }
+
+    /// Sets [`email_code_lifetime`](AccountsConfig::email_code_lifetime): how long a mailed
+    /// sign-in code and its link work (default 10 minutes).
+    pub fn email_code_lifetime(mut self, email_code_lifetime: chrono::Duration) -> Self {
+        self.email_code_lifetime = email_code_lifetime;
+        self
+    }
+
+    /// Sets [`email_code_digits`](AccountsConfig::email_code_digits): the digits of a mailed
+    /// sign-in code (6 to 8; others are taken as the nearest).
+    pub fn email_code_digits(mut self, email_code_digits: u32) -> Self {
+        self.email_code_digits = email_code_digits.clamp(6, 8);
+        self
+    }
+
+    /// Sets [`email_code_attempts`](AccountsConfig::email_code_attempts): the guesses one mailed
+    /// code allows.
+    pub fn email_code_attempts(mut self, email_code_attempts: u32) -> Self {
+        self.email_code_attempts = email_code_attempts;
+        self
+    }
+
+    /// Sets [`email_code_failures_per_address`](AccountsConfig::email_code_failures_per_address):
+    /// failed sign-in code confirmations per client address.
+    pub fn email_code_failures_per_address(mut self, limit: Option<crate::Limit>) -> Self {
+        self.email_code_failures_per_address = limit;
+        self
+    }
+
+    /// Sets [`email_code_failures_per_email`](AccountsConfig::email_code_failures_per_email):
+    /// failed sign-in code confirmations per email address.
+    pub fn email_code_failures_per_email(mut self, limit: Option<crate::Limit>) -> Self {
+        self.email_code_failures_per_email = limit;
+        self
+    }
 }
 
 impl Default for AccountsConfig {
@@ -231,6 +290,18 @@ impl Default for AccountsConfig {
             server_url: "http://localhost:8080".to_owned(),
             oidc: Vec::new(),
             oidc_start_limit: Some(crate::Limit::new(30, std::time::Duration::from_secs(600))),
+            email_code_signup: false,
+            email_code_lifetime: chrono::Duration::minutes(10),
+            email_code_digits: 6,
+            email_code_attempts: 5,
+            email_code_failures_per_address: Some(crate::Limit::new(
+                30,
+                std::time::Duration::from_secs(600),
+            )),
+            email_code_failures_per_email: Some(crate::Limit::new(
+                10,
+                std::time::Duration::from_secs(3600),
+            )),
         }
     }
 }

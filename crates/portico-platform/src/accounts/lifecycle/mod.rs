@@ -6,6 +6,7 @@
 //! | verify an address | [`Lifecycle::request_verification`] | [`Lifecycle::confirm_verification`] |
 //! | reset a password | [`Lifecycle::request_password_reset`] | [`Lifecycle::confirm_password_reset`]: every login token stops working |
 //! | change the address | [`Lifecycle::request_email_change`] (logged in) | [`Lifecycle::confirm_email_change`] |
+//! | sign in by a mailed code or link | [`Lifecycle::request_email_code`] | [`Lifecycle::confirm_email_code`]: a login token (see `email_code.rs`) |
 //!
 //! A request checks its rate limits (per client address and per email address, counted in the
 //! store so instances share them), writes one document to the [outbox](OUTBOX) and returns: the
@@ -14,6 +15,7 @@
 //! 256 random bits, stored hashed, single use, expiring, void once a newer one is issued or
 //! the password or address changes) and sends the mail, retrying while the mail server is down.
 
+mod email_code;
 mod oidc;
 mod outbox;
 mod smtp;
@@ -27,13 +29,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use portico_store::{Document, Store, Update, document_id};
 use serde_json::{Value, json};
 
+pub use email_code::{EMAIL_CODES, EmailCodeError, EmailCodeProof};
 pub use oidc::{
     IDENTITIES, OIDC_LOGINS, Oidc, OidcCallback, OidcError, OidcProvider, OidcStart,
     acceptable_url as acceptable_provider_url,
 };
 pub use outbox::{Mail, MailSender, MailTransport, OUTBOX, SenderOptions};
 pub use smtp::SmtpTransport;
-pub use templates::{MAIL_NAMES, MailTemplate, MailTemplates};
+pub use templates::{MAIL_NAMES, MailTemplate, MailTemplates, placeholders as mail_placeholders};
 
 use self::tokens::TokenKind;
 use super::{Accounts, Password, lookup};
@@ -116,6 +119,7 @@ impl Lifecycle {
 
     pub(crate) async fn prepare(&self) -> Result<()> {
         tokens::prepare(self.store()).await?;
+        self.prepare_email_codes().await?;
         outbox::prepare(self.store()).await
     }
 
@@ -220,6 +224,9 @@ impl Lifecycle {
     pub(crate) async fn resolve(&self, doc: &Document) -> Result<Option<Mail>> {
         let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
         let email = doc.get("email").and_then(Value::as_str).unwrap_or_default();
+        if kind == "email-code" {
+            return self.resolve_email_code(email).await;
+        }
         let config = self.accounts().config();
         let (kind, user, address, lifetime, path) = match kind {
             "verify-email" | "password-reset" => {

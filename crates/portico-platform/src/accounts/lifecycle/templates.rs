@@ -2,7 +2,8 @@
 
 use std::collections::BTreeMap;
 
-/// One mail's texts. `{{link}}`, `{{email}}` and `{{app_url}}` are replaced when it is sent.
+/// One mail's texts. `{{link}}`, `{{email}}` and `{{app_url}}` are replaced when it is sent
+/// (the sign-in code mail has `{{code}}` and `{{minutes}}` too; see [`placeholders`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MailTemplate {
     /// The subject line.
@@ -13,15 +14,31 @@ pub struct MailTemplate {
     pub html: Option<String>,
 }
 
-/// The templates by mail name: `verify-email`, `password-reset`, `email-change`. A name not
-/// set uses the built-in text.
+/// The templates by mail name: `verify-email`, `password-reset`, `email-change`,
+/// `email-code` (a sign-in code and link) and `email-code-unknown` (the answer to a sign-in
+/// code request for an address no account has). A name not set uses the built-in text.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MailTemplates {
     overrides: BTreeMap<String, MailTemplate>,
 }
 
 /// The names of the account mails.
-pub const MAIL_NAMES: [&str; 3] = ["verify-email", "password-reset", "email-change"];
+pub const MAIL_NAMES: [&str; 5] = [
+    "verify-email",
+    "password-reset",
+    "email-change",
+    "email-code",
+    "email-code-unknown",
+];
+
+/// The placeholders the mail `name` fills in (`{{name}}` in its texts).
+pub fn placeholders(name: &str) -> &'static [&'static str] {
+    match name {
+        "email-code" => &["code", "link", "minutes", "email", "app_url"],
+        "email-code-unknown" => &["email", "app_url"],
+        _ => &["link", "email", "app_url"],
+    }
+}
 
 impl MailTemplates {
     /// Uses `template` for the mail `name` (one of [`MAIL_NAMES`]).
@@ -42,6 +59,14 @@ impl MailTemplates {
             "password-reset" => (
                 "Reset your password",
                 "Hello,\n\nsomeone (hopefully you) asked to reset the password of the account of {{email}}. Choose a new one here:\n\n{{link}}\n\nThe link works once, for one hour. If you did not ask for it, ignore this mail: your password stays as it is.\n",
+            ),
+            "email-code" => (
+                "Your sign-in code: {{code}}",
+                "Hello,\n\nyour code to sign in with {{email}} is\n\n    {{code}}\n\nor open this link:\n\n{{link}}\n\nThe code and the link work once, for {{minutes}} minutes. If you did not ask for them, ignore this mail.\n",
+            ),
+            "email-code-unknown" => (
+                "Signing in to {{app_url}}",
+                "Hello,\n\nsomeone (hopefully you) asked for a code to sign in to {{app_url}} with {{email}}, but no account has this address. If it was you, sign up first, or sign in with the address your account has. If not, ignore this mail.\n",
             ),
             _ => (
                 "Confirm your new email address",
