@@ -19,6 +19,9 @@ fn shown(user: &Document) -> Document {
     if let Some(created) = user.get("createdAt") {
         out.insert("createdAt".into(), created.clone());
     }
+    if portico_platform::is_guest(user) {
+        out.insert("guest".into(), Value::Bool(true));
+    }
     out
 }
 

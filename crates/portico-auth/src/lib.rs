@@ -14,6 +14,8 @@
 //! | `POST /auth/totp/disable` (logged in) | `{code}` | 200 (a code or a recovery code) |
 //! | `POST /auth/email-code` | `{email}` | 202, the same whether or not an account has the address: a sign-in code and link (or a mail saying no account has it) |
 //! | `POST /auth/email-code/confirm` | `{email, code, totp?}` or `{token, totp?}` | 200 `{id, token, tokenExpires}`: signed in (signed up with `email_code_signup`) |
+//! | `POST /auth/guest` | | 200 `{id, token, tokenExpires, guest: true}`: a guest account (`allow_guests`; 403 `guests-off` otherwise) |
+//! | `POST /auth/guest/upgrade` (logged in as a guest) | `{username?, email?, password}` | 200 `{id}`: the same account, with credentials |
 //! | `GET /auth/methods` | | which sign-in methods are on |
 //! | `GET /auth/oidc/{name}` | | 302 to the provider (authorization code with PKCE S256, state and nonce); 429 past the accounts' `oidc_start_limit` per client |
 //! | `GET /auth/oidc/{name}/callback` | | the provider's way back: 302 to `{app_url}/oidc?code=...` (or `?error=...`) |
@@ -49,7 +51,8 @@ use axum::routing::{get, post};
 use http::Method;
 use portico_edge::{Access, AuthenticatedUser, Door, RouteDoc, TrustedProxies};
 use portico_platform::{
-    EmailCodeError, EmailCodeProof, Error, OidcCallback, OidcError, Password, Platform,
+    EmailCodeError, EmailCodeProof, Error, GuestUpgrade, OidcCallback, OidcError, Password,
+    Platform,
 };
 use serde_json::{Value, json};
 
@@ -109,6 +112,8 @@ impl AuthRoutes {
             .route("/auth/totp/disable", post(totp_disable))
             .route("/auth/email-code", post(email_code))
             .route("/auth/email-code/confirm", post(email_code_confirm))
+            .route("/auth/guest", post(guest))
+            .route("/auth/guest/upgrade", post(guest_upgrade))
             .route("/auth/methods", get(methods))
             .route("/auth/oidc/exchange", post(oidc_exchange))
             .route("/auth/oidc/{name}", get(oidc_begin))
@@ -133,6 +138,8 @@ impl AuthRoutes {
             "token": {"type": "string"},
             "tokenExpires": {"type": "string", "format": "date-time"}
         }, "required": ["id", "token", "tokenExpires"]});
+        let mut guest_reply = login_reply.clone();
+        guest_reply["properties"]["guest"] = json!({"type": "boolean"});
         let doc = |method: Method, path: &str, access: Access, summary: &str| {
             RouteDoc::new(Door::Accounts, method, format!("/auth/{path}"), access).summary(summary)
         };
@@ -176,6 +183,14 @@ impl AuthRoutes {
                     "token": {"type": "string"}, "totp": {"type": "string"}
                 }}))
                 .reply_body(login_reply.clone()),
+            doc(Method::POST, "guest", Access::Public, "make a guest account (no credentials) and log it in; 403 when guests are off")
+                .reply_body(guest_reply),
+            doc(Method::POST, "guest/upgrade", Access::LoggedIn, "give the calling guest a username or email and a password; it keeps its id and documents")
+                .request_body(json!({"type": "object", "properties": {
+                    "username": {"type": "string"}, "email": {"type": "string"},
+                    "password": {"type": "string"}
+                }, "required": ["password"]}))
+                .reply_body(json!({"type": "object", "properties": {"id": {"type": "string"}}})),
             doc(Method::GET, "methods", Access::Public, "which sign-in methods are on")
                 .reply_body(json!({"type": "object", "properties": {
                     "password": {"type": "boolean"},
@@ -185,7 +200,8 @@ impl AuthRoutes {
                     "oidc": {"type": "array", "items": {"type": "string"}},
                     "totp": {"type": "boolean"},
                     "emailCode": {"type": "boolean"},
-                    "emailCodeSignup": {"type": "boolean"}
+                    "emailCodeSignup": {"type": "boolean"},
+                    "guests": {"type": "boolean"}
                 }})),
             doc(Method::GET, "oidc/:name", Access::Public, "sign in with an OpenID Connect provider: 302 to the provider")
                 .redirects(),
@@ -453,6 +469,7 @@ async fn methods(State(state): State<AuthState>) -> Response {
         "totp": true,
         "emailCode": mail,
         "emailCodeSignup": mail && config.email_code_signup && !config.forbid_client_account_creation,
+        "guests": config.allow_guests && !config.forbid_client_account_creation,
     }))
     .into_response()
 }
@@ -641,18 +658,87 @@ async fn email_code_confirm(
     Ok(login_reply(&state, &token))
 }
 
+async fn guest(State(state): State<AuthState>, request: axum::extract::Request) -> Reply {
+    let ip = state
+        .proxies
+        .client_ip_of(request.headers(), request.extensions());
+    let token = match state.platform.accounts().create_guest(ip).await {
+        Ok(token) => token,
+        Err(Error::AccessDenied) => {
+            return Err(AuthError::new(
+                StatusCode::FORBIDDEN,
+                "guests-off",
+                "This server makes no guest accounts",
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut body = login_body(&state, &token);
+    body["guest"] = json!(true);
+    Ok(axum::Json(body).into_response())
+}
+
+async fn guest_upgrade(
+    State(state): State<AuthState>,
+    user: AuthenticatedUser,
+    request: axum::extract::Request,
+) -> Reply {
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, BODY_LIMIT)
+        .await
+        .map_err(too_large)?;
+    let value: Value = serde_json::from_slice(&body)
+        .ok()
+        .filter(Value::is_object)
+        .ok_or_else(|| {
+            AuthError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid-body",
+                "The body must be a JSON object",
+            )
+        })?;
+    let [password] = fields(&body, ["password"])?;
+    let upgrade = GuestUpgrade::new(
+        optional_field(&value, "username"),
+        optional_field(&value, "email"),
+        Password::Plain(password),
+    );
+    let accounts = state.platform.accounts();
+    let email = accounts.upgrade_guest(user.user_id(), upgrade).await?;
+    if let Some(email) = email
+        && state.platform.lifecycle().sends_mail()
+    {
+        let ip = state
+            .proxies
+            .client_ip_of(&parts.headers, &parts.extensions);
+        if let Err(e) = state
+            .platform
+            .lifecycle()
+            .request_verification(&email, ip)
+            .await
+        {
+            tracing::info!(error = %e, "no verification mail after a guest's upgrade");
+        }
+    }
+    Ok(axum::Json(json!({"id": user.user_id()})).into_response())
+}
+
 /// The reply of a sign-in: `{id, token, tokenExpires}`, the auto API's login reply.
 fn login_reply(state: &AuthState, token: &portico_platform::LoginToken) -> Response {
+    axum::Json(login_body(state, token)).into_response()
+}
+
+/// The body of [`login_reply`].
+fn login_body(state: &AuthState, token: &portico_platform::LoginToken) -> Value {
     let issued = chrono::DateTime::parse_from_rfc3339(&token.when)
         .map(|t| t.with_timezone(&chrono::Utc))
         .unwrap_or_else(|_| chrono::Utc::now());
     let expires = issued + state.platform.accounts().config().token_lifetime;
-    axum::Json(json!({
+    json!({
         "id": token.user_id,
         "token": token.token,
         "tokenExpires": expires.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-    }))
-    .into_response()
+    })
 }
 
 async fn oidc_exchange(State(state): State<AuthState>, body: Bytes) -> Reply {

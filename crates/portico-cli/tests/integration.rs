@@ -19,6 +19,7 @@ mod integration {
     mod email_code;
     mod field_rules;
     mod files;
+    mod guests;
     mod hygiene;
     mod import;
     mod indexes;

@@ -36,6 +36,9 @@ pub(crate) struct RawAccounts {
     email_code_attempts: Option<Spanned<u64>>,
     email_code_rate_limit_per_address: Option<Spanned<RawLimit>>,
     email_code_rate_limit_per_email: Option<Spanned<RawLimit>>,
+    allow_guests: Option<bool>,
+    guest_ttl_days: Option<Spanned<f64>>,
+    guest_rate_limit_per_address: Option<Spanned<RawLimit>>,
     server_url: Option<Spanned<String>>,
     oidc: Option<Vec<Spanned<RawOidc>>>,
 }
@@ -116,6 +119,13 @@ pub struct AccountsSection {
     /// `email_code_rate_limit_per_email` (default 10 per hour): failed confirmations per
     /// email address.
     pub email_code_failures_per_email: Option<Limit>,
+    /// `allow_guests` (default false): `POST /auth/guest` makes guest accounts.
+    pub allow_guests: bool,
+    /// `guest_ttl_days` (default 30; a number above 0, 0.5 is half a day): guests unused this
+    /// long are removed with their owned documents.
+    pub guest_ttl: Duration,
+    /// `guest_rate_limit_per_address` (default 10 per hour): guests made per client address.
+    pub guest_limit: Option<Limit>,
     /// `server_url`: the address clients reach this server at; providers send the browser
     /// back to `{server_url}/auth/oidc/{name}/callback`. Required with `[[accounts.oidc]]`.
     pub server_url: Option<String>,
@@ -153,6 +163,9 @@ impl Default for AccountsSection {
             email_code_attempts: defaults.email_code_attempts,
             email_code_failures_per_address: defaults.email_code_failures_per_address,
             email_code_failures_per_email: defaults.email_code_failures_per_email,
+            allow_guests: defaults.allow_guests,
+            guest_ttl: defaults.guest_ttl.to_std().unwrap_or(Duration::ZERO),
+            guest_limit: defaults.guest_limit,
             server_url: None,
             oidc: Vec::new(),
         }
@@ -346,7 +359,52 @@ struct RawEmailCode {
     per_email: Option<Spanned<RawLimit>>,
 }
 
+impl RawEmailCode {
+    /// The `email_code_*` keys, taken out of `raw`.
+    fn take(raw: &mut RawAccounts) -> RawEmailCode {
+        RawEmailCode {
+            signup: raw.email_code_signup.take(),
+            token_secs: raw.email_code_token_secs.take(),
+            digits: raw.email_code_digits.take(),
+            attempts: raw.email_code_attempts.take(),
+            per_address: raw.email_code_rate_limit_per_address.take(),
+            per_email: raw.email_code_rate_limit_per_email.take(),
+        }
+    }
+}
+
 impl AccountsSection {
+    /// Checks `allow_guests`, `guest_ttl_days` and `guest_rate_limit_per_address` into this
+    /// section (which holds the defaults).
+    fn check_guests(
+        &mut self,
+        (allow, ttl_days, per_address): (
+            Option<bool>,
+            Option<Spanned<f64>>,
+            Option<Spanned<RawLimit>>,
+        ),
+        mistakes: &mut Vec<Mistake>,
+    ) {
+        self.allow_guests = allow.unwrap_or(self.allow_guests);
+        if let Some(days) = ttl_days {
+            let value = *days.get_ref();
+            match Duration::try_from_secs_f64(value * 86_400.0) {
+                Ok(ttl) if value > 0.0 && value <= 36_500.0 => self.guest_ttl = ttl,
+                _ => mistakes.push((
+                    days.span(),
+                    "accounts.guest_ttl_days",
+                    "write a number of days above 0 (0.5 is half a day), at most 36500".into(),
+                )),
+            }
+        }
+        self.guest_limit = limit(
+            per_address,
+            self.guest_limit,
+            "accounts.guest_rate_limit_per_address",
+            mistakes,
+        );
+    }
+
     /// Checks the `email_code_*` keys into this section (which holds the defaults).
     fn check_email_code(&mut self, raw: RawEmailCode, mistakes: &mut Vec<Mistake>) {
         self.email_code_signup = raw.signup.unwrap_or(self.email_code_signup);
@@ -387,14 +445,12 @@ impl AccountsSection {
     /// Checks `[accounts]`; the mistakes come back with their places.
     pub(crate) fn check(mut raw: RawAccounts) -> (AccountsSection, Vec<Mistake>) {
         let mut mistakes = Vec::new();
-        let raw_email_code = RawEmailCode {
-            signup: raw.email_code_signup.take(),
-            token_secs: raw.email_code_token_secs.take(),
-            digits: raw.email_code_digits.take(),
-            attempts: raw.email_code_attempts.take(),
-            per_address: raw.email_code_rate_limit_per_address.take(),
-            per_email: raw.email_code_rate_limit_per_email.take(),
-        };
+        let raw_email_code = RawEmailCode::take(&mut raw);
+        let raw_guests = (
+            raw.allow_guests.take(),
+            raw.guest_ttl_days.take(),
+            raw.guest_rate_limit_per_address.take(),
+        );
         let defaults = AccountsSection::default();
         let app_url = match &raw.app_url {
             Some(url) => address(url, "accounts.app_url", &mut mistakes),
@@ -481,6 +537,7 @@ impl AccountsSection {
             ..defaults
         };
         section.check_email_code(raw_email_code, &mut mistakes);
+        section.check_guests(raw_guests, &mut mistakes);
         (section, mistakes)
     }
 }
@@ -570,6 +627,44 @@ impl EmailConfig {
     }
 }
 
+/// The `(collection, field)` pairs whose documents a guest owns: each owner field the config
+/// names (`owner_field` of `[[api.collection]]` and `[[auto.publication]]`, `owner:FIELD` in
+/// `[auto.rules.<collection>]`), once each.
+pub(crate) fn guest_owned(config: &super::Config) -> Vec<(String, String)> {
+    let mut owned: Vec<(String, String)> = Vec::new();
+    let mut add = |collection: &str, field: &str| {
+        let pair = (collection.to_owned(), field.to_owned());
+        if !owned.contains(&pair) {
+            owned.push(pair);
+        }
+    };
+    for collection in config.apis.iter().flat_map(|api| &api.collections) {
+        if let Some(field) = &collection.owner_field {
+            add(&collection.name, field);
+        }
+    }
+    if let Some(auto) = &config.auto {
+        for rules in &auto.rules {
+            let words = rules
+                .insert
+                .iter()
+                .chain(&rules.update)
+                .chain(&rules.remove);
+            for word in words {
+                if let super::rule::Rule::Owner(field) = word {
+                    add(&rules.collection, field);
+                }
+            }
+        }
+        for publication in &auto.publications {
+            if let Some(field) = &publication.owner_field {
+                add(&publication.collection, field);
+            }
+        }
+    }
+    owned
+}
+
 /// The platform's accounts settings from `[accounts]` and `[email]`.
 ///
 /// # Errors
@@ -594,6 +689,10 @@ pub fn platform_accounts(
         accounts.email_code_attempts = section.email_code_attempts;
         accounts.email_code_failures_per_address = section.email_code_failures_per_address;
         accounts.email_code_failures_per_email = section.email_code_failures_per_email;
+        accounts.allow_guests = section.allow_guests;
+        accounts.guest_ttl = lifetime(section.guest_ttl);
+        accounts.guest_limit = section.guest_limit;
+        accounts.guest_owned = guest_owned(config);
         if let Some(url) = &section.server_url {
             accounts.server_url = url.clone();
         }

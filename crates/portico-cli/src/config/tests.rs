@@ -509,8 +509,26 @@ fn the_email_code_keys_are_read_and_bounded() {
     let platform = accounts::platform_accounts(&config).expect("platform settings");
     assert!(platform.email_code_signup);
     assert_eq!(platform.email_code_lifetime, chrono::Duration::seconds(120));
+    assert!(!platform.allow_guests);
+    let guests = match Config::parse(
+        "[accounts]\nallow_guests = true\nguest_ttl_days = 0.5\n\
+         [[api]]\n[[api.collection]]\nname = \"notes\"\nowner_field = \"ownerId\"\n\
+         [auto]\ncollections = [\"tasks\"]\n[auto.rules.tasks]\nupdate = \"owner:by\"\n",
+    ) {
+        Ok(c) => c,
+        Err(e) => panic!("{e:?}"),
+    };
+    let platform = accounts::platform_accounts(&guests).expect("platform settings");
+    assert!(platform.allow_guests);
+    assert_eq!(platform.guest_ttl, chrono::Duration::hours(12));
+    let owned = |c: &str, f: &str| (c.to_owned(), f.to_owned());
+    assert_eq!(
+        platform.guest_owned,
+        [owned("notes", "ownerId"), owned("tasks", "by")]
+    );
     let errs = errors(
-        "[accounts]\nemail_code_digits = 9\nemail_code_attempts = 0\nemail_code_token_secs = 0\n",
+        "[accounts]\nemail_code_digits = 9\nemail_code_attempts = 0\nemail_code_token_secs = 0\n\
+         guest_ttl_days = 0\n",
     );
     let keys: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.key.as_str())).collect();
     assert_eq!(
@@ -518,7 +536,8 @@ fn the_email_code_keys_are_read_and_bounded() {
         [
             (2, "accounts.email_code_digits"),
             (3, "accounts.email_code_attempts"),
-            (4, "accounts.email_code_token_secs")
+            (4, "accounts.email_code_token_secs"),
+            (5, "accounts.guest_ttl_days")
         ]
     );
 }

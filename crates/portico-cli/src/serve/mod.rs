@@ -371,6 +371,9 @@ async fn set_up_platform(config: &Config, platform: &Platform, url: &str) -> cra
     crate::files::open(config, platform, url)?;
     crate::doors::declare_collections(config, platform)?;
     crate::files::start_cleaner(platform);
+    if platform.accounts().config().allow_guests {
+        platform.start_guest_sweeper();
+    }
     platform.ensure_search_indexes().await?;
     crate::indexes::ensure(config, platform).await?;
     portico_store::set_slow_scan_docs(

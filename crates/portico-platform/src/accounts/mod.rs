@@ -27,7 +27,9 @@
 //! | verification, password reset, email change by mail; the outbox | `lifecycle/` |
 //! | sign-in with OpenID Connect providers | `lifecycle/oidc/` |
 //! | two-factor codes (TOTP) and recovery codes | `totp.rs` |
+//! | guests: accounts without credentials, their upgrade and removal | `guests.rs` |
 
+mod guests;
 mod import;
 mod lifecycle;
 mod lookup;
@@ -44,6 +46,8 @@ use std::sync::Arc;
 use portico_store::{Document, Selector, Store, Update, UpdateOptions};
 use serde_json::{Map, Value, json};
 
+pub(crate) use guests::touch_every as guest_touch_every;
+pub use guests::{GuestUpgrade, is_guest};
 pub use import::import_value;
 pub use lifecycle::{
     EMAIL_CODES, EmailCodeError, EmailCodeProof, IDENTITIES, Lifecycle, MAIL_NAMES, Mail,
@@ -138,6 +142,17 @@ pub struct AccountsConfig {
     /// Failed sign-in code confirmations per email address (default 10 per hour; `None` turns
     /// the limit off).
     pub email_code_failures_per_email: Option<crate::Limit>,
+    /// When true, clients may make guest accounts ([`Accounts::create_guest`]). Default false;
+    /// off too when `forbid_client_account_creation` is on.
+    pub allow_guests: bool,
+    /// How long a guest may go unused before the sweep removes it with its owned documents
+    /// (default 30 days).
+    pub guest_ttl: chrono::Duration,
+    /// The `(collection, field)` pairs whose documents a guest owns when the field holds its
+    /// id: removed with the guest.
+    pub guest_owned: Vec<(String, String)>,
+    /// Guests made per client address (default 10 per hour; `None` turns the limit off).
+    pub guest_limit: Option<crate::Limit>,
 }
 
 impl AccountsConfig {
@@ -272,6 +287,32 @@ impl AccountsConfig {
         self.email_code_failures_per_email = limit;
         self
     }
+
+    /// Sets [`allow_guests`](AccountsConfig::allow_guests): whether clients may make guest
+    /// accounts.
+    pub fn allow_guests(mut self, allow_guests: bool) -> Self {
+        self.allow_guests = allow_guests;
+        self
+    }
+
+    /// Sets [`guest_ttl`](AccountsConfig::guest_ttl): how long a guest may go unused.
+    pub fn guest_ttl(mut self, guest_ttl: chrono::Duration) -> Self {
+        self.guest_ttl = guest_ttl;
+        self
+    }
+
+    /// Sets [`guest_owned`](AccountsConfig::guest_owned): the `(collection, field)` pairs of the
+    /// documents removed with a guest.
+    pub fn guest_owned(mut self, guest_owned: Vec<(String, String)>) -> Self {
+        self.guest_owned = guest_owned;
+        self
+    }
+
+    /// Sets [`guest_limit`](AccountsConfig::guest_limit): guests made per client address.
+    pub fn guest_limit(mut self, guest_limit: Option<crate::Limit>) -> Self {
+        self.guest_limit = guest_limit;
+        self
+    }
 }
 
 impl Default for AccountsConfig {
@@ -302,6 +343,10 @@ impl Default for AccountsConfig {
                 10,
                 std::time::Duration::from_secs(3600),
             )),
+            allow_guests: false,
+            guest_ttl: chrono::Duration::days(30),
+            guest_owned: Vec::new(),
+            guest_limit: Some(crate::Limit::new(10, std::time::Duration::from_secs(3600))),
         }
     }
 }

@@ -141,7 +141,10 @@ impl Accounts {
         let store = self.store();
         // The stamp is read before the lookup: a write committing after it makes the entry stale.
         let stamp = match self.inner.tokens.get(store, USERS, path, hashed).await {
-            token_cache::Cached::Hit(user) => return Ok(Some(user)),
+            token_cache::Cached::Hit(user) => {
+                self.touch_guest(&user).await;
+                return Ok(Some(user));
+            }
             token_cache::Cached::Miss(stamp) => stamp,
         };
         self.ensure_token_index(path).await?;
@@ -163,6 +166,7 @@ impl Accounts {
                 .tokens
                 .put(stamp, path, hashed, &user, Some(expires));
         }
+        self.touch_guest(&user).await;
         Ok(Some(user))
     }
 
