@@ -12,7 +12,7 @@
 //! | `POST /auth/totp/setup` (logged in) | | 200 `{secret, uri}`: a new secret, pending |
 //! | `POST /auth/totp/enable` (logged in) | `{code}` | 200 `{recoveryCodes}`: password logins need `totp` from now on |
 //! | `POST /auth/totp/disable` (logged in) | `{code}` | 200 (a code or a recovery code) |
-//! | `POST /auth/email-code` | `{email}` | 202, the same whether or not an account has the address: a sign-in code and link (or a mail saying no account has it) |
+//! | `POST /auth/email-code` | `{email}` | 202, the same whether or not an account has the address: a sign-in code and link (or a mail saying no account has it); sent with a guest's token, the code gives a free address to the guest |
 //! | `POST /auth/email-code/confirm` | `{email, code, totp?}` or `{token, totp?}` | 200 `{id, token, tokenExpires}`: signed in (signed up with `email_code_signup`) |
 //! | `POST /auth/guest` | | 200 `{id, token, tokenExpires, guest: true}`: a guest account (`allow_guests`; 403 `guests-off` otherwise) |
 //! | `POST /auth/guest/upgrade` (logged in as a guest) | `{username?, email?, password}` | 200 `{id}`: the same account, with credentials |
@@ -592,10 +592,22 @@ async fn oidc_callback(
     redirect(&target, oidc_cookie(&state, None))
 }
 
-async fn email_code(State(state): State<AuthState>, request: axum::extract::Request) -> Reply {
+async fn email_code(
+    State(state): State<AuthState>,
+    user: Option<AuthenticatedUser>,
+    request: axum::extract::Request,
+) -> Reply {
     let (email, ip) = email_request(&state, request).await?;
     let lifecycle = state.platform.lifecycle();
-    lifecycle.request_email_code(&email, ip).await?;
+    // A guest asking: the code gives it the address when no account has it.
+    match user.filter(|u| portico_platform::is_guest(u.user())) {
+        Some(guest) => {
+            lifecycle
+                .request_email_code_for_guest(guest.user_id(), &email, ip)
+                .await?
+        }
+        None => lifecycle.request_email_code(&email, ip).await?,
+    }
     Ok(accepted())
 }
 

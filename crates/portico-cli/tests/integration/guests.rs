@@ -234,3 +234,106 @@ async fn no_guests_unless_allowed() {
     let methods = server.call("GET", "/auth/methods", None, &[]).await;
     assert_eq!(methods.body["guests"], false, "{}", methods.raw);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mailed_code_gives_a_guest_an_address_and_it_keeps_its_notes() {
+    let sink = super::accounts::SmtpSink::started();
+    let ws = Workspace::new();
+    ws.config(&format!(
+        "{}\n[email]\nsmtp_url = \"{}\"\nfrom = \"Portico <no-reply@example.com>\"\nretry_max_secs = 1\n",
+        config("allow_guests = true"),
+        sink.url()
+    ));
+    ws.add_user("root", "root-secret", &["admin"]);
+    let kay = ws.add_account("kay", Some("kay@example.com"), "kay-password", &[]);
+    let server = ws.serve();
+    let admin = server.admin_token("root", "root-secret").await;
+    let (guest_id, guest_token) = guest(&server).await;
+    let kept = note(&server, &guest_token, "kept").await;
+    let code_of = |mail: &Value| -> String {
+        let text = mail["text"].as_str().unwrap_or_default().to_owned();
+        text.split_whitespace()
+            .find(|w| w.len() == 6 && w.bytes().all(|b| b.is_ascii_digit()))
+            .unwrap_or_else(|| panic!("no code in {text:?}"))
+            .to_owned()
+    };
+
+    // An address an account has: the code signs in to that account; the guest stays a guest.
+    let r = post(
+        &server,
+        "/auth/email-code",
+        json!({"email": "kay@example.com"}),
+        &x_auth(&guest_token),
+    )
+    .await;
+    assert_eq!(r.status, 202, "{}", r.raw);
+    let code = code_of(&sink.wait_for(1).await[0]);
+    let ok = post(
+        &server,
+        "/auth/email-code/confirm",
+        json!({"email": "kay@example.com", "code": code}),
+        &[],
+    )
+    .await;
+    assert_eq!(ok.status, 200, "{}", ok.raw);
+    assert_eq!(ok.body["id"], json!(kay), "{}", ok.raw);
+
+    // A free address: the code gives it to the guest, verified; same id, same notes.
+    let r = post(
+        &server,
+        "/auth/email-code",
+        json!({"email": "gail@example.com"}),
+        &x_auth(&guest_token),
+    )
+    .await;
+    assert_eq!(r.status, 202, "{}", r.raw);
+    let mail = sink.wait_for(2).await[1].clone();
+    assert_eq!(mail["to"], json!(["gail@example.com"]), "{mail}");
+    let code = code_of(&mail);
+    let ok = post(
+        &server,
+        "/auth/email-code/confirm",
+        json!({"email": "gail@example.com", "code": code}),
+        &[],
+    )
+    .await;
+    assert_eq!(ok.status, 200, "{}", ok.raw);
+    assert_eq!(ok.body["id"], json!(guest_id), "{}", ok.raw);
+    let token = ok.body["token"].as_str().unwrap_or_default().to_owned();
+    let mine = server
+        .call("GET", "/api/notes", None, &x_auth(&token))
+        .await;
+    assert!(mine.raw.contains(&kept), "{}", mine.raw);
+    let users = server
+        .call("GET", "/_/api/users", None, &x_auth(&admin))
+        .await;
+    let listed = users.body["users"].as_array().cloned().unwrap_or_default();
+    let gail = listed
+        .iter()
+        .find(|u| u["_id"] == json!(guest_id))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(gail["guest"], Value::Null, "{gail}");
+    assert_eq!(
+        gail["emails"],
+        json!([{"address": "gail@example.com", "verified": true}]),
+        "{gail}"
+    );
+    // Without a guest's token and with sign-up off, the address no account had gets no code.
+    let r = post(
+        &server,
+        "/auth/email-code",
+        json!({"email": "free@example.com"}),
+        &[],
+    )
+    .await;
+    assert_eq!(r.status, 202, "{}", r.raw);
+    let mail = sink.wait_for(3).await[2].clone();
+    assert!(
+        mail["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no account has this address"),
+        "{mail}"
+    );
+}

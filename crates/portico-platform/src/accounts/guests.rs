@@ -168,6 +168,37 @@ impl Accounts {
         Ok(email)
     }
 
+    /// Gives the guest `user_id` the address `email`, verified (a mailed code proved it), so
+    /// that it is a guest no more; `None` when it is not a guest (any more).
+    ///
+    /// # Errors
+    /// [`Error::UserExists`] when another account has the address; store failures.
+    pub(crate) async fn attach_email_to_guest(
+        &self,
+        user_id: &str,
+        email: &str,
+    ) -> Result<Option<Document>> {
+        let Some(mut user) = self.find_user_by_id(user_id).await?.filter(is_guest) else {
+            return Ok(None);
+        };
+        let emails = json!([{"address": email, "verified": true}]);
+        user.insert("emails".into(), emails.clone());
+        let update = Update::parse(&json!({
+            "$set": {"emails": emails, lookup::LOWER_LOWERCASE: lookup::lowercase_copies(&mut user)},
+            "$unset": {"guest": "", "lastActive": ""}
+        }))?;
+        let still_guest = Selector::parse(&json!({"_id": user_id, "guest": true}))?;
+        let result = self
+            .store()
+            .update(USERS, &still_guest, &update, UpdateOptions::default())
+            .await
+            .map_err(taken_name_error)?;
+        if result.matched == 0 {
+            return Ok(None);
+        }
+        self.find_user_by_id(user_id).await
+    }
+
     /// Moves a guest's `lastActive` forward when it is older than [`touch_every`] (best effort:
     /// a failure is logged).
     pub(crate) async fn touch_guest(&self, user: &Document) {

@@ -181,10 +181,40 @@ impl Lifecycle {
             .await
     }
 
+    /// Asks for a sign-in code as [`Lifecycle::request_email_code`] does, for the guest
+    /// `guest_id`: when no account has the address, the code (and link) gives it to the guest,
+    /// which keeps its id and documents and is a guest no more. When an account has it, the
+    /// code signs in to that account, as any other.
+    ///
+    /// # Errors
+    /// As [`Lifecycle::request_email_code`].
+    pub async fn request_email_code_for_guest(
+        &self,
+        guest_id: &str,
+        email: &str,
+        client: Option<IpAddr>,
+    ) -> crate::Result<()> {
+        let email = email.trim();
+        if !lookup::is_valid_email(email) {
+            return Err(Error::InvalidUser(format!(
+                "Invalid email address {email:?}"
+            )));
+        }
+        self.limit(client, email).await?;
+        self.enqueue(json!({"kind": "email-code", "email": email, "guestId": guest_id}))
+            .await
+    }
+
     /// Turns a queued code request into its challenge and mail (see the module docs).
-    pub(crate) async fn resolve_email_code(&self, email: &str) -> crate::Result<Option<Mail>> {
+    pub(crate) async fn resolve_email_code(
+        &self,
+        email: &str,
+        guest_id: Option<&str>,
+    ) -> crate::Result<Option<Mail>> {
         let config = self.accounts().config();
         let user = self.accounts().find_user_by_email(email).await?;
+        // A guest's request for a free address: the code gives the address to the guest.
+        let guest_id = guest_id.filter(|_| user.is_none());
         let signup = config.email_code_signup && !config.forbid_client_account_creation;
         let address = user
             .as_ref()
@@ -199,6 +229,7 @@ impl Lifecycle {
             "email": address,
             "userId": user_id,
             "signup": signup,
+            "guestId": guest_id,
             "salt": salt,
             "code": code_hash(&salt, &code),
             "link": hash_token(&link_token),
@@ -218,23 +249,24 @@ impl Lifecycle {
             "{}/email-code?token={link_token}",
             config.app_url.trim_end_matches('/')
         );
-        let (name, values): (&str, Vec<(&str, &str)>) = if user_id.is_some() || signup {
-            (
-                "email-code",
-                vec![
-                    ("code", &code),
-                    ("link", &link),
-                    ("minutes", &minutes),
-                    ("email", &address),
-                    ("app_url", &config.app_url),
-                ],
-            )
-        } else {
-            (
-                "email-code-unknown",
-                vec![("email", &address), ("app_url", &config.app_url)],
-            )
-        };
+        let (name, values): (&str, Vec<(&str, &str)>) =
+            if user_id.is_some() || signup || guest_id.is_some() {
+                (
+                    "email-code",
+                    vec![
+                        ("code", &code),
+                        ("link", &link),
+                        ("minutes", &minutes),
+                        ("email", &address),
+                        ("app_url", &config.app_url),
+                    ],
+                )
+            } else {
+                (
+                    "email-code-unknown",
+                    vec![("email", &address), ("app_url", &config.app_url)],
+                )
+            };
         let (subject, text, html) = config.mail_templates.render(name, &values);
         Ok(Some(Mail {
             to: address,
@@ -371,6 +403,7 @@ impl Lifecycle {
                 Some(user)
             }
             None if challenge.get("signup").and_then(Value::as_bool) == Some(true) => None,
+            None if challenge.get("guestId").is_some_and(Value::is_string) => None,
             None => return Err(EmailCodeError::InvalidCode),
         };
         // Removing the challenge is the redemption: of two confirmations at once, one wins.
@@ -386,7 +419,7 @@ impl Lifecycle {
                 }
                 user
             }
-            None => self.sign_up_by_code(&email).await?,
+            None => self.new_holder(&challenge, &email).await?,
         };
         let user_id = document_id(&user)
             .ok_or(EmailCodeError::InvalidCode)?
@@ -400,6 +433,22 @@ impl Lifecycle {
                 Error::UserNotFound => EmailCodeError::InvalidCode,
                 e => e.into(),
             })
+    }
+
+    /// The account a redeemed challenge for an address no account had signs in to: the guest
+    /// that asked for it, while it is one; otherwise a new account when sign-up is on.
+    async fn new_holder(&self, challenge: &Document, email: &str) -> Outcome<Document> {
+        if let Some(guest_id) = challenge.get("guestId").and_then(Value::as_str) {
+            match self.accounts().attach_email_to_guest(guest_id, email).await {
+                Ok(Some(user)) => return Ok(user),
+                Ok(None) | Err(Error::UserExists(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if challenge.get("signup").and_then(Value::as_bool) == Some(true) {
+            return self.sign_up_by_code(email).await;
+        }
+        Err(EmailCodeError::InvalidCode)
     }
 
     /// The account a sign-up by code makes for `email` (its address verified), or the one made

@@ -225,7 +225,8 @@ impl Lifecycle {
         let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
         let email = doc.get("email").and_then(Value::as_str).unwrap_or_default();
         if kind == "email-code" {
-            return self.resolve_email_code(email).await;
+            let guest = doc.get("guestId").and_then(Value::as_str);
+            return self.resolve_email_code(email, guest).await;
         }
         let config = self.accounts().config();
         let (kind, user, address, lifetime, path) = match kind {
