@@ -28,6 +28,11 @@ pub(crate) async fn require_admin(
         }
         Err(err) => return ApiError::from(err).into_response(),
     };
+    // An API key never reaches the admin page, whatever its roles.
+    if portico_platform::is_service_account(user.user()) {
+        return ApiError::new(StatusCode::FORBIDDEN, "API keys cannot use the admin page.")
+            .into_response();
+    }
     if !user_has_any_role(user.user(), std::slice::from_ref(&state.role)) {
         return ApiError::new(
             StatusCode::FORBIDDEN,

@@ -8,6 +8,7 @@ mod integration {
     mod accounts;
     mod admin_page;
     mod aggregates;
+    mod api_keys;
     mod auto_api;
     mod auto_conditional;
     mod auto_queries;

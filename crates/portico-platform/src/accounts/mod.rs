@@ -28,7 +28,9 @@
 //! | sign-in with OpenID Connect providers | `lifecycle/oidc/` |
 //! | two-factor codes (TOTP) and recovery codes | `totp.rs` |
 //! | guests: accounts without credentials, their upgrade and removal | `guests.rs` |
+//! | API keys: hashed keys acting as service accounts | `api_keys.rs` |
 
+mod api_keys;
 mod guests;
 mod import;
 mod lifecycle;
@@ -46,6 +48,7 @@ use std::sync::Arc;
 use portico_store::{Document, Selector, Store, Update, UpdateOptions};
 use serde_json::{Map, Value, json};
 
+pub use api_keys::{API_KEYS, ApiKeyInfo, is_service_account};
 pub(crate) use guests::touch_every as guest_touch_every;
 pub use guests::{GuestUpgrade, is_guest};
 pub use import::import_value;
@@ -468,6 +471,7 @@ impl Accounts {
             dummy_hash();
         })
         .await?;
+        self.prepare_api_keys().await?;
         for path in [TOKEN_PATH, "username", "emails.address"] {
             self.store().ensure_index(USERS, path).await?;
         }

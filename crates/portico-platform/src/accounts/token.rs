@@ -149,7 +149,8 @@ impl Accounts {
         };
         self.ensure_token_index(path).await?;
         let Some(user) = store.find_one(USERS, &lookup::exact(path, hashed)?).await? else {
-            return Ok(None);
+            // No login token: an API key, perhaps (never cached, so a revocation is seen at once).
+            return self.user_by_api_key(hashed).await;
         };
         if !path.starts_with(LOGIN_TOKEN_FIELDS) {
             if let Some(stamp) = stamp {

@@ -1,0 +1,179 @@
+//! API keys through the binary: `portico keys add|list|revoke`, the key sent as `Authorization:
+//! Bearer`, `X-Auth-Token` or `X-Api-Key` acting as its service account on the routes door, the
+//! auto API and the live socket; refused by the admin page whatever its roles; revoked at the
+//! next request (on both instances of one PostgreSQL database, and on an open socket); expiring.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::channels::Client;
+use super::common::{Server, Workspace, text, x_auth};
+
+const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
+[[api.collection]]\nname = \"reports\"\nrole_required = [\"staff\"]\n\
+[auto]\nauth_failure_delay_ms = 0\ncollections = [\"things\"]\n\
+[auto.rules.things]\ninsert = \"role:staff\"\n\
+[admin]\nenabled = true\n\
+[[channels]]\npattern = \"staff:*\"\njoin = \"role:staff\"\n";
+
+fn keys(ws: &Workspace, args: &[&str]) -> (bool, String, String) {
+    let db = ws.database();
+    let mut all = vec!["keys"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--database", &db]);
+    let out = ws.run(&all);
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+fn add_key(ws: &Workspace, args: &[&str]) -> String {
+    let mut all = vec!["add"];
+    all.extend_from_slice(args);
+    let (ok, out, err) = keys(ws, &all);
+    assert!(ok, "keys add: {err}");
+    let key = out.trim().to_owned();
+    assert!(key.starts_with("pk_") && key.len() == 46, "{key}");
+    key
+}
+
+async fn reports(server: &Server, headers: &[(&str, &str)]) -> u16 {
+    server
+        .call("GET", "/api/reports", None, headers)
+        .await
+        .status
+}
+
+async fn socket_with_key(server: &Server, key: &str) -> Client {
+    let url = format!("{}/live", server.base.replacen("http", "ws", 1));
+    let mut request =
+        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url)
+            .expect("request");
+    request
+        .headers_mut()
+        .insert("x-api-key", key.parse().expect("header"));
+    let (socket, _) = tokio_tungstenite::connect_async(request)
+        .await
+        .expect("connect");
+    Client {
+        socket,
+        next_ref: 0,
+    }
+}
+
+/// The scenario on `a` and `b` (two instances of one database, or one server twice).
+/// `feed`: the servers see the `portico keys` command's writes in their change feed
+/// (PostgreSQL; a SQLite server does not see another process's writes there), so an open
+/// socket is ended by the revocation.
+async fn keys_act_as_service_accounts(ws: &Workspace, a: &Server, b: &Server, feed: bool) {
+    let key = add_key(ws, &["--name", "ci", "--role", "staff", "--expires", "90d"]);
+    let bearer = format!("Bearer {key}");
+    for headers in [
+        [("Authorization", bearer.as_str())],
+        [("X-Api-Key", key.as_str())],
+        [("X-Auth-Token", key.as_str())],
+    ] {
+        assert_eq!(reports(a, &headers).await, 200, "{headers:?}");
+    }
+    assert_eq!(reports(b, &[("X-Api-Key", &key)]).await, 200);
+    assert_eq!(reports(a, &[]).await, 401);
+    let wrong = format!("{}x", &key[..45]);
+    assert_eq!(reports(a, &[("X-Api-Key", &wrong)]).await, 401);
+    // The roles are the key's: a key without staff is refused.
+    let plain = add_key(ws, &["--name", "plain"]);
+    assert_eq!(reports(a, &[("X-Api-Key", &plain)]).await, 403);
+    // The auto API writes as the service account.
+    let thing = b
+        .call(
+            "POST",
+            "/things",
+            Some(json!({"n": 1})),
+            &[("X-Api-Key", &key)],
+        )
+        .await;
+    assert!(thing.status == 200 || thing.status == 201, "{}", thing.raw);
+    let refused = b
+        .call(
+            "POST",
+            "/things",
+            Some(json!({"n": 2})),
+            &[("X-Api-Key", &plain)],
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.raw);
+    // The admin page refuses any key, even one with the admin role.
+    let admin_key = add_key(ws, &["--name", "ops", "--role", "admin"]);
+    let page = a
+        .call("GET", "/_/api/users", None, &[("X-Api-Key", &admin_key)])
+        .await;
+    assert_eq!(page.status, 403, "{}", page.raw);
+    assert_eq!(
+        a.call("GET", "/_/api/users", None, &x_auth(&admin_key))
+            .await
+            .status,
+        403
+    );
+
+    // A socket authenticated by the key joins by its roles.
+    let mut socket = socket_with_key(b, &key).await;
+    socket.join("staff:ops").await;
+
+    // Listed by name, roles and last use; never the key. A name is unique.
+    let (ok, list, err) = keys(ws, &["list"]);
+    assert!(ok, "{err}");
+    assert!(list.contains("ci  roles=staff  created="), "{list}");
+    assert!(list.contains("ops  roles=admin"), "{list}");
+    let ci_line = list
+        .lines()
+        .find(|l| l.starts_with("ci "))
+        .unwrap_or_default();
+    assert!(
+        !ci_line.contains("expires=never") && !ci_line.contains("last_used=never"),
+        "{ci_line}"
+    );
+    assert!(list.contains("plain  roles=-"), "{list}");
+    for k in [&key, &plain, &admin_key] {
+        assert!(!list.contains(k.as_str()), "a key in the list: {list}");
+    }
+    let (dup, _, err) = keys(ws, &["add", "--name", "ci"]);
+    assert!(!dup && err.contains("ci"), "{err}");
+
+    // Revoked: refused at the next request on both instances; the socket is ended.
+    let (ok, out, err) = keys(ws, &["revoke", "ci"]);
+    assert!(ok && out.contains("revoked ci"), "{out} {err}");
+    assert_eq!(reports(a, &[("X-Api-Key", &key)]).await, 401);
+    assert_eq!(reports(b, &[("Authorization", &bearer)]).await, 401);
+    if feed {
+        let error = socket.next_of("error").await;
+        assert_eq!(error["code"], "logged-out", "{error}");
+    }
+    let (again, _, _) = keys(ws, &["revoke", "ci"]);
+    assert!(!again, "revoking an unknown key fails");
+
+    // An expiring key stops by itself.
+    let short = add_key(
+        ws,
+        &["--name", "short", "--role", "staff", "--expires", "2s"],
+    );
+    assert_eq!(reports(a, &[("X-Api-Key", &short)]).await, 200);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(reports(b, &[("X-Api-Key", &short)]).await, 401);
+    let (bad, _, err) = keys(ws, &["add", "--name", "x", "--expires", "soon"]);
+    assert!(!bad && err.contains("--expires"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_keys_on_sqlite() {
+    let ws = Workspace::new();
+    ws.config(CONFIG);
+    let server = ws.serve();
+    keys_act_as_service_accounts(&ws, &server, &server, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_keys_on_two_instances_of_postgres() {
+    let ws = Workspace::on_postgres();
+    ws.config(CONFIG);
+    let a = ws.serve();
+    let b = ws.serve();
+    keys_act_as_service_accounts(&ws, &a, &b, true).await;
+}
