@@ -39,6 +39,7 @@ pub(crate) struct RawAccounts {
     allow_guests: Option<bool>,
     guest_ttl_days: Option<Spanned<f64>>,
     guest_rate_limit_per_address: Option<Spanned<RawLimit>>,
+    impersonation_token_secs: Option<Spanned<u64>>,
     server_url: Option<Spanned<String>>,
     oidc: Option<Vec<Spanned<RawOidc>>>,
 }
@@ -126,6 +127,9 @@ pub struct AccountsSection {
     pub guest_ttl: Duration,
     /// `guest_rate_limit_per_address` (default 10 per hour): guests made per client address.
     pub guest_limit: Option<Limit>,
+    /// `impersonation_token_secs` (default 15 minutes): how long a token an admin gets on the
+    /// admin page to act as a user works.
+    pub impersonation_token: Duration,
     /// `server_url`: the address clients reach this server at; providers send the browser
     /// back to `{server_url}/auth/oidc/{name}/callback`. Required with `[[accounts.oidc]]`.
     pub server_url: Option<String>,
@@ -166,6 +170,10 @@ impl Default for AccountsSection {
             allow_guests: defaults.allow_guests,
             guest_ttl: defaults.guest_ttl.to_std().unwrap_or(Duration::ZERO),
             guest_limit: defaults.guest_limit,
+            impersonation_token: defaults
+                .impersonation_lifetime
+                .to_std()
+                .unwrap_or(Duration::ZERO),
             server_url: None,
             oidc: Vec::new(),
         }
@@ -349,6 +357,14 @@ fn check_oidc(
     }
 }
 
+/// The guest keys of `[accounts]` as written, and `impersonation_token_secs`.
+struct RawGuests {
+    allow: Option<bool>,
+    ttl_days: Option<Spanned<f64>>,
+    per_address: Option<Spanned<RawLimit>>,
+    impersonation_secs: Option<Spanned<u64>>,
+}
+
 /// The `email_code_*` keys of `[accounts]` as written.
 struct RawEmailCode {
     signup: Option<bool>,
@@ -374,17 +390,21 @@ impl RawEmailCode {
 }
 
 impl AccountsSection {
-    /// Checks `allow_guests`, `guest_ttl_days` and `guest_rate_limit_per_address` into this
-    /// section (which holds the defaults).
-    fn check_guests(
-        &mut self,
-        (allow, ttl_days, per_address): (
-            Option<bool>,
-            Option<Spanned<f64>>,
-            Option<Spanned<RawLimit>>,
-        ),
-        mistakes: &mut Vec<Mistake>,
-    ) {
+    /// Checks `allow_guests`, `guest_ttl_days`, `guest_rate_limit_per_address` and
+    /// `impersonation_token_secs` into this section (which holds the defaults).
+    fn check_guests(&mut self, raw: RawGuests, mistakes: &mut Vec<Mistake>) {
+        let RawGuests {
+            allow,
+            ttl_days,
+            per_address,
+            impersonation_secs,
+        } = raw;
+        self.impersonation_token = secs(
+            impersonation_secs,
+            self.impersonation_token,
+            "accounts.impersonation_token_secs",
+            mistakes,
+        );
         self.allow_guests = allow.unwrap_or(self.allow_guests);
         if let Some(days) = ttl_days {
             let value = *days.get_ref();
@@ -446,11 +466,12 @@ impl AccountsSection {
     pub(crate) fn check(mut raw: RawAccounts) -> (AccountsSection, Vec<Mistake>) {
         let mut mistakes = Vec::new();
         let raw_email_code = RawEmailCode::take(&mut raw);
-        let raw_guests = (
-            raw.allow_guests.take(),
-            raw.guest_ttl_days.take(),
-            raw.guest_rate_limit_per_address.take(),
-        );
+        let raw_guests = RawGuests {
+            allow: raw.allow_guests.take(),
+            ttl_days: raw.guest_ttl_days.take(),
+            per_address: raw.guest_rate_limit_per_address.take(),
+            impersonation_secs: raw.impersonation_token_secs.take(),
+        };
         let defaults = AccountsSection::default();
         let app_url = match &raw.app_url {
             Some(url) => address(url, "accounts.app_url", &mut mistakes),
@@ -693,6 +714,7 @@ pub fn platform_accounts(
         accounts.guest_ttl = lifetime(section.guest_ttl);
         accounts.guest_limit = section.guest_limit;
         accounts.guest_owned = guest_owned(config);
+        accounts.impersonation_lifetime = lifetime(section.impersonation_token);
         if let Some(url) = &section.server_url {
             accounts.server_url = url.clone();
         }

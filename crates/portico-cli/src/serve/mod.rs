@@ -5,6 +5,7 @@ pub mod admin;
 mod backups;
 pub mod body_budget;
 mod connections;
+mod impersonation;
 mod json_log;
 mod log_writer;
 pub mod metrics;
@@ -405,6 +406,7 @@ fn with_layers(app: Router, config: &Config, platform: &Platform) -> Router {
     } else {
         app
     };
+    let app = impersonation::with_impersonation_log(app, platform.clone());
     let app = with_body_timeout(app, config.server.body_timeout);
     let memory = body_budget::MemoryBudget::new(config.server.max_inflight_body);
     if let (Some(memory), Some(files)) = (&memory, platform.files()) {

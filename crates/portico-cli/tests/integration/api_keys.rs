@@ -177,3 +177,99 @@ async fn api_keys_on_two_instances_of_postgres() {
     let b = ws.serve();
     keys_act_as_service_accounts(&ws, &a, &b, true).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_acts_as_a_user_for_a_while_and_its_writes_are_logged() {
+    let ws = Workspace::new();
+    ws.config(
+        "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
+         [[api.collection]]\nname = \"notes\"\nowner_field = \"ownerId\"\n\
+         [admin]\nenabled = true\n\
+         [accounts]\nimpersonation_token_secs = 3\n",
+    );
+    let root = ws.add_user("root", "root-secret", &["admin"]);
+    let ada = ws.add_user("ada", "ada-secret", &["admin"]);
+    let ann = ws.add_user("ann", "ann-secret", &[]);
+    let server = ws.serve();
+    let admin = server.admin_token("root", "root-secret").await;
+    let act = |id: &str| format!("/_/api/users/{id}/impersonate");
+    let as_ann = server.call("POST", &act(&ann), None, &x_auth(&admin)).await;
+    assert_eq!(as_ann.status, 200, "{}", as_ann.raw);
+    assert_eq!(as_ann.body["impersonator"], json!(root), "{}", as_ann.raw);
+    let token = as_ann.body["token"].as_str().unwrap_or_default().to_owned();
+    // Acting as ann: her notes, her id on what is written.
+    let note = server
+        .call(
+            "POST",
+            "/api/notes",
+            Some(json!({"title": "by root as ann"})),
+            &x_auth(&token),
+        )
+        .await;
+    assert_eq!(note.status, 201, "{}", note.raw);
+    assert_eq!(note.body["data"]["ownerId"], json!(ann), "{}", note.raw);
+    let (ann_token, _) = server.rest_login("/api/", "ann", "ann-secret").await;
+    let hers = server
+        .call("GET", "/api/notes", None, &x_auth(&ann_token))
+        .await;
+    assert!(hers.raw.contains("by root as ann"), "{}", hers.raw);
+    // Not on the admin page, even acting as an admin; not as oneself; not for no one.
+    let as_ada = server.call("POST", &act(&ada), None, &x_auth(&admin)).await;
+    let ada_token = as_ada.body["token"].as_str().unwrap_or_default().to_owned();
+    let page = server
+        .call("GET", "/_/api/users", None, &x_auth(&ada_token))
+        .await;
+    assert_eq!(page.status, 403, "{}", page.raw);
+    assert_eq!(
+        server
+            .call("POST", &act(&root), None, &x_auth(&admin))
+            .await
+            .status,
+        400
+    );
+    assert_eq!(
+        server
+            .call("POST", &act("nobody"), None, &x_auth(&admin))
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        server
+            .call("POST", &act(&ann), None, &x_auth(&ann_token))
+            .await
+            .status,
+        403
+    );
+    // Short-lived: refused after impersonation_token_secs, while ann's own login goes on.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let late = server
+        .call(
+            "POST",
+            "/api/notes",
+            Some(json!({"title": "late"})),
+            &x_auth(&token),
+        )
+        .await;
+    assert_eq!(late.status, 401, "{}", late.raw);
+    assert_eq!(
+        server
+            .call("GET", "/api/notes", None, &x_auth(&ann_token))
+            .await
+            .status,
+        200
+    );
+    let (ok, log) = server.stop();
+    assert!(ok, "{log}");
+    let writes: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("write made by an admin acting as a user"))
+        .collect();
+    assert_eq!(writes.len(), 1, "one write with the token: {writes:?}");
+    assert!(
+        writes[0].contains(&ann) && writes[0].contains(&root) && writes[0].contains("/api/notes"),
+        "{}",
+        writes[0]
+    );
+    assert!(!log.contains(&token), "the token in the log");
+}

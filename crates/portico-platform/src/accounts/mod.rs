@@ -156,6 +156,9 @@ pub struct AccountsConfig {
     pub guest_owned: Vec<(String, String)>,
     /// Guests made per client address (default 10 per hour; `None` turns the limit off).
     pub guest_limit: Option<crate::Limit>,
+    /// How long a token an admin gets to act as a user works ([`Accounts::impersonate`];
+    /// default 15 minutes).
+    pub impersonation_lifetime: chrono::Duration,
 }
 
 impl AccountsConfig {
@@ -311,6 +314,13 @@ impl AccountsConfig {
         self
     }
 
+    /// Sets [`impersonation_lifetime`](AccountsConfig::impersonation_lifetime): how long a token
+    /// an admin gets to act as a user works.
+    pub fn impersonation_lifetime(mut self, impersonation_lifetime: chrono::Duration) -> Self {
+        self.impersonation_lifetime = impersonation_lifetime;
+        self
+    }
+
     /// Sets [`guest_limit`](AccountsConfig::guest_limit): guests made per client address.
     pub fn guest_limit(mut self, guest_limit: Option<crate::Limit>) -> Self {
         self.guest_limit = guest_limit;
@@ -350,6 +360,7 @@ impl Default for AccountsConfig {
             guest_ttl: chrono::Duration::days(30),
             guest_owned: Vec::new(),
             guest_limit: Some(crate::Limit::new(10, std::time::Duration::from_secs(3600))),
+            impersonation_lifetime: chrono::Duration::minutes(15),
         }
     }
 }
