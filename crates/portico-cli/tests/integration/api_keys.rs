@@ -12,6 +12,7 @@ use super::common::{Server, Workspace, text, x_auth};
 
 const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
 [[api.collection]]\nname = \"reports\"\nrole_required = [\"staff\"]\n\
+[[api.collection]]\nname = \"users\"\nadmin_role = [\"admin\"]\nself_only = true\n\
 [auto]\nauth_failure_delay_ms = 0\ncollections = [\"things\"]\n\
 [auto.rules.things]\ninsert = \"role:staff\"\n\
 [admin]\nenabled = true\n\
@@ -106,6 +107,31 @@ async fn keys_act_as_service_accounts(ws: &Workspace, a: &Server, b: &Server, fe
         .call("GET", "/_/api/users", None, &[("X-Api-Key", &admin_key)])
         .await;
     assert_eq!(page.status, 403, "{}", page.raw);
+    // Nor other accounts through the users collection, where the admin role would reach them.
+    let ann = ws.add_user("ann", "ann-secret", &[]);
+    let gone = a
+        .call(
+            "DELETE",
+            &format!("/api/users/{ann}"),
+            None,
+            &[("X-Api-Key", &admin_key)],
+        )
+        .await;
+    assert_eq!(gone.status, 403, "{}", gone.raw);
+    let seen = a
+        .call("GET", "/api/users", None, &[("X-Api-Key", &admin_key)])
+        .await;
+    assert!(!seen.raw.contains(&ann), "{}", seen.raw);
+    let root = ws.add_user("root", "root-secret", &["admin"]);
+    let (root_token, _) = a.rest_login("/api/", "root", "root-secret").await;
+    let listed = a
+        .call("GET", "/api/users", None, &x_auth(&root_token))
+        .await;
+    assert!(
+        listed.raw.contains(&ann) && listed.raw.contains(&root),
+        "{}",
+        listed.raw
+    );
     assert_eq!(
         a.call("GET", "/_/api/users", None, &x_auth(&admin_key))
             .await
