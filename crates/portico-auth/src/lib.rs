@@ -51,8 +51,8 @@ use axum::routing::{get, post};
 use http::Method;
 use portico_edge::{Access, AuthenticatedUser, Door, RouteDoc, TrustedProxies};
 use portico_platform::{
-    EmailCodeError, EmailCodeProof, Error, GuestUpgrade, OidcCallback, OidcError, Password,
-    Platform,
+    EmailCodeError, EmailCodeProof, Error, GuestUpgrade, Lifecycle, OidcCallback, OidcError,
+    Password, Platform,
 };
 use serde_json::{Value, json};
 
@@ -342,7 +342,7 @@ fn accepted() -> Response {
 async fn email_request(
     state: &AuthState,
     request: axum::extract::Request,
-) -> Result<(String, Option<std::net::IpAddr>), AuthError> {
+) -> Result<(String, Option<std::net::IpAddr>, Lifecycle), AuthError> {
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, BODY_LIMIT)
         .await
@@ -352,19 +352,26 @@ async fn email_request(
     let ip = state
         .proxies
         .client_ip_of(&parts.headers, &parts.extensions);
-    Ok((email, ip))
+    Ok((email, ip, lifecycle_for(state, &parts.headers)))
+}
+
+/// The lifecycle noting the request's `Accept-Language` (the language of the mail, when the
+/// account has no `locale`).
+fn lifecycle_for(state: &AuthState, headers: &http::HeaderMap) -> Lifecycle {
+    let language = headers
+        .get(header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok());
+    state.platform.lifecycle().with_accept_language(language)
 }
 
 async fn verify_email(State(state): State<AuthState>, request: axum::extract::Request) -> Reply {
-    let (email, ip) = email_request(&state, request).await?;
-    let lifecycle = state.platform.lifecycle();
+    let (email, ip, lifecycle) = email_request(&state, request).await?;
     lifecycle.request_verification(&email, ip).await?;
     Ok(accepted())
 }
 
 async fn password_reset(State(state): State<AuthState>, request: axum::extract::Request) -> Reply {
-    let (email, ip) = email_request(&state, request).await?;
-    let lifecycle = state.platform.lifecycle();
+    let (email, ip, lifecycle) = email_request(&state, request).await?;
     lifecycle.request_password_reset(&email, ip).await?;
     Ok(accepted())
 }
@@ -374,8 +381,7 @@ async fn email_change(
     user: AuthenticatedUser,
     request: axum::extract::Request,
 ) -> Reply {
-    let (email, ip) = email_request(&state, request).await?;
-    let lifecycle = state.platform.lifecycle();
+    let (email, ip, lifecycle) = email_request(&state, request).await?;
     lifecycle
         .request_email_change(user.user_id(), &email, ip)
         .await?;
@@ -597,8 +603,7 @@ async fn email_code(
     user: Option<AuthenticatedUser>,
     request: axum::extract::Request,
 ) -> Reply {
-    let (email, ip) = email_request(&state, request).await?;
-    let lifecycle = state.platform.lifecycle();
+    let (email, ip, lifecycle) = email_request(&state, request).await?;
     // A guest asking: the code gives it the address when no account has it.
     match user.filter(|u| portico_platform::is_guest(u.user())) {
         Some(guest) => {

@@ -30,6 +30,7 @@ mod integration {
     mod live;
     mod log_secrets;
     mod login_parity;
+    mod mail_languages;
     mod memory;
     mod oidc;
     mod operations;

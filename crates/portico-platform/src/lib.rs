@@ -89,8 +89,9 @@ pub use accounts::{
     MailSender, MailTemplate, MailTemplates, MailTransport, NewUser, OIDC_LOGINS, OUTBOX, Oidc,
     OidcCallback, OidcError, OidcProvider, OidcStart, Password, SenderOptions, SmtpTransport,
     TOKEN_PATH, TotpRefusal, TotpSetup, USERS, UserSelector, acceptable_provider_url,
-    has_verified_email, hash_token, import_value, is_guest, is_service_account, mail_placeholders,
-    password_digest, public_user, totp_code, totp_enabled, user_has_any_role,
+    has_verified_email, hash_token, import_value, is_guest, is_mail_language, is_service_account,
+    mail_placeholders, password_digest, preferred_languages, public_user, totp_code, totp_enabled,
+    unknown_placeholders, user_has_any_role,
 };
 pub use channels::{
     ChannelAccess, ChannelError, ChannelGuard, ChannelRule, Channels, ChannelsConfig, Connection,

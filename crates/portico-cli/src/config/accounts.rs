@@ -602,50 +602,133 @@ impl EmailConfig {
         (config, mistakes)
     }
 
-    /// The mail templates in the `templates` folder (under `folder`, the config file's).
+    /// The mail templates in the `templates` folder (under `folder`, the config file's):
+    /// `NAME.subject`, `NAME.txt`, `NAME.html` for the default (English) texts and
+    /// `NAME.LANG.subject`, `.txt`, `.html` per language (`password-reset.fr.txt`); `reset` and
+    /// `verify` name `password-reset` and `verify-email` too. Each placeholder must be one the
+    /// mail fills in.
     ///
     /// # Errors
-    /// A message naming a file that cannot be read, or a folder with none of the mails.
+    /// A message naming a file that cannot be read, a file of no known mail, a bad language
+    /// tag or an unknown placeholder.
     pub fn read_templates(&self, folder: Option<&Path>) -> Result<MailTemplates, String> {
         let mut templates = MailTemplates::default();
         let Some(dir) = &self.templates else {
             return Ok(templates);
         };
         let dir = folder.map_or_else(|| Path::new(dir).to_path_buf(), |f| f.join(dir));
-        if !dir.is_dir() {
-            return Err(format!(
-                "email.templates: {} is not a folder",
-                dir.display()
-            ));
-        }
-        for name in MAIL_NAMES {
-            let read = |ext: &str| -> Result<Option<String>, String> {
-                let path = dir.join(format!("{name}.{ext}"));
-                match std::fs::read_to_string(&path) {
-                    Ok(text) => Ok(Some(text)),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                    Err(e) => Err(format!(
-                        "email.templates: cannot read {}: {e}",
-                        path.display()
-                    )),
-                }
-            };
-            let (subject, text, html) = (read("subject")?, read("txt")?, read("html")?);
-            if subject.is_none() && text.is_none() && html.is_none() {
-                continue;
-            }
+        let files = template_files(&dir)?;
+        // The default texts first: the per-language ones fall back to them part by part.
+        for ((name, _), parts) in files.iter().filter(|((_, l), _)| l.is_none()) {
             let built_in = templates.get(name);
-            templates.set(
-                name,
-                MailTemplate {
-                    subject: subject.map_or(built_in.subject, |s| s.trim().to_owned()),
-                    text: text.unwrap_or(built_in.text),
-                    html,
-                },
-            );
+            templates.set(name, merged(parts, built_in));
+        }
+        for ((name, language), parts) in &files {
+            if let Some(language) = language {
+                let base = templates.get(name);
+                templates.set_in(name, language, merged(parts, base));
+            }
         }
         Ok(templates)
     }
+}
+
+/// The parts of one mail read from files: subject, text, HTML.
+type TemplateParts = (Option<String>, Option<String>, Option<String>);
+
+/// `parts` over `base`: a part not given keeps `base`'s, except that a new text without its
+/// HTML drops `base`'s HTML (which would say something else, or in another language).
+fn merged(parts: &TemplateParts, base: MailTemplate) -> MailTemplate {
+    let (subject, text, html) = parts;
+    let html = match (html, text) {
+        (Some(html), _) => Some(html.clone()),
+        (None, Some(_)) => None,
+        (None, None) => base.html,
+    };
+    MailTemplate {
+        subject: subject
+            .as_deref()
+            .map_or(base.subject, |s| s.trim().to_owned()),
+        text: text.clone().unwrap_or(base.text),
+        html,
+    }
+}
+
+/// The mail a file stem names (`password-reset`, or `reset`), if any.
+fn mail_name(stem: &str) -> Option<&'static str> {
+    match stem {
+        "reset" => Some("password-reset"),
+        "verify" => Some("verify-email"),
+        _ => MAIL_NAMES.iter().copied().find(|n| *n == stem),
+    }
+}
+
+/// Every template file of `dir`, by mail and language, checked (see
+/// [`EmailConfig::read_templates`]).
+fn template_files(
+    dir: &Path,
+) -> Result<std::collections::BTreeMap<(String, Option<String>), TemplateParts>, String> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|_| format!("email.templates: {} is not a folder", dir.display()))?;
+    let mut files = std::collections::BTreeMap::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let file = path
+            .file_name()
+            .and_then(|f| f.to_str())
+            .unwrap_or_default();
+        let Some((stem, ext)) = file.rsplit_once('.') else {
+            continue;
+        };
+        if !["subject", "txt", "html"].contains(&ext) {
+            continue;
+        }
+        let (stem, language) = match stem.split_once('.') {
+            Some((stem, language)) => (stem, Some(language.to_ascii_lowercase())),
+            None => (stem, None),
+        };
+        let Some(name) = mail_name(stem) else {
+            return Err(format!(
+                "email.templates: {} is no mail's: name it after one of {} (or reset, verify)",
+                path.display(),
+                MAIL_NAMES.join(", ")
+            ));
+        };
+        if let Some(l) = &language
+            && !portico_platform::is_mail_language(l)
+        {
+            return Err(format!(
+                "email.templates: {}: {l:?} is not a language tag (fr, pt-br, ...)",
+                path.display()
+            ));
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("email.templates: cannot read {}: {e}", path.display()))?;
+        let unknown = portico_platform::unknown_placeholders(name, &text);
+        if !unknown.is_empty() {
+            let known: Vec<String> = portico_platform::mail_placeholders(name)
+                .iter()
+                .map(|p| format!("{{{{{p}}}}}"))
+                .collect();
+            return Err(format!(
+                "email.templates: {}: unknown placeholder {} (the {name} mail fills in {})",
+                path.display(),
+                unknown
+                    .iter()
+                    .map(|u| format!("{{{{{u}}}}}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                known.join(", ")
+            ));
+        }
+        let parts: &mut TemplateParts = files.entry((name.to_owned(), language)).or_default();
+        match ext {
+            "subject" => parts.0 = Some(text),
+            "txt" => parts.1 = Some(text),
+            _ => parts.2 = Some(text),
+        }
+    }
+    Ok(files)
 }
 
 /// The `(collection, field)` pairs whose documents a guest owns: each owner field the config

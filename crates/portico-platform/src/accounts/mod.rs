@@ -56,7 +56,8 @@ pub use lifecycle::{
     EMAIL_CODES, EmailCodeError, EmailCodeProof, IDENTITIES, Lifecycle, MAIL_NAMES, Mail,
     MailLimits, MailSender, MailTemplate, MailTemplates, MailTransport, OIDC_LOGINS, OUTBOX, Oidc,
     OidcCallback, OidcError, OidcProvider, OidcStart, SenderOptions, SmtpTransport,
-    acceptable_provider_url, has_verified_email, mail_placeholders,
+    acceptable_provider_url, has_verified_email, is_mail_language, mail_placeholders,
+    preferred_languages, unknown_placeholders,
 };
 pub use password::{Password, password_digest};
 pub use roles::user_has_any_role;

@@ -210,6 +210,7 @@ impl Lifecycle {
         &self,
         email: &str,
         guest_id: Option<&str>,
+        request: &Document,
     ) -> crate::Result<Option<Mail>> {
         let config = self.accounts().config();
         let user = self.accounts().find_user_by_email(email).await?;
@@ -267,7 +268,8 @@ impl Lifecycle {
                     vec![("email", &address), ("app_url", &config.app_url)],
                 )
             };
-        let (subject, text, html) = config.mail_templates.render(name, &values);
+        let languages = Lifecycle::languages(user.as_ref(), request);
+        let (subject, text, html) = config.mail_templates.render_in(name, &languages, &values);
         Ok(Some(Mail {
             to: address,
             subject,

@@ -36,7 +36,10 @@ pub use oidc::{
 };
 pub use outbox::{Mail, MailSender, MailTransport, OUTBOX, SenderOptions};
 pub use smtp::SmtpTransport;
-pub use templates::{MAIL_NAMES, MailTemplate, MailTemplates, placeholders as mail_placeholders};
+pub use templates::{
+    MAIL_NAMES, MailTemplate, MailTemplates, is_language_tag as is_mail_language,
+    placeholders as mail_placeholders, preferred_languages, unknown_placeholders,
+};
 
 use self::tokens::TokenKind;
 use super::{Accounts, Password, lookup};
@@ -74,6 +77,8 @@ struct Inner {
 #[derive(Clone)]
 pub struct Lifecycle {
     inner: Arc<Inner>,
+    /// The `Accept-Language` of the request asking (see [`Lifecycle::with_accept_language`]).
+    accept_language: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Lifecycle {
@@ -114,7 +119,34 @@ impl Lifecycle {
                 wake: tokio::sync::Notify::new(),
                 sending: AtomicBool::new(false),
             }),
+            accept_language: None,
         }
+    }
+
+    /// The same service, noting `accept_language` (a request's `Accept-Language` header) in
+    /// the mail requests it makes: a mail to an account without a `locale` is written in the
+    /// first of these languages that has texts (see [`MailTemplates`]).
+    pub fn with_accept_language(&self, accept_language: Option<&str>) -> Lifecycle {
+        let value = accept_language
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(|v| v.chars().take(256).collect::<String>());
+        Lifecycle {
+            inner: self.inner.clone(),
+            accept_language: value.map(Arc::from),
+        }
+    }
+
+    /// The languages to write a mail to `user` in (its `locale` or `profile.locale`, then the
+    /// request's, as the queued `doc` noted it).
+    fn languages(user: Option<&Document>, doc: &Document) -> Vec<String> {
+        let locale = user.and_then(|u| {
+            u.get("locale")
+                .or_else(|| u.get("profile").and_then(|p| p.get("locale")))
+                .and_then(Value::as_str)
+        });
+        let accept = doc.get("acceptLanguage").and_then(Value::as_str);
+        templates::preferred_languages(locale, accept)
     }
 
     pub(crate) async fn prepare(&self) -> Result<()> {
@@ -160,7 +192,10 @@ impl Lifecycle {
     }
 
     async fn enqueue(&self, doc: Value) -> Result<()> {
-        let doc = doc.as_object().cloned().unwrap_or_default();
+        let mut doc = doc.as_object().cloned().unwrap_or_default();
+        if let Some(language) = &self.accept_language {
+            doc.insert("acceptLanguage".into(), Value::String(language.to_string()));
+        }
         outbox::enqueue(self.store(), doc).await?;
         self.inner.wake.notify_one();
         Ok(())
@@ -226,7 +261,7 @@ impl Lifecycle {
         let email = doc.get("email").and_then(Value::as_str).unwrap_or_default();
         if kind == "email-code" {
             let guest = doc.get("guestId").and_then(Value::as_str);
-            return self.resolve_email_code(email, guest).await;
+            return self.resolve_email_code(email, guest, doc).await;
         }
         let config = self.accounts().config();
         let (kind, user, address, lifetime, path) = match kind {
@@ -301,8 +336,10 @@ impl Lifecycle {
             "{}/{path}?token={token}",
             config.app_url.trim_end_matches('/')
         );
-        let (subject, text, html) = config.mail_templates.render(
+        let languages = Lifecycle::languages(Some(&user), doc);
+        let (subject, text, html) = config.mail_templates.render_in(
             kind.name(),
+            &languages,
             &[
                 ("link", &link),
                 ("email", &address),
