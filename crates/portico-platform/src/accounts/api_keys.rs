@@ -19,7 +19,7 @@ use portico_store::{Document, Query, Selector, Sort, Update, UpdateOptions, docu
 use serde_json::{Value, json};
 
 use super::token::new_token;
-use super::{Accounts, NewUser, USERS, hash_token};
+use super::{Accounts, NewUser, USERS, hash_token, is_service_account};
 use crate::time::{from_millis, now_ms, to_iso};
 use crate::{Error, Result};
 
@@ -47,11 +47,6 @@ pub struct ApiKeyInfo {
     pub expires: Option<String>,
     /// When it was last used (ISO-8601, to the minute), if ever.
     pub last_used: Option<String>,
-}
-
-/// True when `user` is the service account of an API key.
-pub fn is_service_account(user: &Document) -> bool {
-    user.get("service").and_then(Value::as_bool) == Some(true)
 }
 
 fn valid_name(name: &str) -> bool {

@@ -48,7 +48,7 @@ use std::sync::Arc;
 use portico_store::{Document, Selector, Store, Update, UpdateOptions};
 use serde_json::{Map, Value, json};
 
-pub use api_keys::{API_KEYS, ApiKeyInfo, is_service_account};
+pub use api_keys::{API_KEYS, ApiKeyInfo};
 pub(crate) use guests::touch_every as guest_touch_every;
 pub use guests::{GuestUpgrade, is_guest};
 pub use import::import_value;
@@ -438,6 +438,11 @@ impl std::fmt::Debug for Accounts {
             .field("config", &self.inner.config)
             .finish_non_exhaustive()
     }
+}
+
+/// True when `user` is the service account of an API key (see `api_keys.rs`).
+pub fn is_service_account(user: &Document) -> bool {
+    user.get("service").and_then(Value::as_bool) == Some(true)
 }
 
 /// Only `_id`, `username`, `emails`, `profile` and `roles` of a user: what may be shown to others.
