@@ -37,6 +37,7 @@ mod integration {
     mod read_replicas;
     mod relations;
     mod request_ids;
+    mod route_limits;
     mod routes_api;
     mod safe_defaults;
     mod scale_out;

@@ -541,3 +541,30 @@ fn the_email_code_keys_are_read_and_bounded() {
         ]
     );
 }
+
+#[test]
+fn route_limits_are_read_and_checked() {
+    let config = match Config::parse(
+        "[[limits]]\npath = \"/auth/*\"\nrequests = 5\nwindow_secs = 60\n\
+         [[limits]]\npath = \"/api/notes\"\nper = \"account\"\nrequests = 2\nwindow_secs = 1\nmethods = [\"post\"]\n",
+    ) {
+        Ok(c) => c,
+        Err(e) => panic!("{e:?}"),
+    };
+    assert_eq!(config.limits.len(), 2);
+    assert_eq!(config.limits[1].per, LimitPer::Account);
+    assert_eq!(config.limits[1].methods, ["POST"]);
+    assert!(config.limits[0].applies("GET", "/auth/methods"));
+    let errs =
+        errors("[[limits]]\npath = \"auth/*\"\nper = \"ip\"\nrequests = 0\nwindow_secs = 0\n");
+    let keys: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.key.as_str())).collect();
+    assert_eq!(
+        keys,
+        [
+            (2, "limits.path"),
+            (3, "limits.per"),
+            (4, "limits.requests"),
+            (5, "limits.window_secs")
+        ]
+    );
+}

@@ -15,6 +15,7 @@ mod redact;
 pub mod replicas;
 pub mod request_id;
 mod request_log;
+mod route_limits;
 pub mod store_metrics;
 mod zero_config;
 
@@ -407,6 +408,12 @@ fn with_layers(app: Router, config: &Config, platform: &Platform) -> Router {
         app
     };
     let app = impersonation::with_impersonation_log(app, platform.clone());
+    let app = route_limits::with_route_limits(
+        app,
+        &config.limits,
+        platform.clone(),
+        config.trusted_proxies.clone(),
+    );
     let app = with_body_timeout(app, config.server.body_timeout);
     let memory = body_budget::MemoryBudget::new(config.server.max_inflight_body);
     if let (Some(memory), Some(files)) = (&memory, platform.files()) {
