@@ -102,12 +102,12 @@ impl Accounts {
             roles: roles.clone(),
             ..NewUser::default()
         };
-        let user_id = self.insert_user(new, false).await?;
-        self.update_user(
-            &user_id,
-            &Update::parse(&json!({"$set": {"service": true}}))?,
-        )
-        .await?;
+        // The service flag in the same write as the account.
+        let service = json!({"service": true})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let user_id = self.insert_user_with(new, false, service).await?;
         let key = format!("{KEY_PREFIX}{}", new_token());
         let expires = lifetime.map(|d| now_ms().saturating_add(d.num_milliseconds()));
         let doc: Document = json!({

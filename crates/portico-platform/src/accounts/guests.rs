@@ -91,9 +91,13 @@ impl Accounts {
         }
         let key = super::lifecycle::client_key("guest", client);
         super::lifecycle::count_request(self.store(), &key, config.guest_limit).await?;
-        let id = self.insert_user(NewUser::default(), false).await?;
-        let mark = Update::parse(&json!({"$set": {"guest": true, "lastActive": now_ms()}}))?;
-        self.update_user(&id, &mark).await?;
+        // Made with its flag in one write: never an account without credentials that no sweep
+        // would remove.
+        let flag = json!({"guest": true, "lastActive": now_ms()});
+        let extra = flag.as_object().cloned().unwrap_or_default();
+        let id = self
+            .insert_user_with(NewUser::default(), false, extra)
+            .await?;
         self.issue_token(&id, false).await
     }
 

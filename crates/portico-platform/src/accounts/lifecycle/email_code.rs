@@ -156,6 +156,7 @@ impl Lifecycle {
     /// Creates the index on the challenges' link hash.
     pub(crate) async fn prepare_email_codes(&self) -> crate::Result<()> {
         self.store().ensure_index(EMAIL_CODES, "link").await?;
+        self.store().ensure_index(EMAIL_CODES, "expires").await?;
         Ok(())
     }
 
@@ -213,6 +214,9 @@ impl Lifecycle {
         request: &Document,
     ) -> crate::Result<Option<Mail>> {
         let config = self.accounts().config();
+        // Challenges nobody confirmed (in the sender, off the request path).
+        let stale = Selector::parse(&json!({"expires": {"$lt": now_ms()}}))?;
+        self.store().remove(EMAIL_CODES, &stale).await?;
         let user = self.accounts().find_user_by_email(email).await?;
         // A guest's request for a free address: the code gives the address to the guest.
         let guest_id = guest_id.filter(|_| user.is_none());
