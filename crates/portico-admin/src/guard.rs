@@ -28,6 +28,23 @@ pub(crate) async fn require_admin(
         }
         Err(err) => return ApiError::from(err).into_response(),
     };
+    // An API key never reaches the admin page, whatever its roles; nor does a token an admin
+    // got to act as a user.
+    if portico_platform::is_service_account(user.user()) {
+        return ApiError::new(StatusCode::FORBIDDEN, "API keys cannot use the admin page.")
+            .into_response();
+    }
+    if user
+        .hashed_token()
+        .and_then(|h| portico_platform::Accounts::impersonator_of(user.user(), h))
+        .is_some()
+    {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "A token acting as a user cannot use the admin page.",
+        )
+        .into_response();
+    }
     if !user_has_any_role(user.user(), std::slice::from_ref(&state.role)) {
         return ApiError::new(
             StatusCode::FORBIDDEN,

@@ -191,6 +191,7 @@ impl AdminPage {
             .route(&api("/users/{id}/roles"), put(users::set_roles))
             .route(&api("/users/{id}/password"), put(users::set_password))
             .route(&api("/users/{id}/logout"), post(users::logout_everywhere))
+            .route(&api("/users/{id}/impersonate"), post(users::impersonate))
             .route(
                 &api("/users/{id}/password-reset"),
                 post(users::send_reset_mail),

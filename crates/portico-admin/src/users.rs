@@ -19,6 +19,9 @@ fn shown(user: &Document) -> Document {
     if let Some(created) = user.get("createdAt") {
         out.insert("createdAt".into(), created.clone());
     }
+    if portico_platform::is_guest(user) {
+        out.insert("guest".into(), Value::Bool(true));
+    }
     out
 }
 
@@ -200,6 +203,39 @@ pub(crate) async fn logout_everywhere(
     }
     let removed = accounts.remove_all_tokens(&id).await?;
     Ok(Json(json!({ "_id": id, "tokensRemoved": removed })))
+}
+
+/// `POST api/users/{id}/impersonate`: a short-lived token acting as the account
+/// (`impersonation_lifetime`); every write made with it is logged with both ids, and the admin
+/// page refuses it.
+pub(crate) async fn impersonate(
+    State(state): State<AdminState>,
+    Extension(me): Extension<AuthenticatedUser>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let accounts = state.platform.accounts();
+    let token = match accounts.impersonate(me.user_id(), &id).await {
+        Ok(token) => token,
+        Err(portico_platform::Error::UserNotFound) => {
+            return Err(ApiError::not_found("User not found"));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    tracing::info!(user = %id, impersonator = %me.user_id(), "admin acts as a user");
+    let lifetime = accounts
+        .config()
+        .impersonation_lifetime
+        .min(accounts.config().token_lifetime);
+    let expires = chrono::DateTime::parse_from_rfc3339(&token.when)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .unwrap_or_else(|_| chrono::Utc::now())
+        + lifetime;
+    Ok(Json(json!({
+        "_id": id,
+        "token": token.token,
+        "impersonator": me.user_id(),
+        "tokenExpires": expires.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    })))
 }
 
 /// `DELETE api/users/{id}`; not the caller's own account (`portico users remove` can).

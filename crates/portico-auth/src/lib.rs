@@ -12,6 +12,10 @@
 //! | `POST /auth/totp/setup` (logged in) | | 200 `{secret, uri}`: a new secret, pending |
 //! | `POST /auth/totp/enable` (logged in) | `{code}` | 200 `{recoveryCodes}`: password logins need `totp` from now on |
 //! | `POST /auth/totp/disable` (logged in) | `{code}` | 200 (a code or a recovery code) |
+//! | `POST /auth/email-code` | `{email}` | 202, the same whether or not an account has the address: a sign-in code and link (or a mail saying no account has it); sent with a guest's token, the code gives a free address to the guest |
+//! | `POST /auth/email-code/confirm` | `{email, code, totp?}` or `{token, totp?}` | 200 `{id, token, tokenExpires}`: signed in (signed up with `email_code_signup`) |
+//! | `POST /auth/guest` | | 200 `{id, token, tokenExpires, guest: true}`: a guest account (`allow_guests`; 403 `guests-off` otherwise) |
+//! | `POST /auth/guest/upgrade` (logged in as a guest) | `{username?, email?, password}` | 200 `{id}`: the same account, with credentials |
 //! | `GET /auth/methods` | | which sign-in methods are on |
 //! | `GET /auth/oidc/{name}` | | 302 to the provider (authorization code with PKCE S256, state and nonce); 429 past the accounts' `oidc_start_limit` per client |
 //! | `GET /auth/oidc/{name}/callback` | | the provider's way back: 302 to `{app_url}/oidc?code=...` (or `?error=...`) |
@@ -46,7 +50,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use http::Method;
 use portico_edge::{Access, AuthenticatedUser, Door, RouteDoc, TrustedProxies};
-use portico_platform::{Error, OidcCallback, OidcError, Password, Platform};
+use portico_platform::{
+    EmailCodeError, EmailCodeProof, Error, GuestUpgrade, Lifecycle, OidcCallback, OidcError,
+    Password, Platform,
+};
 use serde_json::{Value, json};
 
 /// Where the endpoints are served.
@@ -103,6 +110,10 @@ impl AuthRoutes {
             .route("/auth/totp/setup", post(totp_setup))
             .route("/auth/totp/enable", post(totp_enable))
             .route("/auth/totp/disable", post(totp_disable))
+            .route("/auth/email-code", post(email_code))
+            .route("/auth/email-code/confirm", post(email_code_confirm))
+            .route("/auth/guest", post(guest))
+            .route("/auth/guest/upgrade", post(guest_upgrade))
             .route("/auth/methods", get(methods))
             .route("/auth/oidc/exchange", post(oidc_exchange))
             .route("/auth/oidc/{name}", get(oidc_begin))
@@ -122,6 +133,13 @@ impl AuthRoutes {
         };
         let message = json!({"type": "object", "properties": {"message": {"type": "string"}}});
         let email_reply = json!({"type": "object", "properties": {"email": {"type": "string"}}});
+        let login_reply = json!({"type": "object", "properties": {
+            "id": {"type": "string"},
+            "token": {"type": "string"},
+            "tokenExpires": {"type": "string", "format": "date-time"}
+        }, "required": ["id", "token", "tokenExpires"]});
+        let mut guest_reply = login_reply.clone();
+        guest_reply["properties"]["guest"] = json!({"type": "boolean"});
         let doc = |method: Method, path: &str, access: Access, summary: &str| {
             RouteDoc::new(Door::Accounts, method, format!("/auth/{path}"), access).summary(summary)
         };
@@ -155,7 +173,24 @@ impl AuthRoutes {
                 }})),
             doc(Method::POST, "totp/disable", Access::LoggedIn, "turn two-factor codes off with a code or a recovery code")
                 .request_body(object(&["code"]))
+                .reply_body(message.clone()),
+            doc(Method::POST, "email-code", Access::Public, "mail a sign-in code and link (202 whether or not an account has the address)")
+                .request_body(object(&["email"]))
                 .reply_body(message),
+            doc(Method::POST, "email-code/confirm", Access::Public, "sign in with a mailed code (with its address) or the link's token; totp when the account has two-factor codes on")
+                .request_body(json!({"type": "object", "properties": {
+                    "email": {"type": "string"}, "code": {"type": "string"},
+                    "token": {"type": "string"}, "totp": {"type": "string"}
+                }}))
+                .reply_body(login_reply.clone()),
+            doc(Method::POST, "guest", Access::Public, "make a guest account (no credentials) and log it in; 403 when guests are off")
+                .reply_body(guest_reply),
+            doc(Method::POST, "guest/upgrade", Access::LoggedIn, "give the calling guest a username or email and a password; it keeps its id and documents")
+                .request_body(json!({"type": "object", "properties": {
+                    "username": {"type": "string"}, "email": {"type": "string"},
+                    "password": {"type": "string"}
+                }, "required": ["password"]}))
+                .reply_body(json!({"type": "object", "properties": {"id": {"type": "string"}}})),
             doc(Method::GET, "methods", Access::Public, "which sign-in methods are on")
                 .reply_body(json!({"type": "object", "properties": {
                     "password": {"type": "boolean"},
@@ -163,7 +198,10 @@ impl AuthRoutes {
                     "passwordReset": {"type": "boolean"},
                     "requireVerifiedEmail": {"type": "boolean"},
                     "oidc": {"type": "array", "items": {"type": "string"}},
-                    "totp": {"type": "boolean"}
+                    "totp": {"type": "boolean"},
+                    "emailCode": {"type": "boolean"},
+                    "emailCodeSignup": {"type": "boolean"},
+                    "guests": {"type": "boolean"}
                 }})),
             doc(Method::GET, "oidc/:name", Access::Public, "sign in with an OpenID Connect provider: 302 to the provider")
                 .redirects(),
@@ -174,11 +212,7 @@ impl AuthRoutes {
                 .request_body(json!({"type": "object", "properties": {
                     "code": {"type": "string"}, "totp": {"type": "string"}
                 }, "required": ["code"]}))
-                .reply_body(json!({"type": "object", "properties": {
-                    "id": {"type": "string"},
-                    "token": {"type": "string"},
-                    "tokenExpires": {"type": "string", "format": "date-time"}
-                }, "required": ["id", "token", "tokenExpires"]})),
+                .reply_body(login_reply),
         ]
     }
 }
@@ -308,7 +342,7 @@ fn accepted() -> Response {
 async fn email_request(
     state: &AuthState,
     request: axum::extract::Request,
-) -> Result<(String, Option<std::net::IpAddr>), AuthError> {
+) -> Result<(String, Option<std::net::IpAddr>, Lifecycle), AuthError> {
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, BODY_LIMIT)
         .await
@@ -318,19 +352,26 @@ async fn email_request(
     let ip = state
         .proxies
         .client_ip_of(&parts.headers, &parts.extensions);
-    Ok((email, ip))
+    Ok((email, ip, lifecycle_for(state, &parts.headers)))
+}
+
+/// The lifecycle noting the request's `Accept-Language` (the language of the mail, when the
+/// account has no `locale`).
+fn lifecycle_for(state: &AuthState, headers: &http::HeaderMap) -> Lifecycle {
+    let language = headers
+        .get(header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok());
+    state.platform.lifecycle().with_accept_language(language)
 }
 
 async fn verify_email(State(state): State<AuthState>, request: axum::extract::Request) -> Reply {
-    let (email, ip) = email_request(&state, request).await?;
-    let lifecycle = state.platform.lifecycle();
+    let (email, ip, lifecycle) = email_request(&state, request).await?;
     lifecycle.request_verification(&email, ip).await?;
     Ok(accepted())
 }
 
 async fn password_reset(State(state): State<AuthState>, request: axum::extract::Request) -> Reply {
-    let (email, ip) = email_request(&state, request).await?;
-    let lifecycle = state.platform.lifecycle();
+    let (email, ip, lifecycle) = email_request(&state, request).await?;
     lifecycle.request_password_reset(&email, ip).await?;
     Ok(accepted())
 }
@@ -340,8 +381,7 @@ async fn email_change(
     user: AuthenticatedUser,
     request: axum::extract::Request,
 ) -> Reply {
-    let (email, ip) = email_request(&state, request).await?;
-    let lifecycle = state.platform.lifecycle();
+    let (email, ip, lifecycle) = email_request(&state, request).await?;
     lifecycle
         .request_email_change(user.user_id(), &email, ip)
         .await?;
@@ -433,6 +473,9 @@ async fn methods(State(state): State<AuthState>) -> Response {
         "requireVerifiedEmail": config.require_verified_email,
         "oidc": state.platform.oidc().names(),
         "totp": true,
+        "emailCode": mail,
+        "emailCodeSignup": mail && config.email_code_signup && !config.forbid_client_account_creation,
+        "guests": config.allow_guests && !config.forbid_client_account_creation,
     }))
     .into_response()
 }
@@ -555,6 +598,166 @@ async fn oidc_callback(
     redirect(&target, oidc_cookie(&state, None))
 }
 
+async fn email_code(
+    State(state): State<AuthState>,
+    user: Option<AuthenticatedUser>,
+    request: axum::extract::Request,
+) -> Reply {
+    let (email, ip, lifecycle) = email_request(&state, request).await?;
+    // A guest asking: the code gives it the address when no account has it.
+    match user.filter(|u| portico_platform::is_guest(u.user())) {
+        Some(guest) => {
+            lifecycle
+                .request_email_code_for_guest(guest.user_id(), &email, ip)
+                .await?
+        }
+        None => lifecycle.request_email_code(&email, ip).await?,
+    }
+    Ok(accepted())
+}
+
+fn email_code_error(e: EmailCodeError) -> AuthError {
+    let status = match e {
+        EmailCodeError::TooManyAttempts(wait) => return Error::TooManyRequests(wait).into(),
+        // The platform's own mapping (503 while the database is down, 500 logged).
+        EmailCodeError::Platform(e) => return e.into(),
+        EmailCodeError::TotpRequired | EmailCodeError::TotpInvalid => StatusCode::UNAUTHORIZED,
+        _ => StatusCode::BAD_REQUEST,
+    };
+    AuthError::new(status, e.code(), e.to_string())
+}
+
+/// A string field of a JSON body, when it is one and not blank.
+fn optional_field(value: &Value, name: &str) -> Option<String> {
+    value
+        .get(name)
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+        .map(str::to_owned)
+}
+
+async fn email_code_confirm(
+    State(state): State<AuthState>,
+    request: axum::extract::Request,
+) -> Reply {
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, BODY_LIMIT)
+        .await
+        .map_err(too_large)?;
+    let invalid = |why: &str| AuthError::new(StatusCode::BAD_REQUEST, "invalid-body", why);
+    let value: Value = serde_json::from_slice(&body)
+        .ok()
+        .filter(Value::is_object)
+        .ok_or_else(|| invalid("The body must be a JSON object"))?;
+    let proof = match (
+        optional_field(&value, "email"),
+        optional_field(&value, "code"),
+        optional_field(&value, "token"),
+    ) {
+        (Some(email), Some(code), None) => EmailCodeProof::Code { email, code },
+        (None, None, Some(token)) => EmailCodeProof::Link(token),
+        _ => {
+            return Err(invalid(
+                "The body needs \"email\" and \"code\", or the link's \"token\"",
+            ));
+        }
+    };
+    let totp = optional_field(&value, "totp");
+    let ip = state
+        .proxies
+        .client_ip_of(&parts.headers, &parts.extensions);
+    let token = state
+        .platform
+        .lifecycle()
+        .confirm_email_code(&proof, totp.as_deref(), ip)
+        .await
+        .map_err(email_code_error)?;
+    Ok(login_reply(&state, &token))
+}
+
+async fn guest(State(state): State<AuthState>, request: axum::extract::Request) -> Reply {
+    let ip = state
+        .proxies
+        .client_ip_of(request.headers(), request.extensions());
+    let token = match state.platform.accounts().create_guest(ip).await {
+        Ok(token) => token,
+        Err(Error::AccessDenied) => {
+            return Err(AuthError::new(
+                StatusCode::FORBIDDEN,
+                "guests-off",
+                "This server makes no guest accounts",
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut body = login_body(&state, &token);
+    body["guest"] = json!(true);
+    Ok(axum::Json(body).into_response())
+}
+
+async fn guest_upgrade(
+    State(state): State<AuthState>,
+    user: AuthenticatedUser,
+    request: axum::extract::Request,
+) -> Reply {
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, BODY_LIMIT)
+        .await
+        .map_err(too_large)?;
+    let value: Value = serde_json::from_slice(&body)
+        .ok()
+        .filter(Value::is_object)
+        .ok_or_else(|| {
+            AuthError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid-body",
+                "The body must be a JSON object",
+            )
+        })?;
+    let [password] = fields(&body, ["password"])?;
+    let upgrade = GuestUpgrade::new(
+        optional_field(&value, "username"),
+        optional_field(&value, "email"),
+        Password::Plain(password),
+    );
+    let accounts = state.platform.accounts();
+    let email = accounts.upgrade_guest(user.user_id(), upgrade).await?;
+    if let Some(email) = email
+        && state.platform.lifecycle().sends_mail()
+    {
+        let ip = state
+            .proxies
+            .client_ip_of(&parts.headers, &parts.extensions);
+        if let Err(e) = state
+            .platform
+            .lifecycle()
+            .request_verification(&email, ip)
+            .await
+        {
+            tracing::info!(error = %e, "no verification mail after a guest's upgrade");
+        }
+    }
+    Ok(axum::Json(json!({"id": user.user_id()})).into_response())
+}
+
+/// The reply of a sign-in: `{id, token, tokenExpires}`, the auto API's login reply.
+fn login_reply(state: &AuthState, token: &portico_platform::LoginToken) -> Response {
+    axum::Json(login_body(state, token)).into_response()
+}
+
+/// The body of [`login_reply`].
+fn login_body(state: &AuthState, token: &portico_platform::LoginToken) -> Value {
+    let issued = chrono::DateTime::parse_from_rfc3339(&token.when)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .unwrap_or_else(|_| chrono::Utc::now());
+    let expires = issued + state.platform.accounts().config().token_lifetime;
+    json!({
+        "id": token.user_id,
+        "token": token.token,
+        "tokenExpires": expires.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    })
+}
+
 async fn oidc_exchange(State(state): State<AuthState>, body: Bytes) -> Reply {
     let [code] = fields(&body, ["code"])?;
     let totp = serde_json::from_slice::<Value>(&body)
@@ -566,14 +769,5 @@ async fn oidc_exchange(State(state): State<AuthState>, body: Bytes) -> Reply {
         .exchange(&code, totp.as_deref())
         .await
         .map_err(oidc_error)?;
-    let issued = chrono::DateTime::parse_from_rfc3339(&token.when)
-        .map(|t| t.with_timezone(&chrono::Utc))
-        .unwrap_or_else(|_| chrono::Utc::now());
-    let expires = issued + platform.accounts().config().token_lifetime;
-    Ok(axum::Json(json!({
-        "id": token.user_id,
-        "token": token.token,
-        "tokenExpires": expires.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-    }))
-    .into_response())
+    Ok(login_reply(&state, &token))
 }

@@ -37,6 +37,12 @@ pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report>
     // The scripts are loaded as `serve` loads them (on a scratch store), so their syntax,
     // import and type errors, and collisions with the config, fail the check.
     let (doors, scripts) = Doors::build_scratch_with_scripts(&config, Some(path)).await?;
+    // The mail templates are read as `serve` reads them: their files, languages, placeholders.
+    if let Some(email) = &config.email {
+        email
+            .read_templates(config.folder.as_deref())
+            .map_err(crate::Error::Setup)?;
+    }
     // A [[cron]] names a job the scripts define.
     let defined: Vec<&str> = scripts
         .as_ref()

@@ -39,6 +39,7 @@ mod error;
 pub mod files;
 pub mod import;
 pub mod indexes;
+pub mod keys;
 pub mod openapi;
 pub mod routes;
 pub mod scripts;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use portico_cli::{backup, check, database, import, indexes, openapi, routes, serve, users};
+use portico_cli::{backup, check, database, import, indexes, keys, openapi, routes, serve, users};
 
 /// A zero-code REST server from a TOML file, on embedded SQLite.
 #[derive(Debug, Parser)]
@@ -40,6 +40,11 @@ enum Command {
     Users {
         #[command(subcommand)]
         command: UsersCommand,
+    },
+    /// Manage API keys (each acts as its own service account).
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
     },
     /// Import a JSON array export (one document per element) into a collection.
     Import {
@@ -168,6 +173,36 @@ enum UsersCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum KeysCommand {
+    /// Make a key and print it (it is stored hashed: this is the only time it is shown).
+    Add {
+        #[command(flatten)]
+        db: DatabaseArgs,
+        /// The key's name (letters, digits, -, _ and .).
+        #[arg(long)]
+        name: String,
+        /// A role of its service account; repeat for more.
+        #[arg(long = "role", value_name = "ROLE")]
+        roles: Vec<String>,
+        /// Stop working after this long: 90d, 12h, 30m, 45s (default: never).
+        #[arg(long, value_name = "LIFETIME")]
+        expires: Option<String>,
+    },
+    /// List the keys: name, roles, creation, expiry, last use (never the key).
+    List {
+        #[command(flatten)]
+        db: DatabaseArgs,
+    },
+    /// Revoke a key: it stops working at the next request, on every instance.
+    Revoke {
+        #[command(flatten)]
+        db: DatabaseArgs,
+        /// The key's name.
+        name: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum IndexesCommand {
     /// Print every sorted index: collection, fields, and whether the config declares it.
     List {
@@ -282,6 +317,7 @@ async fn run(command: Command) -> portico_cli::Result<()> {
             served
         }
         Command::Users { command } => run_users(command).await,
+        Command::Keys { command } => run_keys(command).await,
         Command::Indexes { command } => run_indexes(command).await,
         Command::Backup { db, out } => {
             let (path, config) = database::load_config(db.config.as_deref())?;
@@ -392,6 +428,37 @@ async fn run_indexes(command: IndexesCommand) -> portico_cli::Result<()> {
             Ok(())
         }
     }
+}
+
+async fn run_keys(command: KeysCommand) -> portico_cli::Result<()> {
+    match command {
+        KeysCommand::Add {
+            db,
+            name,
+            roles,
+            expires,
+        } => {
+            let platform = open(&db, database::Effect::Creates).await?;
+            let key = keys::add(&platform, &name, roles, expires.as_deref()).await?;
+            say(format_args!("{key}"));
+        }
+        KeysCommand::List { db } => {
+            let platform = open(&db, database::Effect::Reads).await?;
+            for key in platform.accounts().list_api_keys().await? {
+                say(format_args!("{}", keys::summary(&key)));
+            }
+        }
+        KeysCommand::Revoke { db, name } => {
+            let platform = open(&db, database::Effect::Changes).await?;
+            if !platform.accounts().revoke_api_key(&name).await? {
+                return Err(portico_cli::Error::Usage(format!(
+                    "no key is named {name:?}"
+                )));
+            }
+            say(format_args!("revoked {name}"));
+        }
+    }
+    Ok(())
 }
 
 async fn run_users(command: UsersCommand) -> portico_cli::Result<()> {

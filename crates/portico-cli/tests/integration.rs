@@ -8,6 +8,7 @@ mod integration {
     mod accounts;
     mod admin_page;
     mod aggregates;
+    mod api_keys;
     mod auto_api;
     mod auto_conditional;
     mod auto_queries;
@@ -16,8 +17,10 @@ mod integration {
     mod channels;
     mod check;
     mod common;
+    mod email_code;
     mod field_rules;
     mod files;
+    mod guests;
     mod hygiene;
     mod import;
     mod indexes;
@@ -27,12 +30,14 @@ mod integration {
     mod live;
     mod log_secrets;
     mod login_parity;
+    mod mail_languages;
     mod memory;
     mod oidc;
     mod operations;
     mod read_replicas;
     mod relations;
     mod request_ids;
+    mod route_limits;
     mod routes_api;
     mod safe_defaults;
     mod scale_out;

@@ -12,7 +12,8 @@ use portico_platform::Platform;
 use portico_store::Document;
 
 /// The login token of a request: `X-Auth-Token`, else `Authorization: Bearer` (scheme
-/// case-insensitive, RFC 6750 token syntax). Empty values are no token.
+/// case-insensitive, RFC 6750 token syntax), else `X-Api-Key` (an API key). Empty values are
+/// no token.
 ///
 /// ```
 /// let mut headers = http::HeaderMap::new();
@@ -29,10 +30,19 @@ pub fn request_token(headers: &HeaderMap) -> Option<&str> {
     {
         return Some(token);
     }
-    headers
+    if let Some(token) = headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(bearer_token)
+    {
+        return Some(token);
+    }
+    // An API key may come in its own header.
+    headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|t| is_b64token(t))
 }
 
 /// The token of an `Authorization` value `Bearer <token>`, when it has the RFC 6750 `b64token`
@@ -228,6 +238,8 @@ mod tests {
     fn tokens_from_either_header() {
         let mut h = HeaderMap::new();
         assert_eq!(request_token(&h), None);
+        h.insert("x-api-key", "pk_key".parse().unwrap());
+        assert_eq!(request_token(&h), Some("pk_key"));
         h.insert("authorization", "bearer tok.en".parse().unwrap());
         assert_eq!(request_token(&h), Some("tok.en"));
         h.insert("x-auth-token", "other".parse().unwrap());

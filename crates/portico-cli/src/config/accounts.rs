@@ -30,6 +30,16 @@ pub(crate) struct RawAccounts {
     mail_rate_limit_per_address: Option<Spanned<RawLimit>>,
     mail_rate_limit_per_email: Option<Spanned<RawLimit>>,
     oidc_rate_limit_per_address: Option<Spanned<RawLimit>>,
+    email_code_signup: Option<bool>,
+    email_code_token_secs: Option<Spanned<u64>>,
+    email_code_digits: Option<Spanned<u64>>,
+    email_code_attempts: Option<Spanned<u64>>,
+    email_code_rate_limit_per_address: Option<Spanned<RawLimit>>,
+    email_code_rate_limit_per_email: Option<Spanned<RawLimit>>,
+    allow_guests: Option<bool>,
+    guest_ttl_days: Option<Spanned<f64>>,
+    guest_rate_limit_per_address: Option<Spanned<RawLimit>>,
+    impersonation_token_secs: Option<Spanned<u64>>,
     server_url: Option<Spanned<String>>,
     oidc: Option<Vec<Spanned<RawOidc>>>,
 }
@@ -95,6 +105,31 @@ pub struct AccountsSection {
     /// `oidc_rate_limit_per_address` (default 30 per 10 minutes): sign-ins with a provider
     /// started per client address.
     pub oidc_start_limit: Option<Limit>,
+    /// `email_code_signup` (default false): a sign-in code requested for an address no account
+    /// has makes an account when confirmed (otherwise the mail says no account has it).
+    pub email_code_signup: bool,
+    /// `email_code_token_secs` (default 10 minutes): how long a sign-in code and link work.
+    pub email_code_token: Duration,
+    /// `email_code_digits` (6 to 8, default 6).
+    pub email_code_digits: u32,
+    /// `email_code_attempts` (default 5): the guesses one code allows.
+    pub email_code_attempts: u32,
+    /// `email_code_rate_limit_per_address` (default 30 per 10 minutes): failed confirmations
+    /// per client address.
+    pub email_code_failures_per_address: Option<Limit>,
+    /// `email_code_rate_limit_per_email` (default 10 per hour): failed confirmations per
+    /// email address.
+    pub email_code_failures_per_email: Option<Limit>,
+    /// `allow_guests` (default false): `POST /auth/guest` makes guest accounts.
+    pub allow_guests: bool,
+    /// `guest_ttl_days` (default 30; a number above 0, 0.5 is half a day): guests unused this
+    /// long are removed with their owned documents.
+    pub guest_ttl: Duration,
+    /// `guest_rate_limit_per_address` (default 10 per hour): guests made per client address.
+    pub guest_limit: Option<Limit>,
+    /// `impersonation_token_secs` (default 15 minutes): how long a token an admin gets on the
+    /// admin page to act as a user works.
+    pub impersonation_token: Duration,
     /// `server_url`: the address clients reach this server at; providers send the browser
     /// back to `{server_url}/auth/oidc/{name}/callback`. Required with `[[accounts.oidc]]`.
     pub server_url: Option<String>,
@@ -123,6 +158,22 @@ impl Default for AccountsSection {
                 .unwrap_or(Duration::ZERO),
             mail_limits: defaults.mail_limits,
             oidc_start_limit: defaults.oidc_start_limit,
+            email_code_signup: defaults.email_code_signup,
+            email_code_token: defaults
+                .email_code_lifetime
+                .to_std()
+                .unwrap_or(Duration::ZERO),
+            email_code_digits: defaults.email_code_digits,
+            email_code_attempts: defaults.email_code_attempts,
+            email_code_failures_per_address: defaults.email_code_failures_per_address,
+            email_code_failures_per_email: defaults.email_code_failures_per_email,
+            allow_guests: defaults.allow_guests,
+            guest_ttl: defaults.guest_ttl.to_std().unwrap_or(Duration::ZERO),
+            guest_limit: defaults.guest_limit,
+            impersonation_token: defaults
+                .impersonation_lifetime
+                .to_std()
+                .unwrap_or(Duration::ZERO),
             server_url: None,
             oidc: Vec::new(),
         }
@@ -181,6 +232,23 @@ fn secs(
         }
         Some(v) => Duration::from_secs(*v.get_ref()),
         None => default,
+    }
+}
+
+/// A whole number within `(low, high, default)`; a mistake under `key` otherwise.
+fn bounded(
+    raw: Option<Spanned<u64>>,
+    (low, high, default): (u32, u32, u32),
+    key: &'static str,
+    mistakes: &mut Vec<Mistake>,
+) -> u32 {
+    let Some(raw) = raw else { return default };
+    match u32::try_from(*raw.get_ref()) {
+        Ok(n) if (low..=high).contains(&n) => n,
+        _ => {
+            mistakes.push((raw.span(), key, format!("must be between {low} and {high}")));
+            default
+        }
     }
 }
 
@@ -289,10 +357,121 @@ fn check_oidc(
     }
 }
 
+/// The guest keys of `[accounts]` as written, and `impersonation_token_secs`.
+struct RawGuests {
+    allow: Option<bool>,
+    ttl_days: Option<Spanned<f64>>,
+    per_address: Option<Spanned<RawLimit>>,
+    impersonation_secs: Option<Spanned<u64>>,
+}
+
+/// The `email_code_*` keys of `[accounts]` as written.
+struct RawEmailCode {
+    signup: Option<bool>,
+    token_secs: Option<Spanned<u64>>,
+    digits: Option<Spanned<u64>>,
+    attempts: Option<Spanned<u64>>,
+    per_address: Option<Spanned<RawLimit>>,
+    per_email: Option<Spanned<RawLimit>>,
+}
+
+impl RawEmailCode {
+    /// The `email_code_*` keys, taken out of `raw`.
+    fn take(raw: &mut RawAccounts) -> RawEmailCode {
+        RawEmailCode {
+            signup: raw.email_code_signup.take(),
+            token_secs: raw.email_code_token_secs.take(),
+            digits: raw.email_code_digits.take(),
+            attempts: raw.email_code_attempts.take(),
+            per_address: raw.email_code_rate_limit_per_address.take(),
+            per_email: raw.email_code_rate_limit_per_email.take(),
+        }
+    }
+}
+
+impl AccountsSection {
+    /// Checks `allow_guests`, `guest_ttl_days`, `guest_rate_limit_per_address` and
+    /// `impersonation_token_secs` into this section (which holds the defaults).
+    fn check_guests(&mut self, raw: RawGuests, mistakes: &mut Vec<Mistake>) {
+        let RawGuests {
+            allow,
+            ttl_days,
+            per_address,
+            impersonation_secs,
+        } = raw;
+        self.impersonation_token = secs(
+            impersonation_secs,
+            self.impersonation_token,
+            "accounts.impersonation_token_secs",
+            mistakes,
+        );
+        self.allow_guests = allow.unwrap_or(self.allow_guests);
+        if let Some(days) = ttl_days {
+            let value = *days.get_ref();
+            match Duration::try_from_secs_f64(value * 86_400.0) {
+                Ok(ttl) if value > 0.0 && value <= 36_500.0 => self.guest_ttl = ttl,
+                _ => mistakes.push((
+                    days.span(),
+                    "accounts.guest_ttl_days",
+                    "write a number of days above 0 (0.5 is half a day), at most 36500".into(),
+                )),
+            }
+        }
+        self.guest_limit = limit(
+            per_address,
+            self.guest_limit,
+            "accounts.guest_rate_limit_per_address",
+            mistakes,
+        );
+    }
+
+    /// Checks the `email_code_*` keys into this section (which holds the defaults).
+    fn check_email_code(&mut self, raw: RawEmailCode, mistakes: &mut Vec<Mistake>) {
+        self.email_code_signup = raw.signup.unwrap_or(self.email_code_signup);
+        self.email_code_token = secs(
+            raw.token_secs,
+            self.email_code_token,
+            "accounts.email_code_token_secs",
+            mistakes,
+        );
+        self.email_code_digits = bounded(
+            raw.digits,
+            (6, 8, self.email_code_digits),
+            "accounts.email_code_digits",
+            mistakes,
+        );
+        self.email_code_attempts = bounded(
+            raw.attempts,
+            (1, 100, self.email_code_attempts),
+            "accounts.email_code_attempts",
+            mistakes,
+        );
+        self.email_code_failures_per_address = limit(
+            raw.per_address,
+            self.email_code_failures_per_address,
+            "accounts.email_code_rate_limit_per_address",
+            mistakes,
+        );
+        self.email_code_failures_per_email = limit(
+            raw.per_email,
+            self.email_code_failures_per_email,
+            "accounts.email_code_rate_limit_per_email",
+            mistakes,
+        );
+    }
+}
+
 impl AccountsSection {
     /// Checks `[accounts]`; the mistakes come back with their places.
-    pub(crate) fn check(raw: RawAccounts) -> (AccountsSection, Vec<Mistake>) {
+    pub(crate) fn check(mut raw: RawAccounts) -> (AccountsSection, Vec<Mistake>) {
         let mut mistakes = Vec::new();
+        let raw_email_code = RawEmailCode::take(&mut raw);
+        let raw_guests = RawGuests {
+            allow: raw.allow_guests.take(),
+            ttl_days: raw.guest_ttl_days.take(),
+            per_address: raw.guest_rate_limit_per_address.take(),
+            impersonation_secs: raw.impersonation_token_secs.take(),
+        };
         let defaults = AccountsSection::default();
         let app_url = match &raw.app_url {
             Some(url) => address(url, "accounts.app_url", &mut mistakes),
@@ -332,7 +511,7 @@ impl AccountsSection {
             Some(n) => usize::try_from(*n.get_ref()).unwrap_or(defaults.password_min_length),
             None => defaults.password_min_length,
         };
-        let section = AccountsSection {
+        let mut section = AccountsSection {
             app_url,
             require_verified_email: raw.require_verified_email.unwrap_or(false),
             password_min_length,
@@ -376,7 +555,10 @@ impl AccountsSection {
             ),
             server_url,
             oidc,
+            ..defaults
         };
+        section.check_email_code(raw_email_code, &mut mistakes);
+        section.check_guests(raw_guests, &mut mistakes);
         (section, mistakes)
     }
 }
@@ -420,50 +602,171 @@ impl EmailConfig {
         (config, mistakes)
     }
 
-    /// The mail templates in the `templates` folder (under `folder`, the config file's).
+    /// The mail templates in the `templates` folder (under `folder`, the config file's):
+    /// `NAME.subject`, `NAME.txt`, `NAME.html` for the default (English) texts and
+    /// `NAME.LANG.subject`, `.txt`, `.html` per language (`password-reset.fr.txt`); `reset` and
+    /// `verify` name `password-reset` and `verify-email` too. Each placeholder must be one the
+    /// mail fills in.
     ///
     /// # Errors
-    /// A message naming a file that cannot be read, or a folder with none of the mails.
+    /// A message naming a file that cannot be read, a file of no known mail, a bad language
+    /// tag or an unknown placeholder.
     pub fn read_templates(&self, folder: Option<&Path>) -> Result<MailTemplates, String> {
         let mut templates = MailTemplates::default();
         let Some(dir) = &self.templates else {
             return Ok(templates);
         };
         let dir = folder.map_or_else(|| Path::new(dir).to_path_buf(), |f| f.join(dir));
-        if !dir.is_dir() {
-            return Err(format!(
-                "email.templates: {} is not a folder",
-                dir.display()
-            ));
-        }
-        for name in MAIL_NAMES {
-            let read = |ext: &str| -> Result<Option<String>, String> {
-                let path = dir.join(format!("{name}.{ext}"));
-                match std::fs::read_to_string(&path) {
-                    Ok(text) => Ok(Some(text)),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                    Err(e) => Err(format!(
-                        "email.templates: cannot read {}: {e}",
-                        path.display()
-                    )),
-                }
-            };
-            let (subject, text, html) = (read("subject")?, read("txt")?, read("html")?);
-            if subject.is_none() && text.is_none() && html.is_none() {
-                continue;
-            }
+        let files = template_files(&dir)?;
+        // The default texts first: the per-language ones fall back to them part by part.
+        for ((name, _), parts) in files.iter().filter(|((_, l), _)| l.is_none()) {
             let built_in = templates.get(name);
-            templates.set(
-                name,
-                MailTemplate {
-                    subject: subject.map_or(built_in.subject, |s| s.trim().to_owned()),
-                    text: text.unwrap_or(built_in.text),
-                    html,
-                },
-            );
+            templates.set(name, merged(parts, built_in));
+        }
+        for ((name, language), parts) in &files {
+            if let Some(language) = language {
+                let base = templates.get(name);
+                templates.set_in(name, language, merged(parts, base));
+            }
         }
         Ok(templates)
     }
+}
+
+/// The parts of one mail read from files: subject, text, HTML.
+type TemplateParts = (Option<String>, Option<String>, Option<String>);
+
+/// `parts` over `base`: a part not given keeps `base`'s, except that a new text without its
+/// HTML drops `base`'s HTML (which would say something else, or in another language).
+fn merged(parts: &TemplateParts, base: MailTemplate) -> MailTemplate {
+    let (subject, text, html) = parts;
+    let html = match (html, text) {
+        (Some(html), _) => Some(html.clone()),
+        (None, Some(_)) => None,
+        (None, None) => base.html,
+    };
+    MailTemplate {
+        subject: subject
+            .as_deref()
+            .map_or(base.subject, |s| s.trim().to_owned()),
+        text: text.clone().unwrap_or(base.text),
+        html,
+    }
+}
+
+/// The mail a file stem names (`password-reset`, or `reset`), if any.
+fn mail_name(stem: &str) -> Option<&'static str> {
+    match stem {
+        "reset" => Some("password-reset"),
+        "verify" => Some("verify-email"),
+        _ => MAIL_NAMES.iter().copied().find(|n| *n == stem),
+    }
+}
+
+/// Every template file of `dir`, by mail and language, checked (see
+/// [`EmailConfig::read_templates`]).
+fn template_files(
+    dir: &Path,
+) -> Result<std::collections::BTreeMap<(String, Option<String>), TemplateParts>, String> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|_| format!("email.templates: {} is not a folder", dir.display()))?;
+    let mut files = std::collections::BTreeMap::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let file = path
+            .file_name()
+            .and_then(|f| f.to_str())
+            .unwrap_or_default();
+        let Some((stem, ext)) = file.rsplit_once('.') else {
+            continue;
+        };
+        if !["subject", "txt", "html"].contains(&ext) {
+            continue;
+        }
+        let (stem, language) = match stem.split_once('.') {
+            Some((stem, language)) => (stem, Some(language.to_ascii_lowercase())),
+            None => (stem, None),
+        };
+        let Some(name) = mail_name(stem) else {
+            return Err(format!(
+                "email.templates: {} is no mail's: name it after one of {} (or reset, verify)",
+                path.display(),
+                MAIL_NAMES.join(", ")
+            ));
+        };
+        if let Some(l) = &language
+            && !portico_platform::is_mail_language(l)
+        {
+            return Err(format!(
+                "email.templates: {}: {l:?} is not a language tag (fr, pt-br, ...)",
+                path.display()
+            ));
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("email.templates: cannot read {}: {e}", path.display()))?;
+        let unknown = portico_platform::unknown_placeholders(name, &text);
+        if !unknown.is_empty() {
+            let known: Vec<String> = portico_platform::mail_placeholders(name)
+                .iter()
+                .map(|p| format!("{{{{{p}}}}}"))
+                .collect();
+            return Err(format!(
+                "email.templates: {}: unknown placeholder {} (the {name} mail fills in {})",
+                path.display(),
+                unknown
+                    .iter()
+                    .map(|u| format!("{{{{{u}}}}}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                known.join(", ")
+            ));
+        }
+        let parts: &mut TemplateParts = files.entry((name.to_owned(), language)).or_default();
+        match ext {
+            "subject" => parts.0 = Some(text),
+            "txt" => parts.1 = Some(text),
+            _ => parts.2 = Some(text),
+        }
+    }
+    Ok(files)
+}
+
+/// The `(collection, field)` pairs whose documents a guest owns: each owner field the config
+/// names (`owner_field` of `[[api.collection]]` and `[[auto.publication]]`, `owner:FIELD` in
+/// `[auto.rules.<collection>]`), once each.
+pub(crate) fn guest_owned(config: &super::Config) -> Vec<(String, String)> {
+    let mut owned: Vec<(String, String)> = Vec::new();
+    let mut add = |collection: &str, field: &str| {
+        let pair = (collection.to_owned(), field.to_owned());
+        if !owned.contains(&pair) {
+            owned.push(pair);
+        }
+    };
+    for collection in config.apis.iter().flat_map(|api| &api.collections) {
+        if let Some(field) = &collection.owner_field {
+            add(&collection.name, field);
+        }
+    }
+    if let Some(auto) = &config.auto {
+        for rules in &auto.rules {
+            let words = rules
+                .insert
+                .iter()
+                .chain(&rules.update)
+                .chain(&rules.remove);
+            for word in words {
+                if let super::rule::Rule::Owner(field) = word {
+                    add(&rules.collection, field);
+                }
+            }
+        }
+        for publication in &auto.publications {
+            if let Some(field) = &publication.owner_field {
+                add(&publication.collection, field);
+            }
+        }
+    }
+    owned
 }
 
 /// The platform's accounts settings from `[accounts]` and `[email]`.
@@ -484,6 +787,17 @@ pub fn platform_accounts(
         accounts.email_change_lifetime = lifetime(section.email_change_token);
         accounts.mail_limits = section.mail_limits;
         accounts.oidc_start_limit = section.oidc_start_limit;
+        accounts.email_code_signup = section.email_code_signup;
+        accounts.email_code_lifetime = lifetime(section.email_code_token);
+        accounts.email_code_digits = section.email_code_digits;
+        accounts.email_code_attempts = section.email_code_attempts;
+        accounts.email_code_failures_per_address = section.email_code_failures_per_address;
+        accounts.email_code_failures_per_email = section.email_code_failures_per_email;
+        accounts.allow_guests = section.allow_guests;
+        accounts.guest_ttl = lifetime(section.guest_ttl);
+        accounts.guest_limit = section.guest_limit;
+        accounts.guest_owned = guest_owned(config);
+        accounts.impersonation_lifetime = lifetime(section.impersonation_token);
         if let Some(url) = &section.server_url {
             accounts.server_url = url.clone();
         }

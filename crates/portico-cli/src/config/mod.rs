@@ -8,6 +8,7 @@ mod admin;
 mod checker;
 mod diagnostic;
 mod files;
+mod limits;
 mod operations;
 mod paths;
 mod raw;
@@ -27,6 +28,7 @@ pub use admin::AdminConfig;
 pub use checker::check_database_url;
 pub use diagnostic::ConfigError;
 pub use files::{DEFAULT_FILES_STORE, FilesSettings};
+pub use limits::{LimitPer, RouteLimit};
 pub use operations::{BackupsConfig, LogConfig, LogFormat};
 pub use rule::Rule;
 pub use warning::ConfigWarning;
@@ -106,6 +108,8 @@ pub struct Config {
     pub cron: Vec<CronEntry>,
     /// Every `[[webhooks]]`, in file order.
     pub webhooks: Vec<WebhookEntry>,
+    /// Every `[[limits]]`, in file order: request limits per route.
+    pub limits: Vec<RouteLimit>,
     /// `[scripts]`, when present: application logic in JavaScript or TypeScript.
     pub scripts: Option<ScriptsConfig>,
     /// Every `schema = "..."` of a collection (`[[api.collection]]` and `[auto.schemas]`),

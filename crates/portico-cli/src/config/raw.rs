@@ -39,6 +39,8 @@ pub(crate) struct RawConfig {
     pub(crate) cron: Vec<RawCron>,
     #[serde(default)]
     pub(crate) webhooks: Vec<RawWebhook>,
+    #[serde(default)]
+    pub(crate) limits: Vec<super::limits::RawRouteLimit>,
     pub(crate) scripts: Option<Spanned<RawScripts>>,
     pub(crate) backups: Option<super::operations::RawBackups>,
     pub(crate) log: Option<super::operations::RawLog>,

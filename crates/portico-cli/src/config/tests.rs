@@ -484,3 +484,87 @@ fn backups_go_to_a_bucket_with_url_and_dir_stages_them() {
         );
     }
 }
+
+#[test]
+fn the_email_code_keys_are_read_and_bounded() {
+    let config = match Config::parse(
+        "[accounts]\nemail_code_signup = true\nemail_code_token_secs = 120\n\
+         email_code_digits = 8\nemail_code_attempts = 3\n\
+         email_code_rate_limit_per_email = { attempts = 4, per_seconds = 60 }\n",
+    ) {
+        Ok(c) => c,
+        Err(e) => panic!("{e:?}"),
+    };
+    let accounts = config.accounts.as_ref().expect("[accounts]");
+    assert!(accounts.email_code_signup);
+    assert_eq!(accounts.email_code_token, Duration::from_secs(120));
+    assert_eq!(
+        (accounts.email_code_digits, accounts.email_code_attempts),
+        (8, 3)
+    );
+    assert_eq!(
+        accounts.email_code_failures_per_email,
+        Some(portico_platform::Limit::new(4, Duration::from_secs(60)))
+    );
+    let platform = accounts::platform_accounts(&config).expect("platform settings");
+    assert!(platform.email_code_signup);
+    assert_eq!(platform.email_code_lifetime, chrono::Duration::seconds(120));
+    assert!(!platform.allow_guests);
+    let guests = match Config::parse(
+        "[accounts]\nallow_guests = true\nguest_ttl_days = 0.5\n\
+         [[api]]\n[[api.collection]]\nname = \"notes\"\nowner_field = \"ownerId\"\n\
+         [auto]\ncollections = [\"tasks\"]\n[auto.rules.tasks]\nupdate = \"owner:by\"\n",
+    ) {
+        Ok(c) => c,
+        Err(e) => panic!("{e:?}"),
+    };
+    let platform = accounts::platform_accounts(&guests).expect("platform settings");
+    assert!(platform.allow_guests);
+    assert_eq!(platform.guest_ttl, chrono::Duration::hours(12));
+    let owned = |c: &str, f: &str| (c.to_owned(), f.to_owned());
+    assert_eq!(
+        platform.guest_owned,
+        [owned("notes", "ownerId"), owned("tasks", "by")]
+    );
+    let errs = errors(
+        "[accounts]\nemail_code_digits = 9\nemail_code_attempts = 0\nemail_code_token_secs = 0\n\
+         guest_ttl_days = 0\n",
+    );
+    let keys: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.key.as_str())).collect();
+    assert_eq!(
+        keys,
+        [
+            (2, "accounts.email_code_digits"),
+            (3, "accounts.email_code_attempts"),
+            (4, "accounts.email_code_token_secs"),
+            (5, "accounts.guest_ttl_days")
+        ]
+    );
+}
+
+#[test]
+fn route_limits_are_read_and_checked() {
+    let config = match Config::parse(
+        "[[limits]]\npath = \"/auth/*\"\nrequests = 5\nwindow_secs = 60\n\
+         [[limits]]\npath = \"/api/notes\"\nper = \"account\"\nrequests = 2\nwindow_secs = 1\nmethods = [\"post\"]\n",
+    ) {
+        Ok(c) => c,
+        Err(e) => panic!("{e:?}"),
+    };
+    assert_eq!(config.limits.len(), 2);
+    assert_eq!(config.limits[1].per, LimitPer::Account);
+    assert_eq!(config.limits[1].methods, ["POST"]);
+    assert!(config.limits[0].applies("GET", "/auth/methods"));
+    let errs =
+        errors("[[limits]]\npath = \"auth/*\"\nper = \"ip\"\nrequests = 0\nwindow_secs = 0\n");
+    let keys: Vec<(usize, &str)> = errs.iter().map(|e| (e.line, e.key.as_str())).collect();
+    assert_eq!(
+        keys,
+        [
+            (2, "limits.path"),
+            (3, "limits.per"),
+            (4, "limits.requests"),
+            (5, "limits.window_secs")
+        ]
+    );
+}

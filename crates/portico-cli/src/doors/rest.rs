@@ -89,7 +89,7 @@ fn guard_accounts(
                 let is_admin = ctx
                     .user
                     .as_ref()
-                    .is_some_and(|user| portico_platform::user_has_any_role(user, &admins));
+                    .is_some_and(|user| is_account_admin(user, &admins));
                 match &ctx.user_id {
                     Some(_) if is_admin => json!({}),
                     Some(id) => json!({"_id": id}),
@@ -120,6 +120,13 @@ fn guard_accounts(
     }))
 }
 
+/// Whether `user` manages accounts: holds one of `admin_roles`, and is not an API key's
+/// service account (a key never reaches other accounts, whatever its roles).
+fn is_account_admin(user: &portico_platform::Document, admin_roles: &[String]) -> bool {
+    !portico_platform::is_service_account(user)
+        && portico_platform::user_has_any_role(user, admin_roles)
+}
+
 /// Whether `user_id` holds one of `admin_roles`, looked up now so `portico users roles` applies
 /// at once.
 async fn may_manage_accounts(platform: &Platform, user_id: &str, admin_roles: &[String]) -> bool {
@@ -127,7 +134,7 @@ async fn may_manage_accounts(platform: &Platform, user_id: &str, admin_roles: &[
         return false;
     }
     match platform.accounts().find_user_by_id(user_id).await {
-        Ok(Some(user)) => portico_platform::user_has_any_role(&user, admin_roles),
+        Ok(Some(user)) => is_account_admin(&user, admin_roles),
         Ok(None) => false,
         Err(err) => {
             tracing::warn!("role lookup failed: {err}");

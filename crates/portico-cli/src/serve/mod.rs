@@ -5,6 +5,7 @@ pub mod admin;
 mod backups;
 pub mod body_budget;
 mod connections;
+mod impersonation;
 mod json_log;
 mod log_writer;
 pub mod metrics;
@@ -14,6 +15,7 @@ mod redact;
 pub mod replicas;
 pub mod request_id;
 mod request_log;
+mod route_limits;
 pub mod store_metrics;
 mod zero_config;
 
@@ -372,6 +374,9 @@ async fn set_up_platform(config: &Config, platform: &Platform, url: &str) -> cra
     crate::files::open(config, platform, url)?;
     crate::doors::declare_collections(config, platform)?;
     crate::files::start_cleaner(platform);
+    if platform.accounts().config().allow_guests {
+        platform.start_guest_sweeper();
+    }
     platform.ensure_search_indexes().await?;
     crate::indexes::ensure(config, platform).await?;
     portico_store::set_slow_scan_docs(
@@ -403,6 +408,13 @@ fn with_layers(app: Router, config: &Config, platform: &Platform) -> Router {
     } else {
         app
     };
+    let app = impersonation::with_impersonation_log(app, platform.clone());
+    let app = route_limits::with_route_limits(
+        app,
+        &config.limits,
+        platform.clone(),
+        config.trusted_proxies.clone(),
+    );
     let app = with_body_timeout(app, config.server.body_timeout);
     let memory = body_budget::MemoryBudget::new(config.server.max_inflight_body);
     if let (Some(memory), Some(files)) = (&memory, platform.files()) {

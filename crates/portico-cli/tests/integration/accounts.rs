@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::common::{Server, Workspace, x_auth};
 
 /// An SMTP server writing each mail it receives as a JSON file the test reads.
-struct SmtpSink {
+pub(crate) struct SmtpSink {
     child: Option<Child>,
     dir: tempfile::TempDir,
     port: u16,
@@ -44,7 +44,7 @@ impl SmtpSink {
         }
     }
 
-    fn started() -> SmtpSink {
+    pub(crate) fn started() -> SmtpSink {
         let mut sink = SmtpSink::stopped();
         sink.up();
         sink
@@ -72,12 +72,12 @@ impl SmtpSink {
         self.child = Some(child);
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("smtp://127.0.0.1:{}", self.port)
     }
 
     /// Every mail received so far, oldest first.
-    fn mails(&self) -> Vec<Value> {
+    pub(crate) fn mails(&self) -> Vec<Value> {
         let mut names: Vec<PathBuf> = std::fs::read_dir(self.dir.path())
             .expect("read mail folder")
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -93,7 +93,7 @@ impl SmtpSink {
     }
 
     /// Waits until `n` mails have arrived; returns them.
-    async fn wait_for(&self, n: usize) -> Vec<Value> {
+    pub(crate) async fn wait_for(&self, n: usize) -> Vec<Value> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let mails = self.mails();

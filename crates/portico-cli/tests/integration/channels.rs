@@ -22,9 +22,9 @@ type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// A client of the live socket.
-struct Client {
-    socket: Socket,
-    next_ref: u64,
+pub(crate) struct Client {
+    pub(crate) socket: Socket,
+    pub(crate) next_ref: u64,
 }
 
 /// How long a frame that should come may take.
@@ -50,7 +50,7 @@ impl Client {
     }
 
     /// The next JSON frame (server pings skipped); panics after [`WAIT`].
-    async fn next(&mut self) -> Value {
+    pub(crate) async fn next(&mut self) -> Value {
         loop {
             let message = tokio::time::timeout(WAIT, self.socket.next())
                 .await
@@ -70,7 +70,7 @@ impl Client {
     }
 
     /// The next frame of `type`, skipping others.
-    async fn next_of(&mut self, kind: &str) -> Value {
+    pub(crate) async fn next_of(&mut self, kind: &str) -> Value {
         loop {
             let frame = self.next().await;
             if frame["type"] == kind {
@@ -81,7 +81,7 @@ impl Client {
 
     /// Sends `frame` with a fresh `ref` and returns the reply (`ok` or `error`) to it; frames
     /// before it that are not replies are skipped.
-    async fn request(&mut self, mut frame: Value) -> Value {
+    pub(crate) async fn request(&mut self, mut frame: Value) -> Value {
         self.next_ref += 1;
         let reference = format!("r{}", self.next_ref);
         frame["ref"] = json!(reference);
@@ -94,7 +94,7 @@ impl Client {
         }
     }
 
-    async fn ok(&mut self, frame: Value) -> Value {
+    pub(crate) async fn ok(&mut self, frame: Value) -> Value {
         let reply = self.request(frame.clone()).await;
         assert_eq!(reply["type"], "ok", "{frame} -> {reply}");
         reply
@@ -105,7 +105,7 @@ impl Client {
     }
 
     /// Joins `channel`; the presence state that follows the reply.
-    async fn join(&mut self, channel: &str) -> Value {
+    pub(crate) async fn join(&mut self, channel: &str) -> Value {
         self.ok(json!({"type": "join", "channel": channel})).await;
         let state = self.next_of("presence").await;
         assert_eq!(state["event"], "state", "{state}");
@@ -113,7 +113,7 @@ impl Client {
     }
 
     /// Waits for the close frame; its code and reason. Frames before it are skipped.
-    async fn closed(&mut self) -> (u16, String) {
+    pub(crate) async fn closed(&mut self) -> (u16, String) {
         loop {
             match tokio::time::timeout(WAIT, self.socket.next()).await {
                 Ok(Some(Ok(Message::Close(Some(frame))))) => {

@@ -27,7 +27,11 @@
 //! | verification, password reset, email change by mail; the outbox | `lifecycle/` |
 //! | sign-in with OpenID Connect providers | `lifecycle/oidc/` |
 //! | two-factor codes (TOTP) and recovery codes | `totp.rs` |
+//! | guests: accounts without credentials, their upgrade and removal | `guests.rs` |
+//! | API keys: hashed keys acting as service accounts | `api_keys.rs` |
 
+mod api_keys;
+mod guests;
 mod import;
 mod lifecycle;
 mod lookup;
@@ -44,11 +48,16 @@ use std::sync::Arc;
 use portico_store::{Document, Selector, Store, Update, UpdateOptions};
 use serde_json::{Map, Value, json};
 
+pub use api_keys::{API_KEYS, ApiKeyInfo};
+pub(crate) use guests::touch_every as guest_touch_every;
+pub use guests::{GuestUpgrade, is_guest};
 pub use import::import_value;
 pub use lifecycle::{
-    IDENTITIES, Lifecycle, MAIL_NAMES, Mail, MailLimits, MailSender, MailTemplate, MailTemplates,
-    MailTransport, OIDC_LOGINS, OUTBOX, Oidc, OidcCallback, OidcError, OidcProvider, OidcStart,
-    SenderOptions, SmtpTransport, acceptable_provider_url, has_verified_email,
+    EMAIL_CODES, EmailCodeError, EmailCodeProof, IDENTITIES, Lifecycle, MAIL_NAMES, Mail,
+    MailLimits, MailSender, MailTemplate, MailTemplates, MailTransport, OIDC_LOGINS, OUTBOX, Oidc,
+    OidcCallback, OidcError, OidcProvider, OidcStart, SenderOptions, SmtpTransport,
+    acceptable_provider_url, has_verified_email, is_mail_language, mail_placeholders,
+    preferred_languages, unknown_placeholders,
 };
 pub use password::{Password, password_digest};
 pub use roles::user_has_any_role;
@@ -121,6 +130,36 @@ pub struct AccountsConfig {
     /// turns the limit off). Each start stores a pending sign-in for 10 minutes, so the limit
     /// also bounds what one client can make the server store.
     pub oidc_start_limit: Option<crate::Limit>,
+    /// When true, a sign-in by mailed code or link ([`Lifecycle::request_email_code`]) to an
+    /// address no account has makes an account for it (its address verified) instead of
+    /// mailing that no account has it. Off when `forbid_client_account_creation` is on.
+    pub email_code_signup: bool,
+    /// How long a mailed sign-in code and its link work (default 10 minutes).
+    pub email_code_lifetime: chrono::Duration,
+    /// The digits of a mailed sign-in code, 6 to 8 (default 6).
+    pub email_code_digits: u32,
+    /// The guesses one mailed code allows, across every instance (default 5); then it is void.
+    pub email_code_attempts: u32,
+    /// Failed sign-in code confirmations per client address (default 30 per 10 minutes; `None`
+    /// turns the limit off).
+    pub email_code_failures_per_address: Option<crate::Limit>,
+    /// Failed sign-in code confirmations per email address (default 10 per hour; `None` turns
+    /// the limit off).
+    pub email_code_failures_per_email: Option<crate::Limit>,
+    /// When true, clients may make guest accounts ([`Accounts::create_guest`]). Default false;
+    /// off too when `forbid_client_account_creation` is on.
+    pub allow_guests: bool,
+    /// How long a guest may go unused before the sweep removes it with its owned documents
+    /// (default 30 days).
+    pub guest_ttl: chrono::Duration,
+    /// The `(collection, field)` pairs whose documents a guest owns when the field holds its
+    /// id: removed with the guest.
+    pub guest_owned: Vec<(String, String)>,
+    /// Guests made per client address (default 10 per hour; `None` turns the limit off).
+    pub guest_limit: Option<crate::Limit>,
+    /// How long a token an admin gets to act as a user works ([`Accounts::impersonate`];
+    /// default 15 minutes).
+    pub impersonation_lifetime: chrono::Duration,
 }
 
 impl AccountsConfig {
@@ -213,6 +252,81 @@ impl AccountsConfig {
         self.oidc_start_limit = oidc_start_limit;
         self
     }
+
+    /// Sets [`email_code_signup`](AccountsConfig::email_code_signup): whether a sign-in by mailed
+    /// code makes an account for an address no account has.
+    pub fn email_code_signup(mut self, email_code_signup: bool) -> Self {
+        self.email_code_signup = email_code_signup;
+        self
+    }
+
+    /// Sets [`email_code_lifetime`](AccountsConfig::email_code_lifetime): how long a mailed
+    /// sign-in code and its link work (default 10 minutes).
+    pub fn email_code_lifetime(mut self, email_code_lifetime: chrono::Duration) -> Self {
+        self.email_code_lifetime = email_code_lifetime;
+        self
+    }
+
+    /// Sets [`email_code_digits`](AccountsConfig::email_code_digits): the digits of a mailed
+    /// sign-in code (6 to 8; others are taken as the nearest).
+    pub fn email_code_digits(mut self, email_code_digits: u32) -> Self {
+        self.email_code_digits = email_code_digits.clamp(6, 8);
+        self
+    }
+
+    /// Sets [`email_code_attempts`](AccountsConfig::email_code_attempts): the guesses one mailed
+    /// code allows.
+    pub fn email_code_attempts(mut self, email_code_attempts: u32) -> Self {
+        self.email_code_attempts = email_code_attempts;
+        self
+    }
+
+    /// Sets [`email_code_failures_per_address`](AccountsConfig::email_code_failures_per_address):
+    /// failed sign-in code confirmations per client address.
+    pub fn email_code_failures_per_address(mut self, limit: Option<crate::Limit>) -> Self {
+        self.email_code_failures_per_address = limit;
+        self
+    }
+
+    /// Sets [`email_code_failures_per_email`](AccountsConfig::email_code_failures_per_email):
+    /// failed sign-in code confirmations per email address.
+    pub fn email_code_failures_per_email(mut self, limit: Option<crate::Limit>) -> Self {
+        self.email_code_failures_per_email = limit;
+        self
+    }
+
+    /// Sets [`allow_guests`](AccountsConfig::allow_guests): whether clients may make guest
+    /// accounts.
+    pub fn allow_guests(mut self, allow_guests: bool) -> Self {
+        self.allow_guests = allow_guests;
+        self
+    }
+
+    /// Sets [`guest_ttl`](AccountsConfig::guest_ttl): how long a guest may go unused.
+    pub fn guest_ttl(mut self, guest_ttl: chrono::Duration) -> Self {
+        self.guest_ttl = guest_ttl;
+        self
+    }
+
+    /// Sets [`guest_owned`](AccountsConfig::guest_owned): the `(collection, field)` pairs of the
+    /// documents removed with a guest.
+    pub fn guest_owned(mut self, guest_owned: Vec<(String, String)>) -> Self {
+        self.guest_owned = guest_owned;
+        self
+    }
+
+    /// Sets [`impersonation_lifetime`](AccountsConfig::impersonation_lifetime): how long a token
+    /// an admin gets to act as a user works.
+    pub fn impersonation_lifetime(mut self, impersonation_lifetime: chrono::Duration) -> Self {
+        self.impersonation_lifetime = impersonation_lifetime;
+        self
+    }
+
+    /// Sets [`guest_limit`](AccountsConfig::guest_limit): guests made per client address.
+    pub fn guest_limit(mut self, guest_limit: Option<crate::Limit>) -> Self {
+        self.guest_limit = guest_limit;
+        self
+    }
 }
 
 impl Default for AccountsConfig {
@@ -231,6 +345,23 @@ impl Default for AccountsConfig {
             server_url: "http://localhost:8080".to_owned(),
             oidc: Vec::new(),
             oidc_start_limit: Some(crate::Limit::new(30, std::time::Duration::from_secs(600))),
+            email_code_signup: false,
+            email_code_lifetime: chrono::Duration::minutes(10),
+            email_code_digits: 6,
+            email_code_attempts: 5,
+            email_code_failures_per_address: Some(crate::Limit::new(
+                30,
+                std::time::Duration::from_secs(600),
+            )),
+            email_code_failures_per_email: Some(crate::Limit::new(
+                10,
+                std::time::Duration::from_secs(3600),
+            )),
+            allow_guests: false,
+            guest_ttl: chrono::Duration::days(30),
+            guest_owned: Vec::new(),
+            guest_limit: Some(crate::Limit::new(10, std::time::Duration::from_secs(3600))),
+            impersonation_lifetime: chrono::Duration::minutes(15),
         }
     }
 }
@@ -309,6 +440,11 @@ impl std::fmt::Debug for Accounts {
     }
 }
 
+/// True when `user` is the service account of an API key (see `api_keys.rs`).
+pub fn is_service_account(user: &Document) -> bool {
+    user.get("service").and_then(Value::as_bool) == Some(true)
+}
+
 /// Only `_id`, `username`, `emails`, `profile` and `roles` of a user: what may be shown to others.
 pub fn public_user(user: &Document) -> Document {
     ["_id", "username", "emails", "profile", "roles"]
@@ -352,6 +488,7 @@ impl Accounts {
             dummy_hash();
         })
         .await?;
+        self.prepare_api_keys().await?;
         for path in [TOKEN_PATH, "username", "emails.address"] {
             self.store().ensure_index(USERS, path).await?;
         }

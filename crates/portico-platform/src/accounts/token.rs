@@ -141,12 +141,16 @@ impl Accounts {
         let store = self.store();
         // The stamp is read before the lookup: a write committing after it makes the entry stale.
         let stamp = match self.inner.tokens.get(store, USERS, path, hashed).await {
-            token_cache::Cached::Hit(user) => return Ok(Some(user)),
+            token_cache::Cached::Hit(user) => {
+                self.touch_guest(&user).await;
+                return Ok(Some(user));
+            }
             token_cache::Cached::Miss(stamp) => stamp,
         };
         self.ensure_token_index(path).await?;
         let Some(user) = store.find_one(USERS, &lookup::exact(path, hashed)?).await? else {
-            return Ok(None);
+            // No login token: an API key, perhaps (never cached, so a revocation is seen at once).
+            return self.user_by_api_key(hashed).await;
         };
         if !path.starts_with(LOGIN_TOKEN_FIELDS) {
             if let Some(stamp) = stamp {
@@ -163,6 +167,7 @@ impl Accounts {
                 .tokens
                 .put(stamp, path, hashed, &user, Some(expires));
         }
+        self.touch_guest(&user).await;
         Ok(Some(user))
     }
 
@@ -189,9 +194,68 @@ impl Accounts {
                     .into_iter()
                     .any(|v| v.as_str() == Some(hashed))
             })
-            .filter_map(|entry| entry.get("when").and_then(parse_date))
-            .map(|when| when + lifetime)
+            .filter_map(|entry| {
+                let when = entry.get("when").and_then(parse_date)?;
+                // An impersonation token lives shorter (its own lifetime, never longer).
+                let own = entry
+                    .get("lifetimeSecs")
+                    .and_then(Value::as_i64)
+                    .map_or(lifetime, chrono::Duration::seconds);
+                Some(when + own.min(lifetime))
+            })
             .max()
+    }
+
+    /// Issues a token acting as `user_id` for the admin `admin_id`, valid for
+    /// `impersonation_lifetime` (15 minutes by default, never longer than a login token). The
+    /// token's entry names the admin, so every write made with it can be logged with both ids
+    /// ([`Accounts::impersonator_of`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for the admin's own account or an API key's service account;
+    /// [`Error::UserNotFound`]; store failures.
+    pub async fn impersonate(&self, admin_id: &str, user_id: &str) -> Result<LoginToken> {
+        if admin_id == user_id {
+            return Err(Error::InvalidArgument("You cannot act as yourself".into()));
+        }
+        let user = self.require_user(user_id).await?;
+        if super::is_service_account(&user) {
+            return Err(Error::InvalidArgument(
+                "An API key's service account cannot be acted as".into(),
+            ));
+        }
+        let token = new_token();
+        let when = now_iso();
+        let lifetime = self.config().impersonation_lifetime.num_seconds().max(1);
+        let update = Update::parse(&json!({
+            "$push": { LOGIN_TOKENS: {
+                "when": when, "hashedToken": hash_token(&token),
+                "impersonator": admin_id, "lifetimeSecs": lifetime
+            } }
+        }))?;
+        if self.update_user(user_id, &update).await? == 0 {
+            return Err(Error::UserNotFound);
+        }
+        Ok(LoginToken {
+            user_id: user_id.to_string(),
+            token,
+            when,
+        })
+    }
+
+    /// The admin acting through the login token `hashed` of `user`, when it is an
+    /// impersonation token ([`Accounts::impersonate`]).
+    pub fn impersonator_of(user: &Document, hashed: &str) -> Option<String> {
+        lookup_path(user, LOGIN_TOKENS)
+            .into_iter()
+            .flat_map(|v| match v {
+                Value::Array(items) => items.iter().collect::<Vec<_>>(),
+                other => vec![other],
+            })
+            .filter_map(Value::as_object)
+            .find(|entry| entry.get("hashedToken").and_then(Value::as_str) == Some(hashed))
+            .and_then(|entry| entry.get("impersonator").and_then(Value::as_str))
+            .map(str::to_owned)
     }
 
     /// Removes one login token (logout); true when the user held it.

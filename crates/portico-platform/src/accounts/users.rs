@@ -26,6 +26,18 @@ impl Accounts {
     /// an email is needed (an account that signs in with an OpenID Connect provider only), and
     /// the email, if any, is stored verified when `email_verified`.
     pub(crate) async fn insert_user(&self, user: NewUser, email_verified: bool) -> Result<String> {
+        self.insert_user_with(user, email_verified, Document::new())
+            .await
+    }
+
+    /// Creates a user as [`Accounts::insert_user`] does, with the top-level fields of `extra`
+    /// (`guest`, `service`, ...) in the same write.
+    pub(crate) async fn insert_user_with(
+        &self,
+        user: NewUser,
+        email_verified: bool,
+        extra: Document,
+    ) -> Result<String> {
         let username = user.username.map(|u| u.trim().to_string());
         let email = user.email.map(|e| e.trim().to_string());
         if username.as_deref() == Some("") {
@@ -71,6 +83,9 @@ impl Accounts {
         }
         doc.insert("profile".into(), profile.unwrap_or_else(|| json!({})));
         doc.insert("roles".into(), json!(user.roles));
+        for (key, value) in extra {
+            doc.entry(key).or_insert(value);
+        }
 
         lookup::set_lowercase_fields(&mut doc);
 

@@ -236,6 +236,29 @@ impl Platform {
         crate::LoginService::new(self.clone(), limits)
     }
 
+    /// Starts the guest sweep: every tenth of `guest_ttl` (at least a second, at most an hour),
+    /// guests unused for `guest_ttl` are removed with their owned documents (see
+    /// [`Accounts::sweep_guests`]). Every instance on one database may run one. It stops when
+    /// the platform is dropped.
+    pub fn start_guest_sweeper(&self) {
+        let weak = self.downgrade();
+        let every = crate::accounts::guest_touch_every(self.accounts().config().guest_ttl);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                let Some(platform) = weak.upgrade() else {
+                    return;
+                };
+                match platform.accounts().sweep_guests().await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(removed = n, "unused guests removed"),
+                    Err(e) => tracing::warn!(error = %e, "sweeping guests failed"),
+                }
+            }
+        });
+    }
+
     /// The accounts service.
     pub fn accounts(&self) -> &Accounts {
         &self.inner.accounts

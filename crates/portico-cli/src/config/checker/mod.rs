@@ -127,6 +127,7 @@ impl<'a> Checker<'a> {
             jobs: self.jobs(raw.jobs.take()),
             cron: self.cron(std::mem::take(&mut raw.cron)),
             webhooks: self.webhooks(std::mem::take(&mut raw.webhooks)),
+            limits: self.route_limits(std::mem::take(&mut raw.limits)),
             field_rules: self.merged_field_rules(&apis, auto.as_ref()),
             relations: self.merged_relations(&apis),
             search: self.merged_search(&apis),
@@ -190,6 +191,20 @@ impl<'a> Checker<'a> {
             self.errors.push(err);
         }
         admin
+    }
+
+    /// Every `[[limits]]`, their mistakes noted.
+    fn route_limits(&mut self, raw: Vec<super::limits::RawRouteLimit>) -> Vec<super::RouteLimit> {
+        let mut mistakes = Vec::new();
+        let limits = raw
+            .into_iter()
+            .filter_map(|l| super::RouteLimit::check(l, &mut mistakes))
+            .collect();
+        for (span, key, message) in mistakes {
+            let err = self.source.error(span, key, message);
+            self.errors.push(err);
+        }
+        limits
     }
 
     /// `[accounts]` and `[email]`, their mistakes noted.

@@ -6,6 +6,7 @@
 //! | verify an address | [`Lifecycle::request_verification`] | [`Lifecycle::confirm_verification`] |
 //! | reset a password | [`Lifecycle::request_password_reset`] | [`Lifecycle::confirm_password_reset`]: every login token stops working |
 //! | change the address | [`Lifecycle::request_email_change`] (logged in) | [`Lifecycle::confirm_email_change`] |
+//! | sign in by a mailed code or link | [`Lifecycle::request_email_code`] | [`Lifecycle::confirm_email_code`]: a login token (see `email_code.rs`) |
 //!
 //! A request checks its rate limits (per client address and per email address, counted in the
 //! store so instances share them), writes one document to the [outbox](OUTBOX) and returns: the
@@ -14,6 +15,7 @@
 //! 256 random bits, stored hashed, single use, expiring, void once a newer one is issued or
 //! the password or address changes) and sends the mail, retrying while the mail server is down.
 
+mod email_code;
 mod oidc;
 mod outbox;
 mod smtp;
@@ -27,13 +29,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use portico_store::{Document, Store, Update, document_id};
 use serde_json::{Value, json};
 
+pub use email_code::{EMAIL_CODES, EmailCodeError, EmailCodeProof};
 pub use oidc::{
     IDENTITIES, OIDC_LOGINS, Oidc, OidcCallback, OidcError, OidcProvider, OidcStart,
     acceptable_url as acceptable_provider_url,
 };
 pub use outbox::{Mail, MailSender, MailTransport, OUTBOX, SenderOptions};
 pub use smtp::SmtpTransport;
-pub use templates::{MAIL_NAMES, MailTemplate, MailTemplates};
+pub use templates::{
+    MAIL_NAMES, MailTemplate, MailTemplates, is_language_tag as is_mail_language,
+    placeholders as mail_placeholders, preferred_languages, unknown_placeholders,
+};
 
 use self::tokens::TokenKind;
 use super::{Accounts, Password, lookup};
@@ -71,6 +77,8 @@ struct Inner {
 #[derive(Clone)]
 pub struct Lifecycle {
     inner: Arc<Inner>,
+    /// The `Accept-Language` of the request asking (see [`Lifecycle::with_accept_language`]).
+    accept_language: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Lifecycle {
@@ -111,11 +119,39 @@ impl Lifecycle {
                 wake: tokio::sync::Notify::new(),
                 sending: AtomicBool::new(false),
             }),
+            accept_language: None,
         }
+    }
+
+    /// The same service, noting `accept_language` (a request's `Accept-Language` header) in
+    /// the mail requests it makes: a mail to an account without a `locale` is written in the
+    /// first of these languages that has texts (see [`MailTemplates`]).
+    pub fn with_accept_language(&self, accept_language: Option<&str>) -> Lifecycle {
+        let value = accept_language
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(|v| v.chars().take(256).collect::<String>());
+        Lifecycle {
+            inner: self.inner.clone(),
+            accept_language: value.map(Arc::from),
+        }
+    }
+
+    /// The languages to write a mail to `user` in (its `locale` or `profile.locale`, then the
+    /// request's, as the queued `doc` noted it).
+    fn languages(user: Option<&Document>, doc: &Document) -> Vec<String> {
+        let locale = user.and_then(|u| {
+            u.get("locale")
+                .or_else(|| u.get("profile").and_then(|p| p.get("locale")))
+                .and_then(Value::as_str)
+        });
+        let accept = doc.get("acceptLanguage").and_then(Value::as_str);
+        templates::preferred_languages(locale, accept)
     }
 
     pub(crate) async fn prepare(&self) -> Result<()> {
         tokens::prepare(self.store()).await?;
+        self.prepare_email_codes().await?;
         outbox::prepare(self.store()).await
     }
 
@@ -156,7 +192,10 @@ impl Lifecycle {
     }
 
     async fn enqueue(&self, doc: Value) -> Result<()> {
-        let doc = doc.as_object().cloned().unwrap_or_default();
+        let mut doc = doc.as_object().cloned().unwrap_or_default();
+        if let Some(language) = &self.accept_language {
+            doc.insert("acceptLanguage".into(), Value::String(language.to_string()));
+        }
         outbox::enqueue(self.store(), doc).await?;
         self.inner.wake.notify_one();
         Ok(())
@@ -220,6 +259,10 @@ impl Lifecycle {
     pub(crate) async fn resolve(&self, doc: &Document) -> Result<Option<Mail>> {
         let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
         let email = doc.get("email").and_then(Value::as_str).unwrap_or_default();
+        if kind == "email-code" {
+            let guest = doc.get("guestId").and_then(Value::as_str);
+            return self.resolve_email_code(email, guest, doc).await;
+        }
         let config = self.accounts().config();
         let (kind, user, address, lifetime, path) = match kind {
             "verify-email" | "password-reset" => {
@@ -293,8 +336,10 @@ impl Lifecycle {
             "{}/{path}?token={token}",
             config.app_url.trim_end_matches('/')
         );
-        let (subject, text, html) = config.mail_templates.render(
+        let languages = Lifecycle::languages(Some(&user), doc);
+        let (subject, text, html) = config.mail_templates.render_in(
             kind.name(),
+            &languages,
             &[
                 ("link", &link),
                 ("email", &address),

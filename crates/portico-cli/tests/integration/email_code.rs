@@ -1,0 +1,453 @@
+//! Sign-in by a mailed code or link (`/auth/email-code`) through the binary, with mail sent to
+//! a real SMTP server (aiosmtpd, as the account tests): codes and links work once, expire and
+//! allow a bounded number of guesses (across two instances on PostgreSQL); sign-up on first use;
+//! two-factor codes still asked for; and no account oracle (same reply, mail count and timing for
+//! known and unknown addresses).
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::accounts::SmtpSink;
+use super::common::{Server, Workspace};
+
+const APP: &str = "http://app.test";
+
+fn config(smtp: &str, extra: &str) -> String {
+    format!(
+        "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
+         [[api.collection]]\nname = \"items\"\nauth_required = true\n\
+         [auto]\nauth_failure_delay_ms = 0\ncollections = [\"things\"]\n\
+         [admin]\nenabled = true\n\
+         [accounts]\napp_url = \"{APP}\"\n{extra}\n\
+         [email]\nsmtp_url = \"{smtp}\"\nfrom = \"Portico <no-reply@example.com>\"\nretry_max_secs = 1\n"
+    )
+}
+
+async fn post(server: &Server, path: &str, body: Value) -> super::common::Reply {
+    server.call("POST", path, Some(body), &[]).await
+}
+
+/// The code and the link's token of a sign-in mail to `to`.
+fn code_and_token(mail: &Value, to: &str) -> (String, String) {
+    assert_eq!(mail["to"], json!([to]), "mail: {mail}");
+    let text = mail["text"].as_str().unwrap_or_default();
+    let code: String = text
+        .split_whitespace()
+        .find(|w| w.len() == 6 && w.bytes().all(|b| b.is_ascii_digit()))
+        .unwrap_or_else(|| panic!("no code in {text:?}"))
+        .to_owned();
+    assert!(
+        mail["subject"].as_str().unwrap_or_default().contains(&code),
+        "{mail}"
+    );
+    let prefix = format!("{APP}/email-code?token=");
+    let start = text
+        .find(&prefix)
+        .unwrap_or_else(|| panic!("no {prefix} link in {text:?}"))
+        + prefix.len();
+    let token: String = text[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect();
+    assert_eq!(token.len(), 43, "256-bit token in {text:?}");
+    (code, token)
+}
+
+/// Asks for a code for `email` and waits for mail number `n` (1-based); returns it.
+async fn request(server: &Server, sink: &SmtpSink, email: &str, n: usize) -> Value {
+    let r = post(server, "/auth/email-code", json!({"email": email})).await;
+    assert_eq!(r.status, 202, "{}", r.raw);
+    let mails = sink.wait_for(n).await;
+    mails[n - 1].clone()
+}
+
+/// A code other than `code` of as many digits.
+fn wrong(code: &str) -> String {
+    let n: u32 = code.parse().unwrap_or(0);
+    format!("{:06}", (n + 1) % 1_000_000)
+}
+
+async fn items_status(server: &Server, token: &str) -> u16 {
+    server
+        .call("GET", "/api/items", None, &[("X-Auth-Token", token)])
+        .await
+        .status
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codes_and_links_sign_in_once_on_sqlite() {
+    let sink = SmtpSink::started();
+    let ws = Workspace::new();
+    ws.config(&config(
+        &sink.url(),
+        "require_verified_email = true\nemail_code_attempts = 3\n\
+         mail_rate_limit_per_email = { attempts = 50, per_seconds = 3600 }",
+    ));
+    let ann_id = ws.add_account("ann", Some("ann@example.com"), "ann-password", &[]);
+    let server = ws.serve();
+    let methods = server.call("GET", "/auth/methods", None, &[]).await;
+    assert_eq!(methods.body["emailCode"], true, "{}", methods.raw);
+    assert_eq!(methods.body["emailCodeSignup"], false, "{}", methods.raw);
+    // The address is not verified: the password login is refused.
+    let login = json!({"username": "ann", "password": "ann-password"});
+    assert_eq!(post(&server, "/api/login", login.clone()).await.status, 403);
+
+    // A code signs in once; it proves the address (the password login works from then on).
+    let mail = request(&server, &sink, "Ann@Example.com", 1).await;
+    let (code, token) = code_and_token(&mail, "ann@example.com");
+    let confirm = |email: &str, code: &str| json!({"email": email, "code": code});
+    let bad = post(
+        &server,
+        "/auth/email-code/confirm",
+        confirm("ann@example.com", &wrong(&code)),
+    )
+    .await;
+    assert_eq!(bad.status, 400, "{}", bad.raw);
+    assert_eq!(bad.body["error"], "invalid-code", "{}", bad.raw);
+    let ok = post(
+        &server,
+        "/auth/email-code/confirm",
+        confirm("ann@example.com", &code),
+    )
+    .await;
+    assert_eq!(ok.status, 200, "{}", ok.raw);
+    assert_eq!(ok.body["id"], json!(ann_id), "{}", ok.raw);
+    let login_token = ok.body["token"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(items_status(&server, &login_token).await, 200);
+    assert_eq!(items_status(&server, "not-a-token").await, 401);
+    assert_eq!(post(&server, "/api/login", login.clone()).await.status, 200);
+    // Used: neither the code nor the link of that mail works again.
+    let again = post(
+        &server,
+        "/auth/email-code/confirm",
+        confirm("ann@example.com", &code),
+    )
+    .await;
+    assert_eq!(again.status, 400, "{}", again.raw);
+    let link = post(&server, "/auth/email-code/confirm", json!({"token": token})).await;
+    assert_eq!(link.status, 400, "{}", link.raw);
+
+    // The link signs in once, and a newer mail voids the older one.
+    let (old_code, _) = code_and_token(
+        &request(&server, &sink, "ann@example.com", 2).await,
+        "ann@example.com",
+    );
+    let (_, token) = code_and_token(
+        &request(&server, &sink, "ann@example.com", 3).await,
+        "ann@example.com",
+    );
+    let old = post(
+        &server,
+        "/auth/email-code/confirm",
+        confirm("ann@example.com", &old_code),
+    )
+    .await;
+    assert_eq!(old.status, 400, "an older code: {}", old.raw);
+    let ok = post(&server, "/auth/email-code/confirm", json!({"token": token})).await;
+    assert_eq!(ok.status, 200, "{}", ok.raw);
+    assert_eq!(ok.body["id"], json!(ann_id), "{}", ok.raw);
+    let again = post(&server, "/auth/email-code/confirm", json!({"token": token})).await;
+    assert_eq!(again.status, 400, "{}", again.raw);
+
+    // Three guesses per code (email_code_attempts), then even the right code is refused.
+    let (code, _) = code_and_token(
+        &request(&server, &sink, "ann@example.com", 4).await,
+        "ann@example.com",
+    );
+    for _ in 0..3 {
+        let r = post(
+            &server,
+            "/auth/email-code/confirm",
+            confirm("ann@example.com", &wrong(&code)),
+        )
+        .await;
+        assert_eq!(r.status, 400, "{}", r.raw);
+    }
+    let late = post(
+        &server,
+        "/auth/email-code/confirm",
+        confirm("ann@example.com", &code),
+    )
+    .await;
+    assert_eq!(late.status, 400, "past the attempts: {}", late.raw);
+
+    // No account has the address (sign-up is off): the same 202, a mail saying so, no code.
+    let mail = request(&server, &sink, "nobody@example.com", 5).await;
+    assert_eq!(mail["to"], json!(["nobody@example.com"]), "{mail}");
+    let text = mail["text"].as_str().unwrap_or_default();
+    assert!(text.contains("no account has this address"), "{text}");
+    assert!(!text.contains("email-code?token="), "{text}");
+    let guess = post(
+        &server,
+        "/auth/email-code/confirm",
+        confirm("nobody@example.com", "123456"),
+    )
+    .await;
+    assert_eq!(guess.status, 400, "{}", guess.raw);
+
+    // Malformed bodies are refused before anything is looked up.
+    for body in [
+        json!({}),
+        json!({"email": "ann@example.com"}),
+        json!({"token": "t", "code": "123456"}),
+        json!([1]),
+    ] {
+        let r = post(&server, "/auth/email-code/confirm", body.clone()).await;
+        assert_eq!(r.status, 400, "{body}: {}", r.raw);
+        assert_eq!(r.body["error"], "invalid-body", "{body}: {}", r.raw);
+    }
+    let r = post(
+        &server,
+        "/auth/email-code",
+        json!({"email": "not an address"}),
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.raw);
+    let (ok, log) = server.stop();
+    assert!(ok, "{log}");
+    assert!(!log.contains(&login_token), "a login token in the log");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_code_still_asks_for_the_two_factor_code() {
+    let sink = SmtpSink::started();
+    let ws = Workspace::new();
+    ws.config(&config(&sink.url(), ""));
+    ws.add_account("tia", Some("tia@example.com"), "tia-password", &[]);
+    let server = ws.serve();
+    let (token, _) = server.auto_login("tia", "tia-password").await;
+    let bearer = format!("Bearer {token}");
+    let setup = server
+        .call(
+            "POST",
+            "/auth/totp/setup",
+            Some(json!({})),
+            &[("Authorization", &bearer)],
+        )
+        .await;
+    let secret = setup.body["secret"].as_str().unwrap_or_default().to_owned();
+    let now = || {
+        i64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        )
+        .unwrap_or(0)
+    };
+    let enable = portico_platform::totp_code(&secret, now() - 30).expect("code");
+    let enabled = server
+        .call(
+            "POST",
+            "/auth/totp/enable",
+            Some(json!({"code": enable})),
+            &[("Authorization", &bearer)],
+        )
+        .await;
+    assert_eq!(enabled.status, 200, "{}", enabled.raw);
+
+    let (code, _) = code_and_token(
+        &request(&server, &sink, "tia@example.com", 1).await,
+        "tia@example.com",
+    );
+    let body = json!({"email": "tia@example.com", "code": code});
+    let needs = post(&server, "/auth/email-code/confirm", body.clone()).await;
+    assert_eq!(needs.status, 401, "{}", needs.raw);
+    assert_eq!(needs.body["error"], "totp-required", "{}", needs.raw);
+    // The code was not used up by asking.
+    let mut with = body.clone();
+    with["totp"] = json!(portico_platform::totp_code(&secret, now() + 30).expect("code"));
+    let ok = post(&server, "/auth/email-code/confirm", with).await;
+    assert_eq!(ok.status, 200, "{}", ok.raw);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_up_attempts_and_expiry_across_instances_on_postgres() {
+    let sink = SmtpSink::started();
+    let ws = Workspace::on_postgres();
+    ws.config(&config(
+        &sink.url(),
+        "email_code_signup = true\nemail_code_token_secs = 3\nemail_code_attempts = 3\n\
+         mail_rate_limit_per_email = { attempts = 50, per_seconds = 3600 }",
+    ));
+    ws.add_user("root", "root-secret", &["admin"]);
+    let a = ws.serve();
+    let b = ws.serve();
+    let methods = a.call("GET", "/auth/methods", None, &[]).await;
+    assert_eq!(methods.body["emailCodeSignup"], true, "{}", methods.raw);
+
+    // Sign-up on first use: requested through one instance, confirmed through the other.
+    let (code, _) = code_and_token(
+        &request(&a, &sink, "new@example.com", 1).await,
+        "new@example.com",
+    );
+    let ok = post(
+        &b,
+        "/auth/email-code/confirm",
+        json!({"email": "new@example.com", "code": code}),
+    )
+    .await;
+    assert_eq!(ok.status, 200, "{}", ok.raw);
+    let new_id = ok.body["id"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(
+        items_status(&a, ok.body["token"].as_str().unwrap_or_default()).await,
+        200
+    );
+    let admin = a.admin_token("root", "root-secret").await;
+    let users = a
+        .call("GET", "/_/api/users", None, &[("X-Auth-Token", &admin)])
+        .await;
+    assert_eq!(users.status, 200, "{}", users.raw);
+    let made = users.raw.contains(&new_id) && users.raw.contains("new@example.com");
+    assert!(made, "the new account: {}", users.raw);
+    // The second sign-in finds the account made by the first.
+    let (code, _) = code_and_token(
+        &request(&b, &sink, "NEW@example.com", 2).await,
+        "new@example.com",
+    );
+    let again = post(
+        &a,
+        "/auth/email-code/confirm",
+        json!({"email": "new@example.com", "code": code}),
+    )
+    .await;
+    assert_eq!(again.status, 200, "{}", again.raw);
+    assert_eq!(again.body["id"], json!(new_id), "{}", again.raw);
+
+    // Guesses count across instances: three in all, then the right code is refused.
+    let (code, _) = code_and_token(
+        &request(&a, &sink, "new@example.com", 3).await,
+        "new@example.com",
+    );
+    for (i, server) in [&a, &b, &a].into_iter().enumerate() {
+        let r = post(
+            server,
+            "/auth/email-code/confirm",
+            json!({"email": "new@example.com", "code": wrong(&code)}),
+        )
+        .await;
+        assert_eq!(r.status, 400, "guess {i}: {}", r.raw);
+    }
+    let late = post(
+        &b,
+        "/auth/email-code/confirm",
+        json!({"email": "new@example.com", "code": code}),
+    )
+    .await;
+    assert_eq!(late.status, 400, "{}", late.raw);
+
+    // Expiry: a code and a link older than email_code_token_secs are refused.
+    let (code, token) = code_and_token(
+        &request(&b, &sink, "new@example.com", 4).await,
+        "new@example.com",
+    );
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let old = post(
+        &a,
+        "/auth/email-code/confirm",
+        json!({"email": "new@example.com", "code": code}),
+    )
+    .await;
+    assert_eq!(old.status, 400, "{}", old.raw);
+    let old = post(&a, "/auth/email-code/confirm", json!({"token": token})).await;
+    assert_eq!(old.status, 400, "{}", old.raw);
+}
+
+/// The median of `samples` in microseconds.
+fn median(mut samples: Vec<i64>) -> i64 {
+    samples.sort_unstable();
+    samples[samples.len() / 2]
+}
+
+/// Checks that the known and unknown address's times (taken in adjacent pairs) are within 5%:
+/// the median of the pairs' differences against the median time (pairing cancels the drift
+/// of a shared machine's load), and prints both medians.
+fn assert_comparable(what: &str, times: &[Vec<i64>; 2]) {
+    let diffs: Vec<i64> = times[0].iter().zip(&times[1]).map(|(k, u)| k - u).collect();
+    let (k, u) = (median(times[0].clone()), median(times[1].clone()));
+    let d = median(diffs);
+    eprintln!("{what}: median known {k} us, unknown {u} us, median paired difference {d} us");
+    assert!(
+        d.abs() * 20 <= k.max(u),
+        "{what}: the known and unknown address differ by more than 5%: known {k} us, unknown {u} us, paired difference {d} us"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn known_and_unknown_addresses_look_the_same() {
+    let sink = SmtpSink::started();
+    let ws = Workspace::new();
+    ws.config(&config(
+        &sink.url(),
+        "mail_rate_limit_per_email = { attempts = 1000, per_seconds = 3600 }\n\
+         mail_rate_limit_per_address = { attempts = 1000, per_seconds = 3600 }\n\
+         email_code_rate_limit_per_address = { attempts = 1000, per_seconds = 3600 }\n\
+         email_code_rate_limit_per_email = { attempts = 1000, per_seconds = 3600 }",
+    ));
+    ws.add_account("kim", Some("kim@example.com"), "kim-password", &[]);
+    let server = ws.serve();
+    let known = "kim@example.com";
+    let unknown = "someone-else@example.com";
+
+    // Warm up both paths, then time them interleaved, so drift hits both alike.
+    for email in [known, unknown] {
+        post(&server, "/auth/email-code", json!({"email": email})).await;
+    }
+    sink.wait_for(2).await;
+    const N: usize = 150;
+    let mut times = [Vec::new(), Vec::new()];
+    let mut replies = [Vec::new(), Vec::new()];
+    for i in 0..2 * N {
+        // known, unknown, unknown, known, ...: each comes first as often as second.
+        let which = (i + i / 2) % 2;
+        let email = [known, unknown][which];
+        let started = Instant::now();
+        let r = post(&server, "/auth/email-code", json!({"email": email})).await;
+        times[which].push(i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX));
+        replies[which].push((r.status, r.raw));
+        // The mail is sent before the next request is timed: what is compared is the request's
+        // own work, not the overlap with the sender's (which does the same for both, later).
+        sink.wait_for(3 + i).await;
+    }
+    assert_eq!(replies[0][0], replies[1][0], "the same reply");
+    assert!(
+        replies.iter().flatten().all(|r| *r == replies[0][0]),
+        "{:?}",
+        replies[0][0]
+    );
+    assert_eq!(replies[0][0].0, 202);
+    // One mail per request, whoever's address.
+    let total = 2 + 2 * N;
+    let mails = sink.wait_for(total).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mails_now = sink.mails();
+    assert_eq!(mails_now.len(), total, "one mail per request");
+    let count = |to: &str| mails.iter().filter(|m| m["to"] == json!([to])).count();
+    assert_eq!(count(known), count(unknown));
+    assert_comparable("request", &times);
+
+    // Confirmations with a wrong code: the same reply, comparable time.
+    let mut times = [Vec::new(), Vec::new()];
+    let mut replies = [Vec::new(), Vec::new()];
+    for i in 0..2 * N {
+        // known, unknown, unknown, known, ...: each comes first as often as second.
+        let which = (i + i / 2) % 2;
+        let email = [known, unknown][which];
+        let started = Instant::now();
+        let r = post(
+            &server,
+            "/auth/email-code/confirm",
+            json!({"email": email, "code": "000000"}),
+        )
+        .await;
+        times[which].push(i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX));
+        replies[which].push((r.status, r.raw));
+    }
+    assert!(
+        replies.iter().flatten().all(|r| *r == replies[0][0]),
+        "{:?}",
+        replies
+    );
+    assert_eq!(replies[0][0].0, 400);
+    assert_comparable("confirm", &times);
+}
