@@ -302,6 +302,11 @@ fn fields<const N: usize>(body: &Bytes, names: [&str; N]) -> Result<[String; N],
             "The body must be a JSON object",
         )
     })?;
+    fields_of(&value, names)
+}
+
+/// The string fields `names` of a JSON object, each required and not blank.
+fn fields_of<const N: usize>(value: &Value, names: [&str; N]) -> Result<[String; N], AuthError> {
     let mut out: [String; N] = std::array::from_fn(|_| String::new());
     for (slot, name) in out.iter_mut().zip(names) {
         match value.get(name).and_then(Value::as_str) {
@@ -627,6 +632,27 @@ fn email_code_error(e: EmailCodeError) -> AuthError {
     AuthError::new(status, e.code(), e.to_string())
 }
 
+/// The request's parts and its body as a JSON object (400 otherwise, 413 past the limit).
+async fn object_body(
+    request: axum::extract::Request,
+) -> Result<(http::request::Parts, Value), AuthError> {
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, BODY_LIMIT)
+        .await
+        .map_err(too_large)?;
+    let value = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .filter(Value::is_object)
+        .ok_or_else(|| {
+            AuthError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid-body",
+                "The body must be a JSON object",
+            )
+        })?;
+    Ok((parts, value))
+}
+
 /// A string field of a JSON body, when it is one and not blank.
 fn optional_field(value: &Value, name: &str) -> Option<String> {
     value
@@ -640,15 +666,8 @@ async fn email_code_confirm(
     State(state): State<AuthState>,
     request: axum::extract::Request,
 ) -> Reply {
-    let (parts, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, BODY_LIMIT)
-        .await
-        .map_err(too_large)?;
+    let (parts, value) = object_body(request).await?;
     let invalid = |why: &str| AuthError::new(StatusCode::BAD_REQUEST, "invalid-body", why);
-    let value: Value = serde_json::from_slice(&body)
-        .ok()
-        .filter(Value::is_object)
-        .ok_or_else(|| invalid("The body must be a JSON object"))?;
     let proof = match (
         optional_field(&value, "email"),
         optional_field(&value, "code"),
@@ -700,21 +719,8 @@ async fn guest_upgrade(
     user: AuthenticatedUser,
     request: axum::extract::Request,
 ) -> Reply {
-    let (parts, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, BODY_LIMIT)
-        .await
-        .map_err(too_large)?;
-    let value: Value = serde_json::from_slice(&body)
-        .ok()
-        .filter(Value::is_object)
-        .ok_or_else(|| {
-            AuthError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid-body",
-                "The body must be a JSON object",
-            )
-        })?;
-    let [password] = fields(&body, ["password"])?;
+    let (parts, value) = object_body(request).await?;
+    let [password] = fields_of(&value, ["password"])?;
     let upgrade = GuestUpgrade::new(
         optional_field(&value, "username"),
         optional_field(&value, "email"),

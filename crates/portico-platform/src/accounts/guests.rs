@@ -159,17 +159,22 @@ impl Accounts {
         let update = Update::parse(&json!({
             "$set": set, "$unset": {"guest": "", "lastActive": ""}
         }))?;
-        // Only while it is a guest: of two upgrades at once, one applies.
-        let still_guest = Selector::parse(&json!({"_id": user_id, "guest": true}))?;
-        let result = self
-            .store()
-            .update(USERS, &still_guest, &update, UpdateOptions::default())
-            .await
-            .map_err(taken_name_error)?;
-        if result.matched == 0 {
+        if !self.update_while_guest(user_id, &update).await? {
             return Err(Error::InvalidArgument("This account is not a guest".into()));
         }
         Ok(email)
+    }
+
+    /// Applies `update` to `user_id` only while it is a guest (of two upgrades at once, one
+    /// applies); false when it is not one (any more).
+    async fn update_while_guest(&self, user_id: &str, update: &Update) -> Result<bool> {
+        let still_guest = Selector::parse(&json!({"_id": user_id, "guest": true}))?;
+        let result = self
+            .store()
+            .update(USERS, &still_guest, update, UpdateOptions::default())
+            .await
+            .map_err(taken_name_error)?;
+        Ok(result.matched > 0)
     }
 
     /// Gives the guest `user_id` the address `email`, verified (a mailed code proved it), so
@@ -191,13 +196,7 @@ impl Accounts {
             "$set": {"emails": emails, lookup::LOWER_LOWERCASE: lookup::lowercase_copies(&mut user)},
             "$unset": {"guest": "", "lastActive": ""}
         }))?;
-        let still_guest = Selector::parse(&json!({"_id": user_id, "guest": true}))?;
-        let result = self
-            .store()
-            .update(USERS, &still_guest, &update, UpdateOptions::default())
-            .await
-            .map_err(taken_name_error)?;
-        if result.matched == 0 {
+        if !self.update_while_guest(user_id, &update).await? {
             return Ok(None);
         }
         self.find_user_by_id(user_id).await

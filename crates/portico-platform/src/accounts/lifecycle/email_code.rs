@@ -171,15 +171,7 @@ impl Lifecycle {
         email: &str,
         client: Option<IpAddr>,
     ) -> crate::Result<()> {
-        let email = email.trim();
-        if !lookup::is_valid_email(email) {
-            return Err(Error::InvalidUser(format!(
-                "Invalid email address {email:?}"
-            )));
-        }
-        self.limit(client, email).await?;
-        self.enqueue(json!({"kind": "email-code", "email": email}))
-            .await
+        self.queue_email_code(email, None, client).await
     }
 
     /// Asks for a sign-in code as [`Lifecycle::request_email_code`] does, for the guest
@@ -195,6 +187,17 @@ impl Lifecycle {
         email: &str,
         client: Option<IpAddr>,
     ) -> crate::Result<()> {
+        self.queue_email_code(email, Some(guest_id), client).await
+    }
+
+    /// Checks the address and the mail limits, then queues the code request (for the guest
+    /// `guest_id`, when given) for the mail sender.
+    async fn queue_email_code(
+        &self,
+        email: &str,
+        guest_id: Option<&str>,
+        client: Option<IpAddr>,
+    ) -> crate::Result<()> {
         let email = email.trim();
         if !lookup::is_valid_email(email) {
             return Err(Error::InvalidUser(format!(
@@ -202,8 +205,11 @@ impl Lifecycle {
             )));
         }
         self.limit(client, email).await?;
-        self.enqueue(json!({"kind": "email-code", "email": email, "guestId": guest_id}))
-            .await
+        let mut request = json!({"kind": "email-code", "email": email});
+        if let Some(guest_id) = guest_id {
+            request["guestId"] = json!(guest_id);
+        }
+        self.enqueue(request).await
     }
 
     /// Turns a queued code request into its challenge and mail (see the module docs).
