@@ -27,14 +27,23 @@ export interface ListQuery {
   limit?: number;
   /** Only these fields (and `_id`): `"title,createdAt"`, `["title"]`, or a projection `{ body: 0 }`. */
   fields?: string | string[] | Record<string, 0 | 1>;
+  /** Relations to put in each document: `"author,tags"`, `["author", "team.lead"]`. */
+  expand?: string | string[];
+  /** Full-text search in the collection's searched fields (best matches first unless `sort`). */
+  search?: string;
+  /** `false`: the matches are not counted (no `X-Total-Count`; `total` is then `null`). */
+  total?: boolean;
 }
+
+/** The options a list knows; any other is refused (never silently left out of the request). */
+const LIST_OPTIONS = new Set(['where', 'sort', 'skip', 'limit', 'fields', 'expand', 'search', 'total']);
 
 /** One page of a list. */
 export interface Page<T> {
   /** The documents of this page. */
   items: T[];
-  /** How many documents match, all pages together (`X-Total-Count`). */
-  total: number;
+  /** How many documents match, all pages together (`X-Total-Count`); `null` with `total: false`. */
+  total: number | null;
   /** The next page's URL (`Link rel="next"`), or null on the last page. */
   next: string | null;
 }
@@ -91,14 +100,22 @@ function param(value: ListQuery['sort'] | ListQuery['fields']): string | undefin
   return Array.isArray(value) ? value.join(',') : JSON.stringify(value);
 }
 
-/** The query parameters of `q`. */
+/** The query parameters of `q`; an option the list does not know is an error naming it. */
 export function listParams(q: ListQuery): Record<string, string | number | undefined> {
+  for (const key of Object.keys(q)) {
+    if (!LIST_OPTIONS.has(key)) {
+      throw new PorticoError(0, 'unknown-option', `A list has no option "${key}" (it takes ${[...LIST_OPTIONS].join(', ')})`);
+    }
+  }
   return {
     where: q.where === undefined ? undefined : JSON.stringify(q.where),
     sort: param(q.sort),
     skip: q.skip,
     limit: q.limit,
     fields: param(q.fields),
+    expand: q.expand === undefined ? undefined : Array.isArray(q.expand) ? q.expand.join(',') : q.expand,
+    search: q.search,
+    total: q.total === false ? 'false' : undefined,
   };
 }
 
@@ -143,7 +160,8 @@ export class Collection<T extends object = Doc> {
       const reply = await send(this.#t, 'routes', { ...options, path, ...(q && { query: q }) });
       const items = jsend<(T & Doc)[]>(reply);
       if (!Array.isArray(items)) throw new PorticoError(reply.status, 'invalid-reply', 'A list reply holds no array');
-      const total = Number(reply.headers.get('x-total-count') ?? items.length);
+      const counted = reply.headers.get('x-total-count');
+      const total = counted === null ? (query.total === false ? null : items.length) : Number(counted);
       return { items, total, next: nextLink(reply.headers.get('link'), this.#t.base) };
     };
     const first = read(this.#path, listParams(query));

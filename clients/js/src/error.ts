@@ -8,7 +8,8 @@ export class PorticoError extends Error {
   /**
    * What kind of failure: the auto API's `error` (`access-denied`, `unauthorized`, ...), the
    * routes door's JSend `status` (`error` or `fail`), or, without a reply, `network-error`,
-   * `timeout` or `aborted`; `invalid-reply` for a reply that is not the door's JSON, `no-etag`
+   * `timeout` or `aborted`; `unknown-option` for a list option the client does not know (thrown
+   * before any request); `invalid-reply` for a reply that is not the door's JSON, `no-etag`
    * for an `ifMatch` document the client holds no tag for.
    */
   readonly code: string;

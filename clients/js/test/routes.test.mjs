@@ -175,6 +175,33 @@ describe('collections', () => {
     await refused(tasks.list({ sort: '-n', skip: 20000, limit: 10 }), 400, 'error');
   });
 
+  test('list: expand, search and total=false reach the server; an unknown option is thrown, naming it', async () => {
+    const pc = await loggedIn();
+    const projects = pc.collection('projects');
+    const jobs = pc.collection('jobs');
+    await projects.create({ _id: 'pa', title: 'apple pie' });
+    await projects.create({ _id: 'pb', title: 'plum cake' });
+    await jobs.create({ _id: 'j1', project: 'pa' });
+    await jobs.create({ _id: 'j2', project: 'pb' });
+    const expanded = await jobs.list({ sort: '_id', expand: 'project' });
+    assert.deepEqual(expanded.items.map((j) => j.expand.project.title), ['apple pie', 'plum cake']);
+    const asList = await jobs.list({ sort: '_id', expand: ['project'] });
+    assert.equal(asList.items[1].expand.project._id, 'pb');
+    const plain = await jobs.list({ sort: '_id' });
+    assert.equal(plain.items[0].expand, undefined, 'not expanded unless asked');
+    const found = await projects.list({ search: 'pie' });
+    assert.deepEqual(found.items.map((p) => p._id), ['pa']);
+    const uncounted = await jobs.list({ total: false, limit: 1 });
+    assert.equal(uncounted.total, null);
+    assert.equal(uncounted.items.length, 1);
+    assert.equal((await jobs.list({ limit: 1 })).total, 2);
+    assert.throws(() => jobs.list({ expnad: 'project' }), (e) => {
+      assert.equal(e.code, 'unknown-option');
+      assert.match(e.message, /"expnad"/);
+      return true;
+    });
+  });
+
   test('conditional writes: ifMatch with a document read, a tag or *, and 412 when it changed', async () => {
     const pc = await loggedIn();
     const tasks = pc.collection('tasks');

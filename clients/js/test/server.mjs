@@ -126,6 +126,14 @@ name = "tasks"
 max_page_size = 50
 
 [[api.collection]]
+name = "projects"
+search = ["title"]
+
+[[api.collection]]
+name = "jobs"
+relations = { project = "projects" }
+
+[[api.collection]]
 name = "articles"
 endpoints = { post = { role_required = "editor" }, patch = { role_required = "editor" }, delete = { role_required = "editor" } }
 
