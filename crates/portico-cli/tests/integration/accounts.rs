@@ -120,7 +120,7 @@ impl Drop for SmtpSink {
 }
 
 /// The token of the link to `{APP}/{path}?token=...` in a mail to `to`.
-fn link_token(mail: &Value, to: &str, path: &str) -> String {
+pub(crate) fn link_token(mail: &Value, to: &str, path: &str) -> String {
     assert_eq!(mail["to"], json!([to]), "mail: {mail}");
     let text = mail["text"].as_str().unwrap_or_default();
     let prefix = format!("{APP}/{path}?token=");
@@ -148,7 +148,8 @@ fn config(smtp: &str, extra: &str) -> String {
     )
 }
 
-async fn post(
+/// A POST of `body` to `path` with `headers`.
+pub(crate) async fn post(
     server: &Server,
     path: &str,
     body: Value,

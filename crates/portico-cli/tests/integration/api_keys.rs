@@ -44,23 +44,6 @@ async fn reports(server: &Server, headers: &[(&str, &str)]) -> u16 {
         .status
 }
 
-async fn socket_with_key(server: &Server, key: &str) -> Client {
-    let url = format!("{}/live", server.base.replacen("http", "ws", 1));
-    let mut request =
-        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url)
-            .expect("request");
-    request
-        .headers_mut()
-        .insert("x-api-key", key.parse().expect("header"));
-    let (socket, _) = tokio_tungstenite::connect_async(request)
-        .await
-        .expect("connect");
-    Client {
-        socket,
-        next_ref: 0,
-    }
-}
-
 /// The scenario on `a` and `b` (two instances of one database, or one server twice).
 /// `feed`: the servers see the `portico keys` command's writes in their change feed
 /// (PostgreSQL; a SQLite server does not see another process's writes there), so an open
@@ -140,7 +123,7 @@ async fn keys_act_as_service_accounts(ws: &Workspace, a: &Server, b: &Server, fe
     );
 
     // A socket authenticated by the key joins by its roles.
-    let mut socket = socket_with_key(b, &key).await;
+    let mut socket = Client::connect_with_header(b, "x-api-key", &key).await;
     socket.join("staff:ops").await;
 
     // Listed by name, roles and last use; never the key. A name is unique.

@@ -31,6 +31,25 @@ pub(crate) struct Client {
 const WAIT: Duration = Duration::from_secs(10);
 
 impl Client {
+    /// A socket whose upgrade request carries the header `name: value` (a token or a key).
+    pub(crate) async fn connect_with_header(server: &Server, name: &str, value: &str) -> Client {
+        let url = format!("{}/live", server.base.replacen("http", "ws", 1));
+        let mut request =
+            tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url)
+                .expect("request");
+        let name = http::HeaderName::from_bytes(name.as_bytes()).expect("header name");
+        request
+            .headers_mut()
+            .insert(name, value.parse().expect("header"));
+        let (socket, _) = tokio_tungstenite::connect_async(request)
+            .await
+            .expect("connect");
+        Client {
+            socket,
+            next_ref: 0,
+        }
+    }
+
     async fn connect(server: &Server) -> Client {
         let url = format!("{}/live", server.base.replacen("http", "ws", 1));
         let (socket, _) = tokio_tungstenite::connect_async(url)
@@ -301,20 +320,7 @@ async fn a_logout_ends_the_sockets_rights() {
 async fn a_token_in_the_upgrade_request_logs_the_socket_in() {
     let (_ws, server, users) = room().await;
     let (ann_token, _) = &users[0];
-    let url = format!("{}/live", server.base.replacen("http", "ws", 1));
-    let mut request =
-        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url)
-            .expect("request");
-    request
-        .headers_mut()
-        .insert("x-auth-token", ann_token.parse().expect("header"));
-    let (socket, _) = tokio_tungstenite::connect_async(request)
-        .await
-        .expect("connect");
-    let mut ann = Client {
-        socket,
-        next_ref: 0,
-    };
+    let mut ann = Client::connect_with_header(&server, "x-auth-token", ann_token).await;
     ann.join("staff:ops").await;
     // A plain GET is told to upgrade.
     let plain = server.call("GET", "/live", None, &[]).await;

@@ -41,17 +41,7 @@ fn code_and_token(mail: &Value, to: &str) -> (String, String) {
         mail["subject"].as_str().unwrap_or_default().contains(&code),
         "{mail}"
     );
-    let prefix = format!("{APP}/email-code?token=");
-    let start = text
-        .find(&prefix)
-        .unwrap_or_else(|| panic!("no {prefix} link in {text:?}"))
-        + prefix.len();
-    let token: String = text[start..]
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-        .collect();
-    assert_eq!(token.len(), 43, "256-bit token in {text:?}");
-    (code, token)
+    (code, super::accounts::link_token(mail, to, "email-code"))
 }
 
 /// Asks for a code for `email` and waits for mail number `n` (1-based); returns it.

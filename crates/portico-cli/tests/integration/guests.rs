@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::accounts::post;
 use super::common::{Server, Workspace, x_auth};
 
 fn config(extra: &str) -> String {
@@ -18,15 +19,6 @@ fn config(extra: &str) -> String {
          [admin]\nenabled = true\n\
          [accounts]\napp_url = \"http://app.test\"\n{extra}\n"
     )
-}
-
-async fn post(
-    server: &Server,
-    path: &str,
-    body: Value,
-    headers: &[(&str, &str)],
-) -> super::common::Reply {
-    server.call("POST", path, Some(body), headers).await
 }
 
 /// Makes a guest; returns (id, token).

@@ -182,13 +182,7 @@ impl Accounts {
     ) -> Option<DateTime<Utc>> {
         let field = path.strip_prefix(LOGIN_TOKEN_FIELDS)?;
         let lifetime = self.inner.config.token_lifetime;
-        lookup_path(user, LOGIN_TOKENS)
-            .into_iter()
-            .flat_map(|v| match v {
-                Value::Array(items) => items.iter().collect::<Vec<_>>(),
-                other => vec![other],
-            })
-            .filter_map(Value::as_object)
+        login_token_entries(user)
             .filter(|entry| {
                 lookup_path(entry, field)
                     .into_iter()
@@ -246,13 +240,7 @@ impl Accounts {
     /// The admin acting through the login token `hashed` of `user`, when it is an
     /// impersonation token ([`Accounts::impersonate`]).
     pub fn impersonator_of(user: &Document, hashed: &str) -> Option<String> {
-        lookup_path(user, LOGIN_TOKENS)
-            .into_iter()
-            .flat_map(|v| match v {
-                Value::Array(items) => items.iter().collect::<Vec<_>>(),
-                other => vec![other],
-            })
-            .filter_map(Value::as_object)
+        login_token_entries(user)
             .find(|entry| entry.get("hashedToken").and_then(Value::as_str) == Some(hashed))
             .and_then(|entry| entry.get("impersonator").and_then(Value::as_str))
             .map(str::to_owned)
@@ -305,6 +293,17 @@ impl Accounts {
         }
         Ok(u64::try_from(count).unwrap_or(u64::MAX))
     }
+}
+
+/// The entries of `user`'s login-token list (`services.resume.loginTokens`), each an object.
+fn login_token_entries(user: &Document) -> impl Iterator<Item = &serde_json::Map<String, Value>> {
+    lookup_path(user, LOGIN_TOKENS)
+        .into_iter()
+        .flat_map(|v| match v {
+            Value::Array(items) => items.iter().collect::<Vec<_>>(),
+            other => vec![other],
+        })
+        .filter_map(Value::as_object)
 }
 
 #[cfg(test)]
