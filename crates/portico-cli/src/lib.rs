@@ -44,6 +44,7 @@ pub mod openapi;
 pub mod routes;
 pub mod scripts;
 pub mod serve;
+pub mod types;
 pub mod users;
 
 pub use error::{Error, Result};

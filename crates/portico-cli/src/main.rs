@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use portico_cli::{backup, check, database, import, indexes, keys, openapi, routes, serve, users};
+use portico_cli::{
+    backup, check, database, import, indexes, keys, openapi, routes, serve, types, users,
+};
 
 /// A zero-code REST server from a TOML file, on embedded SQLite.
 #[derive(Debug, Parser)]
@@ -62,9 +64,24 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
-    /// Print the TypeScript declarations of the `"portico"` module that scripts import (save
-    /// them as portico.d.ts beside the scripts).
-    Types,
+    /// Print types: by default the TypeScript declarations of the `"portico"` module that
+    /// scripts import (save them as portico.d.ts beside the scripts); with `--client`, a
+    /// `.d.ts` typing the app's documents, methods, publications and routes for the
+    /// TypeScript client; with `--python`, a module of `TypedDict`s for the Python client.
+    Types {
+        /// Types of the app for the TypeScript client (`portico-client`).
+        #[arg(long, conflicts_with = "python")]
+        client: bool,
+        /// Types of the app for the Python client (`portico_client`).
+        #[arg(long)]
+        python: bool,
+        /// Config file (default: ./portico.toml when it exists).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Store URL whose collections the zero-config default serves (no config file only).
+        #[arg(long, value_name = "URL")]
+        database: Option<String>,
+    },
     /// Print the OpenAPI 3.1 document `serve` answers at /openapi.json.
     Openapi {
         /// Config file (default: ./portico.toml when it exists).
@@ -363,8 +380,26 @@ async fn run(command: Command) -> portico_cli::Result<()> {
             say(routes::format_table(&served).trim_end());
             Ok(())
         }
-        Command::Types => {
-            say(portico_script::TYPES.trim_end());
+        Command::Types {
+            client,
+            python,
+            config,
+            database,
+        } => {
+            if !client && !python {
+                say(portico_script::TYPES.trim_end());
+                return Ok(());
+            }
+            let source = config.as_ref().map_or_else(
+                || "portico.toml".to_owned(),
+                |path| path.display().to_string(),
+            );
+            let shape = types::run(config, database).await?;
+            if python {
+                say(types::python(&shape, &source).trim_end());
+            } else {
+                say(types::typescript(&shape, &source).trim_end());
+            }
             Ok(())
         }
         Command::Openapi { config, database } => {
