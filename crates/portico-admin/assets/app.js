@@ -192,6 +192,7 @@ function route() {
   else if (view === 'api') apiView(root);
   else if (view === 'backups') backupsView(root);
   else if (view === 'jobs') jobsView(root);
+  else if (view === 'keys') keysView(root);
   else collectionsView(root, parts[1]);
 }
 
@@ -862,6 +863,68 @@ async function jobsView(root) {
   }
 
   again.addEventListener('click', load);
+  load();
+}
+
+// ----- API keys -----
+
+async function keysView(root) {
+  const box = errorBox('keys-error');
+  const shownOnce = el('div', { id: 'new-key', hidden: true });
+  const tableBox = el('div', { class: 'table-wrap', id: 'keys' });
+  const name = el('input', { id: 'key-name', name: 'name', required: true, maxlength: '64', pattern: '[A-Za-z0-9._\\-]+', autocomplete: 'off' });
+  const roles = el('input', { id: 'key-roles', name: 'roles', placeholder: 'reader, reports', autocomplete: 'off' });
+  const days = el('input', { id: 'key-days', name: 'days', type: 'number', min: '1', max: '36500', placeholder: 'never' });
+  const form = el('form', { id: 'key-form', class: 'inline', 'aria-label': 'New API key' },
+    el('label', { for: 'key-name' }, 'Name'), name,
+    el('label', { for: 'key-roles' }, 'Roles'), roles,
+    el('label', { for: 'key-days' }, 'Expires after (days)'), days,
+    el('button', { type: 'submit' }, 'Add key'));
+  root.append(el('h2', {}, 'API keys'),
+    el('p', { class: 'muted' }, 'A key lets a server or a script call the API as a service account with the key\'s roles (header Authorization: Bearer KEY or X-Api-Key: KEY). It is shown once, when added; only its hash is kept.'),
+    box, form, shownOnce, tableBox);
+
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    showError(box, null);
+    const body = { name: name.value.trim(), roles: roles.value, expiresDays: days.value ? Number(days.value) : null };
+    let reply;
+    try { reply = await call('POST', 'keys', body); } catch (e) { showError(box, e); return; }
+    form.reset();
+    const copy = el('button', { type: 'button' }, 'Copy');
+    copy.addEventListener('click', () => navigator.clipboard && navigator.clipboard.writeText(reply.key));
+    clear(shownOnce).append(el('p', {}, 'The key ', el('strong', {}, reply.name), ', shown this once: copy it now.'),
+      el('p', {}, el('code', { id: 'new-key-value' }, reply.key), ' ', copy));
+    shownOnce.hidden = false;
+    notice('Key added.');
+    load();
+  });
+
+  async function revoke(key) {
+    if (!confirm('Revoke the key ' + key + '? Calls made with it stop working at once.')) return;
+    showError(box, null);
+    try {
+      await call('DELETE', 'keys/' + encodeURIComponent(key));
+      notice('Key revoked.');
+    } catch (e) {
+      showError(box, e);
+    }
+    load();
+  }
+
+  async function load() {
+    let reply;
+    try { reply = await call('GET', 'keys'); } catch (e) { showError(box, e); return; }
+    const rows = reply.keys.map((k) => el('tr', {},
+      el('td', {}, el('code', {}, k.name)),
+      el('td', {}, k.roles.length ? k.roles.join(', ') : el('span', { class: 'muted' }, 'none')),
+      el('td', {}, k.createdAt),
+      el('td', {}, k.expires || 'never'),
+      el('td', {}, k.lastUsed || 'never'),
+      el('td', {}, el('button', { type: 'button', class: 'link', onclick: () => revoke(k.name) }, 'Revoke'))));
+    clear(tableBox).append(jobTable('Keys', ['Name', 'Roles', 'Added', 'Expires', 'Last used', ''], rows, 'No keys yet.'));
+  }
+
   load();
 }
 

@@ -28,6 +28,7 @@
 //! | users | list and search accounts (never hashes or tokens) with whether each address is verified, add one, set roles, set a password, send a reset mail, log one out everywhere, remove one |
 //! | API | every route of both front doors, from their own [`RouteDoc`](portico_edge::RouteDoc)s, and a link to `/openapi.json` |
 //! | backups | the backups of the SQLite database ([`AdminPage::backups`]): list, take one now, download one |
+//! | keys | API keys for servers and scripts: name, roles, made, expiry, last use (never the key); add one (the key is shown once), revoke one |
 //! | jobs | schedules (next due time, last run), pending and failed jobs and webhook deliveries (the last error: a receiver's status and first bytes); retry a failed one, cancel one |
 //!
 //! ## The JSON API
@@ -53,6 +54,9 @@
 //! | `GET backups` | `{configured, dir, keep, running, backups: [{name, bytes, modifiedMs}]}`, newest first |
 //! | `POST backups` | takes a backup now (see [`AdminPage::backups`]): 201 `{name, bytes, format, elapsedMs}`, 409 while one runs, 404 without backups |
 //! | `GET backups/{name}` | downloads one (`Content-Disposition: attachment`) |
+//! | `GET keys` | `{keys: [{name, roles, userId, createdAt, expires, lastUsed}]}` by name; never the key |
+//! | `POST keys` | `{name, roles, expiresDays}` (roles: an array or a comma-separated text; `expiresDays` null or absent: no expiry): 201 `{name, key}`, the key shown this once; 409 for a name taken |
+//! | `DELETE keys/{name}` | revokes it at the next request on every instance: 204, 404 for none |
 //! | `GET jobs` | `{schedules, pending, failed, queued, failedCount, nowMs}`: at most 100 pending (by due time) and failed (newest first) |
 //! | `POST jobs/{id}/retry` | puts a failed job back in the queue, due now; 404 for none |
 //! | `DELETE jobs/{id}` | removes a pending or failed job; 404 for none |
@@ -81,6 +85,7 @@ mod collections;
 mod files;
 mod guard;
 mod jobs;
+mod keys;
 mod route_list;
 mod router;
 mod session;

@@ -9,7 +9,7 @@ use portico_edge::RouteDoc;
 use portico_platform::{LoginLimits, Platform};
 
 use crate::state::{AdminState, RouteSource};
-use crate::{assets, backups, collections, files, guard, jobs, route_list, session, users};
+use crate::{assets, backups, collections, files, guard, jobs, keys, route_list, session, users};
 
 /// Where the page is served unless told otherwise.
 pub const DEFAULT_PATH: &str = "/_/";
@@ -199,6 +199,8 @@ impl AdminPage {
             .route(&api("/routes"), get(route_list::list))
             .route(&api("/backups"), get(backups::list).post(backups::start))
             .route(&api("/backups/{name}"), get(backups::download))
+            .route(&api("/keys"), get(keys::list).post(keys::create))
+            .route(&api("/keys/{name}"), axum::routing::delete(keys::revoke))
             .route(&api("/jobs"), get(jobs::list))
             .route(&api("/jobs/{id}"), axum::routing::delete(jobs::cancel))
             .route(&api("/jobs/{id}/retry"), post(jobs::retry))

@@ -269,6 +269,30 @@ fn say(text: impl std::fmt::Display) {
     let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
+/// `portico types`: the scripts' module by default, else the app's types for a client.
+async fn print_types(
+    client: bool,
+    python: bool,
+    config: Option<PathBuf>,
+    database: Option<String>,
+) -> portico_cli::Result<()> {
+    if !client && !python {
+        say(portico_script::TYPES.trim_end());
+        return Ok(());
+    }
+    let source = config.as_ref().map_or_else(
+        || "portico.toml".to_owned(),
+        |path| path.display().to_string(),
+    );
+    let shape = types::run(config, database).await?;
+    if python {
+        say(types::python(&shape, &source).trim_end());
+    } else {
+        say(types::typescript(&shape, &source).trim_end());
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if !matches!(cli.command, Command::Serve { .. }) {
@@ -385,23 +409,7 @@ async fn run(command: Command) -> portico_cli::Result<()> {
             python,
             config,
             database,
-        } => {
-            if !client && !python {
-                say(portico_script::TYPES.trim_end());
-                return Ok(());
-            }
-            let source = config.as_ref().map_or_else(
-                || "portico.toml".to_owned(),
-                |path| path.display().to_string(),
-            );
-            let shape = types::run(config, database).await?;
-            if python {
-                say(types::python(&shape, &source).trim_end());
-            } else {
-                say(types::typescript(&shape, &source).trim_end());
-            }
-            Ok(())
-        }
+        } => print_types(client, python, config, database).await,
         Command::Openapi { config, database } => {
             let document = openapi::run(config, database).await?;
             let text = serde_json::to_string_pretty(&document)

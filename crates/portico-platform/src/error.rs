@@ -48,6 +48,9 @@ pub enum Error {
     /// A method or publication of this name is defined already (a setup error).
     #[error("duplicate definition: {0}")]
     Duplicate(String),
+    /// A client asked for something whose name is taken (an API key's name): 409.
+    #[error("{0}")]
+    Conflict(String),
     /// Method or publication options set after definition, or twice (a setup error).
     #[error("method options: {0}")]
     MethodOptions(String),
@@ -90,6 +93,7 @@ impl Error {
             | Error::Validation(_)
             | Error::InvalidUser(_)
             | Error::UserExists(_)
+            | Error::Conflict(_)
             | Error::LoginFailed
             | Error::UserNotFound
             | Error::PreconditionFailed
@@ -110,7 +114,7 @@ impl Error {
 
     /// The HTTP status a front door answers with. This is the one mapping of errors to
     /// statuses both doors use: 400 for bad input, 401 for a failed login, 403 for access
-    /// denied, 404 for an unknown user, 412 for a failed `If-Match`, 409 for a duplicate `_id` or unique key, 413 for a
+    /// denied, 404 for an unknown user, 412 for a failed `If-Match`, 409 for a duplicate `_id` or unique key or a name taken, 413 for a
     /// document over the store's size limit, 503 while the database is unavailable, 500 for
     /// everything else internal.
     pub fn status_code(&self) -> u16 {
@@ -129,6 +133,7 @@ impl Error {
             Error::LoginFailed => 401,
             Error::UserNotFound => 404,
             Error::PreconditionFailed => 412,
+            Error::Conflict(_) => 409,
             Error::TooManyRequests(_) => 429,
             Error::TooManyJobs(_) => 503,
             Error::Hook(e) => e.status.unwrap_or(400),
@@ -192,6 +197,7 @@ impl From<Error> for MethodError {
             }
             Error::InvalidUser(msg) => MethodError::new("invalid-user", msg).with_status(status),
             Error::UserExists(msg) => MethodError::new("user-exists", msg).with_status(status),
+            Error::Conflict(msg) => MethodError::new("conflict", msg).with_status(status),
             Error::InvalidArgument(msg) => {
                 MethodError::new("invalid-argument", msg).with_status(status)
             }

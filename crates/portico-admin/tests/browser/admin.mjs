@@ -343,6 +343,24 @@ try {
   await page.locator('#jobs table').nth(2).locator('button', { hasText: 'Retry' }).first().click();
   results.jobsNotice = await waitText('#notice', /queued again/);
 
+  // ----- API keys: one added (shown once), listed, revoked -----
+  await page.click('nav a[data-view=keys]');
+  await page.locator('#keys tbody tr').first().waitFor();
+  results.keyRowsBefore = await page.locator('#keys tbody tr').allTextContents();
+  await page.fill('#key-name', 'deploy-bot');
+  await page.fill('#key-roles', 'editor, reports');
+  await page.fill('#key-days', '30');
+  await page.click('#key-form button[type=submit]');
+  results.keyNotice = await waitText('#notice', /Key added/);
+  results.newKey = await page.locator('#new-key-value').textContent();
+  await page.locator('#keys tbody tr', { hasText: 'deploy-bot' }).waitFor();
+  results.keyRowsAfter = await page.locator('#keys tbody tr').allTextContents();
+  await shot('10d-keys');
+  await page.locator('#keys tbody tr', { hasText: 'deploy-bot' }).locator('button', { hasText: 'Revoke' }).click();
+  results.keyRevoked = await waitText('#notice', /Key revoked/);
+  await page.locator('#keys tbody tr', { hasText: 'No keys yet.' }).waitFor();
+  results.keyRowsRevoked = await page.locator('#keys tbody tr').allTextContents();
+
   // ----- 375 px wide, and dark mode -----
   await page.setViewportSize({ width: 375, height: 800 });
   await page.click('nav a[data-view=collections]');

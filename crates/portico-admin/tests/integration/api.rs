@@ -761,3 +761,106 @@ async fn files_are_uploaded_downloaded_and_deleted() {
         .unwrap();
     assert_eq!(reply.status(), StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn api_keys_are_added_shown_once_listed_without_the_key_and_revoked() {
+    let server = Server::start().await;
+    let admin = admin(&server).await;
+    // Who a key authenticates as, as every door asks (no account: not a working key).
+    let holder = |key: String| {
+        let accounts = server.platform.accounts();
+        async move { accounts.user_by_token(&key).await.unwrap() }
+    };
+    let (status, body) = admin
+        .call(
+            &server,
+            Method::POST,
+            "/keys",
+            Some(json!({"name": "ci", "roles": "editor, reports", "expiresDays": 90})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["name"], "ci");
+    let key = body["key"].as_str().unwrap().to_owned();
+    assert!(key.starts_with("pk_") && key.len() > 40, "{key}");
+
+    // Listed with its roles and expiry, never the key or its hash.
+    let (status, body) = admin.call(&server, Method::GET, "/keys", None).await;
+    assert_eq!(status, 200, "{body}");
+    let keys = body["keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 1, "{body}");
+    assert_eq!(keys[0]["roles"], json!(["editor", "reports"]));
+    assert!(
+        keys[0]["expires"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("20")),
+        "{body}"
+    );
+    assert_eq!(keys[0]["lastUsed"], Value::Null);
+    assert!(!body.to_string().contains(&key[3..]), "{body}");
+
+    // The key authenticates as its service account, with its roles, and its use is noted.
+    let account = holder(key.clone()).await.expect("the key authenticates");
+    assert_eq!(account["_id"], keys[0]["userId"]);
+    assert_eq!(account["roles"], json!(["editor", "reports"]));
+    // (The use is noted beside the request, so it may land just after the reply.)
+    let mut body = Value::Null;
+    for _ in 0..50 {
+        body = admin.call(&server, Method::GET, "/keys", None).await.1;
+        if body["keys"][0]["lastUsed"].is_string() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(body["keys"][0]["lastUsed"].is_string(), "{body}");
+
+    // Bad input: 400 naming the problem; a taken name: 409; nothing is added.
+    for (bad, says) in [
+        (json!({"name": "has space"}), "name"),
+        (json!({"roles": "x"}), "name is required"),
+        (json!({"name": "k2", "expiresDays": 0}), "expiresDays"),
+        (json!({"name": "k2", "expiresDays": "soon"}), "expiresDays"),
+        (json!({"name": "k2", "roles": 7}), "roles"),
+        (json!(["ci"]), "object"),
+    ] {
+        let (status, body) = admin
+            .call(&server, Method::POST, "/keys", Some(bad.clone()))
+            .await;
+        assert_eq!(status, 400, "{bad} -> {body}");
+        assert!(
+            body["error"].as_str().unwrap().contains(says),
+            "{bad} -> {body}"
+        );
+    }
+    let (status, body) = admin
+        .call(&server, Method::POST, "/keys", Some(json!({"name": "ci"})))
+        .await;
+    assert_eq!(status, 409, "{body}");
+    let (_, body) = admin.call(&server, Method::GET, "/keys", None).await;
+    assert_eq!(body["keys"].as_array().unwrap().len(), 1, "{body}");
+
+    // Only admins manage keys, and a key cannot reach the admin API.
+    let bob = server.token(PLAIN.0, PLAIN.1).await;
+    for token in [bob.as_str(), key.as_str()] {
+        let reply = Client::new()
+            .get(server.url("/_/api/keys"))
+            .header("X-Auth-Token", token)
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            matches!(reply.status().as_u16(), 401 | 403),
+            "{}",
+            reply.status()
+        );
+    }
+
+    // Revoked: the key stops working at once; revoking again is 404.
+    let (status, _) = admin.call(&server, Method::DELETE, "/keys/ci", None).await;
+    assert_eq!(status, 204);
+    assert!(holder(key.clone()).await.is_none());
+    let (status, body) = admin.call(&server, Method::DELETE, "/keys/ci", None).await;
+    assert_eq!(status, 404, "{body}");
+    let (_, body) = admin.call(&server, Method::GET, "/keys", None).await;
+    assert_eq!(body["keys"], json!([]));
+}

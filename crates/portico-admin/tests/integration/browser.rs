@@ -240,6 +240,48 @@ async fn the_admin_page_works_in_a_real_browser() {
             .is_some()
     );
 
+    // API keys: none, one added from the page (shown once, and it authenticated while it was
+    // listed), then revoked from the page.
+    assert_eq!(
+        seen["keyRowsBefore"],
+        serde_json::json!(["No keys yet."]),
+        "{seen}"
+    );
+    assert!(text("keyNotice").contains("Key added"), "{seen}");
+    let key = text("newKey");
+    assert!(key.starts_with("pk_"), "{seen}");
+    let rows = seen["keyRowsAfter"].to_string();
+    assert!(
+        rows.contains("deploy-bot") && rows.contains("editor, reports"),
+        "{seen}"
+    );
+    assert!(!rows.contains(&key), "{seen}");
+    assert!(text("keyRevoked").contains("Key revoked"), "{seen}");
+    assert_eq!(
+        seen["keyRowsRevoked"],
+        serde_json::json!(["No keys yet."]),
+        "{seen}"
+    );
+    assert!(
+        server
+            .platform
+            .accounts()
+            .user_by_token(&key)
+            .await
+            .unwrap()
+            .is_none(),
+        "a revoked key still authenticates"
+    );
+    assert!(
+        server
+            .platform
+            .accounts()
+            .list_api_keys()
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
     // Backups: none, one taken from the page, downloaded whole.
     assert_eq!(
         seen["backupRowsBefore"],

@@ -60,7 +60,10 @@ pub struct CollectionShape {
 ///
 /// # Errors
 /// A bad config, an unreachable database (no config file), or a front door refusing the config.
-pub async fn run(config: Option<PathBuf>, database_flag: Option<String>) -> crate::Result<AppShape> {
+pub async fn run(
+    config: Option<PathBuf>,
+    database_flag: Option<String>,
+) -> crate::Result<AppShape> {
     let (path, mut config) = database::load_config(config.as_deref())?;
     let platform = match &path {
         Some(_) => database::open("memory:").await?,

@@ -30,23 +30,39 @@ pub fn python(shape: &AppShape, source: &str) -> String {
          from typing import Any, Literal, NotRequired, Required, TypedDict\n",
         source.replace('\\', "/").replace('"', "'")
     );
-    typed_dict(&mut out, FILE_TYPE, &file_type(), "A file's metadata, as a file field holds it.");
+    typed_dict(
+        &mut out,
+        FILE_TYPE,
+        &file_type(),
+        "A file's metadata, as a file field holds it.",
+    );
     for (collection, name) in shape.collections.iter().zip(&names) {
         let doc = document(collection, &name_of);
         let doc = match doc {
             Ty::Object { mut fields, open } => {
                 // The related documents get a TypedDict of their own.
-                if let Some(expand) = fields.iter_mut().find(|f| f.name == portico_platform::EXPAND_KEY) {
+                if let Some(expand) = fields
+                    .iter_mut()
+                    .find(|f| f.name == portico_platform::EXPAND_KEY)
+                {
                     let expand_name = format!("{name}Expand");
                     let ty = std::mem::replace(&mut expand.ty, Ty::Named(expand_name.clone()));
-                    let about = format!("The related documents `expand` holds in `{}`.", collection.name);
+                    let about = format!(
+                        "The related documents `expand` holds in `{}`.",
+                        collection.name
+                    );
                     typed_dict(&mut out, &expand_name, &ty, &about);
                 }
                 Ty::Object { fields, open }
             }
             other => other,
         };
-        typed_dict(&mut out, name, &doc, &format!("A document of `{}`.", collection.name));
+        typed_dict(
+            &mut out,
+            name,
+            &doc,
+            &format!("A document of `{}`.", collection.name),
+        );
     }
     let entries: Vec<String> = shape
         .collections
@@ -59,7 +75,12 @@ pub fn python(shape: &AppShape, source: &str) -> String {
         "\n#: Each collection's document type, by collection name.\nCOLLECTIONS: dict[str, type] = {{\n{}\n}}",
         entries.join("\n")
     );
-    let list = |items: &mut dyn Iterator<Item = String>| items.map(|i| format!("    {i},")).collect::<Vec<_>>().join("\n");
+    let list = |items: &mut dyn Iterator<Item = String>| {
+        items
+            .map(|i| format!("    {i},"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     let _ = writeln!(
         out,
         "\n#: The auto API's methods.\nMETHODS: tuple[str, ...] = (\n{}\n)",
@@ -87,13 +108,25 @@ fn typed_dict(out: &mut String, name: &str, ty: &Ty, about: &str) {
         Ty::Object { fields, .. } => fields,
         _ => &[],
     };
-    let _ = writeln!(out, "\n#: {about}\n{name} = TypedDict(\n    {},\n    {{", string(name));
+    let _ = writeln!(
+        out,
+        "\n#: {about}\n{name} = TypedDict(\n    {},\n    {{",
+        string(name)
+    );
     for field in fields {
-        let wrap = if field.required { "Required" } else { "NotRequired" };
+        let wrap = if field.required {
+            "Required"
+        } else {
+            "NotRequired"
+        };
         let ty = render(&field.ty);
         // A type naming another TypedDict is written as a string, resolved by type checkers
         // once the whole module is read (the types may name each other).
-        let ty = if names_another(&field.ty) { string(&ty) } else { ty };
+        let ty = if names_another(&field.ty) {
+            string(&ty)
+        } else {
+            ty
+        };
         let _ = writeln!(out, "        {}: {wrap}[{ty}],", string(&field.name));
     }
     let _ = writeln!(out, "    }},\n)");

@@ -77,7 +77,12 @@ pub(super) fn from_schema(schema: &Value, root: &Value, depth: usize) -> Ty {
     }
     for key in ["anyOf", "oneOf"] {
         if let Some(Value::Array(options)) = object.get(key) {
-            return union(options.iter().map(|o| from_schema(o, root, depth + 1)).collect());
+            return union(
+                options
+                    .iter()
+                    .map(|o| from_schema(o, root, depth + 1))
+                    .collect(),
+            );
         }
     }
     match object.get("type") {
@@ -164,7 +169,10 @@ fn union(mut options: Vec<Ty>) -> Ty {
 /// The documents of `collection` as a client reads them: `_id`, the schema's fields, the owner,
 /// relation and file fields, the timestamps, and `expand` holding related documents (named by
 /// `names`, the type names of the collections in the same file, looked up by `name_of`).
-pub(super) fn document(collection: &CollectionShape, name_of: &dyn Fn(&str) -> Option<String>) -> Ty {
+pub(super) fn document(
+    collection: &CollectionShape,
+    name_of: &dyn Fn(&str) -> Option<String>,
+) -> Ty {
     let (mut fields, open) = match &collection.schema {
         Some(schema) => match from_schema(schema, schema, 0) {
             Ty::Object { fields, open } => (fields, open),
@@ -185,7 +193,16 @@ pub(super) fn document(collection: &CollectionShape, name_of: &dyn Fn(&str) -> O
     }
     for (field, many) in &collection.files {
         let file = Ty::Named(FILE_TYPE.to_owned());
-        set(&mut fields, field, if *many { Ty::Array(Box::new(file)) } else { file }, false);
+        set(
+            &mut fields,
+            field,
+            if *many {
+                Ty::Array(Box::new(file))
+            } else {
+                file
+            },
+            false,
+        );
     }
     if collection.timestamps {
         set(&mut fields, "createdAt", Ty::String, true);
@@ -193,10 +210,13 @@ pub(super) fn document(collection: &CollectionShape, name_of: &dyn Fn(&str) -> O
     }
     let mut expanded = Vec::new();
     for (field, target) in &collection.relations {
-        let declared = fields.iter().find(|f| &f.name == field).map(|f| f.ty.clone());
-        let ids = declared.clone().unwrap_or_else(|| {
-            Ty::Union(vec![Ty::String, Ty::Array(Box::new(Ty::String))])
-        });
+        let declared = fields
+            .iter()
+            .find(|f| &f.name == field)
+            .map(|f| f.ty.clone());
+        let ids = declared
+            .clone()
+            .unwrap_or_else(|| Ty::Union(vec![Ty::String, Ty::Array(Box::new(Ty::String))]));
         if declared.is_none() {
             set(&mut fields, field, ids.clone(), false);
         }

@@ -21,7 +21,10 @@ fn tasks_app() -> AppShape {
             "$defs": {"meta": {"type": "object", "properties": {"n": {"type": "integer"}}}}
         })),
         relations: vec![("project".to_owned(), "projects".to_owned())],
-        files: vec![("cover".to_owned(), false), ("attachments".to_owned(), true)],
+        files: vec![
+            ("cover".to_owned(), false),
+            ("attachments".to_owned(), true),
+        ],
         owner_field: Some("ownerId".to_owned()),
         timestamps: true,
     };
@@ -67,13 +70,22 @@ fn typescript_types_each_field_from_the_schema_and_the_config() {
         "    \"/api/tasks/:id\": \"GET\" | \"PATCH\";",
         "declare module 'portico-client' {",
     ] {
-        assert!(text.lines().any(|l| l == line), "no line {line:?} in\n{text}");
+        assert!(
+            text.lines().any(|l| l == line),
+            "no line {line:?} in\n{text}"
+        );
     }
     // A schema closes the document (a misspelt field is an error); no schema leaves it open.
-    let tasks = text.split("export interface Tasks").nth(1).unwrap_or_default();
+    let tasks = text
+        .split("export interface Tasks")
+        .nth(1)
+        .unwrap_or_default();
     let tasks = tasks.split("\n}\n").next().unwrap_or_default();
     assert!(!tasks.contains("[key: string]"), "{tasks}");
-    let projects = text.split("export interface Projects").nth(1).unwrap_or_default();
+    let projects = text
+        .split("export interface Projects")
+        .nth(1)
+        .unwrap_or_default();
     let projects = projects.split("\n}\n").next().unwrap_or_default();
     assert!(projects.contains("[key: string]: unknown;"), "{projects}");
     assert!(!projects.contains("createdAt"), "{projects}");
@@ -100,7 +112,10 @@ fn python_types_are_typed_dicts_any_key_can_name() {
         "    \"tasks.add\",",
         "    \"/api/tasks/:id\": (\"GET\", \"PATCH\",),",
     ] {
-        assert!(text.lines().any(|l| l == line), "no line {line:?} in\n{text}");
+        assert!(
+            text.lines().any(|l| l == line),
+            "no line {line:?} in\n{text}"
+        );
     }
 }
 
@@ -117,5 +132,8 @@ fn type_names_stay_unique_and_valid() {
 #[test]
 fn a_self_referencing_schema_ends_in_unknown() {
     let schema = json!({"$ref": "#"});
-    assert_eq!(schema::from_schema(&schema, &schema, 0), schema::Ty::Unknown);
+    assert_eq!(
+        schema::from_schema(&schema, &schema, 0),
+        schema::Ty::Unknown
+    );
 }

@@ -26,7 +26,11 @@ pub fn typescript(shape: &AppShape, source: &str) -> String {
          // Written by `portico types --client`; write it again when the config changes.\n"
     );
     let _ = writeln!(out, "/** A file's metadata, as a file field holds it. */");
-    let _ = writeln!(out, "export interface {FILE_TYPE} {}\n", render(&file_type(), 0));
+    let _ = writeln!(
+        out,
+        "export interface {FILE_TYPE} {}\n",
+        render(&file_type(), 0)
+    );
     for (collection, name) in shape.collections.iter().zip(&names) {
         let _ = writeln!(out, "/** A document of `{}`. */", collection.name);
         let _ = writeln!(
@@ -81,7 +85,12 @@ fn render(ty: &Ty, indent: usize) -> String {
 
 fn object(fields: &[Field], open: bool, indent: usize) -> String {
     if fields.is_empty() {
-        return if open { "Record<string, unknown>" } else { "Record<string, never>" }.to_owned();
+        return if open {
+            "Record<string, unknown>"
+        } else {
+            "Record<string, never>"
+        }
+        .to_owned();
     }
     let pad = "  ".repeat(indent + 1);
     let mut out = String::from("{\n");
@@ -108,8 +117,14 @@ fn key(name: &str) -> String {
         .chars()
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
-    if identifier { name.to_owned() } else { string(name) }
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+    if identifier {
+        name.to_owned()
+    } else {
+        string(name)
+    }
 }
 
 fn string(text: &str) -> String {

@@ -76,7 +76,7 @@ impl Accounts {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a name not of letters, digits, `-`, `_`, `.` (1 to 64) or
-    /// a lifetime not above zero; [`Error::Duplicate`] when a key has the name; store failures.
+    /// a lifetime not above zero; [`Error::Conflict`] when a key has the name; store failures.
     pub async fn add_api_key(
         &self,
         name: &str,
@@ -95,7 +95,7 @@ impl Accounts {
         }
         let taken = Selector::parse(&json!({"name": name}))?;
         if self.store().count(API_KEYS, &taken).await? > 0 {
-            return Err(Error::Duplicate(format!("a key named {name:?} exists")));
+            return Err(Error::Conflict(format!("a key named {name:?} exists")));
         }
         let new = NewUser {
             username: Some(format!("key:{name}")),
@@ -126,7 +126,7 @@ impl Accounts {
             self.remove_user(&user_id).await?;
             return Err(match e {
                 portico_store::Error::DuplicateKey { .. } => {
-                    Error::Duplicate(format!("a key named {name:?} exists"))
+                    Error::Conflict(format!("a key named {name:?} exists"))
                 }
                 e => e.into(),
             });
