@@ -5,6 +5,11 @@
 //! ([`doors`]), serve them ([`serve`]), manage users ([`users`]), import JSON exports
 //! ([`import`]) and list routes ([`routes`]).
 //!
+//! What `portico serve` serves is built by one function, [`serve::Served::build`]: the front
+//! doors, the admin page, every layer around a request and the background work (mail, jobs,
+//! schedules, backups, sweeps). The binary binds an address and calls [`serve::Served::serve`];
+//! a program or a test can do the same in process.
+//!
 //! ```
 //! use portico_cli::config::Config;
 //!
@@ -27,7 +32,7 @@
 //! | `portico import --collection NAME FILE` | imports a JSON array export |
 //! | `portico routes [--config FILE]` | prints every route |
 //! | `portico check [--config FILE]` | validates the config (and loads `[scripts]`), says the database's stored format |
-//! | `portico types` | prints the TypeScript declarations of the scripts' `"portico"` module |
+//! | `portico types [--client\|--python] [--config FILE]` | prints the TypeScript declarations of the scripts' `"portico"` module, or the app's types for the TypeScript or Python client ([`types`]) |
 //! | `portico backup [--out FILE]`, `portico restore FILE` | an online copy of a SQLite database; putting one back ([`backup`]) |
 
 pub mod backup;

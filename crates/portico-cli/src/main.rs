@@ -346,13 +346,11 @@ async fn run(command: Command) -> portico_cli::Result<()> {
         } => {
             let log = serve::init_logging(serve::log_format(config.as_deref()));
             allocator::init();
-            let served = serve::run(serve::ServeOptions {
-                config,
-                listen,
-                database,
-                watch,
-            })
-            .await;
+            let mut options = serve::ServeOptions::new().watch(watch);
+            options.config = config;
+            options.listen = listen;
+            options.database = database;
+            let served = serve::run(options).await;
             // Every buffered log line is written before the process goes on to exit.
             drop(log);
             served

@@ -67,7 +67,8 @@ fn stamps(files: &[std::path::PathBuf]) -> Vec<Option<std::time::SystemTime>> {
 /// `serve --watch`: a task that reloads `scripts` whenever one of their files changes. Calls in
 /// flight finish on the old code; an edit that does not load is logged and the old code goes
 /// on serving. Names added or removed by an edit need a restart (the doors are built once).
-pub fn watch(scripts: Scripts) {
+/// The task runs until aborted or the runtime ends.
+pub fn watch(scripts: Scripts) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut files = scripts.files();
         files.sort();
@@ -96,7 +97,7 @@ pub fn watch(scripts: Scripts) {
                 }
             }
         }
-    });
+    })
 }
 
 /// Every definition of the scripts that the config defines too, or that names something the

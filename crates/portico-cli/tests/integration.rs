@@ -23,6 +23,7 @@ mod integration {
     mod guests;
     mod hygiene;
     mod import;
+    mod in_process;
     mod indexes;
     mod jobs;
     mod js_client;

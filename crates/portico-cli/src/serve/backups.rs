@@ -31,10 +31,10 @@ async fn next_due(set: &Arc<Backups>, every: Duration) -> Duration {
     }
 }
 
-/// Starts the schedule on the runtime: backups of `set` every `every`. The task ends with the
-/// runtime; a backup cut off by the process ending leaves only a `.partial` file, which the
-/// next backup of the set removes.
-pub(crate) fn schedule(set: Arc<Backups>, every: Duration) {
+/// Starts the schedule on the runtime: backups of `set` every `every`, until the returned task
+/// is aborted or the runtime ends; a backup cut off by the process ending leaves only a
+/// `.partial` file, which the next backup of the set removes.
+pub(crate) fn schedule(set: Arc<Backups>, every: Duration) -> tokio::task::JoinHandle<()> {
     let interval = if every >= Duration::from_secs(3600) {
         format!("{:.1} h", every.as_secs_f64() / 3600.0)
     } else {
@@ -66,5 +66,5 @@ pub(crate) fn schedule(set: Arc<Backups>, every: Duration) {
                 }
             }
         }
-    });
+    })
 }

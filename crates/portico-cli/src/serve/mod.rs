@@ -36,8 +36,9 @@ use crate::config::{Config, DEFAULT_LISTEN};
 use crate::database;
 use crate::doors::{Doors, refused};
 
-/// The arguments of `portico serve`.
+/// The arguments of `portico serve`, and of [`Served::build`].
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ServeOptions {
     /// `--config`: the config file (default `portico.toml` when it exists).
     pub config: Option<PathBuf>,
@@ -47,6 +48,38 @@ pub struct ServeOptions {
     pub database: Option<String>,
     /// `--watch`: reload `[scripts]` when their files change.
     pub watch: bool,
+}
+
+impl ServeOptions {
+    /// No config file given (`./portico.toml` when it exists), the config's address and
+    /// database, no watching.
+    pub fn new() -> Self {
+        ServeOptions::default()
+    }
+
+    /// The config file.
+    pub fn config(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config = Some(path.into());
+        self
+    }
+
+    /// The address to serve on, over the config's `listen` (`127.0.0.1:0` picks a free port).
+    pub fn listen(mut self, addr: impl Into<String>) -> Self {
+        self.listen = Some(addr.into());
+        self
+    }
+
+    /// The store URL, over the config's `database`.
+    pub fn database(mut self, url: impl Into<String>) -> Self {
+        self.database = Some(url.into());
+        self
+    }
+
+    /// Reload `[scripts]` when their files change.
+    pub fn watch(mut self, watch: bool) -> Self {
+        self.watch = watch;
+        self
+    }
 }
 
 /// The line `serve` prints on standard output once it listens, followed by the address
@@ -310,44 +343,153 @@ pub fn listen_addr(flag: Option<&str>, config: &Config) -> crate::Result<SocketA
     choose_listen(flag, config).map(|(addr, _)| addr)
 }
 
+/// Everything `portico serve` serves, built from a config by [`Served::build`]: the
+/// application with every layer around it (the front doors, the admin page, probes, metrics,
+/// the request log, limits and budgets), the platform under it, and the work it runs in the
+/// background (account mail, jobs and schedules, scheduled backups, the guest sweep, the files
+/// cleaner, the scripts' watcher, the change feed).
+///
+/// The binary only binds an address and calls [`Served::serve`]; a test or an embedding
+/// program builds the same thing in process and serves it on a listener of its own.
+///
+/// ```no_run
+/// # async fn demo() -> portico_cli::Result<()> {
+/// use portico_cli::serve::{ServeOptions, Served};
+///
+/// let served = Served::build(&ServeOptions::new().config("portico.toml")).await?;
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// // Serves until the future given resolves, then finishes in-flight requests and stops the
+/// // background work.
+/// served.serve(listener, std::future::pending::<()>()).await;
+/// # Ok(())
+/// # }
+/// ```
+pub struct Served {
+    /// The whole application, layers included.
+    pub router: Router,
+    /// The platform it serves.
+    pub platform: Platform,
+    /// The config it was built from (the zero-config default without a file).
+    pub config: Config,
+    /// The config file, when one was read.
+    pub config_path: Option<PathBuf>,
+    /// The database and why it was chosen.
+    pub database: database::DatabaseChoice,
+    mail_sender: Option<portico_platform::MailSender>,
+    job_worker: portico_platform::jobs::JobWorker,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Served {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Served")
+            .field("config_path", &self.config_path)
+            .field("database", &self.database.to_string())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Served {
+    /// Builds what `portico serve` serves for `options` (its `listen` aside), and starts its
+    /// background work.
+    ///
+    /// # Errors
+    /// A bad config, an unreachable database, a script that does not load, a front door
+    /// refusing the config: the error says exactly what is wrong.
+    pub async fn build(options: &ServeOptions) -> crate::Result<Served> {
+        let (path, mut config) = database::load_config(options.config.as_deref())?;
+        let choice =
+            database::choose_database(options.database.as_deref(), path.as_deref(), &config);
+        let url = choice.url.clone();
+        let platform = open_platform(&url, &config).await?;
+        if path.is_none() {
+            config = zero_config(&platform, &url).await?;
+        }
+        set_up_platform(&config, &platform, &url).await?;
+        let scripts = crate::scripts::load(&config, &platform).await?;
+        schedule_crons(&config, &platform)?;
+        // The doors are built once: served, listed on the admin page and described in the
+        // OpenAPI document. What they refuse is a mistake in the config file.
+        let doors = Doors::build_with(&config, &platform, scripts.as_ref())
+            .map_err(|errors| refused(path.as_deref(), errors))?;
+        let mut tasks = Vec::new();
+        if let (Some(scripts), true) = (&scripts, options.watch) {
+            tasks.push(crate::scripts::watch(scripts.clone()));
+        }
+        let door_routes = doors.routes.clone();
+        // Account mail leaves through the outbox; this instance's sender runs until shutdown.
+        let mail_sender = start_mail_sender(&config, &platform)?;
+        // Jobs (defined by scripts or the platform) run on every instance; each claims its own.
+        let job_worker = platform.jobs().start(config.jobs);
+        let backups = crate::backup::configured_set(&config, &choice)?.map(std::sync::Arc::new);
+        let app = assemble(&config, &platform, doors)?.router;
+        let app = admin::mount(app, &config, &platform, door_routes, backups.clone()).await?;
+        let router = with_layers(app, &config, &platform);
+        if let (Some(set), Some(every)) = (&backups, config.backups.as_ref().and_then(|b| b.every))
+        {
+            tasks.push(backups::schedule(std::sync::Arc::clone(set), every));
+        }
+        Ok(Served {
+            router,
+            platform,
+            config,
+            config_path: path,
+            database: choice,
+            mail_sender,
+            job_worker,
+            tasks,
+        })
+    }
+
+    /// Serves on `listener` (with the config's connection limits) until `stop` resolves; then
+    /// in-flight requests get the grace period (`shutdown_grace_seconds`) to finish, and the
+    /// background work stops and the store closes.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) {
+        let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            stop.await;
+            let _ = stopping_tx.send(true);
+        });
+        serve_until(
+            listener,
+            self.router.clone(),
+            &self.config,
+            stopping_rx,
+            None,
+        )
+        .await;
+        self.shut_down().await;
+    }
+
+    /// Stops the background work, then closes the store once the last handle on the platform
+    /// is gone.
+    pub async fn shut_down(self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        shut_down(self.mail_sender, self.job_worker, self.platform).await;
+    }
+}
+
 /// Serves until SIGINT or SIGTERM, then lets in-flight requests finish and closes the store.
 ///
 /// # Errors
 /// A bad config, an unreachable database, a port in use: nothing is served then, and the error
 /// says exactly what is wrong.
 pub async fn run(options: ServeOptions) -> crate::Result<()> {
-    let (path, mut config) = database::load_config(options.config.as_deref())?;
+    let (_, config) = database::load_config(options.config.as_deref())?;
     let (addr, listen_source) = choose_listen(options.listen.as_deref(), &config)?;
-    let choice = database::choose_database(options.database.as_deref(), path.as_deref(), &config);
-    let url = choice.url.clone();
-    let platform = open_platform(&url, &config).await?;
-    if path.is_none() {
-        config = zero_config(&platform, &url).await?;
-    }
-    set_up_platform(&config, &platform, &url).await?;
-    let scripts = crate::scripts::load(&config, &platform).await?;
-    schedule_crons(&config, &platform)?;
-    // The doors are built once: served, listed on the admin page and described in the
-    // OpenAPI document. What they refuse is a mistake in the config file.
-    let doors = Doors::build_with(&config, &platform, scripts.as_ref())
-        .map_err(|errors| refused(path.as_deref(), errors))?;
-    if let (Some(scripts), true) = (&scripts, options.watch) {
-        crate::scripts::watch(scripts.clone());
-    }
-    let door_routes = doors.routes.clone();
-    // Account mail leaves through the outbox; this instance's sender runs until shutdown.
-    let mail_sender = start_mail_sender(&config, &platform)?;
-    // Jobs (defined by scripts or the platform) run on every instance; each claims its own.
-    let job_worker = platform.jobs().start(config.jobs);
-    let backups = crate::backup::configured_set(&config, &choice)?.map(std::sync::Arc::new);
-    let app = assemble(&config, &platform, doors)?.router;
-    let app = admin::mount(app, &config, &platform, door_routes, backups.clone()).await?;
-    let app = with_layers(app, &config, &platform);
+    let served = Served::build(&options).await?;
     let (listener, bound) = bind(addr).await?;
+    let config = &served.config;
     if let Some(metrics_addr) = config.metrics.as_ref().and_then(|m| m.listen) {
-        metrics::serve_apart(metrics_addr, platform.clone(), config.server).await?;
+        metrics::serve_apart(metrics_addr, served.platform.clone(), config.server).await?;
     }
-    log_start(path.as_deref(), &config, &url, &choice);
+    log_start(served.config_path.as_deref(), config, &served.database);
     info!("listening on {bound} (address from {listen_source})");
     if config.admin.enabled {
         info!(
@@ -355,16 +497,12 @@ pub async fn run(options: ServeOptions) -> crate::Result<()> {
             config.admin.path, config.admin.role
         );
     }
-    if let (Some(set), Some(every)) = (&backups, config.backups.as_ref().and_then(|b| b.every)) {
-        backups::schedule(std::sync::Arc::clone(set), every);
-    }
     // Listen for signals before saying "listening": a script that stops the server as soon as
     // it reads that line must find the handlers in place (else SIGTERM's default action ends
     // the process at once, without its last log lines).
     let signals = Signals::listen();
     say_listening(bound);
-    serve_until_signalled(listener, app, &config, signals).await;
-    shut_down(mail_sender, job_worker, platform).await;
+    serve_until_signalled(listener, served, signals).await;
     Ok(())
 }
 
@@ -542,7 +680,8 @@ async fn open_platform(url: &str, config: &Config) -> crate::Result<Platform> {
 
 /// The start-up log: what is served from which config (or the zero-config default), its
 /// warnings, and the database.
-fn log_start(path: Option<&Path>, config: &Config, url: &str, choice: &database::DatabaseChoice) {
+fn log_start(path: Option<&Path>, config: &Config, choice: &database::DatabaseChoice) {
+    let url = choice.url.as_str();
     match path {
         Some(path) => {
             info!(config = %path.display(), database = %portico_store::redact_url(url), "serving");
@@ -575,15 +714,14 @@ fn log_start(path: Option<&Path>, config: &Config, url: &str, choice: &database:
     }
 }
 
-/// Serves `app` on `listener` until a signal; then in-flight requests get the grace period to
-/// finish, and a second signal stops at once.
+/// Serves `served` on `listener` until a signal; then in-flight requests get the grace period
+/// to finish, and a second signal stops at once. The background work stops after.
 async fn serve_until_signalled(
     listener: tokio::net::TcpListener,
-    app: axum::Router,
-    config: &Config,
+    served: Served,
     mut signals: Signals,
 ) {
-    let (stopping_tx, mut stopping_rx) = tokio::sync::watch::channel(false);
+    let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
     let (now_tx, now_rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
         let name = signals.next().await;
@@ -592,18 +730,44 @@ async fn serve_until_signalled(
         signals.next().await;
         let _ = now_tx.send(());
     });
-    let server = connections::serve(listener, app, config.server, stopping_rx.clone());
+    serve_until(
+        listener,
+        served.router.clone(),
+        &served.config,
+        stopping_rx,
+        Some(now_rx),
+    )
+    .await;
+    served.shut_down().await;
+}
+
+/// Serves `app` on `listener` until `stopping` turns true; then in-flight requests get the
+/// grace period to finish, or until `now` resolves.
+async fn serve_until(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    config: &Config,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+    now: Option<tokio::sync::oneshot::Receiver<()>>,
+) {
+    let server = connections::serve(listener, app, config.server, stopping.clone());
     // In-flight requests get the grace period to finish; a client that never finishes its
     // request must not keep the process alive forever, and a second signal means "now".
     let grace_period = config.shutdown_grace.unwrap_or(SHUTDOWN_GRACE);
     let grace = async move {
-        let _ = stopping_rx.wait_for(|stopping| *stopping).await;
+        let _ = stopping.wait_for(|stopping| *stopping).await;
+        let now = async move {
+            match now {
+                Some(now) => now.await.is_ok(),
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = tokio::time::sleep(grace_period) => warn!(
                 "requests still running {} s after the signal; stopping without them",
                 grace_period.as_secs_f32()
             ),
-            Ok(()) = now_rx => warn!("second signal: stopping without in-flight requests"),
+            true = now => warn!("second signal: stopping without in-flight requests"),
         }
     };
     tokio::select! {

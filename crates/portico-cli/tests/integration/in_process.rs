@@ -1,0 +1,116 @@
+//! The served app built in process by the library (`portico_cli::serve::Served`), as the binary
+//! builds it: the front doors, the admin page, the layers around every request and the
+//! background work, served on a listener the test binds, and stopped by a future it resolves.
+
+use std::time::Duration;
+
+use portico_cli::serve::{ServeOptions, Served};
+use serde_json::{Value, json};
+
+const CONFIG: &str = r#"
+[[api]]
+api_path = "api/"
+use_default_auth = true
+[[api.collection]]
+name = "notes"
+auth_required = false
+
+[[limits]]
+path = "/api/notes"
+requests = 2
+window_secs = 60
+methods = ["POST"]
+
+[backups]
+dir = "./backups"
+every_hours = 0.0003
+keep = 2
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_library_builds_and_serves_what_the_binary_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("portico.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let options = ServeOptions::new()
+        .config(&config)
+        .database(format!("sqlite:{}", dir.path().join("app.db").display()));
+    let served = Served::build(&options).await.unwrap();
+    let platform = served.platform.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(served.serve(listener, async move {
+        let _ = stop_rx.await;
+    }));
+    let http = reqwest::Client::new();
+
+    // The routes door, through the request layers (a request id on every reply).
+    let reply = http
+        .post(format!("{base}/api/notes"))
+        .json(&json!({"text": "in process"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 201);
+    assert!(
+        reply.headers().contains_key("x-request-id"),
+        "{:?}",
+        reply.headers()
+    );
+    let body: Value = reply.json().await.unwrap();
+    let id = body["data"]["_id"].as_str().unwrap().to_owned();
+    assert!(
+        platform
+            .collection("notes")
+            .get(&id)
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    // `[[limits]]`, which only the served app's layers apply: the third write is refused.
+    let write = || {
+        http.post(format!("{base}/api/notes"))
+            .json(&json!({"text": "again"}))
+            .send()
+    };
+    assert_eq!(write().await.unwrap().status(), 201);
+    let refused = write().await.unwrap();
+    assert_eq!(refused.status(), 429);
+    assert!(refused.headers().contains_key("retry-after"));
+
+    // The admin page and the probes, mounted by the same function.
+    let page = http.get(format!("{base}/_/")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("Portico admin"));
+    let ready = http.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+
+    // The background work: scheduled backups land in the directory.
+    let backups = dir.path().join("backups");
+    let mut taken = 0;
+    for _ in 0..100 {
+        taken = std::fs::read_dir(&backups).map_or(0, |d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".db"))
+                .count()
+        });
+        if taken > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(taken > 0, "no scheduled backup in {}", backups.display());
+
+    // Stopped by the future: the server returns, and no longer answers.
+    stop_tx.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(15), server)
+        .await
+        .expect("the server stops once told")
+        .unwrap();
+    assert!(
+        http.get(format!("{base}/readyz")).send().await.is_err(),
+        "a stopped server still answers"
+    );
+}
