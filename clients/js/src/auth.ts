@@ -312,13 +312,14 @@ export class Auth {
   }
 
   #set(session: Session | null, write = true): void {
-    const before = this.#session?.token ?? null;
+    const before = JSON.stringify(this.#session);
     this.#session = session;
+    const now = JSON.stringify(session);
     if (write) {
-      if (session) this.store.set(this.key, JSON.stringify(session));
+      if (session) this.store.set(this.key, now);
       else this.store.remove(this.key);
     }
-    if (before === (session?.token ?? null)) return;
+    if (before === now) return;
     for (const fn of [...this.#listeners]) {
       try {
         fn(this.user);
