@@ -321,3 +321,16 @@ describe('retries', () => {
     }
   });
 });
+
+describe('routes', () => {
+  test('route() calls a route by its path from the root with the login, a method, a body and a query', async () => {
+    const pc = await loggedIn();
+    const made = await pc.route('/api/v1/notes', { method: 'POST', body: { text: 'by route' } });
+    assert.equal(made.status, 'success');
+    assert.equal(made.data.ownerId, edId, 'sent with the login');
+    const listed = await pc.route('api/v1/notes', { query: { where: JSON.stringify({ text: 'by route' }) } });
+    assert.deepEqual(listed.data.map((n) => n._id), [made.data._id]);
+    const anonymous = await client().route('/api/v1/notes').catch((e) => e);
+    assert.deepEqual([anonymous.status, anonymous.reason], [401, 'You must be logged in to do this.']);
+  });
+});

@@ -173,6 +173,8 @@ ping_secs = 1
 [files]
 store = "files"
 max_size_mb = 8
+# The instances of a test on PostgreSQL run on this machine: they all see this directory.
+shared_storage = true
 `;
 
 /**
