@@ -134,6 +134,7 @@ export class Portico {
   constructor(url: string, options: PorticoOptions = {}) {
     known('A client', options, 'api,auto,tokenStore,tokenKey,loginVia,timeout,retries,fetch,socket,live');
     known('The socket', options.socket, 'WebSocket,reconnect,fallbacks');
+    known('reconnect', options.socket?.reconnect, 'minDelay,maxDelay');
     const base = url.replace(/\/*$/, '/');
     this.url = base;
     const dir = (p: string) => p.replace(/^\/+/, '').replace(/([^/])$/, '$1/');

@@ -175,12 +175,15 @@ test('a page uploads an image with progress (XMLHttpRequest) and shows its thumb
       const full = document.createElement('img');
       full.src = await posts.fileURL(post, 'cover', info.name);
       await full.decode();
-      return { info, progress, token: pc.auth.token, src: img.src, thumb: [img.naturalWidth, img.naturalHeight], full: [full.naturalWidth, full.naturalHeight] };
+      // Without onProgress the page sends the Blob through fetch.
+      const plain = await posts.upload(post, 'cover', new Blob([new Uint8Array(bytes)]), { name: 'again.png' });
+      return { info, plain, progress, token: pc.auth.token, src: img.src, thumb: [img.naturalWidth, img.naturalHeight], full: [full.naturalWidth, full.naturalHeight] };
     },
     [server.url, image],
   );
   assert.equal(shown.info.name, 'photo.png');
   assert.equal(shown.info.size, image.length);
+  assert.deepEqual([shown.plain.name, shown.plain.type, shown.plain.sha256], ['again.png', 'image/png', shown.info.sha256]);
   assert.ok(shown.progress.length >= 1, 'upload progress events in the page');
   assert.deepEqual(shown.progress.at(-1), [image.length, image.length]);
   assert.deepEqual(shown.thumb, [16, 16], 'the thumbnail is shown: naturalWidth > 0');

@@ -167,6 +167,7 @@ function badOptions(pc) {
   return {
     'new Portico': () => new Portico(server.url, { apii: 'api/v1/' }),
     'new Portico socket': () => new Portico(server.url, { socket: { fallback: [] } }),
+    'new Portico socket reconnect': () => new Portico(server.url, { socket: { reconnect: { max: 1 } } }),
     list: () => tasks.list({}, { timout: 1 }),
     'list query': () => tasks.list({ wher: {} }),
     get: () => tasks.get('x', { sginal: null }),
