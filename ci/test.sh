@@ -8,7 +8,8 @@
 # need Debian's Chromium, Node.js and their driver (playwright-core, pinned by
 # crates/portico-admin/tests/browser/package-lock.json). The auto API's live-stream browser
 # test needs only Debian's chromium. The TypeScript client's tests (clients/js) need Node.js
-# 20+, chromium and `npm ci` in clients/js. The OpenID Connect tests need Node.js and `npm ci` in
+# 20+, chromium and `npm ci` in clients/js, and for its account tests python3's aiosmtpd and the
+# OpenID Connect test provider below. The OpenID Connect tests need Node.js and `npm ci` in
 # crates/portico-cli/tests/support/oidc, the webhook tests `npm ci` in
 # crates/portico-cli/tests/support/webhooks. The account tests read mail from an SMTP server they
 # start with python3's aiosmtpd. The files tests on S3 need the `s3s-fs` server, installed with

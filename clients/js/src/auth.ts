@@ -1,4 +1,4 @@
-import { PorticoError } from './error.js';
+import { PorticoError, known } from './error.js';
 import { type CallOptions, type Transport, jsend, send } from './http.js';
 
 /** Where the login token is kept: any object with these three calls (synchronous). */
@@ -18,6 +18,33 @@ export interface AuthUser {
   email?: string;
   /** When the token expires (ISO 8601), when the server said so (the auto API's login and register do). */
   tokenExpires?: string;
+  /** A guest account (`loginAsGuest`), until `upgradeGuest`. */
+  guest?: boolean;
+}
+
+/** Which sign-ins and account mails the server has on (`GET /auth/methods`). */
+export interface AuthMethods {
+  password: boolean;
+  emailVerification: boolean;
+  passwordReset: boolean;
+  requireVerifiedEmail: boolean;
+  /** The OpenID Connect providers' names. */
+  oidc: string[];
+  totp: boolean;
+  emailCode: boolean;
+  emailCodeSignup: boolean;
+  guests: boolean;
+  [method: string]: unknown;
+}
+
+/** A sign-in by mailed code: the address and the code typed, or the mailed link's token; `totp` when the account has two-factor codes on. */
+export type EmailCodeInput = { email: string; code: string; totp?: string } | { token: string; totp?: string };
+
+/** What `upgradeGuest` takes: credentials for the guest's account. */
+export interface GuestUpgrade {
+  username?: string;
+  email?: string;
+  password: string;
 }
 
 /** What `login` takes: a password and a username or an email. */
@@ -40,6 +67,13 @@ export interface RegisterInput {
 interface Session {
   token: string;
   user: AuthUser;
+}
+
+const CALL = 'signal,timeout';
+
+/** The username and email of an input, those it has. */
+function names(input: { username?: string | undefined; email?: string | undefined }): Partial<AuthUser> {
+  return { ...(input.username !== undefined && { username: input.username }), ...(input.email !== undefined && { email: input.email }) };
 }
 
 /** The store `option` names: an in-memory one, `localStorage`, `sessionStorage`, or the object itself. */
@@ -103,23 +137,130 @@ export class Auth {
    * `/users/login` with `loginVia: "auto"`.
    */
   async login(input: LoginInput, options: CallOptions = {}): Promise<AuthUser> {
+    known('A login', input, 'username,email,password,totp');
+    known('A call', options, CALL);
     const body: Record<string, unknown> = { password: input.password };
     if (input.username !== undefined) body.username = input.username;
     if (input.email !== undefined) body.email = input.email;
     if (input.totp !== undefined) body.totp = input.totp;
-    const known = { ...(input.username !== undefined && { username: input.username }), ...(input.email !== undefined && { email: input.email }) };
+    const who = names(input);
     if (this.via === 'routes' && this.api !== null) {
       const reply = await send(this.t, 'routes', { ...options, method: 'POST', path: this.api + 'login', body, anonymous: true });
       const data = jsend<{ authToken?: unknown; userId?: unknown }>(reply);
-      return this.#start(data.authToken, data.userId, known);
+      return this.#start(data.authToken, data.userId, who);
     }
-    return this.#auto('login', body, known, options);
+    return this.#auto('login', body, who, options);
   }
 
   /** Creates an account through the auto API's `/users/register` and logs in as it. */
   async register(input: RegisterInput, options: CallOptions = {}): Promise<AuthUser> {
-    const known = { ...(input.username !== undefined && { username: input.username }), ...(input.email !== undefined && { email: input.email }) };
-    return this.#auto('register', { ...input }, known, options);
+    known('A sign-up', input, 'username,email,password,profile');
+    return this.#auto('register', { ...input }, names(input), known('A call', options, CALL));
+  }
+
+  /** Which sign-ins and account mails the server has on. */
+  methods(options: CallOptions = {}): Promise<AuthMethods> {
+    return this.#account('methods', undefined, options);
+  }
+
+  /** Mails a link to `{app_url}/verify-email?token=...` to the address (202 whether or not an account has it). */
+  async requestVerification(email: string, options: CallOptions = {}): Promise<void> {
+    await this.#account('verify-email', { email }, options);
+  }
+
+  /** Confirms an address with the token of its mailed link; resolves to the address. */
+  verifyEmail(token: string, options: CallOptions = {}): Promise<{ email: string }> {
+    return this.#account('verify-email/confirm', { token }, options);
+  }
+
+  /** Mails a link to `{app_url}/reset-password?token=...` to the address's account, if any. */
+  async requestPasswordReset(email: string, options: CallOptions = {}): Promise<void> {
+    await this.#account('password-reset', { email }, options);
+  }
+
+  /** Sets a new password with the token of the mailed link; every login token of the account then stops working. */
+  async resetPassword(token: string, password: string, options: CallOptions = {}): Promise<void> {
+    await this.#account('password-reset/confirm', { token, password }, options);
+  }
+
+  /** Logged in: mails a link to `{app_url}/confirm-email-change?token=...` to the new address. */
+  async requestEmailChange(email: string, options: CallOptions = {}): Promise<void> {
+    await this.#account('email-change', { email }, options, true);
+  }
+
+  /** Confirms an email change with the token of its link; resolves to the account's new address. */
+  confirmEmailChange(token: string, options: CallOptions = {}): Promise<{ email: string }> {
+    return this.#account('email-change/confirm', { token }, options);
+  }
+
+  /** Logged in: a new two-factor secret and its `otpauth://` URI (for a QR code); on once `enableTotp` gets a code of it. */
+  setupTotp(options: CallOptions = {}): Promise<{ secret: string; uri: string }> {
+    return this.#account('totp/setup', {}, options, true);
+  }
+
+  /** Turns two-factor codes on with a current code; resolves to eight one-time recovery codes. */
+  enableTotp(code: string, options: CallOptions = {}): Promise<{ recoveryCodes: string[] }> {
+    return this.#account('totp/enable', { code }, options, true);
+  }
+
+  /** Turns two-factor codes off with a current code or a recovery code. */
+  async disableTotp(code: string, options: CallOptions = {}): Promise<void> {
+    await this.#account('totp/disable', { code }, options, true);
+  }
+
+  /**
+   * Mails a sign-in code and a link to `{app_url}/email-code?token=...` to the address. Sent
+   * with a guest's login, the code gives the address to the guest.
+   */
+  async requestEmailCode(email: string, options: CallOptions = {}): Promise<void> {
+    await this.#account('email-code', { email }, options, true);
+  }
+
+  /** Signs in with a mailed code (`{ email, code }`) or the mailed link's `{ token }`. */
+  async loginWithEmailCode(input: EmailCodeInput, options: CallOptions = {}): Promise<AuthUser> {
+    known('A sign-in by code', input, 'email,code,token,totp');
+    return this.#signIn('email-code/confirm', input, 'email' in input ? { email: input.email } : {}, options);
+  }
+
+  /** Makes a guest account (no credentials) and logs in as it (`allow_guests` on the server). */
+  loginAsGuest(options: CallOptions = {}): Promise<AuthUser> {
+    return this.#signIn('guest', {}, { guest: true }, options);
+  }
+
+  /** Logged in as a guest: gives the account credentials; it keeps its id and documents, and is a guest no more. */
+  async upgradeGuest(input: GuestUpgrade, options: CallOptions = {}): Promise<AuthUser> {
+    known('A guest upgrade', input, 'username,email,password');
+    const session = this.#session;
+    await this.#account('guest/upgrade', input, options, true);
+    if (session && this.#session === session) this.#set({ token: session.token, user: { ...session.user, ...names(input), guest: false } });
+    return this.user ?? { id: '' };
+  }
+
+  /**
+   * The URL that starts a sign-in with the OpenID Connect provider `name`: send the browser
+   * there (`location.href = ...`). The provider's way back ends at your page `{app_url}/oidc?code=...`,
+   * which calls `loginWithOidc(code)`.
+   */
+  oidcURL(name: string): string {
+    return new URL('auth/oidc/' + encodeURIComponent(name), this.t.base).href;
+  }
+
+  /** Trades the one-use code of `{app_url}/oidc?code=...` for a login (`totp` when the account has two-factor codes on). */
+  loginWithOidc(code: string, totp?: string, options: CallOptions = {}): Promise<AuthUser> {
+    return this.#signIn('oidc/exchange', { code, ...(totp !== undefined && { totp }) }, {}, options);
+  }
+
+  /** `POST /auth/<path>` with `body` (`GET` without one), with the login token when `login`. */
+  async #account<R>(path: string, body: object | undefined, options: CallOptions, login = false): Promise<R> {
+    const method = body ? 'POST' : 'GET';
+    const reply = await send(this.t, 'auto', { ...known('A call', options, CALL), method, path: 'auth/' + path, body, anonymous: !login });
+    return reply.body as R;
+  }
+
+  /** A sign-in under `/auth/` answered with the auto API's login reply. */
+  async #signIn(path: string, body: object, who: Partial<AuthUser>, options: CallOptions): Promise<AuthUser> {
+    const data = (await this.#account<{ id?: unknown; token?: unknown; tokenExpires?: unknown }>(path, body, options)) ?? {};
+    return this.#start(data.token, data.id, { ...who, ...(typeof data.tokenExpires === 'string' && { tokenExpires: data.tokenExpires }) });
   }
 
   /**
@@ -129,6 +270,7 @@ export class Auth {
    * still be open.
    */
   async logout(options: CallOptions = {}): Promise<void> {
+    known('A call', options, CALL);
     const session = this.#session;
     if (!session) return;
     try {
@@ -146,15 +288,15 @@ export class Auth {
     if (this.#session?.token === token) this.#set(null);
   }
 
-  async #auto(what: 'login' | 'register', body: Record<string, unknown>, known: Partial<AuthUser>, options: CallOptions) {
+  async #auto(what: 'login' | 'register', body: Record<string, unknown>, who: Partial<AuthUser>, options: CallOptions) {
     const reply = await send(this.t, 'auto', { ...options, method: 'POST', path: this.autoBase + 'users/' + what, body, anonymous: true });
     const data = (reply.body ?? {}) as { id?: unknown; token?: unknown; tokenExpires?: unknown };
-    return this.#start(data.token, data.id, { ...known, ...(typeof data.tokenExpires === 'string' && { tokenExpires: data.tokenExpires }) });
+    return this.#start(data.token, data.id, { ...who, ...(typeof data.tokenExpires === 'string' && { tokenExpires: data.tokenExpires }) });
   }
 
-  #start(token: unknown, id: unknown, known: Partial<AuthUser>): AuthUser {
+  #start(token: unknown, id: unknown, who: Partial<AuthUser>): AuthUser {
     if (typeof token !== 'string' || typeof id !== 'string') throw new PorticoError(200, 'invalid-reply', 'The login reply has no token');
-    const user: AuthUser = { id, ...known };
+    const user: AuthUser = { id, ...who };
     this.#set({ token, user });
     return user;
   }
@@ -170,13 +312,14 @@ export class Auth {
   }
 
   #set(session: Session | null, write = true): void {
-    const before = this.#session?.token ?? null;
+    const before = JSON.stringify(this.#session);
     this.#session = session;
+    const now = JSON.stringify(session);
     if (write) {
-      if (session) this.store.set(this.key, JSON.stringify(session));
+      if (session) this.store.set(this.key, now);
       else this.store.remove(this.key);
     }
-    if (before === (session?.token ?? null)) return;
+    if (before === now) return;
     for (const fn of [...this.#listeners]) {
       try {
         fn(this.user);

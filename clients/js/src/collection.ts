@@ -1,6 +1,7 @@
-import { PorticoError } from './error.js';
-import { type CallOptions, type Reply, type Transport, jsend, send } from './http.js';
-import { type LiveHandlers, type LiveOptions, Subscription } from './live.js';
+import { PorticoError, known } from './error.js';
+import { type FileInfo, type FileSource, type FileURLOptions, type UploadOptions, upload } from './files.js';
+import { type CallOptions, type Reply, type Transport, jsend, send, urlOf } from './http.js';
+import { LIVE, type LiveHandlers, type LiveOptions, Subscription } from './live.js';
 import type { Portico } from './portico.js';
 
 /** A stored document: an object with a string `_id`. */
@@ -8,6 +9,21 @@ export interface Doc {
   _id: string;
   [field: string]: unknown;
 }
+
+/** A document as stored: `T` with its `_id`. */
+export type WithId<T> = T & { _id: string };
+
+/**
+ * A selector over documents of type `T`: its fields (and `_id`, `createdAt`, `updatedAt`),
+ * dotted paths into nested ones (`"a.b"`), and `$and`, `$or`, `$nor`. The values are the
+ * server's (`{ n: { $gt: 2 } }`); a field `T` does not have is a type error.
+ */
+export type Where<T> = { [K in keyof T | '_id' | 'createdAt' | 'updatedAt']?: unknown } & {
+  $and?: Where<T>[];
+  $or?: Where<T>[];
+  $nor?: Where<T>[];
+  [path: `${string}.${string}`]: unknown;
+};
 
 /** A new document: `_id` optional (the server makes one), timestamps set by the server. */
 export type NewDoc<T> = Omit<T, '_id' | 'createdAt' | 'updatedAt'> & { _id?: string };
@@ -19,9 +35,9 @@ export type Patch<T> = Partial<Omit<T, '_id'>> & Record<string, unknown>;
 export type Sort = string | string[] | Record<string, 1 | -1>;
 
 /** What a list asks for; each key is the list's query parameter of that name. */
-export interface ListQuery {
+export interface ListQuery<T = Doc> {
   /** A selector (`{ done: false, n: { $gt: 2 } }`). */
-  where?: Record<string, unknown>;
+  where?: Where<T>;
   sort?: Sort;
   skip?: number;
   limit?: number;
@@ -36,7 +52,40 @@ export interface ListQuery {
 }
 
 /** The options a list knows; any other is refused (never silently left out of the request). */
-const LIST_OPTIONS = new Set(['where', 'sort', 'skip', 'limit', 'fields', 'expand', 'search', 'total']);
+const LIST_OPTIONS = 'where,sort,skip,limit,fields,expand,search,total';
+
+/** Options of a call (`signal`, `timeout`), and of a conditional write (`ifMatch` too). */
+const CALL = 'signal,timeout';
+const WRITE = CALL + ',ifMatch';
+
+/** An aggregate: groups of documents counted, summed, averaged, with their least and greatest values. */
+export interface AggregateQuery<T = Doc> {
+  /** Which documents count (a selector, as a list's). */
+  where?: Where<T>;
+  /** One group per value at this path (`_id` of each row); without it, one row for all. */
+  group?: string;
+  /** `count`: how many documents in each group. */
+  count?: boolean;
+  /** `sum_<path>` of each path: the sum of its numbers. */
+  sum?: string | string[];
+  /** `avg_<path>`: their average (`null` without numbers). */
+  avg?: string | string[];
+  /** `min_<path>`: the least number. */
+  min?: string | string[];
+  /** `max_<path>`: the greatest number. */
+  max?: string | string[];
+  /** The order of the groups by their fields (`"-count"`, `{ sum_amount: -1 }`); by `_id` otherwise. */
+  sort?: Sort;
+  skip?: number;
+  limit?: number;
+}
+
+/** One group of an aggregate: its `_id` (the group's value) and the figures asked for. */
+export interface AggregateRow {
+  _id: unknown;
+  count?: number;
+  [figure: string]: unknown;
+}
 
 /** One page of a list. */
 export interface Page<T> {
@@ -101,12 +150,8 @@ function param(value: ListQuery['sort'] | ListQuery['fields']): string | undefin
 }
 
 /** The query parameters of `q`; an option the list does not know is an error naming it. */
-export function listParams(q: ListQuery): Record<string, string | number | undefined> {
-  for (const key of Object.keys(q)) {
-    if (!LIST_OPTIONS.has(key)) {
-      throw new PorticoError(0, 'unknown-option', `A list has no option "${key}" (it takes ${[...LIST_OPTIONS].join(', ')})`);
-    }
-  }
+export function listParams(q: ListQuery<object>): Record<string, string | number | undefined> {
+  known('A list', q, LIST_OPTIONS);
   return {
     where: q.where === undefined ? undefined : JSON.stringify(q.where),
     sort: param(q.sort),
@@ -117,6 +162,11 @@ export function listParams(q: ListQuery): Record<string, string | number | undef
     search: q.search,
     total: q.total === false ? 'false' : undefined,
   };
+}
+
+/** A path list (`"amount"`, `["amount", "tax"]`) as a parameter. */
+function paths(p: string | string[] | undefined): string | undefined {
+  return Array.isArray(p) ? p.join(',') : p;
 }
 
 /** The `rel="next"` URL of a `Link` header. */
@@ -150,15 +200,20 @@ export class Collection<T extends object = Doc> {
     this.#path = api + encodeURIComponent(name);
   }
 
-  #id(id: string): string {
-    return this.#path + '/' + encodeURIComponent(id);
+  #id(id: string | { _id: string }): string {
+    return this.#path + '/' + encodeURIComponent(typeof id === 'string' ? id : id._id);
+  }
+
+  #file(id: string | { _id: string }, field: string, name?: string): string {
+    return this.#id(id) + '/files/' + encodeURIComponent(field) + (name === undefined ? '' : '/' + encodeURIComponent(name));
   }
 
   /** One page of documents, or (with `for await`) all of them; see `ListRequest`. */
-  list(query: ListQuery = {}, options: CallOptions = {}): ListRequest<T & Doc> {
+  list(query: ListQuery<T> = {}, options: CallOptions = {}): ListRequest<WithId<T>> {
+    known('A call', options, CALL);
     const read = async (path: string, q?: Record<string, string | number | undefined>) => {
       const reply = await send(this.#t, 'routes', { ...options, path, ...(q && { query: q }) });
-      const items = jsend<(T & Doc)[]>(reply);
+      const items = jsend<(WithId<T>)[]>(reply);
       if (!Array.isArray(items)) throw new PorticoError(reply.status, 'invalid-reply', 'A list reply holds no array');
       const counted = reply.headers.get('x-total-count');
       const total = counted === null ? (query.total === false ? null : items.length) : Number(counted);
@@ -181,31 +236,81 @@ export class Collection<T extends object = Doc> {
     });
   }
 
+  /**
+   * Counts, sums, averages, least and greatest values over the documents `query.where` selects,
+   * per group (`GET {api}<name>?group=...&count=true&sum=...`), under the list's rules.
+   */
+  async aggregate(query: AggregateQuery<T>, options: CallOptions = {}): Promise<AggregateRow[]> {
+    const q = known('An aggregate', query, 'where,group,count,sum,avg,min,max,sort,skip,limit');
+    const reply = await send(this.#t, 'routes', {
+      ...known('A call', options, CALL),
+      path: this.#path,
+      query: {
+        where: q.where && JSON.stringify(q.where),
+        group: q.group,
+        count: q.count ? 'true' : undefined,
+        sum: paths(q.sum),
+        avg: paths(q.avg),
+        min: paths(q.min),
+        max: paths(q.max),
+        sort: param(q.sort),
+        skip: q.skip,
+        limit: q.limit,
+      },
+    });
+    return jsend<AggregateRow[]>(reply);
+  }
+
+  /**
+   * Uploads a file into the document's file `field` (an update of the document, under its
+   * rules); resolves to the stored file's metadata. `onProgress(sent, total)` hears the bytes
+   * go out.
+   */
+  upload(id: string | { _id: string }, field: string, file: FileSource, options: UploadOptions = {}): Promise<FileInfo> {
+    return upload(this.#t, this.#file(id, field), file, options);
+  }
+
+  /**
+   * A URL of the file `name` in the document's `field` (its thumbnail with `thumb`) for places
+   * that send no header, such as `<img src>`: it carries a download token of two minutes
+   * (`POST {api}files/token`), never the login token; without a login, none.
+   */
+  async fileURL(id: string | { _id: string }, field: string, name: string, options: FileURLOptions = {}): Promise<string> {
+    const { thumb, ...call } = known('fileURL', options, CALL + ',thumb');
+    const token = await this.pc.fileToken(call);
+    return urlOf(this.#t, this.#file(id, field, name), { thumb, token: token ?? undefined });
+  }
+
+  /** Deletes the file `name` from the document's `field` (404 when it holds none of that name). */
+  async removeFile(id: string | { _id: string }, field: string, name: string, options: CallOptions = {}): Promise<void> {
+    await send(this.#t, 'routes', { ...known('A call', options, CALL), method: 'DELETE', path: this.#file(id, field, name) });
+  }
+
   /** The document with this `_id` (404 `fail` when there is none). Its tag is kept for `ifMatch`. */
-  async get(id: string, options: CallOptions = {}): Promise<T & Doc> {
-    const reply = await send(this.#t, 'routes', { ...options, path: this.#id(id) });
-    return tagged(reply, jsend<T & Doc>(reply));
+  async get(id: string, options: CallOptions = {}): Promise<WithId<T>> {
+    const reply = await send(this.#t, 'routes', { ...known('A call', options, CALL), path: this.#id(id) });
+    return tagged(reply, jsend<WithId<T>>(reply));
   }
 
   /** Creates a document; returns it as stored (with `_id` and timestamps). */
-  async create(doc: NewDoc<T>, options: CallOptions = {}): Promise<T & Doc> {
-    const reply = await send(this.#t, 'routes', { ...options, method: 'POST', path: this.#path, body: doc });
-    return tagged(reply, jsend<T & Doc>(reply));
+  async create(doc: NewDoc<T>, options: CallOptions = {}): Promise<WithId<T>> {
+    const reply = await send(this.#t, 'routes', { ...known('A call', options, CALL), method: 'POST', path: this.#path, body: doc });
+    return tagged(reply, jsend<WithId<T>>(reply));
   }
 
   /** Sets the fields of `patch` (dotted paths reach nested ones); returns the document after the change. */
-  update(id: string, patch: Patch<T>, options: WriteOptions = {}): Promise<T & Doc> {
+  update(id: string, patch: Patch<T>, options: WriteOptions = {}): Promise<WithId<T>> {
     return this.#write('PATCH', id, patch, options);
   }
 
   /** Replaces the whole document (fields left out are removed); returns it after the change. */
-  replace(id: string, doc: NewDoc<T>, options: WriteOptions = {}): Promise<T & Doc> {
+  replace(id: string, doc: NewDoc<T>, options: WriteOptions = {}): Promise<WithId<T>> {
     return this.#write('PUT', id, doc, options);
   }
 
   /** Removes the document (404 `fail` when there is none). */
   async remove(id: string, options: WriteOptions = {}): Promise<void> {
-    await send(this.#t, 'routes', { ...options, method: 'DELETE', path: this.#id(id), headers: ifMatchHeader(options.ifMatch) });
+    await send(this.#t, 'routes', { ...known('A write', options, WRITE), method: 'DELETE', path: this.#id(id), headers: ifMatchHeader(options.ifMatch) });
   }
 
   /** Several writes to this collection, all in one transaction or none (see `Portico.batch`). */
@@ -220,17 +325,17 @@ export class Collection<T extends object = Doc> {
    * Follows the list `query` selects live: `handlers` hear each document that comes, changes
    * and goes, and `sub.docs()` holds the current ones (in `query.sort` order).
    */
-  subscribe(query: ListQuery = {}, handlers: LiveHandlers<T & Doc> = {}, options: LiveOptions = {}): Subscription<T & Doc> {
-    const sort = options.sort ?? query.sort;
-    return new Subscription<T & Doc>(this.pc, 'routes', { path: this.#path, query: listParams(query) }, handlers, {
+  subscribe(query: ListQuery<T> = {}, handlers: LiveHandlers<WithId<T>> = {}, options: LiveOptions = {}): Subscription<WithId<T>> {
+    const sort = known('A subscription', options, LIVE).sort ?? query.sort;
+    return new Subscription<WithId<T>>(this.pc, 'routes', { path: this.#path, query: listParams(query) }, handlers, {
       ...options,
       ...(sort !== undefined && { sort }),
     });
   }
 
-  async #write(method: string, id: string, body: unknown, options: WriteOptions): Promise<T & Doc> {
-    const headers = ifMatchHeader(options.ifMatch);
+  async #write(method: string, id: string, body: unknown, options: WriteOptions): Promise<WithId<T>> {
+    const headers = ifMatchHeader(known('A write', options, WRITE).ifMatch);
     const reply = await send(this.#t, 'routes', { ...options, method, path: this.#id(id), body, headers });
-    return tagged(reply, jsend<T & Doc>(reply));
+    return tagged(reply, jsend<WithId<T>>(reply));
   }
 }

@@ -8,11 +8,15 @@ export class PorticoError extends Error {
   /**
    * What kind of failure: the auto API's `error` (`access-denied`, `unauthorized`, ...), the
    * routes door's JSend `status` (`error` or `fail`), or, without a reply, `network-error`,
-   * `timeout` or `aborted`; `unknown-option` for a list option the client does not know (thrown
+   * `timeout` or `aborted`; `unknown-option` for an option the client does not know (thrown
    * before any request); `invalid-reply` for a reply that is not the door's JSON, `no-etag`
    * for an `ifMatch` document the client holds no tag for.
    */
   readonly code: string;
+  /** The same as `code`: the `error` of an `{error, reason}` reply. */
+  readonly error: string;
+  /** The same as `message`: the server's `reason` (or `message`), or what went wrong. */
+  readonly reason: string;
   /** The JSend `data` or the auto API's `data` of the error reply, when it has one. */
   readonly data?: unknown;
   /** The auto API's `details`, when the reply has them. */
@@ -29,7 +33,8 @@ export class PorticoError extends Error {
     super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.name = 'PorticoError';
     this.status = status;
-    this.code = code;
+    this.code = this.error = code;
+    this.reason = message;
     if (extra.data !== undefined) this.data = extra.data;
     if (extra.details !== undefined) this.details = extra.details;
     if (extra.retryAfter !== undefined) this.retryAfter = extra.retryAfter;
@@ -54,4 +59,15 @@ export function replyError(status: number, body: unknown, headers: Headers): Por
   }
   const text = typeof body === 'string' && body ? body : `HTTP ${status}`;
   return new PorticoError(status, 'error', text, extra);
+}
+
+/**
+ * Refuses an options object holding a key not in `keys` (a typo would otherwise be dropped
+ * without a word): a `PorticoError` with code `unknown-option` naming it, before any request.
+ */
+export function known<O>(what: string, options: O, keys: string): O {
+  for (const key of Object.keys(options ?? {})) {
+    if (!keys.split(',').includes(key)) throw new PorticoError(0, 'unknown-option', `${what} has no option "${key}" (it takes ${keys.replaceAll(',', ', ')})`);
+  }
+  return options;
 }

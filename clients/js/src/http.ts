@@ -21,6 +21,8 @@ export interface Request extends CallOptions {
   headers?: Record<string, string>;
   /** Send no token (login, register). */
   anonymous?: boolean;
+  /** A body sent as it is (bytes, a stream), with the `Content-Type` of `headers`. */
+  raw?: BodyInit;
 }
 
 /** A successful reply: its status, headers and parsed JSON body. */
@@ -35,6 +37,8 @@ export interface Transport {
   base: string;
   fetch: typeof fetch;
   timeout: number;
+  /** How many times a GET that failed for want of a reply (or with 502, 503, 504) is tried again. */
+  retries: number;
   token(): string | null;
   /** Told when the routes door refused a token it was sent (the session is over). */
   refused(token: string): void;
@@ -94,34 +98,70 @@ export function urlOf(t: Transport, path: string, query?: Request['query']): str
 export function init(door: Door, req: Request, token: string | null, signal: AbortSignal): RequestInit {
   const headers: Record<string, string> = { Accept: 'application/json', ...tokenHeaders(door, req.anonymous ? null : token), ...req.headers };
   const out: RequestInit = { method: req.method ?? 'GET', headers, signal };
-  if (req.body !== undefined) {
+  if (req.raw !== undefined) {
+    out.body = req.raw;
+    // A stream body is sent as it comes (fetch asks for this word).
+    (out as { duplex?: string }).duplex = 'half';
+  } else if (req.body !== undefined) {
     headers['Content-Type'] = 'application/json';
     out.body = JSON.stringify(req.body);
   }
   return out;
 }
 
-/** Sends one request and reads its JSON reply; any failure is a `PorticoError`. */
+/** A reply's text as the door's JSON; an error status is thrown as a `PorticoError`. */
+export function reply(t: Transport, door: Door, req: Request, token: string | null, status: number, text: string, headers: Headers): Reply {
+  let body: unknown = text || undefined;
+  if (text) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      if (status < 300) throw new PorticoError(status, 'invalid-reply', 'The reply is not JSON');
+    }
+  }
+  if (status >= 300) {
+    if (status === 401 && door === 'routes' && token && !req.anonymous) t.refused(token);
+    throw replyError(status, body, headers);
+  }
+  return { status, headers, body };
+}
+
+/**
+ * How long to wait before trying a failed GET again, or -1: only a failure without a reply or
+ * a 502, 503 or 504 (or a 429 that says when) is tried again, after `Retry-After` when the server
+ * sent one (at most 10 s) or 250 ms doubled per try. A timeout or an abort is never retried.
+ */
+function retryDelay(e: PorticoError, attempt: number): number {
+  const again = e.code === 'network-error' || [502, 503, 504].includes(e.status) || (e.status === 429 && e.retryAfter !== undefined);
+  if (!again) return -1;
+  if (e.retryAfter !== undefined) return e.retryAfter <= 10 ? e.retryAfter * 1000 : -1;
+  return 250 * 2 ** attempt;
+}
+
+/**
+ * Sends one request and reads its JSON reply; any failure is a `PorticoError`. A GET (safe to
+ * repeat) that found no server or an unavailable one is tried again up to `t.retries` times; a
+ * write never is, since its first try may have been applied.
+ */
 export async function send(t: Transport, door: Door, req: Request): Promise<Reply> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await sendOnce(t, door, req);
+    } catch (error) {
+      const wait = (req.method ?? 'GET') === 'GET' && attempt < t.retries ? retryDelay(error as PorticoError, attempt) : -1;
+      if (wait < 0 || req.signal?.aborted) throw error;
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}
+
+async function sendOnce(t: Transport, door: Door, req: Request): Promise<Reply> {
   const timeout = req.timeout ?? t.timeout;
   const d = deadline(req.signal, timeout);
   const token = t.token();
   try {
     const res = await t.fetch(urlOf(t, req.path, req.query), init(door, req, token, d.signal));
-    const text = await res.text();
-    let body: unknown = text;
-    if (text) {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        if (res.ok) throw new PorticoError(res.status, 'invalid-reply', 'The reply is not JSON');
-      }
-    } else body = undefined;
-    if (!res.ok) {
-      if (res.status === 401 && door === 'routes' && token && !req.anonymous) t.refused(token);
-      throw replyError(res.status, body, res.headers);
-    }
-    return { status: res.status, headers: res.headers, body };
+    return reply(t, door, req, token, res.status, await res.text(), res.headers);
   } catch (error) {
     throw thrownError(error, d.timedOut(), timeout);
   } finally {

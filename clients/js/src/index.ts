@@ -6,11 +6,13 @@
  * @packageDocumentation
  */
 export { Portico, CollectionWrite } from './portico.js';
-export type { PorticoOptions, PublicationOptions } from './portico.js';
+export type { PorticoOptions, PublicationOptions, RouteOptions } from './portico.js';
+export type { Collections, Methods, Publications, Routes } from './app.js';
 export { Auth } from './auth.js';
-export type { AuthUser, LoginInput, RegisterInput, TokenStore } from './auth.js';
+export type { AuthMethods, AuthUser, EmailCodeInput, GuestUpgrade, LoginInput, RegisterInput, TokenStore } from './auth.js';
+export type { FileInfo, FileSource, FileURLOptions, UploadOptions } from './files.js';
 export { Collection, etagOf } from './collection.js';
-export type { ListRequest, BatchOp, BatchResult, Doc, IfMatch, ListQuery, NewDoc, Page, Patch, Sort, WriteOptions } from './collection.js';
+export type { AggregateQuery, AggregateRow, ListRequest, BatchOp, BatchResult, Doc, IfMatch, ListQuery, NewDoc, Page, Patch, Sort, Where, WithId, WriteOptions } from './collection.js';
 export { Subscription } from './live.js';
 export { Channel } from './channel.js';
 export type { ChannelMessage, Member, SocketOptions } from './channel.js';

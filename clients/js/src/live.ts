@@ -1,4 +1,4 @@
-import { PorticoError, replyError } from './error.js';
+import { PorticoError, known, replyError } from './error.js';
 import { type Door, type Transport, deadline, thrownError, tokenHeaders, urlOf } from './http.js';
 import type { Portico } from './portico.js';
 import { type SortSpec, comparator, equal } from './sort.js';
@@ -50,6 +50,9 @@ export interface LiveOptions {
    */
   transport?: 'sse' | 'socket';
 }
+
+/** The options a subscription knows. */
+export const LIVE = 'signal,sort,reconnect,idleTimeout,timeout,transport';
 
 /** What a subscription requests. */
 export interface LiveTarget {
@@ -167,6 +170,8 @@ export class Subscription<T extends object> {
     private readonly handlers: LiveHandlers<T>,
     private readonly options: LiveOptions,
   ) {
+    known('The handlers', handlers, 'added,changed,removed,ready,end,error');
+    known('reconnect', options.reconnect, 'minDelay,maxDelay');
     this.ready = new Promise<void>((ok, fail) => {
       this.#resolveReady = ok;
       this.#rejectReady = fail;

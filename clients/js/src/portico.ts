@@ -1,9 +1,10 @@
 import { Auth, type TokenStore, tokenStore } from './auth.js';
 import { Channel, LiveSocket, type SocketOptions } from './channel.js';
-import { type BatchOp, type BatchResult, Collection, type Doc, type NewDoc, type Patch, type WriteOptions, ifMatchHeader } from './collection.js';
-import { PorticoError } from './error.js';
+import type { Collections, DocOf, Methods, MethodOf, NameOf, Publications, Routes } from './app.js';
+import { type BatchOp, type BatchResult, Collection, type Doc, type NewDoc, type Patch, type WithId, type WriteOptions, ifMatchHeader } from './collection.js';
+import { PorticoError, known } from './error.js';
 import { type CallOptions, type Transport, jsend, send } from './http.js';
-import { type LiveHandlers, type LiveOptions, Subscription } from './live.js';
+import { LIVE, type LiveHandlers, type LiveOptions, Subscription } from './live.js';
 
 /** Options of a client. */
 export interface PorticoOptions {
@@ -22,6 +23,11 @@ export interface PorticoOptions {
   loginVia?: 'routes' | 'auto';
   /** Milliseconds before a call fails with code `timeout` (default 30000; 0: never). */
   timeout?: number;
+  /**
+   * How many times a GET is tried again when it got no reply or a 502, 503 or 504 (after
+   * `Retry-After`, or 250 ms doubled per try; default 2; 0: never). Writes are never repeated.
+   */
+  retries?: number;
   /** The `fetch` to use (default: the global one). */
   fetch?: typeof fetch;
   /** The live socket of `channel()`: its WebSocket class and reconnect delays. */
@@ -45,6 +51,21 @@ export interface PublicationOptions extends CallOptions {
   method?: 'GET' | 'POST';
 }
 
+/** Options of a call of one of the server's own routes (`pc.route`). */
+export interface RouteOptions<M extends string = string> extends CallOptions {
+  /** The method (default `GET`). */
+  method?: M;
+  /** A JSON body. */
+  body?: unknown;
+  /** Query parameters. */
+  query?: Record<string, string | number | undefined>;
+  /** Headers of its own. */
+  headers?: Record<string, string>;
+}
+
+const CALL = 'signal,timeout';
+const PUBLICATION = CALL + ',path,method';
+
 /** A collection's write endpoints of the auto API (`POST /<name>`, `PATCH`/`DELETE /<name>/:_id`), under its rules. */
 export class CollectionWrite<T extends object = Doc> {
   /** @internal */
@@ -55,19 +76,19 @@ export class CollectionWrite<T extends object = Doc> {
 
   /** Inserts a document; returns its new `_id`. */
   async insert(doc: NewDoc<T>, options: CallOptions = {}): Promise<string> {
-    const reply = await send(this.t, 'auto', { ...options, method: 'POST', path: this.path, body: doc });
+    const reply = await send(this.t, 'auto', { ...known('A call', options, CALL), method: 'POST', path: this.path, body: doc });
     return reply.body as string;
   }
 
   /** Sets the fields of `patch`; returns how many documents changed (0 or 1). */
   async update(id: string, patch: Patch<T>, options: WriteOptions = {}): Promise<number> {
-    const headers = ifMatchHeader(options.ifMatch);
+    const headers = ifMatchHeader(known('A write', options, CALL + ',ifMatch').ifMatch);
     return (await send(this.t, 'auto', { ...options, method: 'PATCH', path: this.path + '/' + encodeURIComponent(id), body: patch, headers })).body as number;
   }
 
   /** Removes the document; returns how many were removed (0 or 1). */
   async remove(id: string, options: WriteOptions = {}): Promise<number> {
-    const headers = ifMatchHeader(options.ifMatch);
+    const headers = ifMatchHeader(known('A write', options, CALL + ',ifMatch').ifMatch);
     return (await send(this.t, 'auto', { ...options, method: 'DELETE', path: this.path + '/' + encodeURIComponent(id), headers })).body as number;
   }
 }
@@ -106,10 +127,14 @@ export class Portico {
   readonly #auto: string;
   readonly #socketOptions: SocketOptions;
   #socket: LiveSocket | null = null;
+  #fileToken: { login: string; token: string; expires: number } | null = null;
   /** @internal The default transport of live subscriptions. */
   readonly liveTransport: 'sse' | 'socket';
 
   constructor(url: string, options: PorticoOptions = {}) {
+    known('A client', options, 'api,auto,tokenStore,tokenKey,loginVia,timeout,retries,fetch,socket,live');
+    known('The socket', options.socket, 'WebSocket,reconnect,fallbacks');
+    known('reconnect', options.socket?.reconnect, 'minDelay,maxDelay');
     const base = url.replace(/\/*$/, '/');
     this.url = base;
     const dir = (p: string) => p.replace(/^\/+/, '').replace(/([^/])$/, '$1/');
@@ -123,6 +148,7 @@ export class Portico {
       base,
       fetch: fetcher,
       timeout: options.timeout ?? 30000,
+      retries: options.retries ?? 2,
       token: () => this.auth.token,
       refused: (token) => this.auth.ended(token),
     };
@@ -157,31 +183,63 @@ export class Portico {
     this.#socket = null;
   }
 
-  /** A generated collection of the routes door (`{api}<name>`). */
-  collection<T extends object = Doc>(name: string): Collection<T> {
-    return new Collection<T>(this, this.transport, name, this.#api);
+  /**
+   * A generated collection of the routes door (`{api}<name>`): typed by `Collections` (see
+   * `app.ts`) when it declares `name`, else by `T`.
+   */
+  collection<K extends keyof Collections & string>(name: K): Collection<DocOf<K>>;
+  collection<T extends object = Doc>(name: string): Collection<T>;
+  collection(name: string): any {
+    return new Collection(this, this.transport, name, this.#api);
   }
 
-  /** A collection's write endpoints on the auto API. */
-  collectionWrite<T extends object = Doc>(name: string): CollectionWrite<T> {
-    return new CollectionWrite<T>(this.transport, this.#auto + encodeURIComponent(name));
+  /** A collection's write endpoints on the auto API (typed as `collection` is). */
+  collectionWrite<K extends keyof Collections & string>(name: K): CollectionWrite<DocOf<K>>;
+  collectionWrite<T extends object = Doc>(name: string): CollectionWrite<T>;
+  collectionWrite(name: string): CollectionWrite<any> {
+    return new CollectionWrite(this.transport, this.#auto + encodeURIComponent(name));
   }
 
   /** Calls a method of the auto API (`POST /methods/<name>` with the arguments as a JSON array); returns its result. */
-  call<R = unknown>(name: string, ...args: unknown[]): Promise<R> {
+  call<R = unknown>(name: NameOf<Methods>, ...args: unknown[]): Promise<R> {
     return this.apply<R>(name, args);
   }
 
   /** `call` with the arguments as an array and call options (`signal`, `timeout`). */
-  async apply<R = unknown>(name: string, args: unknown[], options: CallOptions = {}): Promise<R> {
-    const reply = await send(this.transport, 'auto', { ...options, method: 'POST', path: this.#auto + 'methods/' + encodeURIComponent(name), body: args });
+  async apply<R = unknown>(name: NameOf<Methods>, args: unknown[], options: CallOptions = {}): Promise<R> {
+    const reply = await send(this.transport, 'auto', { ...known('A call', options, CALL), method: 'POST', path: this.#auto + 'methods/' + encodeURIComponent(name), body: args });
     return reply.body as R;
   }
 
   /** A publication's documents once: `{ <collection>: [documents] }`. */
-  async publication<T extends object = Doc>(name: string, args: unknown[] = [], options: PublicationOptions = {}): Promise<Record<string, T[]>> {
-    const reply = await send(this.transport, 'auto', { ...options, ...publicationTarget(this.#auto, name, args, options) });
-    return reply.body as Record<string, T[]>;
+  async publication<T extends object = Doc>(name: NameOf<Publications>, args: unknown[] = [], options: PublicationOptions = {}): Promise<Record<string, WithId<T>[]>> {
+    const reply = await send(this.transport, 'auto', { ...known('A publication', options, PUBLICATION), ...publicationTarget(this.#auto, name, args, options) });
+    return reply.body as Record<string, WithId<T>[]>;
+  }
+
+  /**
+   * Calls one of the server's own routes (a script's, a hand-written one) at `path` from the
+   * server's root (`'/api/hello'`), as the logged-in user (`X-Auth-Token`); resolves to the
+   * reply's JSON as it is. `Routes` (see `app.ts`) types the paths and their methods.
+   */
+  async route<R = unknown, P extends NameOf<Routes> = NameOf<Routes>>(path: P, options: RouteOptions<MethodOf<P>> = {}): Promise<R> {
+    known('A route call', options, CALL + ',method,body,query,headers');
+    return (await send(this.transport, 'routes', { ...options, path: path.replace(/^\/+/, '') })).body as R;
+  }
+
+  /**
+   * @internal A download token for URLs (`POST {api}files/token`, two minutes), kept while it
+   * has more than 20 s left and the login is the same; null without a login.
+   */
+  async fileToken(options: CallOptions): Promise<string | null> {
+    const login = this.auth.token;
+    if (!login) return null;
+    const kept = this.#fileToken;
+    if (kept?.login === login && kept.expires - Date.now() > 20000) return kept.token;
+    const reply = await send(this.transport, 'routes', { ...options, method: 'POST', path: this.#api + 'files/token' });
+    const { token, expires } = jsend<{ token: string; expires: number }>(reply);
+    this.#fileToken = { login, token, expires };
+    return token;
   }
 
   /**
@@ -189,13 +247,14 @@ export class Portico {
    * and `sub.docs()` holds the current ones. Runs as the user logged in now; a logout ends it.
    */
   subscribe<T extends object = Doc>(
-    name: string,
+    name: NameOf<Publications>,
     args: unknown[] = [],
-    handlers: LiveHandlers<T & Doc> = {},
+    handlers: LiveHandlers<WithId<T>> = {},
     options: LiveOptions & PublicationOptions = {},
-  ): Subscription<T & Doc> {
+  ): Subscription<WithId<T>> {
+    known('A subscription', options, LIVE + ',path,method');
     const target = { ...publicationTarget(this.#auto, name, args, options), publication: { name, args } };
-    return new Subscription<T & Doc>(this, 'auto', target, handlers, options);
+    return new Subscription<WithId<T>>(this, 'auto', target, handlers, options);
   }
 
   /**
@@ -204,6 +263,7 @@ export class Portico {
    * `data.index`, and nothing is written.
    */
   async batch(ops: BatchOp[], options: CallOptions = {}): Promise<BatchResult[]> {
+    known('A call', options, CALL);
     const requests = ops.map((op) => {
       if (!op.collection) throw new PorticoError(0, 'error', 'A batch write names no collection');
       let url = '/' + this.#api + encodeURIComponent(op.collection);

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 import { Portico } from '../dist/index.js';
-import { CONFIG, serve, until, workspace } from './server.mjs';
+import { CONFIG, png, serve, until, workspace } from './server.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -145,6 +145,51 @@ test('the auto API from another origin: register, a rule-checked insert, a live 
     return { added, denied, count: await pc.collectionWrite('widgets').remove(id) };
   }, server.url);
   assert.deepEqual(seen, { added: ['from the page'], denied: 'access-denied', count: 1 });
+  await page.close();
+});
+
+test('a page uploads an image with progress (XMLHttpRequest) and shows its thumbnail through fileURL', async () => {
+  const page = await browser.newPage();
+  const requests = [];
+  page.on('request', (r) => requests.push(r.url()));
+  await page.goto(pages.url);
+  const image = [...png(300, 200)];
+  const shown = await page.evaluate(
+    async ([url, bytes]) => {
+      const pc = new window.Portico(url, { api: 'api/v1/' });
+      await pc.auth.login({ username: 'ed', password: 'ed-secret' });
+      const posts = pc.collection('posts');
+      const post = await posts.create({ title: 'a photo' });
+      const file = new File([new Uint8Array(bytes)], 'photo.png', { type: 'image/png' });
+      const progress = [];
+      const info = await posts.upload(post, 'cover', file, { onProgress: (sent, total) => progress.push([sent, total]) });
+      const img = document.createElement('img');
+      img.id = 'cover';
+      const loaded = new Promise((ok, fail) => {
+        img.onload = ok;
+        img.onerror = () => fail(new Error('the image did not load'));
+      });
+      img.src = await posts.fileURL(post, 'cover', info.name, { thumb: '16x16' });
+      document.body.append(img);
+      await loaded;
+      const full = document.createElement('img');
+      full.src = await posts.fileURL(post, 'cover', info.name);
+      await full.decode();
+      // Without onProgress the page sends the Blob through fetch.
+      const plain = await posts.upload(post, 'cover', new Blob([new Uint8Array(bytes)]), { name: 'again.png' });
+      return { info, plain, progress, token: pc.auth.token, src: img.src, thumb: [img.naturalWidth, img.naturalHeight], full: [full.naturalWidth, full.naturalHeight] };
+    },
+    [server.url, image],
+  );
+  assert.equal(shown.info.name, 'photo.png');
+  assert.equal(shown.info.size, image.length);
+  assert.deepEqual([shown.plain.name, shown.plain.type, shown.plain.sha256], ['again.png', 'image/png', shown.info.sha256]);
+  assert.ok(shown.progress.length >= 1, 'upload progress events in the page');
+  assert.deepEqual(shown.progress.at(-1), [image.length, image.length]);
+  assert.deepEqual(shown.thumb, [16, 16], 'the thumbnail is shown: naturalWidth > 0');
+  assert.deepEqual(shown.full, [300, 200]);
+  assert.match(shown.src, /[?&]token=/);
+  assert.equal(requests.filter((u) => u.includes(shown.token)).length, 0, 'no URL holds the login token');
   await page.close();
 });
 

@@ -3,11 +3,12 @@
 // `portico users add`. PORTICO_BIN names the binary (the cargo test that runs `npm test` sets
 // it); by default the workspace's debug build. A missing binary fails the tests, saying so.
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { deflateSync } from 'node:zlib';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const BIN = process.env.PORTICO_BIN || resolve(here, '../../../target/debug/portico');
@@ -85,11 +86,11 @@ export function start(command, args, options = {}) {
   });
 }
 
-/** `portico serve` on the workspace's config, on a free port (or `listen`). */
-export function serve(ws, listen = '127.0.0.1:0') {
+/** `portico serve` on the workspace's config, on a free port (or `listen`), with `env` added. */
+export function serve(ws, listen = '127.0.0.1:0', env = {}) {
   return start(BIN, ['serve', '--config', ws.config, '--listen', listen], {
     cwd: ws.dir,
-    env: { ...process.env, RUST_LOG: 'warn', PORTICO_LISTEN: '', PORTICO_DATABASE: '', PORT: '' },
+    env: { ...process.env, RUST_LOG: 'warn', PORTICO_LISTEN: '', PORTICO_DATABASE: '', PORT: '', ...env },
   });
 }
 
@@ -142,6 +143,12 @@ name = "notes"
 owner_field = "ownerId"
 auth_required = true
 
+[[api.collection]]
+name = "posts"
+owner_field = "ownerId"
+auth_required = true
+files = { cover = { types = ["image/png"], max = 1, thumbs = ["16x16"] }, attachments = { max = 3 } }
+
 [auto]
 auth_failure_delay_ms = 0
 collections = ["widgets"]
@@ -162,10 +169,61 @@ fields = { secret = 0 }
 
 [live]
 ping_secs = 1
+
+[files]
+store = "files"
+max_size_mb = 8
+# The instances of a test on PostgreSQL run on this machine: they all see this directory.
+shared_storage = true
 `;
 
+/**
+ * A real SMTP server (python3's aiosmtpd, through the server's own test sink
+ * crates/portico-cli/tests/support/smtp_sink.py) on a free port, writing each mail it receives
+ * as JSON `{to, subject, text}`. `mail(to, n)` waits for the `n`th mail to `to` (1 = the first).
+ */
+export async function smtpSink() {
+  const script = resolve(here, '../../../crates/portico-cli/tests/support/smtp_sink.py');
+  const python = process.env.PORTICO_TEST_PYTHON || (existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3');
+  const dir = mkdtempSync(join(tmpdir(), 'portico-mail-'));
+  const port = await freePort();
+  const child = spawn(python, [script, dir, String(port)], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (c) => (stderr += c));
+  await new Promise((ok, fail) => {
+    child.stdout.once('data', (c) => (String(c).trim() === 'ready' ? ok() : fail(new Error(`the SMTP sink said ${c}`))));
+    child.on('exit', () => fail(new Error(`the SMTP sink did not start (python3 with aiosmtpd; Debian: apt-get install python3-aiosmtpd):\n${stderr}`)));
+  });
+  const all = () =>
+    readdirSync(dir)
+      .filter((n) => n.endsWith('.json'))
+      .sort()
+      .map((n) => JSON.parse(readFileSync(join(dir, n), 'utf8')));
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    dir,
+    async mail(to, n = 1) {
+      let found;
+      await until(() => (found = all().filter((m) => m.to.includes(to))[n - 1]), `mail ${n} to ${to}`, 20000);
+      return found;
+    },
+    stop() {
+      child.stdin.end();
+      child.kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The token of the link to `{app}/{path}?token=...` in a mail's text. */
+export function linkToken(mail, path) {
+  const m = mail.text.match(new RegExp(`/${path}\\?token=([A-Za-z0-9_-]+)`));
+  if (!m) throw new Error(`no /${path}?token= link in ${JSON.stringify(mail.text)}`);
+  return m[1];
+}
+
 /** A free TCP port on 127.0.0.1. */
-function freePort() {
+export function freePort() {
   return new Promise((ok, fail) => {
     const probe = createServer();
     probe.on('error', fail);
@@ -211,4 +269,33 @@ export async function postgres() {
       }
     },
   };
+}
+
+/** A real PNG image of `width` x `height` red pixels (for uploads and thumbnails). */
+export function png(width, height) {
+  const crcTable = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const crc = (bytes) => {
+    let c = 0xffffffff;
+    for (const b of bytes) c = crcTable[(c ^ b) & 0xff] ^ (c >>> 8);
+    return (c ^ 0xffffffff) >>> 0;
+  };
+  const chunk = (type, data) => {
+    const out = Buffer.alloc(12 + data.length);
+    out.writeUInt32BE(data.length, 0);
+    out.write(type, 4, 'latin1');
+    data.copy(out, 8);
+    out.writeUInt32BE(crc(out.subarray(4, 8 + data.length)), 8 + data.length);
+    return out;
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header.set([8, 2, 0, 0, 0], 8);
+  const row = Buffer.concat([Buffer.from([0]), Buffer.alloc(width * 3, Buffer.from([255, 0, 0]))]);
+  const pixels = deflateSync(Buffer.concat(Array.from({ length: height }, () => row)));
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', pixels), chunk('IEND', Buffer.alloc(0))]);
 }

@@ -1,14 +1,16 @@
-// The README's walk-through (examples/walkthrough.mjs) against the repository's own example
-// config, examples/portico.toml, served on a free port and a fresh SQLite file.
+// The README's walk-throughs: examples/walkthrough.mjs against the repository's own example
+// config, examples/portico.toml; and the small app of examples/app.mjs (whose text the README
+// shows, checked here to be the same) against examples/app/portico.toml with a real mail
+// server. Each on a free port and a fresh SQLite file.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { BIN, start } from './server.mjs';
+import { BIN, smtpSink, start } from './server.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const config = resolve(root, '../../examples/portico.toml');
@@ -37,6 +39,47 @@ test('the walk-through works against examples/portico.toml', async () => {
     ]);
   } finally {
     await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the small app of the README runs as shown, against examples/app/portico.toml', async () => {
+  const script = readFileSync(join(root, 'examples/app.mjs'), 'utf8');
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const shown = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((block) => block.includes('mailedToken'));
+  assert.equal(shown, script, 'the README shows examples/app.mjs as it is');
+
+  const sink = await smtpSink();
+  const dir = mkdtempSync(join(tmpdir(), 'portico-app-'));
+  const config = readFileSync(join(root, 'examples/app/portico.toml'), 'utf8');
+  assert.ok(config.includes('smtp://127.0.0.1:1025'));
+  writeFileSync(join(dir, 'portico.toml'), config.replace('smtp://127.0.0.1:1025', sink.url));
+  const env = { ...process.env, RUST_LOG: 'warn', PORTICO_LISTEN: '', PORTICO_DATABASE: '', PORT: '' };
+  const server = await start(BIN, ['serve', '--config', 'portico.toml', '--database', 'sqlite:' + join(dir, 'app.db'), '--listen', '127.0.0.1:0'], { cwd: dir, env });
+  try {
+    const child = spawn(process.execPath, [join(root, 'examples/app.mjs')], { cwd: root, env: { ...process.env, PORTICO_URL: server.url, MAIL_DIR: sink.dir } });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.stderr.on('data', (c) => (err += c));
+    const timer = setTimeout(() => child.kill(), 60000);
+    const code = await new Promise((done) => child.on('exit', done));
+    clearTimeout(timer);
+    assert.equal(code, 0, err + out);
+    assert.deepEqual(out.trim().split('\n'), [
+      '3 tasks: Paint the fence (Garden), Plant the apple tree (Garden), Water the roses (Garden)',
+      'apple tree: Plant the apple tree',
+      'hours: 9 over 3 tasks',
+      'uploaded 584 bytes',
+      'thumbnail: image/png',
+      'live: done: Paint the fence',
+      'live list ended: logged-out',
+      'old session: 401 You must be logged in to do this.',
+      'open tasks: 2',
+    ]);
+  } finally {
+    await server.stop();
+    sink.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 });
