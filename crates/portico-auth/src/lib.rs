@@ -16,6 +16,7 @@
 //! | `POST /auth/email-code/confirm` | `{email, code, totp?}` or `{token, totp?}` | 200 `{id, token, tokenExpires}`: signed in (signed up with `email_code_signup`) |
 //! | `POST /auth/guest` | | 200 `{id, token, tokenExpires, guest: true}`: a guest account (`allow_guests`; 403 `guests-off` otherwise) |
 //! | `POST /auth/guest/upgrade` (logged in as a guest) | `{username?, email?, password}` | 200 `{id}`: the same account, with credentials |
+//! | `POST /auth/logout-everywhere` (logged in) | | 200 `{loggedOut}`: every login token of the account ends, the one sent included |
 //! | `GET /auth/methods` | | which sign-in methods are on |
 //! | `GET /auth/oidc/{name}` | | 302 to the provider (authorization code with PKCE S256, state and nonce); 429 past the accounts' `oidc_start_limit` per client |
 //! | `GET /auth/oidc/{name}/callback` | | the provider's way back: 302 to `{app_url}/oidc?code=...` (or `?error=...`) |
@@ -81,6 +82,7 @@ impl FromRef<AuthState> for Platform {
 #[derive(Clone)]
 pub struct AuthRoutes {
     state: AuthState,
+    cors: bool,
 }
 
 impl std::fmt::Debug for AuthRoutes {
@@ -95,12 +97,22 @@ impl AuthRoutes {
     pub fn new(platform: Platform, proxies: TrustedProxies) -> AuthRoutes {
         AuthRoutes {
             state: AuthState { platform, proxies },
+            cors: false,
         }
+    }
+
+    /// Lets pages of any origin call the endpoints (`portico serve` turns this on when an
+    /// `[[api]]` has `enable_cors`, as it has by default): preflights are answered, and replies carry
+    /// `Access-Control-Allow-Origin: *`. No cookie is sent or read cross-origin (the provider
+    /// sign-in's cookie is for its own redirects), and tokens travel in headers.
+    pub fn cors(mut self, on: bool) -> AuthRoutes {
+        self.cors = on;
+        self
     }
 
     /// The router, with every route under [`AUTH_PATH`].
     pub fn router(&self) -> Router {
-        Router::new()
+        let router = Router::new()
             .route("/auth/verify-email", post(verify_email))
             .route("/auth/verify-email/confirm", post(verify_email_confirm))
             .route("/auth/password-reset", post(password_reset))
@@ -118,8 +130,14 @@ impl AuthRoutes {
             .route("/auth/oidc/exchange", post(oidc_exchange))
             .route("/auth/oidc/{name}", get(oidc_begin))
             .route("/auth/oidc/{name}/callback", get(oidc_callback))
+            .route("/auth/logout-everywhere", post(logout_everywhere))
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
-            .with_state(self.state.clone())
+            .with_state(self.state.clone());
+        if self.cors {
+            router.layer(cors_layer())
+        } else {
+            router
+        }
     }
 
     /// The routes as data, for route listings and the OpenAPI document.
@@ -191,6 +209,8 @@ impl AuthRoutes {
                     "password": {"type": "string"}
                 }, "required": ["password"]}))
                 .reply_body(json!({"type": "object", "properties": {"id": {"type": "string"}}})),
+            doc(Method::POST, "logout-everywhere", Access::LoggedIn, "end every login token of the account, the one sent included")
+                .reply_body(json!({"type": "object", "properties": {"loggedOut": {"type": "integer"}}})),
             doc(Method::GET, "methods", Access::Public, "which sign-in methods are on")
                 .reply_body(json!({"type": "object", "properties": {
                     "password": {"type": "boolean"},
@@ -436,6 +456,33 @@ async fn email_change_confirm(State(state): State<AuthState>, body: Bytes) -> Re
 
 /// The issuer named in authenticator apps.
 const TOTP_ISSUER: &str = "Portico";
+
+/// Any origin, the methods and headers the endpoints take, preflights kept for 10 minutes.
+fn cors_layer() -> tower_http::cors::CorsLayer {
+    use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName};
+    tower_http::cors::CorsLayer::new()
+        .allow_origin(tower_http::cors::Any)
+        .allow_methods([Method::GET, Method::POST])
+        .allow_headers([
+            ACCEPT,
+            AUTHORIZATION,
+            CONTENT_TYPE,
+            HeaderName::from_static("x-auth-token"),
+            HeaderName::from_static("x-api-key"),
+            HeaderName::from_static("accept-language"),
+        ])
+        .expose_headers([header::RETRY_AFTER])
+        .max_age(Duration::from_secs(600))
+}
+
+/// `POST /auth/logout-everywhere`: ends every login token of the caller's account, the one sent
+/// included (a password change or reset does the same).
+async fn logout_everywhere(State(state): State<AuthState>, user: AuthenticatedUser) -> Reply {
+    let ended = (state.platform.accounts())
+        .remove_all_tokens(user.user_id())
+        .await?;
+    Ok(axum::Json(json!({"loggedOut": ended})).into_response())
+}
 
 async fn totp_setup(State(state): State<AuthState>, user: AuthenticatedUser) -> Reply {
     let accounts = state.platform.accounts();

@@ -200,6 +200,7 @@ pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Re
         routes.extend(portico_auth::AuthRoutes::docs());
         routers.push(
             portico_auth::AuthRoutes::new(platform.clone(), config.trusted_proxies.clone())
+                .cors(config.apis.iter().any(|api| api.enable_cors))
                 .router(),
         );
     }

@@ -114,3 +114,137 @@ async fn the_library_builds_and_serves_what_the_binary_serves() {
         "a stopped server still answers"
     );
 }
+
+/// `config` served in process on a free port; the base URL, the platform and a stopper.
+async fn serve_in_process(
+    dir: &std::path::Path,
+    config: &str,
+) -> (
+    String,
+    portico_platform::Platform,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let path = dir.join("portico.toml");
+    std::fs::write(&path, config).unwrap();
+    let options = ServeOptions::new()
+        .config(&path)
+        .database(format!("sqlite:{}", dir.join("app.db").display()));
+    let served = Served::build(&options).await.unwrap();
+    let platform = served.platform.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(served.serve(listener, async move {
+        let _ = stop_rx.await;
+    }));
+    (base, platform, stop_tx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accounts_answer_other_origins_with_cors_and_log_out_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = "[accounts]\n[[api]]\napi_path = \"api/\"\nuse_default_auth = true\nenable_cors = true\n\
+                  [[api.collection]]\nname = \"notes\"\n";
+    let (base, platform, stop) = serve_in_process(dir.path(), config).await;
+    platform
+        .accounts()
+        .create_user(portico_platform::NewUser {
+            username: Some("ann".into()),
+            password: Some(portico_platform::Password::Plain("ann-password-1".into())),
+            ..portico_platform::NewUser::default()
+        })
+        .await
+        .unwrap();
+    let http = reqwest::Client::new();
+
+    // A page of another origin may call the account endpoints: the preflight is answered.
+    let preflight = http
+        .request(
+            reqwest::Method::OPTIONS,
+            format!("{base}/auth/password-reset"),
+        )
+        .header("Origin", "http://elsewhere.example")
+        .header("Access-Control-Request-Method", "POST")
+        .header(
+            "Access-Control-Request-Headers",
+            "content-type, x-auth-token",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(preflight.status().is_success(), "{}", preflight.status());
+    let allowed = |name: &str| {
+        preflight
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+    };
+    assert_eq!(allowed("access-control-allow-origin"), "*");
+    assert!(allowed("access-control-allow-methods").contains("post"));
+    assert!(allowed("access-control-allow-headers").contains("x-auth-token"));
+
+    // Two sessions; logging out everywhere from one ends both.
+    let login = || async {
+        let reply: Value = http
+            .post(format!("{base}/api/login"))
+            .json(&json!({"username": "ann", "password": "ann-password-1"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        reply["data"]["authToken"].as_str().unwrap().to_owned()
+    };
+    let (phone, laptop) = (login().await, login().await);
+    let everywhere = |token: String| {
+        http.post(format!("{base}/auth/logout-everywhere"))
+            .header("X-Auth-Token", token)
+            .header("Origin", "http://elsewhere.example")
+            .send()
+    };
+    let reply = everywhere(phone.clone()).await.unwrap();
+    assert_eq!(reply.status(), 200);
+    assert_eq!(
+        reply
+            .headers()
+            .get("access-control-allow-origin")
+            .and_then(|v| v.to_str().ok()),
+        Some("*")
+    );
+    let body: Value = reply.json().await.unwrap();
+    assert_eq!(body["loggedOut"], 2, "{body}");
+    for token in [phone, laptop] {
+        assert_eq!(everywhere(token).await.unwrap().status(), 401);
+    }
+    let _ = stop.send(());
+
+    // With `enable_cors = false` (it is on by default), other origins get no CORS answer.
+    let dir = tempfile::tempdir().unwrap();
+    let (base, _platform, stop) = serve_in_process(
+        dir.path(),
+        &config.replace("enable_cors = true", "enable_cors = false"),
+    )
+    .await;
+    let preflight = http
+        .request(
+            reqwest::Method::OPTIONS,
+            format!("{base}/auth/password-reset"),
+        )
+        .header("Origin", "http://elsewhere.example")
+        .header("Access-Control-Request-Method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        !preflight
+            .headers()
+            .contains_key("access-control-allow-origin"),
+        "{} {:?}",
+        preflight.status(),
+        preflight.headers()
+    );
+    let _ = stop.send(());
+}
