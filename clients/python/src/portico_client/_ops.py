@@ -85,8 +85,11 @@ class AuthOps:
         return Op(Req("routes", "POST", self.api + "logout"), _none)
 
     def account(self, path: str, body: Mapping[str, Any] | None, read: Callable[[Reply], T], anonymous: bool = True) -> Op[T]:
-        """``POST /auth/<path>``; the login token goes along unless ``anonymous``."""
-        return Op(jreq("auto", "POST", "auth/" + path, dict(body or {}), anonymous=anonymous), read)
+        """``POST /auth/<path>``; the login token goes along unless ``anonymous``. ``body`` None
+        sends none (``totp/setup`` reads none, and one it leaves unread may cost the connection)."""
+        if body is None:
+            return Op(Req("auto", "POST", "auth/" + path, anonymous=anonymous), read)
+        return Op(jreq("auto", "POST", "auth/" + path, dict(body), anonymous=anonymous), read)
 
     def email_of(self, reply: Reply) -> str:
         return str((reply.body or {}).get("email", ""))
