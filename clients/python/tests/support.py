@@ -188,7 +188,11 @@ import { methods, PorticoError } from "portico";
 methods({
   add(a, b) { return a + b; },
   whoami() { return this.userId; },
-  fail(code) { this.setHttpStatusCode(409); throw new PorticoError(code, "It failed on purpose", { why: "test" }); },
+  fail(code) {
+    const error = new PorticoError(code, "It failed on purpose", { why: "test" });
+    error.statusCode = 409;
+    throw error;
+  },
 });
 """
 
@@ -269,8 +273,8 @@ ping_secs = 1
 """
 
 
-# A 1x1 PNG (the files tests' cover image).
+# A 4x4 red PNG (the files tests' cover image).
 PNG = bytes.fromhex(
-    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
-    "0000000d4944415478da63f8cfc0f01f0005000201a5b5b0b70000000049454e44ae426082"
+    "89504e470d0a1a0a0000000d4948445200000004000000040806000000a9f19e7e0000001249444154789c63f8cf"
+    "c0f01f1933902e00003c401fe1e08177b40000000049454e44ae426082"
 )
