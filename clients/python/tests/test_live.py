@@ -157,3 +157,27 @@ async def test_a_live_list_survives_a_server_restart_and_catches_up(kind: str) -
         await maybe(c.aclose() if kind == "async" else c.close())
     finally:
         srv.remove()
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_an_overloaded_server_is_tried_again_until_it_has_room(kind: str) -> None:
+    srv = Server(RESTART.replace("ping_secs = 1", "ping_secs = 1\nmax_streams = 1"))
+    try:
+        srv.start()
+        first = Portico(srv.url)
+        holder = first.collection("tasks").subscribe()
+        holder.wait_ready(10)
+        c: Any = Portico(srv.url) if kind == "sync" else AsyncPortico(srv.url)
+        events: list[LiveEvent[Any]] = []
+        sub = c.collection("tasks").subscribe(on_event=events.append, min_delay=0.1, max_delay=0.3)
+        await until(lambda: any(e.kind == "error" for e in events), "a 503")
+        busy = next(e for e in events if e.kind == "error")
+        assert busy.error is not None and busy.error.status == 503 and sub.end_reason is None
+        holder.stop()
+        await maybe(sub.wait_ready(10))
+        assert sub.end_reason is None and [e.kind for e in events if e.kind != "error"] == ["ready"]
+        await maybe(sub.stop())
+        await maybe(c.aclose() if kind == "async" else c.close())
+        first.close()
+    finally:
+        srv.remove()
