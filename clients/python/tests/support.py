@@ -236,6 +236,10 @@ name = "posts"
 owner_field = "ownerId"
 files = {{ cover = {{ types = ["image/png"], max = 1, thumbs = ["2x2"] }}, attachments = {{ max = 10 }} }}
 
+[[api.collection]]
+name = "albums"
+files = {{ photo = {{ max = 1 }} }}
+
 [accounts]
 app_url = "http://app.example"
 allow_guests = true

@@ -57,6 +57,16 @@ async def test_uploads_with_progress_download_urls_and_removal(make: Callable[..
     assert wrong_type.value.status == 415
 
 
+async def test_a_public_files_url_needs_no_token(make: Callable[..., Any], server: Server, name: str) -> None:
+    owner = await account(make, server, name)
+    album = await maybe(owner.collection("albums").create({"title": "public"}))
+    await maybe(owner.collection("albums").upload(album, "photo", b"open to all", name="note.txt"))
+    anonymous = make()
+    url = await maybe(anonymous.collection("albums").file_url(album, "photo", "note.txt"))
+    assert "token=" not in url and httpx.get(url).content == b"open to all"
+    assert await maybe(anonymous.collection("albums").download(album["_id"], "photo", "note.txt")) == b"open to all"
+
+
 async def test_async_uploads_take_async_iterators(server: Server, name: str) -> None:
     server.add_user(name, "a-password-1")
     async with AsyncPortico(server.url) as c:

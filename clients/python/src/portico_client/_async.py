@@ -394,9 +394,11 @@ class AsyncCollection(CollectionRequests[T]):
     async def file_url(self, doc: str | Mapping[str, Any], field: str, name: str, *, thumb: str | None = None) -> str:
         """A download URL for a place that sends no header (``<img src>``): it carries a short
         download token (``POST {api}files/token``), never the login token."""
-        token = await self._pc._file_token()
-        query = httpx.QueryParams({"thumb": thumb, "token": token} if thumb else {"token": token})
-        return self._pc.url + self._file_path(doc_id_of(doc), field, name) + "?" + str(query)
+        params = {"thumb": thumb} if thumb else {}
+        if self._pc._session.token is not None:  # anonymous: a public document's URL needs none
+            params["token"] = await self._pc._file_token()
+        query = str(httpx.QueryParams(params))
+        return self._pc.url + self._file_path(doc_id_of(doc), field, name) + ("?" + query if query else "")
 
     async def remove_file(self, doc: str | Mapping[str, Any], field: str, name: str) -> None:
         """Deletes one file of the document."""
