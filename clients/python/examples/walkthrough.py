@@ -61,17 +61,22 @@ def posts(pc: Portico, say: Callable[..., None]) -> str:
     return url
 
 
+def until(check: Callable[[], bool], seconds: float = 10) -> None:
+    """Waits until `check()` holds (the live list's thread fills the cache)."""
+    end = time.time() + seconds
+    while not check() and time.time() < end:
+        time.sleep(0.01)
+
+
 def live(pc: Portico, say: Callable[..., None]) -> None:
     # a live list: ed's private notes, kept up to date in sub.docs()
     notes = pc.collection("notes")
     sub = notes.subscribe(sort="-createdAt", on_event=lambda e: e.doc and say("live:", e.kind, e.doc["text"]))
     sub.wait_ready(10)
     note = notes.create({"text": "buy flour"})
+    until(lambda: [n["text"] for n in sub.docs()] == ["buy flour"])
     notes.update(note["_id"], {"text": "buy flour and apples"})
-    for _ in range(500):
-        if [n["text"] for n in sub.docs()] == ["buy flour and apples"]:
-            break
-        time.sleep(0.01)
+    until(lambda: [n["text"] for n in sub.docs()] == ["buy flour and apples"])
     say("cache:", [n["text"] for n in sub.docs()])
     sub.stop()
 
