@@ -12,7 +12,8 @@
 # OpenID Connect test provider below. The OpenID Connect tests need Node.js and `npm ci` in
 # crates/portico-cli/tests/support/oidc, the webhook tests `npm ci` in
 # crates/portico-cli/tests/support/webhooks. The account tests read mail from an SMTP server they
-# start with python3's aiosmtpd. The files tests on S3 need the `s3s-fs` server, installed with
+# start with python3's aiosmtpd. The Python client's tests (clients/python) run in a virtualenv
+# made here with pinned requirements. The files tests on S3 need the `s3s-fs` server, installed with
 # `cargo install` when missing. Extra arguments go to `cargo test` (`ci/test.sh -p portico-store`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,6 +69,14 @@ fi
 if ! /usr/bin/python3 -c 'import aiosmtpd' >/dev/null 2>&1; then
   apt-get update -q && apt-get install -y -q python3-aiosmtpd
 fi
+
+# The Python client's tests (clients/python; crates/portico-cli/tests/integration/py_client.rs
+# runs them): a virtualenv with their pinned requirements (httpx, pytest, pytest-asyncio,
+# aiosmtpd, mypy) and the client itself, installed editable.
+echo "== virtualenv of the Python client's tests (target/python-client-venv)"
+[ -x target/python-client-venv/bin/python ] || python3 -m venv target/python-client-venv
+target/python-client-venv/bin/pip install -q -r clients/python/requirements-test.txt
+target/python-client-venv/bin/pip install -q -e clients/python
 
 # The files tests' S3-compatible server: s3s-fs (an S3 API over a directory, from crates.io;
 # MinIO is not packaged by Debian and would be a downloaded binary). Built once, ~2 min.
