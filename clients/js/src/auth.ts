@@ -283,6 +283,21 @@ export class Auth {
     }
   }
 
+  /**
+   * Logs out everywhere: the server ends every session of the account (`/auth/logout-everywhere`),
+   * this one included, and the token is forgotten here; resolves to how many sessions ended.
+   */
+  async logoutEverywhere(options: CallOptions = {}): Promise<number> {
+    const session = this.#session;
+    if (!session) return 0;
+    try {
+      const reply = await this.#account<{ loggedOut?: unknown }>('logout-everywhere', {}, options, true);
+      return typeof reply?.loggedOut === 'number' ? reply.loggedOut : 0;
+    } finally {
+      if (this.#session === session) this.#set(null);
+    }
+  }
+
   /** @internal The routes door refused `token`: that session is over. */
   ended(token: string): void {
     if (this.#session?.token === token) this.#set(null);

@@ -175,6 +175,15 @@ test('sign-up, email verification, a password reset that ends every session, an 
   await assert.rejects(client().auth.login({ email: 'ann@example.com', password: 'second-password' }), (e) => e.status === 401);
   const anonymous = await client().auth.requestEmailChange('x@example.com').catch((e) => e);
   assert.equal(anonymous.status, 401);
+
+  // Logging out everywhere from one device ends the others too.
+  const phone = client();
+  await phone.auth.login({ email: 'ann@new.example', password: 'second-password' });
+  assert.ok((await back.auth.logoutEverywhere()) >= 2);
+  assert.equal(back.auth.user, null, 'this session is forgotten at once');
+  await assert.rejects(phone.collection('notes').list(), (e) => e.status === 401);
+  assert.equal(phone.auth.user, null, 'the ended session is forgotten');
+  assert.equal(await client().auth.logoutEverywhere(), 0, 'without a login there is nothing to end');
 });
 
 test('two-factor codes: set up, enable, a login with a code, off with a recovery code', async () => {

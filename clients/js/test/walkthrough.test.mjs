@@ -4,7 +4,7 @@
 // server. Each on a free port and a fresh SQLite file.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { test } from 'node:test';
@@ -54,9 +54,14 @@ test('the small app of the README runs as shown, against examples/app/portico.to
   const config = readFileSync(join(root, 'examples/app/portico.toml'), 'utf8');
   assert.ok(config.includes('smtp://127.0.0.1:1025'));
   writeFileSync(join(dir, 'portico.toml'), config.replace('smtp://127.0.0.1:1025', sink.url));
+  // The collections' JSON Schemas, which the config names beside it.
+  for (const name of readdirSync(join(root, 'examples/app')).filter((n) => n.endsWith('.schema.json'))) {
+    copyFileSync(join(root, 'examples/app', name), join(dir, name));
+  }
   const env = { ...process.env, RUST_LOG: 'warn', PORTICO_LISTEN: '', PORTICO_DATABASE: '', PORT: '' };
-  const server = await start(BIN, ['serve', '--config', 'portico.toml', '--database', 'sqlite:' + join(dir, 'app.db'), '--listen', '127.0.0.1:0'], { cwd: dir, env });
+  let server;
   try {
+    server = await start(BIN, ['serve', '--config', 'portico.toml', '--database', 'sqlite:' + join(dir, 'app.db'), '--listen', '127.0.0.1:0'], { cwd: dir, env });
     const child = spawn(process.execPath, [join(root, 'examples/app.mjs')], { cwd: root, env: { ...process.env, PORTICO_URL: server.url, MAIL_DIR: sink.dir } });
     let out = '';
     let err = '';
@@ -78,7 +83,7 @@ test('the small app of the README runs as shown, against examples/app/portico.to
       'open tasks: 2',
     ]);
   } finally {
-    await server.stop();
+    await server?.stop();
     sink.stop();
     rmSync(dir, { recursive: true, force: true });
   }

@@ -132,6 +132,7 @@ impl AuthRoutes {
             .route("/auth/oidc/{name}/callback", get(oidc_callback))
             .route("/auth/logout-everywhere", post(logout_everywhere))
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
+            .layer(axum::middleware::from_fn(read_whole_body))
             .with_state(self.state.clone());
         if self.cors {
             router.layer(cors_layer())
@@ -456,6 +457,27 @@ async fn email_change_confirm(State(state): State<AuthState>, body: Bytes) -> Re
 
 /// The issuer named in authenticator apps.
 const TOTP_ISSUER: &str = "Portico";
+
+/// Reads each request's body before its handler runs (up to [`BODY_LIMIT`]; past it 413), so
+/// an endpoint that takes no body still consumes one a client sent and the connection stays
+/// usable for the next request.
+async fn read_whole_body(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    match axum::body::to_bytes(body, BODY_LIMIT).await {
+        Ok(bytes) => {
+            let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+            next.run(request).await
+        }
+        Err(_) => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            axum::Json(json!({"error": "payload-too-large", "reason": format!("A body of the account endpoints holds at most {BODY_LIMIT} bytes")})),
+        )
+            .into_response(),
+    }
+}
 
 /// Any origin, the methods and headers the endpoints take, preflights kept for 10 minutes.
 fn cors_layer() -> tower_http::cors::CorsLayer {

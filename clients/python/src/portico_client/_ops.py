@@ -114,13 +114,15 @@ class AuthOps:
 
         return self.account("guest/upgrade", body, read, anonymous=False)
 
-    def logout_everywhere(self, user_id: str, admin_path: str) -> Op[int]:
-        def read(reply: Reply) -> int:
-            if self.session.user is not None and self.session.user.get("id") == user_id and self.session.token:
-                self.session.ended(self.session.token)
-            return int((reply.body or {}).get("tokensRemoved", 0))
+    def logout_everywhere(self) -> Op[int]:
+        token = self.session.token
 
-        return Op(Req("routes", "POST", admin_path + "api/users/" + seg(user_id) + "/logout"), read)
+        def read(reply: Reply) -> int:
+            if token is not None:
+                self.session.ended(token)
+            return int((reply.body or {}).get("loggedOut", 0))
+
+        return self.account("logout-everywhere", None, read, anonymous=False)
 
 
 def doc_op(req: Req) -> Op[Any]:

@@ -133,11 +133,10 @@ class Auth:
         """Gives the logged-in guest credentials; the account keeps its id (returned)."""
         return self._pc._run(self._ops.guest_upgrade(username, email, password))
 
-    def logout_everywhere(self, user_id: str, *, admin_path: str = "_/") -> int:
-        """Withdraws every login token of the account ``user_id`` (the admin page's API: the
-        logged-in user needs the admin role); returns how many there were. The server has no
-        such call for a user on their own account."""
-        return self._pc._run(self._ops.logout_everywhere(user_id, directory(admin_path)))
+    def logout_everywhere(self) -> int:
+        """Ends every session of the logged-in account (``POST /auth/logout-everywhere``), this
+        one included; returns how many ended."""
+        return self._pc._run(self._ops.logout_everywhere())
 
 
 class Subscription(Generic[T]):
