@@ -34,6 +34,7 @@ mod integration {
     mod memory;
     mod oidc;
     mod operations;
+    mod passkeys;
     mod read_replicas;
     mod relations;
     mod request_ids;
