@@ -284,6 +284,10 @@ def register_and_login(a, b, origin, token, username, api):
     print("ok: all", flush=True)
 
 
+def websafe(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
 def totp(secret):
     """The current 6-digit code of a base32 secret (RFC 6238, SHA-1, 30 s)."""
     key = base64.b32decode(secret + "=" * (-len(secret) % 8))
@@ -342,8 +346,14 @@ def guest_and_totp(a, origin, token, username, password):
         "a password login without a code",
     )
     assert "totp" in json.dumps(refused), refused
+    laptop = SoftAuthenticator()
+    register(a, laptop, token, origin, "laptop")
+    # A second registration excludes the account's passkeys (the laptop would refuse it).
+    begin = expect(call(a, "POST", "/auth/passkey/register/begin", None, token), 200,
+                   "register/begin, no body")
+    excluded = [c["id"] for c in begin["publicKey"]["excludeCredentials"]]
+    assert excluded == [websafe(c) for c in laptop.credentials], (excluded, begin)
     device = SoftAuthenticator()
-    register(a, device, token, origin, "laptop")
     register(a, device, token, origin, "phone")
     listed = expect(call(a, "GET", "/auth/passkeys", None, token), 200, "list")
     assert [p["name"] for p in listed["passkeys"]] == ["laptop", "phone"], listed
