@@ -371,6 +371,17 @@ struct RawPasskeys {
     origins: Option<Spanned<Vec<String>>>,
 }
 
+impl RawPasskeys {
+    /// The passkey keys, taken out of `raw`.
+    fn take(raw: &mut RawAccounts) -> RawPasskeys {
+        RawPasskeys {
+            rp_id: raw.rp_id.take(),
+            rp_name: raw.rp_name.take(),
+            origins: raw.origins.take(),
+        }
+    }
+}
+
 /// Checks the passkey keys: passkeys are on when `rp_id` is set, and then need `origins`;
 /// `origins` or `rp_name` without `rp_id` is a mistake (passkeys would silently be off).
 fn check_passkeys(
@@ -536,11 +547,7 @@ impl AccountsSection {
             per_address: raw.guest_rate_limit_per_address.take(),
             impersonation_secs: raw.impersonation_token_secs.take(),
         };
-        let raw_passkeys = RawPasskeys {
-            rp_id: raw.rp_id.take(),
-            rp_name: raw.rp_name.take(),
-            origins: raw.origins.take(),
-        };
+        let raw_passkeys = RawPasskeys::take(&mut raw);
         let defaults = AccountsSection::default();
         let app_url = match &raw.app_url {
             Some(url) => address(url, "accounts.app_url", &mut mistakes),

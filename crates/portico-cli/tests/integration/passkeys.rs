@@ -238,27 +238,48 @@ async fn passkeys_in_chromium_with_its_virtual_authenticator() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn half_written_passkey_settings_are_refused_and_passkeys_are_off_without_them() {
     let ws = Workspace::new();
-    for (accounts, key) in [
-        ("rp_id = \"example.com\"", "accounts.origins"),
-        ("origins = [\"https://example.com\"]", "accounts.rp_id"),
-        ("rp_name = \"Example\"", "accounts.rp_id"),
+    for (accounts, key, why) in [
+        (
+            "rp_id = \"example.com\"",
+            "accounts.origins",
+            "passkeys need accounts.origins",
+        ),
+        (
+            "origins = [\"https://example.com\"]",
+            "accounts.rp_id",
+            "passkeys need accounts.rp_id",
+        ),
+        (
+            "rp_name = \"Example\"",
+            "accounts.rp_id",
+            "passkeys need accounts.rp_id",
+        ),
         (
             "rp_id = \"example.com\"\norigins = [\"https://example.org\"]",
             "accounts.origins",
+            "is not on the relying party id's domain",
         ),
         (
             "rp_id = \"example.com\"\norigins = [\"example.com\"]",
             "accounts.origins",
+            "write each origin as scheme://host[:port]",
         ),
         (
             "rp_id = \"https://example.com\"\norigins = [\"https://example.com\"]",
             "accounts.rp_id",
+            "the relying party id must be a domain name",
         ),
     ] {
         let refused = ws.check_refuses(&config(accounts));
-        assert!(refused.contains(key), "{accounts}: {refused}");
+        assert!(
+            refused.contains(key) && refused.contains(why),
+            "{accounts}: {refused}"
+        );
         let serve = ws.serve_refuses();
-        assert!(serve.contains(key), "{accounts}: {serve}");
+        assert!(
+            serve.contains(key) && serve.contains(why),
+            "{accounts}: {serve}"
+        );
     }
     ws.config(&config(""));
     let server = ws.serve();
