@@ -14,7 +14,11 @@
 # crates/portico-cli/tests/support/webhooks. The account tests read mail from an SMTP server they
 # start with python3's aiosmtpd. The Python client's tests (clients/python) run in a virtualenv
 # made here with pinned requirements. The files tests on S3 need the `s3s-fs` server, installed with
-# `cargo install` when missing. Extra arguments go to `cargo test` (`ci/test.sh -p portico-store`).
+# `cargo install` when missing. Passkeys (webauthn-rs) build on OpenSSL: libssl-dev and
+# pkg-config, installed here when missing (and by .ci/run before its lints). The passkey tests'
+# software authenticator runs in a venv made here with python-fido2, pinned by
+# crates/portico-cli/tests/support/passkeys/requirements.txt. Extra arguments go to `cargo test`
+# (`ci/test.sh -p portico-store`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +28,9 @@ fi
 
 if ! command -v cc >/dev/null 2>&1; then
   apt-get update -q && apt-get install -y -q gcc
+fi
+if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists openssl; then
+  apt-get update -q && apt-get install -y -q libssl-dev pkg-config
 fi
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   apt-get update -q && apt-get install -y -q postgresql
@@ -68,6 +75,14 @@ fi
 # server they start with Debian's python3 and aiosmtpd.
 if ! /usr/bin/python3 -c 'import aiosmtpd' >/dev/null 2>&1; then
   apt-get update -q && apt-get install -y -q python3-aiosmtpd
+fi
+# The passkey tests (crates/portico-cli/tests/integration/passkeys.rs): a software authenticator
+# on python-fido2, in a venv of its own, pinned by the requirements file next to it.
+passkeys=crates/portico-cli/tests/support/passkeys
+if ! "$passkeys/.venv/bin/python" -c 'import fido2, cryptography' >/dev/null 2>&1; then
+  echo "== venv (passkey tests' software authenticator)"
+  python3 -m venv "$passkeys/.venv"
+  "$passkeys/.venv/bin/pip" install -q -r "$passkeys/requirements.txt"
 fi
 
 # The Python client's tests (clients/python; crates/portico-cli/tests/integration/py_client.rs

@@ -22,6 +22,9 @@
 //! | `GET /auth/oidc/{name}/callback` | | the provider's way back: 302 to `{app_url}/oidc?code=...` (or `?error=...`) |
 //! | `POST /auth/oidc/exchange` | `{code, totp?}` | 200 `{id, token, tokenExpires}`: the one-time code (60 s) for a login token |
 //!
+//! The passkey endpoints (`/auth/passkey/...`, `/auth/passkeys`) are listed in the `passkeys`
+//! module's docs.
+//!
 //! Replies are plain JSON; errors are `{"error": code, "reason": text}` (400 `invalid-token`
 //! for a bad, used or expired link; 429 with `Retry-After` past a rate limit; 503 when this
 //! server sends no mail).
@@ -56,6 +59,8 @@ use portico_platform::{
     Password, Platform,
 };
 use serde_json::{Value, json};
+
+mod passkeys;
 
 /// Where the endpoints are served.
 pub const AUTH_PATH: &str = "/auth/";
@@ -112,7 +117,7 @@ impl AuthRoutes {
 
     /// The router, with every route under [`AUTH_PATH`].
     pub fn router(&self) -> Router {
-        let router = Router::new()
+        let router = passkeys::routes(Router::new())
             .route("/auth/verify-email", post(verify_email))
             .route("/auth/verify-email/confirm", post(verify_email_confirm))
             .route("/auth/password-reset", post(password_reset))
@@ -162,7 +167,8 @@ impl AuthRoutes {
         let doc = |method: Method, path: &str, access: Access, summary: &str| {
             RouteDoc::new(Door::Accounts, method, format!("/auth/{path}"), access).summary(summary)
         };
-        vec![
+        let mut docs = passkeys::docs();
+        docs.extend([
             doc(Method::POST, "verify-email", Access::Public, "mail a link that verifies an address (202 whether or not an account has it)")
                 .request_body(object(&["email"]))
                 .reply_body(message.clone()),
@@ -222,7 +228,8 @@ impl AuthRoutes {
                     "totp": {"type": "boolean"},
                     "emailCode": {"type": "boolean"},
                     "emailCodeSignup": {"type": "boolean"},
-                    "guests": {"type": "boolean"}
+                    "guests": {"type": "boolean"},
+                    "passkeys": {"type": "boolean"}
                 }})),
             doc(Method::GET, "oidc/:name", Access::Public, "sign in with an OpenID Connect provider: 302 to the provider")
                 .redirects(),
@@ -234,7 +241,8 @@ impl AuthRoutes {
                     "code": {"type": "string"}, "totp": {"type": "string"}
                 }, "required": ["code"]}))
                 .reply_body(login_reply),
-        ]
+        ]);
+        docs
     }
 }
 
@@ -550,6 +558,7 @@ async fn methods(State(state): State<AuthState>) -> Response {
         "emailCode": mail,
         "emailCodeSignup": mail && config.email_code_signup && !config.forbid_client_account_creation,
         "guests": config.allow_guests && !config.forbid_client_account_creation,
+        "passkeys": state.platform.accounts().passkeys_on(),
     }))
     .into_response()
 }

@@ -35,6 +35,7 @@ mod integration {
     mod memory;
     mod oidc;
     mod operations;
+    mod passkeys;
     mod py_client;
     mod read_replicas;
     mod relations;

@@ -42,6 +42,9 @@ pub(crate) struct RawAccounts {
     impersonation_token_secs: Option<Spanned<u64>>,
     server_url: Option<Spanned<String>>,
     oidc: Option<Vec<Spanned<RawOidc>>>,
+    rp_id: Option<Spanned<String>>,
+    rp_name: Option<Spanned<String>>,
+    origins: Option<Spanned<Vec<String>>>,
 }
 
 /// `[[accounts.oidc]]` as written.
@@ -135,6 +138,9 @@ pub struct AccountsSection {
     pub server_url: Option<String>,
     /// `[[accounts.oidc]]`: the OpenID Connect providers.
     pub oidc: Vec<OidcSection>,
+    /// `rp_id`, `rp_name` and `origins`: passkeys, on when `rp_id` is set (`origins` is then
+    /// required; `rp_name` defaults to `rp_id`).
+    pub passkeys: Option<portico_platform::PasskeyConfig>,
 }
 
 impl Default for AccountsSection {
@@ -176,6 +182,7 @@ impl Default for AccountsSection {
                 .unwrap_or(Duration::ZERO),
             server_url: None,
             oidc: Vec::new(),
+            passkeys: None,
         }
     }
 }
@@ -357,6 +364,74 @@ fn check_oidc(
     }
 }
 
+/// `rp_id`, `rp_name` and `origins` of `[accounts]` as written.
+struct RawPasskeys {
+    rp_id: Option<Spanned<String>>,
+    rp_name: Option<Spanned<String>>,
+    origins: Option<Spanned<Vec<String>>>,
+}
+
+impl RawPasskeys {
+    /// The passkey keys, taken out of `raw`.
+    fn take(raw: &mut RawAccounts) -> RawPasskeys {
+        RawPasskeys {
+            rp_id: raw.rp_id.take(),
+            rp_name: raw.rp_name.take(),
+            origins: raw.origins.take(),
+        }
+    }
+}
+
+/// Checks the passkey keys: passkeys are on when `rp_id` is set, and then need `origins`;
+/// `origins` or `rp_name` without `rp_id` is a mistake (passkeys would silently be off).
+fn check_passkeys(
+    raw: RawPasskeys,
+    mistakes: &mut Vec<Mistake>,
+) -> Option<portico_platform::PasskeyConfig> {
+    let Some(rp_id) = raw.rp_id else {
+        if let Some(span) = raw
+            .origins
+            .as_ref()
+            .map(Spanned::span)
+            .or_else(|| raw.rp_name.as_ref().map(Spanned::span))
+        {
+            mistakes.push((
+                span,
+                "accounts.rp_id",
+                "passkeys need accounts.rp_id: the domain they are bound to, as in \
+                 \"example.com\" (passkeys are on only when it is set)"
+                    .into(),
+            ));
+        }
+        return None;
+    };
+    let Some(origins) = raw.origins.filter(|o| !o.get_ref().is_empty()) else {
+        mistakes.push((
+            rp_id.span(),
+            "accounts.origins",
+            "passkeys need accounts.origins: the origins pages call from, as in \
+             [\"https://app.example.com\"]"
+                .into(),
+        ));
+        return None;
+    };
+    let mut config =
+        portico_platform::PasskeyConfig::new(rp_id.get_ref().trim(), origins.get_ref().clone());
+    if let Some(name) = &raw.rp_name {
+        config = config.rp_name(name.get_ref().trim());
+    }
+    if let Err(why) = config.check() {
+        let (span, key) = if why.contains("relying party id must") {
+            (rp_id.span(), "accounts.rp_id")
+        } else {
+            (origins.span(), "accounts.origins")
+        };
+        mistakes.push((span, key, why));
+        return None;
+    }
+    Some(config)
+}
+
 /// The guest keys of `[accounts]` as written, and `impersonation_token_secs`.
 struct RawGuests {
     allow: Option<bool>,
@@ -472,6 +547,7 @@ impl AccountsSection {
             per_address: raw.guest_rate_limit_per_address.take(),
             impersonation_secs: raw.impersonation_token_secs.take(),
         };
+        let raw_passkeys = RawPasskeys::take(&mut raw);
         let defaults = AccountsSection::default();
         let app_url = match &raw.app_url {
             Some(url) => address(url, "accounts.app_url", &mut mistakes),
@@ -559,6 +635,7 @@ impl AccountsSection {
         };
         section.check_email_code(raw_email_code, &mut mistakes);
         section.check_guests(raw_guests, &mut mistakes);
+        section.passkeys = check_passkeys(raw_passkeys, &mut mistakes);
         (section, mistakes)
     }
 }
@@ -798,6 +875,7 @@ pub fn platform_accounts(
         accounts.guest_limit = section.guest_limit;
         accounts.guest_owned = guest_owned(config);
         accounts.impersonation_lifetime = lifetime(section.impersonation_token);
+        accounts.passkeys = section.passkeys.clone();
         if let Some(url) = &section.server_url {
             accounts.server_url = url.clone();
         }

@@ -200,6 +200,8 @@ fn the_every_key_config_of_the_api_checks_stays_valid() {
     assert!(doc["paths"]["/auth/email-code/confirm"]["post"].is_object());
     assert!(doc["paths"]["/auth/guest"]["post"].is_object());
     assert!(doc["paths"]["/auth/guest/upgrade"]["post"].is_object());
+    assert!(doc["paths"]["/auth/passkey/login/begin"]["post"].is_object());
+    assert!(doc["paths"]["/auth/passkeys/{id}"]["delete"].is_object());
     // The list and read parameters of relations and search.
     let query = |path: &str| -> Vec<String> {
         doc["paths"][path]["get"]["parameters"]

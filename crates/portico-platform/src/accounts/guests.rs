@@ -167,7 +167,7 @@ impl Accounts {
 
     /// Applies `update` to `user_id` only while it is a guest (of two upgrades at once, one
     /// applies); false when it is not one (any more).
-    async fn update_while_guest(&self, user_id: &str, update: &Update) -> Result<bool> {
+    pub(super) async fn update_while_guest(&self, user_id: &str, update: &Update) -> Result<bool> {
         let still_guest = Selector::parse(&json!({"_id": user_id, "guest": true}))?;
         let result = self
             .store()

@@ -29,12 +29,14 @@
 //! | two-factor codes (TOTP) and recovery codes | `totp.rs` |
 //! | guests: accounts without credentials, their upgrade and removal | `guests.rs` |
 //! | API keys: hashed keys acting as service accounts | `api_keys.rs` |
+//! | passkeys (WebAuthn): registration, login, listing and removal | `passkeys/` |
 
 mod api_keys;
 mod guests;
 mod import;
 mod lifecycle;
 mod lookup;
+mod passkeys;
 mod password;
 mod roles;
 mod token;
@@ -58,6 +60,9 @@ pub use lifecycle::{
     OidcCallback, OidcError, OidcProvider, OidcStart, SenderOptions, SmtpTransport,
     acceptable_provider_url, has_verified_email, is_mail_language, mail_placeholders,
     preferred_languages, unknown_placeholders,
+};
+pub use passkeys::{
+    PASSKEY_CEREMONIES, PASSKEYS, PasskeyBegin, PasskeyConfig, PasskeyError, PasskeyInfo,
 };
 pub use password::{Password, password_digest};
 pub use roles::user_has_any_role;
@@ -160,6 +165,9 @@ pub struct AccountsConfig {
     /// How long a token an admin gets to act as a user works ([`Accounts::impersonate`];
     /// default 15 minutes).
     pub impersonation_lifetime: chrono::Duration,
+    /// Passkeys (WebAuthn): on when set, with the relying party's id, name and origins (see
+    /// [`PasskeyConfig`]). Default off.
+    pub passkeys: Option<PasskeyConfig>,
 }
 
 impl AccountsConfig {
@@ -322,6 +330,13 @@ impl AccountsConfig {
         self
     }
 
+    /// Sets [`passkeys`](AccountsConfig::passkeys): passkeys on with these settings (`None`:
+    /// off).
+    pub fn passkeys(mut self, passkeys: Option<PasskeyConfig>) -> Self {
+        self.passkeys = passkeys;
+        self
+    }
+
     /// Sets [`guest_limit`](AccountsConfig::guest_limit): guests made per client address.
     pub fn guest_limit(mut self, guest_limit: Option<crate::Limit>) -> Self {
         self.guest_limit = guest_limit;
@@ -362,6 +377,7 @@ impl Default for AccountsConfig {
             guest_owned: Vec::new(),
             guest_limit: Some(crate::Limit::new(10, std::time::Duration::from_secs(3600))),
             impersonation_lifetime: chrono::Duration::minutes(15),
+            passkeys: None,
         }
     }
 }
@@ -489,6 +505,7 @@ impl Accounts {
         })
         .await?;
         self.prepare_api_keys().await?;
+        self.prepare_passkeys().await?;
         for path in [TOKEN_PATH, "username", "emails.address"] {
             self.store().ensure_index(USERS, path).await?;
         }
