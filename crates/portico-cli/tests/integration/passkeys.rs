@@ -95,6 +95,7 @@ async fn register_here_log_in_there(a: &Server, b: &Server) {
         "ok: a replayed assertion (same ceremony) is refused (400)",
         "ok: a replayed assertion (new ceremony) is refused (401)",
         "ok: login/finish with a username (200)",
+        "ok: a passkey of another account than the one named is refused (401)",
         "ok: a cross-origin assertion is refused (401)",
         "ok: a removed passkey is refused (401)",
     ] {

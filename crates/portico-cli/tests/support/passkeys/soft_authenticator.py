@@ -224,20 +224,36 @@ def register_and_login(a, b, origin, token, username, api):
         "a replayed assertion (new ceremony) is refused",
     )
 
-    # With a username: the options list the account's passkey.
+    # With a username: the options are those of a login naming nobody, or an account that does
+    # not exist (no oracle: they list no credential); the login finishes only as that account.
     begin = expect(
         call(a, "POST", "/auth/passkey/login/begin", {"username": username}),
         200,
         "login/begin with a username",
     )
-    allowed = [c["id"] for c in begin["publicKey"]["allowCredentials"]]
-    assert allowed == [credential["id"]], begin
+    unknown = expect(
+        call(a, "POST", "/auth/passkey/login/begin", {"username": "nobody-" + username}),
+        200,
+        "login/begin with an unknown username",
+    )
+    shape = lambda b: sorted((k, type(v).__name__) for k, v in b["publicKey"].items() if k != "challenge")
+    assert shape(begin) == shape(unknown), (begin, unknown)
+    assert begin["publicKey"].get("allowCredentials", []) == [], begin
+    assert unknown["publicKey"].get("allowCredentials", []) == [], unknown
     assertion = device.get(options_of(begin), origin)
     login = expect(
         call(a, "POST", "/auth/passkey/login/finish",
              {"ceremony": begin["ceremony"], "credential": assertion}),
         200,
         "login/finish with a username",
+    )
+    # This account's passkey, in a login that named another account: refused.
+    assertion = device.get(options_of(unknown), origin)
+    expect(
+        call(a, "POST", "/auth/passkey/login/finish",
+             {"ceremony": unknown["ceremony"], "credential": assertion}),
+        401,
+        "a passkey of another account than the one named is refused",
     )
 
     # An assertion whose client data names another origin is refused.

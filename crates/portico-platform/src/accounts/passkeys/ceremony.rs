@@ -5,8 +5,8 @@ use std::net::IpAddr;
 use portico_store::{Document, Selector, Update, UpdateOptions, document_id};
 use serde_json::{Value, json};
 use webauthn_rs::prelude::{
-    DiscoverableAuthentication, Passkey, PasskeyAuthentication, PasskeyRegistration,
-    PublicKeyCredential, RegisterPublicKeyCredential, Uuid,
+    DiscoverableAuthentication, Passkey, PasskeyRegistration, PublicKeyCredential,
+    RegisterPublicKeyCredential, Uuid,
 };
 
 use super::super::token::new_token;
@@ -23,9 +23,8 @@ const BEGIN_LIMIT: Limit = Limit::new(120, std::time::Duration::from_secs(600));
 
 /// The kinds of ceremony.
 const REGISTER: &str = "register";
-/// A login naming the account: the options list its passkeys.
-const LOGIN: &str = "login";
-/// A login with a discoverable credential: the authenticator names the account.
+/// A login: the authenticator names the account by its discoverable credential (a login that
+/// named an account keeps that name beside it).
 const DISCOVERABLE: &str = "discoverable";
 
 fn to_json<T: serde::Serialize>(value: &T) -> Outcome<Value> {
@@ -43,6 +42,29 @@ fn handle_of(doc: &Document) -> Option<Uuid> {
     doc.get("userHandle")
         .and_then(Value::as_str)
         .and_then(|s| Uuid::parse_str(s).ok())
+}
+
+/// How a ceremony keeps the account a login named.
+fn selector_json(selector: &UserSelector) -> Option<Value> {
+    match selector {
+        UserSelector::Id(id) => Some(json!({"id": id})),
+        UserSelector::Username(name) => Some(json!({"username": name})),
+        UserSelector::Email(email) => Some(json!({"email": email})),
+        UserSelector::Either(text) => Some(json!({"either": text})),
+    }
+}
+
+/// The account a ceremony's `named` field names.
+fn selector_of(value: &Value) -> Option<UserSelector> {
+    let object = value.as_object()?;
+    let (key, text) = object.iter().next()?;
+    let text = text.as_str()?.to_owned();
+    Some(match key.as_str() {
+        "id" => UserSelector::Id(text),
+        "username" => UserSelector::Username(text),
+        "email" => UserSelector::Email(text),
+        _ => UserSelector::Either(text),
+    })
 }
 
 /// The name a user is shown under in authenticators: username, else first email, else id.
@@ -213,9 +235,11 @@ impl Accounts {
         Ok(PasskeyInfo::of(&record))
     }
 
-    /// Begins a login. With `user` naming an account that has passkeys, the options list them; otherwise (no `user`, or one with
-    /// no passkeys: the reply does not tell which) they list none and the authenticator offers
-    /// its discoverable credentials for this relying party.
+    /// Begins a login. The options are the same whoever `user` names, and whether or not such
+    /// an account exists or has passkeys (no account is looked up here, so neither the reply
+    /// nor its timing tells): they list no credential, and the authenticator offers its
+    /// discoverable ones for this relying party (every passkey is made discoverable). A named
+    /// `user` is kept with the ceremony, and the login finishes only as that account.
     ///
     /// # Errors
     /// See [`PasskeyError`]; [`Error::TooManyRequests`] past 120 begins per client address in
@@ -227,46 +251,35 @@ impl Accounts {
     ) -> Outcome<PasskeyBegin> {
         let webauthn = self.webauthn()?;
         self.admit_ceremony(client).await?;
-        let named = match user {
-            Some(selector) => self.find_user(selector).await?,
-            None => None,
-        };
-        let named = named.and_then(|u| document_id(&u).map(str::to_owned));
-        let passkeys: Vec<Passkey> = match &named {
-            Some(user_id) => self
-                .passkey_records(user_id)
-                .await?
-                .iter()
-                .filter_map(stored_passkey)
-                .collect(),
-            None => Vec::new(),
-        };
         let internal = |e: webauthn_rs::prelude::WebauthnError| {
             PasskeyError::Platform(Error::Internal(format!("passkeys: {e}")))
         };
-        let (options, fields) = if passkeys.is_empty() {
-            let (options, state) = webauthn
-                .start_discoverable_authentication()
-                .map_err(internal)?;
-            let mut options = to_json(&options)?;
-            // A login the page asks for (a button), not the autofill kind; a page wanting
-            // autofill passes `mediation: "conditional"` itself.
-            if let Some(object) = options.as_object_mut() {
-                object.remove("mediation");
-            }
-            let fields = json!({"kind": DISCOVERABLE, "state": to_json(&state)?});
-            (options, fields)
-        } else {
-            let (options, state) = webauthn
-                .start_passkey_authentication(&passkeys)
-                .map_err(internal)?;
-            let fields = json!({"kind": LOGIN, "userId": named, "state": to_json(&state)?});
-            (to_json(&options)?, fields)
-        };
+        let (options, state) = webauthn
+            .start_discoverable_authentication()
+            .map_err(internal)?;
+        let mut options = to_json(&options)?;
+        // A login the page asks for (a button), not the autofill kind; a page wanting autofill
+        // passes `mediation: "conditional"` itself.
+        if let Some(object) = options.as_object_mut() {
+            object.remove("mediation");
+        }
+        let mut fields = json!({"kind": DISCOVERABLE, "state": to_json(&state)?});
+        if let Some(named) = user.and_then(selector_json) {
+            fields["named"] = named;
+        }
         let ceremony = self
             .store_ceremony(fields.as_object().cloned().unwrap_or_default())
             .await?;
         Ok(PasskeyBegin { ceremony, options })
+    }
+
+    /// True when the ceremony named no account, or named the account `owner`.
+    async fn named_owner(&self, ceremony: &Document, owner: &str) -> Outcome<bool> {
+        let Some(named) = ceremony.get("named").and_then(selector_of) else {
+            return Ok(true);
+        };
+        let user = self.find_user(&named).await?;
+        Ok(user.as_ref().and_then(document_id) == Some(owner))
     }
 
     /// Finishes a login: checks the assertion (`credential`: what `navigator.credentials.get()`
@@ -282,7 +295,7 @@ impl Accounts {
         credential: &Value,
     ) -> Outcome<LoginToken> {
         let webauthn = self.webauthn()?;
-        let doc = self.take_ceremony(ceremony, &[LOGIN, DISCOVERABLE]).await?;
+        let doc = self.take_ceremony(ceremony, &[DISCOVERABLE]).await?;
         let credential: PublicKeyCredential = serde_json::from_value(credential.clone())
             .map_err(|e| PasskeyError::Malformed(e.to_string()))?;
         let by_credential = Selector::parse(&json!({
@@ -303,26 +316,20 @@ impl Accounts {
             tracing::info!(error = %e, "passkey login refused");
             PasskeyError::Refused
         };
-        let result = if doc.get("kind").and_then(Value::as_str) == Some(DISCOVERABLE) {
-            let state: DiscoverableAuthentication = from_json(doc.get("state"))?;
-            let (handle, _) = webauthn
-                .identify_discoverable_authentication(&credential)
-                .map_err(refused)?;
-            if handle_of(&record) != Some(handle) {
-                return Err(PasskeyError::Refused);
-            }
-            webauthn
-                .finish_discoverable_authentication_v2(&credential, state, &passkey)
-                .map_err(refused)?
-        } else {
-            if doc.get("userId").and_then(Value::as_str) != Some(owner.as_str()) {
-                return Err(PasskeyError::Refused);
-            }
-            let state: PasskeyAuthentication = from_json(doc.get("state"))?;
-            webauthn
-                .finish_passkey_authentication(&credential, &state)
-                .map_err(refused)?
-        };
+        let state: DiscoverableAuthentication = from_json(doc.get("state"))?;
+        let (handle, _) = webauthn
+            .identify_discoverable_authentication(&credential)
+            .map_err(refused)?;
+        if handle_of(&record) != Some(handle) {
+            return Err(PasskeyError::Refused);
+        }
+        let result = webauthn
+            .finish_discoverable_authentication_v2(&credential, state, &passkey)
+            .map_err(refused)?;
+        // A login that named an account finishes only as that account.
+        if !self.named_owner(&doc, &owner).await? {
+            return Err(PasskeyError::Refused);
+        }
         passkey.update_credential(&result);
         self.note_passkey_use(&record, &passkey, result.counter())
             .await?;
