@@ -168,25 +168,28 @@ impl OAuth2 {
         .cloned()
         .unwrap_or_default();
         self.store().insert(OAUTH2_LOGINS, doc).await?;
-        let mut query = form_urlencoded::Serializer::new(String::new());
-        query
-            .append_pair("response_type", "code")
-            .append_pair("client_id", &provider.client_id)
-            .append_pair("redirect_uri", &self.callback_url(name))
-            .append_pair("state", &state);
-        if !provider.scopes.is_empty() {
-            query.append_pair("scope", &provider.scopes.join(" "));
-        }
-        if provider.pkce {
-            let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
+        let query = {
+            let mut query = form_urlencoded::Serializer::new(String::new());
             query
-                .append_pair("code_challenge", &challenge)
-                .append_pair("code_challenge_method", "S256");
-        }
+                .append_pair("response_type", "code")
+                .append_pair("client_id", &provider.client_id)
+                .append_pair("redirect_uri", &self.callback_url(name))
+                .append_pair("state", &state);
+            if !provider.scopes.is_empty() {
+                query.append_pair("scope", &provider.scopes.join(" "));
+            }
+            if provider.pkce {
+                let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
+                query
+                    .append_pair("code_challenge", &challenge)
+                    .append_pair("code_challenge_method", "S256");
+            }
+            query.finish()
+        };
         let endpoint = &provider.auth_url;
         let joiner = if endpoint.contains('?') { '&' } else { '?' };
         Ok(OidcStart {
-            url: format!("{endpoint}{joiner}{}", query.finish()),
+            url: format!("{endpoint}{joiner}{query}"),
             state,
         })
     }
@@ -262,21 +265,24 @@ impl OAuth2 {
         code: &str,
         verifier: &str,
     ) -> Result<String, OidcError> {
-        let mut form = form_urlencoded::Serializer::new(String::new());
-        form.append_pair("grant_type", "authorization_code")
-            .append_pair("code", code)
-            .append_pair("redirect_uri", &self.callback_url(&provider.name))
-            .append_pair("client_id", &provider.client_id)
-            .append_pair("client_secret", &provider.client_secret);
-        if provider.pkce {
-            form.append_pair("code_verifier", verifier);
-        }
+        let body = {
+            let mut form = form_urlencoded::Serializer::new(String::new());
+            form.append_pair("grant_type", "authorization_code")
+                .append_pair("code", code)
+                .append_pair("redirect_uri", &self.callback_url(&provider.name))
+                .append_pair("client_id", &provider.client_id)
+                .append_pair("client_secret", &provider.client_secret);
+            if provider.pkce {
+                form.append_pair("code_verifier", verifier);
+            }
+            form.finish()
+        };
         let response = self
             .http()?
             .post(&provider.token_url)
             .header("content-type", "application/x-www-form-urlencoded")
             .header("accept", "application/json")
-            .body(form.finish())
+            .body(body)
             .send()
             .await
             .map_err(|e| OidcError::Unavailable(format!("token request: {e}")))?;
