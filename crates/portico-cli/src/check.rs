@@ -109,7 +109,7 @@ pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report>
             plural(defs.routes.len())
         ));
     }
-    summary.push_str(&sign_in_providers(config));
+    summary.push_str(&sign_in_providers(&config));
     for (collection, specs) in &config.indexes {
         let names: Vec<String> = specs.iter().map(ToString::to_string).collect();
         summary.push_str(&format!("\nindexes of {collection}: {}", names.join("; ")));

@@ -456,7 +456,7 @@ async fn a_github_sign_in_begun_on_one_instance_finishes_on_another_on_postgres(
     let items = b.call("GET", "/api/items", None, &x_auth(&token)).await;
     assert_eq!(items.status, 200, "{}", items.raw);
     assert_eq!(exchange(&b, json!({ "code": code })).await.status, 400);
-    let again = sign_in(&b, &github, &dana).await;
+    let again = sign_in(&a, &github, &dana).await;
     assert_eq!(again["id"], reply.body["id"]);
 }
 
@@ -508,11 +508,11 @@ fn check_resolves_the_presets_and_names_mistakes() {
     let mistakes = [
         (
             "[[accounts.oauth2]]\npreset = \"bitbucket\"\nclient_id = \"x\"\nclient_secret_env = \"S\"\n",
-            "accounts.oauth2.preset: unknown preset \"bitbucket\": write \"github\", \"gitlab\" or \"discord\"",
+            "key `accounts.oauth2.preset`: unknown preset \"bitbucket\": write \"github\", \"gitlab\" or \"discord\"",
         ),
         (
             "[[accounts.oauth2]]\npreset = \"github\"\nclient_id = \" \"\nclient_secret_env = \"S\"\n",
-            "accounts.oauth2.client_id: write the client id",
+            "key `accounts.oauth2.client_id`: write the client id",
         ),
         (
             "[[accounts.oauth2]]\npreset = \"github\"\nclient_secret_env = \"S\"\n",
@@ -520,44 +520,44 @@ fn check_resolves_the_presets_and_names_mistakes() {
         ),
         (
             "[[accounts.oauth2]]\nname = \"corp\"\nclient_id = \"x\"\nclient_secret_env = \"S\"\n",
-            "accounts.oauth2.auth_url: write a preset (\"github\", \"gitlab\" or \"discord\") or the provider's three addresses",
+            "key `accounts.oauth2.auth_url`: write a preset (\"github\", \"gitlab\" or \"discord\") or the provider's three addresses",
         ),
         (
             "[[accounts.oauth2]]\npreset = \"github\"\nbase_url = \"http://github.example.com\"\nclient_id = \"x\"\nclient_secret_env = \"S\"\n",
-            "accounts.oauth2.base_url: write an https:// address",
+            "key `accounts.oauth2.base_url`: write an https:// address",
         ),
         (
             "[[accounts.oauth2]]\npreset = \"github\"\ntoken_url = \"https://x.example/t\"\nclient_id = \"x\"\nclient_secret_env = \"S\"\n",
-            "accounts.oauth2.token_url: the preset sets this",
+            "key `accounts.oauth2.token_url`: the preset sets this",
         ),
         (
             "[[accounts.oauth2]]\npreset = \"github\"\nclient_id = \"x\"\nclient_secret_env = \"S\"\n\
              [[accounts.oauth2]]\npreset = \"github\"\nclient_id = \"y\"\nclient_secret_env = \"S\"\n",
-            "accounts.oauth2.name: another [[accounts.oauth2]] provider is named \"github\"",
+            "key `accounts.oauth2.name`: another [[accounts.oauth2]] provider is named \"github\"",
         ),
         (
             "[[accounts.oidc]]\nname = \"x\"\npreset = \"yahoo\"\nclient_id = \"x\"\nclient_secret_env = \"S\"\n",
-            "accounts.oidc.preset: unknown preset \"yahoo\": write \"google\" or \"microsoft\"",
+            "key `accounts.oidc.preset`: unknown preset \"yahoo\": write \"google\" or \"microsoft\"",
         ),
         (
             "[[accounts.oidc]]\nname = \"apple\"\npreset = \"apple\"\nclient_id = \"x\"\nclient_secret_env = \"S\"\n",
-            "accounts.oidc.preset: preset \"apple\" is not supported: Sign in with Apple sends the browser back with a cross-site POST",
+            "key `accounts.oidc.preset`: preset \"apple\" is not supported: Sign in with Apple sends the browser back with a cross-site POST",
         ),
         (
             "[[accounts.oidc]]\nname = \"ms\"\npreset = \"microsoft\"\ntenant = \"consumers\"\nclient_id = \"x\"\nclient_secret_env = \"S\"\n",
-            "accounts.oidc.tenant: tenant \"consumers\" is not supported",
+            "key `accounts.oidc.tenant`: tenant \"consumers\" is not supported",
         ),
         (
             "[[accounts.oidc]]\nname = \"g\"\npreset = \"google\"\ntenant = \"x\"\nclient_id = \"x\"\nclient_secret_env = \"S\"\n",
-            "accounts.oidc.tenant: tenant goes with preset = \"microsoft\" only",
+            "key `accounts.oidc.tenant`: tenant goes with preset = \"microsoft\" only",
         ),
         (
             "[[accounts.oidc]]\nname = \"g\"\npreset = \"google\"\nissuer = \"https://accounts.google.com\"\nclient_id = \"x\"\nclient_secret_env = \"S\"\n",
-            "accounts.oidc.issuer: the preset sets the issuer",
+            "key `accounts.oidc.issuer`: the preset sets the issuer",
         ),
         (
             "[[accounts.oidc]]\nname = \"g\"\nclient_id = \"x\"\nclient_secret_env = \"S\"\n",
-            "accounts.oidc.issuer: write the provider's https:// issuer",
+            "key `accounts.oidc.issuer`: write the provider's https:// issuer",
         ),
     ];
     for (section, expected) in mistakes {
