@@ -224,17 +224,10 @@ impl AuthRoutes {
                     "code": {"type": "string"}, "totp": {"type": "string"}
                 }, "required": ["code"]}))
                 .reply_body(login_reply.clone()),
-            doc(Method::GET, "oauth2/:name", Access::Public, "sign in with an OAuth2 provider (GitHub, GitLab, Discord, ...): 302 to the provider")
-                .redirects(),
-            doc(Method::GET, "oauth2/:name/callback", Access::Public, "the provider's way back: 302 to {app_url}/oauth2?code=... (or ?error=...)")
-                .query(["code", "state", "error"])
-                .redirects(),
-            doc(Method::POST, "oauth2/exchange", Access::Public, "trade the one-time code of a provider sign-in (60 s, single use) for a login token, as oidc/exchange")
-                .request_body(json!({"type": "object", "properties": {
-                    "code": {"type": "string"}, "totp": {"type": "string"}
-                }, "required": ["code"]}))
-                .reply_body(login_reply),
         ]
+        .into_iter()
+        .chain(oauth2::docs(login_reply))
+        .collect()
     }
 }
 

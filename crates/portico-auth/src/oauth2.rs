@@ -6,7 +6,10 @@
 
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
+use http::Method;
+use portico_edge::{Access, Door, RouteDoc};
 use portico_platform::{OidcCallback, OidcError};
+use serde_json::{Value, json};
 
 use super::{AuthState, Reply, browser_state_named, oidc_error, redirect, state_cookie};
 
@@ -66,4 +69,42 @@ pub(crate) async fn callback(
         &target,
         state_cookie(&state, (OAUTH2_COOKIE, COOKIE_PATH), None),
     )
+}
+
+/// The routes as data (`login_reply`: the schema of a login reply).
+pub(crate) fn docs(login_reply: Value) -> Vec<RouteDoc> {
+    let doc = |method: Method, path: &str, summary: &str| {
+        RouteDoc::new(
+            Door::Accounts,
+            method,
+            format!("/auth/{path}"),
+            Access::Public,
+        )
+        .summary(summary)
+    };
+    vec![
+        doc(
+            Method::GET,
+            "oauth2/:name",
+            "sign in with an OAuth2 provider (GitHub, GitLab, Discord, ...): 302 to the provider",
+        )
+        .redirects(),
+        doc(
+            Method::GET,
+            "oauth2/:name/callback",
+            "the provider's way back: 302 to {app_url}/oauth2?code=... (or ?error=...)",
+        )
+        .query(["code", "state", "error"])
+        .redirects(),
+        doc(
+            Method::POST,
+            "oauth2/exchange",
+            "trade the one-time code of a provider sign-in (60 s, single use) for a login token, \
+             as oidc/exchange",
+        )
+        .request_body(json!({"type": "object", "properties": {
+            "code": {"type": "string"}, "totp": {"type": "string"}
+        }, "required": ["code"]}))
+        .reply_body(login_reply),
+    ]
 }

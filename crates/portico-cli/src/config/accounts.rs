@@ -327,6 +327,30 @@ fn oidc_issuer(
     }
 }
 
+/// Checks every `[[accounts.oidc]]`; `server_url` is true when `accounts.server_url` is set
+/// (the providers need it).
+fn check_all_oidc(
+    raw: Option<Vec<Spanned<RawOidc>>>,
+    server_url: bool,
+    mistakes: &mut Vec<Mistake>,
+) -> Vec<OidcSection> {
+    let raw = raw.unwrap_or_default();
+    if let (Some(first), false) = (raw.first(), server_url) {
+        mistakes.push((
+            first.span(),
+            "accounts.server_url",
+            "[[accounts.oidc]] needs accounts.server_url: the address clients reach this \
+             server at, as in \"https://api.example.com\" (providers send the browser back \
+             to {server_url}/auth/oidc/{name}/callback)"
+                .into(),
+        ));
+    }
+    let mut taken = Vec::new();
+    raw.into_iter()
+        .map(|p| check_oidc(p, &mut taken, mistakes))
+        .collect()
+}
+
 /// Checks one `[[accounts.oidc]]`; `taken` holds the names before it.
 fn check_oidc(
     raw: Spanned<RawOidc>,
@@ -534,43 +558,12 @@ impl AccountsSection {
             .server_url
             .as_ref()
             .map(|url| address(url, "accounts.server_url", &mut mistakes));
-        let mut taken = Vec::new();
-        let oidc_spans: Vec<Range<usize>> = raw.oidc.iter().flatten().map(Spanned::span).collect();
-        let oidc: Vec<OidcSection> = raw
-            .oidc
-            .into_iter()
-            .flatten()
-            .map(|p| check_oidc(p, &mut taken, &mut mistakes))
-            .collect();
-        if let (Some(first), None) = (oidc_spans.first(), &server_url) {
-            mistakes.push((
-                first.clone(),
-                "accounts.server_url",
-                "[[accounts.oidc]] needs accounts.server_url: the address clients reach this \
-                 server at, as in \"https://api.example.com\" (providers send the browser back \
-                 to {server_url}/auth/oidc/{name}/callback)"
-                    .into(),
-            ));
-        }
-        let oauth2_spans: Vec<Range<usize>> =
-            raw.oauth2.iter().flatten().map(Spanned::span).collect();
-        let mut taken = Vec::new();
-        let oauth2: Vec<OAuth2Section> = raw
-            .oauth2
-            .into_iter()
-            .flatten()
-            .map(|p| providers::check_oauth2(p, &mut taken, &mut mistakes))
-            .collect();
-        if let (Some(first), None) = (oauth2_spans.first(), &server_url) {
-            mistakes.push((
-                first.clone(),
-                "accounts.server_url",
-                "[[accounts.oauth2]] needs accounts.server_url: the address clients reach this \
-                 server at, as in \"https://api.example.com\" (providers send the browser back \
-                 to {server_url}/auth/oauth2/{name}/callback)"
-                    .into(),
-            ));
-        }
+        let oidc = check_all_oidc(raw.oidc.take(), server_url.is_some(), &mut mistakes);
+        let oauth2 = providers::check_all_oauth2(
+            raw.oauth2.take().unwrap_or_default(),
+            server_url.is_some(),
+            &mut mistakes,
+        );
         let password_min_length = match raw.password_min_length {
             Some(n) if *n.get_ref() == 0 || *n.get_ref() > 1024 => {
                 mistakes.push((

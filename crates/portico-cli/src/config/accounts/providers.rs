@@ -181,10 +181,13 @@ fn field_name(
     text.to_owned()
 }
 
+/// A key, and where it is written when it is.
+type KeyAt = (&'static str, Option<Range<usize>>);
+
 /// The keys that go with no preset only, or with a preset only: a mistake for each one
 /// written where it does not belong.
 fn misplaced(raw: &RawOAuth2, preset: bool, mistakes: &mut Vec<Mistake>) {
-    let (keys, why): (Vec<(&'static str, Option<Range<usize>>)>, &str) = if preset {
+    let (keys, why): (Vec<KeyAt>, &str) = if preset {
         (
             vec![
                 (
@@ -236,8 +239,31 @@ fn misplaced(raw: &RawOAuth2, preset: bool, mistakes: &mut Vec<Mistake>) {
     }
 }
 
+/// Checks every `[[accounts.oauth2]]`; `server_url` is true when `accounts.server_url` is set
+/// (the providers need it).
+pub(crate) fn check_all_oauth2(
+    raw: Vec<Spanned<RawOAuth2>>,
+    server_url: bool,
+    mistakes: &mut Vec<Mistake>,
+) -> Vec<OAuth2Section> {
+    if let (Some(first), false) = (raw.first(), server_url) {
+        mistakes.push((
+            first.span(),
+            "accounts.server_url",
+            "[[accounts.oauth2]] needs accounts.server_url: the address clients reach this \
+             server at, as in \"https://api.example.com\" (providers send the browser back \
+             to {server_url}/auth/oauth2/{name}/callback)"
+                .into(),
+        ));
+    }
+    let mut taken = Vec::new();
+    raw.into_iter()
+        .map(|p| check_oauth2(p, &mut taken, mistakes))
+        .collect()
+}
+
 /// Checks one `[[accounts.oauth2]]` (`span`: where it is); `taken` holds the names before it.
-pub(crate) fn check_oauth2(
+fn check_oauth2(
     raw: Spanned<RawOAuth2>,
     taken: &mut Vec<String>,
     mistakes: &mut Vec<Mistake>,
