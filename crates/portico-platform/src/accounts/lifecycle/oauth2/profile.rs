@@ -61,11 +61,25 @@ pub(super) async fn identity(
     access: &str,
 ) -> Result<Identity, OidcError> {
     let user = get(http, &provider.userinfo_url, access, "user API").await?;
-    let (id, email, email_verified) = match &provider.profile {
+    let emails = match &provider.profile {
         OAuth2Profile::GitHub { emails_url } => {
-            let emails = get(http, emails_url, access, "user emails API").await?;
+            Some(get(http, emails_url, access, "user emails API").await?)
+        }
+        _ => None,
+    };
+    read(&provider.profile, &user, emails.as_ref())
+}
+
+/// The identity in the user API's reply (and GitHub's list of addresses).
+fn read(
+    profile: &OAuth2Profile,
+    user: &Value,
+    emails: Option<&Value>,
+) -> Result<Identity, OidcError> {
+    let (id, email, email_verified) = match profile {
+        OAuth2Profile::GitHub { .. } => {
             let primary = emails
-                .as_array()
+                .and_then(Value::as_array)
                 .ok_or_else(|| OidcError::InvalidResponse("user emails API: not a list".into()))?
                 .iter()
                 .find(|e| e.get("primary").and_then(Value::as_bool) == Some(true));
@@ -95,11 +109,11 @@ pub(super) async fn identity(
             email,
             email_verified,
         } => (
-            id_text(at(&user, id)),
-            address(at(&user, email)),
+            id_text(at(user, id)),
+            address(at(user, email)),
             email_verified
                 .as_deref()
-                .and_then(|field| at(&user, field))
+                .and_then(|field| at(user, field))
                 .and_then(Value::as_bool)
                 == Some(true),
         ),
@@ -130,5 +144,92 @@ mod tests {
         assert_eq!(id_text(None), None);
         let user = json!({"data": {"id": 7}});
         assert_eq!(id_text(at(&user, "data.id")), Some("7".into()));
+    }
+
+    fn who(
+        profile: &OAuth2Profile,
+        user: Value,
+        emails: Option<Value>,
+    ) -> (String, Option<String>, bool) {
+        let i = read(profile, &user, emails.as_ref()).expect("an identity");
+        (i.sub, i.email, i.email_verified)
+    }
+
+    #[test]
+    fn each_profile_reads_its_provider_s_reply() {
+        let gitlab = OAuth2Profile::GitLab;
+        let confirmed = json!({"id": 42, "username": "ann", "email": "ann@example.org",
+                               "confirmed_at": "2024-01-02T03:04:05Z"});
+        assert_eq!(
+            who(&gitlab, confirmed, None),
+            ("42".into(), Some("ann@example.org".into()), true)
+        );
+        let unconfirmed = json!({"id": 42, "email": "ann@example.org", "confirmed_at": null});
+        assert!(!who(&gitlab, unconfirmed, None).2);
+
+        let discord = OAuth2Profile::Discord;
+        let user =
+            json!({"id": "80351110224678912", "email": "nelly@discord.com", "verified": true});
+        assert_eq!(
+            who(&discord, user, None),
+            (
+                "80351110224678912".into(),
+                Some("nelly@discord.com".into()),
+                true
+            )
+        );
+        let user = json!({"id": "8035", "email": "nelly@discord.com", "verified": false});
+        assert!(!who(&discord, user, None).2);
+        let user = json!({"id": "8035", "email": null});
+        assert_eq!(who(&discord, user, None), ("8035".into(), None, false));
+
+        let github = OAuth2Profile::GitHub {
+            emails_url: String::new(),
+        };
+        let emails = json!([
+            {"email": "other@example.net", "primary": false, "verified": true},
+            {"email": "octo@example.org", "primary": true, "verified": false}
+        ]);
+        assert_eq!(
+            who(&github, json!({"id": 583231, "email": null}), Some(emails)),
+            ("583231".into(), Some("octo@example.org".into()), false),
+            "the primary address only, with its own verification"
+        );
+        assert!(matches!(
+            read(
+                &github,
+                &json!({"id": 1}),
+                Some(&json!({"message": "Not Found"}))
+            ),
+            Err(OidcError::InvalidResponse(_))
+        ));
+
+        let fields = OAuth2Profile::Fields {
+            id: "data.sub".into(),
+            email: "data.mail".into(),
+            email_verified: Some("data.ok".into()),
+        };
+        let user = json!({"data": {"sub": "u-1", "mail": "a@example.org", "ok": true}});
+        assert_eq!(
+            who(&fields, user, None),
+            ("u-1".into(), Some("a@example.org".into()), true)
+        );
+        let unsure = OAuth2Profile::Fields {
+            id: "id".into(),
+            email: "email".into(),
+            email_verified: None,
+        };
+        assert!(
+            !who(
+                &unsure,
+                json!({"id": 3, "email": "a@example.org", "email_verified": true}),
+                None
+            )
+            .2
+        );
+        assert!(matches!(
+            read(&unsure, &json!({"email": "a@example.org"}), None),
+            Err(OidcError::InvalidResponse(_))
+        ));
     }
 }
