@@ -10,7 +10,8 @@
 # test needs only Debian's chromium. The TypeScript client's tests (clients/js) need Node.js
 # 20+, chromium and `npm ci` in clients/js, and for its account tests python3's aiosmtpd and the
 # OpenID Connect test provider below. The OpenID Connect tests need Node.js and `npm ci` in
-# crates/portico-cli/tests/support/oidc, the webhook tests `npm ci` in
+# crates/portico-cli/tests/support/oidc (the OAuth2 tests need Node.js only:
+# tests/support/oauth2/github.mjs has no packages), the webhook tests `npm ci` in
 # crates/portico-cli/tests/support/webhooks. The account tests read mail from an SMTP server they
 # start with python3's aiosmtpd. The Python client's tests (clients/python) run in a virtualenv
 # made here with pinned requirements. The files tests on S3 need the `s3s-fs` server, installed with

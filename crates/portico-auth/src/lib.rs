@@ -21,6 +21,9 @@
 //! | `GET /auth/oidc/{name}` | | 302 to the provider (authorization code with PKCE S256, state and nonce); 429 past the accounts' `oidc_start_limit` per client |
 //! | `GET /auth/oidc/{name}/callback` | | the provider's way back: 302 to `{app_url}/oidc?code=...` (or `?error=...`) |
 //! | `POST /auth/oidc/exchange` | `{code, totp?}` | 200 `{id, token, tokenExpires}`: the one-time code (60 s) for a login token |
+//! | `GET /auth/oauth2/{name}` | | 302 to an OAuth2 provider (GitHub, GitLab, Discord, ...: authorization code with PKCE S256 and state); the same limit |
+//! | `GET /auth/oauth2/{name}/callback` | | the provider's way back: 302 to `{app_url}/oauth2?code=...` (or `?error=...`) |
+//! | `POST /auth/oauth2/exchange` | `{code, totp?}` | as `/auth/oidc/exchange` (either takes either flow's code) |
 //!
 //! The passkey endpoints (`/auth/passkey/...`, `/auth/passkeys`) are listed in the `passkeys`
 //! module's docs.
@@ -36,6 +39,8 @@
 //! `{app_url}/oidc?code=...` at `/auth/oidc/exchange`. When the sign-in fails, the browser goes to
 //! `{app_url}/oidc?error=WORD` (`invalid-state`, `provider-refused`, `provider-unavailable`,
 //! `invalid-response`, `email-not-verified`, `account-not-verified`, `internal-server-error`).
+//! OAuth2 providers work the same way with the cookie `portico_oauth2` (path `/auth/oauth2/`)
+//! and the application's page `{app_url}/oauth2`.
 //!
 //! ```
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -43,6 +48,8 @@
 //! let app: axum::Router = portico_auth::AuthRoutes::new(platform, portico_edge::TrustedProxies::none()).router();
 //! # Ok(()) }
 //! ```
+
+mod oauth2;
 
 use std::time::Duration;
 
@@ -136,6 +143,9 @@ impl AuthRoutes {
             .route("/auth/oidc/{name}", get(oidc_begin))
             .route("/auth/oidc/{name}/callback", get(oidc_callback))
             .route("/auth/logout-everywhere", post(logout_everywhere))
+            .route("/auth/oauth2/exchange", post(oidc_exchange))
+            .route("/auth/oauth2/{name}", get(oauth2::begin))
+            .route("/auth/oauth2/{name}/callback", get(oauth2::callback))
             .layer(DefaultBodyLimit::max(BODY_LIMIT))
             .layer(axum::middleware::from_fn(read_whole_body))
             .with_state(self.state.clone());
@@ -225,6 +235,7 @@ impl AuthRoutes {
                     "passwordReset": {"type": "boolean"},
                     "requireVerifiedEmail": {"type": "boolean"},
                     "oidc": {"type": "array", "items": {"type": "string"}},
+                    "oauth2": {"type": "array", "items": {"type": "string"}},
                     "totp": {"type": "boolean"},
                     "emailCode": {"type": "boolean"},
                     "emailCodeSignup": {"type": "boolean"},
@@ -240,8 +251,9 @@ impl AuthRoutes {
                 .request_body(json!({"type": "object", "properties": {
                     "code": {"type": "string"}, "totp": {"type": "string"}
                 }, "required": ["code"]}))
-                .reply_body(login_reply),
+                .reply_body(login_reply.clone()),
         ]);
+        docs.extend(oauth2::docs(login_reply));
         docs
     }
 }
@@ -554,6 +566,7 @@ async fn methods(State(state): State<AuthState>) -> Response {
         "passwordReset": mail,
         "requireVerifiedEmail": config.require_verified_email,
         "oidc": state.platform.oidc().names(),
+        "oauth2": state.platform.oauth2().names(),
         "totp": true,
         "emailCode": mail,
         "emailCodeSignup": mail && config.email_code_signup && !config.forbid_client_account_creation,
@@ -568,6 +581,11 @@ const OIDC_COOKIE: &str = "portico_oidc";
 
 /// `Set-Cookie` for the sign-in state (`None`: remove it).
 fn oidc_cookie(state: &AuthState, value: Option<&str>) -> String {
+    state_cookie(state, (OIDC_COOKIE, "/auth/oidc/"), value)
+}
+
+/// `Set-Cookie` for the sign-in state in the cookie `name` at `path` (`None`: remove it).
+fn state_cookie(state: &AuthState, (name, path): (&str, &str), value: Option<&str>) -> String {
     let secure = state
         .platform
         .accounts()
@@ -576,20 +594,25 @@ fn oidc_cookie(state: &AuthState, value: Option<&str>) -> String {
         .starts_with("https://");
     let (value, age) = value.map_or(("", 0), |v| (v, 600));
     format!(
-        "{OIDC_COOKIE}={value}; Path=/auth/oidc/; Max-Age={age}; HttpOnly; SameSite=Lax{}",
+        "{name}={value}; Path={path}; Max-Age={age}; HttpOnly; SameSite=Lax{}",
         if secure { "; Secure" } else { "" }
     )
 }
 
 /// The sign-in state the browser holds (the last `portico_oidc` cookie).
 fn browser_state(headers: &http::HeaderMap) -> Option<String> {
+    browser_state_named(headers, OIDC_COOKIE)
+}
+
+/// The sign-in state the browser holds in the cookie `cookie` (the last one).
+fn browser_state_named(headers: &http::HeaderMap, cookie: &str) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .filter(|(name, _)| *name == OIDC_COOKIE)
+        .filter(|(name, _)| *name == cookie)
         .map(|(_, value)| value.to_owned())
         .next_back()
 }

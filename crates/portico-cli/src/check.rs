@@ -109,6 +109,7 @@ pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report>
             plural(defs.routes.len())
         ));
     }
+    summary.push_str(&sign_in_providers(&config));
     for (collection, specs) in &config.indexes {
         let names: Vec<String> = specs.iter().map(ToString::to_string).collect();
         summary.push_str(&format!("\nindexes of {collection}: {}", names.join("; ")));
@@ -236,6 +237,44 @@ pub fn summary(path: &Path, config: &Config, doors: &Doors) -> String {
         plural(collections),
         plural(routes)
     )
+}
+
+/// One line per `[[accounts.oidc]]` and `[[accounts.oauth2]]` provider, with the addresses
+/// its preset resolved to.
+fn sign_in_providers(config: &Config) -> String {
+    let Some(accounts) = &config.accounts else {
+        return String::new();
+    };
+    let preset = |p: &Option<String>| {
+        p.as_ref()
+            .map_or(String::new(), |p| format!(", preset {p}"))
+    };
+    let mut lines = String::new();
+    for p in &accounts.oidc {
+        lines.push_str(&format!(
+            "\nsign-in /auth/oidc/{} (OpenID Connect{}): issuer {}, scopes {}",
+            p.name,
+            preset(&p.preset),
+            p.issuer,
+            p.scopes.join(" ")
+        ));
+    }
+    for p in &accounts.oauth2 {
+        let endpoints: Vec<String> = p
+            .provider
+            .endpoints()
+            .iter()
+            .map(|(key, url)| format!("{key} {url}"))
+            .collect();
+        lines.push_str(&format!(
+            "\nsign-in /auth/oauth2/{} (OAuth2{}): {}, scopes {}",
+            p.name,
+            preset(&p.preset),
+            endpoints.join(", "),
+            p.provider.scopes.join(" ")
+        ));
+    }
+    lines
 }
 
 fn plural(n: usize) -> &'static str {

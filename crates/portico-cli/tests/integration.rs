@@ -33,6 +33,7 @@ mod integration {
     mod login_parity;
     mod mail_languages;
     mod memory;
+    mod oauth2;
     mod oidc;
     mod operations;
     mod passkeys;

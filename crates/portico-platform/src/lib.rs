@@ -86,11 +86,12 @@ mod timestamps;
 pub use accounts::{
     ACCOUNT_TOKENS, API_KEYS, Accounts, AccountsConfig, ApiKeyInfo, EMAIL_CODES, EmailCodeError,
     EmailCodeProof, GuestUpgrade, IDENTITIES, Lifecycle, LoginToken, MAIL_NAMES, Mail, MailLimits,
-    MailSender, MailTemplate, MailTemplates, MailTransport, NewUser, OIDC_LOGINS, OUTBOX, Oidc,
-    OidcCallback, OidcError, OidcProvider, OidcStart, PASSKEY_CEREMONIES, PASSKEYS, PasskeyBegin,
-    PasskeyConfig, PasskeyError, PasskeyInfo, Password, SenderOptions, SmtpTransport, TOKEN_PATH,
-    TotpRefusal, TotpSetup, USERS, UserSelector, acceptable_provider_url, has_verified_email,
-    hash_token, import_value, is_guest, is_mail_language, is_service_account, mail_placeholders,
+    MailSender, MailTemplate, MailTemplates, MailTransport, NewUser, OAUTH2_LOGINS, OAuth2,
+    OAuth2Preset, OAuth2Profile, OAuth2Provider, OIDC_LOGINS, OUTBOX, Oidc, OidcCallback,
+    OidcError, OidcProvider, OidcStart, PASSKEY_CEREMONIES, PASSKEYS, PasskeyBegin, PasskeyConfig,
+    PasskeyError, PasskeyInfo, Password, SenderOptions, SmtpTransport, TOKEN_PATH, TotpRefusal,
+    TotpSetup, USERS, UserSelector, acceptable_provider_url, has_verified_email, hash_token,
+    import_value, is_guest, is_mail_language, is_service_account, mail_placeholders,
     password_digest, preferred_languages, public_user, totp_code, totp_enabled,
     unknown_placeholders, user_has_any_role,
 };

@@ -1,5 +1,8 @@
 //! `[accounts]` and `[email]`: the account lifecycle (verification, password reset, email
-//! change, `[[accounts.oidc]]` providers) and the SMTP server its mail goes through.
+//! change, `[[accounts.oidc]]` and `[[accounts.oauth2]]` providers) and the SMTP server its
+//! mail goes through.
+
+mod providers;
 
 use std::ops::Range;
 use std::path::Path;
@@ -8,6 +11,8 @@ use std::time::Duration;
 use portico_platform::{Limit, MAIL_NAMES, MailLimits, MailTemplate, MailTemplates};
 use serde::Deserialize;
 use toml::Spanned;
+
+pub use providers::OAuth2Section;
 
 /// `{ attempts = 5, per_seconds = 3600 }`.
 #[derive(Debug, Deserialize)]
@@ -45,6 +50,7 @@ pub(crate) struct RawAccounts {
     rp_id: Option<Spanned<String>>,
     rp_name: Option<Spanned<String>>,
     origins: Option<Spanned<Vec<String>>>,
+    oauth2: Option<Vec<Spanned<providers::RawOAuth2>>>,
 }
 
 /// `[[accounts.oidc]]` as written.
@@ -52,7 +58,9 @@ pub(crate) struct RawAccounts {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawOidc {
     name: Spanned<String>,
-    issuer: Spanned<String>,
+    issuer: Option<Spanned<String>>,
+    preset: Option<Spanned<String>>,
+    tenant: Option<Spanned<String>>,
     client_id: Spanned<String>,
     client_secret_env: Spanned<String>,
     scopes: Option<Spanned<Vec<String>>>,
@@ -64,8 +72,11 @@ pub struct OidcSection {
     /// `name`: the provider's part of `/auth/oidc/{name}`.
     pub name: String,
     /// `issuer`: `https://...` (or `http://` on this machine), read from
-    /// `{issuer}/.well-known/openid-configuration`.
+    /// `{issuer}/.well-known/openid-configuration`; filled by `preset`.
     pub issuer: String,
+    /// `preset`: `google` or `microsoft` (with `tenant`, default `common`), which fill
+    /// `issuer`; `apple` is refused with the reason.
+    pub preset: Option<String>,
     /// `client_id`.
     pub client_id: String,
     /// `client_secret_env`: the environment variable holding the client secret (read by
@@ -141,6 +152,8 @@ pub struct AccountsSection {
     /// `rp_id`, `rp_name` and `origins`: passkeys, on when `rp_id` is set (`origins` is then
     /// required; `rp_name` defaults to `rp_id`).
     pub passkeys: Option<portico_platform::PasskeyConfig>,
+    /// `[[accounts.oauth2]]`: the OAuth2 providers (GitHub, GitLab, Discord, ...).
+    pub oauth2: Vec<OAuth2Section>,
 }
 
 impl Default for AccountsSection {
@@ -183,6 +196,7 @@ impl Default for AccountsSection {
             server_url: None,
             oidc: Vec::new(),
             passkeys: None,
+            oauth2: Vec::new(),
         }
     }
 }
@@ -274,12 +288,83 @@ fn address(url: &Spanned<String>, key: &'static str, mistakes: &mut Vec<Mistake>
     text
 }
 
+/// The issuer of `[[accounts.oidc]]` (written, or filled by its preset) and the default scopes.
+fn oidc_issuer(
+    raw: &RawOidc,
+    span: Range<usize>,
+    mistakes: &mut Vec<Mistake>,
+) -> (String, Vec<String>) {
+    let scopes = ["openid", "email", "profile"].map(str::to_owned).to_vec();
+    match (&raw.preset, &raw.issuer) {
+        (Some(preset), None) => providers::oidc_preset(preset, raw.tenant.as_ref(), mistakes)
+            .unwrap_or((String::new(), scopes)),
+        (Some(_), Some(issuer)) => {
+            mistakes.push((
+                issuer.span(),
+                "accounts.oidc.issuer",
+                "the preset sets the issuer: write one or the other".into(),
+            ));
+            (String::new(), scopes)
+        }
+        (None, issuer) => {
+            if let Some(tenant) = &raw.tenant {
+                mistakes.push((
+                    tenant.span(),
+                    "accounts.oidc.tenant",
+                    "tenant goes with preset = \"microsoft\" only".into(),
+                ));
+            }
+            let text = issuer
+                .as_ref()
+                .map(|i| i.get_ref().trim().to_owned())
+                .unwrap_or_default();
+            if !portico_platform::acceptable_provider_url(&text) {
+                mistakes.push((
+                    issuer.as_ref().map_or(span, Spanned::span),
+                    "accounts.oidc.issuer",
+                    format!(
+                        "write the provider's https:// issuer, as in \"https://accounts.google.com\" \
+                         (http:// only on this machine: 127.0.0.1, localhost), or a preset ({})",
+                        providers::OIDC_PRESETS.join(", ")
+                    ),
+                ));
+            }
+            (text, scopes)
+        }
+    }
+}
+
+/// Checks every `[[accounts.oidc]]`; `server_url` is true when `accounts.server_url` is set
+/// (the providers need it).
+fn check_all_oidc(
+    raw: Option<Vec<Spanned<RawOidc>>>,
+    server_url: bool,
+    mistakes: &mut Vec<Mistake>,
+) -> Vec<OidcSection> {
+    let raw = raw.unwrap_or_default();
+    if let (Some(first), false) = (raw.first(), server_url) {
+        mistakes.push((
+            first.span(),
+            "accounts.server_url",
+            "[[accounts.oidc]] needs accounts.server_url: the address clients reach this \
+             server at, as in \"https://api.example.com\" (providers send the browser back \
+             to {server_url}/auth/oidc/{name}/callback)"
+                .into(),
+        ));
+    }
+    let mut taken = Vec::new();
+    raw.into_iter()
+        .map(|p| check_oidc(p, &mut taken, mistakes))
+        .collect()
+}
+
 /// Checks one `[[accounts.oidc]]`; `taken` holds the names before it.
 fn check_oidc(
     raw: Spanned<RawOidc>,
     taken: &mut Vec<String>,
     mistakes: &mut Vec<Mistake>,
 ) -> OidcSection {
+    let span = raw.span();
     let raw = raw.into_inner();
     let name = raw.name.get_ref().trim().to_owned();
     let good_name = !name.is_empty()
@@ -301,16 +386,7 @@ fn check_oidc(
         ));
     }
     taken.push(name.clone());
-    let issuer = raw.issuer.get_ref().trim().to_owned();
-    if !portico_platform::acceptable_provider_url(&issuer) {
-        mistakes.push((
-            raw.issuer.span(),
-            "accounts.oidc.issuer",
-            "write the provider's https:// issuer, as in \"https://accounts.google.com\" \
-             (http:// only on this machine: 127.0.0.1, localhost)"
-                .into(),
-        ));
-    }
+    let (issuer, preset_scopes) = oidc_issuer(&raw, span, mistakes);
     let client_id = raw.client_id.get_ref().trim().to_owned();
     if client_id.is_empty() {
         mistakes.push((
@@ -353,11 +429,12 @@ fn check_oidc(
             }
             list
         }
-        None => ["openid", "email", "profile"].map(str::to_owned).to_vec(),
+        None => preset_scopes,
     };
     OidcSection {
         name,
         issuer,
+        preset: raw.preset.map(|p| p.into_inner().trim().to_owned()),
         client_id,
         client_secret_env,
         scopes,
@@ -557,24 +634,12 @@ impl AccountsSection {
             .server_url
             .as_ref()
             .map(|url| address(url, "accounts.server_url", &mut mistakes));
-        let mut taken = Vec::new();
-        let oidc_spans: Vec<Range<usize>> = raw.oidc.iter().flatten().map(Spanned::span).collect();
-        let oidc: Vec<OidcSection> = raw
-            .oidc
-            .into_iter()
-            .flatten()
-            .map(|p| check_oidc(p, &mut taken, &mut mistakes))
-            .collect();
-        if let (Some(first), None) = (oidc_spans.first(), &server_url) {
-            mistakes.push((
-                first.clone(),
-                "accounts.server_url",
-                "[[accounts.oidc]] needs accounts.server_url: the address clients reach this \
-                 server at, as in \"https://api.example.com\" (providers send the browser back \
-                 to {server_url}/auth/oidc/{name}/callback)"
-                    .into(),
-            ));
-        }
+        let oidc = check_all_oidc(raw.oidc.take(), server_url.is_some(), &mut mistakes);
+        let oauth2 = providers::check_all_oauth2(
+            raw.oauth2.take().unwrap_or_default(),
+            server_url.is_some(),
+            &mut mistakes,
+        );
         let password_min_length = match raw.password_min_length {
             Some(n) if *n.get_ref() == 0 || *n.get_ref() > 1024 => {
                 mistakes.push((
@@ -631,6 +696,7 @@ impl AccountsSection {
             ),
             server_url,
             oidc,
+            oauth2,
             ..defaults
         };
         section.check_email_code(raw_email_code, &mut mistakes);
@@ -890,6 +956,17 @@ pub fn platform_accounts(
                 portico_platform::OidcProvider::new(&p.name, &p.issuer, &p.client_id, secret);
             provider.scopes = p.scopes.clone();
             accounts.oidc.push(provider);
+        }
+        for p in &section.oauth2 {
+            let secret = std::env::var(&p.client_secret_env).map_err(|_| {
+                format!(
+                    "accounts.oauth2 {:?}: set the environment variable {} to the client secret",
+                    p.name, p.client_secret_env
+                )
+            })?;
+            let mut provider = p.provider.clone();
+            provider.client_secret = secret;
+            accounts.oauth2.push(provider);
         }
     }
     if let Some(email) = &config.email {

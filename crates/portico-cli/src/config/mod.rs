@@ -23,7 +23,7 @@ use std::time::Duration;
 use portico_rest::Op;
 use serde_json::Value;
 
-pub use accounts::{AccountsSection, EmailConfig, platform_accounts};
+pub use accounts::{AccountsSection, EmailConfig, OAuth2Section, platform_accounts};
 pub use admin::AdminConfig;
 pub use checker::check_database_url;
 pub use diagnostic::ConfigError;

@@ -81,7 +81,7 @@ impl Drop for Provider {
     }
 }
 
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("free port")
@@ -91,15 +91,15 @@ fn free_port() -> u16 {
 /// A browser driven by hand: cookies kept per host and port (paths ignored), redirects not
 /// followed (each hop is a step of the test).
 #[derive(Default)]
-struct Browser {
-    cookies: HashMap<String, HashMap<String, String>>,
+pub(super) struct Browser {
+    pub(super) cookies: HashMap<String, HashMap<String, String>>,
 }
 
 /// One hop: the status and where it points.
-struct Hop {
-    status: u16,
-    location: Option<String>,
-    body: String,
+pub(super) struct Hop {
+    pub(super) status: u16,
+    pub(super) location: Option<String>,
+    pub(super) body: String,
 }
 
 fn origin(url: &Url) -> String {
@@ -111,7 +111,12 @@ fn origin(url: &Url) -> String {
 }
 
 impl Browser {
-    async fn send(&mut self, method: &str, url: &str, form: Option<&[(&str, &str)]>) -> Hop {
+    pub(super) async fn send(
+        &mut self,
+        method: &str,
+        url: &str,
+        form: Option<&[(&str, &str)]>,
+    ) -> Hop {
         let url = Url::parse(url).expect("url");
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -161,12 +166,12 @@ impl Browser {
         }
     }
 
-    async fn get(&mut self, url: &str) -> Hop {
+    pub(super) async fn get(&mut self, url: &str) -> Hop {
         self.send("GET", url, None).await
     }
 
     /// The value of the cookie `name` this browser holds for `url`'s host.
-    fn cookie(&self, url: &str, name: &str) -> Option<String> {
+    pub(super) fn cookie(&self, url: &str, name: &str) -> Option<String> {
         let url = Url::parse(url).expect("url");
         self.cookies.get(&origin(&url))?.get(name).cloned()
     }

@@ -56,10 +56,11 @@ pub use guests::{GuestUpgrade, is_guest};
 pub use import::import_value;
 pub use lifecycle::{
     EMAIL_CODES, EmailCodeError, EmailCodeProof, IDENTITIES, Lifecycle, MAIL_NAMES, Mail,
-    MailLimits, MailSender, MailTemplate, MailTemplates, MailTransport, OIDC_LOGINS, OUTBOX, Oidc,
-    OidcCallback, OidcError, OidcProvider, OidcStart, SenderOptions, SmtpTransport,
-    acceptable_provider_url, has_verified_email, is_mail_language, mail_placeholders,
-    preferred_languages, unknown_placeholders,
+    MailLimits, MailSender, MailTemplate, MailTemplates, MailTransport, OAUTH2_LOGINS, OAuth2,
+    OAuth2Preset, OAuth2Profile, OAuth2Provider, OIDC_LOGINS, OUTBOX, Oidc, OidcCallback,
+    OidcError, OidcProvider, OidcStart, SenderOptions, SmtpTransport, acceptable_provider_url,
+    has_verified_email, is_mail_language, mail_placeholders, preferred_languages,
+    unknown_placeholders,
 };
 pub use passkeys::{
     PASSKEY_CEREMONIES, PASSKEYS, PasskeyBegin, PasskeyConfig, PasskeyError, PasskeyInfo,
@@ -131,6 +132,9 @@ pub struct AccountsConfig {
     pub server_url: String,
     /// The OpenID Connect providers users may sign in with (see [`crate::Oidc`]).
     pub oidc: Vec<OidcProvider>,
+    /// The OAuth2 providers users may sign in with (see [`crate::OAuth2`]); they send the
+    /// browser back to `{server_url}/auth/oauth2/{name}/callback`.
+    pub oauth2: Vec<OAuth2Provider>,
     /// Sign-ins with a provider started per client address (default 30 per 10 minutes; `None`
     /// turns the limit off). Each start stores a pending sign-in for 10 minutes, so the limit
     /// also bounds what one client can make the server store.
@@ -254,6 +258,13 @@ impl AccountsConfig {
         self
     }
 
+    /// Sets [`oauth2`](AccountsConfig::oauth2): the OAuth2 providers users may sign in with
+    /// (see [`crate::OAuth2`]).
+    pub fn oauth2(mut self, oauth2: Vec<OAuth2Provider>) -> Self {
+        self.oauth2 = oauth2;
+        self
+    }
+
     /// Sets [`oidc_start_limit`](AccountsConfig::oidc_start_limit): sign-ins with a provider
     /// started per client address (default 30 per 10 minutes (`None` turns it off).
     pub fn oidc_start_limit(mut self, oidc_start_limit: Option<crate::Limit>) -> Self {
@@ -359,6 +370,7 @@ impl Default for AccountsConfig {
             mail_templates: MailTemplates::default(),
             server_url: "http://localhost:8080".to_owned(),
             oidc: Vec::new(),
+            oauth2: Vec::new(),
             oidc_start_limit: Some(crate::Limit::new(30, std::time::Duration::from_secs(600))),
             email_code_signup: false,
             email_code_lifetime: chrono::Duration::minutes(10),

@@ -91,6 +91,7 @@ struct Inner {
     accounts: Accounts,
     lifecycle: crate::Lifecycle,
     oidc: crate::Oidc,
+    oauth2: crate::OAuth2,
     collections: RwLock<BTreeMap<String, Collection>>,
     methods: RwLock<BTreeMap<String, MethodEntry>>,
     publications: RwLock<BTreeMap<String, PublicationEntry>>,
@@ -183,6 +184,8 @@ impl Platform {
         lifecycle.prepare().await?;
         let oidc = crate::Oidc::new(accounts.clone(), store.clone());
         oidc.prepare().await?;
+        let oauth2 = crate::OAuth2::new(accounts.clone(), store.clone());
+        oauth2.prepare().await?;
         let jobs = crate::jobs::Jobs::new(store.clone());
         jobs.prepare().await?;
         let live = Arc::new(crate::live::Hub::new(
@@ -201,6 +204,7 @@ impl Platform {
                 accounts,
                 lifecycle,
                 oidc,
+                oauth2,
                 collections: RwLock::new(BTreeMap::new()),
                 methods: RwLock::new(BTreeMap::new()),
                 publications: RwLock::new(BTreeMap::new()),
@@ -282,6 +286,11 @@ impl Platform {
     /// Sign-in with the OpenID Connect providers of [`crate::AccountsConfig::oidc`].
     pub fn oidc(&self) -> &crate::Oidc {
         &self.inner.oidc
+    }
+
+    /// Sign-in with the OAuth2 providers of [`crate::AccountsConfig::oauth2`].
+    pub fn oauth2(&self) -> &crate::OAuth2 {
+        &self.inner.oauth2
     }
 
     /// The live queries (see [`Platform::subscribe_live`]).

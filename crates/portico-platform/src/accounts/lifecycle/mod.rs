@@ -16,6 +16,7 @@
 //! the password or address changes) and sends the mail, retrying while the mail server is down.
 
 mod email_code;
+mod oauth2;
 mod oidc;
 mod outbox;
 mod smtp;
@@ -30,6 +31,7 @@ use portico_store::{Document, Store, Update, document_id};
 use serde_json::{Value, json};
 
 pub use email_code::{EMAIL_CODES, EmailCodeError, EmailCodeProof};
+pub use oauth2::{OAUTH2_LOGINS, OAuth2, OAuth2Preset, OAuth2Profile, OAuth2Provider};
 pub use oidc::{
     IDENTITIES, OIDC_LOGINS, Oidc, OidcCallback, OidcError, OidcProvider, OidcStart,
     acceptable_url as acceptable_provider_url,

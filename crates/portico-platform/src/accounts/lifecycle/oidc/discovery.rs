@@ -50,6 +50,33 @@ pub(super) struct Discovered {
     pub(super) keys_fetched: Instant,
 }
 
+/// The placeholder a multi-tenant provider's metadata puts in its issuer: Microsoft's
+/// `https://login.microsoftonline.com/{tenantid}/v2.0` (tenants `common` and
+/// `organizations`), whose ID tokens name the person's tenant in `iss` and `tid`.
+pub(super) const TENANT_PLACEHOLDER: &str = "{tenantid}";
+
+/// True when `issuer` is `expected`, or `expected` is a template with
+/// [`TENANT_PLACEHOLDER`] and `issuer` is it with one tenant (letters, digits, `-`, `.`) in
+/// its place.
+pub(super) fn issuer_matches(expected: &str, issuer: &str) -> bool {
+    let Some((before, after)) = expected.split_once(TENANT_PLACEHOLDER) else {
+        return expected == issuer;
+    };
+    if issuer.len() <= before.len() + after.len()
+        || !issuer.starts_with(before)
+        || !issuer.ends_with(after)
+    {
+        return false;
+    }
+    issuer
+        .get(before.len()..issuer.len() - after.len())
+        .is_some_and(|tenant| {
+            tenant
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+        })
+}
+
 /// True for an address a provider may be reached at: `https://`, or `http://` on this machine
 /// (a provider run for development or tests).
 pub fn acceptable_url(url: &str) -> bool {
@@ -68,7 +95,7 @@ pub fn acceptable_url(url: &str) -> bool {
 }
 
 /// Reads a JSON reply of at most [`MAX_REPLY`] bytes.
-pub(super) async fn json_reply<T: serde::de::DeserializeOwned>(
+pub(in crate::accounts::lifecycle) async fn json_reply<T: serde::de::DeserializeOwned>(
     response: reqwest::Response,
     what: &str,
 ) -> Result<T, String> {
@@ -107,7 +134,8 @@ pub(super) async fn discover(http: &reqwest::Client, issuer: &str) -> Result<Dis
         .await
         .map_err(|e| format!("discovery at {url}: {e}"))?;
     let metadata: Metadata = json_reply(response, "discovery").await?;
-    if metadata.issuer != issuer {
+    // A multi-tenant template (see TENANT_PLACEHOLDER) stands for the configured tenant.
+    if !issuer_matches(&metadata.issuer, issuer) {
         return Err(format!(
             "discovery: the provider says its issuer is {:?}, not {issuer:?}",
             metadata.issuer
@@ -163,5 +191,29 @@ mod tests {
         assert!(!acceptable_url("http://127.0.0.1.example.com/"));
         assert!(!acceptable_url("https://"));
         assert!(!acceptable_url("ftp://127.0.0.1"));
+    }
+
+    #[test]
+    fn a_tenant_template_matches_one_tenant() {
+        let template = "https://login.microsoftonline.com/{tenantid}/v2.0";
+        assert!(issuer_matches(
+            template,
+            "https://login.microsoftonline.com/common/v2.0"
+        ));
+        assert!(issuer_matches(
+            template,
+            "https://login.microsoftonline.com/9188040d-6c67-4c5b-b112-36a304b66dad/v2.0"
+        ));
+        assert!(!issuer_matches(
+            template,
+            "https://login.microsoftonline.com/a/b/v2.0"
+        ));
+        assert!(!issuer_matches(
+            template,
+            "https://login.microsoftonline.com//v2.0"
+        ));
+        assert!(!issuer_matches(template, "https://evil.example/x/v2.0"));
+        assert!(issuer_matches("https://id.example", "https://id.example"));
+        assert!(!issuer_matches("https://id.example", "https://id.example/"));
     }
 }

@@ -23,14 +23,15 @@ const ALGORITHMS: [Algorithm; 8] = [
 const LEEWAY_SECS: u64 = 60;
 
 /// The claims of a verified ID token that Portico uses.
+/// (An OAuth2 provider's user API reply is read into one too.)
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Identity {
+pub(in crate::accounts::lifecycle) struct Identity {
     /// The provider's stable id of the person.
-    pub(super) sub: String,
+    pub(in crate::accounts::lifecycle) sub: String,
     /// Their address, when the token (or the userinfo reply) has one.
-    pub(super) email: Option<String>,
+    pub(in crate::accounts::lifecycle) email: Option<String>,
     /// True when the provider says it verified that address.
-    pub(super) email_verified: bool,
+    pub(in crate::accounts::lifecycle) email_verified: bool,
 }
 
 impl Identity {
@@ -102,13 +103,32 @@ pub(super) fn verify(
     }
     let key = DecodingKey::from_jwk(jwk).map_err(|e| invalid(format!("unusable key: {e}")))?;
     let mut validation = Validation::new(header.alg);
-    validation.set_issuer(&[issuer]);
+    // A multi-tenant template is checked below, against the token's own tenant.
+    let template = issuer.contains(super::discovery::TENANT_PLACEHOLDER);
+    if !template {
+        validation.set_issuer(&[issuer]);
+    }
     validation.set_audience(&[client_id]);
     validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
     validation.leeway = LEEWAY_SECS;
     let data = jsonwebtoken::decode::<Value>(token, &key, &validation)
         .map_err(|e| invalid(format!("{e}")))?;
     let claims = data.claims;
+    if template {
+        let tenant = claims
+            .get("tid")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let expected = issuer.replace(super::discovery::TENANT_PLACEHOLDER, tenant);
+        if tenant.is_empty()
+            || !super::discovery::issuer_matches(issuer, &expected)
+            || claims.get("iss").and_then(Value::as_str) != Some(expected.as_str())
+        {
+            return Err(invalid(
+                "the issuer is not the one of its tenant (tid)".into(),
+            ));
+        }
+    }
     if claims.get("nonce").and_then(Value::as_str) != Some(nonce) {
         return Err(invalid("the nonce is not this sign-in's".into()));
     }
@@ -244,6 +264,36 @@ mod tests {
         payload[at] = b'v';
         parts[1] = URL_SAFE_NO_PAD.encode(payload);
         assert!(refused(&parts.join("."), &keys).contains("Signature"));
+    }
+
+    #[test]
+    fn a_tenant_template_takes_the_tokens_own_tenant_only() {
+        let template = "https://login.microsoftonline.com/{tenantid}/v2.0";
+        let (signing, keys) = key("k1");
+        let token = |iss: &str, tid: Option<&str>| {
+            let mut c = claims();
+            c["iss"] = json!(iss);
+            if let Some(tid) = tid {
+                c["tid"] = json!(tid);
+            }
+            sign(&signing, "k1", &c)
+        };
+        let tenant = "72f988bf-86f1-41af-91ab-2d7cd011db47";
+        let iss = format!("https://login.microsoftonline.com/{tenant}/v2.0");
+        let good = verify(&token(&iss, Some(tenant)), &keys, template, "portico", "n1");
+        assert_eq!(good.map(|i| i.sub), Ok("u1".to_owned()));
+        for (iss, tid) in [
+            (iss.as_str(), Some("another-tenant")),
+            (iss.as_str(), None),
+            ("https://evil.example.com/x/v2.0", Some("x")),
+            ("https://login.microsoftonline.com/a/b/v2.0", Some("a/b")),
+        ] {
+            let refusal = verify(&token(iss, tid), &keys, template, "portico", "n1");
+            assert!(
+                matches!(&refusal, Err(Refusal::Invalid(why)) if why.contains("tid")),
+                "{iss} {tid:?}: {refusal:?}"
+            );
+        }
     }
 
     #[test]

@@ -45,7 +45,7 @@ fn holds_verified(user: &Document, email: &str) -> bool {
 }
 
 /// The account `identity` of `provider` signs in to (created or linked as the module says).
-pub(super) async fn account_of(
+pub(in crate::accounts::lifecycle) async fn account_of(
     accounts: &Accounts,
     store: &dyn Store,
     provider: &str,

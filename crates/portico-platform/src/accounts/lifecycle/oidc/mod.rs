@@ -30,9 +30,13 @@ use sha2::{Digest, Sha256};
 
 pub use discovery::acceptable_url;
 pub use link::IDENTITIES;
+// The OAuth2 sign-in (a sibling module) shares these.
+pub(super) use self::discovery::json_reply;
+pub(super) use self::id_token::Identity;
+pub(super) use self::link::account_of;
 
 use self::discovery::Discovered;
-use self::id_token::{Identity, Refusal};
+use self::id_token::Refusal;
 use super::tokens::{self, TokenKind};
 use crate::accounts::{Accounts, LoginToken, hash_token, totp_enabled};
 use crate::{Error, Result};
@@ -222,7 +226,8 @@ impl std::fmt::Debug for Oidc {
     }
 }
 
-fn random_token() -> String {
+/// 256 random bits, base64url: a state, a nonce, a PKCE verifier.
+pub(super) fn random_token() -> String {
     let mut bytes = [0u8; 32];
     rand::rng().fill_bytes(&mut bytes);
     URL_SAFE_NO_PAD.encode(bytes)
@@ -427,14 +432,13 @@ impl Oidc {
         if let Some(error) = callback.error {
             return Err(OidcError::Refused(error.chars().take(100).collect()));
         }
-        if callback
-            .iss
-            .as_deref()
-            .is_some_and(|iss| iss != provider.issuer)
-        {
-            return Err(OidcError::InvalidResponse(
-                "the iss parameter is not the provider's".into(),
-            ));
+        if let Some(iss) = callback.iss.as_deref() {
+            let expected = self.discovered(provider, false).await?;
+            if !discovery::issuer_matches(&expected.metadata.issuer, iss) {
+                return Err(OidcError::InvalidResponse(
+                    "the iss parameter is not the provider's".into(),
+                ));
+            }
         }
         let code = callback
             .code
@@ -506,7 +510,8 @@ impl Oidc {
             id_token::verify(
                 id_token,
                 &d.keys,
-                &provider.issuer,
+                // The configured issuer, or the multi-tenant template standing for it.
+                &d.metadata.issuer,
                 &provider.client_id,
                 nonce,
             )
