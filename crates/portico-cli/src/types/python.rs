@@ -1,7 +1,9 @@
 //! `portico types --python`: a module of `TypedDict`s for the Python client
 //! (`portico_client`), one per collection, with the method, publication and route names.
 //!
-//! Every `TypedDict` is written in the functional form, so any field name works (`_id`,
+//! A collection without a JSON Schema takes any field: its type is `dict[str, Any]`.
+//! `_id`, `createdAt` and `updatedAt` are not required (the server writes them, and `create`
+//! takes the document type `list` gives). Every `TypedDict` is written in the functional form, so any field name works (`_id`,
 //! `created-by`, `class`); nested objects are `dict[str, Any]`.
 
 use std::fmt::Write as _;
@@ -40,6 +42,13 @@ pub fn python(shape: &AppShape, source: &str) -> String {
         let doc = document(collection, &name_of);
         let doc = match doc {
             Ty::Object { mut fields, open } => {
+                // The server writes these: a document to create has none, and `create` takes
+                // the same type as `list` gives.
+                for field in &mut fields {
+                    if ["_id", "createdAt", "updatedAt"].contains(&field.name.as_str()) {
+                        field.required = false;
+                    }
+                }
                 // The related documents get a TypedDict of their own.
                 if let Some(expand) = fields
                     .iter_mut()
@@ -57,12 +66,17 @@ pub fn python(shape: &AppShape, source: &str) -> String {
             }
             other => other,
         };
-        typed_dict(
-            &mut out,
-            name,
-            &doc,
-            &format!("A document of `{}`.", collection.name),
-        );
+        let about = format!("A document of `{}`.", collection.name);
+        match &doc {
+            // No schema: any field goes, which a TypedDict cannot say before Python 3.13.
+            Ty::Object { open: true, .. } => {
+                let _ = writeln!(
+                    out,
+                    "\n#: {about} It has no JSON Schema, so any field goes.\n{name} = dict[str, Any]"
+                );
+            }
+            _ => typed_dict(&mut out, name, &doc, &about),
+        }
     }
     let entries: Vec<String> = shape
         .collections

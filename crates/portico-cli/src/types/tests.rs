@@ -96,7 +96,7 @@ fn python_types_are_typed_dicts_any_key_can_name() {
     let text = python(&tasks_app(), "portico.toml");
     for line in [
         "Tasks = TypedDict(",
-        "        \"_id\": Required[str],",
+        "        \"_id\": NotRequired[str],",
         "        \"title\": Required[str],",
         "        \"done\": NotRequired[bool],",
         "        \"priority\": NotRequired[Literal[\"low\"] | Literal[\"high\"]],",
