@@ -1,5 +1,6 @@
 import { PorticoError, known } from './error.js';
 import { type CallOptions, type Transport, jsend, send } from './http.js';
+import * as webauthn from './webauthn.js';
 
 /** Where the login token is kept: any object with these three calls (synchronous). */
 export interface TokenStore {
@@ -30,6 +31,10 @@ export interface AuthMethods {
   requireVerifiedEmail: boolean;
   /** The OpenID Connect providers' names. */
   oidc: string[];
+  /** The OAuth2 providers' names (GitHub, GitLab, Discord...). */
+  oauth2?: string[];
+  /** Passkeys are on (`rp_id`). */
+  passkeys?: boolean;
   totp: boolean;
   emailCode: boolean;
   emailCodeSignup: boolean;
@@ -62,6 +67,26 @@ export interface RegisterInput {
   email?: string;
   password: string;
   profile?: Record<string, unknown>;
+}
+
+/** A passkey of the logged-in account, as listed (never its key). */
+export interface PasskeyInfo {
+  id: string;
+  name: string;
+  createdAt: string;
+  lastUsed: string | null;
+}
+
+/** Passkeys (WebAuthn) in a browser: `pc.auth.passkey`. */
+export interface PasskeyCalls {
+  /** Logged in: makes a passkey on this device (the browser asks the user), named `name`; resolves to it. */
+  register(name?: string, options?: CallOptions): Promise<PasskeyInfo>;
+  /** Logs in with a passkey of this device; naming the account (`{ username }` or `{ email }`) lets only its passkey in. No two-factor code is asked. */
+  login(who?: { username?: string; email?: string }, options?: CallOptions): Promise<AuthUser>;
+  /** Logged in: the account's passkeys. */
+  list(options?: CallOptions): Promise<PasskeyInfo[]>;
+  /** Logged in: removes one; it no longer logs in, on any instance. */
+  remove(id: string, options?: CallOptions): Promise<void>;
 }
 
 interface Session {
@@ -249,6 +274,41 @@ export class Auth {
   loginWithOidc(code: string, totp?: string, options: CallOptions = {}): Promise<AuthUser> {
     return this.#signIn('oidc/exchange', { code, ...(totp !== undefined && { totp }) }, {}, options);
   }
+
+  /**
+   * The URL that starts a sign-in with the OAuth2 provider `name` (GitHub, GitLab, Discord...):
+   * send the browser there. The way back ends at your page `{app_url}/oauth2?code=...`, which
+   * calls `loginWithOAuth2(code)`.
+   */
+  oauth2URL(name: string): string {
+    return new URL('auth/oauth2/' + encodeURIComponent(name), this.t.base).href;
+  }
+
+  /** Trades the one-use code of `{app_url}/oauth2?code=...` for a login (`totp` when the account has two-factor codes on). */
+  loginWithOAuth2(code: string, totp?: string, options: CallOptions = {}): Promise<AuthUser> {
+    return this.#signIn('oauth2/exchange', { code, ...(totp !== undefined && { totp }) }, {}, options);
+  }
+
+  /** Passkeys: register one on this device, log in with one, list and remove them. */
+  readonly passkey: PasskeyCalls = {
+    register: async (name, options = {}) => {
+      known('A call', options, CALL);
+      const begin = await this.#account<{ ceremony: string; publicKey: Record<string, unknown> }>('passkey/register/begin', name === undefined ? {} : { name }, options, true);
+      const credential = await webauthn.create(begin.publicKey, options.signal);
+      return this.#account<PasskeyInfo>('passkey/register/finish', { ceremony: begin.ceremony, credential }, options, true);
+    },
+    login: async (who = {}, options = {}) => {
+      known('A passkey login', who, 'username,email');
+      known('A call', options, CALL);
+      const begin = await this.#account<{ ceremony: string; publicKey: Record<string, unknown> }>('passkey/login/begin', { ...who }, options);
+      const credential = await webauthn.get(begin.publicKey, options.signal);
+      return this.#signIn('passkey/login/finish', { ceremony: begin.ceremony, credential }, names(who), options);
+    },
+    list: async (options = {}) => (await this.#account<{ passkeys: PasskeyInfo[] }>('passkeys', undefined, options, true)).passkeys,
+    remove: async (id, options = {}) => {
+      await send(this.t, 'auto', { ...known('A call', options, CALL), method: 'DELETE', path: 'auth/passkeys/' + encodeURIComponent(id) });
+    },
+  };
 
   /** `POST /auth/<path>` with `body` (`GET` without one), with the login token when `login`. */
   async #account<R>(path: string, body: object | undefined, options: CallOptions, login = false): Promise<R> {

@@ -9,7 +9,7 @@ export { Portico, CollectionWrite } from './portico.js';
 export type { PorticoOptions, PublicationOptions, RouteOptions } from './portico.js';
 export type { Collections, Methods, Publications, Routes } from './app.js';
 export { Auth } from './auth.js';
-export type { AuthMethods, AuthUser, EmailCodeInput, GuestUpgrade, LoginInput, RegisterInput, TokenStore } from './auth.js';
+export type { AuthMethods, AuthUser, EmailCodeInput, GuestUpgrade, LoginInput, PasskeyCalls, PasskeyInfo, RegisterInput, TokenStore } from './auth.js';
 export type { FileInfo, FileSource, FileURLOptions, UploadOptions } from './files.js';
 export { Collection, etagOf } from './collection.js';
 export type { AggregateQuery, AggregateRow, ListRequest, BatchOp, BatchResult, Doc, IfMatch, ListQuery, NewDoc, Page, Patch, Sort, Where, WithId, WriteOptions } from './collection.js';

@@ -50,6 +50,19 @@ async function startProvider(redirectUri) {
   return { issuer: JSON.parse(line).issuer, stop: () => child.stdin.end() };
 }
 
+const githubScript = resolve(dirname(fileURLToPath(import.meta.url)), '../../../crates/portico-cli/tests/support/oauth2/github.mjs');
+let github;
+
+/** The GitHub-compatible OAuth2 provider of the server's tests (Node's standard library only). */
+async function startGitHub(redirectUri) {
+  const child = spawn(process.execPath, [githubScript, 'gh-client', SECRET, redirectUri], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const line = await new Promise((ok, fail) => {
+    child.stdout.once('data', (c) => ok(String(c)));
+    child.on('exit', (code) => fail(new Error(`the GitHub-compatible provider exited with ${code}`)));
+  });
+  return { ...JSON.parse(line), stop: () => child.kill() };
+}
+
 /** A browser driven by hand: cookies kept per origin, redirects not followed but returned. */
 function browser() {
   const jars = new Map();
@@ -76,6 +89,7 @@ before(async () => {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   provider = await startProvider(`${base}/auth/oidc/local/callback`);
+  github = await startGitHub(`${base}/auth/oauth2/github/callback`);
   ws = workspace(`
 database = "sqlite:DB"
 
@@ -108,17 +122,25 @@ issuer = "${provider.issuer}"
 client_id = "portico"
 client_secret_env = "OIDC_LOCAL_SECRET"
 
+[[accounts.oauth2]]
+preset = "github"
+client_id = "gh-client"
+client_secret_env = "GH_SECRET"
+base_url = "${github.base_url}"
+api_url = "${github.api_url}"
+
 [email]
 smtp_url = "${sink.url}"
 from = "Portico <no-reply@example.com>"
 retry_max_secs = 1
 `);
-  server = await serve(ws, `127.0.0.1:${port}`, { OIDC_LOCAL_SECRET: SECRET });
+  server = await serve(ws, `127.0.0.1:${port}`, { OIDC_LOCAL_SECRET: SECRET, GH_SECRET: SECRET });
 });
 after(async () => {
   await server?.stop();
   ws?.remove();
   provider?.stop();
+  github?.stop();
   sink?.stop();
 });
 
@@ -284,4 +306,33 @@ test('OpenID Connect: the sign-in URL, the provider round trip, the code exchang
   assert.equal((await pc.collection('notes').list()).total, 1);
   const reused = await client().auth.loginWithOidc(code).catch((e) => e);
   assert.deepEqual([reused.status, reused.error], [400, 'invalid-code']);
+});
+
+test('OAuth2 (GitHub): the sign-in URL, the provider round trip, the code exchange', async () => {
+  const pc = client();
+  const start = pc.auth.oauth2URL('github');
+  assert.equal(start, `${server.url}/auth/oauth2/github`);
+  assert.deepEqual((await pc.auth.methods()).oauth2, ['github']);
+  const go = browser();
+  const toProvider = await go(start);
+  assert.equal(toProvider.status, 302);
+  const authorize = new URL(toProvider.location);
+  assert.equal(authorize.origin, github.base_url);
+  assert.equal(authorize.searchParams.get('code_challenge_method'), 'S256');
+  const toLogin = await go(toProvider.location);
+  const back = await go(toLogin.location, { id: '4242', login: 'octo', email: 'octo@example.com', verified: 'true' });
+  assert.ok(back.location.startsWith(`${server.url}/auth/oauth2/github/callback?`), back.location);
+  const toApp = await go(back.location);
+  const landing = new URL(toApp.location);
+  assert.equal(landing.origin + landing.pathname, `${APP}/oauth2`);
+  const code = landing.searchParams.get('code');
+  assert.ok(code, toApp.location);
+
+  // The application's page at {app_url}/oauth2 trades the code.
+  const user = await pc.auth.loginWithOAuth2(code);
+  assert.equal(pc.auth.user.id, user.id);
+  await pc.collection('notes').create({ text: 'from GitHub' });
+  assert.equal((await pc.collection('notes').list()).items[0].text, 'from GitHub');
+  const reused = await client().auth.loginWithOAuth2(code).catch((e) => e);
+  assert.equal(reused.status, 400);
 });

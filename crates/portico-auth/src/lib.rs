@@ -504,7 +504,7 @@ fn cors_layer() -> tower_http::cors::CorsLayer {
     use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName};
     tower_http::cors::CorsLayer::new()
         .allow_origin(tower_http::cors::Any)
-        .allow_methods([Method::GET, Method::POST])
+        .allow_methods([Method::GET, Method::POST, Method::DELETE])
         .allow_headers([
             ACCEPT,
             AUTHORIZATION,
