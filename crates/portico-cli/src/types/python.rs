@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use super::schema::{FILE_TYPE, Field, Ty, document, file_type};
-use super::{AppShape, type_names};
+use super::{AppShape, CollectionShape, type_names};
 
 /// The module describing `shape` for the Python client, as a `.py` file's text.
 pub fn python(shape: &AppShape, source: &str) -> String {
@@ -39,44 +39,7 @@ pub fn python(shape: &AppShape, source: &str) -> String {
         "A file's metadata, as a file field holds it.",
     );
     for (collection, name) in shape.collections.iter().zip(&names) {
-        let doc = document(collection, &name_of);
-        let doc = match doc {
-            Ty::Object { mut fields, open } => {
-                // The server writes these: a document to create has none, and `create` takes
-                // the same type as `list` gives.
-                for field in &mut fields {
-                    if ["_id", "createdAt", "updatedAt"].contains(&field.name.as_str()) {
-                        field.required = false;
-                    }
-                }
-                // The related documents get a TypedDict of their own.
-                if let Some(expand) = fields
-                    .iter_mut()
-                    .find(|f| f.name == portico_platform::EXPAND_KEY)
-                {
-                    let expand_name = format!("{name}Expand");
-                    let ty = std::mem::replace(&mut expand.ty, Ty::Named(expand_name.clone()));
-                    let about = format!(
-                        "The related documents `expand` holds in `{}`.",
-                        collection.name
-                    );
-                    typed_dict(&mut out, &expand_name, &ty, &about);
-                }
-                Ty::Object { fields, open }
-            }
-            other => other,
-        };
-        let about = format!("A document of `{}`.", collection.name);
-        match &doc {
-            // No schema: any field goes, which a TypedDict cannot say before Python 3.13.
-            Ty::Object { open: true, .. } => {
-                let _ = writeln!(
-                    out,
-                    "\n#: {about} It has no JSON Schema, so any field goes.\n{name} = dict[str, Any]"
-                );
-            }
-            _ => typed_dict(&mut out, name, &doc, &about),
-        }
+        collection_types(&mut out, collection, name, document(collection, &name_of));
     }
     let entries: Vec<String> = shape
         .collections
@@ -115,6 +78,44 @@ pub fn python(shape: &AppShape, source: &str) -> String {
         list(&mut routes.into_iter())
     );
     out
+}
+
+/// The types of one collection's documents (`doc`), named `name`: a `TypedDict` (and one for
+/// its `expand`), or `dict[str, Any]` without a schema.
+fn collection_types(out: &mut String, collection: &CollectionShape, name: &str, doc: Ty) {
+    let about = format!("A document of `{}`.", collection.name);
+    let Ty::Object { mut fields, open } = doc else {
+        return typed_dict(out, name, &doc, &about);
+    };
+    if open {
+        // No schema: any field goes, which a TypedDict cannot say before Python 3.13.
+        let _ = writeln!(
+            out,
+            "\n#: {about} It has no JSON Schema, so any field goes.\n{name} = dict[str, Any]"
+        );
+        return;
+    }
+    // The server writes these: a document to create has none, and `create` takes the same
+    // type as `list` gives.
+    for field in &mut fields {
+        if ["_id", "createdAt", "updatedAt"].contains(&field.name.as_str()) {
+            field.required = false;
+        }
+    }
+    // The related documents get a TypedDict of their own.
+    if let Some(expand) = fields
+        .iter_mut()
+        .find(|f| f.name == portico_platform::EXPAND_KEY)
+    {
+        let expand_name = format!("{name}Expand");
+        let ty = std::mem::replace(&mut expand.ty, Ty::Named(expand_name.clone()));
+        let about = format!(
+            "The related documents `expand` holds in `{}`.",
+            collection.name
+        );
+        typed_dict(out, &expand_name, &ty, &about);
+    }
+    typed_dict(out, name, &Ty::Object { fields, open }, &about);
 }
 
 fn typed_dict(out: &mut String, name: &str, ty: &Ty, about: &str) {
