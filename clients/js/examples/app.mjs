@@ -37,7 +37,7 @@ const [hours] = await tasks.aggregate({ group: 'project', count: true, sum: 'hou
 console.log(`hours: ${hours.sum_hours} over ${hours.count} tasks`);
 
 // 5. A file: the garden's photo, uploaded with progress; a URL of its thumbnail for <img src>.
-const photo = await projects.upload(garden, 'photo', readFileSync(new URL('app/garden.png', import.meta.url)), {
+const photo = await projects.upload(garden, 'photo', readFileSync(new URL('../../../examples/app/garden.png', import.meta.url)), {
   name: 'garden.png',
   onProgress: (sent, size) => sent === size && console.log(`uploaded ${size} bytes`),
 });

@@ -1,5 +1,5 @@
 // `portico types --client` against the client: the declarations written for the small app of
-// the README (examples/app/portico.toml, with JSON Schemas for its collections) compile with
+// the README (the repository's examples/app/portico.toml, with JSON Schemas for its collections) compile with
 // test/types/generated/usage.ts under `tsc --strict`, whose @ts-expect-error lines hold only
 // while a misspelt field, a missing required field or a wrong type is an error.
 import assert from 'node:assert/strict';
@@ -21,7 +21,7 @@ function compile() {
 }
 
 test('the types portico writes for an app type its documents under tsc --strict', () => {
-  const out = spawnSync(BIN, ['types', '--client', '--config', join(root, 'examples/app/portico.toml')], { encoding: 'utf8' });
+  const out = spawnSync(BIN, ['types', '--client', '--config', resolve(root, '../../examples/app/portico.toml')], { encoding: 'utf8' });
   assert.equal(out.status, 0, out.stderr);
   assert.match(out.stdout, /declare module 'portico-client'/);
   const file = join(generated, 'portico-app.d.ts');

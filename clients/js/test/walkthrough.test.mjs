@@ -1,7 +1,8 @@
 // The README's walk-throughs: examples/walkthrough.mjs against the repository's own example
 // config, examples/portico.toml; and the small app of examples/app.mjs (whose text the README
-// shows, checked here to be the same) against examples/app/portico.toml with a real mail
-// server. Each on a free port and a fresh SQLite file.
+// shows, checked here to be the same) against the repository's examples/app/portico.toml (the
+// app the Python client's README walks through too) with a real mail server. Each on a free
+// port and a fresh SQLite file.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { BIN, smtpSink, start } from './server.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const config = resolve(root, '../../examples/portico.toml');
+const app = resolve(root, '../../examples/app');
 
 test('the walk-through works against examples/portico.toml', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'portico-walkthrough-'));
@@ -43,7 +45,7 @@ test('the walk-through works against examples/portico.toml', async () => {
   }
 });
 
-test('the small app of the README runs as shown, against examples/app/portico.toml', async () => {
+test('the small app of the README runs as shown, against the repository\'s examples/app/portico.toml', async () => {
   const script = readFileSync(join(root, 'examples/app.mjs'), 'utf8');
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
   const shown = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((block) => block.includes('mailedToken'));
@@ -51,12 +53,12 @@ test('the small app of the README runs as shown, against examples/app/portico.to
 
   const sink = await smtpSink();
   const dir = mkdtempSync(join(tmpdir(), 'portico-app-'));
-  const config = readFileSync(join(root, 'examples/app/portico.toml'), 'utf8');
+  const config = readFileSync(join(app, 'portico.toml'), 'utf8');
   assert.ok(config.includes('smtp://127.0.0.1:1025'));
   writeFileSync(join(dir, 'portico.toml'), config.replace('smtp://127.0.0.1:1025', sink.url));
   // The collections' JSON Schemas, which the config names beside it.
-  for (const name of readdirSync(join(root, 'examples/app')).filter((n) => n.endsWith('.schema.json'))) {
-    copyFileSync(join(root, 'examples/app', name), join(dir, name));
+  for (const name of readdirSync(app).filter((n) => n.endsWith('.schema.json'))) {
+    copyFileSync(join(app, name), join(dir, name));
   }
   const env = { ...process.env, RUST_LOG: 'warn', PORTICO_LISTEN: '', PORTICO_DATABASE: '', PORT: '' };
   let server;

@@ -1,6 +1,6 @@
 // Compiled (never run) by test/generated-types.test.mjs beside the declarations that
-// `portico types --client` writes for examples/app/portico.toml (portico-app.d.ts, made by the
-// test): the app's documents come typed from its JSON Schemas, relations and files. The
+// `portico types --client` writes for the repository's examples/app/portico.toml
+// (portico-app.d.ts, made by the test): the app's documents come typed from its JSON Schemas, relations and files. The
 // expected errors below must each be found, or the compile fails.
 import { Portico } from 'portico-client';
 import type { Projects, PorticoFile } from './portico-app.js';
