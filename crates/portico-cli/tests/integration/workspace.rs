@@ -139,33 +139,56 @@ fn the_client_readme_names_the_account_endpoints_the_server_has() {
     }
     let served: std::collections::BTreeSet<String> = portico_auth::AuthRoutes::docs()
         .into_iter()
-        .map(|route| route.path.trim_start_matches("/auth/").to_owned())
+        .map(|route| {
+            // `oidc/:name` as the README writes it, `oidc/{name}`.
+            let path = route.path.trim_start_matches("/auth/");
+            path.split('/')
+                .map(|part| match part.strip_prefix(':') {
+                    Some(name) => format!("{{{name}}}"),
+                    None => part.to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join("/")
+        })
         .collect();
-    // `account(pc, 'password-reset', ...)` and `/auth/...` in the text.
-    let named: Vec<String> = text
-        .split("account(pc, '")
+    // Every `/auth/...` path the README names (`/auth/password-reset`, `/auth/oidc/{name}`).
+    let named: std::collections::BTreeSet<String> = text
+        .split("/auth/")
         .skip(1)
-        .filter_map(|rest| rest.split('\'').next())
-        .map(str::to_owned)
+        .filter_map(|rest| {
+            let path: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || "-/{}_.".contains(*c))
+                .collect();
+            let path = path.trim_end_matches(['.', '/']).to_owned();
+            (!path.is_empty() && !path.contains("...")).then_some(path)
+        })
         .collect();
     for endpoint in [
         "password-reset",
         "password-reset/confirm",
         "verify-email",
         "verify-email/confirm",
+        "email-change",
         "totp/setup",
         "totp/enable",
         "totp/disable",
+        "email-code",
+        "guest",
+        "logout-everywhere",
+        "passkey/register/begin",
+        "passkey/login/begin",
+        "oauth2/exchange",
     ] {
         assert!(
-            named.iter().any(|n| n == endpoint),
-            "the client README shows no call of /auth/{endpoint}"
+            named.contains(endpoint),
+            "the client README shows no call of /auth/{endpoint}: {named:?}"
         );
     }
     for endpoint in &named {
         assert!(
             served.contains(endpoint),
-            "the client README calls /auth/{endpoint}, which the server does not serve: {served:?}"
+            "the client README names /auth/{endpoint}, which the server does not serve: {served:?}"
         );
     }
 }
