@@ -354,7 +354,7 @@ pub fn listen_addr(flag: Option<&str>, config: &Config) -> crate::Result<SocketA
 /// program builds the same thing in process and serves it on a listener of its own.
 ///
 /// ```no_run
-/// # async fn demo() -> portico_cli::Result<()> {
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use portico_cli::serve::{ServeOptions, Served};
 ///
 /// let served = Served::build(&ServeOptions::new().config("portico.toml")).await?;

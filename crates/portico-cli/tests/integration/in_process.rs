@@ -305,3 +305,81 @@ async fn kept_alive_after_a_late_body(base: &str, token: &str) {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passkey_login_naming_an_account_tells_nothing_about_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = "[accounts]\nrp_id = \"localhost\"\norigins = [\"http://localhost:8080\"]\n\
+                  [[api]]\napi_path = \"api/\"\nuse_default_auth = true\n\
+                  [[api.collection]]\nname = \"notes\"\n";
+    let (base, platform, stop) = serve_in_process(dir.path(), config).await;
+    platform
+        .accounts()
+        .create_user(portico_platform::NewUser {
+            username: Some("ann".into()),
+            email: Some("ann@example.com".into()),
+            password: Some(portico_platform::Password::Plain("ann-password-1".into())),
+            ..portico_platform::NewUser::default()
+        })
+        .await
+        .unwrap();
+    let http = reqwest::Client::new();
+    let begin = |body: Value| {
+        let http = http.clone();
+        let url = format!("{base}/auth/passkey/login/begin");
+        async move {
+            let started = std::time::Instant::now();
+            let reply = http.post(url).json(&body).send().await.unwrap();
+            let status = reply.status();
+            let body: Value = reply.json().await.unwrap();
+            (status, body, started.elapsed())
+        }
+    };
+    // The shape of a reply, its random values aside.
+    let shape = |body: &Value| {
+        let mut options = body["publicKey"].clone();
+        options["challenge"] = Value::Null;
+        (
+            body.as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>()),
+            options,
+        )
+    };
+    let mut known_times = Vec::new();
+    let mut unknown_times = Vec::new();
+    for n in 0..50 {
+        let (known_body, unknown_body) = if n % 2 == 0 {
+            (json!({"username": "ann"}), json!({"username": "nobody"}))
+        } else {
+            (
+                json!({"email": "ann@example.com"}),
+                json!({"email": "nobody@example.com"}),
+            )
+        };
+        let known = begin(known_body).await;
+        let unknown = begin(unknown_body).await;
+        assert_eq!(known.0, 200, "{}", known.1);
+        assert_eq!(unknown.0, known.0);
+        assert_eq!(shape(&known.1), shape(&unknown.1));
+        assert_eq!(known.1["publicKey"]["allowCredentials"], json!([]));
+        known_times.push(known.2.as_secs_f64());
+        unknown_times.push(unknown.2.as_secs_f64());
+    }
+    // The median of the adjacent pairs' differences against the median time, as the email-code
+    // test judges its endpoints (pairing cancels the drift of a shared machine's load).
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let diffs: Vec<f64> = known_times
+        .iter()
+        .zip(&unknown_times)
+        .map(|(k, u)| k - u)
+        .collect();
+    let (known, unknown, diff) = (median(known_times), median(unknown_times), median(diffs));
+    assert!(
+        diff.abs() < 0.05 * known.max(unknown),
+        "median begin: known {known:.6} s, unknown {unknown:.6} s, paired difference {diff:.6} s"
+    );
+    let _ = stop.send(());
+}
