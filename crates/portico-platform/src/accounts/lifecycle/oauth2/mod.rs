@@ -30,6 +30,7 @@ use sha2::{Digest, Sha256};
 
 pub use provider::{OAuth2Preset, OAuth2Profile, OAuth2Provider};
 
+use super::oidc::providers::{Named, Providers};
 use super::oidc::{OidcCallback, OidcError, OidcStart, account_of, json_reply, random_token};
 use super::tokens::{self, TokenKind};
 use crate::Error;
@@ -43,17 +44,7 @@ pub const OAUTH2_LOGINS: &str = "portico_oauth2_logins";
 const SIGN_IN_LIFETIME: Duration = Duration::from_secs(600);
 /// How long the one-time code works.
 const CODE_LIFETIME: Duration = Duration::from_secs(60);
-/// How long a request to a provider may take.
-const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
-
-struct Inner {
-    accounts: Accounts,
-    store: Arc<dyn Store>,
-    providers: Vec<OAuth2Provider>,
-    /// `{server_url}/auth/oauth2/`: the callback is `{callback_base}{name}/callback`.
-    callback_base: String,
-    http: Option<reqwest::Client>,
-}
+type Inner = Providers<OAuth2Provider>;
 
 /// Sign-in with OAuth2 providers (get it with [`crate::Platform::oauth2`]). Cheap to clone.
 #[derive(Clone)]
@@ -69,73 +60,44 @@ impl std::fmt::Debug for OAuth2 {
     }
 }
 
+impl Named for OAuth2Provider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 impl OAuth2 {
     pub(crate) fn new(accounts: Accounts, store: Arc<dyn Store>) -> OAuth2 {
-        let config = accounts.config();
-        let providers = config.oauth2.clone();
-        let callback_base = format!("{}/auth/oauth2/", config.server_url.trim_end_matches('/'));
-        let http = if providers.is_empty() {
-            None
-        } else {
-            reqwest::Client::builder()
-                .timeout(PROVIDER_TIMEOUT)
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .map_err(|e| tracing::error!(error = %e, "OAuth2: no HTTP client"))
-                .ok()
-        };
+        let providers = accounts.config().oauth2.clone();
         OAuth2 {
-            inner: Arc::new(Inner {
-                accounts,
-                store,
-                providers,
-                callback_base,
-                http,
-            }),
+            inner: Arc::new(Providers::new(accounts, store, providers, "oauth2")),
         }
     }
 
     pub(crate) async fn prepare(&self) -> crate::Result<()> {
-        if !self.inner.providers.is_empty() {
-            self.store().ensure_index(OAUTH2_LOGINS, "expires").await?;
-            self.store()
-                .ensure_index(super::oidc::IDENTITIES, "userId")
-                .await?;
-        }
-        Ok(())
+        self.inner.prepare(OAUTH2_LOGINS).await
     }
 
     fn store(&self) -> &dyn Store {
-        self.inner.store.as_ref()
+        self.inner.store()
     }
 
     /// The names of the configured providers, in order.
     pub fn names(&self) -> Vec<String> {
-        self.inner
-            .providers
-            .iter()
-            .map(|p| p.name.clone())
-            .collect()
+        self.inner.names()
     }
 
     /// Where provider `name` sends the browser back.
     pub fn callback_url(&self, name: &str) -> String {
-        format!("{}{name}/callback", self.inner.callback_base)
+        self.inner.callback_url(name)
     }
 
     fn provider(&self, name: &str) -> Result<&OAuth2Provider, OidcError> {
-        self.inner
-            .providers
-            .iter()
-            .find(|p| p.name == name)
-            .ok_or(OidcError::UnknownProvider)
+        self.inner.get(name)
     }
 
     fn http(&self) -> Result<&reqwest::Client, OidcError> {
-        self.inner
-            .http
-            .as_ref()
-            .ok_or_else(|| OidcError::Unavailable("no HTTP client".into()))
+        self.inner.http()
     }
 
     /// Starts a sign-in with provider `name` for the caller at `client`: stores its state and

@@ -16,6 +16,7 @@
 mod discovery;
 mod id_token;
 mod link;
+pub(super) mod providers;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -40,6 +41,7 @@ use self::id_token::Refusal;
 use super::tokens::{self, TokenKind};
 use crate::accounts::{Accounts, LoginToken, hash_token, totp_enabled};
 use crate::{Error, Result};
+use providers::{Named, Providers};
 
 /// The collection of sign-ins in progress (state, nonce, PKCE verifier), by hashed state.
 pub const OIDC_LOGINS: &str = "portico_oidc_logins";
@@ -48,8 +50,6 @@ pub const OIDC_LOGINS: &str = "portico_oidc_logins";
 const SIGN_IN_LIFETIME: Duration = Duration::from_secs(600);
 /// How long the one-time code works.
 const CODE_LIFETIME: Duration = Duration::from_secs(60);
-/// How long a request to a provider may take.
-const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An OpenID Connect provider users may sign in with.
 #[derive(Clone, PartialEq, Eq)]
@@ -202,12 +202,7 @@ pub struct OidcCallback {
 }
 
 struct Inner {
-    accounts: Accounts,
-    store: Arc<dyn Store>,
-    providers: Vec<OidcProvider>,
-    /// `{server_url}/auth/oidc/`: the callback is `{callback_base}{name}/callback`.
-    callback_base: String,
-    http: Option<reqwest::Client>,
+    providers: Providers<OidcProvider>,
     discovered: Mutex<HashMap<String, Arc<Discovered>>>,
 }
 
@@ -235,74 +230,47 @@ pub(super) fn random_token() -> String {
 
 use crate::time::{millis, now_ms};
 
+impl Named for OidcProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 impl Oidc {
     pub(crate) fn new(accounts: Accounts, store: Arc<dyn Store>) -> Oidc {
-        let config = accounts.config();
-        let providers = config.oidc.clone();
-        let callback_base = format!("{}/auth/oidc/", config.server_url.trim_end_matches('/'));
-        let http = if providers.is_empty() {
-            None
-        } else {
-            reqwest::Client::builder()
-                .timeout(PROVIDER_TIMEOUT)
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .map_err(|e| tracing::error!(error = %e, "OpenID Connect: no HTTP client"))
-                .ok()
-        };
+        let providers = accounts.config().oidc.clone();
         Oidc {
             inner: Arc::new(Inner {
-                accounts,
-                store,
-                providers,
-                callback_base,
-                http,
+                providers: Providers::new(accounts, store, providers, "oidc"),
                 discovered: Mutex::new(HashMap::new()),
             }),
         }
     }
 
     pub(crate) async fn prepare(&self) -> Result<()> {
-        if !self.inner.providers.is_empty() {
-            self.store().ensure_index(OIDC_LOGINS, "expires").await?;
-            self.store()
-                .ensure_index(link::IDENTITIES, "userId")
-                .await?;
-        }
-        Ok(())
+        self.inner.providers.prepare(OIDC_LOGINS).await
     }
 
     fn store(&self) -> &dyn Store {
-        self.inner.store.as_ref()
+        self.inner.providers.store()
     }
 
     /// The names of the configured providers, in order.
     pub fn names(&self) -> Vec<String> {
-        self.inner
-            .providers
-            .iter()
-            .map(|p| p.name.clone())
-            .collect()
+        self.inner.providers.names()
     }
 
     /// Where provider `name` sends the browser back.
     pub fn callback_url(&self, name: &str) -> String {
-        format!("{}{name}/callback", self.inner.callback_base)
+        self.inner.providers.callback_url(name)
     }
 
     fn provider(&self, name: &str) -> Result<&OidcProvider, OidcError> {
-        self.inner
-            .providers
-            .iter()
-            .find(|p| p.name == name)
-            .ok_or(OidcError::UnknownProvider)
+        self.inner.providers.get(name)
     }
 
     fn http(&self) -> Result<&reqwest::Client, OidcError> {
-        self.inner
-            .http
-            .as_ref()
-            .ok_or_else(|| OidcError::Unavailable("no HTTP client".into()))
+        self.inner.providers.http()
     }
 
     /// The provider's metadata and keys, fetched when not kept (or kept too long, or when
@@ -357,7 +325,7 @@ impl Oidc {
         client: Option<std::net::IpAddr>,
     ) -> Result<OidcStart, OidcError> {
         let provider = self.provider(name)?;
-        let limit = self.inner.accounts.config().oidc_start_limit;
+        let limit = self.inner.providers.accounts.config().oidc_start_limit;
         let key = super::client_key("oidc-start", client);
         super::count_request(self.store(), &key, limit).await?;
         let discovered = self.discovered(provider, false).await?;
@@ -447,7 +415,7 @@ impl Oidc {
         let identity = self
             .identity(provider, &code, field("verifier"), field("nonce"))
             .await?;
-        let accounts = &self.inner.accounts;
+        let accounts = &self.inner.providers.accounts;
         let user = link::account_of(accounts, self.store(), name, &identity).await?;
         if accounts.config().require_verified_email && !super::has_verified_email(&user) {
             return Err(OidcError::EmailNotVerified);
@@ -567,7 +535,7 @@ impl Oidc {
     /// store failures.
     pub async fn exchange(&self, code: &str, totp: Option<&str>) -> Result<LoginToken, OidcError> {
         let store = self.store();
-        let accounts = &self.inner.accounts;
+        let accounts = &self.inner.providers.accounts;
         let peeked = tokens::peek(store, TokenKind::OidcCode, code)
             .await
             .map_err(invalid_code)?;

@@ -1,0 +1,100 @@
+//! What sign-in with providers keeps alike for OpenID Connect and OAuth2: the configured
+//! providers by name, where they send the browser back, the HTTP client that calls them, and
+//! the store their sign-ins in progress live in.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use portico_store::Store;
+
+use super::OidcError;
+use crate::accounts::Accounts;
+
+/// How long a provider may take to answer one call.
+const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A configured provider, known by its name.
+pub(crate) trait Named {
+    /// The name in its routes (`/auth/oidc/{name}`).
+    fn name(&self) -> &str;
+}
+
+/// The providers of one kind of sign-in, and what calling them needs.
+pub(crate) struct Providers<P> {
+    pub(crate) accounts: Accounts,
+    store: Arc<dyn Store>,
+    list: Vec<P>,
+    /// `{server_url}/auth/{door}/`: the callback is `{callback_base}{name}/callback`.
+    callback_base: String,
+    http: Option<reqwest::Client>,
+}
+
+impl<P: Named> Providers<P> {
+    /// `list`, served under `/auth/{door}/` (`oidc`, `oauth2`); an HTTP client (no redirects
+    /// followed) only when there are providers.
+    pub(crate) fn new(accounts: Accounts, store: Arc<dyn Store>, list: Vec<P>, door: &str) -> Self {
+        let server_url = accounts
+            .config()
+            .server_url
+            .trim_end_matches('/')
+            .to_owned();
+        let http = if list.is_empty() {
+            None
+        } else {
+            reqwest::Client::builder()
+                .timeout(PROVIDER_TIMEOUT)
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(
+                    |e| tracing::error!(error = %e, door, "sign-in with providers: no HTTP client"),
+                )
+                .ok()
+        };
+        Providers {
+            accounts,
+            store,
+            list,
+            callback_base: format!("{server_url}/auth/{door}/"),
+            http,
+        }
+    }
+
+    /// With providers: the indexes of the sign-ins in progress (`logins`) and of the linked
+    /// identities.
+    pub(crate) async fn prepare(&self, logins: &str) -> crate::Result<()> {
+        if !self.list.is_empty() {
+            self.store.ensure_index(logins, "expires").await?;
+            self.store.ensure_index(super::IDENTITIES, "userId").await?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+
+    /// The names of the providers, in order.
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.list.iter().map(|p| p.name().to_owned()).collect()
+    }
+
+    /// Where provider `name` sends the browser back.
+    pub(crate) fn callback_url(&self, name: &str) -> String {
+        format!("{}{name}/callback", self.callback_base)
+    }
+
+    /// The provider `name`.
+    pub(crate) fn get(&self, name: &str) -> Result<&P, OidcError> {
+        self.list
+            .iter()
+            .find(|p| p.name() == name)
+            .ok_or(OidcError::UnknownProvider)
+    }
+
+    /// The client that calls the providers.
+    pub(crate) fn http(&self) -> Result<&reqwest::Client, OidcError> {
+        self.http
+            .as_ref()
+            .ok_or_else(|| OidcError::Unavailable("no HTTP client".into()))
+    }
+}
