@@ -478,7 +478,8 @@ async fn email_change_confirm(State(state): State<AuthState>, body: Bytes) -> Re
 /// The issuer named in authenticator apps.
 const TOTP_ISSUER: &str = "Portico";
 
-/// Reads each request's body before its handler runs (up to [`BODY_LIMIT`]; past it 413), so
+/// Reads each request's body before its handler runs (up to the passkeys' larger limit; past it
+/// 413; each handler keeps its own limit below that), so
 /// an endpoint that takes no body still consumes one a client sent and the connection stays
 /// usable for the next request.
 async fn read_whole_body(
@@ -486,14 +487,15 @@ async fn read_whole_body(
     next: axum::middleware::Next,
 ) -> Response {
     let (parts, body) = request.into_parts();
-    match axum::body::to_bytes(body, BODY_LIMIT).await {
+    let limit = BODY_LIMIT.max(passkeys::BODY_LIMIT);
+    match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => {
             let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
             next.run(request).await
         }
         Err(_) => (
             StatusCode::PAYLOAD_TOO_LARGE,
-            axum::Json(json!({"error": "payload-too-large", "reason": format!("A body of the account endpoints holds at most {BODY_LIMIT} bytes")})),
+            axum::Json(json!({"error": "payload-too-large", "reason": format!("A body of the account endpoints holds at most {limit} bytes")})),
         )
             .into_response(),
     }
@@ -737,10 +739,21 @@ fn email_code_error(e: EmailCodeError) -> AuthError {
 async fn object_body(
     request: axum::extract::Request,
 ) -> Result<(http::request::Parts, Value), AuthError> {
+    read_object(request, false, BODY_LIMIT).await
+}
+
+/// As [`object_body`], with `limit` bytes at most, and with `empty_is_object` an empty (or
+/// blank) body is `{}`.
+pub(crate) async fn read_object(
+    request: axum::extract::Request,
+    empty_is_object: bool,
+    limit: usize,
+) -> Result<(http::request::Parts, Value), AuthError> {
     let (parts, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, BODY_LIMIT)
-        .await
-        .map_err(too_large)?;
+    let body = axum::body::to_bytes(body, limit).await.map_err(too_large)?;
+    if empty_is_object && body.iter().all(u8::is_ascii_whitespace) {
+        return Ok((parts, json!({})));
+    }
     let value = serde_json::from_slice::<Value>(&body)
         .ok()
         .filter(Value::is_object)

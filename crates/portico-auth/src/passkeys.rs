@@ -23,10 +23,10 @@ use portico_edge::{Access, AuthenticatedUser, Door, RouteDoc};
 use portico_platform::{PasskeyBegin, PasskeyError, PasskeyInfo, UserSelector};
 use serde_json::{Value, json};
 
-use crate::{AuthError, AuthState, Reply, login_reply, optional_field, too_large};
+use crate::{AuthError, AuthState, Reply, login_reply, optional_field};
 
 /// A credential is a few kilobytes at most (an attestation with its certificates).
-const BODY_LIMIT: usize = 64 * 1024;
+pub(crate) const BODY_LIMIT: usize = 64 * 1024;
 
 /// The passkey routes, added to the `/auth/` router.
 pub(crate) fn routes(router: Router<AuthState>) -> Router<AuthState> {
@@ -104,24 +104,7 @@ fn passkey_error(e: PasskeyError) -> AuthError {
 async fn optional_object(
     request: axum::extract::Request,
 ) -> Result<(http::request::Parts, Value), AuthError> {
-    let (parts, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, BODY_LIMIT)
-        .await
-        .map_err(too_large)?;
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok((parts, json!({})));
-    }
-    let value = serde_json::from_slice::<Value>(&body)
-        .ok()
-        .filter(Value::is_object)
-        .ok_or_else(|| {
-            AuthError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid-body",
-                "The body must be a JSON object",
-            )
-        })?;
-    Ok((parts, value))
+    crate::read_object(request, true, BODY_LIMIT).await
 }
 
 /// `ceremony` and `credential` (an object) of a finish body.

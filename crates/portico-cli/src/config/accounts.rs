@@ -387,28 +387,13 @@ fn check_oidc(
     }
     taken.push(name.clone());
     let (issuer, preset_scopes) = oidc_issuer(&raw, span, mistakes);
-    let client_id = raw.client_id.get_ref().trim().to_owned();
-    if client_id.is_empty() {
-        mistakes.push((
-            raw.client_id.span(),
-            "accounts.oidc.client_id",
-            "write the client id the provider gave this server".into(),
-        ));
-    }
-    let client_secret_env = raw.client_secret_env.get_ref().trim().to_owned();
-    if client_secret_env.is_empty()
-        || !client_secret_env
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_')
-    {
-        mistakes.push((
-            raw.client_secret_env.span(),
-            "accounts.oidc.client_secret_env",
-            "write the name of the environment variable holding the client secret, as in \
-             \"OIDC_GOOGLE_SECRET\""
-                .into(),
-        ));
-    }
+    let (client_id, client_secret_env) = client_credentials(
+        &raw.client_id,
+        &raw.client_secret_env,
+        ["accounts.oidc.client_id", "accounts.oidc.client_secret_env"],
+        "OIDC_GOOGLE_SECRET",
+        mistakes,
+    );
     let scopes = match raw.scopes {
         Some(scopes) => {
             let list: Vec<String> = scopes
@@ -973,4 +958,34 @@ pub fn platform_accounts(
         accounts.mail_templates = email.read_templates(config.folder.as_deref())?;
     }
     Ok(accounts)
+}
+
+/// A provider's `client_id` and `client_secret_env`, trimmed; a mistake at `keys` for an empty
+/// id, or a variable name that is not letters, digits and `_` (`example` shows one).
+fn client_credentials(
+    client_id: &Spanned<String>,
+    secret_env: &Spanned<String>,
+    keys: [&'static str; 2],
+    example: &str,
+    mistakes: &mut Vec<Mistake>,
+) -> (String, String) {
+    let id = client_id.get_ref().trim().to_owned();
+    if id.is_empty() {
+        mistakes.push((
+            client_id.span(),
+            keys[0],
+            "write the client id the provider gave this server".into(),
+        ));
+    }
+    let env = secret_env.get_ref().trim().to_owned();
+    if env.is_empty() || !env.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        mistakes.push((
+            secret_env.span(),
+            keys[1],
+            format!(
+                "write the name of the environment variable holding the client secret, as in {example:?}"
+            ),
+        ));
+    }
+    (id, env)
 }

@@ -288,28 +288,16 @@ fn check_oauth2(
     });
     misplaced(&raw, raw.preset.is_some(), mistakes);
     let name = check_name(&raw, preset, span.clone(), taken, mistakes);
-    let client_id = raw.client_id.get_ref().trim().to_owned();
-    if client_id.is_empty() {
-        mistakes.push((
-            raw.client_id.span(),
+    let (client_id, client_secret_env) = super::client_credentials(
+        &raw.client_id,
+        &raw.client_secret_env,
+        [
             "accounts.oauth2.client_id",
-            "write the client id the provider gave this server".into(),
-        ));
-    }
-    let client_secret_env = raw.client_secret_env.get_ref().trim().to_owned();
-    if client_secret_env.is_empty()
-        || !client_secret_env
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_')
-    {
-        mistakes.push((
-            raw.client_secret_env.span(),
             "accounts.oauth2.client_secret_env",
-            "write the name of the environment variable holding the client secret, as in \
-             \"GITHUB_CLIENT_SECRET\""
-                .into(),
-        ));
-    }
+        ],
+        "GITHUB_CLIENT_SECRET",
+        mistakes,
+    );
     let mut provider = match preset {
         Some(preset) => {
             let base = raw
