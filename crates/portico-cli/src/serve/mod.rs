@@ -344,6 +344,38 @@ pub fn listen_addr(flag: Option<&str>, config: &Config) -> crate::Result<SocketA
     choose_listen(flag, config).map(|(addr, _)| addr)
 }
 
+/// The app `serve` would build for the config file `config` (`./portico.toml` when it exists),
+/// without serving it, and the config as `adjust` left it: for `portico openapi` and
+/// `portico types`. A config file's routes do not depend on the data, so it is built on an
+/// in-memory store; without a config file the zero-config default reads the database's
+/// collections, so the database `serve` would use is opened.
+///
+/// # Errors
+/// A bad config, an unreachable database (no config file), or a front door refusing the config.
+pub async fn described(
+    config: Option<PathBuf>,
+    database_flag: Option<String>,
+    adjust: impl FnOnce(&mut Config),
+) -> crate::Result<(Config, App)> {
+    let (path, mut config) = database::load_config(config.as_deref())?;
+    let platform = match &path {
+        Some(_) => database::open("memory:").await?,
+        None => {
+            let choice = database::choose_database(database_flag.as_deref(), None, &config);
+            let platform = database::open(&choice.url).await?;
+            config = zero_config(&platform, &choice.url).await?;
+            platform
+        }
+    };
+    adjust(&mut config);
+    crate::doors::declare_collections(&config, &platform)?;
+    let scripts = crate::scripts::load(&config, &platform).await?;
+    let doors = Doors::build_with(&config, &platform, scripts.as_ref())
+        .map_err(|errors| refused(path.as_deref(), errors))?;
+    let app = assemble(&config, &platform, doors)?;
+    Ok((config, app))
+}
+
 /// Everything `portico serve` serves, built from a config by [`Served::build`]: the
 /// application with every layer around it (the front doors, the admin page, probes, metrics,
 /// the request log, limits and budgets), the platform under it, and the work it runs in the

@@ -18,7 +18,7 @@ use portico_edge::{Door, RouteDoc};
 use serde_json::Value;
 
 use crate::config::Config;
-use crate::{database, serve};
+use crate::serve;
 
 pub use python::python;
 pub use typescript::typescript;
@@ -64,21 +64,7 @@ pub async fn run(
     config: Option<PathBuf>,
     database_flag: Option<String>,
 ) -> crate::Result<AppShape> {
-    let (path, mut config) = database::load_config(config.as_deref())?;
-    let platform = match &path {
-        Some(_) => database::open("memory:").await?,
-        None => {
-            let choice = database::choose_database(database_flag.as_deref(), None, &config);
-            let platform = database::open(&choice.url).await?;
-            config = serve::zero_config(&platform, &choice.url).await?;
-            platform
-        }
-    };
-    crate::doors::declare_collections(&config, &platform)?;
-    let scripts = crate::scripts::load(&config, &platform).await?;
-    let doors = crate::doors::Doors::build_with(&config, &platform, scripts.as_ref())
-        .map_err(|errors| crate::doors::refused(path.as_deref(), errors))?;
-    let app = serve::assemble(&config, &platform, doors)?;
+    let (config, app) = serve::described(config, database_flag, |_| {}).await?;
     Ok(shape(&config, &app.routes))
 }
 

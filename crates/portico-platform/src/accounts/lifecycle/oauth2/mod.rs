@@ -190,32 +190,9 @@ impl OAuth2 {
     /// Uses up the sign-in of `callback`'s state (which must be the browser's too, of
     /// provider `name`, not expired); its PKCE verifier.
     async fn take_state(&self, name: &str, callback: &OidcCallback) -> Result<String, OidcError> {
-        let state = callback.state.as_deref().unwrap_or_default();
-        if state.is_empty() || state.len() > 128 || callback.browser_state.as_deref() != Some(state)
-        {
-            return Err(OidcError::InvalidState);
-        }
-        // Removing the sign-in uses its state up, here or on another instance.
-        let id = hash_token(state);
-        let login = self
-            .store()
-            .get(OAUTH2_LOGINS, &id)
-            .await?
-            .ok_or(OidcError::InvalidState)?;
-        if self
-            .store()
-            .remove(OAUTH2_LOGINS, &Selector::by_id(&id))
-            .await?
-            == 0
-        {
-            return Err(OidcError::InvalidState);
-        }
-        let field = |k: &str| login.get(k).and_then(Value::as_str).unwrap_or_default();
-        let expires = login.get("expires").and_then(Value::as_i64).unwrap_or(0);
-        if field("provider") != name || expires <= now_ms() {
-            return Err(OidcError::InvalidState);
-        }
-        Ok(field("verifier").to_owned())
+        let login = self.inner.take_login(OAUTH2_LOGINS, name, callback).await?;
+        let verifier = login.get("verifier").and_then(Value::as_str);
+        Ok(verifier.unwrap_or_default().to_owned())
     }
 
     /// Trades `code` (with the PKCE `verifier`) for an access token at the token endpoint;

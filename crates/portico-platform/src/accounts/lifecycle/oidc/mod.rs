@@ -372,31 +372,10 @@ impl Oidc {
     /// Every [`OidcError`] but the code and two-factor ones.
     pub async fn finish(&self, name: &str, callback: OidcCallback) -> Result<String, OidcError> {
         let provider = self.provider(name)?;
-        let state = callback.state.as_deref().unwrap_or_default();
-        if state.is_empty() || state.len() > 128 || callback.browser_state.as_deref() != Some(state)
-        {
-            return Err(OidcError::InvalidState);
-        }
-        // Removing the sign-in uses its state up, here or on another instance.
-        let id = hash_token(state);
-        let login = self
-            .store()
-            .get(OIDC_LOGINS, &id)
-            .await?
-            .ok_or(OidcError::InvalidState)?;
-        if self
-            .store()
-            .remove(OIDC_LOGINS, &Selector::by_id(&id))
-            .await?
-            == 0
-        {
-            return Err(OidcError::InvalidState);
-        }
+        let login = (self.inner.providers)
+            .take_login(OIDC_LOGINS, name, &callback)
+            .await?;
         let field = |k: &str| login.get(k).and_then(Value::as_str).unwrap_or_default();
-        let expires = login.get("expires").and_then(Value::as_i64).unwrap_or(0);
-        if field("provider") != name || expires <= now_ms() {
-            return Err(OidcError::InvalidState);
-        }
         if let Some(error) = callback.error {
             return Err(OidcError::Refused(error.chars().take(100).collect()));
         }

@@ -5,10 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use portico_store::Store;
+use portico_store::{Document, Selector, Store};
+use serde_json::Value;
 
-use super::OidcError;
-use crate::accounts::Accounts;
+use super::{OidcCallback, OidcError};
+use crate::accounts::{Accounts, hash_token};
+use crate::time::now_ms;
 
 /// How long a provider may take to answer one call.
 const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -96,5 +98,37 @@ impl<P: Named> Providers<P> {
         self.http
             .as_ref()
             .ok_or_else(|| OidcError::Unavailable("no HTTP client".into()))
+    }
+
+    /// Uses up the sign-in in progress that `callback`'s state names, in `logins`: the state
+    /// must be the browser's too, of provider `name`, and not expired. Its stored fields
+    /// (the PKCE verifier, a nonce).
+    pub(crate) async fn take_login(
+        &self,
+        logins: &str,
+        name: &str,
+        callback: &OidcCallback,
+    ) -> Result<Document, OidcError> {
+        let state = callback.state.as_deref().unwrap_or_default();
+        if state.is_empty() || state.len() > 128 || callback.browser_state.as_deref() != Some(state)
+        {
+            return Err(OidcError::InvalidState);
+        }
+        // Removing the sign-in uses its state up, here or on another instance.
+        let id = hash_token(state);
+        let login = self
+            .store()
+            .get(logins, &id)
+            .await?
+            .ok_or(OidcError::InvalidState)?;
+        if self.store().remove(logins, &Selector::by_id(&id)).await? == 0 {
+            return Err(OidcError::InvalidState);
+        }
+        let provider = login.get("provider").and_then(Value::as_str);
+        let expires = login.get("expires").and_then(Value::as_i64).unwrap_or(0);
+        if provider != Some(name) || expires <= now_ms() {
+            return Err(OidcError::InvalidState);
+        }
+        Ok(login)
     }
 }
