@@ -168,7 +168,13 @@ pub fn add_route(api: &mut Api, scripts: &Scripts, route: &RouteDefinition) -> c
             "put" => endpoints.put(endpoint),
             "patch" => endpoints.patch(endpoint),
             "delete" => endpoints.delete(endpoint),
-            _ => endpoints.options(endpoint),
+            "options" => endpoints.options(endpoint),
+            other => {
+                return Err(crate::Error::Setup(format!(
+                    "route added at {}: unknown HTTP method {other:?} (get, post, put, patch, delete or options)",
+                    route.place
+                )));
+            }
         };
     }
     api.add_route(route.path.as_str(), options, endpoints)
