@@ -13,7 +13,7 @@ use portico_store::{Projection, Sort};
 use serde_json::{Map, Value, json};
 
 use crate::payload::{Answer, bad, text, to_json};
-use crate::shared::Shared;
+use crate::program::Shared;
 
 /// Runs the host operation `op` with its JSON `payload`, for a call that runs the before hook
 /// of the write `write`, if any.

@@ -39,8 +39,8 @@ mod install;
 mod modules;
 mod outcome;
 mod payload;
+mod program;
 mod runtime;
-mod shared;
 pub mod strip;
 mod types;
 
@@ -61,8 +61,8 @@ pub use error::{CallError, LoadError, Position};
 pub use outcome::Outcome;
 pub use types::TYPES;
 
+use program::Shared;
 use runtime::{Kind, RuntimeHandle};
-use shared::Shared;
 
 /// The `[scripts]` settings.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use rquickjs::module::Declared;
 use rquickjs::{Ctx, Module};
 
 use crate::error::{LoadError, Position};
-use crate::shared::Shared;
+use crate::program::Shared;
 
 /// The `"portico"` module: the prelude's objects, as named exports.
 pub(crate) const PORTICO_MODULE: &str = "const m = globalThis.__portico_module;\n\

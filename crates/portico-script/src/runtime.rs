@@ -26,7 +26,7 @@ use tokio::sync::oneshot;
 use crate::error::{CallError, LoadError};
 use crate::modules::Loader;
 use crate::outcome::Outcome;
-use crate::shared::Shared;
+use crate::program::Shared;
 
 /// The engine's limit on JavaScript's native stack (deep recursion is a `RangeError` past it).
 pub(crate) const MAX_STACK: usize = 1024 * 1024;

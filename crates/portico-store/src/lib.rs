@@ -83,6 +83,7 @@ mod members;
 mod modifier;
 mod number;
 mod order_key;
+mod paging;
 mod projection;
 mod redact;
 pub mod routing;
@@ -91,7 +92,6 @@ mod selector;
 mod slow;
 mod sort;
 mod store;
-mod top;
 mod url;
 mod value;
 
@@ -117,6 +117,7 @@ pub use index_spec::{IndexField, IndexSpec, MAX_INDEX_FIELDS};
 pub use members::{Members, object_members, related_ids_of_texts};
 pub use modifier::{Update, UpdateResult};
 pub use order_key::MAX_INDEX_ENTRIES;
+pub use paging::MAX_SORTED_WINDOW;
 pub use projection::Projection;
 pub use redact::redact_url;
 pub use search::{
@@ -128,6 +129,5 @@ pub use slow::{DEFAULT_SLOW_SCAN_DOCS, set_slow_scan_docs, slow_scan_docs, slow_
 pub use sort::Sort;
 pub(crate) use store::encode_all;
 pub use store::{DocumentBatches, Query, RelatedField, RelatedRead, Store, UpdateOptions};
-pub use top::MAX_SORTED_WINDOW;
 pub use url::{open, stored_format};
 pub use value::{compare_values, lookup_path};

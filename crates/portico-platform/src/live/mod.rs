@@ -8,7 +8,7 @@
 //! | a publication's sources (cursors, by-hand calls) merged per document | `merge.rs` |
 //! | who a stream runs as; logout and expiry end it | `caller.rs` |
 //! | the subscriber's stream, its buffer and its end | `stream.rs` |
-//! | a publication's by-hand calls after its handler returned | `hand.rs` |
+//! | a publication's by-hand calls after its handler returned | `by_hand.rs` |
 //! | the limits | `config.rs` |
 //! | opening a stream ([`crate::Platform::subscribe_live`], [`crate::Platform::live_query`]) | `platform/live.rs` |
 //!
@@ -20,10 +20,10 @@
 //! unbounded memory); a slow subscriber has its own bounded buffer and is ended when it fills. A
 //! reconnecting client gets a fresh initial set (there is no event log to resume).
 
+mod by_hand;
 mod caller;
 mod config;
 mod event;
-mod hand;
 mod merge;
 mod query;
 mod stream;
@@ -40,9 +40,9 @@ pub use config::LiveConfig;
 pub use event::{LiveEvent, SentEvent};
 pub use stream::LiveStream;
 
+pub(crate) use by_hand::HandSink;
 pub(crate) use caller::Control;
 pub(crate) use event::fields_of;
-pub(crate) use hand::HandSink;
 pub(crate) use merge::MergeBox;
 pub(crate) use merge::run as run_merge;
 pub(crate) use stream::Membership;

@@ -23,7 +23,7 @@ use serde_json::Value;
 use crate::document::prepare_insert;
 use crate::feed::{Change, ChangeKind};
 use crate::index_key::{NULL_KEY, keys, unique_keys, value_key};
-use crate::top::{TopK, check_sorted_window};
+use crate::paging::{TopK, check_sorted_window};
 use crate::value::split_path;
 use crate::{
     Document, Error, Query, Result, Selector, Sort, Store, Update, UpdateOptions, UpdateResult,

@@ -389,7 +389,7 @@ impl PostgresStore {
             match query::find_json_counted(&mut client, &self.catalog, collection, query).await? {
                 Some((page, total)) => (page, Some(total)),
                 None => {
-                    crate::top::check_sorted_window(query)?;
+                    crate::paging::check_sorted_window(query)?;
                     return Ok((Vec::new(), Some(0)));
                 }
             }
@@ -544,7 +544,7 @@ impl Store for PostgresStore {
         .await)?;
         match found {
             Some(docs) => Ok(docs),
-            None => crate::top::check_sorted_window(query).map(|()| Vec::new()),
+            None => crate::paging::check_sorted_window(query).map(|()| Vec::new()),
         }
     }
 
@@ -590,7 +590,7 @@ impl Store for PostgresStore {
             .await)?;
             return match found {
                 Some(answer) => Ok(answer),
-                None => crate::top::check_sorted_window(query).map(|()| (Vec::new(), 0)),
+                None => crate::paging::check_sorted_window(query).map(|()| (Vec::new(), 0)),
             };
         }
         // A page of the whole collection and its total: one statement, one round trip.

@@ -20,7 +20,7 @@ use super::plan::{Plan, may_use_index, plan};
 pub(crate) use super::rows::{Param, decode, for_each_in_tx};
 use super::rows::{read_portal, refs};
 use super::schema::{IndexedPath, collection_table, index_table, indexed_paths, stored_count};
-use crate::top::Page;
+use crate::paging::Page;
 use crate::{Document, Query, RelatedField, RelatedRead, Result, Selector};
 
 /// The SQL and parameters reading the candidates of `plan` (`id`, `doc`) in `_id` order.
@@ -223,7 +223,7 @@ pub(crate) async fn find(
     {
         return Ok(Some(docs));
     }
-    if crate::top::check_sorted_window(query).is_err() {
+    if crate::paging::check_sorted_window(query).is_err() {
         return Ok(None);
     }
     find_candidates(client, collection, query).await.map(Some)
@@ -278,7 +278,7 @@ pub(crate) async fn find_json_counted(
         let texts = read.rows.into_texts()?;
         return Ok(Some((texts, read.total.unwrap_or(0))));
     }
-    if crate::top::check_sorted_window(query).is_err() {
+    if crate::paging::check_sorted_window(query).is_err() {
         return Ok(None);
     }
     // No index helps the selector and sort, so none counts the selector alone either.

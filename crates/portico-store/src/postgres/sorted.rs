@@ -30,7 +30,7 @@ use super::rows::{Param, decode, for_each_in_tx};
 use super::schema::{SORTED_INDEXES, collection_table, sorted_from_rows, sorted_indexes};
 use crate::index_plan::{self, IndexPlan, KeyTerm, Order, SortedIndex, order_by};
 pub(crate) use crate::index_plan::{Read, Rows};
-use crate::top::Page;
+use crate::paging::Page;
 use crate::{Document, Query, Result, Selector, Sort};
 
 /// False when no index can help: a selector matching everything without a sort (a plain page

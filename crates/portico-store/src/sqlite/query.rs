@@ -13,7 +13,7 @@ use super::error::corrupt;
 use super::plan::{Plan, for_each_candidate, not_text, plan};
 use super::schema::{collection_exists, collection_table, index_table, stored_count};
 use super::sorted::{self, Read, Rows};
-use crate::top::Page;
+use crate::paging::Page;
 use crate::{Document, Query, RelatedField, RelatedRead, Result, Selector};
 
 /// Runs the read `f` on `collection`'s table, answering as for an empty collection when the
@@ -64,7 +64,7 @@ pub(crate) fn find(conn: &Connection, collection: &str, query: &Query) -> Result
     {
         return Ok(docs);
     }
-    crate::top::check_sorted_window(query)?;
+    crate::paging::check_sorted_window(query)?;
     let mut docs = or_missing(conn, collection, || matches(conn, collection, query))?;
     if let Some(projection) = &query.projection {
         docs = docs.iter().map(|doc| projection.apply(doc)).collect();
@@ -118,7 +118,7 @@ pub(crate) fn find_json_counted_any(
         let total = count(conn, collection, &query.selector)?;
         return Ok((crate::encode_all(&find(conn, collection, query)?)?, total));
     }
-    crate::top::check_sorted_window(query)?;
+    crate::paging::check_sorted_window(query)?;
     let (docs, total) = or_missing(conn, collection, || {
         let plan = plan(conn, collection, &query.selector)?;
         let everything = Selector::all();

@@ -14,7 +14,7 @@ use super::plan::{not_text, parse_doc};
 use super::schema::collection_table;
 use crate::index_plan::{self, IndexPlan, KeyTerm, Order, SortedIndex, order_by};
 pub(crate) use crate::index_plan::{Read, Rows};
-use crate::top::Page;
+use crate::paging::Page;
 use crate::{Document, Query, Result, Selector};
 
 /// The page (and, with `count`, the total) of `query` through the best sorted index of
