@@ -15,8 +15,7 @@
 # crates/portico-cli/tests/support/webhooks. The account tests read mail from an SMTP server they
 # start with python3's aiosmtpd. The Python client's tests (clients/python) run in a virtualenv
 # made here with pinned requirements. The files tests on S3 need the `s3s-fs` server, installed with
-# `cargo install` when missing. Passkeys (webauthn-rs) build on OpenSSL: libssl-dev and
-# pkg-config, installed here when missing (and by .ci/run before its lints). The passkey tests'
+# `cargo install` when missing. The passkey tests'
 # software authenticator runs in a venv made here with python-fido2, pinned by
 # crates/portico-cli/tests/support/passkeys/requirements.txt. Extra arguments go to `cargo test`
 # (`ci/test.sh -p portico-store`).
@@ -29,9 +28,6 @@ fi
 
 if ! command -v cc >/dev/null 2>&1; then
   apt-get update -q && apt-get install -y -q gcc
-fi
-if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists openssl; then
-  apt-get update -q && apt-get install -y -q libssl-dev pkg-config
 fi
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   apt-get update -q && apt-get install -y -q postgresql
