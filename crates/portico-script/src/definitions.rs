@@ -1,6 +1,8 @@
 //! What the application's modules defined while they loaded.
 
+use portico_platform::{HookOp, HookWhen};
 use serde::Deserialize;
+use serde::de::Error as _;
 use serde_json::Value;
 
 use crate::error::LoadError;
@@ -64,8 +66,9 @@ pub struct RuleDefinition {
     pub index: usize,
     /// `allow` or `deny`.
     pub kind: String,
-    /// `insert`, `update` or `remove`.
-    pub op: String,
+    /// The write it judges (`insert`, `update` or `remove` in the script).
+    #[serde(deserialize_with = "write_op")]
+    pub op: HookOp,
     /// Where it was given.
     pub place: String,
 }
@@ -78,10 +81,12 @@ pub struct HookDefinition {
     pub collection: String,
     /// Its position among the collection's hooks.
     pub index: usize,
-    /// `before` or `after`.
-    pub when: String,
-    /// `insert`, `update` or `remove`.
-    pub op: String,
+    /// When it runs (`before` or `after` in the script).
+    #[serde(deserialize_with = "hook_when")]
+    pub when: HookWhen,
+    /// The write it watches (`insert`, `update` or `remove` in the script).
+    #[serde(deserialize_with = "write_op")]
+    pub op: HookOp,
     /// Where it was given.
     pub place: String,
 }
@@ -158,6 +163,27 @@ pub struct ChannelDefinition {
     pub send: bool,
     /// Where it was given.
     pub place: String,
+}
+
+fn write_op<'de, D: serde::Deserializer<'de>>(d: D) -> Result<HookOp, D::Error> {
+    match String::deserialize(d)?.as_str() {
+        "insert" => Ok(HookOp::Insert),
+        "update" => Ok(HookOp::Update),
+        "remove" => Ok(HookOp::Remove),
+        other => Err(D::Error::custom(format!(
+            "unknown write {other:?} (insert, update or remove)"
+        ))),
+    }
+}
+
+fn hook_when<'de, D: serde::Deserializer<'de>>(d: D) -> Result<HookWhen, D::Error> {
+    match String::deserialize(d)?.as_str() {
+        "before" => Ok(HookWhen::Before),
+        "after" => Ok(HookWhen::After),
+        other => Err(D::Error::custom(format!(
+            "unknown hook time {other:?} (before or after)"
+        ))),
+    }
 }
 
 fn roles<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {

@@ -24,13 +24,6 @@ fn op_name(op: HookOp) -> &'static str {
     }
 }
 
-fn when_name(when: HookWhen) -> &'static str {
-    match when {
-        HookWhen::Before => "before",
-        HookWhen::After => "after",
-    }
-}
-
 impl ScriptHooks {
     pub(crate) fn new(
         scripts: Scripts,
@@ -48,7 +41,7 @@ impl ScriptHooks {
     fn of(&self, when: HookWhen, op: HookOp) -> Vec<(usize, String)> {
         self.hooks
             .iter()
-            .filter(|h| h.when == when_name(when) && h.op == op_name(op))
+            .filter(|h| h.when == when && h.op == op)
             .map(|h| (h.index, h.place.clone()))
             .collect()
     }
@@ -142,9 +135,7 @@ fn document_at(args: &Value, index: usize, what: &str) -> portico_platform::Resu
 
 impl WriteHooks for ScriptHooks {
     fn watches(&self, when: HookWhen, op: HookOp) -> bool {
-        self.hooks
-            .iter()
-            .any(|h| h.when == when_name(when) && h.op == op_name(op))
+        self.hooks.iter().any(|h| h.when == when && h.op == op)
     }
 
     fn before_insert(

@@ -1,7 +1,9 @@
 //! Script methods, publications, rules and write hooks registered on the platform like Rust ones.
 
 use portico_platform::jobs::{Backoff, CronSpec, JobOptions};
-use portico_platform::{Cursor, EndpointOptions, MethodError, Platform, Query, Rules, public_user};
+use portico_platform::{
+    Cursor, EndpointOptions, HookOp, MethodError, Platform, Query, Rules, public_user,
+};
 use portico_store::{Projection, Selector, Sort};
 use serde_json::{Value, json};
 
@@ -179,11 +181,11 @@ fn install_rule(scripts: &Scripts, platform: &Platform, rule: &crate::RuleDefini
             }
         }
     };
-    let rules = match rule.op.as_str() {
-        "insert" => Rules::new().insert(move |user, doc| ask(json!([user, doc]))),
-        "update" => Rules::new()
+    let rules = match rule.op {
+        HookOp::Insert => Rules::new().insert(move |user, doc| ask(json!([user, doc]))),
+        HookOp::Update => Rules::new()
             .update(move |user, doc, fields, modifier| ask(json!([user, doc, fields, modifier]))),
-        _ => Rules::new().remove(move |user, doc| ask(json!([user, doc]))),
+        HookOp::Remove => Rules::new().remove(move |user, doc| ask(json!([user, doc]))),
     };
     let rules = rules.described(format!("{} function at {}", rule.kind, rule.place));
     if deny {
