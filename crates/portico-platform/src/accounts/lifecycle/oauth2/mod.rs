@@ -20,30 +20,22 @@ mod profile;
 mod provider;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use portico_store::{Document, Selector, Store, document_id};
+use portico_store::Store;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 pub use provider::{OAuth2Preset, OAuth2Profile, OAuth2Provider};
 
 use super::oidc::providers::{Named, Providers};
-use super::oidc::{OidcCallback, OidcError, OidcStart, account_of, json_reply, random_token};
-use super::tokens::{self, TokenKind};
-use crate::Error;
-use crate::accounts::{Accounts, hash_token};
-use crate::time::{millis, now_ms};
+use super::oidc::{OidcCallback, OidcError, OidcStart, json_reply, random_token};
+use crate::accounts::Accounts;
 
 /// The collection of OAuth2 sign-ins in progress (state, PKCE verifier), by hashed state.
 pub const OAUTH2_LOGINS: &str = "portico_oauth2_logins";
 
-/// How long a sign-in may stay at the provider.
-const SIGN_IN_LIFETIME: Duration = Duration::from_secs(600);
-/// How long the one-time code works.
-const CODE_LIFETIME: Duration = Duration::from_secs(60);
 type Inner = Providers<OAuth2Provider>;
 
 /// Sign-in with OAuth2 providers (get it with [`crate::Platform::oauth2`]). Cheap to clone.
@@ -78,10 +70,6 @@ impl OAuth2 {
         self.inner.prepare(OAUTH2_LOGINS).await
     }
 
-    fn store(&self) -> &dyn Store {
-        self.inner.store()
-    }
-
     /// The names of the configured providers, in order.
     pub fn names(&self) -> Vec<String> {
         self.inner.names()
@@ -113,23 +101,13 @@ impl OAuth2 {
         client: Option<std::net::IpAddr>,
     ) -> Result<OidcStart, OidcError> {
         let provider = self.provider(name)?;
-        let limit = self.inner.accounts.config().oidc_start_limit;
-        let key = super::client_key("oidc-start", client);
-        super::count_request(self.store(), &key, limit).await?;
-        // Sign-ins nobody finished.
-        let stale = Selector::parse(&json!({"expires": {"$lt": now_ms()}})).map_err(Error::from)?;
-        self.store().remove(OAUTH2_LOGINS, &stale).await?;
-        let (state, verifier) = (random_token(), random_token());
-        let doc: Document = json!({
-            "_id": hash_token(&state),
-            "provider": name,
-            "verifier": verifier,
-            "expires": now_ms().saturating_add(millis(SIGN_IN_LIFETIME)),
-        })
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
-        self.store().insert(OAUTH2_LOGINS, doc).await?;
+        self.inner.admit(client).await?;
+        let verifier = random_token();
+        let fields = json!({"verifier": verifier})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let state = self.inner.record_login(OAUTH2_LOGINS, name, fields).await?;
         let query = {
             let mut query = form_urlencoded::Serializer::new(String::new());
             query
@@ -175,16 +153,9 @@ impl OAuth2 {
             .ok_or_else(|| OidcError::InvalidResponse("no code".into()))?;
         let access = self.access_token(provider, &code, &verifier).await?;
         let identity = profile::identity(self.http()?, provider, &access).await?;
-        let accounts = &self.inner.accounts;
-        let link_as = format!("oauth2:{name}");
-        let user = account_of(accounts, self.store(), &link_as, &identity).await?;
-        if accounts.config().require_verified_email && !super::has_verified_email(&user) {
-            return Err(OidcError::EmailNotVerified);
-        }
-        let user_id = document_id(&user).unwrap_or_default();
-        let lifetime = chrono::Duration::from_std(CODE_LIFETIME).unwrap_or_default();
-        let email = identity.email.unwrap_or_default();
-        Ok(tokens::issue(self.store(), TokenKind::OidcCode, user_id, &email, lifetime).await?)
+        self.inner
+            .code_for(&format!("oauth2:{name}"), identity)
+            .await
     }
 
     /// Uses up the sign-in of `callback`'s state (which must be the browser's too, of

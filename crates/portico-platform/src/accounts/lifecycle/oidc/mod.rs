@@ -20,11 +20,11 @@ pub(super) mod providers;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use portico_store::{Document, Selector, Store, document_id};
+use portico_store::Store;
 use rand::Rng;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -39,17 +39,12 @@ pub(super) use self::link::account_of;
 use self::discovery::Discovered;
 use self::id_token::Refusal;
 use super::tokens::{self, TokenKind};
-use crate::accounts::{Accounts, LoginToken, hash_token, totp_enabled};
+use crate::accounts::{Accounts, LoginToken, totp_enabled};
 use crate::{Error, Result};
 use providers::{Named, Providers};
 
 /// The collection of sign-ins in progress (state, nonce, PKCE verifier), by hashed state.
 pub const OIDC_LOGINS: &str = "portico_oidc_logins";
-
-/// How long a sign-in may stay at the provider.
-const SIGN_IN_LIFETIME: Duration = Duration::from_secs(600);
-/// How long the one-time code works.
-const CODE_LIFETIME: Duration = Duration::from_secs(60);
 
 /// An OpenID Connect provider users may sign in with.
 #[derive(Clone, PartialEq, Eq)]
@@ -228,8 +223,6 @@ pub(super) fn random_token() -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
-use crate::time::{millis, now_ms};
-
 impl Named for OidcProvider {
     fn name(&self) -> &str {
         &self.name
@@ -325,26 +318,15 @@ impl Oidc {
         client: Option<std::net::IpAddr>,
     ) -> Result<OidcStart, OidcError> {
         let provider = self.provider(name)?;
-        let limit = self.inner.providers.accounts.config().oidc_start_limit;
-        let key = super::client_key("oidc-start", client);
-        super::count_request(self.store(), &key, limit).await?;
+        self.inner.providers.admit(client).await?;
         let discovered = self.discovered(provider, false).await?;
-        // Sign-ins nobody finished.
-        let stale = Selector::parse(&json!({"expires": {"$lt": now_ms()}})).map_err(Error::from)?;
-        self.store().remove(OIDC_LOGINS, &stale).await?;
-        let (state, nonce, verifier) = (random_token(), random_token(), random_token());
+        let (nonce, verifier) = (random_token(), random_token());
         let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
-        let doc: Document = json!({
-            "_id": hash_token(&state),
-            "provider": name,
-            "nonce": nonce,
-            "verifier": verifier,
-            "expires": now_ms().saturating_add(millis(SIGN_IN_LIFETIME)),
-        })
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
-        self.store().insert(OIDC_LOGINS, doc).await?;
+        let fields = json!({"nonce": nonce, "verifier": verifier});
+        let fields = fields.as_object().cloned().unwrap_or_default();
+        let state = (self.inner.providers)
+            .record_login(OIDC_LOGINS, name, fields)
+            .await?;
         let query = form_urlencoded::Serializer::new(String::new())
             .append_pair("response_type", "code")
             .append_pair("client_id", &provider.client_id)
@@ -394,15 +376,7 @@ impl Oidc {
         let identity = self
             .identity(provider, &code, field("verifier"), field("nonce"))
             .await?;
-        let accounts = &self.inner.providers.accounts;
-        let user = link::account_of(accounts, self.store(), name, &identity).await?;
-        if accounts.config().require_verified_email && !super::has_verified_email(&user) {
-            return Err(OidcError::EmailNotVerified);
-        }
-        let user_id = document_id(&user).unwrap_or_default();
-        let lifetime = chrono::Duration::from_std(CODE_LIFETIME).unwrap_or_default();
-        let email = identity.email.unwrap_or_default();
-        Ok(tokens::issue(self.store(), TokenKind::OidcCode, user_id, &email, lifetime).await?)
+        self.inner.providers.code_for(name, identity).await
     }
 
     /// Trades the code at the token endpoint and verifies the ID token; the identity, with

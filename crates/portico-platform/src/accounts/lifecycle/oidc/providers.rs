@@ -5,12 +5,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use portico_store::{Document, Selector, Store};
-use serde_json::Value;
+use portico_store::{Document, Selector, Store, document_id};
+use serde_json::{Value, json};
 
-use super::{OidcCallback, OidcError};
+use super::super::tokens::{self, TokenKind};
+use super::{Identity, OidcCallback, OidcError, account_of, random_token};
+use crate::Error;
 use crate::accounts::{Accounts, hash_token};
-use crate::time::now_ms;
+use crate::time::{millis, now_ms};
+
+/// How long a sign-in may stay at the provider.
+const SIGN_IN_LIFETIME: Duration = Duration::from_secs(600);
+/// How long the one-time code works.
+const CODE_LIFETIME: Duration = Duration::from_secs(60);
 
 /// How long a provider may take to answer one call.
 const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -130,5 +137,54 @@ impl<P: Named> Providers<P> {
             return Err(OidcError::InvalidState);
         }
         Ok(login)
+    }
+
+    /// Counts a sign-in start by the caller at `client` against the accounts'
+    /// `oidc_start_limit`, which OpenID Connect and OAuth2 starts share.
+    pub(crate) async fn admit(&self, client: Option<std::net::IpAddr>) -> Result<(), OidcError> {
+        let limit = self.accounts.config().oidc_start_limit;
+        let key = super::super::client_key("oidc-start", client);
+        super::super::count_request(self.store(), &key, limit).await?;
+        Ok(())
+    }
+
+    /// Stores a sign-in with provider `name` in `logins` (with `fields`: its PKCE verifier, a
+    /// nonce), removing those nobody finished; its new state.
+    pub(crate) async fn record_login(
+        &self,
+        logins: &str,
+        name: &str,
+        fields: Document,
+    ) -> Result<String, OidcError> {
+        let stale = Selector::parse(&json!({"expires": {"$lt": now_ms()}})).map_err(Error::from)?;
+        self.store().remove(logins, &stale).await?;
+        let state = random_token();
+        let mut doc = fields;
+        doc.insert("_id".into(), Value::String(hash_token(&state)));
+        doc.insert("provider".into(), Value::String(name.to_owned()));
+        doc.insert(
+            "expires".into(),
+            json!(now_ms().saturating_add(millis(SIGN_IN_LIFETIME))),
+        );
+        self.store().insert(logins, doc).await?;
+        Ok(state)
+    }
+
+    /// The account `identity` signs in to (found, linked as `link_as`, or created, as the
+    /// identity links go), and a one-time code that trades for its login.
+    pub(crate) async fn code_for(
+        &self,
+        link_as: &str,
+        identity: Identity,
+    ) -> Result<String, OidcError> {
+        let user = account_of(&self.accounts, self.store(), link_as, &identity).await?;
+        if self.accounts.config().require_verified_email && !super::super::has_verified_email(&user)
+        {
+            return Err(OidcError::EmailNotVerified);
+        }
+        let user_id = document_id(&user).unwrap_or_default();
+        let lifetime = chrono::Duration::from_std(CODE_LIFETIME).unwrap_or_default();
+        let email = identity.email.unwrap_or_default();
+        Ok(tokens::issue(self.store(), TokenKind::OidcCode, user_id, &email, lifetime).await?)
     }
 }
