@@ -687,23 +687,36 @@ async fn oidc_callback(
     callback.iss = query.get("iss").cloned();
     callback.error = query.get("error").cloned();
     callback.browser_state = browser_state(&headers);
+    let finished = state.platform.oidc().finish(&name, callback).await;
+    let target = landing(&state, "oidc", &name, finished);
+    redirect(&target, oidc_cookie(&state, None))
+}
+
+/// Where a provider sign-in's way back sends the browser: the application's page
+/// `{app_url}/{page}` with the one-time code, or with the error's word (logged: a platform
+/// failure as an error, a refusal as information).
+pub(crate) fn landing(
+    state: &AuthState,
+    page: &str,
+    provider: &str,
+    finished: Result<String, OidcError>,
+) -> String {
     let app_url = state.platform.accounts().config().app_url.clone();
     let app_url = app_url.trim_end_matches('/');
-    let target = match state.platform.oidc().finish(&name, callback).await {
-        Ok(code) => format!("{app_url}/oidc?code={code}"),
+    match finished {
+        Ok(code) => format!("{app_url}/{page}?code={code}"),
         Err(e) => {
             match &e {
                 OidcError::Platform(p) => {
-                    tracing::error!(provider = name, error = %p, "OpenID Connect sign-in")
+                    tracing::error!(provider, sign_in = page, error = %p, "provider sign-in failed")
                 }
                 other => {
-                    tracing::info!(provider = name, error = %other, "OpenID Connect sign-in refused")
+                    tracing::info!(provider, sign_in = page, error = %other, "provider sign-in refused")
                 }
             }
-            format!("{app_url}/oidc?error={}", e.code())
+            format!("{app_url}/{page}?error={}", e.code())
         }
-    };
-    redirect(&target, oidc_cookie(&state, None))
+    }
 }
 
 async fn email_code(

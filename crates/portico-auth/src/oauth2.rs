@@ -8,7 +8,7 @@ use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use http::Method;
 use portico_edge::{Access, Door, RouteDoc};
-use portico_platform::{OidcCallback, OidcError};
+use portico_platform::OidcCallback;
 use serde_json::{Value, json};
 
 use super::{AuthState, Reply, browser_state_named, oidc_error, redirect, state_cookie};
@@ -49,22 +49,8 @@ pub(crate) async fn callback(
     callback.state = query.get("state").cloned();
     callback.error = query.get("error").cloned();
     callback.browser_state = browser_state_named(&headers, OAUTH2_COOKIE);
-    let app_url = state.platform.accounts().config().app_url.clone();
-    let app_url = app_url.trim_end_matches('/');
-    let target = match state.platform.oauth2().finish(&name, callback).await {
-        Ok(code) => format!("{app_url}/oauth2?code={code}"),
-        Err(e) => {
-            match &e {
-                OidcError::Platform(p) => {
-                    tracing::error!(provider = name, error = %p, "OAuth2 sign-in")
-                }
-                other => {
-                    tracing::info!(provider = name, error = %other, "OAuth2 sign-in refused")
-                }
-            }
-            format!("{app_url}/oauth2?error={}", e.code())
-        }
-    };
+    let finished = state.platform.oauth2().finish(&name, callback).await;
+    let target = crate::landing(&state, "oauth2", &name, finished);
     redirect(
         &target,
         state_cookie(&state, (OAUTH2_COOKIE, COOKIE_PATH), None),
