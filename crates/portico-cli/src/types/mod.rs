@@ -173,5 +173,19 @@ fn type_names(shape: &AppShape, reserved: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// Looks a collection's type name up among `names` (in `shape`'s order of collections).
+fn name_lookup<'a>(
+    shape: &'a AppShape,
+    names: &'a [String],
+) -> impl Fn(&str) -> Option<String> + 'a {
+    move |collection| {
+        shape
+            .collections
+            .iter()
+            .position(|c| c.name == collection)
+            .map(|i| names[i].clone())
+    }
+}
+
 #[cfg(test)]
 mod tests;

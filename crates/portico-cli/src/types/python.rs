@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use super::schema::{FILE_TYPE, Field, Ty, document, file_type};
-use super::{AppShape, CollectionShape, type_names};
+use super::{AppShape, CollectionShape, name_lookup, type_names};
 
 /// The module describing `shape` for the Python client, as a `.py` file's text.
 pub fn python(shape: &AppShape, source: &str) -> String {
@@ -17,13 +17,7 @@ pub fn python(shape: &AppShape, source: &str) -> String {
     reserved.extend(["Any", "Literal", "NotRequired", "Required", "TypedDict"]);
     reserved.extend(["COLLECTIONS", "METHODS", "PUBLICATIONS", "ROUTES"]);
     let names = type_names(shape, &reserved);
-    let name_of = |collection: &str| {
-        shape
-            .collections
-            .iter()
-            .position(|c| c.name == collection)
-            .map(|i| names[i].clone())
-    };
+    let name_of = name_lookup(shape, &names);
     let mut out = String::new();
     let _ = writeln!(
         out,

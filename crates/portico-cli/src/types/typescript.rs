@@ -7,18 +7,12 @@
 use std::fmt::Write as _;
 
 use super::schema::{FILE_TYPE, Field, Ty, document, file_type};
-use super::{AppShape, type_names};
+use super::{AppShape, name_lookup, type_names};
 
 /// The declarations of `shape` for the TypeScript client, as a `.d.ts` file's text.
 pub fn typescript(shape: &AppShape, source: &str) -> String {
     let names = type_names(shape, &[FILE_TYPE]);
-    let name_of = |collection: &str| {
-        shape
-            .collections
-            .iter()
-            .position(|c| c.name == collection)
-            .map(|i| names[i].clone())
-    };
+    let name_of = name_lookup(shape, &names);
     let mut out = String::new();
     let _ = writeln!(
         out,
