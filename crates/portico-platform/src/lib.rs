@@ -127,6 +127,6 @@ pub use time::now_iso;
 pub use timestamps::{CREATED_AT, UPDATED_AT};
 
 pub use portico_store::{
-    Aggregate, Document, IdKind, Query, RelatedField, RelatedRead, Selector, Update, UpdateOptions,
-    UpdateResult,
+    Aggregate, Document, IdKind, Page, PageRead, Query, RelatedField, RelatedRead, Selector,
+    Stored, Update, UpdateOptions, UpdateResult,
 };

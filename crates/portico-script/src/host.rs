@@ -9,7 +9,7 @@ use portico_platform::{
     MethodError, NewUser, Password, Platform, Query, Selector, Update, UpdateOptions, public_user,
     user_has_any_role,
 };
-use portico_store::{Projection, Sort};
+use portico_store::{PageRead, Projection, Sort, Stored};
 use serde_json::{Map, Value, json};
 
 use crate::payload::{Answer, bad, text, to_json};
@@ -78,18 +78,19 @@ fn query(payload: &Value) -> Result<Query, MethodError> {
     Ok(query)
 }
 
-/// The JSON array of stored document texts.
-fn array(texts: &[String]) -> String {
-    let mut out = String::with_capacity(texts.iter().map(|t| t.len() + 1).sum::<usize>() + 2);
+/// The JSON array of stored documents, each embedded as its stored text (or encoded).
+fn array(docs: &[Stored]) -> Result<String, MethodError> {
+    let mut out =
+        String::with_capacity(docs.iter().map(|d| d.encoded_len() + 1).sum::<usize>() + 2);
     out.push('[');
-    for (i, t) in texts.iter().enumerate() {
+    for (i, doc) in docs.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        out.push_str(t);
+        out.push_str(&doc.text().map_err(store_error)?);
     }
     out.push(']');
-    out
+    Ok(out)
 }
 
 async fn dispatch(shared: &Shared, op: &str, payload: Value) -> Answer {
@@ -98,8 +99,8 @@ async fn dispatch(shared: &Shared, op: &str, payload: Value) -> Answer {
         "find" => {
             let collection = platform.collection(&text(&payload, "collection")?);
             let query = query(&payload)?;
-            let texts = collection.find_json(&query).await?;
-            Ok(array(&texts))
+            let page = collection.find_page(&PageRead::new(query)).await?;
+            array(&page.docs)
         }
         "findOne" => {
             let collection = platform.collection(&text(&payload, "collection")?);
@@ -111,17 +112,17 @@ async fn dispatch(shared: &Shared, op: &str, payload: Value) -> Answer {
                     .id_equality()
                     .filter(|_| is_id_only(&payload))
             {
-                return Ok(collection
-                    .get_json(id)
-                    .await?
-                    .unwrap_or_else(|| "null".to_owned()));
+                return match collection.get_stored(id).await? {
+                    Some(doc) => doc.into_text().map_err(store_error),
+                    None => Ok("null".to_owned()),
+                };
             }
             query.limit = Some(1);
-            let texts = collection.find_json(&query).await?;
-            Ok(texts
-                .into_iter()
-                .next()
-                .unwrap_or_else(|| "null".to_owned()))
+            let page = collection.find_page(&PageRead::new(query)).await?;
+            match page.docs.into_iter().next() {
+                Some(doc) => doc.into_text().map_err(store_error),
+                None => Ok("null".to_owned()),
+            }
         }
         "channels.broadcast" => {
             let payload_value = payload.get("payload").cloned().unwrap_or(Value::Null);

@@ -78,7 +78,7 @@ pub fn check_len(len: usize) -> Result<()> {
 }
 
 /// An `io::Write` that only counts bytes.
-struct ByteCounter(usize);
+pub(crate) struct ByteCounter(pub(crate) usize);
 
 impl std::io::Write for ByteCounter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

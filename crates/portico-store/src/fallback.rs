@@ -5,23 +5,23 @@
 //! full-text index).
 
 use crate::{
-    Aggregate, Document, DocumentBatches, Query, RelatedField, RelatedRead, Result, Search,
-    Selector, Store, Update, UpdateOptions, UpdateResult,
+    Aggregate, Document, DocumentBatches, Page, PageRead, Query, Result, Search, Selector, Store,
+    Stored, Update, UpdateOptions, UpdateResult,
 };
 
-/// [`Store::insert_json`] by [`Store::insert`]: the document is encoded, then inserted.
+/// [`Store::insert_stored`] by [`Store::insert`]: the inserted document is given back as it
+/// was inserted (its `_id` set), not encoded.
 ///
 /// # Errors
 /// As [`Store::insert`].
-pub async fn insert_json<S: Store + ?Sized>(
+pub async fn insert_stored<S: Store + ?Sized>(
     store: &S,
     collection: &str,
     doc: Document,
-) -> Result<(String, String)> {
+) -> Result<(String, Stored)> {
     let (_, doc) = crate::prepare_insert(doc)?;
-    let text = crate::document::encode(&doc)?;
-    let id = store.insert(collection, doc).await?;
-    Ok((id, text))
+    let id = store.insert(collection, doc.clone()).await?;
+    Ok((id, Stored::Document(doc)))
 }
 
 /// [`Store::insert_stream`] by [`Store::insert_many`]: every batch is collected first (memory
@@ -43,60 +43,39 @@ pub async fn insert_stream<S: Store + ?Sized>(
     Ok(n)
 }
 
-/// [`Store::find_json`] by [`Store::find`], each document encoded.
+/// [`Store::find_page`] by [`Store::count`] (when asked), then [`Store::find`] (two reads,
+/// not one snapshot); the documents are given decoded, and no related document is read
+/// along (the caller reads them).
 ///
 /// # Errors
-/// As [`Store::find`].
-pub async fn find_json<S: Store + ?Sized>(
+/// As [`Store::find`] and [`Store::count`].
+pub async fn find_page<S: Store + ?Sized>(
     store: &S,
     collection: &str,
-    query: &Query,
-) -> Result<Vec<String>> {
-    crate::encode_all(&store.find(collection, query).await?)
+    read: &PageRead,
+) -> Result<Page> {
+    let total = if read.count {
+        Some(store.count(collection, &read.query.selector).await?)
+    } else {
+        None
+    };
+    let docs = store.find(collection, &read.query).await?;
+    Ok(Page::new(
+        docs.into_iter().map(Stored::Document).collect(),
+        total,
+    ))
 }
 
-/// [`Store::find_json_counted`] by [`Store::count`], then [`Store::find_json`] (two reads,
-/// not one snapshot).
-///
-/// # Errors
-/// As [`Store::find_json`] and [`Store::count`].
-pub async fn find_json_counted<S: Store + ?Sized>(
-    store: &S,
-    collection: &str,
-    query: &Query,
-) -> Result<(Vec<String>, u64)> {
-    crate::store::count_then_page(store, collection, query).await
-}
-
-/// [`Store::find_json_counted_related`] by [`Store::find_json_counted`], reading no related
-/// document along (the caller reads them).
-///
-/// # Errors
-/// As [`Store::find_json_counted`].
-pub async fn find_json_counted_related<S: Store + ?Sized>(
-    store: &S,
-    collection: &str,
-    query: &Query,
-    related: &[RelatedField],
-) -> Result<(Vec<String>, u64, Vec<RelatedRead>)> {
-    let _ = related;
-    let (page, total) = store.find_json_counted(collection, query).await?;
-    Ok((page, total, Vec::new()))
-}
-
-/// [`Store::get_json`] by [`Store::get`], the document encoded.
+/// [`Store::get_stored`] by [`Store::get`], the document given decoded.
 ///
 /// # Errors
 /// As [`Store::get`].
-pub async fn get_json<S: Store + ?Sized>(
+pub async fn get_stored<S: Store + ?Sized>(
     store: &S,
     collection: &str,
     id: &str,
-) -> Result<Option<String>> {
-    match store.get(collection, id).await? {
-        Some(doc) => Ok(crate::encode_all(std::slice::from_ref(&doc))?.pop()),
-        None => Ok(None),
-    }
+) -> Result<Option<Stored>> {
+    Ok(store.get(collection, id).await?.map(Stored::Document))
 }
 
 /// [`Store::aggregate`] over the documents [`Store::find`] gives for the selector, grouped in

@@ -92,6 +92,7 @@ mod selector;
 mod slow;
 mod sort;
 mod store;
+mod stored;
 mod url;
 mod value;
 
@@ -128,6 +129,9 @@ pub use selector::Selector;
 pub use slow::{DEFAULT_SLOW_SCAN_DOCS, set_slow_scan_docs, slow_scan_docs, slow_scans};
 pub use sort::Sort;
 pub(crate) use store::encode_all;
-pub use store::{DocumentBatches, Query, RelatedField, RelatedRead, Store, UpdateOptions};
+pub use store::{
+    DocumentBatches, Page, PageRead, Query, RelatedField, RelatedRead, Store, UpdateOptions,
+};
+pub use stored::Stored;
 pub use url::{open, stored_format};
 pub use value::{compare_values, lookup_path};

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use crate::{
     BatchError, BatchOp, BatchOutcome, Change, Document, Projection, Result, Selector, Sort,
-    Update, UpdateResult,
+    Stored, Update, UpdateResult,
 };
 
 /// What `find` returns and in what order: a selector plus sort, skip, limit and projection.
@@ -24,7 +24,7 @@ pub struct Query {
 
 impl Query {
     /// True for a page of a whole collection in `_id` order (no filter, sort or projection):
-    /// what a backend can answer from stored text ([`Store::find_json`]).
+    /// what a backend can answer from stored text ([`Store::find_page`]).
     pub(crate) fn is_plain_page(&self) -> bool {
         self.selector.is_all() && self.sort.is_none() && self.projection.is_none()
     }
@@ -38,7 +38,7 @@ impl Query {
     }
 }
 
-/// A relation followed while a list page is read ([`Store::find_json_counted_related`]): the
+/// A relation followed while a list page is read ([`Store::find_page`]): the
 /// page's documents hold in `field` the id, or an array of ids, of documents of `collection`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -67,7 +67,7 @@ impl RelatedField {
 }
 
 /// The documents of one [`RelatedField`] read along with a page
-/// ([`Store::find_json_counted_related`]).
+/// ([`Store::find_page`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct RelatedRead {
@@ -78,6 +78,88 @@ pub struct RelatedRead {
     /// The documents found among `ids`, whole as stored, each as `(id, its stored JSON text)`
     /// (one JSON object), in no set order.
     pub texts: Vec<(String, String)>,
+}
+
+/// A list read ([`Store::find_page`]): the query, whether its total is wanted, and the
+/// relations whose documents are read along.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct PageRead {
+    /// The documents wanted.
+    pub query: Query,
+    /// Count every document of `query.selector` too (the list's total).
+    pub count: bool,
+    /// Relations whose documents the backend may read along with the page (see
+    /// [`Store::find_page`]).
+    pub related: Vec<RelatedField>,
+}
+
+impl PageRead {
+    /// A read of `query`'s documents, without a total or related documents.
+    pub fn new(query: Query) -> PageRead {
+        PageRead {
+            query,
+            count: false,
+            related: Vec::new(),
+        }
+    }
+
+    /// Counts the documents of the query's selector too ([`Page::total`]).
+    #[must_use]
+    pub fn counted(mut self, count: bool) -> PageRead {
+        self.count = count;
+        self
+    }
+
+    /// Reads the documents of `related` along, where the backend can ([`Page::related`]).
+    #[must_use]
+    pub fn related(mut self, related: Vec<RelatedField>) -> PageRead {
+        self.related = related;
+        self
+    }
+}
+
+/// What [`Store::find_page`] gives: the documents, their total, and the related
+/// documents read along.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Page {
+    /// The documents of the query, in its order.
+    pub docs: Vec<Stored>,
+    /// How many documents match the selector in all, when [`PageRead::count`] asked (from the
+    /// snapshot the page was cut from, where the backend can).
+    pub total: Option<u64>,
+    /// The related documents read along (see [`Store::find_page`]).
+    pub related: Vec<RelatedRead>,
+}
+
+impl Page {
+    /// A page of `docs`, with `total` when counted, and no related documents read along.
+    pub fn new(docs: Vec<Stored>, total: Option<u64>) -> Page {
+        Page {
+            docs,
+            total,
+            related: Vec::new(),
+        }
+    }
+
+    /// A page of stored texts.
+    pub fn of_texts(texts: Vec<String>, total: Option<u64>) -> Page {
+        Page::new(texts.into_iter().map(Stored::Text).collect(), total)
+    }
+
+    /// A page of decoded documents.
+    pub fn of_documents(docs: Vec<Document>, total: Option<u64>) -> Page {
+        Page::new(docs.into_iter().map(Stored::Document).collect(), total)
+    }
+
+    /// The page's documents as their compact JSON texts (see [`Stored::into_text`]).
+    ///
+    /// # Errors
+    /// As [`Stored::into_text`].
+    pub fn into_texts(self) -> Result<Vec<String>> {
+        self.docs.into_iter().map(Stored::into_text).collect()
+    }
 }
 
 /// The documents of [`Store::insert_stream`], batch by batch: each item is a batch to insert, or
@@ -123,14 +205,14 @@ pub trait Store: Send + Sync + 'static {
     /// [`crate::Error::InvalidDocument`] when `_id` is not a string.
     async fn insert(&self, collection: &str, doc: Document) -> Result<String>;
 
-    /// [`Store::insert`], returning the `_id` and the document's compact JSON text as stored,
-    /// so that a reply can embed it without reading it back or encoding it again. A backend
-    /// that encodes it anyway gives its own text back (SQLite: and drops the document's tree as
-    /// soon as it is encoded); [`crate::fallback::insert_json`] encodes it before inserting.
+    /// [`Store::insert`], returning the `_id` and the document as stored, so that a reply can
+    /// embed it without reading it back: a backend that encodes the document anyway gives its
+    /// own text back (SQLite: and drops the document's tree as soon as it is encoded);
+    /// [`crate::fallback::insert_stored`] gives the inserted document back, not encoded.
     ///
     /// # Errors
     /// As [`Store::insert`].
-    async fn insert_json(&self, collection: &str, doc: Document) -> Result<(String, String)>;
+    async fn insert_stored(&self, collection: &str, doc: Document) -> Result<(String, Stored)>;
 
     /// Inserts every document of `docs` into `collection`, all or none, and returns their `_id`s
     /// in the order of `docs`.
@@ -175,45 +257,25 @@ pub trait Store: Send + Sync + 'static {
     /// [`crate::MAX_SORTED_WINDOW`]; backend failures.
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>>;
 
-    /// The documents [`Store::find`] returns, each as its compact JSON text (an object), for a
-    /// reply that embeds them as they are. A backend that stores JSON text answers a query
-    /// without filter, sort or projection from that text, without decoding a document; this
-    /// fallback ([`crate::fallback::find_json`]) encodes what `find` returns.
+    /// A list page: the documents [`Store::find`] returns for `read.query`, as stored
+    /// ([`Stored`]: a backend that stores JSON text gives a page of a whole collection, or a
+    /// page a sorted index serves, as that text, without decoding a document), with the count of
+    /// `read.query.selector` when `read.count` asks (from one snapshot with the page where the
+    /// backend can, so the total is the one the page was cut from), and the documents each of
+    /// `read.related` names in the page's documents, where the backend can read them along in
+    /// the same statement (a list page, its total and its related documents in one round trip).
+    ///
+    /// A [`RelatedRead`] lists the ids looked up (the first `max_ids` distinct string ids the
+    /// page's stored documents hold in the field, an id or an array of ids, in page order then
+    /// array order) and the documents found among them, unfiltered: the caller decides which it
+    /// may show. A backend returns no `RelatedRead` for what it did not read along (the caller
+    /// then reads the related documents itself), and may look up only some of the ids (the
+    /// caller reads the others). [`crate::fallback::find_page`] counts, then finds, and reads
+    /// nothing along.
     ///
     /// # Errors
-    /// As [`Store::find`].
-    async fn find_json(&self, collection: &str, query: &Query) -> Result<Vec<String>>;
-
-    /// [`Store::find_json`] together with [`Store::count`] of `query.selector` (a list page and
-    /// its total). A backend that can reads both from one snapshot, so the total is the one the
-    /// page was cut from; [`crate::fallback::find_json_counted`] reads the count, then the page.
-    ///
-    /// # Errors
-    /// As [`Store::find_json`] and [`Store::count`].
-    async fn find_json_counted(
-        &self,
-        collection: &str,
-        query: &Query,
-    ) -> Result<(Vec<String>, u64)>;
-
-    /// [`Store::find_json_counted`], and the documents each of `related` names in the page's
-    /// documents, where the backend can read them along in the same statement (a list page, its
-    /// total and its related documents in one round trip). A [`RelatedRead`] lists the ids
-    /// looked up (the first `max_ids` distinct string ids the page's stored documents hold in
-    /// the field, an id or an array of ids, in page order then array order) and the documents
-    /// found among them, unfiltered: the caller decides which it may show. A backend returns no
-    /// `RelatedRead` for what it did not read along ([`crate::fallback`] reads none; the caller then
-    /// reads the related documents itself), and may look up only some of the ids (the caller
-    /// reads the others).
-    ///
-    /// # Errors
-    /// As [`Store::find_json_counted`].
-    async fn find_json_counted_related(
-        &self,
-        collection: &str,
-        query: &Query,
-        related: &[RelatedField],
-    ) -> Result<(Vec<String>, u64, Vec<RelatedRead>)>;
+    /// As [`Store::find`] and [`Store::count`].
+    async fn find_page(&self, collection: &str, read: &PageRead) -> Result<Page>;
 
     /// Returns the first document matching `selector`, if any.
     ///
@@ -227,13 +289,13 @@ pub trait Store: Send + Sync + 'static {
     /// Backend failures.
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Document>>;
 
-    /// The document [`Store::get`] returns, as its compact JSON text (an object), for a reply
-    /// that embeds it as it is. A backend that stores JSON text answers with that text, without
-    /// decoding the document; [`crate::fallback::get_json`] encodes what `get` returns.
+    /// The document [`Store::get`] returns, as stored ([`Stored`]): a backend that stores JSON
+    /// text answers with that text, without decoding the document (a reply that embeds it as it
+    /// is); [`crate::fallback::get_stored`] gives what `get` returns.
     ///
     /// # Errors
     /// As [`Store::get`].
-    async fn get_json(&self, collection: &str, id: &str) -> Result<Option<String>>;
+    async fn get_stored(&self, collection: &str, id: &str) -> Result<Option<Stored>>;
 
     /// Counts the documents matching `selector`.
     ///
@@ -431,23 +493,7 @@ pub trait Store: Send + Sync + 'static {
     fn bus(&self) -> Option<std::sync::Arc<dyn crate::Bus>>;
 }
 
-/// [`Store::count`] of `query.selector`, then [`Store::find_json`]: what
-/// [`crate::fallback::find_json_counted`] does, and what a backend's own version falls back
-/// to for the queries it cannot read in one snapshot.
-///
-/// # Errors
-/// As [`Store::find_json`] and [`Store::count`].
-pub(crate) async fn count_then_page<S: Store + ?Sized>(
-    store: &S,
-    collection: &str,
-    query: &Query,
-) -> Result<(Vec<String>, u64)> {
-    let total = store.count(collection, &query.selector).await?;
-    let page = store.find_json(collection, query).await?;
-    Ok((page, total))
-}
-
-/// Each document as its compact JSON text (what [`crate::fallback::find_json`] returns).
+/// Each document as its compact JSON text.
 ///
 /// # Errors
 /// [`crate::Error::Backend`] when a document cannot be encoded (a map with string keys always

@@ -12,8 +12,8 @@ use std::time::Instant;
 use async_trait::async_trait;
 use portico_platform::Platform;
 use portico_store::{
-    BatchError, BatchOp, BatchOutcome, Document, Query, Selector, Store, Update, UpdateOptions,
-    UpdateResult,
+    BatchError, BatchOp, BatchOutcome, Document, Page, PageRead, Query, Selector, Store, Stored,
+    Update, UpdateOptions, UpdateResult,
 };
 
 use crate::config::check_database_url;
@@ -48,9 +48,12 @@ impl Store for Measured {
         timed("insert", self.0.insert(collection, doc)).await
     }
 
-    async fn insert_json(&self, collection: &str, doc: Document) -> StoreResult<(String, String)> {
-        // Forwarded, not the trait's default: the default would encode the document twice.
-        timed("insert", self.0.insert_json(collection, doc)).await
+    async fn insert_stored(
+        &self,
+        collection: &str,
+        doc: Document,
+    ) -> StoreResult<(String, Stored)> {
+        timed("insert", self.0.insert_stored(collection, doc)).await
     }
 
     async fn insert_many(&self, collection: &str, docs: Vec<Document>) -> StoreResult<Vec<String>> {
@@ -70,30 +73,8 @@ impl Store for Measured {
         timed("find", self.0.find(collection, query)).await
     }
 
-    async fn find_json(&self, collection: &str, query: &Query) -> StoreResult<Vec<String>> {
-        timed("find", self.0.find_json(collection, query)).await
-    }
-
-    async fn find_json_counted(
-        &self,
-        collection: &str,
-        query: &Query,
-    ) -> StoreResult<(Vec<String>, u64)> {
-        timed("find", self.0.find_json_counted(collection, query)).await
-    }
-
-    async fn find_json_counted_related(
-        &self,
-        collection: &str,
-        query: &Query,
-        related: &[portico_store::RelatedField],
-    ) -> StoreResult<(Vec<String>, u64, Vec<portico_store::RelatedRead>)> {
-        // Forwarded, not the trait's default: the default reads no related document along.
-        timed(
-            "find",
-            self.0.find_json_counted_related(collection, query, related),
-        )
-        .await
+    async fn find_page(&self, collection: &str, read: &PageRead) -> StoreResult<Page> {
+        timed("find", self.0.find_page(collection, read)).await
     }
 
     async fn find_one(
@@ -108,8 +89,8 @@ impl Store for Measured {
         timed("get", self.0.get(collection, id)).await
     }
 
-    async fn get_json(&self, collection: &str, id: &str) -> StoreResult<Option<String>> {
-        timed("get", self.0.get_json(collection, id)).await
+    async fn get_stored(&self, collection: &str, id: &str) -> StoreResult<Option<Stored>> {
+        timed("get", self.0.get_stored(collection, id)).await
     }
 
     async fn count(&self, collection: &str, selector: &Selector) -> StoreResult<u64> {

@@ -3,7 +3,9 @@
 use std::borrow::Cow;
 use std::sync::{Arc, PoisonError};
 
-use portico_store::{Document, IdKind, Query, Selector, Update, UpdateOptions, UpdateResult};
+use portico_store::{
+    Document, IdKind, Page, PageRead, Query, Selector, Stored, Update, UpdateOptions, UpdateResult,
+};
 use serde_json::Value;
 
 use super::{Collection, HookOp};
@@ -24,12 +26,14 @@ impl Collection {
         Ok(id)
     }
 
-    /// [`Collection::insert`], returning the document as stored (with its `_id` and
-    /// timestamps), so a reply can show it without reading it back.
+    /// [`Collection::insert`], returning the `_id` and the document as stored (with its
+    /// timestamps), so a reply can show it without reading it back: as the store's JSON text
+    /// when the store gives it (see [`Store::insert_stored`]), decoded only if the caller needs
+    /// to look inside ([`Stored::into_document`]).
     ///
     /// # Errors
     /// As [`Collection::insert`].
-    pub async fn insert_returning(&self, doc: Document) -> Result<Document> {
+    pub async fn insert_returning(&self, doc: Document) -> Result<(String, Stored)> {
         self.insert_returning_as(None, doc).await
     }
 
@@ -45,12 +49,17 @@ impl Collection {
         &self,
         user_id: Option<&str>,
         doc: Document,
-    ) -> Result<Document> {
+    ) -> Result<(String, Stored)> {
         let (doc, jobs) = self.hooked_new(user_id, doc).await?;
-        self.store_insert(doc.clone(), jobs).await?;
-        self.after_insert(user_id, self.keep_for_after_insert(&doc))
-            .await;
-        Ok(doc)
+        let after = self.keep_for_after_insert(&doc);
+        let stored = if jobs.is_empty() {
+            self.store().insert_stored(self.name(), doc).await?
+        } else {
+            let id = self.store_insert(doc.clone(), jobs).await?;
+            (id, Stored::Document(doc))
+        };
+        self.after_insert(user_id, after).await;
+        Ok(stored)
     }
 
     /// `doc` with an `_id` of the collection's kind and its timestamps, through the
@@ -92,38 +101,6 @@ impl Collection {
             .stamp_update(selector, Cow::Borrowed(update))
             .await?
             .into_owned())
-    }
-
-    /// [`Collection::insert`], returning the `_id` and the document's JSON text as stored (see
-    /// [`Store::insert_json`]): for a reply that embeds it, with no copy of the document made.
-    ///
-    /// # Errors
-    /// As [`Collection::insert`].
-    pub async fn insert_json(&self, doc: Document) -> Result<(String, String)> {
-        self.insert_json_as(None, doc).await
-    }
-
-    /// [`Collection::insert_json`] done for the client `user_id` (see
-    /// [`Collection::insert_returning_as`]).
-    ///
-    /// # Errors
-    /// As [`Collection::insert`].
-    pub async fn insert_json_as(
-        &self,
-        user_id: Option<&str>,
-        doc: Document,
-    ) -> Result<(String, String)> {
-        let (doc, jobs) = self.hooked_new(user_id, doc).await?;
-        let after = self.keep_for_after_insert(&doc);
-        let stored = if jobs.is_empty() {
-            self.store().insert_json(self.name(), doc).await?
-        } else {
-            let text = serde_json::to_string(&doc)
-                .map_err(|e| Error::Internal(format!("cannot encode a document: {e}")))?;
-            (self.store_insert(doc, jobs).await?, text)
-        };
-        self.after_insert(user_id, after).await;
-        Ok(stored)
     }
 
     /// Inserts every document of `docs`, all or none, and returns their `_id`s in order.
@@ -234,40 +211,16 @@ impl Collection {
         Ok(self.store().find(self.name(), query).await?)
     }
 
-    /// The documents matching `query`, each as its compact JSON text (see
-    /// [`Store::find_json`]): for a reply that embeds them without decoding them.
+    /// A list page: the documents of `read.query` as stored, with their total when
+    /// `read.count` asks and the documents `read.related` names where the store reads them
+    /// along (see [`Store::find_page`]; [`crate::Platform::related_fields`] and
+    /// [`crate::Platform::expand_read`] build what to follow and show what was read). For a
+    /// reply that embeds the documents as stored, decoding only what it must look inside.
     ///
     /// # Errors
     /// Store failures.
-    pub async fn find_json(&self, query: &Query) -> Result<Vec<String>> {
-        Ok(self.store().find_json(self.name(), query).await?)
-    }
-
-    /// [`Collection::find_json`] and the number of documents `query.selector` matches, read
-    /// together (see [`Store::find_json_counted`]): a list page and its total.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn find_json_counted(&self, query: &Query) -> Result<(Vec<String>, u64)> {
-        Ok(self.store().find_json_counted(self.name(), query).await?)
-    }
-
-    /// [`Collection::find_json_counted`] and the documents `related` names in the page's
-    /// documents, where the store reads them along (see
-    /// [`Store::find_json_counted_related`]; [`crate::Platform::related_fields`] and
-    /// [`crate::Platform::expand_read`] build what to follow and show what was read).
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn find_json_counted_related(
-        &self,
-        query: &Query,
-        related: &[portico_store::RelatedField],
-    ) -> Result<(Vec<String>, u64, Vec<portico_store::RelatedRead>)> {
-        Ok(self
-            .store()
-            .find_json_counted_related(self.name(), query, related)
-            .await?)
+    pub async fn find_page(&self, read: &PageRead) -> Result<Page> {
+        Ok(self.store().find_page(self.name(), read).await?)
     }
 
     /// The first document matching `selector`.
@@ -286,13 +239,13 @@ impl Collection {
         Ok(self.store().get(self.name(), id).await?)
     }
 
-    /// The document with `_id == id` as its compact JSON text (see [`Store::get_json`]): for
-    /// a reply that embeds it without decoding it.
+    /// The document with `_id == id` as stored (see [`Store::get_stored`]): for a reply that
+    /// embeds it without decoding it.
     ///
     /// # Errors
     /// Store failures.
-    pub async fn get_json(&self, id: &str) -> Result<Option<String>> {
-        Ok(self.store().get_json(self.name(), id).await?)
+    pub async fn get_stored(&self, id: &str) -> Result<Option<Stored>> {
+        Ok(self.store().get_stored(self.name(), id).await?)
     }
 
     /// How many documents match `selector`.

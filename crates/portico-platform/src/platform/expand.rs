@@ -80,7 +80,7 @@ impl Platform {
     }
 
     /// The relations of `expand`'s first level whose documents a store may read along with a
-    /// page of `collection` ([`portico_store::Store::find_json_counted_related`]): those whose
+    /// page of `collection` ([`portico_store::Store::find_page`]): those whose
     /// collection `access` lets the caller read.
     ///
     /// # Errors
@@ -102,7 +102,7 @@ impl Platform {
     }
 
     /// [`Platform::expand`] with the first level's related documents already read along with
-    /// the page (`read`, as [`portico_store::Store::find_json_counted_related`] gave them): each
+    /// the page (`read`, as [`portico_store::Store::find_page`] gave them): each
     /// is shown only if the caller's scope to its collection selects it, exactly as the query
     /// [`Platform::expand`] makes would; ids not looked up are read with one query per
     /// relation, and nested relations as by [`Platform::expand`].

@@ -10,13 +10,30 @@ use async_trait::async_trait;
 use std::collections::BTreeMap;
 
 use portico_platform::{
-    CollectionOptions, Document, Expand, FieldRules, NewUser, Platform, Query, ReadAccess,
-    RelatedField, RelatedRead, Relations, Selector, Update, UpdateOptions, UpdateResult,
+    Collection, CollectionOptions, Document, Expand, FieldRules, NewUser, Page, PageRead, Platform,
+    Query, ReadAccess, RelatedField, RelatedRead, Relations, Selector, Stored, Update,
+    UpdateOptions, UpdateResult,
 };
 use portico_store::{Search, Store, fallback};
 use serde_json::json;
 
 use crate::common::{TestResult, doc};
+
+/// A counted page of `query` with the documents of `related` read along, the page as JSON texts.
+async fn texts_of(
+    collection: &Collection,
+    query: Query,
+    related: &[RelatedField],
+) -> Result<(Vec<String>, u64, Vec<RelatedRead>), Box<dyn std::error::Error>> {
+    let read = PageRead::new(query).counted(true).related(related.to_vec());
+    let page = collection.find_page(&read).await?;
+    let texts = page
+        .docs
+        .into_iter()
+        .map(Stored::into_text)
+        .collect::<Result<_, _>>()?;
+    Ok((texts, page.total.unwrap_or_default(), page.related))
+}
 
 /// The backend's store, counting the reads that may answer many documents.
 struct Counting {
@@ -36,20 +53,10 @@ impl Store for Counting {
         self.finds.fetch_add(1, Ordering::SeqCst);
         self.inner.find(c, q).await
     }
-    async fn find_json_counted(
-        &self,
-        c: &str,
-        q: &Query,
-    ) -> portico_store::Result<(Vec<String>, u64)> {
-        self.inner.find_json_counted(c, q).await
-    }
-    async fn find_json_counted_related(
-        &self,
-        c: &str,
-        q: &Query,
-        r: &[RelatedField],
-    ) -> portico_store::Result<(Vec<String>, u64, Vec<RelatedRead>)> {
-        self.inner.find_json_counted_related(c, q, r).await
+    // A page read by the backend's own (one statement with its related documents where the
+    // backend can), not counted as a find.
+    async fn find_page(&self, c: &str, r: &PageRead) -> portico_store::Result<Page> {
+        self.inner.find_page(c, r).await
     }
     async fn find_one(&self, c: &str, s: &Selector) -> portico_store::Result<Option<Document>> {
         self.finds.fetch_add(1, Ordering::SeqCst);
@@ -93,8 +100,8 @@ impl Store for Counting {
         self.inner.search(c, s).await
     }
     // Through this store's own `find` (counted), as a plain backend would.
-    async fn insert_json(&self, c: &str, d: Document) -> portico_store::Result<(String, String)> {
-        fallback::insert_json(self, c, d).await
+    async fn insert_stored(&self, c: &str, d: Document) -> portico_store::Result<(String, Stored)> {
+        fallback::insert_stored(self, c, d).await
     }
     async fn insert_stream(
         &self,
@@ -103,11 +110,8 @@ impl Store for Counting {
     ) -> portico_store::Result<u64> {
         fallback::insert_stream(self, c, b).await
     }
-    async fn find_json(&self, c: &str, q: &Query) -> portico_store::Result<Vec<String>> {
-        fallback::find_json(self, c, q).await
-    }
-    async fn get_json(&self, c: &str, id: &str) -> portico_store::Result<Option<String>> {
-        fallback::get_json(self, c, id).await
+    async fn get_stored(&self, c: &str, id: &str) -> portico_store::Result<Option<Stored>> {
+        fallback::get_stored(self, c, id).await
     }
     async fn aggregate(
         &self,
@@ -264,8 +268,7 @@ on_every_backend! {
             [("author", "people"), ("tags", "tags")]
         );
         let query = Query { limit: Some(20), ..Query::default() };
-        let (texts, total, along) =
-            p.collection("posts").find_json_counted_related(&query, &related).await?;
+        let (texts, total, along) = texts_of(&p.collection("posts"), query, &related).await?;
         assert_eq!((texts.len(), total), (4, 4));
         let mut page: Vec<Document> = texts
             .iter()
@@ -352,8 +355,8 @@ on_every_backend! {
         let related = p.related_fields("posts", &expand, &access)?;
         let query = Query { limit: Some(20), ..Query::default() };
         let posts = p.collection("posts");
-        let (texts, _, along) = posts.find_json_counted_related(&query, &related).await?;
-        let (_, _, along_again) = posts.find_json_counted_related(&query, &related).await?;
+        let (texts, _, along) = texts_of(&posts, query.clone(), &related).await?;
+        let (_, _, along_again) = texts_of(&posts, query, &related).await?;
         assert_eq!(texts.len(), 6);
         // The decoded page expanded (the reference), against the texts expanded as text.
         let mut page: Vec<Document> =

@@ -432,10 +432,10 @@ async fn write(
 fn show(state: &CollectionState, outcome: BatchOutcome, view: &FieldView) -> Value {
     match outcome {
         BatchOutcome::Inserted(doc) => {
-            json!({"status": 201, "body": state.records.show(view.applied(doc))})
+            json!({"status": 201, "body": Value::Object(state.records.show(view.applied(doc)))})
         }
         BatchOutcome::Updated(doc) => {
-            json!({"status": 200, "body": state.records.show(view.applied(doc))})
+            json!({"status": 200, "body": Value::Object(state.records.show(view.applied(doc)))})
         }
         BatchOutcome::Removed(_) => json!({"status": 200, "body": {"message": "Item removed"}}),
     }

@@ -4,7 +4,7 @@
 
 use http::HeaderMap;
 use portico_platform::IfMatch;
-use serde_json::Value;
+use portico_store::Stored;
 
 use crate::Reply;
 
@@ -34,27 +34,24 @@ pub(crate) fn precondition_failed() -> Reply {
     )
 }
 
-/// A weak tag over a list page (its documents and total).
-pub(crate) fn list_etag(items: &Value, total: u64) -> String {
-    let mut doc = portico_store::Document::new();
-    doc.insert("items".into(), items.clone());
-    doc.insert("total".into(), Value::from(total));
-    format!("W/\"{}\"", portico_store::etag(&doc))
-}
-
-/// [`list_etag`] of a page given as its documents' compact JSON texts: the same tag, computed
-/// from the text `{"items":[...],"total":N}` without decoding a document.
-pub(crate) fn list_etag_json(items: &[String], total: u64) -> String {
-    let mut text = Vec::with_capacity(items.iter().map(|i| i.len() + 1).sum::<usize>() + 32);
+/// A weak tag over a list page (its documents and total): of the text
+/// `{"items":[...],"total":N}`, each document as stored (or encoded once, when decoded), so a
+/// page gets one tag however its documents were read.
+///
+/// # Errors
+/// A decoded document that cannot be encoded.
+pub(crate) fn list_etag(items: &[Stored], total: u64) -> portico_store::Result<String> {
+    let mut text =
+        Vec::with_capacity(items.iter().map(|i| i.encoded_len() + 1).sum::<usize>() + 32);
     text.extend_from_slice(b"{\"items\":[");
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
             text.push(b',');
         }
-        text.extend_from_slice(item.as_bytes());
+        text.extend_from_slice(item.text()?.as_bytes());
     }
     text.extend_from_slice(format!("],\"total\":{total}}}").as_bytes());
-    format!("W/\"{}\"", portico_store::etag_of_json(&text))
+    Ok(format!("W/\"{}\"", portico_store::etag_of_json(&text)))
 }
 
 #[cfg(test)]
@@ -62,16 +59,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn list_tags_agree_from_values_and_from_text() {
+    fn list_tags_agree_from_documents_and_from_text() {
         let items = vec![
             serde_json::json!({"_id": "a", "n": 1.5, "s": "é\"x"}),
             serde_json::json!({"_id": "b", "tags": [1, 2]}),
         ];
-        let texts: Vec<String> = items.iter().map(Value::to_string).collect();
-        assert_eq!(
-            list_etag(&Value::Array(items), 7),
-            list_etag_json(&texts, 7)
-        );
-        assert_ne!(list_etag_json(&texts, 7), list_etag_json(&texts, 8));
+        let texts: Vec<Stored> = items.iter().map(|i| Stored::Text(i.to_string())).collect();
+        let docs: Vec<Stored> = items
+            .into_iter()
+            .filter_map(|i| match i {
+                serde_json::Value::Object(doc) => Some(Stored::Document(doc)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(list_etag(&docs, 7).unwrap(), list_etag(&texts, 7).unwrap());
+        assert_ne!(list_etag(&texts, 7).unwrap(), list_etag(&texts, 8).unwrap());
+        // The tag is that of the page's text, as a client could compute it.
+        let one = [Stored::Text(r#"{"_id":"a"}"#.into())];
+        let whole = portico_store::etag_of_json(br#"{"items":[{"_id":"a"}],"total":1}"#);
+        assert_eq!(list_etag(&one, 1).unwrap(), format!("W/\"{whole}\""));
     }
 }

@@ -10,8 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use portico_platform::{Document, Expand, ReadAccess, RelatedRead};
-use serde_json::Value;
+use portico_platform::{Document, Expand, ReadAccess, RelatedRead, Stored};
 
 use super::fields::view;
 use super::list::{bad, single};
@@ -95,50 +94,45 @@ pub(crate) async fn access(
     Ok(out)
 }
 
-/// Expands `items` (documents of `state`'s collection as the caller sees them) in place.
+/// Expands `items` (documents of `state`'s collection as the caller sees them) under `access`
+/// (from [`access`]), with the first level's related documents the page's read brought along
+/// (`read`; see [`portico_platform::Platform::expand_read`]). Documents still as stored get
+/// their related documents put into their text as text
+/// ([`portico_platform::Platform::expand_texts`]: each related document shown and encoded once,
+/// none of the page decoded); decoded ones are expanded as documents.
 ///
 /// # Errors
 /// 400 naming a field that is not a relation; store failures.
-pub(crate) async fn expand_items(
-    state: &CollectionState,
-    ctx: &Context,
-    expand: &Expand,
-    items: &mut [Value],
-) -> Result<(), Reply> {
-    let access = access(state, ctx, expand).await?;
-    expand_read(state, ctx, expand, &access, items, Vec::new()).await
-}
-
-/// [`expand_items`] under `access` (from [`access`]), with the first level's related documents
-/// the page's read brought along (`read`; see [`portico_platform::Platform::expand_read`]).
-///
-/// # Errors
-/// As [`expand_items`].
-pub(crate) async fn expand_read(
+pub(crate) async fn expand_stored(
     state: &CollectionState,
     ctx: &Context,
     expand: &Expand,
     access: &BTreeMap<String, ReadAccess>,
-    items: &mut [Value],
+    items: Vec<Stored>,
     read: Vec<RelatedRead>,
-) -> Result<(), Reply> {
-    let mut docs: Vec<Document> = items
-        .iter_mut()
-        .filter_map(|item| match item {
-            Value::Object(doc) => Some(std::mem::take(doc)),
-            _ => None,
-        })
-        .collect();
+) -> Result<Vec<Stored>, Reply> {
+    let name = state.collection.name();
+    if items.iter().all(Stored::is_text) {
+        let texts = items
+            .into_iter()
+            .map(Stored::into_text)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(Reply::from)?;
+        let texts = ctx
+            .platform
+            .expand_texts(name, texts, expand, access, read)
+            .await
+            .map_err(platform_error)?;
+        return Ok(texts.into_iter().map(Stored::Text).collect());
+    }
+    let mut docs = items
+        .into_iter()
+        .map(Stored::into_document)
+        .collect::<Result<Vec<Document>, _>>()
+        .map_err(Reply::from)?;
     ctx.platform
-        .expand_read(state.collection.name(), &mut docs, expand, access, read)
+        .expand_read(name, &mut docs, expand, access, read)
         .await
         .map_err(platform_error)?;
-    let objects = items.iter_mut().filter_map(|item| match item {
-        Value::Object(doc) => Some(doc),
-        _ => None,
-    });
-    for (slot, doc) in objects.zip(docs) {
-        *slot = doc;
-    }
-    Ok(())
+    Ok(docs.into_iter().map(Stored::Document).collect())
 }

@@ -1,18 +1,22 @@
 //! One handler per generated operation (getAll, post, get, put, patch, delete), each written
 //! once over [`Records`], and the before/after hooks around them.
+//!
+//! Documents travel as the store gives them ([`Stored`]): a read of a collection shown as
+//! stored sends the store's JSON text as it is, and a document is decoded only where something
+//! must look inside it (field rules, a kind that shows part of it, an after hook, expansion of
+//! a decoded page). Each operation is one flow whichever it is, ending in one tail that tags,
+//! answers `If-None-Match` and builds the reply.
 
-use std::collections::BTreeMap;
-
-use portico_platform::{Expand, FieldView, IfMatch, ReadAccess, RelatedField, RelatedRead};
-use portico_store::{Query, Selector};
+use portico_platform::{Expand, FieldView, IfMatch, PageRead, RelatedField, RelatedRead, Stored};
+use portico_store::{Projection, Query, Selector};
 use serde_json::{Map, Value, json};
 
 use super::client_body::BodyUse;
 use super::conditional::{
-    if_match, list_etag, list_etag_json, not_modified, not_modified_reply, precondition_failed,
+    if_match, list_etag, not_modified, not_modified_reply, precondition_failed,
 };
 use super::fields::{guard_write, stored_tag, view};
-use super::list::{ListParams, bad, encoded_size, link_header};
+use super::list::{ListParams, bad, link_header};
 use super::records::{Target, checked};
 use super::{AfterEvent, CollectionState, HookEvent, not_found, platform_error, scoped};
 use crate::context::BodyState;
@@ -21,22 +25,56 @@ use crate::{Context, Op, Reply};
 
 /// What an operation produced: the reply data, extra headers, and the id it was about.
 struct Outcome {
-    data: Value,
+    data: Data,
     headers: Vec<(String, String)>,
     id: Option<String>,
 }
 
-impl Outcome {
-    /// The JSend success carrying the data, with the headers.
-    fn into_reply(self) -> Reply {
-        let mut reply = Reply::success(self.data);
-        for (name, value) in self.headers {
-            reply = reply.with_header(name, value);
-        }
-        reply
+/// An operation's data: documents as the store gave them (decoded only if something looked
+/// inside), or another value.
+enum Data {
+    /// One document.
+    One(Stored),
+    /// A page of documents.
+    Many(Vec<Stored>),
+    /// Anything else (a removal's message, a hook's reshaped data, no document).
+    Value(Value),
+}
+
+impl Data {
+    /// The data as a value, for an after hook: documents decoded.
+    fn into_value(self) -> Result<Value, Reply> {
+        Ok(match self {
+            Data::One(doc) => Value::Object(doc.into_document().map_err(Reply::from)?),
+            Data::Many(docs) => Value::Array(
+                docs.into_iter()
+                    .map(|doc| doc.into_document().map(Value::Object))
+                    .collect::<Result<_, _>>()
+                    .map_err(Reply::from)?,
+            ),
+            Data::Value(value) => value,
+        })
     }
 
-    fn data(data: Value) -> Outcome {
+    /// The JSend success carrying the data: a stored text embedded as it is, a decoded
+    /// document encoded once.
+    fn into_reply(self) -> Result<Reply, Reply> {
+        Ok(match self {
+            Data::One(doc) => Reply::success_json(&doc.into_text().map_err(Reply::from)?),
+            Data::Many(docs) => Reply::success_json_array(
+                &docs
+                    .into_iter()
+                    .map(Stored::into_text)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(Reply::from)?,
+            ),
+            Data::Value(value) => Reply::success(value),
+        })
+    }
+}
+
+impl Outcome {
+    fn data(data: Data) -> Outcome {
         Outcome {
             data,
             headers: Vec::new(),
@@ -74,8 +112,6 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
             Ok(reply) | Err(reply) => reply,
         };
     }
-    // Documents with field rules are shown as each caller may see them, never as stored; an
-    // expanded read shows more than the stored text.
     let expand = match op {
         Op::GetAll | Op::Get => match super::expand::requested(&ctx) {
             Ok(expand) => expand,
@@ -83,9 +119,21 @@ pub(crate) async fn run(state: &CollectionState, op: Op, mut ctx: Context) -> Re
         },
         _ => None,
     };
-    match as_stored(state, op, &ctx, event, expand.as_ref()).await {
-        Ok(reply) => reply,
-        Err(event) => parsed(state, op, &ctx, event, expand.as_ref()).await,
+    let HookEvent {
+        id: event_id, body, ..
+    } = event;
+    let id = event_id.as_deref();
+    let result = match op {
+        Op::GetAll => get_all(state, &ctx, expand.as_ref()).await,
+        Op::Post => post(state, &ctx, body.unwrap_or_default()).await,
+        Op::Get => get(state, &ctx, id, expand.as_ref()).await,
+        Op::Put => update(state, &ctx, id, body, BodyUse::Replace).await,
+        Op::Patch => update(state, &ctx, id, body, BodyUse::Change).await,
+        Op::Delete => delete(state, &ctx, id).await,
+    };
+    match result {
+        Ok(outcome) => after(state, op, &ctx, event_id, outcome).await,
+        Err(reply) => reply,
     }
 }
 
@@ -108,118 +156,65 @@ async fn before(state: &CollectionState, op: Op, ctx: &mut Context) -> Result<Ho
     }
 }
 
-/// The reply of an operation whose documents are sent as the store's JSON text (no field
-/// rules, search, expansion, scope or after hook stands between), or the event back when
-/// the documents must be parsed ([`parsed`]).
-async fn as_stored(
+/// The reply of an operation's outcome, through the after hook when there is one (which gets
+/// the data decoded; without one, stored documents are sent as stored).
+async fn after(
     state: &CollectionState,
     op: Op,
     ctx: &Context,
-    event: HookEvent,
-    expand: Option<&Expand>,
-) -> Result<Reply, HookEvent> {
-    let id = event.id.as_deref();
-    let searching = op == Op::GetAll && ctx.query_params.contains_key("search");
-    let shown_as_stored = !state.collection.has_field_rules() && !searching;
-    let as_stored = shown_as_stored && expand.is_none();
-    if op == Op::GetAll
-        && shown_as_stored
-        && state.after.is_none()
-        && state.records.tagged()
-        && !portico_edge::wants_event_stream(&ctx.request.headers)
-    {
-        // Documents shown as stored and no after hook to hand them to: the page is sent as the
-        // store's JSON text (see `get_all_json`), with what `expand` adds put into the text.
-        // A live list (`Accept: text/event-stream`) goes to `get_all`, which streams it.
-        return Ok(match get_all_json(state, ctx, expand).await {
-            Ok(reply) | Err(reply) => reply,
-        });
-    }
-    if op == Op::Get
-        && as_stored
-        && state.after.is_none()
-        && state.records.tagged()
-        && state.scope.is_none()
-    {
-        // The same for one document read by id: its stored text is the reply's data, and its
-        // entity tag is computed from that text (see `get_json`).
-        return Ok(match get_json(state, ctx, id).await {
-            Ok(reply) | Err(reply) => reply,
-        });
-    }
-    if op == Op::Post
-        && as_stored
-        && state.after.is_none()
-        && state.records.tagged()
-        && state.scope.is_none()
-    {
-        // The created document is sent as the store wrote its text (see `post_json`).
-        return Ok(
-            match post_json(state, ctx, event.body.unwrap_or_default()).await {
-                Ok(reply) | Err(reply) => reply,
-            },
-        );
-    }
-    if matches!(op, Op::Put | Op::Patch)
-        && as_stored
-        && state.after.is_none()
-        && state.records.tagged()
-        && state.scope.is_none()
-    {
-        // The same for the document a put or patch leaves (see `update_json`).
-        let how = if op == Op::Put {
-            BodyUse::Replace
-        } else {
-            BodyUse::Change
-        };
-        return Ok(match update_json(state, ctx, id, event.body, how).await {
-            Ok(reply) | Err(reply) => reply,
-        });
-    }
-    Err(event)
-}
-
-/// An operation on parsed documents, its result handed to the after hook.
-async fn parsed(
-    state: &CollectionState,
-    op: Op,
-    ctx: &Context,
-    event: HookEvent,
-    expand: Option<&Expand>,
+    event_id: Option<String>,
+    outcome: Outcome,
 ) -> Reply {
-    let id = event.id.as_deref();
-    let result = match op {
-        Op::GetAll => get_all(state, ctx, expand).await,
-        Op::Post => post(state, ctx, event.body.unwrap_or_default()).await,
-        Op::Get => get(state, ctx, id, expand).await,
-        Op::Put => update(state, ctx, id, event.body, BodyUse::Replace).await,
-        Op::Patch => update(state, ctx, id, event.body, BodyUse::Change).await,
-        Op::Delete => delete(state, ctx, id).await,
-    };
-    let outcome = match result {
-        Ok(o) => o,
-        Err(reply) => return reply,
-    };
+    let Outcome { data, headers, id } = outcome;
     let data = match &state.after {
         Some(after) => {
-            let id = outcome.id.clone().or(event.id);
-            let user_id = ctx.user_id.clone();
-            after
-                .call(AfterEvent {
-                    op,
-                    user_id,
-                    id,
-                    data: outcome.data,
-                })
-                .await
+            let data = match data.into_value() {
+                Ok(data) => data,
+                Err(reply) => return reply,
+            };
+            Data::Value(
+                after
+                    .call(AfterEvent {
+                        op,
+                        user_id: ctx.user_id.clone(),
+                        id: id.or(event_id),
+                        data,
+                    })
+                    .await,
+            )
         }
-        None => outcome.data,
+        None => data,
     };
-    let mut reply = Outcome { data, ..outcome }.into_reply();
+    let mut reply = match data.into_reply() {
+        Ok(reply) | Err(reply) => reply,
+    };
+    for (name, value) in headers {
+        reply = reply.with_header(name, value);
+    }
     if op == Op::Post {
         reply = reply.with_status(201);
     }
     reply
+}
+
+/// `doc` as the caller sees it: as stored when the kind shows documents as stored and nothing
+/// is hidden from the caller or projected afterwards; else decoded, its hidden fields removed,
+/// projected by `after` and shown by the kind.
+fn shown(
+    state: &CollectionState,
+    view: &FieldView,
+    after: Option<&Projection>,
+    doc: Stored,
+) -> Result<Stored, Reply> {
+    if state.records.tagged() && view.is_empty() && after.is_none() {
+        return Ok(doc);
+    }
+    let doc = view.applied(doc.into_document().map_err(Reply::from)?);
+    let doc = match after {
+        Some(p) => p.apply(&doc),
+        None => doc,
+    };
+    Ok(Stored::Document(state.records.show(doc)))
 }
 
 /// Documents read from the store per query while a page is filled.
@@ -271,14 +266,20 @@ where
     Ok((items, params.limit))
 }
 
-/// One page as the client sees the documents (see [`read_chunks`]).
+/// One page as the client sees the documents (see [`read_chunks`] and [`shown`]): documents
+/// shown as stored stay the store's text (a page of a whole collection, or one a sorted index
+/// serves, is never decoded) and the size budget is counted on that text. The first chunk is
+/// read with the total count of `selector` when `params.total` asks (one snapshot where the
+/// store can), which is returned too (`None` when no chunk was read), and with the documents of
+/// `related` it names, where the store reads them along.
 async fn read_page(
     state: &CollectionState,
     selector: Selector,
     params: &ListParams,
-    projection: Option<portico_store::Projection>,
+    projection: Option<Projection>,
     view: &FieldView,
-) -> Result<(Vec<Value>, u64), Reply> {
+    related: &[RelatedField],
+) -> Result<(Vec<Stored>, u64, Option<u64>, Vec<RelatedRead>), Reply> {
     // Fields shown by ownership are decided on the whole document, then projected.
     let (store_projection, after) = if view.is_empty() {
         (projection, None)
@@ -286,74 +287,33 @@ async fn read_page(
         (None, projection)
     };
     let after = &after;
-    read_chunks(
-        state,
-        selector,
-        params,
-        store_projection,
-        |query| async move {
-            let docs = state
-                .collection
-                .find(&query)
-                .await
-                .map_err(platform_error)?;
-            docs.into_iter()
-                .map(|doc| {
-                    let doc = view.applied(doc);
-                    let doc = match after {
-                        Some(p) => p.apply(&doc),
-                        None => doc,
-                    };
-                    let item = state.records.show(doc);
-                    let size = encoded_size(&item)?;
-                    Ok((item, size))
-                })
-                .collect()
-        },
-    )
-    .await
-}
-
-/// [`read_page`] for documents shown as stored, as their JSON text: the store answers a page
-/// of a whole collection from the stored text without decoding a document, and the size budget
-/// is counted on that text. The first chunk is read with the total count of `selector` (one
-/// snapshot where the store can), which is returned too (`None` when no chunk was read), and
-/// with the documents of `related` it names, where the store reads them along.
-async fn read_page_json(
-    state: &CollectionState,
-    selector: Selector,
-    params: &ListParams,
-    related: &[RelatedField],
-) -> Result<(Vec<String>, u64, Option<u64>, Vec<RelatedRead>), Reply> {
     // Set by the first chunk's read.
     let total = std::sync::OnceLock::new();
     let along = std::sync::OnceLock::new();
-    let (items, page) = read_chunks(state, selector, params, None, |query| {
+    let (items, page) = read_chunks(state, selector, params, store_projection, |query| {
         let (total, along) = (&total, &along);
         async move {
-            let docs = if params.total && total.get().is_none() {
-                let (docs, n, read) = state
-                    .collection
-                    .find_json_counted_related(&query, related)
-                    .await
-                    .map_err(platform_error)?;
+            let first = along.get().is_none();
+            let read = PageRead::new(query)
+                .counted(first && params.total)
+                .related(if first { related.to_vec() } else { Vec::new() });
+            let page = state
+                .collection
+                .find_page(&read)
+                .await
+                .map_err(platform_error)?;
+            if let Some(n) = page.total {
                 let _ = total.set(n);
-                let _ = along.set(read);
-                docs
-            } else {
-                state
-                    .collection
-                    .find_json(&query)
-                    .await
-                    .map_err(platform_error)?
-            };
-            Ok(docs
+            }
+            let _ = along.set(page.related);
+            page.docs
                 .into_iter()
                 .map(|doc| {
-                    let size = doc.len();
-                    (doc, size)
+                    let item = shown(state, view, after.as_ref(), doc)?;
+                    let size = item.encoded_len();
+                    Ok((item, size))
                 })
-                .collect())
+                .collect()
         }
     })
     .await?;
@@ -363,90 +323,6 @@ async fn read_page_json(
         total.into_inner(),
         along.into_inner().unwrap_or_default(),
     ))
-}
-
-/// The getAll reply when documents are shown as stored and no after hook runs: the same
-/// status, headers and body as [`get_all`], with the documents' stored JSON text embedded as it
-/// is instead of decoded and encoded again. With `expand`, the page (and its total, from the
-/// same snapshot) is still read as text, and each document's related documents are put into
-/// its text as text (each related document shown and encoded once), for both the tag and the
-/// reply.
-async fn get_all_json(
-    state: &CollectionState,
-    ctx: &Context,
-    expand: Option<&Expand>,
-) -> Result<Reply, Reply> {
-    let params = ListParams::parse(
-        &ctx.query_params,
-        state.default_page_size,
-        state.max_page_size,
-    )?;
-    if state.records.list_projection(&params)?.is_some() {
-        let outcome = get_all(state, ctx, expand).await?;
-        return Ok(outcome.into_reply());
-    }
-    let selector = scoped(state, ctx, params.filter.clone())?;
-    // What the caller may read of each related collection, known before the page is read so
-    // that the store can read the related documents along with it (one round trip).
-    let access = match expand {
-        Some(expand) => Some(super::expand::access(state, ctx, expand).await?),
-        None => None,
-    };
-    let related = match (expand, &access) {
-        (Some(expand), Some(access)) => ctx
-            .platform
-            .related_fields(state.collection.name(), expand, access)
-            .map_err(platform_error)?,
-        _ => Vec::new(),
-    };
-    let (mut items, page, counted, along) =
-        read_page_json(state, selector.clone(), &params, &related).await?;
-    if let (Some(expand), Some(access)) = (expand, &access) {
-        // The reply size budget counted the page as stored (as `get_all` does).
-        items = expanded_texts(state, ctx, expand, access, items, along).await?;
-    }
-    let total = match (counted, params.total) {
-        (Some(total), _) => Some(total),
-        (None, true) => Some(
-            state
-                .collection
-                .count(&selector)
-                .await
-                .map_err(platform_error)?,
-        ),
-        (None, false) => None,
-    };
-    let tag = list_etag_json(&items, total.unwrap_or(u64::MAX));
-    if not_modified(
-        &ctx.request.headers,
-        tag.trim_start_matches("W/").trim_matches('"'),
-    ) {
-        return Err(not_modified_reply(tag));
-    }
-    let mut reply = Reply::success_json_array(&items);
-    if let Some(total) = total {
-        reply = reply.with_header("X-Total-Count", total.to_string());
-    }
-    if let Some(link) = list_link(ctx, &params, page, total) {
-        reply = reply.with_header("Link", link);
-    }
-    Ok(reply.with_header("ETag", tag))
-}
-
-/// Stored documents' JSON texts with their related documents put in as text (see
-/// [`portico_platform::Platform::expand_texts`]; `along`: those read with the page).
-async fn expanded_texts(
-    state: &CollectionState,
-    ctx: &Context,
-    expand: &Expand,
-    access: &BTreeMap<String, ReadAccess>,
-    texts: Vec<String>,
-    along: Vec<RelatedRead>,
-) -> Result<Vec<String>, Reply> {
-    ctx.platform
-        .expand_texts(state.collection.name(), texts, expand, access, along)
-        .await
-        .map_err(platform_error)
 }
 
 /// The `Link` header of a page: under `Router::nest` the request's uri lost the outer prefix,
@@ -488,55 +364,57 @@ async fn get_all(
     let selector = scoped(state, ctx, params.filter.clone())?;
     let search = super::search::requested(state, ctx, &params, &view)?;
     if portico_edge::wants_event_stream(&ctx.request.headers) {
-        if search.is_some() {
-            return Err(bad(
-                "Invalid search: a live list (text/event-stream) cannot be searched".into(),
-            ));
-        }
-        if expand.is_some() {
-            return Err(bad(
-                "Invalid expand: a live list (text/event-stream) cannot expand relations".into(),
-            ));
-        }
-        // The same list, followed live: one reading of its parameters for both.
-        let query = portico_store::Query {
-            selector,
-            sort: params.sort,
-            skip: params.skip,
-            limit: Some(params.limit),
-            projection,
-        };
-        return Err(super::live::get_all(state, ctx, query).await);
+        return Err(live(state, ctx, &params, selector, projection, search, expand).await);
     }
-    let (total, (mut items, page)) = match search {
+    // What the caller may read of each related collection, known before the page is read so
+    // that the store can read the related documents along with it (one round trip).
+    let (access, related) = match expand {
+        Some(expand) => {
+            let access = super::expand::access(state, ctx, expand).await?;
+            let related = ctx
+                .platform
+                .related_fields(state.collection.name(), expand, &access)
+                .map_err(platform_error)?;
+            (Some(access), related)
+        }
+        None => (None, Vec::new()),
+    };
+    let (mut items, page, total, along) = match search {
         Some(text) => {
-            let (total, page) =
-                super::search::read_page(state, selector, &params, projection, &view, text).await?;
+            let (total, (items, page)) =
+                super::search::read_page(state, selector.clone(), &params, projection, &view, text)
+                    .await?;
             // A search counts its matches as it ranks them: the total costs nothing more.
-            (params.total.then_some(total), page)
+            (items, page, params.total.then_some(total), Vec::new())
         }
         None => {
-            let total = if params.total {
-                Some(
-                    state
-                        .collection
-                        .count(&selector)
-                        .await
-                        .map_err(platform_error)?,
-                )
-            } else {
-                None
-            };
-            (
-                total,
-                read_page(state, selector, &params, projection, &view).await?,
+            read_page(
+                state,
+                selector.clone(),
+                &params,
+                projection,
+                &view,
+                &related,
             )
+            .await?
         }
     };
-    if let Some(expand) = expand {
-        // One query per relation for the whole page; the tag below covers what is expanded.
-        super::expand::expand_items(state, ctx, expand, &mut items).await?;
+    if let (Some(expand), Some(access)) = (expand, &access) {
+        // One query per relation for the whole page (less what the page's read brought
+        // along); the reply size budget counted the page before; the tag covers what is added.
+        items = super::expand::expand_stored(state, ctx, expand, access, items, along).await?;
     }
+    let total = match (total, params.total) {
+        (Some(total), _) => Some(total),
+        (None, true) => Some(
+            state
+                .collection
+                .count(&selector)
+                .await
+                .map_err(platform_error)?,
+        ),
+        (None, false) => None,
+    };
     let mut headers = Vec::new();
     if let Some(total) = total {
         headers.push(("X-Total-Count".to_owned(), total.to_string()));
@@ -544,8 +422,7 @@ async fn get_all(
     if let Some(link) = list_link(ctx, &params, page, total) {
         headers.push(("Link".to_owned(), link));
     }
-    let items = Value::Array(items);
-    let tag = list_etag(&items, total.unwrap_or(u64::MAX));
+    let tag = list_etag(&items, total.unwrap_or(u64::MAX)).map_err(Reply::from)?;
     if not_modified(
         &ctx.request.headers,
         tag.trim_start_matches("W/").trim_matches('"'),
@@ -554,10 +431,39 @@ async fn get_all(
     }
     headers.push(("ETag".to_owned(), tag));
     Ok(Outcome {
-        data: items,
+        data: Data::Many(items),
         headers,
         id: None,
     })
+}
+
+/// The list followed live (`Accept: text/event-stream`): one reading of its parameters for
+/// the page and the stream alike; a search or an expansion cannot be followed.
+async fn live(
+    state: &CollectionState,
+    ctx: &Context,
+    params: &ListParams,
+    selector: Selector,
+    projection: Option<Projection>,
+    search: Option<String>,
+    expand: Option<&Expand>,
+) -> Reply {
+    if search.is_some() {
+        return bad("Invalid search: a live list (text/event-stream) cannot be searched".into());
+    }
+    if expand.is_some() {
+        return bad(
+            "Invalid expand: a live list (text/event-stream) cannot expand relations".into(),
+        );
+    }
+    let query = Query {
+        selector,
+        sort: params.sort.clone(),
+        skip: params.skip,
+        limit: Some(params.limit),
+        projection,
+    };
+    super::live::get_all(state, ctx, query).await
 }
 
 async fn post(
@@ -569,63 +475,51 @@ async fn post(
     let view = view(state, ctx).await?;
     guard_write(state, ctx, &view, None, &mut body, BodyUse::Create).await?;
     // The stored document when the kind knows it (no read-back: after a write, a read on
-    // another connection finds its page cache stale and refills it).
+    // another connection finds its page cache stale and refills it), as the store wrote its
+    // text where it did (the body's tree is dropped once encoded).
     let (id, stored) = state.records.insert(state, ctx, body).await?;
     let created = match stored {
         Some(doc) => Some(doc),
-        None => state.collection.get(&id).await.map_err(platform_error)?,
+        None => state
+            .collection
+            .get_stored(&id)
+            .await
+            .map_err(platform_error)?,
+    };
+    let data = match created {
+        Some(doc) => Data::One(shown(state, &view, None, doc)?),
+        None => Data::Value(Value::Null),
     };
     Ok(Outcome {
-        data: created.map_or(Value::Null, |d| state.records.show(view.applied(d))),
+        data,
         headers: Vec::new(),
         id: Some(id),
     })
 }
 
-/// The post reply when documents are shown as stored, unscoped, with no after hook: the same
-/// status and body as [`post`], with the document's JSON text as the store wrote it (the
-/// body's tree is dropped once encoded, and the reply is not encoded from it again).
-async fn post_json(
+/// The document `id` as the caller may see it (scope applied, see [`shown`]), or 404.
+async fn read(
     state: &CollectionState,
     ctx: &Context,
-    body: Map<String, Value>,
-) -> Result<Reply, Reply> {
-    let body = checked(body, BodyUse::Create, None)?;
-    // No field rules here (`as_stored`), but file fields are filled only by uploads.
-    state
-        .collection
-        .check_server_fields(None, &body)
-        .map_err(platform_error)?;
-    let (_, text) = state
-        .collection
-        .insert_json_as(ctx.user_id.as_deref(), body)
-        .await
-        .map_err(platform_error)?;
-    Ok(Reply::success_json(&text).with_status(201))
-}
-
-/// The document `id` as the caller may see it (scope applied) with its entity tag (for kinds
-/// shown as stored), or 404.
-async fn read(state: &CollectionState, ctx: &Context, id: &str) -> Result<Outcome, Reply> {
+    id: &str,
+    view: &FieldView,
+) -> Result<Stored, Reply> {
     let found = if state.scope.is_some() {
         let selector: Selector = scoped(state, ctx, Some(json!({"_id": id})))?;
-        state.collection.find_one(&selector).await
+        (state.collection.find_one(&selector).await).map(|doc| doc.map(Stored::Document))
     } else {
-        state.collection.get(id).await
+        state.collection.get_stored(id).await
     };
     let doc = found.map_err(platform_error)?.ok_or_else(not_found)?;
-    // Shown, and tagged, without the fields the caller may not see.
-    let doc = view(state, ctx).await?.applied(doc);
-    let mut outcome = Outcome::data(Value::Null);
-    if state.records.tagged() {
-        let tag = portico_store::etag(&doc);
-        outcome
-            .headers
-            .push(("ETag".to_owned(), format!("\"{tag}\"")));
-        outcome.id = Some(tag);
-    }
-    outcome.data = state.records.show(doc);
-    Ok(outcome)
+    shown(state, view, None, doc)
+}
+
+/// The `ETag` header of a document shown as stored (none for a kind that shows part of it).
+fn tag_of(state: &CollectionState, doc: &Stored) -> Option<String> {
+    state
+        .records
+        .tagged()
+        .then(|| format!("\"{}\"", doc.etag()))
 }
 
 async fn get(
@@ -635,50 +529,27 @@ async fn get(
     expand: Option<&Expand>,
 ) -> Result<Outcome, Reply> {
     let id = id.ok_or_else(not_found)?;
-    let mut outcome = read(state, ctx, id).await?;
+    let view = view(state, ctx).await?;
+    let mut doc = read(state, ctx, id, &view).await?;
     if let Some(expand) = expand {
-        let mut items = [std::mem::take(&mut outcome.data)];
-        super::expand::expand_items(state, ctx, expand, &mut items).await?;
-        let [data] = items;
-        if let (Some(_), Value::Object(doc)) = (&outcome.id, &data) {
-            // The tag of what is sent, expanded documents included.
-            let tag = portico_store::etag(doc);
-            outcome.headers.retain(|(name, _)| name != "ETag");
-            outcome
-                .headers
-                .push(("ETag".to_owned(), format!("\"{tag}\"")));
-            outcome.id = Some(tag);
-        }
-        outcome.data = data;
+        let access = super::expand::access(state, ctx, expand).await?;
+        let expanded =
+            super::expand::expand_stored(state, ctx, expand, &access, vec![doc], Vec::new())
+                .await?;
+        doc = expanded.into_iter().next().ok_or_else(not_found)?;
     }
-    if let Some(tag) = outcome.id.take()
-        && not_modified(&ctx.request.headers, &tag)
+    // The tag of what is sent, expanded documents included.
+    let tag = tag_of(state, &doc);
+    if let Some(tag) = &tag
+        && not_modified(&ctx.request.headers, tag.trim_matches('"'))
     {
-        return Err(not_modified_reply(format!("\"{tag}\"")));
+        return Err(not_modified_reply(tag.clone()));
     }
+    let mut outcome = Outcome::data(Data::One(doc));
+    outcome
+        .headers
+        .extend(tag.map(|tag| ("ETag".to_owned(), tag)));
     Ok(outcome)
-}
-
-/// The get reply when the document is shown as stored, unscoped, with no after hook: the
-/// same status, headers and body as [`get`], from the document's stored JSON text (no decoding,
-/// no encoding; the entity tag is the one [`portico_store::etag`] gives the decoded document).
-async fn get_json(
-    state: &CollectionState,
-    ctx: &Context,
-    id: Option<&str>,
-) -> Result<Reply, Reply> {
-    let id = id.ok_or_else(not_found)?;
-    let text = state
-        .collection
-        .get_json(id)
-        .await
-        .map_err(platform_error)?
-        .ok_or_else(not_found)?;
-    let tag = portico_store::etag_of_json(text.as_bytes());
-    if not_modified(&ctx.request.headers, &tag) {
-        return Err(not_modified_reply(format!("\"{tag}\"")));
-    }
-    Ok(Reply::success_json(&text).with_header("ETag", format!("\"{tag}\"")))
 }
 
 /// The write's target: its id and the tag `If-Match` asks for (of several listed, the one the
@@ -708,10 +579,10 @@ async fn target<'a>(
             [first, ..] => {
                 let stored = state
                     .collection
-                    .get_json(id)
+                    .get_stored(id)
                     .await
                     .map_err(platform_error)?
-                    .map(|text| portico_store::etag_of_json(text.as_bytes()));
+                    .map(|doc| doc.etag());
                 let current = tags.iter().find(|t| Some(t.as_str()) == stored.as_deref());
                 // None listed is current: the write with the first one finds nothing, and
                 // `missed` tells a changed document (412) from one the caller cannot see (404).
@@ -728,20 +599,21 @@ async fn target<'a>(
 
 /// After a write that found nothing: 412 when the document is there but changed, else 404.
 async fn missed(state: &CollectionState, ctx: &Context, target: Target<'_>) -> Reply {
-    if target.tag.is_some() && read(state, ctx, target.id).await.is_ok() {
+    if target.tag.is_some() && read(state, ctx, target.id, &FieldView::all()).await.is_ok() {
         return precondition_failed();
     }
     not_found()
 }
 
-/// The write of a put or patch (the body is dropped once it is written).
+/// The write of a put or patch (the body is dropped once it is written); gives the caller's
+/// view of the collection's fields back.
 async fn write_update(
     state: &CollectionState,
     ctx: &Context,
     id: &str,
     body: Option<Map<String, Value>>,
     how: BodyUse,
-) -> Result<(), Reply> {
+) -> Result<FieldView, Reply> {
     let condition = if_match(&ctx.request.headers)?;
     let target = target(state, ctx, id, &condition).await?;
     let mut body = checked(body.unwrap_or_default(), how, Some(id))?;
@@ -754,7 +626,7 @@ async fn write_update(
     {
         return Err(missed(state, ctx, target).await);
     }
-    Ok(())
+    Ok(view)
 }
 
 async fn update(
@@ -765,32 +637,15 @@ async fn update(
     how: BodyUse,
 ) -> Result<Outcome, Reply> {
     let id = id.ok_or_else(not_found)?;
-    write_update(state, ctx, id, body, how).await?;
-    let mut outcome = read(state, ctx, id).await?;
-    outcome.id = None;
+    let view = write_update(state, ctx, id, body, how).await?;
+    // The changed document as stored (not decoded to be sent, where nothing hides a field).
+    let doc = read(state, ctx, id, &view).await?;
+    let tag = tag_of(state, &doc);
+    let mut outcome = Outcome::data(Data::One(doc));
+    outcome
+        .headers
+        .extend(tag.map(|tag| ("ETag".to_owned(), tag)));
     Ok(outcome)
-}
-
-/// The put or patch reply when the document is shown as stored, unscoped, with no after hook:
-/// the same status, headers and body as [`update`], from the document's stored JSON text (as
-/// [`get_json`]): the changed document is not decoded again to be sent.
-async fn update_json(
-    state: &CollectionState,
-    ctx: &Context,
-    id: Option<&str>,
-    body: Option<Map<String, Value>>,
-    how: BodyUse,
-) -> Result<Reply, Reply> {
-    let id = id.ok_or_else(not_found)?;
-    write_update(state, ctx, id, body, how).await?;
-    let text = state
-        .collection
-        .get_json(id)
-        .await
-        .map_err(platform_error)?
-        .ok_or_else(not_found)?;
-    let tag = portico_store::etag_of_json(text.as_bytes());
-    Ok(Reply::success_json(&text).with_header("ETag", format!("\"{tag}\"")))
 }
 
 async fn delete(
@@ -804,5 +659,7 @@ async fn delete(
     if !state.records.remove(state, ctx, target.clone()).await? {
         return Err(missed(state, ctx, target).await);
     }
-    Ok(Outcome::data(json!({"message": "Item removed"})))
+    Ok(Outcome::data(Data::Value(
+        json!({"message": "Item removed"}),
+    )))
 }

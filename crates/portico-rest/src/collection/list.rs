@@ -181,28 +181,6 @@ impl ListParams {
     }
 }
 
-/// Counts the bytes of a JSON encoding without keeping them.
-struct Counter(usize);
-
-impl std::io::Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The size of `item`'s JSON encoding.
-pub(crate) fn encoded_size(item: &Value) -> Result<usize, Reply> {
-    let mut counter = Counter(0);
-    serde_json::to_writer(&mut counter, item)
-        .map_err(|_| Reply::internal("a document could not be encoded"))?;
-    Ok(counter.0)
-}
-
 /// The `Link` header value for the next and previous pages of `path?query`.
 pub(crate) fn link_header(
     path: &str,

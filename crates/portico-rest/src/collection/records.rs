@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 use portico_platform::{NewUser, Password};
-use portico_store::{Document, Projection, UpdateOptions};
+use portico_store::{Document, Projection, Stored, UpdateOptions};
 use serde_json::{Map, Value, json};
 
 use super::client_body::{BodyUse, check};
@@ -20,7 +20,7 @@ pub(crate) trait Records: Send + Sync {
     fn list_projection(&self, params: &ListParams) -> Result<Option<Projection>, Reply>;
 
     /// A stored document as the client sees it.
-    fn show(&self, doc: Document) -> Value;
+    fn show(&self, doc: Document) -> Document;
 
     /// Whether documents are shown as stored, so their entity tags can make requests
     /// conditional (see `conditional.rs`).
@@ -33,7 +33,7 @@ pub(crate) trait Records: Send + Sync {
         state: &CollectionState,
         ctx: &Context,
         body: Document,
-    ) -> Result<(String, Option<Document>), Reply>;
+    ) -> Result<(String, Option<Stored>), Reply>;
 
     /// Replaces (`how` is [`BodyUse::Replace`]) or changes the target document with a checked
     /// body; `false` when the caller cannot see such a document (or its tag differs).
@@ -91,8 +91,8 @@ impl Records for Documents {
         Ok(params.fields.as_ref().map(|f| f.projection.clone()))
     }
 
-    fn show(&self, doc: Document) -> Value {
-        Value::Object(doc)
+    fn show(&self, doc: Document) -> Document {
+        doc
     }
 
     fn tagged(&self) -> bool {
@@ -104,20 +104,15 @@ impl Records for Documents {
         state: &CollectionState,
         ctx: &Context,
         mut body: Document,
-    ) -> Result<(String, Option<Document>), Reply> {
+    ) -> Result<(String, Option<Stored>), Reply> {
         if let Some(scope) = &state.scope {
             body.extend(scope.stamp(ctx));
         }
-        let stored = state
+        let (id, stored) = state
             .collection
             .insert_returning_as(ctx.user_id.as_deref(), body)
             .await
             .map_err(platform_error)?;
-        let id = stored
-            .get("_id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
         Ok((id, Some(stored)))
     }
 
@@ -239,14 +234,14 @@ impl Records for Accounts {
             .map_err(invalid_fields)
     }
 
-    fn show(&self, user: Document) -> Value {
+    fn show(&self, user: Document) -> Document {
         let mut out = Map::new();
         for field in ["_id", "profile"] {
             if let Some(value) = user.get(field) {
                 out.insert(field.into(), value.clone());
             }
         }
-        Value::Object(out)
+        out
     }
 
     fn tagged(&self) -> bool {
@@ -258,7 +253,7 @@ impl Records for Accounts {
         _state: &CollectionState,
         ctx: &Context,
         body: Document,
-    ) -> Result<(String, Option<Document>), Reply> {
+    ) -> Result<(String, Option<Stored>), Reply> {
         let accounts = ctx.platform.accounts();
         // An anonymous sign-up is a client creating an account; an authenticated caller
         // passed the endpoint's auth and role checks, which the host set up on purpose.

@@ -4,10 +4,9 @@
 //! whom a search field is hidden cannot search (the matches would reveal it).
 
 use portico_platform::FieldView;
-use portico_store::{Projection, Search, Selector};
-use serde_json::Value;
+use portico_store::{Projection, Search, Selector, Stored};
 
-use super::list::{ListParams, bad, encoded_size, single};
+use super::list::{ListParams, bad, single};
 use super::{CollectionState, platform_error};
 use crate::{Context, Reply};
 
@@ -52,7 +51,7 @@ pub(crate) async fn read_page(
     projection: Option<Projection>,
     view: &FieldView,
     text: String,
-) -> Result<(u64, (Vec<Value>, u64)), Reply> {
+) -> Result<(u64, (Vec<Stored>, u64)), Reply> {
     let mut search = Search::new(Vec::new(), text);
     search.selector = selector;
     search.skip = params.skip;
@@ -71,8 +70,8 @@ pub(crate) async fn read_page(
             Some(p) => p.apply(&doc),
             None => doc,
         };
-        let item = state.records.show(doc);
-        bytes = bytes.saturating_add(encoded_size(&item)?);
+        let item = Stored::Document(state.records.show(doc));
+        bytes = bytes.saturating_add(item.encoded_len());
         if bytes > state.max_reply_bytes && !items.is_empty() {
             let page = items.len() as u64;
             return Ok((total, (items, page)));

@@ -516,8 +516,12 @@ impl Store for MemoryStore {
         }
     }
 
-    async fn insert_json(&self, collection: &str, doc: Document) -> Result<(String, String)> {
-        crate::fallback::insert_json(self, collection, doc).await
+    async fn insert_stored(
+        &self,
+        collection: &str,
+        doc: Document,
+    ) -> Result<(String, crate::Stored)> {
+        crate::fallback::insert_stored(self, collection, doc).await
     }
 
     async fn insert_stream(
@@ -528,29 +532,12 @@ impl Store for MemoryStore {
         crate::fallback::insert_stream(self, collection, batches).await
     }
 
-    async fn find_json(&self, collection: &str, query: &Query) -> Result<Vec<String>> {
-        crate::fallback::find_json(self, collection, query).await
+    async fn find_page(&self, collection: &str, read: &crate::PageRead) -> Result<crate::Page> {
+        crate::fallback::find_page(self, collection, read).await
     }
 
-    async fn find_json_counted(
-        &self,
-        collection: &str,
-        query: &Query,
-    ) -> Result<(Vec<String>, u64)> {
-        crate::fallback::find_json_counted(self, collection, query).await
-    }
-
-    async fn find_json_counted_related(
-        &self,
-        collection: &str,
-        query: &Query,
-        related: &[crate::RelatedField],
-    ) -> Result<(Vec<String>, u64, Vec<crate::RelatedRead>)> {
-        crate::fallback::find_json_counted_related(self, collection, query, related).await
-    }
-
-    async fn get_json(&self, collection: &str, id: &str) -> Result<Option<String>> {
-        crate::fallback::get_json(self, collection, id).await
+    async fn get_stored(&self, collection: &str, id: &str) -> Result<Option<crate::Stored>> {
+        crate::fallback::get_stored(self, collection, id).await
     }
 
     async fn aggregate(&self, collection: &str, spec: &crate::Aggregate) -> Result<Vec<Document>> {

@@ -25,7 +25,7 @@
 //! # What is cached, and what is not
 //!
 //! Raw stored text, below field rules and projections (applied by the caller on every read):
-//! `get_json`, and `find_json`/`find_json_counted` of a page of the whole collection in `_id`
+//! `get_stored`, and `find_page` of a page of the whole collection in `_id`
 //! order. Reads that a read replica answers are neither served from nor put in the cache (a
 //! replica's data is not counted by the primary's stamp); the cache is used by reads that go to
 //! the primary, whose entries hold the newest data (so a caller's own writes and live
@@ -71,7 +71,7 @@ impl Value {
 /// Which read of a collection an entry answers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Key {
-    /// `get_json` of this id.
+    /// `get_stored` of this id.
     Doc(String),
     /// A page (of the whole collection, or of a query's matches) with its total.
     Page(PageKey),

@@ -78,7 +78,7 @@
 //!
 //! Reads use ready indexes only, through the planner shared with SQLite
 //! (`index_plan.rs`): `find` (and `find_one`), the list page and total of a filtered or
-//! sorted query (`find_json_counted`, `find_json_counted_related`), and `count` of a selector
+//! sorted query (`find_page` with its total), and `count` of a selector
 //! the index holds exactly. Each store keeps the catalog it last read and plans on it; a
 //! read-only `REPEATABLE READ` transaction locks the tables it may read (`ACCESS SHARE`, before
 //! its snapshot, so a table it finds is the one its catalog describes), reads the catalog again
@@ -118,6 +118,7 @@ mod write;
 
 pub mod testing;
 
+use crate::{Page, PageRead, Stored};
 use async_trait::async_trait;
 use deadpool_postgres::{Client, Pool};
 
@@ -411,8 +412,8 @@ impl PostgresStore {
         Ok((page, total))
     }
 
-    /// [`Store::find_json_counted_related`] through the read cache: the page and its total as
-    /// [`Self::cached_page`] keeps them, and each relation's documents as `get_json` keeps
+    /// [`Store::find_page`] through the read cache: the page and its total as
+    /// [`Self::cached_page`] keeps them, and each relation's documents as `get_stored` keeps
     /// them (under their collection's stamp, from the same read of the stamps), the ids the
     /// cache does not hold read with one statement per relation and kept. `None` when a
     /// collection has no stamp (or no cache, or its reads go to a replica): the caller reads
@@ -508,10 +509,11 @@ impl Store for PostgresStore {
         Ok(self.wrote(inserted).await?.0)
     }
 
-    async fn insert_json(&self, collection: &str, doc: Document) -> Result<(String, String)> {
+    async fn insert_stored(&self, collection: &str, doc: Document) -> Result<(String, Stored)> {
         // The text the group commit stored: the document is encoded once.
         let inserted = self.inserts.insert(&self.pool, collection, doc).await;
-        self.wrote(inserted).await
+        let (id, text) = self.wrote(inserted).await?;
+        Ok((id, Stored::Text(text)))
     }
 
     async fn insert_many(&self, collection: &str, docs: Vec<Document>) -> Result<Vec<String>> {
@@ -548,94 +550,16 @@ impl Store for PostgresStore {
         }
     }
 
-    async fn find_json(&self, collection: &str, query: &Query) -> Result<Vec<String>> {
-        // A page of the whole collection in `_id` order is sent as stored (a list endpoint
-        // without filter or sort); anything else is `find`, encoded.
-        if !query.is_plain_page() {
-            return crate::encode_all(&self.find(collection, query).await?);
+    async fn find_page(&self, collection: &str, read: &PageRead) -> Result<Page> {
+        if !read.count {
+            return self.page_without_total(collection, &read.query).await;
         }
-        if let Some(stamp) = self.cache_stamp(collection).await {
-            return Ok(self.cached_page(collection, query, stamp, false).await?.0);
-        }
-        read!(self, Some(collection), |client| query::page_json(
-            &client,
-            collection,
-            query.skip,
-            query.limit
-        )
-        .await)
-    }
-
-    async fn find_json_counted(
-        &self,
-        collection: &str,
-        query: &Query,
-    ) -> Result<(Vec<String>, u64)> {
-        // Under the collection's stamp, from the read cache or read and kept (a sorted or
-        // filtered page as a page of the whole collection: the answer depends on the
-        // collection's documents alone, which its stamp counts).
-        if let Some(stamp) = self.cache_stamp(collection).await {
-            let (page, total) = self.cached_page(collection, query, stamp, true).await?;
-            return Ok((page, total.unwrap_or_default()));
-        }
-        if !query.is_plain_page() {
-            // Through a sorted index the page and its total come from one snapshot; the
-            // sorted window is checked only when none serves the sort (`None`).
-            let found = read!(self, Some(collection), |client| query::find_json_counted(
-                &mut client,
-                &self.catalog,
-                collection,
-                query
-            )
-            .await)?;
-            return match found {
-                Some(answer) => Ok(answer),
-                None => crate::paging::check_sorted_window(query).map(|()| (Vec::new(), 0)),
-            };
-        }
-        // A page of the whole collection and its total: one statement, one round trip.
-        read!(self, Some(collection), |client| {
-            query::page_json_counted(&client, collection, query.skip, query.limit).await
-        })
-    }
-
-    async fn find_json_counted_related(
-        &self,
-        collection: &str,
-        query: &Query,
-        related: &[RelatedField],
-    ) -> Result<(Vec<String>, u64, Vec<RelatedRead>)> {
-        // A page of the whole collection, its total and its related documents: one statement,
-        // one round trip. On a replica only when none of the collections reads on the primary.
-        if !query.is_plain_page() || related.is_empty() || query.limit == Some(0) {
-            let (page, total) = self.find_json_counted(collection, query).await?;
-            return Ok((page, total, Vec::new()));
-        }
-        if let Some(answer) = self.cached_related(collection, query, related).await? {
-            return Ok(answer);
-        }
-        let on = self
-            .replicas
-            .as_ref()
-            .and_then(|r| {
-                related
-                    .iter()
-                    .map(|f| f.collection.as_str())
-                    .find(|c| r.read_on_primary(c))
-            })
-            .unwrap_or(collection);
-        let read = read!(self, Some(on), |client| {
-            query::page_json_counted_related(&client, collection, query.skip, query.limit, related)
-                .await
-        })?;
-        match read {
-            Some(answer) => Ok(answer),
-            None => {
-                // A related collection that does not exist: the page alone.
-                let (page, total) = self.find_json_counted(collection, query).await?;
-                Ok((page, total, Vec::new()))
-            }
-        }
+        let (texts, total, related) = self
+            .page_with_related(collection, &read.query, &read.related)
+            .await?;
+        let mut page = Page::of_texts(texts, Some(total));
+        page.related = related;
+        Ok(page)
     }
 
     async fn find_one(&self, collection: &str, selector: &Selector) -> Result<Option<Document>> {
@@ -660,25 +584,8 @@ impl Store for PostgresStore {
         .await)
     }
 
-    async fn get_json(&self, collection: &str, id: &str) -> Result<Option<String>> {
-        if let Some(stamp) = self.cache_stamp(collection).await {
-            let key = cache::Key::Doc(id.to_owned());
-            if let Some(value) = self.cache.get(collection, &key, stamp)
-                && let cache::Value::Doc(text) = &*value
-            {
-                return Ok(text.clone());
-            }
-            let client = self.client().await?;
-            let found = query::get_json(&client, collection, id).await?;
-            drop(client);
-            self.cache
-                .put(collection, key, stamp, cache::Value::Doc(found.clone()));
-            return Ok(found);
-        }
-        read!(self, Some(collection), |client| query::get_json(
-            &client, collection, id
-        )
-        .await)
+    async fn get_stored(&self, collection: &str, id: &str) -> Result<Option<Stored>> {
+        Ok(self.get_text(collection, id).await?.map(Stored::Text))
     }
 
     async fn count(&self, collection: &str, selector: &Selector) -> Result<u64> {
@@ -837,5 +744,124 @@ impl Store for PostgresStore {
 
     fn bus(&self) -> Option<std::sync::Arc<dyn crate::Bus>> {
         Some(self.bus.clone())
+    }
+}
+
+/// The list and point reads behind [`Store::find_page`] and [`Store::get_stored`].
+impl PostgresStore {
+    /// [`Store::find_page`] without a total.
+    async fn page_without_total(&self, collection: &str, query: &Query) -> Result<Page> {
+        // A page of the whole collection in `_id` order is sent as stored (a list endpoint
+        // without filter or sort); anything else is `find`, decoded.
+        if !query.is_plain_page() {
+            return Ok(Page::of_documents(
+                self.find(collection, query).await?,
+                None,
+            ));
+        }
+        if let Some(stamp) = self.cache_stamp(collection).await {
+            let texts = self.cached_page(collection, query, stamp, false).await?.0;
+            return Ok(Page::of_texts(texts, None));
+        }
+        let texts = read!(self, Some(collection), |client| query::page_json(
+            &client,
+            collection,
+            query.skip,
+            query.limit
+        )
+        .await)?;
+        Ok(Page::of_texts(texts, None))
+    }
+
+    /// A page and its total.
+    async fn page_with_total(&self, collection: &str, query: &Query) -> Result<(Vec<String>, u64)> {
+        // Under the collection's stamp, from the read cache or read and kept (a sorted or
+        // filtered page as a page of the whole collection: the answer depends on the
+        // collection's documents alone, which its stamp counts).
+        if let Some(stamp) = self.cache_stamp(collection).await {
+            let (page, total) = self.cached_page(collection, query, stamp, true).await?;
+            return Ok((page, total.unwrap_or_default()));
+        }
+        if !query.is_plain_page() {
+            // Through a sorted index the page and its total come from one snapshot; the
+            // sorted window is checked only when none serves the sort (`None`).
+            let found = read!(self, Some(collection), |client| query::find_json_counted(
+                &mut client,
+                &self.catalog,
+                collection,
+                query
+            )
+            .await)?;
+            return match found {
+                Some(answer) => Ok(answer),
+                None => crate::paging::check_sorted_window(query).map(|()| (Vec::new(), 0)),
+            };
+        }
+        // A page of the whole collection and its total: one statement, one round trip.
+        read!(self, Some(collection), |client| {
+            query::page_json_counted(&client, collection, query.skip, query.limit).await
+        })
+    }
+
+    /// A page, its total and the related documents read along.
+    async fn page_with_related(
+        &self,
+        collection: &str,
+        query: &Query,
+        related: &[RelatedField],
+    ) -> Result<(Vec<String>, u64, Vec<RelatedRead>)> {
+        // A page of the whole collection, its total and its related documents: one statement,
+        // one round trip. On a replica only when none of the collections reads on the primary.
+        if !query.is_plain_page() || related.is_empty() || query.limit == Some(0) {
+            let (page, total) = self.page_with_total(collection, query).await?;
+            return Ok((page, total, Vec::new()));
+        }
+        if let Some(answer) = self.cached_related(collection, query, related).await? {
+            return Ok(answer);
+        }
+        let on = self
+            .replicas
+            .as_ref()
+            .and_then(|r| {
+                related
+                    .iter()
+                    .map(|f| f.collection.as_str())
+                    .find(|c| r.read_on_primary(c))
+            })
+            .unwrap_or(collection);
+        let read = read!(self, Some(on), |client| {
+            query::page_json_counted_related(&client, collection, query.skip, query.limit, related)
+                .await
+        })?;
+        match read {
+            Some(answer) => Ok(answer),
+            None => {
+                // A related collection that does not exist: the page alone.
+                let (page, total) = self.page_with_total(collection, query).await?;
+                Ok((page, total, Vec::new()))
+            }
+        }
+    }
+
+    /// The stored text of the document `id`, through the read cache.
+    async fn get_text(&self, collection: &str, id: &str) -> Result<Option<String>> {
+        if let Some(stamp) = self.cache_stamp(collection).await {
+            let key = cache::Key::Doc(id.to_owned());
+            if let Some(value) = self.cache.get(collection, &key, stamp)
+                && let cache::Value::Doc(text) = &*value
+            {
+                return Ok(text.clone());
+            }
+            let client = self.client().await?;
+            let found = query::get_json(&client, collection, id).await?;
+            drop(client);
+            self.cache
+                .put(collection, key, stamp, cache::Value::Doc(found.clone()));
+            return Ok(found);
+        }
+        read!(self, Some(collection), |client| query::get_json(
+            &client, collection, id
+        )
+        .await)
     }
 }

@@ -265,7 +265,7 @@ async fn find_candidates(
 }
 
 /// The page of `query` as JSON texts and its total (a query that is not a plain page; see
-/// [`crate::Store::find_json_counted`]): through a sorted index in one snapshot when one helps,
+/// [`crate::Store::find_page`]): through a sorted index in one snapshot when one helps,
 /// else counted and read from the candidates (the catalog read once for both). `None` as for
 /// [`find`].
 pub(crate) async fn find_json_counted(
@@ -296,7 +296,7 @@ pub(crate) async fn find_json_counted(
 }
 
 /// A page of the whole collection in `_id` order as the stored JSON text, with no document
-/// decoded and encoded again (see [`crate::Store::find_json`]). Each text is checked to be one
+/// decoded and encoded again (see [`crate::Store::find_page`]). Each text is checked to be one
 /// JSON object, without building it.
 pub(crate) async fn page_json(
     client: &Client,
@@ -369,7 +369,7 @@ pub(crate) async fn page_json_counted(
 }
 
 /// [`page_json_counted`] and, in the same statement, the documents each of `related` names in
-/// the page's documents (see [`crate::Store::find_json_counted_related`]): one round trip and
+/// the page's documents (see [`crate::Store::find_page`]): one round trip and
 /// one snapshot for a list page, its total and its related documents. The ids are read from
 /// the page's `jsonb` copies (a document without one, holding `\u0000`, gives none: the caller
 /// reads what was not looked up); each relation's distinct ids are cut to its `max_ids` in page

@@ -84,8 +84,8 @@ use async_trait::async_trait;
 use self::pool::Pool;
 use crate::feed::{Change, ChangeKind};
 use crate::{
-    Document, Error, Query, RelatedField, RelatedRead, Result, Selector, Store, Update,
-    UpdateOptions, UpdateResult,
+    Document, Error, Page, PageRead, Query, RelatedField, RelatedRead, Result, Selector, Store,
+    Stored, Update, UpdateOptions, UpdateResult,
 };
 pub use backup::{
     BackupCheck, BackupReport, PARTIAL_SUFFIX, RestoreReport, backup, backup_with,
@@ -113,7 +113,7 @@ const INLINE_CANDIDATES: usize = 16;
 /// small next to the work, which would then hold an async worker too long.
 const INLINE_PAGE_ROWS: u64 = 32;
 
-/// About how many index entries an inline sorted page ([`query::find_json_counted_quick`]) may count
+/// About how many index entries an inline sorted page ([`query::page_counted_quick`]) may count
 /// for its total (an entry is a few bytes of an adjacent B-tree leaf, a fraction of a
 /// microsecond); a larger total is counted in the blocking pool.
 const INLINE_COUNT: u64 = 4_000;
@@ -121,7 +121,7 @@ const INLINE_COUNT: u64 = 4_000;
 /// The limits of an inline page through a sorted index: `skip + limit` rows, and its count.
 const INLINE_SORTED: (u64, u64) = (INLINE_PAGE_ROWS, INLINE_COUNT);
 
-/// How many related documents an inline page read ([`Store::find_json_counted_related`]) reads
+/// How many related documents an inline page read ([`Store::find_page`]) reads
 /// along with it, by primary key (a few microseconds each); the caller reads any others.
 const INLINE_RELATED: usize = 64;
 
@@ -277,6 +277,84 @@ where
         .map_err(|e| Error::Backend(format!("sqlite: the blocking task failed: {e}")))?
 }
 
+/// The two kinds of list read behind [`Store::find_page`].
+impl SqliteStore {
+    /// [`Store::find_page`] without a total.
+    async fn page_without_total(&self, collection: &str, query: &Query) -> Result<Page> {
+        // A page of the whole collection in `_id` order is sent as stored: the rows' JSON text,
+        // with no document decoded and encoded again (a list endpoint without filter or sort).
+        // Anything else is `find`, decoded.
+        if !query.is_plain_page() {
+            return Ok(Page::of_documents(
+                self.find(collection, query).await?,
+                None,
+            ));
+        }
+        let (skip, limit) = (query.skip, query.limit);
+        if limit.is_some_and(|limit| skip.saturating_add(limit) <= INLINE_PAGE_ROWS)
+            && let Some(Ok(found)) = self
+                .pool
+                .try_read_now(|conn| query::page_json(conn, collection, skip, limit))
+        {
+            return Ok(Page::of_texts(found, None));
+        }
+        let collection = collection.to_owned();
+        let texts = self
+            .with_reader(move |conn| query::page_json(conn, &collection, skip, limit))
+            .await?;
+        Ok(Page::of_texts(texts, None))
+    }
+
+    /// [`Store::find_page`] with a total.
+    async fn page_with_total(
+        &self,
+        collection: &str,
+        query: &Query,
+        related: &[RelatedField],
+    ) -> Result<(Vec<String>, u64, Vec<RelatedRead>)> {
+        // A small first page of the whole collection and the kept count, in one read
+        // transaction on an idle reader: one snapshot, and one take of the WAL read lock
+        // instead of two (a list profile put 10% in the count's own read). The documents its
+        // relations name are read in the same transaction, by primary key, as stored text (up
+        // to `INLINE_RELATED` of them): no query per relation afterwards.
+        if query.is_plain_page()
+            && query
+                .limit
+                .is_some_and(|limit| query.skip.saturating_add(limit) <= INLINE_PAGE_ROWS)
+            && let Some(Ok(found)) = self.pool.try_read_now(|conn| {
+                query::in_read_transaction(conn, |conn| {
+                    let total = query::count(conn, collection, &query.selector)?;
+                    let page = query::page_json(conn, collection, query.skip, query.limit)?;
+                    let reads = query::related_json(conn, &page, related, INLINE_RELATED)?;
+                    Ok((page, total, reads))
+                })
+            })
+        {
+            return Ok(found);
+        }
+        // A short page through a sorted index with a small or kept total: inline too.
+        if let Some(Ok(Some((page, total)))) = self.pool.try_read_now(|conn| {
+            query::in_read_transaction(conn, |conn| {
+                query::page_counted_quick(conn, collection, query, INLINE_SORTED)
+            })
+        }) {
+            return Ok((page, total, Vec::new()));
+        }
+        // Any other page with its total, in one snapshot: through a sorted index when one
+        // serves it, else in one pass over the candidates.
+        let name = collection.to_owned();
+        let owned = query.clone();
+        let (page, total) = self
+            .with_reader(move |conn| {
+                query::in_read_transaction(conn, |conn| {
+                    query::page_counted_any(conn, &name, &owned)
+                })
+            })
+            .await?;
+        Ok((page, total, Vec::new()))
+    }
+}
+
 #[async_trait]
 impl Store for SqliteStore {
     async fn insert(&self, collection: &str, doc: Document) -> Result<String> {
@@ -294,7 +372,7 @@ impl Store for SqliteStore {
         Ok(id)
     }
 
-    async fn insert_json(&self, collection: &str, doc: Document) -> Result<(String, String)> {
+    async fn insert_stored(&self, collection: &str, doc: Document) -> Result<(String, Stored)> {
         // The group commit gives the text it stored back: the document is not encoded twice,
         // and its tree is dropped as soon as it is encoded.
         let (id, text) = self
@@ -308,7 +386,7 @@ impl Store for SqliteStore {
         ));
         let text =
             text.ok_or_else(|| Error::Backend("sqlite: the inserted text was not kept".into()))?;
-        Ok((id, text))
+        Ok((id, Stored::Text(text)))
     }
 
     async fn insert_many(&self, collection: &str, docs: Vec<Document>) -> Result<Vec<String>> {
@@ -363,83 +441,16 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn find_json(&self, collection: &str, query: &Query) -> Result<Vec<String>> {
-        // A page of the whole collection in `_id` order is sent as stored: the rows' JSON text,
-        // with no document decoded and encoded again (a list endpoint without filter or sort).
-        // Anything else is `find`, encoded.
-        if !query.is_plain_page() {
-            return crate::encode_all(&self.find(collection, query).await?);
+    async fn find_page(&self, collection: &str, read: &PageRead) -> Result<Page> {
+        if read.count {
+            let (texts, total, related) = self
+                .page_with_total(collection, &read.query, &read.related)
+                .await?;
+            let mut page = Page::of_texts(texts, Some(total));
+            page.related = related;
+            return Ok(page);
         }
-        let (skip, limit) = (query.skip, query.limit);
-        if limit.is_some_and(|limit| skip.saturating_add(limit) <= INLINE_PAGE_ROWS)
-            && let Some(Ok(found)) = self
-                .pool
-                .try_read_now(|conn| query::page_json(conn, collection, skip, limit))
-        {
-            return Ok(found);
-        }
-        let collection = collection.to_owned();
-        self.with_reader(move |conn| query::page_json(conn, &collection, skip, limit))
-            .await
-    }
-
-    async fn find_json_counted(
-        &self,
-        collection: &str,
-        query: &Query,
-    ) -> Result<(Vec<String>, u64)> {
-        let (page, total, _) = self
-            .find_json_counted_related(collection, query, &[])
-            .await?;
-        Ok((page, total))
-    }
-
-    async fn find_json_counted_related(
-        &self,
-        collection: &str,
-        query: &Query,
-        related: &[RelatedField],
-    ) -> Result<(Vec<String>, u64, Vec<RelatedRead>)> {
-        // A small first page of the whole collection and the kept count, in one read
-        // transaction on an idle reader: one snapshot, and one take of the WAL read lock
-        // instead of two (a list profile put 10% in the count's own read). The documents its
-        // relations name are read in the same transaction, by primary key, as stored text (up
-        // to `INLINE_RELATED` of them): no query per relation afterwards.
-        if query.is_plain_page()
-            && query
-                .limit
-                .is_some_and(|limit| query.skip.saturating_add(limit) <= INLINE_PAGE_ROWS)
-            && let Some(Ok(found)) = self.pool.try_read_now(|conn| {
-                query::in_read_transaction(conn, |conn| {
-                    let total = query::count(conn, collection, &query.selector)?;
-                    let page = query::page_json(conn, collection, query.skip, query.limit)?;
-                    let reads = query::related_json(conn, &page, related, INLINE_RELATED)?;
-                    Ok((page, total, reads))
-                })
-            })
-        {
-            return Ok(found);
-        }
-        // A short page through a sorted index with a small or kept total: inline too.
-        if let Some(Ok(Some((page, total)))) = self.pool.try_read_now(|conn| {
-            query::in_read_transaction(conn, |conn| {
-                query::find_json_counted_quick(conn, collection, query, INLINE_SORTED)
-            })
-        }) {
-            return Ok((page, total, Vec::new()));
-        }
-        // Any other page with its total, in one snapshot: through a sorted index when one
-        // serves it, else in one pass over the candidates.
-        let name = collection.to_owned();
-        let owned = query.clone();
-        let (page, total) = self
-            .with_reader(move |conn| {
-                query::in_read_transaction(conn, |conn| {
-                    query::find_json_counted_any(conn, &name, &owned)
-                })
-            })
-            .await?;
-        Ok((page, total, Vec::new()))
+        self.page_without_total(collection, &read.query).await
     }
 
     async fn find_one(&self, collection: &str, selector: &Selector) -> Result<Option<Document>> {
@@ -482,19 +493,21 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn get_json(&self, collection: &str, id: &str) -> Result<Option<String>> {
+    async fn get_stored(&self, collection: &str, id: &str) -> Result<Option<Stored>> {
         // `get` with the stored text instead of the decoded document: inline when a reader is
         // idle, as `get`.
         if let Some(Ok(found)) = self
             .pool
             .try_read_now(|conn| query::get_json(conn, collection, id))
         {
-            return Ok(found);
+            return Ok(found.map(Stored::Text));
         }
         let collection = collection.to_owned();
         let id = id.to_owned();
-        self.with_reader(move |conn| query::get_json(conn, &collection, &id))
-            .await
+        let found = self
+            .with_reader(move |conn| query::get_json(conn, &collection, &id))
+            .await?;
+        Ok(found.map(Stored::Text))
     }
 
     async fn count(&self, collection: &str, selector: &Selector) -> Result<u64> {

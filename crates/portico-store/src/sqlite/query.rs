@@ -74,7 +74,7 @@ pub(crate) fn find(conn: &Connection, collection: &str, query: &Query) -> Result
 
 /// The page of `query` as stored texts and its total, read through a sorted index; `None` when
 /// no index helps. Call inside a read transaction, so the total is the page's.
-pub(crate) fn find_json_counted_sorted(
+pub(crate) fn page_counted_sorted(
     conn: &Connection,
     collection: &str,
     query: &Query,
@@ -86,9 +86,9 @@ pub(crate) fn find_json_counted_sorted(
         .transpose()
 }
 
-/// [`find_json_counted_sorted`] when that is a few point reads (see [`sorted::read_quick`]
+/// [`page_counted_sorted`] when that is a few point reads (see [`sorted::read_quick`]
 /// for `limits`); `None` otherwise.
-pub(crate) fn find_json_counted_quick(
+pub(crate) fn page_counted_quick(
     conn: &mut Connection,
     collection: &str,
     query: &Query,
@@ -106,12 +106,12 @@ pub(crate) fn find_json_counted_quick(
 ///
 /// # Errors
 /// As [`find`] (a sorted window over the cap no index serves) and [`count`].
-pub(crate) fn find_json_counted_any(
+pub(crate) fn page_counted_any(
     conn: &Connection,
     collection: &str,
     query: &Query,
 ) -> Result<(Vec<String>, u64)> {
-    if let Some(found) = find_json_counted_sorted(conn, collection, query)? {
+    if let Some(found) = page_counted_sorted(conn, collection, query)? {
         return Ok(found);
     }
     if query.selector.is_all() && query.sort.is_none() {
@@ -400,7 +400,7 @@ pub(crate) fn in_read_transaction<T>(
 }
 
 /// The documents each of `related` names in `page` (stored texts, see
-/// [`crate::Store::find_json_counted_related`]), read by primary key as stored text: at most
+/// [`crate::Store::find_page`]), read by primary key as stored text: at most
 /// `budget` ids in all, the first ones of each relation (the caller reads the others).
 pub(crate) fn related_json(
     conn: &Connection,

@@ -10,7 +10,44 @@ use super::index::keys;
 use super::plan::{Plan, plan};
 use super::schema::{collection_table, index_table};
 use super::*;
+use crate::{PageRead, RelatedField, RelatedRead};
 use crate::{Query, Sort, document_id};
+
+/// The pages of [`Store::find_page`] as JSON texts, for tests that compare what a reply would
+/// embed: a decoded document is encoded, stored text is given as it is.
+trait StoredTexts {
+    /// The page of `query` as texts, and its total.
+    async fn page_counted(&self, c: &str, query: &Query) -> crate::Result<(Vec<String>, u64)>;
+    /// The page of `query` as texts, its total, and the related documents read along.
+    async fn page_counted_related(
+        &self,
+        c: &str,
+        query: &Query,
+        related: &[RelatedField],
+    ) -> crate::Result<(Vec<String>, u64, Vec<RelatedRead>)>;
+}
+
+impl<S: Store + ?Sized> StoredTexts for S {
+    async fn page_counted(&self, c: &str, query: &Query) -> crate::Result<(Vec<String>, u64)> {
+        let (texts, total, _) = self.page_counted_related(c, query, &[]).await?;
+        Ok((texts, total))
+    }
+
+    async fn page_counted_related(
+        &self,
+        c: &str,
+        query: &Query,
+        related: &[RelatedField],
+    ) -> crate::Result<(Vec<String>, u64, Vec<RelatedRead>)> {
+        let read = PageRead::new(query.clone())
+            .counted(true)
+            .related(related.to_vec());
+        let mut page = self.find_page(c, &read).await?;
+        let related = std::mem::take(&mut page.related);
+        let total = page.total.unwrap_or_default();
+        Ok((page.into_texts()?, total, related))
+    }
+}
 
 fn doc(v: Value) -> Document {
     match v {
@@ -1282,7 +1319,7 @@ async fn small_pages_read_their_related_documents_along() {
         texts
     };
     let (page, total, reads) = store
-        .find_json_counted_related("posts", &query, &follow)
+        .page_counted_related("posts", &query, &follow)
         .await
         .expect("page");
     assert_eq!((page.len(), total, reads.len()), (4, 4, 3));
@@ -1313,7 +1350,7 @@ async fn small_pages_read_their_related_documents_along() {
         .await
         .expect("update person");
     let (_, _, reads) = store
-        .find_json_counted_related("posts", &query, &follow[..1])
+        .page_counted_related("posts", &query, &follow[..1])
         .await
         .expect("after the write");
     assert_eq!(found(&reads[0]), [person("u1", "Uno"), person("u2", "Two")]);
@@ -1331,7 +1368,7 @@ async fn small_pages_read_their_related_documents_along() {
         RelatedField::new("items", "people", 1000),
     ];
     let (_, _, reads) = store
-        .find_json_counted_related("lists", &query, &follow)
+        .page_counted_related("lists", &query, &follow)
         .await
         .expect("many ids");
     assert_eq!(reads[0].ids, many[..INLINE_RELATED]);
@@ -1344,7 +1381,7 @@ async fn small_pages_read_their_related_documents_along() {
         ..Query::default()
     };
     let (page, total, reads) = store
-        .find_json_counted_related("posts", &past, &follow[..1])
+        .page_counted_related("posts", &past, &follow[..1])
         .await
         .expect("past the end");
     assert_eq!((page.len(), total), (0, 4));
@@ -1458,7 +1495,7 @@ async fn a_sorted_index_serves_sorts_past_the_window_and_stays_consistent() {
         limit: Some(5),
         ..Query::default()
     };
-    let (texts, total) = store.find_json_counted("items", &oslo).await.expect("list");
+    let (texts, total) = store.page_counted("items", &oslo).await.expect("list");
     let want: Vec<&Document> = expected.iter().filter(|d| d["city"] == "Oslo").collect();
     assert_eq!(total, want.len() as u64);
     let got: Vec<Document> = texts
@@ -1473,10 +1510,7 @@ async fn a_sorted_index_serves_sorts_past_the_window_and_stays_consistent() {
             skip,
             ..oslo.clone()
         };
-        let (texts, total) = store
-            .find_json_counted("items", &query)
-            .await
-            .expect("list");
+        let (texts, total) = store.page_counted("items", &query).await.expect("list");
         assert_eq!(total, want.len() as u64);
         let got: Vec<Document> = texts
             .iter()
@@ -1500,10 +1534,7 @@ async fn a_sorted_index_serves_sorts_past_the_window_and_stays_consistent() {
         ..Query::default()
     };
     let bergen: Vec<&Document> = docs.iter().filter(|d| d["city"] == "Bergen").collect();
-    let (texts, total) = store
-        .find_json_counted("items", &unsorted)
-        .await
-        .expect("list");
+    let (texts, total) = store.page_counted("items", &unsorted).await.expect("list");
     assert_eq!(total, bergen.len() as u64);
     let got: Vec<Document> = texts
         .iter()
@@ -1603,10 +1634,7 @@ async fn indexes_kept_between_reads_follow_changes_made_by_another_store_on_the_
         let store = store.clone();
         let query = query.clone();
         async move {
-            let (texts, total) = store
-                .find_json_counted("items", &query)
-                .await
-                .expect("page");
+            let (texts, total) = store.page_counted("items", &query).await.expect("page");
             let ids: Vec<String> = texts
                 .iter()
                 .map(|t| {
@@ -1697,10 +1725,7 @@ async fn an_inline_total_is_counted_only_within_its_budget_and_the_reader_stays_
     // The same connection counts a range within the budget after that (the progress handler
     // that stopped the first count is gone).
     assert_eq!(large, Some(Some(300)));
-    let (page, total) = store
-        .find_json_counted("items", &query)
-        .await
-        .expect("page");
+    let (page, total) = store.page_counted("items", &query).await.expect("page");
     assert_eq!(total, 300);
     assert_eq!(page.len(), 3);
 }
@@ -1778,10 +1803,7 @@ async fn totals_agree(store: &SqliteStore, lists: &[Value], when: &str) {
             limit: Some(3),
             ..Query::default()
         };
-        let (_, total) = store
-            .find_json_counted("items", &query)
-            .await
-            .expect("page");
+        let (_, total) = store.page_counted("items", &query).await.expect("page");
         assert_eq!(total, want, "{when}: total of {list}");
     }
 }

@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
-use portico_store::{Document, Query, Selector, Sort, Store, document_id};
+use portico_store::{
+    Document, PageRead, Query, RelatedField, RelatedRead, Selector, Sort, Store, Stored,
+    document_id,
+};
 use serde_json::Value;
 
 /// A store under test, with whatever must outlive it (the temp dir of a SQLite file).
@@ -121,4 +124,66 @@ pub(crate) async fn all_docs(store: &dyn Store, collection: &str) -> Vec<Documen
         ..Query::default()
     };
     store.find(collection, &query).await.expect("find all")
+}
+
+/// The pages and documents of [`Store::find_page`] and [`Store::get_stored`] as JSON texts, for
+/// tests that compare what a reply would embed: a decoded document is encoded, stored text is
+/// given as it is.
+#[allow(dead_code)] // each backend's tests use some of them
+pub(crate) trait StoredTexts {
+    /// The page of `query` as texts.
+    async fn page_texts(&self, c: &str, query: &Query) -> portico_store::Result<Vec<String>>;
+    /// The page of `query` as texts, and its total.
+    async fn page_counted(
+        &self,
+        c: &str,
+        query: &Query,
+    ) -> portico_store::Result<(Vec<String>, u64)>;
+    /// The page of `query` as texts, its total, and the related documents read along.
+    async fn page_counted_related(
+        &self,
+        c: &str,
+        query: &Query,
+        related: &[RelatedField],
+    ) -> portico_store::Result<(Vec<String>, u64, Vec<RelatedRead>)>;
+    /// The document `id` as its text.
+    async fn get_text(&self, c: &str, id: &str) -> portico_store::Result<Option<String>>;
+}
+
+impl<S: Store + ?Sized> StoredTexts for S {
+    async fn page_texts(&self, c: &str, query: &Query) -> portico_store::Result<Vec<String>> {
+        let page = self.find_page(c, &PageRead::new(query.clone())).await?;
+        page.into_texts()
+    }
+
+    async fn page_counted(
+        &self,
+        c: &str,
+        query: &Query,
+    ) -> portico_store::Result<(Vec<String>, u64)> {
+        let (texts, total, _) = self.page_counted_related(c, query, &[]).await?;
+        Ok((texts, total))
+    }
+
+    async fn page_counted_related(
+        &self,
+        c: &str,
+        query: &Query,
+        related: &[RelatedField],
+    ) -> portico_store::Result<(Vec<String>, u64, Vec<RelatedRead>)> {
+        let read = PageRead::new(query.clone())
+            .counted(true)
+            .related(related.to_vec());
+        let mut page = self.find_page(c, &read).await?;
+        let related = std::mem::take(&mut page.related);
+        let total = page.total.unwrap_or_default();
+        Ok((page.into_texts()?, total, related))
+    }
+
+    async fn get_text(&self, c: &str, id: &str) -> portico_store::Result<Option<String>> {
+        self.get_stored(c, id)
+            .await?
+            .map(Stored::into_text)
+            .transpose()
+    }
 }

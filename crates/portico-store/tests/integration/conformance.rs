@@ -5,11 +5,12 @@
 use std::sync::Arc;
 
 use portico_store::{
-    Document, Error, Projection, Query, Selector, Sort, Store, Update, UpdateOptions, UpdateResult,
-    document_id,
+    Document, Error, PageRead, Projection, Query, Selector, Sort, Store, Update, UpdateOptions,
+    UpdateResult, document_id,
 };
 use serde_json::{Value, json};
 
+use crate::common::StoredTexts;
 use crate::common::{all_docs, doc, ids, sel};
 
 /// Runs every case against the backend made by `$open` (an async expression giving a
@@ -22,9 +23,9 @@ macro_rules! conformance_suite {
             invalid_documents_are_refused,
             insert_many_returns_ids_in_order,
             insert_many_is_all_or_nothing,
-            find_json_is_find_encoded,
-            get_json_is_get_encoded,
-            find_json_counted_is_find_json_and_count,
+            find_page_is_find_as_stored,
+            get_stored_is_get_as_stored,
+            a_counted_page_is_the_page_and_its_count,
             insert_stream_is_all_or_nothing,
             selector_operators,
             selector_operators_through_indexes,
@@ -344,9 +345,10 @@ async fn large_batches_are_all_or_nothing(store: &S) {
     );
 }
 
-/// `find_json` answers what `find` does, each document as its compact JSON text: pages of the
-/// whole collection (which backends read as stored) and everything else alike.
-async fn find_json_is_find_encoded(store: S) {
+/// `find_page` answers what `find` does, each document as stored (its compact JSON text, or the
+/// decoded document): pages of the whole collection (which backends read as stored text) and
+/// everything else alike; without `count`, no total.
+async fn find_page_is_find_as_stored(store: S) {
     for i in 0..30 {
         insert(
             &store,
@@ -377,21 +379,33 @@ async fn find_json_is_find_encoded(store: S) {
             .iter()
             .map(|d| serde_json::to_string(d).expect("encode"))
             .collect();
-        let texts = store.find_json("j", &query).await.expect("find_json");
+        let texts = store.page_texts("j", &query).await.expect("find_page");
         assert_eq!(texts, expected, "{name}");
+        let page = store
+            .find_page("j", &PageRead::new(query.clone()))
+            .await
+            .expect("find_page");
+        assert_eq!(page.total, None, "{name}: not counted");
+        for (stored, text) in page.docs.into_iter().zip(&expected) {
+            assert_eq!(
+                stored.etag(),
+                portico_store::etag_of_json(text.as_bytes()),
+                "{name}"
+            );
+        }
     }
     assert!(
         store
-            .find_json("nothing-here", &page(0, Some(20)))
+            .page_texts("nothing-here", &page(0, Some(20)))
             .await
             .expect("missing")
             .is_empty()
     );
 }
 
-/// `find_json_counted` is `find_json` with `count` of the query's selector, for pages of the
+/// A counted `find_page` is the page with `count` of the query's selector, for pages of the
 /// whole collection (read in one snapshot where the backend can) and filtered ones alike.
-async fn find_json_counted_is_find_json_and_count(store: S) {
+async fn a_counted_page_is_the_page_and_its_count(store: S) {
     for i in 0..12 {
         insert(&store, "fc", json!({"_id": format!("k{i:02}"), "n": i})).await;
     }
@@ -409,16 +423,13 @@ async fn find_json_counted_is_find_json_and_count(store: S) {
         ("no rows", page(0, Some(0)), 12),
         ("filtered", filtered, 7),
     ] {
-        let expected = store.find_json("fc", &query).await.expect("find_json");
-        let (texts, n) = store
-            .find_json_counted("fc", &query)
-            .await
-            .expect("counted");
+        let expected = store.page_texts("fc", &query).await.expect("find_page");
+        let (texts, n) = store.page_counted("fc", &query).await.expect("counted");
         assert_eq!(texts, expected, "{name}");
         assert_eq!(n, total, "{name}");
     }
     let (texts, n) = store
-        .find_json_counted("nothing-here", &page(0, Some(5)))
+        .page_counted("nothing-here", &page(0, Some(5)))
         .await
         .expect("missing");
     assert!(texts.is_empty());
@@ -426,7 +437,7 @@ async fn find_json_counted_is_find_json_and_count(store: S) {
     // A name with a quote, and a collection that exists but is empty.
     insert(&store, "it's", json!({"_id": "q1", "n": 1})).await;
     let (texts, n) = store
-        .find_json_counted("it's", &page(0, Some(5)))
+        .page_counted("it's", &page(0, Some(5)))
         .await
         .expect("quoted name");
     assert_eq!(texts, vec![r#"{"_id":"q1","n":1}"#.to_owned()]);
@@ -436,7 +447,7 @@ async fn find_json_counted_is_find_json_and_count(store: S) {
         .await
         .expect("remove");
     let (texts, n) = store
-        .find_json_counted("it's", &page(0, Some(5)))
+        .page_counted("it's", &page(0, Some(5)))
         .await
         .expect("emptied");
     assert!(texts.is_empty());
@@ -444,15 +455,15 @@ async fn find_json_counted_is_find_json_and_count(store: S) {
     // The reader is usable afterwards (no transaction left open): a write shows at once.
     insert(&store, "fc", json!({"_id": "k99", "n": 99})).await;
     let (_, n) = store
-        .find_json_counted("fc", &page(0, Some(5)))
+        .page_counted("fc", &page(0, Some(5)))
         .await
         .expect("again");
     assert_eq!(n, 13);
 }
 
-/// `get_json` answers what `get` does, as the document's compact JSON text, and the entity tag
-/// of that text is the document's.
-async fn get_json_is_get_encoded(store: S) {
+/// `get_stored` answers what `get` does, as stored (its compact JSON text, or the decoded
+/// document), and the entity tag of that text is the document's.
+async fn get_stored_is_get_as_stored(store: S) {
     insert(
         &store,
         "g",
@@ -461,19 +472,19 @@ async fn get_json_is_get_encoded(store: S) {
     .await;
     let doc = store.get("g", "a").await.expect("get").expect("found");
     let text = store
-        .get_json("g", "a")
+        .get_text("g", "a")
         .await
-        .expect("get_json")
+        .expect("get_stored")
         .expect("found");
     assert_eq!(text, serde_json::to_string(&doc).expect("encode"));
     assert_eq!(
         portico_store::etag_of_json(text.as_bytes()),
         portico_store::etag(&doc)
     );
-    assert_eq!(store.get_json("g", "b").await.expect("missing id"), None);
+    assert_eq!(store.get_text("g", "b").await.expect("missing id"), None);
     assert_eq!(
         store
-            .get_json("nothing-here", "a")
+            .get_text("nothing-here", "a")
             .await
             .expect("missing collection"),
         None
@@ -489,9 +500,9 @@ async fn get_json_is_get_encoded(store: S) {
         .await
         .expect("update");
     let text = store
-        .get_json("g", "a")
+        .get_text("g", "a")
         .await
-        .expect("get_json")
+        .expect("get_stored")
         .expect("found");
     assert!(text.contains("\"n\":13"), "{text}");
 }
@@ -804,7 +815,7 @@ async fn sorted_windows_past_the_bound_are_refused(store: S) {
     // At the bound: answered (past the end, so empty), on `find` and `find_json`.
     let at = q(true, max - 1, Some(1));
     assert!(store.find("w", &at).await.expect("at the bound").is_empty());
-    assert!(store.find_json("w", &at).await.expect("json").is_empty());
+    assert!(store.page_texts("w", &at).await.expect("json").is_empty());
     assert_eq!(
         ids(&store
             .find("w", &q(true, 1, Some(max - 1)))
@@ -821,7 +832,7 @@ async fn sorted_windows_past_the_bound_are_refused(store: S) {
     ] {
         for err in [
             store.find("w", &query).await.err(),
-            store.find_json("w", &query).await.err(),
+            store.page_texts("w", &query).await.err(),
         ] {
             let err = err.expect("refused");
             assert!(matches!(err, Error::InvalidSort(_)), "{err:?}");

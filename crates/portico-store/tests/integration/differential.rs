@@ -13,6 +13,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{Map, Value, json};
 
+use crate::common::StoredTexts;
 use crate::common::{Fixture, all_docs};
 
 const KEYS: &[&str] = &["a", "b", "c"];
@@ -347,7 +348,7 @@ async fn queries_agree(
     for q in s.queries.iter().flatten() {
         let want_page = outcome(reference.find(C, q).await);
         let want_total = outcome(reference.count(C, &q.selector).await);
-        let got = outcome(other.find_json_counted(C, q).await).map(|(texts, total)| {
+        let got = outcome(other.page_counted(C, q).await).map(|(texts, total)| {
             let docs: Vec<Document> = texts
                 .iter()
                 .map(|t| serde_json::from_str(t).expect("a JSON object"))

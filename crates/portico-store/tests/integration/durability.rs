@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use portico_store::{Document, IndexSpec, Query, Selector, Sort, Store, Update, UpdateOptions};
 use serde_json::json;
 
+use crate::common::StoredTexts;
+
 /// Set in the child's environment to the store URL; without it `writer_child` does nothing.
 const CHILD_ENV: &str = "PORTICO_DURABILITY_CHILD_URL";
 /// Set in the child's environment to `create` for the child that makes an index over many
@@ -128,7 +130,7 @@ async fn index_agrees_with_scan(store: &dyn Store, collection: &str, spec: &Inde
         let got: Vec<&Document> = got.iter().collect();
         assert_eq!(got, want, "the index of {collection} on {first} = {value}");
         let (page, total) = store
-            .find_json_counted(collection, &query)
+            .page_counted(collection, &query)
             .await
             .expect("indexed list");
         assert_eq!(total, want.len() as u64, "count of {first} = {value}");

@@ -11,6 +11,7 @@ use portico_store::{
 };
 use serde_json::json;
 
+use crate::common::StoredTexts;
 use crate::common::{self, cluster, doc};
 
 /// Two stores on one database, as two `portico serve` instances would have.
@@ -666,7 +667,7 @@ async fn related_reads(cache_bytes: usize) {
         ids
     };
     let (texts, total, reads) = store
-        .find_json_counted_related("posts", &page(0, 20), &follow)
+        .page_counted_related("posts", &page(0, 20), &follow)
         .await
         .expect("read");
     assert_eq!(total, 6);
@@ -713,7 +714,7 @@ async fn related_reads(cache_bytes: usize) {
     // Only the page's window is followed, and `max_ids` cuts in page order.
     let cut = [RelatedField::new("tags", "tags", 2)];
     let (texts, total, reads) = store
-        .find_json_counted_related("posts", &page(1, 3), &cut)
+        .page_counted_related("posts", &page(1, 3), &cut)
         .await
         .expect("window");
     assert_eq!((texts.len(), total), (3, 6));
@@ -733,7 +734,7 @@ async fn related_reads(cache_bytes: usize) {
     for round in 0..3 {
         for skip in 0..6u64 {
             let (texts, total, reads) = store
-                .find_json_counted_related("posts", &page(skip, 1), &follow)
+                .page_counted_related("posts", &page(skip, 1), &follow)
                 .await
                 .expect("window of one");
             assert_eq!((texts.len(), total), (1, 6), "round {round}, skip {skip}");
@@ -760,7 +761,7 @@ async fn related_reads(cache_bytes: usize) {
         .await
         .expect("remove tag");
     let (_, _, reads) = store
-        .find_json_counted_related("posts", &page(0, 20), &follow)
+        .page_counted_related("posts", &page(0, 20), &follow)
         .await
         .expect("after the writes");
     let one = reads[0]
@@ -774,7 +775,7 @@ async fn related_reads(cache_bytes: usize) {
 
     // Past the end: the total, no document, nothing looked up.
     let (texts, total, reads) = store
-        .find_json_counted_related("posts", &page(10, 5), &follow)
+        .page_counted_related("posts", &page(10, 5), &follow)
         .await
         .expect("past the end");
     assert_eq!((texts.len(), total), (0, 6));
@@ -783,13 +784,13 @@ async fn related_reads(cache_bytes: usize) {
     // A related collection that does not exist: the page alone, nothing read along.
     let nowhere = [RelatedField::new("author", "nobody-here", 1000)];
     let (texts, total, reads) = store
-        .find_json_counted_related("posts", &page(0, 2), &nowhere)
+        .page_counted_related("posts", &page(0, 2), &nowhere)
         .await
         .expect("missing collection");
     assert_eq!((texts.len(), total, reads.len()), (2, 6, 0));
     // A page of a collection that does not exist.
     let (texts, total, reads) = store
-        .find_json_counted_related("none", &page(0, 2), &follow)
+        .page_counted_related("none", &page(0, 2), &follow)
         .await
         .expect("missing page collection");
     assert_eq!((texts.len(), total, reads.len()), (0, 0, 0));
@@ -878,10 +879,7 @@ async fn indexes_kept_between_reads_follow_changes_made_by_another_instance() {
         let (query, filtered, selector) = (query.clone(), filtered.clone(), selector.clone());
         let store = store.clone();
         async move {
-            let (texts, total) = store
-                .find_json_counted("items", &query)
-                .await
-                .expect("page");
+            let (texts, total) = store.page_counted("items", &query).await.expect("page");
             let found = store.find("items", &filtered).await.expect("find");
             let counted = store.count("items", &selector).await.expect("count");
             (page_ids(&texts), total, common::ids(&found), counted)
@@ -964,7 +962,7 @@ async fn a_sorted_index_serves_sorts_past_the_window_and_covered_totals() {
         .expect("served by the index");
     assert_eq!(common::ids(&found), want);
     let (texts, total) = store
-        .find_json_counted("scores", &past)
+        .page_counted("scores", &past)
         .await
         .expect("list page");
     assert_eq!((page_ids(&texts), total), (want, N as u64));
@@ -976,7 +974,7 @@ async fn a_sorted_index_serves_sorts_past_the_window_and_covered_totals() {
         .expect("index");
     let rome: Vec<&&(String, i64, &str)> = by_score.iter().filter(|d| d.2 == "Rome").collect();
     let q = sorted_query(json!({"city": "Rome"}), "-score", 4_000, 10);
-    let (texts, total) = store.find_json_counted("scores", &q).await.expect("page");
+    let (texts, total) = store.page_counted("scores", &q).await.expect("page");
     let want: Vec<String> = rome[4_000..4_010].iter().map(|d| d.0.clone()).collect();
     assert_eq!((page_ids(&texts), total), (want, rome.len() as u64));
     let high = Selector::parse(&json!({"city": "Rome", "score": {"$gte": 500, "$lt": 900}}))
@@ -1082,7 +1080,7 @@ async fn multikey_documents_are_counted_once() {
                 common::ids(&want),
                 "{collection}: {q:?}"
             );
-            let (texts, total) = store.find_json_counted(collection, q).await.expect("page");
+            let (texts, total) = store.page_counted(collection, q).await.expect("page");
             assert_eq!(page_ids(&texts), common::ids(&want), "{collection}: {q:?}");
             assert_eq!(total, want_total, "{collection}: total of {q:?}");
             let n = store.count(collection, &q.selector).await.expect("count");
@@ -1415,11 +1413,11 @@ async fn measure_sorted_index_reads() {
             }
         }
         let page = median(async || {
-            store.find_json_counted("m", &deep).await.expect("deep");
+            store.page_counted("m", &deep).await.expect("deep");
         })
         .await;
         let filtered = median(async || {
-            store.find_json_counted("m", &rome).await.expect("rome");
+            store.page_counted("m", &rome).await.expect("rome");
         })
         .await;
         let count = median(async || {
@@ -1553,10 +1551,7 @@ async fn totals_of_lists_pinning_a_prefix_are_kept_counts() {
             };
             let scanned = store.find("items", &all).await.expect("find").len() as u64;
             let query = sorted_query(list.clone(), "-score", 0, 3);
-            let (_, total) = store
-                .find_json_counted("items", &query)
-                .await
-                .expect("page");
+            let (_, total) = store.page_counted("items", &query).await.expect("page");
             let counted = store.count("items", &selector).await.expect("count");
             out.push((scanned, total, counted));
         }

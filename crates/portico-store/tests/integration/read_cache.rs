@@ -9,6 +9,7 @@ use portico_store::postgres::{DEFAULT_CACHE_BYTES, PostgresOptions, PostgresStor
 use portico_store::{BatchOp, Query, Selector, Store, Update, UpdateOptions};
 use serde_json::{Value, json};
 
+use crate::common::StoredTexts;
 use crate::common::{cluster, doc};
 
 async fn database() -> String {
@@ -75,23 +76,20 @@ async fn a_write_on_one_instance_is_never_hidden_by_the_others_cache() {
     let by_id = Selector::by_id("n0");
     for round in 0..30 {
         // B answers twice: the second answer comes from its cache.
-        let first = b.get_json("notes", "n0").await.expect("get");
-        let listed = b.find_json_counted("notes", &page()).await.expect("list");
+        let first = b.get_text("notes", "n0").await.expect("get");
+        let listed = b.page_counted("notes", &page()).await.expect("list");
         let mut others = Vec::new();
         for list in lists() {
-            others.push(b.find_json_counted("notes", &list).await.expect("list"));
+            others.push(b.page_counted("notes", &list).await.expect("list"));
         }
         let hits = b.cache_status().hits;
-        assert_eq!(b.get_json("notes", "n0").await.expect("get"), first);
+        assert_eq!(b.get_text("notes", "n0").await.expect("get"), first);
         assert_eq!(
-            b.find_json_counted("notes", &page()).await.expect("list"),
+            b.page_counted("notes", &page()).await.expect("list"),
             listed
         );
         for (list, before) in lists().iter().zip(&others) {
-            assert_eq!(
-                &b.find_json_counted("notes", list).await.expect("list"),
-                before
-            );
+            assert_eq!(&b.page_counted("notes", list).await.expect("list"), before);
         }
         assert_eq!(
             b.cache_status().hits,
@@ -134,30 +132,27 @@ async fn a_write_on_one_instance_is_never_hidden_by_the_others_cache() {
                     .expect("replace");
             }
         }
-        let got = b.get_json("notes", "n0").await.expect("get");
+        let got = b.get_text("notes", "n0").await.expect("get");
         assert_eq!(
             got,
-            reference.get_json("notes", "n0").await.expect("get"),
+            reference.get_text("notes", "n0").await.expect("get"),
             "round {round}: B's get after A's write"
         );
-        let (texts, total) = b.find_json_counted("notes", &page()).await.expect("list");
+        let (texts, total) = b.page_counted("notes", &page()).await.expect("list");
         let (want, want_total) = reference
-            .find_json_counted("notes", &page())
+            .page_counted("notes", &page())
             .await
             .expect("list");
         assert_eq!((&texts, total), (&want, want_total), "round {round}: list");
         assert_eq!(
-            b.find_json("notes", &page()).await.expect("page"),
+            b.page_texts("notes", &page()).await.expect("page"),
             want,
             "round {round}: page"
         );
         for list in lists() {
             assert_eq!(
-                b.find_json_counted("notes", &list).await.expect("list"),
-                reference
-                    .find_json_counted("notes", &list)
-                    .await
-                    .expect("list"),
+                b.page_counted("notes", &list).await.expect("list"),
+                reference.page_counted("notes", &list).await.expect("list"),
                 "round {round}: {list:?}"
             );
         }
@@ -169,9 +164,9 @@ async fn a_write_on_one_instance_is_never_hidden_by_the_others_cache() {
     }
     // A dropped collection is not served from the cache either.
     a.drop_collection("notes").await.expect("drop");
-    assert_eq!(b.get_json("notes", "n0").await.expect("get"), None);
+    assert_eq!(b.get_text("notes", "n0").await.expect("get"), None);
     assert_eq!(
-        b.find_json_counted("notes", &page()).await.expect("list"),
+        b.page_counted("notes", &page()).await.expect("list"),
         (Vec::new(), 0)
     );
     assert_eq!(reference.cache_status().entries, 0, "no budget, no cache");
@@ -197,10 +192,10 @@ async fn racing_readers_on_one_instance_never_miss_an_acknowledged_write_of_the_
                 let mut reads = 0;
                 while acked.load(Ordering::Acquire) < 60 {
                     let (v, n) = (acked.load(Ordering::Acquire), total.load(Ordering::Acquire));
-                    let got = b.get_json("notes", "d").await.expect("get");
+                    let got = b.get_text("notes", "d").await.expect("get");
                     let seen = v_of(got.as_deref()).expect("v");
                     assert!(seen >= v, "read {seen} after {v} was acknowledged");
-                    let (_, listed) = b.find_json_counted("notes", &page()).await.expect("list");
+                    let (_, listed) = b.page_counted("notes", &page()).await.expect("list");
                     assert!(
                         listed >= u64::try_from(n).expect("total"),
                         "total {listed} < {n}"
@@ -252,7 +247,7 @@ async fn the_cache_stays_within_its_budget_and_skips_large_documents() {
     for round in 0..2 {
         for n in 0..1000 {
             let text = store
-                .get_json("docs", &format!("d{n:04}"))
+                .get_text("docs", &format!("d{n:04}"))
                 .await
                 .expect("get");
             assert!(text.is_some_and(|t| t.contains(&pad)), "round {round}");
@@ -267,7 +262,7 @@ async fn the_cache_stays_within_its_budget_and_skips_large_documents() {
     );
     // The most recent reads are kept.
     let hits = status.hits;
-    store.get_json("docs", "d0999").await.expect("get");
+    store.get_text("docs", "d0999").await.expect("get");
     assert_eq!(store.cache_status().hits, hits + 1);
     // Over a sixteenth of the budget: read from the database every time.
     let big = "y".repeat(budget / 16);
@@ -277,7 +272,7 @@ async fn the_cache_stays_within_its_budget_and_skips_large_documents() {
         .expect("insert");
     let before = store.cache_status();
     for _ in 0..3 {
-        let text = store.get_json("docs", "big").await.expect("get");
+        let text = store.get_text("docs", "big").await.expect("get");
         assert!(text.is_some_and(|t| t.len() > budget / 16));
     }
     let after = store.cache_status();
@@ -299,28 +294,25 @@ async fn the_cache_stays_within_its_budget_and_skips_large_documents() {
     for _ in 0..3 {
         assert!(
             store
-                .get_json("docs", "d0999")
+                .get_text("docs", "d0999")
                 .await
                 .expect("get")
                 .is_some()
         );
-        let (_, total) = store
-            .find_json_counted("docs", &page())
-            .await
-            .expect("list");
+        let (_, total) = store.page_counted("docs", &page()).await.expect("list");
         assert_eq!(total, 1001);
     }
     let after = store.cache_status();
     assert_eq!((after.hits, after.misses), (before.hits, before.misses));
     sql(db, "ALTER TABLE stamps_away RENAME TO portico_stamps").await;
-    store.get_json("docs", "d0999").await.expect("get");
-    store.get_json("docs", "d0999").await.expect("get");
+    store.get_text("docs", "d0999").await.expect("get");
+    store.get_text("docs", "d0999").await.expect("get");
     assert_eq!(store.cache_status().hits, after.hits + 1, "stamps back");
     // No budget: nothing kept, nothing counted.
     let off = open(&url, 0).await;
     for _ in 0..3 {
-        off.get_json("docs", "d0001").await.expect("get");
-        off.find_json_counted("docs", &page()).await.expect("list");
+        off.get_text("docs", "d0001").await.expect("get");
+        off.page_counted("docs", &page()).await.expect("list");
     }
     let status = off.cache_status();
     assert_eq!((status.entries, status.hits, status.misses), (0, 0, 0));

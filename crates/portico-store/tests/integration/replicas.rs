@@ -10,6 +10,7 @@ use portico_store::routing::{Reader, on_primary};
 use portico_store::{Selector, Store, Update, UpdateOptions};
 use serde_json::json;
 
+use crate::common::StoredTexts;
 use crate::common::doc;
 
 /// A primary, its replica, a database on both, and a store reading from the replica.
@@ -331,7 +332,7 @@ async fn the_read_cache_holds_primary_reads_only_and_keeps_read_your_writes() {
     let store = &pair.store;
     let v_as = |key: &'static str, id: &'static str| async move {
         let text = Reader::caller(Some(key))
-            .scope(store.get_json("c", id))
+            .scope(store.get_text("c", id))
             .await
             .expect("a read never fails for a replica");
         text.and_then(|t| {
@@ -350,8 +351,8 @@ async fn the_read_cache_holds_primary_reads_only_and_keeps_read_your_writes() {
 
     // Outside a scope the primary answers, and its answer is cached.
     let before = store.cache_status();
-    assert!(store.get_json("c", "old").await.unwrap().is_some());
-    assert!(store.get_json("c", "old").await.unwrap().is_some());
+    assert!(store.get_text("c", "old").await.unwrap().is_some());
+    assert!(store.get_text("c", "old").await.unwrap().is_some());
     let cached = store.cache_status();
     assert_eq!(cached.hits, before.hits + 1, "{cached:?}");
 
@@ -371,7 +372,7 @@ async fn the_read_cache_holds_primary_reads_only_and_keeps_read_your_writes() {
     assert_eq!(v_as("bob", "old").await, Some(1));
     assert_eq!(v_as("bob", "old").await, Some(1));
     let (page, total) = Reader::caller(Some("bob"))
-        .scope(store.find_json_counted(
+        .scope(store.page_counted(
             "c",
             &portico_store::Query {
                 limit: Some(20),
@@ -398,7 +399,7 @@ async fn the_read_cache_holds_primary_reads_only_and_keeps_read_your_writes() {
     assert_eq!(pair.replica_reads(), reads + 3, "Alice read the primary");
     // On the primary, Bob too reads the newest document.
     let bob_on_primary = Reader::caller(Some("bob"))
-        .scope(on_primary(store.get_json("c", "old")))
+        .scope(on_primary(store.get_text("c", "old")))
         .await
         .unwrap();
     assert!(bob_on_primary.is_some_and(|t| t.contains("\"v\":3")));
@@ -445,7 +446,7 @@ async fn sorted_index_reads_are_served_by_the_replica() {
     let (texts, total) = loop {
         let before = pair.replica_reads();
         let read = Reader::caller(Some("reader"))
-            .scope(pair.store.find_json_counted("c", &query))
+            .scope(pair.store.page_counted("c", &query))
             .await;
         if let Ok(answer) = &read
             && pair.replica_reads() > before
