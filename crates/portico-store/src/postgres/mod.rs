@@ -409,9 +409,9 @@ impl Store for PostgresStore {
     }
 
     async fn insert_many(&self, collection: &str, docs: Vec<Document>) -> Result<Vec<String>> {
-        self.write(|mut client| async move {
-            write::insert_many(&mut client, collection, docs).await
-        })
+        self.write(
+            |mut client| async move { write::insert_many(&mut client, collection, docs).await },
+        )
         .await
     }
 
@@ -597,9 +597,9 @@ impl Store for PostgresStore {
     }
 
     async fn remove(&self, collection: &str, selector: &Selector) -> Result<u64> {
-        self.write(|mut client| async move {
-            write::remove(&mut client, collection, selector).await
-        })
+        self.write(
+            |mut client| async move { write::remove(&mut client, collection, selector).await },
+        )
         .await
     }
 
@@ -622,15 +622,16 @@ impl Store for PostgresStore {
         self.write(|mut client| async move {
             // A task of its own: a caller that goes away does not stop the fill half way with
             // its advisory lock held by a pooled connection (see `write::ensure_sorted_index`).
-            let done = tokio::spawn(async move {
-                write::ensure_sorted_index(&mut client, &name, &spec).await
-            })
-            .await
-            .unwrap_or_else(|e| {
-                Err(crate::Error::Backend(format!(
-                    "postgres: making a sorted index stopped: {e}"
-                )))
-            });
+            let done =
+                tokio::spawn(
+                    async move { write::ensure_sorted_index(&mut client, &name, &spec).await },
+                )
+                .await
+                .unwrap_or_else(|e| {
+                    Err(crate::Error::Backend(format!(
+                        "postgres: making a sorted index stopped: {e}"
+                    )))
+                });
             self.catalog.forget(collection);
             done
         })
@@ -658,9 +659,9 @@ impl Store for PostgresStore {
     }
 
     async fn ensure_search(&self, collection: &str, fields: &[String]) -> Result<()> {
-        self.write(|mut client| async move {
-            search::ensure(&mut client, collection, fields).await
-        })
+        self.write(
+            |mut client| async move { search::ensure(&mut client, collection, fields).await },
+        )
         .await
     }
 

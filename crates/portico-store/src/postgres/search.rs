@@ -54,7 +54,7 @@ pub(crate) async fn ensure(client: &mut Client, collection: &str, fields: &[Stri
     schema::create_collection(client, collection).await?;
     let tx = super::write_tx::WriteTx::begin(client).await?;
     schema::lock_ddl(&tx, collection).await?;
-    if stored_fields(&tx, collection).await?.as_deref() == Some(fields) {
+    if stored_fields(&*tx, collection).await?.as_deref() == Some(fields) {
         return Ok(());
     }
     let table = collection_table(collection);

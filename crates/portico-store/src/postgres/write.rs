@@ -530,7 +530,11 @@ pub(crate) async fn insert_stream(
         }
         schema::add_to_count(&tx, collection, count_delta(n)).await?;
         // Which ids is not kept (a stream may be millions): listeners re-read the collection.
-        tx.changed(Change::documents(collection, Vec::new(), ChangeKind::Insert));
+        tx.changed(Change::documents(
+            collection,
+            Vec::new(),
+            ChangeKind::Insert,
+        ));
         tx.commit(indexes.prefixes).await?;
         return Ok(n);
     }
@@ -694,7 +698,7 @@ pub(crate) async fn ensure_index(
         collection_table(collection)
     ))
     .await?;
-    let existing = indexed_paths(&tx, collection).await?;
+    let existing = indexed_paths(&*tx, collection).await?;
     let current = existing.iter().find(|i| i.path == path);
     if current.is_some_and(|i| i.unique || !unique) {
         return Ok(());
@@ -787,7 +791,7 @@ pub(crate) async fn ensure_sorted_index(
     schema::create_collection(client, collection).await?;
     let tx = WriteTx::begin(client).await?;
     schema::lock_ddl(&tx, collection).await?;
-    match schema::sorted_entry(&tx, collection, spec).await? {
+    match schema::sorted_entry(&*tx, collection, spec).await? {
         Some((stored, ready)) => {
             if spec.unique && !stored.unique {
                 // Record the uniqueness the field now has.
@@ -975,9 +979,7 @@ async fn fill_batch(
         insert_sorted_rows(&*tx, index, chunk).await?;
     }
     // No document changed (a fill writes index entries only).
-    tx.commit(PrefixDeltas::default())
-        .await
-        .map_err(Fill::of)?;
+    tx.commit(PrefixDeltas::default()).await.map_err(Fill::of)?;
     Ok(Some((last_id, multikey)))
 }
 

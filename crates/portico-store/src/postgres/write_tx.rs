@@ -60,10 +60,7 @@ impl<'a> WriteTx<'a> {
     /// Runs `work` (the write's last statements) with the changes recorded so far sent beside
     /// it, pipelined: one round trip for both. `work`'s error comes first (a notification's is
     /// then only the aborted transaction). [`WriteTx::commit`] sends what is recorded later.
-    pub(super) async fn notify_with<T>(
-        &self,
-        work: impl Future<Output = Result<T>>,
-    ) -> Result<T> {
+    pub(super) async fn notify_with<T>(&self, work: impl Future<Output = Result<T>>) -> Result<T> {
         let changes = std::mem::take(&mut *self.lock());
         let (done, sent) = tokio::join!(work, send_changes(&self.tx, changes));
         let done = done?;

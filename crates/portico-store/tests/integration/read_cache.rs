@@ -391,7 +391,10 @@ async fn every_write_path_tells_the_other_instances_and_moves_the_stamp() {
         let listed = b.find_json_counted("kinds", &page()).await.expect("list");
         let hits = b.cache_status().hits;
         assert_eq!(b.get_json("kinds", "p").await.expect("get"), got);
-        assert_eq!(b.find_json_counted("kinds", &page()).await.expect("list"), listed);
+        assert_eq!(
+            b.find_json_counted("kinds", &page()).await.expect("list"),
+            listed
+        );
         assert_eq!(b.cache_status().hits, hits + 2, "{kind}: B's reads cached");
         let stamp = b.change_stamp("kinds").await.expect("a stamp");
         let changes = match kind {
@@ -414,14 +417,21 @@ async fn every_write_path_tells_the_other_instances_and_moves_the_stamp() {
                 a.ensure_unique_index("kinds", "u").await.expect(kind);
                 let spec = portico_store::IndexSpec::parse(&json!(["u", "-v"])).expect("spec");
                 a.ensure_sorted_index("kinds", &spec).await.expect(kind);
-                a.ensure_search("kinds", &["u".to_owned()]).await.expect(kind);
+                a.ensure_search("kinds", &["u".to_owned()])
+                    .await
+                    .expect(kind);
                 assert_eq!(b.get_json("kinds", "p").await.expect("get"), got);
-                assert_eq!(b.find_json_counted("kinds", &page()).await.expect("list"), listed);
+                assert_eq!(
+                    b.find_json_counted("kinds", &page()).await.expect("list"),
+                    listed
+                );
                 continue;
             }
             "insert_many of two" => {
                 let other = doc(json!({"_id": format!("{id}b"), "u": format!("{id}b")}));
-                a.insert_many("kinds", vec![fresh(), other]).await.expect(kind);
+                a.insert_many("kinds", vec![fresh(), other])
+                    .await
+                    .expect(kind);
                 1
             }
             "insert_stream" => {
@@ -458,7 +468,10 @@ async fn every_write_path_tells_the_other_instances_and_moves_the_stamp() {
                 1
             }
             "remove" => {
-                assert_eq!(a.remove("kinds", &Selector::by_id("d0")).await.expect(kind), 1);
+                assert_eq!(
+                    a.remove("kinds", &Selector::by_id("d0")).await.expect(kind),
+                    1
+                );
                 1
             }
             "batch" => {
@@ -487,7 +500,10 @@ async fn every_write_path_tells_the_other_instances_and_moves_the_stamp() {
         };
         heard(&mut feed, Some("kinds"), changes, kind).await;
         let moved = b.change_stamp("kinds").await.expect("a stamp");
-        assert!(moved > stamp, "{kind}: the stamp moved ({stamp} -> {moved})");
+        assert!(
+            moved > stamp,
+            "{kind}: the stamp moved ({stamp} -> {moved})"
+        );
         let now = b.get_json("kinds", "p").await.expect("get");
         let now_listed = b.find_json_counted("kinds", &page()).await.expect("list");
         assert_eq!(
