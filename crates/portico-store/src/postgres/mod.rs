@@ -41,10 +41,10 @@
 //! # One request, step by step
 //!
 //! **A list read** (a page of 20 `posts` and their total, as a list endpoint asks:
-//! [`Store::find_json_counted`] of a plain page). The method states only its query (`query::page_json_counted`, or
-//! `query::find_json_counted` for a filtered or sorted page) and how its answer is kept
-//! (`read::Entry::counted_page`), and hands both to `PostgresStore::read`, the one read path
-//! (`read.rs`), which decides:
+//! [`Store::find_json_counted`] of a plain page). The method states only its query
+//! (`query::page_json_counted`, or `query::find_json_counted` for a filtered or sorted page)
+//! and how its answer is kept (`read::Entry::counted_page`), and hands both to
+//! `PostgresStore::read`, the one read path (`read.rs`), which decides:
 //! 1. the read cache, when it is on and the running scope would not send a read of `posts` to
 //!    a replica: `cache_stamps` waits for the next round of change-stamp reads (`stamp.rs`,
 //!    one statement shared by the reads waiting), then `kept` serves the page kept under that
@@ -118,8 +118,9 @@
 //! committed meanwhile is never counted twice. The common list (a first page in an index's
 //! order, with its total) sends the whole transaction at once: one round trip. A sort served by an index reads `skip + limit` entries and is not capped by
 //! [`crate::MAX_SORTED_WINDOW`]; a page whose plan is exact reads the ids from the index alone
-//! and then the page's documents by primary key. Such reads go to a replica as other reads do,
-//! and do not use the read cache.
+//! and then the page's documents by primary key. Such reads go to a replica as other reads do;
+//! a page with its total (`find_json_counted`) is kept in the read cache as any page is (see
+//! `cache.rs`), finds and counts are not.
 //!
 //! Every query result is decided by [`Selector::matches`], the code the memory backend runs, so
 //! all backends agree. An acknowledged write is committed by PostgreSQL (durable under its own
