@@ -119,6 +119,14 @@ pub(super) async fn commit_group(
     changes: Vec<Change>,
     prefixes: &mut PrefixDeltas,
 ) -> Result<()> {
+    // The statements are prepared first (at once on a connection that holds them): a
+    // statement still being prepared when the pipelined `COMMIT` goes out would run after it,
+    // outside the transaction (the stamp moved and the change told after the documents, or
+    // not at all if the connection broke in between).
+    if !changes.is_empty() {
+        feed::prepare_notify(client).await?;
+    }
+    prefixes.prepare(client).await?;
     let (notified, counted, committed) = tokio::join!(
         biased;
         send_changes(client, changes),
