@@ -20,9 +20,10 @@
 //! the same order. [`send_changes`] is the only caller of `feed::notify`.
 //!
 //! What follows a commit in the store (recording the write for read-your-writes with read
-//! replicas) is done once per store call by `PostgresStore::write`, in the caller's task (its
-//! routing scope is task-local, and some writes commit on a task of their own) and after the
-//! write's connection went back to the pool (the record takes one).
+//! replicas) is done once per store call by `PostgresStore::recorded` (every write method goes
+//! through it, most through `PostgresStore::write`), in the caller's task (its routing scope
+//! is task-local, and some writes commit on a task of their own) and after the write's
+//! connection went back to the pool (the record takes one).
 
 use std::ops::{Deref, DerefMut};
 use std::sync::{Mutex, PoisonError};
