@@ -8,6 +8,7 @@ use deadpool_postgres::{Client, Transaction};
 use super::prefixes::PrefixDeltas;
 use super::schema::{self, Indexes, collection_table};
 use super::write::{insert_in, matching, prepare, update_rows, update_sql};
+use super::write_tx::WriteTx;
 use crate::{BatchError, BatchFailure, BatchOp, BatchOutcome, Error};
 
 /// Applies `ops` in one transaction; see [`crate::Store::batch`].
@@ -25,10 +26,9 @@ pub(crate) async fn batch(
                 .map_err(|e| BatchError::new(index, e))?;
         }
     }
-    let tx = client
-        .transaction()
+    let tx = WriteTx::begin(client)
         .await
-        .map_err(|e| BatchError::new(0, Error::from(e)))?;
+        .map_err(|e| BatchError::new(0, e))?;
     let targets = crate::feed::batch_targets(&ops);
     let mut done = Vec::with_capacity(ops.len());
     // Every write's changes to prefix counts, applied once at the end (see `prefixes.rs`).
@@ -40,21 +40,14 @@ pub(crate) async fn batch(
         done.push(outcome);
     }
     let last = done.len().saturating_sub(1);
-    // By collection: two batches never wait on each other's stamp rows in opposite orders.
-    let mut changes = crate::feed::batch_changes(targets, &done);
-    changes.sort_by(|a, b| a.collection().cmp(&b.collection()));
-    for change in changes {
-        super::feed::notify(&tx, &change)
-            .await
-            .map_err(|e| BatchError::new(last, e))?;
+    // Sent by collection (see `write_tx.rs`): two batches never wait on each other's stamp
+    // rows in opposite orders.
+    for change in crate::feed::batch_changes(targets, &done) {
+        tx.changed(change);
     }
-    prefixes
-        .flush(&tx)
+    tx.commit(prefixes)
         .await
         .map_err(|e| BatchError::new(last, e))?;
-    tx.commit()
-        .await
-        .map_err(|e| BatchError::new(last, Error::from(e)))?;
     Ok(done)
 }
 

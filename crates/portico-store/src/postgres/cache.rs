@@ -25,11 +25,15 @@
 //! # What is cached, and what is not
 //!
 //! Raw stored text, below field rules and projections (applied by the caller on every read):
-//! `get_stored`, and `find_page` of a page of the whole collection in `_id`
-//! order. Reads that a read replica answers are neither served from nor put in the cache (a
-//! replica's data is not counted by the primary's stamp); the cache is used by reads that go to
-//! the primary, whose entries hold the newest data (so a caller's own writes and live
-//! re-evaluations see at least what they would see there).
+//! `get_stored`, `find_page` of a page of the whole collection in `_id` order, and `find_page`
+//! of any page with its total (filtered or sorted too: its answer depends on the collection's
+//! documents alone, which its stamp counts), with the related documents read along kept as
+//! `get_stored` keeps them. Which read uses the cache is
+//! decided in one place, the read path (`read.rs`). Reads that a read replica answers are
+//! neither served from nor put in the cache (a replica's data is not counted by the primary's
+//! stamp); the cache is used by reads that go to the primary, whose entries hold the newest
+//! data (so a caller's own writes and live re-evaluations see at least what they would see
+//! there).
 //!
 //! # Memory
 //!

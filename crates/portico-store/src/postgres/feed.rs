@@ -93,17 +93,27 @@ fn decode(payload: &str) -> Option<Change> {
 /// The same statement moves the collection's change stamp (see `stamp.rs`), on the slot of this
 /// connection, so the stamp and the documents become visible together.
 pub(crate) async fn notify(tx: &impl GenericClient, change: &Change) -> Result<()> {
-    let stmt = tx
-        .prepare_cached(&format!(
-            "WITH stamp AS (UPDATE portico_stamps SET v = v + 1 \
-             WHERE name = $3 AND slot = pg_backend_pid() % {}) \
-             SELECT pg_notify($1, $2)",
-            super::stamp::SLOTS
-        ))
-        .await?;
+    let stmt = tx.prepare_cached(&notify_sql()).await?;
     tx.execute(&stmt, &[&CHANNEL, &encode(change), &change.collection()])
         .await?;
     Ok(())
+}
+
+/// Prepares the statement of [`notify`] on `client` (at once when it holds it already), so
+/// that a later [`notify`] sends its statement on its first poll.
+pub(crate) async fn prepare_notify(client: &impl GenericClient) -> Result<()> {
+    client.prepare_cached(&notify_sql()).await?;
+    Ok(())
+}
+
+/// The statement of [`notify`].
+fn notify_sql() -> String {
+    format!(
+        "WITH stamp AS (UPDATE portico_stamps SET v = v + 1 \
+         WHERE name = $3 AND slot = pg_backend_pid() % {}) \
+         SELECT pg_notify($1, $2)",
+        super::stamp::SLOTS
+    )
 }
 
 /// Listens for notifications on a connection of its own and publishes them to `feed`, until

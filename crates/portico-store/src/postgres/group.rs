@@ -26,7 +26,7 @@ use deadpool_postgres::Pool;
 use tokio::sync::oneshot;
 
 use super::schema::{self, collection_table};
-use super::{feed, write};
+use super::{write, write_tx};
 use crate::feed::{Change, ChangeKind};
 use crate::{Document, Error, Result};
 
@@ -333,24 +333,18 @@ async fn in_transaction(
         let docs: Vec<(&str, &Document)> = new.iter().map(|j| (j.id.as_str(), &j.doc)).collect();
         write::insert_index_rows(client, collection, &mut indexes, &docs).await?;
     }
-    if new.is_empty() {
-        client.batch_execute("COMMIT").await?;
+    // Not a `WriteTx` (see `write_tx.rs`): this transaction began with a plain `BEGIN`
+    // pipelined with its first statements, and ends with its notification, its prefix counts
+    // (last, see `prefixes.rs`) and `COMMIT` pipelined in one round trip, which a wrapped
+    // tokio-postgres transaction cannot do. It ends through `write_tx::commit_group`, which
+    // sends the changes as every write does. No new document: nothing to tell.
+    let changes = if new.is_empty() {
+        Vec::new()
     } else {
         let ids = new.iter().map(|j| j.id.clone()).collect();
-        let change = Change::documents(collection, ids, ChangeKind::Insert);
-        // Pipelined, the prefix counts last (see `prefixes.rs`). A failed statement aborts
-        // the transaction, and `COMMIT` then rolls it back without an error: the statement's
-        // error is what tells.
-        let (notified, counted, committed) = tokio::join!(
-            biased;
-            feed::notify(client, &change),
-            indexes.prefixes.flush(client),
-            client.batch_execute("COMMIT")
-        );
-        notified?;
-        counted?;
-        committed?;
-    }
+        vec![Change::documents(collection, ids, ChangeKind::Insert)]
+    };
+    write_tx::commit_group(client, changes, &mut indexes.prefixes).await?;
     Ok(Some(Written::Ids(inserted)))
 }
 

@@ -27,7 +27,9 @@
 //! | `plan.rs` | narrowing the candidates of a selector in SQL (primary key, index table, jsonpath) |
 //! | `query.rs` | `find`, `count`, `get`: candidates decided by the reference matcher, in batches |
 //! | `sorted.rs` | finds, list pages and counts read through a sorted index, in one snapshot |
+//! | `read.rs` | the read path: each read answered by the read cache, a replica or the primary |
 //! | `write.rs` | insert, update, remove, `ensure_index`, `ensure_sorted_index`, drop, each one transaction (a sorted index's fill, several) |
+//! | `write_tx.rs` | the write transaction: a write's changes, sent (notification and change stamp) by its commit |
 //! | `group.rs` | group commit: concurrent single inserts share one transaction |
 //! | `feed.rs` | the change feed: notifications sent in each write transaction, a listener per instance |
 //! | `bus.rs` | the bus between instances (channel messages, presence): `NOTIFY` from one publishing task, heard on the feed's listener |
@@ -35,6 +37,35 @@
 //! | `cache.rs` | the read cache: stored texts of gets and pages, served while their collection's stamp holds |
 //! | `error.rs` | PostgreSQL's errors as the store's, [`crate::Error::Unavailable`] among them |
 //! | `replica.rs` | read replicas: which read goes where, read-your-writes, polling their health |
+//!
+//! # One request, step by step
+//!
+//! **A list read** (a page of 20 `posts` and their total, as a list endpoint asks:
+//! [`Store::find_page`] of a plain page, counted). The method states only its query
+//! (`query::page_json_counted`, or `query::find_json_counted` for a filtered or sorted page)
+//! and how its answer is kept (`read::Entry::counted_page`), and hands both to
+//! `PostgresStore::read`, the one read path (`read.rs`), which decides:
+//! 1. the read cache, when it is on and the running scope would not send a read of `posts` to
+//!    a replica: `cache_stamps` waits for the next round of change-stamp reads (`stamp.rs`,
+//!    one statement shared by the reads waiting), then `kept` serves the page kept under that
+//!    stamp, or runs the query on a pooled primary connection and keeps its answer under it;
+//! 2. else a replica the scope may use (`Replicas::pick`): the query runs there, and on the
+//!    primary if it fails there;
+//! 3. else the primary.
+//!
+//! **A write** (two documents inserted into `posts` at once: [`Store::insert_many`]). The method
+//! hands its write to `PostgresStore::write`, which takes a pooled connection and runs
+//! `write::insert_many`: `WriteTx::begin` opens the transaction (`write_tx.rs`), the write
+//! takes the collection's lock, inserts the rows and their index rows, adds to the count and
+//! records its change (`WriteTx::changed`). `WriteTx::commit`, the only way to commit, then
+//! sends the change with `feed::notify` inside the transaction (the same statement moves the
+//! collection's change stamp, so every instance's next stamp round sees it together with the
+//! documents, and the notification reaches every listener at the commit), applies the prefix
+//! counts, and commits. The connection goes back to the pool, and `PostgresStore::recorded`
+//! records the write for read-your-writes when there are read replicas. The next read of
+//! `posts`, on any instance, reads the new stamp and no longer serves the page kept before.
+//! A single insert ([`Store::insert`]) takes the same steps in a group commit shared with the
+//! concurrent ones (`group.rs`, ending through `write_tx::commit_group`).
 //!
 //! The layout is the SQLite backend's: a table per collection with the document's exact text,
 //! index tables `(value, id)` for dotted paths (arrays included) written in the transaction of
@@ -87,8 +118,9 @@
 //! committed meanwhile is never counted twice. The common list (a first page in an index's
 //! order, with its total) sends the whole transaction at once: one round trip. A sort served by an index reads `skip + limit` entries and is not capped by
 //! [`crate::MAX_SORTED_WINDOW`]; a page whose plan is exact reads the ids from the index alone
-//! and then the page's documents by primary key. Such reads go to a replica as other reads do,
-//! and do not use the read cache.
+//! and then the page's documents by primary key. Such reads go to a replica as other reads do;
+//! a page with its total (a counted `find_page`) is kept in the read cache as any page is (see
+//! `cache.rs`), finds and counts are not.
 //!
 //! Every query result is decided by [`Selector::matches`], the code the memory backend runs, so
 //! all backends agree. An acknowledged write is committed by PostgreSQL (durable under its own
@@ -108,6 +140,7 @@ mod plan;
 mod pool;
 mod prefixes;
 mod query;
+mod read;
 mod replica;
 mod rows;
 mod schema;
@@ -115,12 +148,15 @@ mod search;
 mod sorted;
 mod stamp;
 mod write;
+mod write_tx;
 
 pub mod testing;
 
 use crate::{Page, PageRead, Stored};
 use async_trait::async_trait;
 use deadpool_postgres::{Client, Pool};
+
+use read::{Entry, Keep};
 
 pub use cache::CacheStatus;
 pub use replica::{ReplicaState, ReplicaStatus};
@@ -225,40 +261,6 @@ pub struct PostgresStore {
     catalog: std::sync::Arc<sorted::Catalog>,
 }
 
-/// Runs a read on the replica the running scope may use (counted, and on the primary when it
-/// fails there), else on the primary: `read!(store, Some(collection), |client| expression)`,
-/// the expression awaited inside.
-macro_rules! read {
-    ($store:expr, $collection:expr, |$client:ident| $body:expr) => {{
-        let store = $store;
-        let mut answer = None;
-        if let Some(replica) = store.replicas.as_ref().and_then(|r| r.pick($collection)) {
-            match replica.client().await {
-                Ok(connection) => {
-                    #[allow(unused_mut)]
-                    let mut $client = connection;
-                    match $body {
-                        Ok(value) => {
-                            replica.served();
-                            answer = Some(value);
-                        }
-                        Err(e) => replica.failed(&e),
-                    }
-                }
-                Err(e) => replica.failed(&e),
-            }
-        }
-        match answer {
-            Some(value) => Ok(value),
-            None => {
-                #[allow(unused_mut)]
-                let mut $client = store.client().await?;
-                $body
-            }
-        }
-    }};
-}
-
 impl std::fmt::Debug for PostgresStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PostgresStore")
@@ -351,139 +353,32 @@ impl PostgresStore {
         self.stamps.status()
     }
 
-    /// The stamp a read of `collection` is cached under: `None` when there is no cache, the
-    /// read goes to a replica (whose data the primary's stamp does not count), or no stamp can
-    /// be read (then nothing is cached, as `cache.rs` says).
-    async fn cache_stamp(&self, collection: &str) -> Option<u64> {
-        if !self.cache.enabled()
-            || self
-                .replicas
-                .as_ref()
-                .is_some_and(|r| r.pick(Some(collection)).is_some())
-        {
-            return None;
-        }
-        self.stamps.stamp(collection).await
+    /// The write path of every write method: `op` writes on a connection from the pool
+    /// (committing through `write_tx::WriteTx`, which sends its changes) and gives the
+    /// connection back; then the write is recorded for read-your-writes ([`Self::recorded`]).
+    /// No connection: the error, nothing written or recorded.
+    async fn write<T, Fut>(&self, op: impl FnOnce(Client) -> Fut) -> Result<T>
+    where
+        Fut: Future<Output = Result<T>>,
+    {
+        let client = self.client().await?;
+        self.recorded(op(client)).await
     }
 
-    /// A page of `query` as stored (of the whole collection, or of its matches with their
-    /// total), from the cache when it holds it under `stamp`, else read from the primary (with
-    /// its total when `counted`; always for a query that is not a plain page) and kept.
-    async fn cached_page(
-        &self,
-        collection: &str,
-        query: &Query,
-        stamp: u64,
-        counted: bool,
-    ) -> Result<(Vec<String>, Option<u64>)> {
-        let key = cache::Key::Page(cache::PageKey::of(query));
-        if let Some(value) = self.cache.get(collection, &key, stamp)
-            && let cache::Value::Page(texts, total) = &*value
-            && (total.is_some() || !counted)
-        {
-            return Ok((texts.clone(), *total));
-        }
-        let mut client = self.client().await?;
-        let (page, total) = if !query.is_plain_page() {
-            // Through a sorted index, or the candidates: the page and its total in one
-            // snapshot. `None`: a sorted window no index serves (refused, nothing kept).
-            match query::find_json_counted(&mut client, &self.catalog, collection, query).await? {
-                Some((page, total)) => (page, Some(total)),
-                None => {
-                    crate::paging::check_sorted_window(query)?;
-                    return Ok((Vec::new(), Some(0)));
-                }
-            }
-        } else if counted {
-            let (page, total) =
-                query::page_json_counted(&client, collection, query.skip, query.limit).await?;
-            (page, Some(total))
-        } else {
-            let page = query::page_json(&client, collection, query.skip, query.limit).await?;
-            (page, None)
-        };
-        drop(client);
-        self.cache.put(
-            collection,
-            key,
-            stamp,
-            cache::Value::Page(page.clone(), total),
-        );
-        Ok((page, total))
-    }
-
-    /// [`Store::find_page`] through the read cache: the page and its total as
-    /// [`Self::cached_page`] keeps them, and each relation's documents as `get_stored` keeps
-    /// them (under their collection's stamp, from the same read of the stamps), the ids the
-    /// cache does not hold read with one statement per relation and kept. `None` when a
-    /// collection has no stamp (or no cache, or its reads go to a replica): the caller reads
-    /// everything in one statement instead.
-    async fn cached_related(
-        &self,
-        collection: &str,
-        query: &Query,
-        related: &[RelatedField],
-    ) -> Result<Option<(Vec<String>, u64, Vec<RelatedRead>)>> {
-        let mut names = vec![collection];
-        names.extend(related.iter().map(|f| f.collection.as_str()));
-        if !self.cache.enabled()
-            || self
-                .replicas
-                .as_ref()
-                .is_some_and(|r| names.iter().any(|c| r.pick(Some(c)).is_some()))
-        {
-            return Ok(None);
-        }
-        let Some(stamps) = self.stamps.stamps(&names).await else {
-            return Ok(None);
-        };
-        let (page, total) = self.cached_page(collection, query, stamps[0], true).await?;
-        let mut reads = Vec::with_capacity(related.len());
-        for (follow, &stamp) in related.iter().zip(&stamps[1..]) {
-            let target = follow.collection.as_str();
-            let ids = crate::related_ids_of_texts(&page, &follow.field, follow.max_ids);
-            let mut read = RelatedRead {
-                field: follow.field.clone(),
-                ..RelatedRead::default()
-            };
-            let mut missing = Vec::new();
-            for id in &ids {
-                let key = cache::Key::Doc(id.clone());
-                match self.cache.get(target, &key, stamp).as_deref() {
-                    Some(cache::Value::Doc(Some(text))) => {
-                        read.texts.push((id.clone(), text.clone()));
-                    }
-                    Some(cache::Value::Doc(None)) => {}
-                    _ => missing.push(id.clone()),
-                }
-            }
-            if !missing.is_empty() {
-                let client = self.client().await?;
-                let found = query::texts_by_id(&client, target, &missing).await?;
-                drop(client);
-                let mut by_id: std::collections::HashMap<String, String> =
-                    found.into_iter().collect();
-                for id in missing {
-                    let text = by_id.remove(&id);
-                    if let Some(text) = &text {
-                        read.texts.push((id.clone(), text.clone()));
-                    }
-                    self.cache
-                        .put(target, cache::Key::Doc(id), stamp, cache::Value::Doc(text));
-                }
-            }
-            read.ids = ids;
-            reads.push(read);
-        }
-        Ok(Some((page, total.unwrap_or_default(), reads)))
-    }
-
-    /// Records a write just made, for read-your-writes (nothing without replicas).
-    async fn wrote<T>(&self, result: Result<T>) -> Result<T> {
+    /// Runs the write `op`, then records it for read-your-writes with read replicas (see
+    /// `replica.rs`; nothing without replicas or outside a routing scope), failed or not: a
+    /// commit whose answer was lost may have committed. Here, in the caller's task and after
+    /// `op` gave its connection back, not in `WriteTx::commit`: the routing scope is the
+    /// task's (the group commit and a sorted index's fill commit on tasks of their own), the
+    /// record takes a pooled connection of its own (a write holding one while waiting for
+    /// another could starve the pool), and one record covers a call that commits several
+    /// transactions.
+    async fn recorded<R>(&self, op: impl Future<Output = R>) -> R {
+        let done = op.await;
         if let Some(replicas) = &self.replicas {
             replicas.wrote().await;
         }
-        result
+        done
     }
 
     /// A connection from the pool, within the pool's timeouts.
@@ -505,22 +400,22 @@ impl Store for PostgresStore {
     async fn insert(&self, collection: &str, doc: Document) -> Result<String> {
         // Concurrent inserts share a transaction (group commit); each is answered once the
         // transaction holding it committed.
-        let inserted = self.inserts.insert(&self.pool, collection, doc).await;
-        Ok(self.wrote(inserted).await?.0)
+        let inserted = self.inserts.insert(&self.pool, collection, doc);
+        Ok(self.recorded(inserted).await?.0)
     }
 
     async fn insert_stored(&self, collection: &str, doc: Document) -> Result<(String, Stored)> {
         // The text the group commit stored: the document is encoded once.
-        let inserted = self.inserts.insert(&self.pool, collection, doc).await;
-        let (id, text) = self.wrote(inserted).await?;
+        let inserted = self.inserts.insert(&self.pool, collection, doc);
+        let (id, text) = self.recorded(inserted).await?;
         Ok((id, Stored::Text(text)))
     }
 
     async fn insert_many(&self, collection: &str, docs: Vec<Document>) -> Result<Vec<String>> {
-        let mut client = self.client().await?;
-        let ids = write::insert_many(&mut client, collection, docs).await;
-        drop(client);
-        self.wrote(ids).await
+        self.write(
+            |mut client| async move { write::insert_many(&mut client, collection, docs).await },
+        )
+        .await
     }
 
     async fn insert_stream(
@@ -528,22 +423,20 @@ impl Store for PostgresStore {
         collection: &str,
         batches: crate::DocumentBatches,
     ) -> Result<u64> {
-        let mut client = self.client().await?;
-        let n = write::insert_stream(&mut client, collection, batches).await;
-        drop(client);
-        self.wrote(n).await
+        self.write(|mut client| async move {
+            write::insert_stream(&mut client, collection, batches).await
+        })
+        .await
     }
 
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>> {
         // Through a sorted index when one helps; the sorted window is checked only when none
         // serves the sort (`None`).
-        let found = read!(self, Some(collection), |client| query::find(
-            &mut client,
-            &self.catalog,
-            collection,
-            query
-        )
-        .await)?;
+        let found = self
+            .read(Some(collection), Keep::No, |mut client| async move {
+                query::find(&mut client, &self.catalog, collection, query).await
+            })
+            .await?;
         match found {
             Some(docs) => Ok(docs),
             None => crate::paging::check_sorted_window(query).map(|()| Vec::new()),
@@ -563,48 +456,47 @@ impl Store for PostgresStore {
     }
 
     async fn find_one(&self, collection: &str, selector: &Selector) -> Result<Option<Document>> {
-        let query = Query {
+        let query = &Query {
             limit: Some(1),
             ..Query::new(selector.clone())
         };
-        let found = read!(self, Some(collection), |client| query::find(
-            &mut client,
-            &self.catalog,
-            collection,
-            &query
-        )
-        .await)?;
+        let found = self
+            .read(Some(collection), Keep::No, |mut client| async move {
+                query::find(&mut client, &self.catalog, collection, query).await
+            })
+            .await?;
         Ok(found.into_iter().flatten().next())
     }
 
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Document>> {
-        read!(self, Some(collection), |client| query::get(
-            &client, collection, id
-        )
-        .await)
+        self.read(Some(collection), Keep::No, |client| async move {
+            query::get(&client, collection, id).await
+        })
+        .await
     }
 
     async fn get_stored(&self, collection: &str, id: &str) -> Result<Option<Stored>> {
-        Ok(self.get_text(collection, id).await?.map(Stored::Text))
+        let keep = Keep::Entry(Entry::doc(id));
+        let text = self
+            .read(Some(collection), keep, |client| async move {
+                query::get_json(&client, collection, id).await
+            })
+            .await?;
+        Ok(text.map(Stored::Text))
     }
 
     async fn count(&self, collection: &str, selector: &Selector) -> Result<u64> {
-        read!(self, Some(collection), |client| query::count(
-            &mut client,
-            &self.catalog,
-            collection,
-            selector
-        )
-        .await)
+        self.read(Some(collection), Keep::No, |mut client| async move {
+            query::count(&mut client, &self.catalog, collection, selector).await
+        })
+        .await
     }
 
     async fn aggregate(&self, collection: &str, spec: &crate::Aggregate) -> Result<Vec<Document>> {
-        read!(self, Some(collection), |client| aggregate::aggregate(
-            &mut client,
-            collection,
-            spec
-        )
-        .await)
+        self.read(Some(collection), Keep::No, |mut client| async move {
+            aggregate::aggregate(&mut client, collection, spec).await
+        })
+        .await
     }
 
     async fn update(
@@ -614,10 +506,10 @@ impl Store for PostgresStore {
         update: &Update,
         options: UpdateOptions,
     ) -> Result<UpdateResult> {
-        let mut client = self.client().await?;
-        let result = write::update(&mut client, collection, selector, update, options).await;
-        drop(client);
-        self.wrote(result).await
+        self.write(|mut client| async move {
+            write::update(&mut client, collection, selector, update, options).await
+        })
+        .await
     }
 
     async fn update_owned(
@@ -631,67 +523,72 @@ impl Store for PostgresStore {
     }
 
     async fn remove(&self, collection: &str, selector: &Selector) -> Result<u64> {
-        let mut client = self.client().await?;
-        let n = write::remove(&mut client, collection, selector).await;
-        drop(client);
-        self.wrote(n).await
+        self.write(
+            |mut client| async move { write::remove(&mut client, collection, selector).await },
+        )
+        .await
     }
 
     async fn ensure_index(&self, collection: &str, path: &str) -> Result<()> {
-        let mut client = self.client().await?;
-        let done = write::ensure_index(&mut client, collection, path, false).await;
-        drop(client);
-        self.wrote(done).await
+        self.write(|mut client| async move {
+            write::ensure_index(&mut client, collection, path, false).await
+        })
+        .await
     }
 
     async fn ensure_unique_index(&self, collection: &str, path: &str) -> Result<()> {
-        let mut client = self.client().await?;
-        let done = write::ensure_index(&mut client, collection, path, true).await;
-        drop(client);
-        self.wrote(done).await
+        self.write(|mut client| async move {
+            write::ensure_index(&mut client, collection, path, true).await
+        })
+        .await
     }
 
     async fn ensure_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<()> {
-        let mut client = self.client().await?;
         let (name, spec) = (collection.to_owned(), spec.clone());
-        // A task of its own: a caller that goes away does not stop the fill half way with its
-        // advisory lock held by a pooled connection (see `write::ensure_sorted_index`).
-        let done =
-            tokio::spawn(
-                async move { write::ensure_sorted_index(&mut client, &name, &spec).await },
-            )
-            .await
-            .unwrap_or_else(|e| {
-                Err(crate::Error::Backend(format!(
-                    "postgres: making a sorted index stopped: {e}"
-                )))
-            });
-        self.catalog.forget(collection);
-        self.wrote(done).await
+        self.write(|mut client| async move {
+            // A task of its own: a caller that goes away does not stop the fill half way with
+            // its advisory lock held by a pooled connection (see `write::ensure_sorted_index`).
+            let done =
+                tokio::spawn(
+                    async move { write::ensure_sorted_index(&mut client, &name, &spec).await },
+                )
+                .await
+                .unwrap_or_else(|e| {
+                    Err(crate::Error::Backend(format!(
+                        "postgres: making a sorted index stopped: {e}"
+                    )))
+                });
+            self.catalog.forget(collection);
+            done
+        })
+        .await
     }
 
     async fn sorted_indexes(&self, collection: &str) -> Result<Vec<crate::IndexSpec>> {
-        let client = self.client().await?;
-        Ok(schema::sorted_indexes(&client, collection, false)
-            .await?
-            .into_iter()
-            .map(|i| i.spec)
-            .collect())
+        // The catalog as the primary has it.
+        let indexes = self
+            .read(None, Keep::No, |client| async move {
+                schema::sorted_indexes(&client, collection, false).await
+            })
+            .await?;
+        Ok(indexes.into_iter().map(|i| i.spec).collect())
     }
 
     async fn drop_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<bool> {
-        let mut client = self.client().await?;
-        let dropped = write::drop_sorted_index(&mut client, collection, spec).await;
-        drop(client);
-        self.catalog.forget(collection);
-        self.wrote(dropped).await
+        self.write(|mut client| async move {
+            let dropped = write::drop_sorted_index(&mut client, collection, spec).await;
+            drop(client);
+            self.catalog.forget(collection);
+            dropped
+        })
+        .await
     }
 
     async fn ensure_search(&self, collection: &str, fields: &[String]) -> Result<()> {
-        let mut client = self.client().await?;
-        let done = search::ensure(&mut client, collection, fields).await;
-        drop(client);
-        self.wrote(done).await
+        self.write(
+            |mut client| async move { search::ensure(&mut client, collection, fields).await },
+        )
+        .await
     }
 
     async fn search(
@@ -699,18 +596,20 @@ impl Store for PostgresStore {
         collection: &str,
         search: &crate::Search,
     ) -> Result<(Vec<Document>, u64)> {
-        read!(self, Some(collection), |client| search::search(
-            &client, collection, search
-        )
-        .await)
+        self.read(Some(collection), Keep::No, |client| async move {
+            search::search(&client, collection, search).await
+        })
+        .await
     }
 
     async fn drop_collection(&self, collection: &str) -> Result<()> {
-        let mut client = self.client().await?;
-        let done = write::drop_collection(&mut client, collection).await;
-        drop(client);
-        self.catalog.forget(collection);
-        self.wrote(done).await
+        self.write(|mut client| async move {
+            let done = write::drop_collection(&mut client, collection).await;
+            drop(client);
+            self.catalog.forget(collection);
+            done
+        })
+        .await
     }
 
     async fn batch(
@@ -721,17 +620,16 @@ impl Store for PostgresStore {
             .client()
             .await
             .map_err(|e| crate::BatchError::new(0, e))?;
-        let outcomes = batch::batch(&mut client, ops).await;
-        drop(client);
-        if let Some(replicas) = &self.replicas {
-            replicas.wrote().await;
-        }
-        outcomes
+        self.recorded(async move { batch::batch(&mut client, ops).await })
+            .await
     }
 
     async fn list_collections(&self) -> Result<Vec<String>> {
-        let client = self.client().await?;
-        schema::list_collections(&client).await
+        // The catalog as the primary has it.
+        self.read(None, Keep::No, |client| async move {
+            schema::list_collections(&client).await
+        })
+        .await
     }
 
     async fn change_stamp(&self, collection: &str) -> Option<u64> {
@@ -747,60 +645,51 @@ impl Store for PostgresStore {
     }
 }
 
-/// The list and point reads behind [`Store::find_page`] and [`Store::get_stored`].
+/// The list reads behind [`Store::find_page`].
 impl PostgresStore {
     /// [`Store::find_page`] without a total.
     async fn page_without_total(&self, collection: &str, query: &Query) -> Result<Page> {
         // A page of the whole collection in `_id` order is sent as stored (a list endpoint
-        // without filter or sort); anything else is `find`, decoded.
+        // without filter or sort), through the read cache; anything else is `find`, decoded.
         if !query.is_plain_page() {
-            return Ok(Page::of_documents(
-                self.find(collection, query).await?,
-                None,
-            ));
+            return Ok(Page::of_documents(self.find(collection, query).await?, None));
         }
-        if let Some(stamp) = self.cache_stamp(collection).await {
-            let texts = self.cached_page(collection, query, stamp, false).await?.0;
-            return Ok(Page::of_texts(texts, None));
-        }
-        let texts = read!(self, Some(collection), |client| query::page_json(
-            &client,
-            collection,
-            query.skip,
-            query.limit
-        )
-        .await)?;
+        let keep = Keep::Entry(Entry::page(query));
+        let texts = self
+            .read(Some(collection), keep, |client| async move {
+                query::page_json(&client, collection, query.skip, query.limit).await
+            })
+            .await?;
         Ok(Page::of_texts(texts, None))
     }
 
     /// A page and its total.
-    async fn page_with_total(&self, collection: &str, query: &Query) -> Result<(Vec<String>, u64)> {
-        // Under the collection's stamp, from the read cache or read and kept (a sorted or
-        // filtered page as a page of the whole collection: the answer depends on the
-        // collection's documents alone, which its stamp counts).
-        if let Some(stamp) = self.cache_stamp(collection).await {
-            let (page, total) = self.cached_page(collection, query, stamp, true).await?;
-            return Ok((page, total.unwrap_or_default()));
+    async fn page_with_total(
+        &self,
+        collection: &str,
+        query: &Query,
+    ) -> Result<(Vec<String>, u64)> {
+        // Through the read cache (a sorted or filtered page as a page of the whole collection:
+        // the answer depends on the collection's documents alone, which its stamp counts).
+        // Through a sorted index the page and its total come from one snapshot; the sorted
+        // window is checked only when none serves the sort (`None`). A page of the whole
+        // collection and its total: one statement, one round trip.
+        let keep = Keep::Entry(Entry::counted_page(query));
+        let found = self
+            .read(Some(collection), keep, |mut client| async move {
+                if query.is_plain_page() {
+                    query::page_json_counted(&client, collection, query.skip, query.limit)
+                        .await
+                        .map(Some)
+                } else {
+                    query::find_json_counted(&mut client, &self.catalog, collection, query).await
+                }
+            })
+            .await?;
+        match found {
+            Some(answer) => Ok(answer),
+            None => crate::paging::check_sorted_window(query).map(|()| (Vec::new(), 0)),
         }
-        if !query.is_plain_page() {
-            // Through a sorted index the page and its total come from one snapshot; the
-            // sorted window is checked only when none serves the sort (`None`).
-            let found = read!(self, Some(collection), |client| query::find_json_counted(
-                &mut client,
-                &self.catalog,
-                collection,
-                query
-            )
-            .await)?;
-            return match found {
-                Some(answer) => Ok(answer),
-                None => crate::paging::check_sorted_window(query).map(|()| (Vec::new(), 0)),
-            };
-        }
-        // A page of the whole collection and its total: one statement, one round trip.
-        read!(self, Some(collection), |client| {
-            query::page_json_counted(&client, collection, query.skip, query.limit).await
-        })
     }
 
     /// A page, its total and the related documents read along.
@@ -816,9 +705,6 @@ impl PostgresStore {
             let (page, total) = self.page_with_total(collection, query).await?;
             return Ok((page, total, Vec::new()));
         }
-        if let Some(answer) = self.cached_related(collection, query, related).await? {
-            return Ok(answer);
-        }
         let on = self
             .replicas
             .as_ref()
@@ -829,10 +715,24 @@ impl PostgresStore {
                     .find(|c| r.read_on_primary(c))
             })
             .unwrap_or(collection);
-        let read = read!(self, Some(on), |client| {
-            query::page_json_counted_related(&client, collection, query.skip, query.limit, related)
+        let keep = Keep::Related {
+            collection,
+            query,
+            related,
+            answer: Some,
+        };
+        let read = self
+            .read(Some(on), keep, |client| async move {
+                query::page_json_counted_related(
+                    &client,
+                    collection,
+                    query.skip,
+                    query.limit,
+                    related,
+                )
                 .await
-        })?;
+            })
+            .await?;
         match read {
             Some(answer) => Ok(answer),
             None => {
@@ -841,27 +741,5 @@ impl PostgresStore {
                 Ok((page, total, Vec::new()))
             }
         }
-    }
-
-    /// The stored text of the document `id`, through the read cache.
-    async fn get_text(&self, collection: &str, id: &str) -> Result<Option<String>> {
-        if let Some(stamp) = self.cache_stamp(collection).await {
-            let key = cache::Key::Doc(id.to_owned());
-            if let Some(value) = self.cache.get(collection, &key, stamp)
-                && let cache::Value::Doc(text) = &*value
-            {
-                return Ok(text.clone());
-            }
-            let client = self.client().await?;
-            let found = query::get_json(&client, collection, id).await?;
-            drop(client);
-            self.cache
-                .put(collection, key, stamp, cache::Value::Doc(found.clone()));
-            return Ok(found);
-        }
-        read!(self, Some(collection), |client| query::get_json(
-            &client, collection, id
-        )
-        .await)
     }
 }

@@ -47,6 +47,13 @@ fn prefix_sql(len: usize) -> String {
     format!("$2::bytea || {}", keys.join(" || "))
 }
 
+/// The statement of [`PrefixDeltas::flush`].
+const FLUSH: &str = "INSERT INTO portico_prefix_counts (name, prefix, slot, n) \
+     SELECT u.name, u.prefix, $4, u.n \
+     FROM unnest($1::text[], $2::bytea[], $3::bigint[]) AS u(name, prefix, n) \
+     ON CONFLICT (name, prefix, slot) \
+     DO UPDATE SET n = portico_prefix_counts.n + excluded.n";
+
 /// The changes a write makes to prefix counts, applied by [`PrefixDeltas::flush`] just before
 /// it commits.
 #[derive(Debug, Default)]
@@ -78,6 +85,16 @@ impl PrefixDeltas {
         }
     }
 
+    /// Prepares the statement of [`PrefixDeltas::flush`] on `client` when there is something
+    /// to apply (at once when it holds it already), so that a later flush sends its statement
+    /// on its first poll.
+    pub(crate) async fn prepare(&self, client: &impl GenericClient) -> Result<()> {
+        if self.deltas.values().any(|delta| *delta != 0) {
+            client.prepare_cached(FLUSH).await?;
+        }
+        Ok(())
+    }
+
     /// Applies the changes in one statement, on one slot, in sorted order; call as the last
     /// statement before the commit.
     pub(crate) async fn flush(&mut self, client: &impl GenericClient) -> Result<()> {
@@ -92,15 +109,7 @@ impl PrefixDeltas {
         let prefixes: Vec<&[u8]> = changes.iter().map(|((_, p), _)| p.as_slice()).collect();
         let deltas: Vec<i64> = changes.iter().map(|(_, d)| *d).collect();
         let slot: i32 = rand::random_range(0..SLOTS);
-        let stmt = client
-            .prepare_cached(
-                "INSERT INTO portico_prefix_counts (name, prefix, slot, n) \
-                 SELECT u.name, u.prefix, $4, u.n \
-                 FROM unnest($1::text[], $2::bytea[], $3::bigint[]) AS u(name, prefix, n) \
-                 ON CONFLICT (name, prefix, slot) \
-                 DO UPDATE SET n = portico_prefix_counts.n + excluded.n",
-            )
-            .await?;
+        let stmt = client.prepare_cached(FLUSH).await?;
         client
             .execute(&stmt, &[&names, &prefixes, &deltas, &slot])
             .await?;

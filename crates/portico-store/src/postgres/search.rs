@@ -52,9 +52,9 @@ pub(crate) async fn ensure(client: &mut Client, collection: &str, fields: &[Stri
     check_name(collection)?;
     check_fields(fields)?;
     schema::create_collection(client, collection).await?;
-    let tx = client.transaction().await?;
+    let tx = super::write_tx::WriteTx::begin(client).await?;
     schema::lock_ddl(&tx, collection).await?;
-    if stored_fields(&tx, collection).await?.as_deref() == Some(fields) {
+    if stored_fields(&*tx, collection).await?.as_deref() == Some(fields) {
         return Ok(());
     }
     let table = collection_table(collection);
@@ -78,7 +78,8 @@ pub(crate) async fn ensure(client: &mut Client, collection: &str, fields: &[Stri
         &[&collection, &listed],
     )
     .await?;
-    tx.commit().await?;
+    // No document changed: nothing to tell.
+    tx.commit(super::prefixes::PrefixDeltas::default()).await?;
     Ok(())
 }
 

@@ -6,8 +6,11 @@
 //! (see [`ensure_sorted_index`]). An update reads its documents with `SELECT ... FOR UPDATE`: a
 //! concurrent update of the same document (from this instance or another) waits for this one to
 //! commit and then reads the new version, so two concurrent `$set`s of different fields both
-//! land, and two `$inc`s both count. A failing step returns before `commit`; dropping the
-//! transaction rolls it back, so nothing of a failed operation is written.
+//! land, and two `$inc`s both count. Each transaction is a [`WriteTx`] (see `write_tx.rs`): a
+//! write records the changes it made and commits through [`WriteTx::commit`], which sends them
+//! (the notification that also moves the change stamp) inside the transaction. A failing step
+//! returns before `commit`; dropping the transaction rolls it back, so nothing of a failed
+//! operation is written (or told).
 //!
 //! A collection is created on first write in its own short transaction (DDL serialised by an
 //! advisory lock), then the write starts over; at most [`ATTEMPTS`] times, in case another
@@ -19,9 +22,10 @@ use std::ops::ControlFlow;
 use deadpool_postgres::{Client, GenericClient, Transaction};
 
 use super::error::unique_violation_table;
-use super::feed;
+use super::prefixes::PrefixDeltas;
 use super::query::{Param, candidate_sql, for_each_in_tx, plan_for};
 use super::schema::{self, Indexes, collection_table, index_table, indexed_paths};
+use super::write_tx::WriteTx;
 use crate::document::prepare_insert;
 use crate::feed::{Change, ChangeKind};
 use crate::index_key::keys;
@@ -443,12 +447,16 @@ async fn insert_many_once(
     collection: &str,
     prepared: &[(String, String, Document)],
 ) -> Result<Option<Vec<String>>> {
-    let tx = client.transaction().await?;
+    let mut tx = WriteTx::begin(client).await?;
     let Some(mut indexes) = schema::lock_and_indexes(&tx, collection).await? else {
         return Ok(None);
     };
     let ids: Vec<String> = prepared.iter().map(|(id, _, _)| id.clone()).collect();
-    let change = Change::documents(collection, ids.clone(), ChangeKind::Insert);
+    tx.changed(Change::documents(
+        collection,
+        ids.clone(),
+        ChangeKind::Insert,
+    ));
     if let [doc] = prepared {
         if !indexes.is_empty() {
             // The index rows first: an insert waiting on another's unique value must not
@@ -458,31 +466,27 @@ async fn insert_many_once(
         // The document (without indexes), the count and the notification in one round
         // trip; a refused insert's error comes first (the others' are then only the
         // aborted transaction).
-        let (inserted, counted, notified) = tokio::join!(
-            async {
-                if indexes.is_empty() {
-                    insert_in(&tx, collection, &mut indexes, doc).await?;
-                }
-                Ok::<(), Error>(())
-            },
-            schema::add_to_count(&tx, collection, 1),
-            feed::notify(&tx, &change)
-        );
-        inserted?;
-        counted?;
-        notified?;
-        indexes.prefixes.flush(&tx).await?;
-        tx.commit().await?;
+        tx.notify_with(async {
+            let (inserted, counted) = tokio::join!(
+                async {
+                    if indexes.is_empty() {
+                        insert_in(&tx, collection, &mut indexes, doc).await?;
+                    }
+                    Ok::<(), Error>(())
+                },
+                schema::add_to_count(&tx, collection, 1),
+            );
+            inserted?;
+            counted
+        })
+        .await?;
     } else {
-        let mut tx = tx;
         for chunk in prepared.chunks(CHUNK) {
             insert_chunk(&mut tx, collection, &mut indexes, chunk).await?;
         }
         schema::add_to_count(&tx, collection, count_delta(prepared.len())).await?;
-        feed::notify(&tx, &change).await?;
-        indexes.prefixes.flush(&tx).await?;
-        tx.commit().await?;
     }
+    tx.commit(indexes.prefixes).await?;
     Ok(Some(ids))
 }
 
@@ -497,7 +501,7 @@ pub(crate) async fn insert_stream(
     check_name(collection)?;
     let mut batches = Some(batches);
     for _ in 0..ATTEMPTS {
-        let mut tx = client.transaction().await?;
+        let mut tx = WriteTx::begin(client).await?;
         let Some(mut indexes) = schema::lock_and_indexes(&tx, collection).await? else {
             drop(tx);
             schema::create_collection(client, collection).await?;
@@ -526,10 +530,12 @@ pub(crate) async fn insert_stream(
         }
         schema::add_to_count(&tx, collection, count_delta(n)).await?;
         // Which ids is not kept (a stream may be millions): listeners re-read the collection.
-        let change = Change::documents(collection, Vec::new(), ChangeKind::Insert);
-        feed::notify(&tx, &change).await?;
-        indexes.prefixes.flush(&tx).await?;
-        tx.commit().await?;
+        tx.changed(Change::documents(
+            collection,
+            Vec::new(),
+            ChangeKind::Insert,
+        ));
+        tx.commit(indexes.prefixes).await?;
         return Ok(n);
     }
     Err(gave_up(collection))
@@ -573,7 +579,7 @@ pub(crate) async fn update(
 ) -> Result<UpdateResult> {
     check_name(collection)?;
     for _ in 0..ATTEMPTS {
-        let tx = client.transaction().await?;
+        let tx = WriteTx::begin(client).await?;
         let Some(mut indexes) = schema::lock_and_indexes(&tx, collection).await? else {
             drop(tx);
             if !options.upsert {
@@ -608,11 +614,9 @@ pub(crate) async fn update(
             result.upserted_id = Some(doc.0);
         }
         if !changed.is_empty() {
-            let change = Change::documents(collection, changed, ChangeKind::Update);
-            feed::notify(&tx, &change).await?;
+            tx.changed(Change::documents(collection, changed, ChangeKind::Update));
         }
-        indexes.prefixes.flush(&tx).await?;
-        tx.commit().await?;
+        tx.commit(indexes.prefixes).await?;
         return Ok(result);
     }
     Err(gave_up(collection))
@@ -624,7 +628,7 @@ pub(crate) async fn remove(
     collection: &str,
     selector: &Selector,
 ) -> Result<u64> {
-    let tx = client.transaction().await?;
+    let tx = WriteTx::begin(client).await?;
     let Some(mut indexes) = schema::lock_and_indexes(&tx, collection).await? else {
         return Ok(0);
     };
@@ -662,10 +666,9 @@ pub(crate) async fn remove(
     schema::add_to_count(&tx, collection, -count_delta(removed)).await?;
     if removed > 0 {
         // Removing everything names no ids: any document of the collection went.
-        feed::notify(&tx, &Change::documents(collection, ids, ChangeKind::Remove)).await?;
+        tx.changed(Change::documents(collection, ids, ChangeKind::Remove));
     }
-    indexes.prefixes.flush(&tx).await?;
-    tx.commit().await?;
+    tx.commit(indexes.prefixes).await?;
     Ok(removed)
 }
 
@@ -688,14 +691,14 @@ pub(crate) async fn ensure_index(
     if path == "_id" {
         return Ok(());
     }
-    let tx = client.transaction().await?;
+    let tx = WriteTx::begin(client).await?;
     schema::lock_ddl(&tx, collection).await?;
     tx.batch_execute(&format!(
         "LOCK TABLE {} IN SHARE MODE",
         collection_table(collection)
     ))
     .await?;
-    let existing = indexed_paths(&tx, collection).await?;
+    let existing = indexed_paths(&*tx, collection).await?;
     let current = existing.iter().find(|i| i.path == path);
     if current.is_some_and(|i| i.unique || !unique) {
         return Ok(());
@@ -707,7 +710,8 @@ pub(crate) async fn ensure_index(
     if unique {
         schema::make_unique(&tx, collection, path).await?;
     }
-    tx.commit().await?;
+    // No document changed: nothing to tell.
+    tx.commit(PrefixDeltas::default()).await?;
     Ok(())
 }
 
@@ -785,9 +789,9 @@ pub(crate) async fn ensure_sorted_index(
         ensure_index(client, collection, &field.path, true).await?;
     }
     schema::create_collection(client, collection).await?;
-    let tx = client.transaction().await?;
+    let tx = WriteTx::begin(client).await?;
     schema::lock_ddl(&tx, collection).await?;
-    match schema::sorted_entry(&tx, collection, spec).await? {
+    match schema::sorted_entry(&*tx, collection, spec).await? {
         Some((stored, ready)) => {
             if spec.unique && !stored.unique {
                 // Record the uniqueness the field now has.
@@ -801,7 +805,7 @@ pub(crate) async fn ensure_sorted_index(
                 )
                 .await?;
             }
-            tx.commit().await?;
+            tx.commit(PrefixDeltas::default()).await?;
             if ready {
                 return Ok(());
             }
@@ -813,7 +817,7 @@ pub(crate) async fn ensure_sorted_index(
             ))
             .await?;
             schema::create_sorted_table(&tx, collection, spec).await?;
-            tx.commit().await?;
+            tx.commit(PrefixDeltas::default()).await?;
         }
     }
     // One fill at a time per index, across instances: a session advisory lock, waited for by
@@ -877,7 +881,7 @@ async fn fill_sorted(client: &mut Client, collection: &str, spec: &IndexSpec) ->
     }
     // Ready, with its prefix counts taken afresh while no writer changes its entries (see
     // `prefixes.rs`).
-    let tx = client.transaction().await?;
+    let tx = WriteTx::begin(client).await?;
     schema::lock_ddl(&tx, collection).await?;
     tx.batch_execute(&format!("LOCK TABLE {table} IN SHARE MODE"))
         .await?;
@@ -889,7 +893,8 @@ async fn fill_sorted(client: &mut Client, collection: &str, spec: &IndexSpec) ->
             &[&collection, &schema::sorted_name(spec), &multikey],
         )
         .await?;
-    tx.commit().await?;
+    // The counts were taken afresh above; no document changed.
+    tx.commit(PrefixDeltas::default()).await?;
     if marked == 0 {
         return Err(Error::Backend(format!(
             "postgres: the index {spec} of collection {collection:?} was dropped while it was \
@@ -927,6 +932,18 @@ impl From<Error> for Fill {
     }
 }
 
+impl Fill {
+    /// Beginning or committing a batch's transaction failed with `e`: a deadlock or a
+    /// serialization failure starts it over, as PostgreSQL's error itself would.
+    fn of(e: Error) -> Fill {
+        if super::error::is_retryable(&e) {
+            Fill::Retry(e)
+        } else {
+            Fill::Failed(e)
+        }
+    }
+}
+
 /// One transaction of a fill: the entries of the next [`FILL_BATCH`] documents after `last`
 /// (`_id` order). The last `_id` read and whether a document gave several entries; `None` when
 /// no document is left.
@@ -937,7 +954,7 @@ async fn fill_batch(
     (first, next): (&str, &str),
     last: Option<&str>,
 ) -> std::result::Result<Option<(String, bool)>, Fill> {
-    let tx = client.transaction().await?;
+    let tx = WriteTx::begin(client).await.map_err(Fill::of)?;
     let rows = match last {
         None => tx.query(first, &[]).await?,
         Some(id) => tx.query(next, &[&id]).await?,
@@ -947,7 +964,7 @@ async fn fill_batch(
         docs.push(super::query::decode(collection, row)?);
     }
     let Some((last_id, _)) = docs.last() else {
-        tx.commit().await?;
+        tx.commit(PrefixDeltas::default()).await.map_err(Fill::of)?;
         return Ok(None);
     };
     let last_id = last_id.clone();
@@ -959,9 +976,10 @@ async fn fill_batch(
         entries.extend(rows.into_iter().map(|row| (id.as_str(), row)));
     }
     for chunk in entries.chunks(10_000) {
-        insert_sorted_rows(&tx, index, chunk).await?;
+        insert_sorted_rows(&*tx, index, chunk).await?;
     }
-    tx.commit().await?;
+    // No document changed (a fill writes index entries only).
+    tx.commit(PrefixDeltas::default()).await.map_err(Fill::of)?;
     Ok(Some((last_id, multikey)))
 }
 
@@ -976,7 +994,7 @@ pub(crate) async fn drop_sorted_index(
     if collection.contains('\0') {
         return Ok(false);
     }
-    let tx = client.transaction().await?;
+    let tx = WriteTx::begin(client).await?;
     schema::lock_ddl(&tx, collection).await?;
     let locked = tx
         .batch_execute(&format!(
@@ -990,7 +1008,7 @@ pub(crate) async fn drop_sorted_index(
         Err(e) => return Err(e.into()),
     }
     let dropped = schema::drop_sorted(&tx, collection, spec).await?;
-    tx.commit().await?;
+    tx.commit(PrefixDeltas::default()).await?;
     Ok(dropped)
 }
 
@@ -999,13 +1017,12 @@ pub(crate) async fn drop_collection(client: &mut Client, collection: &str) -> Re
     if collection.contains('\0') {
         return Ok(());
     }
-    let tx = client.transaction().await?;
+    let tx = WriteTx::begin(client).await?;
     schema::lock_ddl(&tx, collection).await?;
     schema::drop_collection(&tx, collection).await?;
-    let change = Change::Resync {
+    tx.changed(Change::Resync {
         collection: Some(collection.into()),
-    };
-    feed::notify(&tx, &change).await?;
-    tx.commit().await?;
+    });
+    tx.commit(PrefixDeltas::default()).await?;
     Ok(())
 }

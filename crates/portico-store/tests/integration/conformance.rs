@@ -812,7 +812,7 @@ async fn sorted_windows_past_the_bound_are_refused(store: S) {
         limit,
         ..Query::default()
     };
-    // At the bound: answered (past the end, so empty), on `find` and `find_json`.
+    // At the bound: answered (past the end, so empty), on `find` and `find_page`.
     let at = q(true, max - 1, Some(1));
     assert!(store.find("w", &at).await.expect("at the bound").is_empty());
     assert!(store.page_texts("w", &at).await.expect("json").is_empty());

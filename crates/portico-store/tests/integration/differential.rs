@@ -336,7 +336,7 @@ async fn run(s: &Scenario, reference: &dyn Store, other: &dyn Store, name: &str)
 }
 
 /// Every query of `s` answers alike on both stores: `find`, `count`, `find_one`, and the list
-/// page with its total (`find_json_counted`).
+/// page with its total (a counted `find_page`).
 async fn queries_agree(
     s: &Scenario,
     reference: &dyn Store,

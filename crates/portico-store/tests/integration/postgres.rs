@@ -1595,3 +1595,32 @@ async fn totals_of_lists_pinning_a_prefix_are_kept_counts() {
     assert_index_consistent(&third, "items", &by_tag).await;
     assert_eq!(totals(third).await, before);
 }
+
+/// The group commit's notification, which moves the change stamp, runs inside the group's
+/// transaction even on a connection that has not prepared its statement yet (the first insert
+/// of a fresh store): the document's row and the stamp's row were written by one transaction.
+/// Were the statement prepared while the pipelined `COMMIT` went out, it would run after it,
+/// in a transaction of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_commit_moves_the_stamp_inside_its_own_transaction() {
+    let url = tokio::task::spawn_blocking(|| cluster().create_database())
+        .await
+        .expect("task")
+        .expect("create database");
+    let a = PostgresStore::open(&url).await.expect("open");
+    a.insert("notes", doc(json!({"_id": "n"})))
+        .await
+        .expect("insert");
+    let db = url.rsplit('/').next().unwrap_or_default().to_owned();
+    // The collection's table is `c_` and the name in hex.
+    let sql = "SELECT (SELECT xmin::text FROM \"c_6e6f746573\" WHERE id = 'n') \
+               = (SELECT xmin::text FROM portico_stamps WHERE name = 'notes' AND v > 0)";
+    let same = tokio::task::spawn_blocking(move || cluster().query(&db, sql))
+        .await
+        .expect("task")
+        .expect("query");
+    assert_eq!(
+        same, "t",
+        "one transaction wrote the document and moved the stamp"
+    );
+}

@@ -317,3 +317,200 @@ async fn the_cache_stays_within_its_budget_and_skips_large_documents() {
     let status = off.cache_status();
     assert_eq!((status.entries, status.hits, status.misses), (0, 0, 0));
 }
+
+/// Waits (10 s at most) until `feed` tells `n` changes of `collection` (`None`: a resync of
+/// everything, as a listener tells once it listens), skipping the other changes.
+async fn heard(
+    feed: &mut tokio::sync::broadcast::Receiver<portico_store::Change>,
+    collection: Option<&str>,
+    n: usize,
+    what: &str,
+) {
+    let wait = async {
+        let mut seen = 0;
+        while seen < n {
+            let change = feed.recv().await.expect("the change feed runs");
+            if change.collection() == collection {
+                seen += 1;
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), wait)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no change of {collection:?} told within 10 s"));
+}
+
+/// Every write path of the store (the group commit, each write function's transaction, a
+/// batch, a dropped collection), with and without indexes to keep, sends its change: another
+/// instance hears it on its change feed, sees the collection's stamp move, and no longer
+/// serves its cached get and list from before. A write that committed without its
+/// notification fails here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_write_path_tells_the_other_instances_and_moves_the_stamp() {
+    let url = database().await;
+    let a = open(&url, DEFAULT_CACHE_BYTES).await;
+    let b = open(&url, DEFAULT_CACHE_BYTES).await;
+    let reference = open(&url, 0).await;
+    let mut feed = b.changes().expect("a change feed");
+    heard(&mut feed, None, 1, "the listener starts").await;
+    a.insert("kinds", doc(json!({"_id": "p", "v": 0, "u": "p"})))
+        .await
+        .expect("first insert");
+    heard(&mut feed, Some("kinds"), 1, "first insert").await;
+    let inc = Update::parse(&json!({"$inc": {"v": 1}})).expect("update");
+    let by_p = Selector::by_id("p");
+    let kinds = [
+        "insert",
+        "insert_json",
+        "insert_many of one",
+        "ensure indexes",
+        "insert (unique index: alone)",
+        "insert_many of one (indexes)",
+        "insert_many of two",
+        "insert_stream",
+        "update",
+        "update_owned",
+        "upsert",
+        "remove",
+        "batch",
+        "drop_collection",
+    ];
+    for (step, kind) in kinds.into_iter().enumerate() {
+        let id = format!("d{step}");
+        let fresh = || doc(json!({"_id": format!("d{step}"), "v": step, "u": format!("u{step}")}));
+        // B's get and list, the second time from its cache.
+        let got = b.get_text("kinds", "p").await.expect("get");
+        let listed = b.page_counted("kinds", &page()).await.expect("list");
+        let hits = b.cache_status().hits;
+        assert_eq!(b.get_text("kinds", "p").await.expect("get"), got);
+        assert_eq!(
+            b.page_counted("kinds", &page()).await.expect("list"),
+            listed
+        );
+        assert_eq!(b.cache_status().hits, hits + 2, "{kind}: B's reads cached");
+        let stamp = b.change_stamp("kinds").await.expect("a stamp");
+        let changes = match kind {
+            "insert" | "insert (unique index: alone)" => {
+                a.insert("kinds", fresh()).await.expect(kind);
+                1
+            }
+            "insert_json" => {
+                a.insert_stored("kinds", fresh()).await.expect(kind);
+                1
+            }
+            "insert_many of one" | "insert_many of one (indexes)" => {
+                a.insert_many("kinds", vec![fresh()]).await.expect(kind);
+                1
+            }
+            "ensure indexes" => {
+                // No document changes: nothing is told, and B's cache stays right. The writes
+                // after keep an equality, a unique and a sorted index.
+                a.ensure_index("kinds", "v").await.expect(kind);
+                a.ensure_unique_index("kinds", "u").await.expect(kind);
+                let spec = portico_store::IndexSpec::parse(&json!(["u", "-v"])).expect("spec");
+                a.ensure_sorted_index("kinds", &spec).await.expect(kind);
+                a.ensure_search("kinds", &["u".to_owned()])
+                    .await
+                    .expect(kind);
+                assert_eq!(b.get_text("kinds", "p").await.expect("get"), got);
+                assert_eq!(
+                    b.page_counted("kinds", &page()).await.expect("list"),
+                    listed
+                );
+                continue;
+            }
+            "insert_many of two" => {
+                let other = doc(json!({"_id": format!("{id}b"), "u": format!("{id}b")}));
+                a.insert_many("kinds", vec![fresh(), other])
+                    .await
+                    .expect(kind);
+                1
+            }
+            "insert_stream" => {
+                let batch: Vec<portico_store::Result<Vec<portico_store::Document>>> =
+                    vec![Ok(vec![fresh()])];
+                a.insert_stream("kinds", Box::new(batch.into_iter()))
+                    .await
+                    .expect(kind);
+                1
+            }
+            "update" => {
+                let result = a
+                    .update("kinds", &by_p, &inc, UpdateOptions::default())
+                    .await
+                    .expect(kind);
+                assert_eq!(result.modified, 1);
+                1
+            }
+            "update_owned" => {
+                let result = a
+                    .update_owned("kinds", &by_p, inc.clone(), UpdateOptions::default())
+                    .await
+                    .expect(kind);
+                assert_eq!(result.modified, 1);
+                1
+            }
+            "upsert" => {
+                let options = UpdateOptions::new(false, true);
+                let result = a
+                    .update("kinds", &Selector::by_id(&id), &inc, options)
+                    .await
+                    .expect(kind);
+                assert_eq!(result.upserted_id.as_deref(), Some(id.as_str()));
+                1
+            }
+            "remove" => {
+                assert_eq!(
+                    a.remove("kinds", &Selector::by_id("d0")).await.expect(kind),
+                    1
+                );
+                1
+            }
+            "batch" => {
+                let ops = vec![
+                    BatchOp::Insert {
+                        collection: "kinds".into(),
+                        doc: fresh(),
+                    },
+                    BatchOp::Update {
+                        collection: "kinds".into(),
+                        selector: by_p.clone(),
+                        update: inc.clone(),
+                    },
+                    BatchOp::Remove {
+                        collection: "kinds".into(),
+                        selector: Selector::by_id("d1"),
+                    },
+                ];
+                a.batch(ops).await.expect(kind);
+                3
+            }
+            _ => {
+                a.drop_collection("kinds").await.expect(kind);
+                1
+            }
+        };
+        heard(&mut feed, Some("kinds"), changes, kind).await;
+        let moved = b.change_stamp("kinds").await.expect("a stamp");
+        assert!(
+            moved > stamp,
+            "{kind}: the stamp moved ({stamp} -> {moved})"
+        );
+        let now = b.get_text("kinds", "p").await.expect("get");
+        let now_listed = b.page_counted("kinds", &page()).await.expect("list");
+        assert_eq!(
+            now,
+            reference.get_text("kinds", "p").await.expect("get"),
+            "{kind}: B's get"
+        );
+        assert_eq!(
+            now_listed,
+            reference
+                .page_counted("kinds", &page())
+                .await
+                .expect("list"),
+            "{kind}: B's list"
+        );
+        assert_ne!((now, now_listed), (got, listed), "{kind}: the write shows");
+    }
+}
