@@ -641,6 +641,7 @@ methods({
 });
 "#;
 
+#[cfg(feature = "scripts")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn script_functions_decide_and_methods_broadcast() {
     let ws = Workspace::new();
