@@ -16,6 +16,8 @@ mod integration {
     mod batch;
     mod channels;
     mod check;
+    // Some helpers serve only the tests of builds with scripts.
+    #[cfg_attr(not(feature = "scripts"), allow(dead_code))]
     mod common;
     mod email_code;
     mod field_rules;
