@@ -46,13 +46,7 @@ pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report>
     // A [[cron]] names a job the scripts define.
     let defined: Vec<&str> = scripts
         .as_ref()
-        .map(|s| {
-            s.definitions()
-                .jobs
-                .iter()
-                .map(|j| j.name.as_str())
-                .collect()
-        })
+        .map(crate::scripts::job_names)
         .unwrap_or_default();
     let undefined: Vec<ConfigError> = config
         .cron
@@ -98,16 +92,7 @@ pub async fn check(path: &Path, database: Option<&str>) -> crate::Result<Report>
     }
     let mut summary = summary(path, &config, &doors);
     if let Some(scripts) = &scripts {
-        let defs = scripts.definitions();
-        summary.push_str(&format!(
-            ", scripts: {} method{}, {} publication{}, {} route{}",
-            defs.methods.len(),
-            plural(defs.methods.len()),
-            defs.publications.len(),
-            plural(defs.publications.len()),
-            defs.routes.len(),
-            plural(defs.routes.len())
-        ));
+        summary.push_str(&crate::scripts::summary(scripts));
     }
     summary.push_str(&sign_in_providers(&config));
     for (collection, specs) in &config.indexes {

@@ -34,6 +34,19 @@
 //! | `portico check [--config FILE]` | validates the config (and loads `[scripts]`), says the database's stored format |
 //! | `portico types [--client\|--python] [--config FILE]` | prints the TypeScript declarations of the scripts' `"portico"` module, or the app's types for the TypeScript or Python client ([`types`]) |
 //! | `portico backup [--out FILE]`, `portico restore FILE` | an online copy of a SQLite database; putting one back ([`backup`]) |
+//!
+//! ## Cargo features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `memory`, `sqlite`, `postgres` (`full`: all three) | yes | the store backends `--database` may name |
+//! | `scripts` | yes | `[scripts]`: the application's JavaScript or TypeScript on an embedded engine (`portico_script`), its routes in the routes door (`portico_rest::scripts`), `portico types`' declarations of the `"portico"` module |
+//! | `jemalloc` | yes | jemalloc as the process's allocator |
+//! | `mimalloc` | no | mimalloc as the allocator (when `jemalloc` is off) |
+//!
+//! Without `scripts` the script engine is not compiled in (the README's "Build a slim binary"
+//! gives the sizes), and `serve`, `check`, `routes`, `openapi` and `types` refuse a config with
+//! `[scripts]` ([`scripts::NOT_BUILT`]) rather than serve it without its scripts.
 
 pub mod backup;
 pub mod check;

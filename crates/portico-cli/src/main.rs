@@ -269,6 +269,25 @@ fn say(text: impl std::fmt::Display) {
     let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
+/// `portico types` without `--client` or `--python`: the declarations of the scripts'
+/// `"portico"` module.
+#[cfg(feature = "scripts")]
+#[allow(clippy::unnecessary_wraps)] // the same signature as its twin of builds without scripts
+fn script_types() -> portico_cli::Result<()> {
+    say(portico_script::TYPES.trim_end());
+    Ok(())
+}
+
+/// `portico types` without `--client` or `--python` in a build without scripts: refused, as
+/// there is no scripts' module to declare.
+#[cfg(not(feature = "scripts"))]
+fn script_types() -> portico_cli::Result<()> {
+    Err(portico_cli::Error::Script(format!(
+        "portico types: {}",
+        portico_cli::scripts::NOT_BUILT
+    )))
+}
+
 /// `portico types`: the scripts' module by default, else the app's types for a client.
 async fn print_types(
     client: bool,
@@ -277,8 +296,7 @@ async fn print_types(
     database: Option<String>,
 ) -> portico_cli::Result<()> {
     if !client && !python {
-        say(portico_script::TYPES.trim_end());
-        return Ok(());
+        return script_types();
     }
     let source = config.as_ref().map_or_else(
         || "portico.toml".to_owned(),

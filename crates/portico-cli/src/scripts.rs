@@ -1,16 +1,88 @@
 //! `[scripts]`: the application's JavaScript or TypeScript, loaded into a pool of script
 //! runtimes (`portico_script`), its methods, publications and rules registered on the platform
-//! and its routes handed to the `[[api]]` they name.
+//! and its routes handed to the `[[api]]` they name (the routes door turns each into a route:
+//! `portico_rest::scripts`).
+//!
+//! Built without the `scripts` feature, the script engine is not compiled in: [`Scripts`] is a
+//! type with no values, and [`load`] refuses a config that has `[scripts]` ([`NOT_BUILT`]), so
+//! `serve`, `check` and `routes` never ignore the application's scripts silently.
 
-use std::collections::BTreeMap;
-
-use portico_platform::{Platform, public_user};
-use portico_rest::{Api, Context, Endpoint, Endpoints, Reply, RouteOptions};
-use portico_script::{CallError, Definitions, RouteDefinition, ScriptConfig, Scripts};
-use serde_json::{Map, Value, json};
+use portico_platform::Platform;
+#[cfg(feature = "scripts")]
+use portico_script::{Definitions, ScriptConfig};
 
 use crate::config::Config;
 
+/// The application's loaded scripts (`portico_script::Scripts`).
+#[cfg(feature = "scripts")]
+pub use portico_script::Scripts;
+
+/// The application's scripts in a build without the `scripts` feature: a type with no values
+/// (nothing can load scripts), so the code that hands scripts on compiles alike in both builds.
+#[cfg(not(feature = "scripts"))]
+#[derive(Debug, Clone)]
+pub enum Scripts {}
+
+/// What a build without the `scripts` feature says of a config with `[scripts]`.
+pub const NOT_BUILT: &str = "this portico was built without scripts (the `scripts` feature); rebuild it with `cargo build --release -p portico-cli --features scripts` (on by default), or remove [scripts] from the config";
+
+/// `[scripts]` in a build without the `scripts` feature: refused ([`NOT_BUILT`], with the
+/// line of `[scripts]`), never ignored. `None` without `[scripts]`.
+///
+/// # Errors
+/// [`crate::Error::Script`] when the config has `[scripts]`.
+#[cfg(not(feature = "scripts"))]
+#[allow(clippy::unused_async)] // the same signature as the loading twin of builds with scripts
+pub async fn load(config: &Config, _platform: &Platform) -> crate::Result<Option<Scripts>> {
+    match &config.scripts {
+        Some(scripts) => Err(crate::Error::Script(format!(
+            "[scripts] (line {}): {NOT_BUILT}",
+            scripts.line
+        ))),
+        None => Ok(None),
+    }
+}
+
+/// `serve --watch` in a build without the `scripts` feature: never called, as no [`Scripts`]
+/// value exists.
+#[cfg(not(feature = "scripts"))]
+pub fn watch(scripts: Scripts) -> tokio::task::JoinHandle<()> {
+    match scripts {}
+}
+
+/// The names of the jobs `scripts` define (`jobs.define`).
+#[cfg(feature = "scripts")]
+pub(crate) fn job_names(scripts: &Scripts) -> Vec<&str> {
+    let jobs = &scripts.definitions().jobs;
+    jobs.iter().map(|j| j.name.as_str()).collect()
+}
+
+/// The names of the jobs `scripts` define: none in a build without scripts.
+#[cfg(not(feature = "scripts"))]
+pub(crate) fn job_names(scripts: &Scripts) -> Vec<&str> {
+    match *scripts {}
+}
+
+/// What `portico check` says of the scripts (`, scripts: 2 methods, ...`).
+#[cfg(feature = "scripts")]
+pub(crate) fn summary(scripts: &Scripts) -> String {
+    let defs = scripts.definitions();
+    let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    format!(
+        ", scripts: {}, {}, {}",
+        count(defs.methods.len(), "method"),
+        count(defs.publications.len(), "publication"),
+        count(defs.routes.len(), "route")
+    )
+}
+
+/// What `portico check` says of the scripts: never called in a build without scripts.
+#[cfg(not(feature = "scripts"))]
+pub(crate) fn summary(scripts: &Scripts) -> String {
+    match *scripts {}
+}
+
+#[cfg(feature = "scripts")]
 /// The `portico_script` settings of `[scripts]`.
 fn script_config(config: &Config) -> Option<ScriptConfig> {
     let scripts = config.scripts.as_ref()?;
@@ -24,6 +96,7 @@ fn script_config(config: &Config) -> Option<ScriptConfig> {
     Some(out)
 }
 
+#[cfg(feature = "scripts")]
 /// Loads `[scripts]` (when the config has it) on `platform`: the modules are read, checked and
 /// run, their definitions checked against the config, and their methods, publications and
 /// rules registered. `None` without `[scripts]`.
@@ -53,9 +126,11 @@ pub async fn load(config: &Config, platform: &Platform) -> crate::Result<Option<
     Ok(Some(scripts))
 }
 
+#[cfg(feature = "scripts")]
 /// How often `serve --watch` looks at the script files.
 const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(300);
 
+#[cfg(feature = "scripts")]
 /// The modification times of `files`.
 fn stamps(files: &[std::path::PathBuf]) -> Vec<Option<std::time::SystemTime>> {
     files
@@ -64,6 +139,7 @@ fn stamps(files: &[std::path::PathBuf]) -> Vec<Option<std::time::SystemTime>> {
         .collect()
 }
 
+#[cfg(feature = "scripts")]
 /// `serve --watch`: a task that reloads `scripts` whenever one of their files changes. Calls in
 /// flight finish on the old code; an edit that does not load is logged and the old code goes
 /// on serving. Names added or removed by an edit need a restart (the doors are built once).
@@ -100,6 +176,7 @@ pub fn watch(scripts: Scripts) -> tokio::task::JoinHandle<()> {
     })
 }
 
+#[cfg(feature = "scripts")]
 /// Every definition of the scripts that the config defines too, or that names something the
 /// config lacks, as messages naming both places. (A script route on a path the config serves
 /// already is refused by the route registry, where the doors are built.)
@@ -130,7 +207,7 @@ pub fn collisions(config: &Config, definitions: &Definitions) -> Vec<String> {
         ));
     }
     for route in &definitions.routes {
-        let base = route_base(route);
+        let base = portico_rest::scripts::route_base(route);
         if !config.apis.iter().any(|a| a.base_path() == base) {
             out.push(format!(
                 "api({:?}) at {}: the config has no [[api]] whose path is {base} (declare it with api_path and version)",
@@ -139,154 +216,4 @@ pub fn collisions(config: &Config, definitions: &Definitions) -> Vec<String> {
         }
     }
     out
-}
-
-/// The base path (`/api/v1/`) of the `[[api]]` a script route names.
-pub fn route_base(route: &RouteDefinition) -> String {
-    let base = format!("/{}/", route.api.trim_matches('/'));
-    if base == "//" { "/".to_owned() } else { base }
-}
-
-/// Adds one of the scripts' routes to `api` (the `[[api]]` [`route_base`] names).
-///
-/// # Errors
-/// [`crate::Error::Setup`] when the door refuses the route (a bad path, a duplicate).
-pub fn add_route(api: &mut Api, scripts: &Scripts, route: &RouteDefinition) -> crate::Result<()> {
-    let options = RouteOptions::new()
-        .auth_required(route.auth_required)
-        .role_required(route.role_required.clone());
-    let mut endpoints = Endpoints::new();
-    for (method, definition) in &route.methods {
-        let endpoint = endpoint(scripts, route, method);
-        let mut endpoint = endpoint.role_required(definition.role_required.clone());
-        if let Some(auth) = definition.auth_required {
-            endpoint = endpoint.auth_required(auth);
-        }
-        endpoints = match method.as_str() {
-            "get" => endpoints.get(endpoint),
-            "post" => endpoints.post(endpoint),
-            "put" => endpoints.put(endpoint),
-            "patch" => endpoints.patch(endpoint),
-            "delete" => endpoints.delete(endpoint),
-            "options" => endpoints.options(endpoint),
-            other => {
-                return Err(crate::Error::Setup(format!(
-                    "route added at {}: unknown HTTP method {other:?} (get, post, put, patch, delete or options)",
-                    route.place
-                )));
-            }
-        };
-    }
-    api.add_route(route.path.as_str(), options, endpoints)
-        .map_err(|e| crate::Error::Setup(format!("route added at {}: {e}", route.place)))
-}
-
-/// The endpoint context a script sees as `this`.
-fn context(ctx: &Context) -> Value {
-    let headers: Map<String, Value> = ctx
-        .request
-        .headers
-        .iter()
-        .filter_map(|(name, value)| {
-            value
-                .to_str()
-                .ok()
-                .map(|v| (name.as_str().to_owned(), Value::String(v.to_owned())))
-        })
-        .collect();
-    let url_params: BTreeMap<&str, &str> = ctx
-        .url_params
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    json!({
-        "urlParams": url_params,
-        "queryParams": ctx.query_params,
-        "bodyParams": ctx.body_params,
-        "userId": ctx.user_id,
-        "user": ctx.user.as_ref().map(public_user),
-        "request": {
-            "method": ctx.request.method.as_str(),
-            "url": ctx.request.uri.to_string(),
-            "headers": headers,
-        },
-    })
-}
-
-fn endpoint(scripts: &Scripts, route: &RouteDefinition, method: &str) -> Endpoint {
-    let scripts = scripts.clone();
-    let index = route.index;
-    let method = method.to_owned();
-    let place = route.place.clone();
-    Endpoint::new(move |ctx: Context| {
-        let scripts = scripts.clone();
-        let method = method.clone();
-        let place = place.clone();
-        async move {
-            match scripts.call_route(index, &method, context(&ctx)).await {
-                Ok(outcome) => reply(outcome.value),
-                Err(e) => error_reply(e, &place),
-            }
-        }
-    })
-}
-
-/// The routes door's reply for what an endpoint answered: its value (the spec's reply forms),
-/// or the response it wrote itself.
-fn reply(answer: Value) -> Reply {
-    if let Some(done) = answer.get("done") {
-        let status = done
-            .get("statusCode")
-            .and_then(Value::as_u64)
-            .and_then(|s| u16::try_from(s).ok())
-            .and_then(|s| http::StatusCode::from_u16(s).ok())
-            .unwrap_or(http::StatusCode::OK);
-        let mut response = axum::response::Response::new(axum::body::Body::from(
-            done.get("body")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-        ));
-        *response.status_mut() = status;
-        if let Some(Value::Object(headers)) = done.get("headers") {
-            for (name, value) in headers {
-                let value = value
-                    .as_str()
-                    .map_or_else(|| value.to_string(), str::to_owned);
-                if let (Ok(name), Ok(value)) = (
-                    http::HeaderName::from_bytes(name.as_bytes()),
-                    http::HeaderValue::from_str(&value),
-                ) {
-                    response.headers_mut().insert(name, value);
-                }
-            }
-        }
-        return Reply::raw(response);
-    }
-    if answer.get("undefined").and_then(Value::as_bool) == Some(true) {
-        return portico_rest::IntoReply::into_reply(());
-    }
-    portico_rest::IntoReply::into_reply(answer.get("value").cloned().unwrap_or(Value::Null))
-}
-
-fn error_reply(error: CallError, place: &str) -> Reply {
-    match error {
-        CallError::Portico {
-            error,
-            reason,
-            details,
-            status,
-        } => {
-            let mut body = json!({
-                "status": "error",
-                "message": reason.clone().unwrap_or_else(|| error.clone()),
-                "error": error,
-            });
-            if let Some(details) = details {
-                body["details"] = details;
-            }
-            Reply::new(body).with_status(status.unwrap_or(400))
-        }
-        other => Reply::internal(format!("route endpoint at {place}: {other}")),
-    }
 }

@@ -16,6 +16,8 @@ mod integration {
     mod batch;
     mod channels;
     mod check;
+    // Some helpers serve only the tests of builds with scripts.
+    #[cfg_attr(not(feature = "scripts"), allow(dead_code))]
     mod common;
     mod email_code;
     mod field_rules;
@@ -25,6 +27,8 @@ mod integration {
     mod import;
     mod in_process;
     mod indexes;
+    // Jobs and schedules are defined by scripts.
+    #[cfg(feature = "scripts")]
     mod jobs;
     mod js_client;
     mod lifecycle;
@@ -45,8 +49,11 @@ mod integration {
     mod routes_api;
     mod safe_defaults;
     mod scale_out;
+    #[cfg(feature = "scripts")]
     mod scripts;
     mod search;
+    #[cfg(not(feature = "scripts"))]
+    mod without_scripts;
     // One SSE reader for every crate's live tests.
     #[path = "../../../portico-rest/tests/integration/sse.rs"]
     mod sse;

@@ -57,6 +57,8 @@ mod op;
 mod options;
 mod reply;
 mod route_table;
+#[cfg(feature = "scripts")]
+pub mod scripts;
 
 pub use api::{Api, RouteInfo, normalize_api_path};
 pub use auth_hooks::{AuthOutcome, AuthUserHook, LoginHook};

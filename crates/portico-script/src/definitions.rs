@@ -1,5 +1,7 @@
 //! What the application's modules defined while they loaded.
 
+use std::collections::BTreeMap;
+
 use portico_platform::{HookOp, HookWhen};
 use serde::Deserialize;
 use serde::de::Error as _;
@@ -34,8 +36,62 @@ pub struct EndpointDefinition {
     pub role_required: Vec<String>,
 }
 
+/// The HTTP method of one endpoint of a script route (the keys `addRoute` takes: `get`,
+/// `post`, `put`, `patch`, `delete`, `options`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RouteMethod {
+    /// `get`.
+    Get,
+    /// `post`.
+    Post,
+    /// `put`.
+    Put,
+    /// `patch`.
+    Patch,
+    /// `delete`.
+    Delete,
+    /// `options`.
+    Options,
+}
+
+impl RouteMethod {
+    /// Every method a script route may have, in the order the words list them.
+    pub const ALL: [RouteMethod; 6] = [
+        RouteMethod::Get,
+        RouteMethod::Post,
+        RouteMethod::Put,
+        RouteMethod::Patch,
+        RouteMethod::Delete,
+        RouteMethod::Options,
+    ];
+
+    /// The lower-case name a script gives it (`get`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteMethod::Get => "get",
+            RouteMethod::Post => "post",
+            RouteMethod::Put => "put",
+            RouteMethod::Patch => "patch",
+            RouteMethod::Delete => "delete",
+            RouteMethod::Options => "options",
+        }
+    }
+
+    /// The method named `name` (lower case, as a script writes it), `None` for another word.
+    pub fn parse(name: &str) -> Option<RouteMethod> {
+        RouteMethod::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for RouteMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A route added with `api(path).addRoute(...)`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "RawRoute")]
 #[non_exhaustive]
 pub struct RouteDefinition {
     /// Its position in the program's route list (what [`crate::Scripts::call_route`] takes).
@@ -52,8 +108,49 @@ pub struct RouteDefinition {
     pub role_required: Vec<String>,
     /// Where it was added.
     pub place: String,
-    /// Its endpoints by lower-case HTTP method name.
-    pub methods: std::collections::BTreeMap<String, EndpointDefinition>,
+    /// Its endpoints by HTTP method.
+    pub methods: BTreeMap<RouteMethod, EndpointDefinition>,
+}
+
+/// A route as the modules describe it, its methods still words.
+#[derive(Deserialize)]
+struct RawRoute {
+    index: usize,
+    api: String,
+    path: String,
+    #[serde(rename = "authRequired")]
+    auth_required: bool,
+    #[serde(rename = "roleRequired", deserialize_with = "roles")]
+    role_required: Vec<String>,
+    place: String,
+    methods: BTreeMap<String, EndpointDefinition>,
+}
+
+impl TryFrom<RawRoute> for RouteDefinition {
+    type Error = String;
+
+    /// The route with its methods parsed; an unknown one is refused, naming it and the route.
+    fn try_from(raw: RawRoute) -> Result<RouteDefinition, String> {
+        let mut methods = BTreeMap::new();
+        for (name, endpoint) in raw.methods {
+            let Some(method) = RouteMethod::parse(&name) else {
+                return Err(format!(
+                    "route {:?} added at {}: unknown HTTP method {name:?} (get, post, put, patch, delete or options)",
+                    raw.path, raw.place
+                ));
+            };
+            methods.insert(method, endpoint);
+        }
+        Ok(RouteDefinition {
+            index: raw.index,
+            api: raw.api,
+            path: raw.path,
+            auth_required: raw.auth_required,
+            role_required: raw.role_required,
+            place: raw.place,
+            methods,
+        })
+    }
 }
 
 /// An allow or deny function.
@@ -201,5 +298,59 @@ impl Definitions {
     pub(crate) fn from_json(value: Value) -> Result<Definitions, LoadError> {
         serde_json::from_value(value)
             .map_err(|e| LoadError::Definition(format!("malformed definitions: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn route(methods: Value) -> Value {
+        json!({
+            "methods": [], "publications": [], "rules": [],
+            "routes": [{
+                "index": 0, "api": "api/v1", "path": "items/:id", "authRequired": false,
+                "roleRequired": [], "place": "main.js:3:1", "methods": methods,
+            }],
+        })
+    }
+
+    #[test]
+    fn route_methods_are_read_into_the_enum() {
+        let endpoint = json!({"authRequired": true, "roleRequired": "editor"});
+        let defs = Definitions::from_json(route(json!({"get": endpoint, "delete": {
+            "authRequired": null, "roleRequired": []
+        }})));
+        let defs = match defs {
+            Ok(defs) => defs,
+            Err(e) => panic!("{e}"),
+        };
+        let methods: Vec<RouteMethod> = defs.routes[0].methods.keys().copied().collect();
+        assert_eq!(methods, vec![RouteMethod::Get, RouteMethod::Delete]);
+        assert_eq!(
+            defs.routes[0].methods[&RouteMethod::Get].role_required,
+            vec!["editor".to_owned()]
+        );
+        for method in RouteMethod::ALL {
+            assert_eq!(RouteMethod::parse(method.as_str()), Some(method));
+        }
+        assert_eq!(RouteMethod::parse("GET"), None);
+    }
+
+    #[test]
+    fn an_unknown_route_method_is_a_load_error_naming_it_and_the_route() {
+        let endpoint = json!({"authRequired": null, "roleRequired": []});
+        let Err(e) = Definitions::from_json(route(json!({"trace": endpoint}))) else {
+            panic!("a route with a TRACE endpoint was accepted");
+        };
+        let message = e.to_string();
+        assert!(
+            message.contains("unknown HTTP method \"trace\"")
+                && message.contains("\"items/:id\"")
+                && message.contains("main.js:3:1"),
+            "{message}"
+        );
     }
 }

@@ -55,7 +55,7 @@ use tokio::sync::oneshot;
 
 pub use definitions::{
     ChannelDefinition, CronDefinition, Definition, Definitions, EndpointDefinition, HookDefinition,
-    JobDefinition, RouteDefinition, RuleDefinition,
+    JobDefinition, RouteDefinition, RouteMethod, RuleDefinition,
 };
 pub use error::{CallError, LoadError, Position};
 pub use outcome::Outcome;
@@ -341,12 +341,12 @@ impl Scripts {
     pub async fn call_route(
         &self,
         index: usize,
-        method: &str,
+        method: RouteMethod,
         mut context: Value,
     ) -> Result<Outcome, CallError> {
         if let Value::Object(map) = &mut context {
             map.insert("index".into(), Value::from(index));
-            map.insert("method".into(), Value::from(method.to_ascii_lowercase()));
+            map.insert("method".into(), Value::from(method.as_str()));
         }
         self.call(Kind::Route, "", &context, &Value::Array(Vec::new()))
             .await

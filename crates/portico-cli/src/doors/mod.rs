@@ -67,7 +67,7 @@ impl Doors {
     pub fn build_with(
         config: &Config,
         platform: &Platform,
-        scripts: Option<&portico_script::Scripts>,
+        scripts: Option<&crate::scripts::Scripts>,
     ) -> Result<Doors, Vec<ConfigError>> {
         if let Err(e) = declare_collections(config, platform) {
             return Err(vec![ConfigError::at_line(
@@ -140,7 +140,7 @@ impl Doors {
     pub async fn build_scratch_with_scripts(
         config: &Config,
         file: Option<&Path>,
-    ) -> crate::Result<(Doors, Option<portico_script::Scripts>)> {
+    ) -> crate::Result<(Doors, Option<crate::scripts::Scripts>)> {
         let platform = Platform::open("memory:").await?;
         declare_collections(config, &platform)?;
         let scripts = crate::scripts::load(config, &platform).await?;

@@ -8,7 +8,8 @@ use portico_rest::{
 use serde_json::json;
 
 use portico_edge::RouteDoc;
-use portico_script::Scripts;
+
+use crate::scripts::Scripts;
 
 use super::registry::{Clash, Owner, OwnerId, Reach, Registry};
 use crate::config::{ApiConfig, CollectionConfig, ConfigError};
@@ -205,23 +206,7 @@ pub(crate) fn build_each(
             .map_err(|e| ConfigError::at_line(collection.line, "api.collection", e.to_string()))?;
     }
     if let Some((scripts, line)) = scripts {
-        for route in &scripts.definitions().routes {
-            if crate::scripts::route_base(route) != base {
-                continue;
-            }
-            let owner = Owner::new(
-                format!("the script route at {}", route.place),
-                line,
-                "scripts",
-            );
-            let owner = registry.owner(owner);
-            let path = format!("{base}{}", route.path.trim_matches('/'));
-            registry
-                .door(Reach::Route(path), &base, owner)
-                .map_err(Clash::refusal)?;
-            crate::scripts::add_route(&mut rest, scripts, route)
-                .map_err(|e| ConfigError::at_line(line, "scripts", e.to_string()))?;
-        }
+        add_script_routes(&mut rest, &base, scripts, line, registry)?;
     }
     if api.batch_limit > 0 {
         let mut options = portico_rest::BatchOptions::default();
@@ -234,6 +219,55 @@ pub(crate) fn build_each(
             .map_err(|e| at_api("api.batch_limit", e.to_string()))?;
     }
     Ok(rest)
+}
+
+/// Adds the routes of `scripts` (with the line of `[scripts]`) that name the API of `base` to
+/// `rest`, each claimed in `registry` first; the routes door makes each a route
+/// (`portico_rest::scripts`).
+///
+/// # Errors
+/// What the registry or the front door refused, at the line of `[scripts]`.
+#[cfg(feature = "scripts")]
+fn add_script_routes(
+    rest: &mut Api,
+    base: &str,
+    scripts: &Scripts,
+    line: usize,
+    registry: &mut Registry,
+) -> Result<(), ConfigError> {
+    for route in &scripts.definitions().routes {
+        if portico_rest::scripts::route_base(route) != base {
+            continue;
+        }
+        let owner = Owner::new(
+            format!("the script route at {}", route.place),
+            line,
+            "scripts",
+        );
+        let owner = registry.owner(owner);
+        let path = format!("{base}{}", route.path.trim_matches('/'));
+        registry
+            .door(Reach::Route(path), base, owner)
+            .map_err(Clash::refusal)?;
+        portico_rest::scripts::add_route(rest, scripts, route).map_err(|e| {
+            let message = format!("route added at {}: {e}", route.place);
+            ConfigError::at_line(line, "scripts", crate::Error::Setup(message).to_string())
+        })?;
+    }
+    Ok(())
+}
+
+/// The script routes of a build without the `scripts` feature: none (no [`Scripts`] value
+/// exists).
+#[cfg(not(feature = "scripts"))]
+fn add_script_routes(
+    _rest: &mut Api,
+    _base: &str,
+    scripts: &Scripts,
+    _line: usize,
+    _registry: &mut Registry,
+) -> Result<(), ConfigError> {
+    match *scripts {}
 }
 
 /// The routes `add` gives an API of `api`'s base path on its own (without login routes), so

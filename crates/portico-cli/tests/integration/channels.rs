@@ -612,6 +612,7 @@ async fn two_instances_share_channels_and_a_killed_ones_members_leave() {
     assert_eq!(back["member"]["userId"], json!(ann_id));
 }
 
+#[cfg(feature = "scripts")]
 const SCRIPT: &str = r#"
 import { channels, broadcast, methods, publish, collection } from "portico";
 
@@ -641,6 +642,7 @@ methods({
 });
 "#;
 
+#[cfg(feature = "scripts")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn script_functions_decide_and_methods_broadcast() {
     let ws = Workspace::new();

@@ -1090,6 +1090,7 @@ update = "authenticated"
 /// A script's `files` (the `"portico"` module): attach text and bytes, list, read back (bytes
 /// of every value, text), delete, through the same files service the routes use: what a script
 /// attaches downloads over HTTP, and what a client uploads a script reads.
+#[cfg(feature = "scripts")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scripts_attach_read_and_delete_files() {
     const MAIN: &str = r#"

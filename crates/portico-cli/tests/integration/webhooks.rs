@@ -4,6 +4,9 @@
 //! refuses the first deliveries: every event arrives, signed, with one `webhook-id` across its
 //! tries, in write order, without the fields the collection's read rules hide.
 
+// The receiver and the scripts that send to it serve the tests of builds with scripts only.
+#![cfg_attr(not(feature = "scripts"), allow(dead_code, unused_imports))]
+
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -126,6 +129,7 @@ async fn method(server: &Server, name: &str, args: Value) -> super::common::Repl
         .await
 }
 
+#[cfg(feature = "scripts")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_are_delivered_signed_in_order_through_refusals() {
     let ws = Workspace::new();
@@ -277,6 +281,7 @@ methods({
 /// A receiver that never answers costs a try of `webhook_timeout_ms`; one that answers 10 MB
 /// is read for its first 512 bytes only; both are retried under one webhook-id, and the
 /// server keeps answering.
+#[cfg(feature = "scripts")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn receivers_that_hang_or_answer_10_mb_are_retried_with_bounded_reads() {
     let ws = Workspace::new();
