@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::common::{Server, Workspace, x_auth};
+use super::common::{Http, Server, Workspace, x_auth};
 
 /// An SMTP server writing each mail it receives as a JSON file the test reads.
 pub(crate) struct SmtpSink {
@@ -150,7 +150,7 @@ fn config(smtp: &str, extra: &str) -> String {
 
 /// A POST of `body` to `path` with `headers`.
 pub(crate) async fn post(
-    server: &Server,
+    server: &Http,
     path: &str,
     body: Value,
     headers: &[(&str, &str)],

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::common::{S3Server, Server, Workspace, cluster, text};
+use super::common::{S3Server, Process, Server, Workspace, cluster, text};
 
 /// A collection anyone may write (the tests write without logging in).
 const ITEMS: &str = "[[api]]\nuse_default_auth = true\n[[api.collection]]\nname = \"items\"\nauth_required = false\n";

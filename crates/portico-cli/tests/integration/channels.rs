@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
-use super::common::{Server, Workspace, x_auth};
+use super::common::{Http, Server, Workspace, x_auth};
 use super::sse::Sse;
 
 const RULES: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
@@ -32,7 +32,7 @@ const WAIT: Duration = Duration::from_secs(10);
 
 impl Client {
     /// A socket whose upgrade request carries the header `name: value` (a token or a key).
-    pub(crate) async fn connect_with_header(server: &Server, name: &str, value: &str) -> Client {
+    pub(crate) async fn connect_with_header(server: &Http, name: &str, value: &str) -> Client {
         let url = format!("{}/live", server.base.replacen("http", "ws", 1));
         let mut request =
             tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url)
@@ -50,7 +50,7 @@ impl Client {
         }
     }
 
-    async fn connect(server: &Server) -> Client {
+    async fn connect(server: &Http) -> Client {
         let url = format!("{}/live", server.base.replacen("http", "ws", 1));
         let (socket, _) = tokio_tungstenite::connect_async(url)
             .await

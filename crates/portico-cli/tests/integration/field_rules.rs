@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::common::{Reply, Server, Workspace, x_auth};
+use super::common::{Http, Reply, Server, Workspace, x_auth};
 use super::sse::Sse;
 
 const CONFIG: &str = r#"
@@ -30,11 +30,11 @@ name = "staff"
 collection = "staff"
 "#;
 
-async fn get(server: &Server, path: &str, token: &str) -> Reply {
+async fn get(server: &Http, path: &str, token: &str) -> Reply {
     server.call("GET", path, None, &x_auth(token)).await
 }
 
-async fn send(server: &Server, method: &str, path: &str, body: Value, token: &str) -> Reply {
+async fn send(server: &Http, method: &str, path: &str, body: Value, token: &str) -> Reply {
     server.call(method, path, Some(body), &x_auth(token)).await
 }
 
@@ -43,7 +43,7 @@ fn bearer(token: &str) -> [(&'static str, String); 1] {
 }
 
 async fn auto(
-    server: &Server,
+    server: &Http,
     method: &str,
     path: &str,
     body: Option<Value>,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::common::{S3Server, Server, Workspace, text};
+use super::common::{Http, S3Server, Process, Server, Workspace, text};
 
 /// `posts`: owners only (`ownerId`), a cover image (with thumbnails) and up to 3 attachments.
 /// `albums`: reads need a login (for the download-token cases), writes too.
@@ -421,7 +421,7 @@ async fn files_round_trip_with_ranges_types_and_thumbnails() {
 /// One upload on its own connection, written by hand: `head` then `body` in chunks; with
 /// `stop_after`, the connection is closed after that many body bytes.
 fn raw_upload(
-    server: &Server,
+    server: &Http,
     head: &str,
     body: &[u8],
     stop_after: Option<usize>,
@@ -568,7 +568,7 @@ async fn size_limit_aborted_uploads_and_protected_files() {
 }
 
 /// The resident peak of the server (`VmHWM`), in bytes.
-fn peak(server: &Server) -> u64 {
+fn peak(server: &Process) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
     let kb: u64 = status
         .lines()
@@ -580,7 +580,7 @@ fn peak(server: &Server) -> u64 {
 
 /// Streams `size` bytes of varied content up into a new document of `server` (open writes)
 /// and back down, checking the hashes; returns how much the server's peak resident set grew.
-async fn stream_round_trip(server: &Server, size: usize) -> u64 {
+async fn stream_round_trip(server: &Http, size: usize) -> u64 {
     let ada = Client {
         server,
         token: String::new(),

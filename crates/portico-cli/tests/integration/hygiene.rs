@@ -5,12 +5,12 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::common::{Server, Workspace};
+use super::common::{Http, Server, Workspace};
 
 /// Short limits so each test takes seconds; the cap is far below the number of attackers.
 const CONFIG: &str = "[server]\nheader_timeout_secs = 2\nbody_timeout_secs = 1\nkeep_alive_timeout_secs = 1\nmax_connections = 200\n[[api]]\n[[api.collection]]\nname = \"things\"\nauth_required = false\n";
 
-fn addr(server: &Server) -> String {
+fn addr(server: &Http) -> String {
     server.base.trim_start_matches("http://").to_owned()
 }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::common::{Server, Workspace};
+use super::common::{Http, Server, Workspace};
 
 const CONFIG: &str = r#"
 [scripts]
@@ -68,7 +68,7 @@ fn workspace(ws: Workspace) -> Workspace {
     ws
 }
 
-async fn method(server: &Server, name: &str, args: Value) -> Value {
+async fn method(server: &Http, name: &str, args: Value) -> Value {
     let r = server
         .call("POST", &format!("/methods/{name}"), Some(args), &[])
         .await;
@@ -83,7 +83,7 @@ async fn method(server: &Server, name: &str, args: Value) -> Value {
 }
 
 /// Reads `state()` until `done` holds (at most `limit`), and returns it.
-async fn wait_for(server: &Server, limit: Duration, done: impl Fn(&Value) -> bool) -> Value {
+async fn wait_for(server: &Http, limit: Duration, done: impl Fn(&Value) -> bool) -> Value {
     let start = Instant::now();
     loop {
         let state = method(server, "state", json!([])).await;
@@ -439,7 +439,7 @@ methods({
 "#;
 
 /// The value of the gauge `name` in `/metrics`.
-async fn gauge(server: &Server, name: &str) -> u64 {
+async fn gauge(server: &Http, name: &str) -> u64 {
     let metrics = server.call("GET", "/metrics", None, &[]).await.raw;
     metrics
         .lines()

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::common::{Server, Workspace, text, x_auth};
+use super::common::{Process, Server, Workspace, text, x_auth};
 
 const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n[[api.collection]]\nname = \"items\"\nauth_required = true\n[auto]\nauth_failure_delay_ms = 0\ncollections = [\"things\"]\n[auto.rules.things]\ninsert = \"anyone\"\n";
 
@@ -157,7 +157,7 @@ fn a_taken_port_refuses_to_start() {
 async fn defaults_read_portico_toml_in_the_working_directory() {
     let ws = Workspace::new();
     ws.config("[[api]]\nversion = \"v9\"\n[[api.collection]]\nname = \"items\"\n");
-    let server = Server::start(ws.dir.path(), &["serve", "--listen", "127.0.0.1:0"]);
+    let server = Process::start(ws.dir.path(), &["serve", "--listen", "127.0.0.1:0"]);
     assert_eq!(
         server.call("GET", "/api/v9/items", None, &[]).await.status,
         200
@@ -217,7 +217,7 @@ async fn the_routes_listing_matches_what_is_served() {
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/portico.toml");
     let ws = Workspace::new();
     let db = ws.database();
-    let server = Server::start(
+    let server = Process::start(
         ws.dir.path(),
         &[
             "serve",
@@ -356,7 +356,7 @@ async fn relative_paths_in_a_config_are_taken_from_its_folder() {
         text(&added.stderr)
     );
     assert!(site.join("app.db").is_file());
-    let server = Server::start(
+    let server = Process::start(
         ws.dir.path(),
         &["serve", "--config", config, "--listen", "127.0.0.1:0"],
     );
