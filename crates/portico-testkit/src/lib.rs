@@ -24,7 +24,7 @@ mod s3;
 mod scenario;
 mod workspace;
 
-pub use binary::{Process, portico, text};
+pub use binary::{Process, binary, portico, text};
 pub use http::{Http, Reply, x_auth};
 pub use in_process::Server;
 pub use s3::S3Server;

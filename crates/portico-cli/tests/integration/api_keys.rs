@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::channels::Client;
-use super::common::{Http, Server, Workspace, text, x_auth};
+use super::common::{Http, Workspace, text, x_auth};
 
 const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
 [[api.collection]]\nname = \"reports\"\nrole_required = [\"staff\"]\n\
@@ -199,7 +199,7 @@ async fn an_admin_acts_as_a_user_for_a_while_and_its_writes_are_logged() {
     let root = ws.add_user("root", "root-secret", &["admin"]);
     let ada = ws.add_user("ada", "ada-secret", &["admin"]);
     let ann = ws.add_user("ann", "ann-secret", &[]);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let admin = server.admin_token("root", "root-secret").await;
     let act = |id: &str| format!("/_/api/users/{id}/impersonate");
     let as_ann = server.call("POST", &act(&ann), None, &x_auth(&admin)).await;

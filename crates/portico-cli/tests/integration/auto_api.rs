@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::common::{Http, Server, Workspace};
+use super::common::{Http, Workspace};
 
 fn bearer(token: &str) -> String {
     format!("Bearer {token}")

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::common::{Http, Reply, Server, Workspace};
+use super::common::{Http, Reply, Workspace};
 
 const CONFIG: &str = r#"
 [[api]]

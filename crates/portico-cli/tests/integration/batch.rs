@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::common::{Http, Server, Workspace, x_auth};
+use super::common::{Http, Workspace, x_auth};
 
 const CONFIG: &str = "[[api]]\nversion = \"v1\"\nuse_default_auth = true\nbatch_limit = 5\n[[api.collection]]\nname = \"items\"\nauth_required = false\n[[api.collection]]\nname = \"drafts\"\nrole_required = \"editor\"\n[[api.collection]]\nname = \"notes\"\nowner_field = \"ownerId\"\n";
 

@@ -439,7 +439,7 @@ async fn a_client_that_never_reads_is_dropped_and_the_others_go_on() {
     ws.config(&format!(
         "{RULES}[[channels]]\npattern = \"open:*\"\njoin = \"anyone\"\nsend = \"anyone\"\n[live]\nmax_message_bytes = 6000\nframes_per_second = 1000\nbytes_per_second = 100000000\n"
     ));
-    let server = ws.serve();
+    let server = ws.serve_binary();
     // The sleeper's socket holds little in the kernel, so its server-side queue fills soon.
     let addr: std::net::SocketAddr = server
         .base
@@ -540,8 +540,8 @@ async fn two_instances_share_channels_and_a_killed_ones_members_leave() {
     ));
     ws.add_user("ann", "ann-password", &[]);
     ws.add_user("bob", "bob-password", &[]);
-    let mut a = ws.serve();
-    let b = ws.serve();
+    let mut a = ws.serve_binary();
+    let b = ws.serve_binary();
     let (ann_token, ann_id) = a.rest_login("/api/", "ann", "ann-password").await;
     let (bob_token, bob_id) = b.rest_login("/api/", "bob", "bob-password").await;
 

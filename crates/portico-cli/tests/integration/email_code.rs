@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::accounts::SmtpSink;
-use super::common::{Http, Server, Workspace};
+use super::common::{Http, Workspace};
 
 const APP: &str = "http://app.test";
 
@@ -75,7 +75,7 @@ async fn codes_and_links_sign_in_once_on_sqlite() {
          mail_rate_limit_per_email = { attempts = 50, per_seconds = 3600 }",
     ));
     let ann_id = ws.add_account("ann", Some("ann@example.com"), "ann-password", &[]);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let methods = server.call("GET", "/auth/methods", None, &[]).await;
     assert_eq!(methods.body["emailCode"], true, "{}", methods.raw);
     assert_eq!(methods.body["emailCodeSignup"], false, "{}", methods.raw);

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::common::{Http, Reply, Server, Workspace, x_auth};
+use super::common::{Http, Reply, Workspace, x_auth};
 use super::sse::Sse;
 
 const CONFIG: &str = r#"

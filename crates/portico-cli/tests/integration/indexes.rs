@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::common::{Http, Server, Workspace, text};
+use super::common::{Http, Workspace, text};
 
 const CONFIG: &str = r#"
 [metrics]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::common::{Http, Server, Workspace, x_auth};
+use super::common::{Http, Workspace, x_auth};
 use super::sse::Sse;
 
 const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use super::common::{Http, Server, Workspace};
+use super::common::{Http, Workspace};
 
 #[path = "../../../portico-auto/tests/integration/login_variants.rs"]
 mod login_variants;

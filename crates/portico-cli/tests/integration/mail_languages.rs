@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::accounts::SmtpSink;
-use super::common::{Http, Server, Workspace, text};
+use super::common::{Http, Workspace, text};
 
 const APP: &str = "http://app.test";
 

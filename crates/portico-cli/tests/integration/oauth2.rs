@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use reqwest::Url;
 use serde_json::{Value, json};
 
-use super::common::{Http, Process, Server, Workspace, text, x_auth};
+use super::common::{Http, Process, Workspace, text, x_auth};
 use super::oidc::{Browser, free_port};
 
 const APP: &str = "http://app.test";
@@ -167,7 +167,7 @@ fn config(github: &GitHub, server_url: &str) -> String {
     )
 }
 
-fn serve_on(ws: &Workspace, port: u16) -> Server {
+fn serve_on(ws: &Workspace, port: u16) -> Process {
     Process::start_with_env(
         &ws.path(""),
         &[

@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use reqwest::Url;
 use serde_json::{Value, json};
 
-use super::common::{Http, Process, Server, Workspace, x_auth};
+use super::common::{Http, Process, Workspace, x_auth};
 
 const APP: &str = "http://app.test";
 const SECRET: &str = "local-test-secret";
@@ -251,7 +251,7 @@ fn config(issuer: &str, server_url: &str) -> String {
     )
 }
 
-fn serve_on(ws: &Workspace, port: u16) -> Server {
+fn serve_on(ws: &Workspace, port: u16) -> Process {
     Process::start_with_env(
         &ws.path(""),
         &[

@@ -1,7 +1,7 @@
 //! What a running server offers its operators and client generators: `/openapi.json` (and
 //! `portico openapi`), the health probes and Prometheus metrics.
 
-use super::common::{Process, Server, Workspace, text};
+use super::common::{Process, Workspace, text};
 
 const CONFIG: &str = "[[api]]\nversion = \"v1\"\nuse_default_auth = true\n[[api.collection]]\nname = \"items\"\nauth_required = false\n[auto]\ncollections = [\"widgets\"]\n";
 

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::common::{Http, Server, Workspace, x_auth};
+use super::common::{Http, Workspace, x_auth};
 
 fn support() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/passkeys")

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::common::{Http, Process, Workspace, cluster, x_auth};
+use super::common::{Http, Workspace, cluster, x_auth};
 use super::sse::Sse;
 
 const CONFIG: &str = "replica_max_lag_ms = 60000\n\

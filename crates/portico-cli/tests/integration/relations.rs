@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::common::{Http, Server, Workspace, x_auth};
+use super::common::{Http, Workspace, x_auth};
 
 const CONFIG: &str = r#"
 [[api]]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::common::{Http, Server, Workspace, x_auth};
+use super::common::{Http, Workspace, x_auth};
 
 const LIMITS: &str = "trusted_proxies = [\"127.0.0.1\"]\n\
 [[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::common::{Http, Process, Server, Workspace, text};
+use super::common::{Http, Process, Workspace, text};
 
 const CONFIG: &str = r#"
 [scripts]
@@ -150,7 +150,7 @@ async fn script_methods_routes_publications_and_rules_over_http() {
     let port = slow_server(Duration::from_millis(1000)).await;
     let ws = workspace(port, MAIN);
     ws.add_user("ann", "ann-password", &[]);
-    let server = ws.serve();
+    let server = ws.serve_binary();
 
     // Methods, as the auto API serves Rust methods.
     let r = server
@@ -1083,7 +1083,7 @@ api("api").addRoute("spin", { get() { return busy(); } });
     );
     std::fs::create_dir_all(ws.path("server")).unwrap();
     std::fs::write(ws.path("server/main.ts"), MAIN).unwrap();
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let mut ids = Vec::new();
     for (method, path) in [
         ("POST", "/methods/spin"),

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use super::common::{Http, Server, Workspace};
+use super::common::{Http, Workspace};
 
 /// The receiver: a Node.js process checking signatures, appending each request to a file.
 struct Receiver {

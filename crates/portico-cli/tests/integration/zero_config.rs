@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::common::{Process, Server, Workspace, text, x_auth};
+use super::common::{Process, Workspace, text, x_auth};
 
 #[tokio::test]
 async fn without_a_config_serve_says_so_and_serves_every_collection_read_only() {
