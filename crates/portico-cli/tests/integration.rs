@@ -50,9 +50,6 @@ mod integration {
     mod scale_out;
     mod scripts;
     mod search;
-    // One SSE reader for every crate's live tests.
-    #[path = "../../../portico-rest/tests/integration/sse.rs"]
-    mod sse;
     mod timestamps;
     mod users;
     mod webhooks;

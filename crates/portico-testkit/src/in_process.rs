@@ -19,8 +19,8 @@ use crate::http::Http;
 /// the in-process app logs nothing). A test about those spawns the binary ([`crate::Process`]).
 pub struct Server {
     http: Http,
-    /// The platform it serves (its store, accounts, jobs...), to set up or inspect state.
-    pub platform: portico_platform::Platform,
+    /// The platform it serves; given up before the server stops, so that the store closes.
+    platform: Option<portico_platform::Platform>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     kill: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<bool>>,
@@ -38,6 +38,14 @@ impl std::ops::Deref for Server {
 type Ready = Result<(std::net::SocketAddr, portico_platform::Platform), String>;
 
 impl Server {
+    /// The platform it serves (its store, accounts, jobs...), to set up or inspect state. A
+    /// clone kept past the server's stop keeps its store open.
+    pub fn platform(&self) -> &portico_platform::Platform {
+        self.platform
+            .as_ref()
+            .expect("the platform is there until the server stops")
+    }
+
     /// Serves the config file `config` (its `database` included); panics with the build's
     /// error when the app does not build.
     pub fn start(config: PathBuf) -> Server {
@@ -61,7 +69,7 @@ impl Server {
         match ready_rx.recv() {
             Ok(Ok((addr, platform))) => Ok(Server {
                 http: Http::new(format!("http://{addr}")),
-                platform,
+                platform: Some(platform),
                 stop: Some(stop),
                 kill: Some(kill),
                 thread: Some(thread),
@@ -78,8 +86,13 @@ impl Server {
     }
 
     /// Stops as SIGTERM stops the binary: no new connections, in-flight requests get the
-    /// grace period, the background work stops and the store closes; whether it got that far.
+    /// grace period, the background work stops; whether it got that far.
+    ///
+    /// The store is not closed, though: something of the served app keeps it open in this
+    /// process (on SQLite its lock stays held until the test binary exits), so a test
+    /// that needs the database alone after its server (`portico restore`) runs the binary.
     pub fn stop(mut self) -> bool {
+        self.platform = None;
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -91,6 +104,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        self.platform = None;
         if let Some(kill) = self.kill.take() {
             let _ = kill.send(());
         }

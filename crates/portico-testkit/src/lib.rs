@@ -11,6 +11,8 @@
 //! - [`Http`]: requests to either (what both dereference to), and [`Reply`].
 //! - [`Scenario`]: request-scenario tables, run in order against a server, each failure naming
 //!   its scenario.
+//! - [`sse::Sse`]: a server-sent events reader for live streams; [`login_variants`]: the
+//!   credential variants both front doors must answer alike.
 //!
 //! The kit panics on a setup failure (a directory it cannot create, a server that does not
 //! start): that is how a test fails, saying what went wrong.
@@ -20,8 +22,10 @@
 mod binary;
 mod http;
 mod in_process;
+pub mod login_variants;
 mod s3;
 mod scenario;
+pub mod sse;
 mod workspace;
 
 pub use binary::{Process, binary, portico, text};

@@ -10,7 +10,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::common::{Http, Server, Workspace, x_auth};
-use super::sse::Sse;
+use portico_testkit::sse::Sse;
 
 const RULES: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
 [[api.collection]]\nname = \"items\"\n\

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::common::{Http, Reply, Workspace, x_auth};
-use super::sse::Sse;
+use portico_testkit::sse::Sse;
 
 const CONFIG: &str = r#"
 [[api]]

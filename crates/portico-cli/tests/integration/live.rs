@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::common::{Http, Workspace, x_auth};
-use super::sse::Sse;
+use portico_testkit::sse::Sse;
 
 const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
 [[api.collection]]\nname = \"items\"\nauth_required = true\n\

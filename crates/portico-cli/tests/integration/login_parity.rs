@@ -8,10 +8,8 @@ use sha2::Digest;
 
 use super::common::{Http, Workspace};
 
-#[path = "../../../portico-auto/tests/integration/login_variants.rs"]
-mod login_variants;
 
-use login_variants::{LOGIN_VARIANTS, Outcome, fill};
+use portico_testkit::login_variants::{LOGIN_VARIANTS, Outcome, fill};
 
 const CONFIG: &str = "[[api]]\nuse_default_auth = true\n[auto]\ncollections = []\n";
 

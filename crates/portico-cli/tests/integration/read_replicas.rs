@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::common::{Http, Workspace, cluster, x_auth};
-use super::sse::Sse;
+use portico_testkit::sse::Sse;
 
 const CONFIG: &str = "replica_max_lag_ms = 60000\n\
 [metrics]\n\
