@@ -73,13 +73,7 @@ fn bearer(token: &str) -> Vec<(&'static str, String)> {
     }
 }
 
-async fn call(
-    server: &Http,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-    token: &str,
-) -> Reply {
+async fn call(server: &Http, method: &str, path: &str, body: Option<Value>, token: &str) -> Reply {
     let headers = bearer(token);
     let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
     server.call(method, path, body, &headers).await

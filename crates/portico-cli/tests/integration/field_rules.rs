@@ -42,13 +42,7 @@ fn bearer(token: &str) -> [(&'static str, String); 1] {
     [("Authorization", format!("Bearer {token}"))]
 }
 
-async fn auto(
-    server: &Http,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-    token: &str,
-) -> Reply {
+async fn auto(server: &Http, method: &str, path: &str, body: Option<Value>, token: &str) -> Reply {
     let auth = bearer(token);
     let headers: Vec<(&str, &str)> = auth.iter().map(|(k, v)| (*k, v.as_str())).collect();
     server.call(method, path, body, &headers).await

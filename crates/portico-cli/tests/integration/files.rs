@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::common::{Http, S3Server, Process, Server, Workspace, text};
+use super::common::{Http, Process, S3Server, Server, Workspace, text};
 
 /// `posts`: owners only (`ownerId`), a cover image (with thumbnails) and up to 3 attachments.
 /// `albums`: reads need a login (for the download-token cases), writes too.
@@ -431,12 +431,7 @@ async fn files_round_trip_with_ranges_types_and_thumbnails() {
 
 /// One upload on its own connection, written by hand: `head` then `body` in chunks; with
 /// `stop_after`, the connection is closed after that many body bytes.
-fn raw_upload(
-    server: &Http,
-    head: &str,
-    body: &[u8],
-    stop_after: Option<usize>,
-) -> Option<String> {
+fn raw_upload(server: &Http, head: &str, body: &[u8], stop_after: Option<usize>) -> Option<String> {
     let addr = server.base.trim_start_matches("http://");
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
@@ -1525,7 +1520,10 @@ async fn backups_in_a_bucket_hold_the_s3_files_and_restore_them() {
         .and_then(|rest| rest.split(' ').next())
         .unwrap()
         .to_owned();
-    let held = objects(&s3, &format!("bucket/backups/{}", name.replace(".db", ".files")));
+    let held = objects(
+        &s3,
+        &format!("bucket/backups/{}", name.replace(".db", ".files")),
+    );
     assert_eq!(held.len(), 2, "{held:?}");
     // Files on S3 into a backup on disk (`--out`): downloaded beside it.
     let local = run(

@@ -8,7 +8,6 @@ use sha2::Digest;
 
 use super::common::{Http, Workspace};
 
-
 use portico_testkit::login_variants::{LOGIN_VARIANTS, Outcome, fill};
 
 const CONFIG: &str = "[[api]]\nuse_default_auth = true\n[auto]\ncollections = []\n";

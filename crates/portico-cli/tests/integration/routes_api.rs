@@ -137,9 +137,11 @@ endpoints = { getAll = { auth_required = false } }
     let (ed, _) = server.rest_login("/api/", "ed", "ed-password").await;
     let (rita, _) = server.rest_login("/api/", "rita", "rita-password").await;
 
-    let mut table = vec![Scenario::new("path: /api/posts, not the name", "GET", "/api/articles")
-        .token(&ed)
-        .status(404)];
+    let mut table = vec![
+        Scenario::new("path: /api/posts, not the name", "GET", "/api/articles")
+            .token(&ed)
+            .status(404),
+    ];
     for n in 0..3 {
         table.push(
             Scenario::new("role_required: an editor writes", "POST", "/api/posts")
@@ -160,8 +162,12 @@ endpoints = { getAll = { auth_required = false } }
         Scenario::new("getAll.role_required adds `reader`", "GET", "/api/posts")
             .token(&rita)
             .keep("id", "/data/0/_id"),
-        Scenario::new("max_page_size clamps a larger limit", "GET", "/api/posts?limit=50")
-            .token(&ed),
+        Scenario::new(
+            "max_page_size clamps a larger limit",
+            "GET",
+            "/api/posts?limit=50",
+        )
+        .token(&ed),
         Scenario::new("excluded_endpoints = delete", "DELETE", "/api/posts/{id}")
             .token(&ed)
             .status(405),
@@ -185,7 +191,12 @@ endpoints = { getAll = { auth_required = false } }
     ]);
     let replies = run_scenarios(&server, &table).await;
     let page = &replies[7];
-    assert_eq!(page.body["data"].as_array().map(Vec::len), Some(2), "{}", page.raw);
+    assert_eq!(
+        page.body["data"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        page.raw
+    );
 }
 
 #[tokio::test]

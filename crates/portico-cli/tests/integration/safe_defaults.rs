@@ -30,8 +30,12 @@ async fn a_collection_without_auth_keys_is_read_by_anyone_and_written_by_users()
             Scenario::new("an anonymous patch is refused", "PATCH", "/api/posts/{id}")
                 .body(json!({"title": "x"}))
                 .status(401),
-            Scenario::new("an anonymous delete is refused", "DELETE", "/api/posts/{id}")
-                .status(401),
+            Scenario::new(
+                "an anonymous delete is refused",
+                "DELETE",
+                "/api/posts/{id}",
+            )
+            .status(401),
             Scenario::new("anyone reads it, unchanged", "GET", "/api/posts/{id}")
                 .has(json!({"data": {"title": "hello"}})),
             Scenario::new("anyone lists", "GET", "/api/posts")
