@@ -103,3 +103,11 @@ if [ $# -gt 0 ]; then
 else
   cargo test --workspace
 fi
+
+# The slim binary (no scripts, `--no-default-features --features full,jemalloc`): its own
+# tests check that a config with [scripts] is refused by every command, never served without
+# them. Last, as it relinks target/debug/portico without scripts.
+if [ $# -eq 0 ]; then
+  echo "== cargo test of the slim binary (no scripts)"
+  cargo test -p portico-cli --no-default-features --features full,jemalloc --test integration without_scripts
+fi

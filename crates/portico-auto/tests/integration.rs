@@ -24,8 +24,6 @@ mod live;
 mod login;
 #[path = "integration/login_parity.rs"]
 mod login_parity;
-#[path = "integration/login_variants.rs"]
-mod login_variants;
 #[path = "integration/methods.rs"]
 mod methods;
 #[path = "integration/publications.rs"]
@@ -34,6 +32,3 @@ mod publications;
 mod routes;
 #[path = "integration/sqlite.rs"]
 mod sqlite;
-// One SSE reader for every crate's live tests.
-#[path = "../../portico-rest/tests/integration/sse.rs"]
-mod sse;

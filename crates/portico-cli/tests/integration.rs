@@ -1,6 +1,9 @@
-//! Black-box tests of the `portico` binary: every test runs the real executable, on a temporary
-//! SQLite file (or a database of a throwaway PostgreSQL server, for `scale_out`), and drives it
-//! over HTTP on an ephemeral port.
+//! Black-box tests of what `portico serve` serves, over HTTP on an ephemeral port, on a
+//! temporary SQLite file (or a database of a throwaway PostgreSQL server). Most serve the app in
+//! this process (`portico_testkit::Server`: `Served::build` + `Served::serve`, what the binary
+//! runs); the tests about a process run the real `portico` executable
+//! (`portico_testkit::Process`): its log lines, signals and kills, restarts, environment
+//! variables read at start, metrics (one recorder per process), memory peaks, the CLI.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic on setup failures
 
@@ -54,9 +57,6 @@ mod integration {
     mod search;
     #[cfg(not(feature = "scripts"))]
     mod without_scripts;
-    // One SSE reader for every crate's live tests.
-    #[path = "../../../portico-rest/tests/integration/sse.rs"]
-    mod sse;
     mod timestamps;
     mod users;
     mod webhooks;

@@ -20,7 +20,6 @@ mod integration {
     mod scope;
     mod server;
     mod sqlite;
-    mod sse;
     mod users;
     mod versions;
 }

@@ -6,7 +6,7 @@ use portico_platform::{LiveConfig, Platform, PlatformConfig, Query, Rules, Selec
 use serde_json::{Value, json};
 
 use crate::common::{Server, serve, user_with_token};
-use crate::sse::Sse;
+use portico_testkit::sse::Sse;
 
 async fn app(p: &Platform) -> Server {
     let owned = |user: Option<String>, doc: portico_platform::Document| async move {

@@ -1,12 +1,12 @@
 //! The auto API's half of the login parity test: every row of
-//! [`LOGIN_VARIANTS`](crate::login_variants::LOGIN_VARIANTS) sent to `POST /users/login`, and
+//! [`LOGIN_VARIANTS`](portico_testkit::login_variants::LOGIN_VARIANTS) sent to `POST /users/login`, and
 //! the outcome class compared with the row's. The routes door runs the same table.
 
 use portico_auto::{AutoApi, LoginOptions};
 use portico_platform::{NewUser, Password, Platform, password_digest};
 
 use crate::common::{Reply, Server, platform, serve};
-use crate::login_variants::{LOGIN_VARIANTS, LoginVariant, Outcome, fill};
+use portico_testkit::login_variants::{LOGIN_VARIANTS, LoginVariant, Outcome, fill};
 
 /// A fresh platform with ada and bob, served with the login add-on; ada's id.
 async fn setup() -> (Platform, Server, String) {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::common::{Server, Workspace, x_auth};
+use super::common::{Http, Workspace, x_auth};
 
 /// An SMTP server writing each mail it receives as a JSON file the test reads.
 pub(crate) struct SmtpSink {
@@ -150,7 +150,7 @@ fn config(smtp: &str, extra: &str) -> String {
 
 /// A POST of `body` to `path` with `headers`.
 pub(crate) async fn post(
-    server: &Server,
+    server: &Http,
     path: &str,
     body: Value,
     headers: &[(&str, &str)],
@@ -455,7 +455,7 @@ async fn mail_waits_for_a_dead_smtp_server_across_a_restart() {
     let ws = Workspace::new();
     ws.config(&config(&sink.url(), ""));
     ws.add_account("bob", Some("bob@example.com"), "bob-password", &[]);
-    let first = ws.serve();
+    let first = ws.serve_binary();
     let started = Instant::now();
     let asked = post(
         &first,
@@ -481,7 +481,7 @@ async fn mail_waits_for_a_dead_smtp_server_across_a_restart() {
     }
     let (clean, _) = first.stop();
     assert!(clean);
-    let second = ws.serve();
+    let second = ws.serve_binary();
     sink.up();
     let mails = sink.wait_for(1).await;
     let token = link_token(&mails[0], "bob@example.com", "reset-password");

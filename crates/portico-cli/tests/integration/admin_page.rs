@@ -13,7 +13,7 @@ async fn served_at_the_default_path_for_admins_beside_both_doors() {
     ws.config(CONFIG);
     ws.add_user("root", "root-secret", &["admin"]);
     ws.add_user("ed", "ed-secret", &["editor"]);
-    let server = ws.serve();
+    let server = ws.serve_binary();
 
     let page = server.call("GET", "/_/", None, &[]).await;
     assert_eq!(page.status, 200);
@@ -85,7 +85,7 @@ async fn moved_given_another_role_or_turned_off() {
     ));
     ws.add_user("root", "root-secret", &["admin"]);
     ws.add_user("olga", "olga-secret", &["ops"]);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     assert_eq!(server.call("GET", "/console/", None, &[]).await.status, 200);
     assert_ne!(server.call("GET", "/_/", None, &[]).await.status, 200);
     let admin = server
@@ -112,7 +112,7 @@ async fn moved_given_another_role_or_turned_off() {
     drop(server);
 
     ws.config(&format!("{CONFIG}[admin]\nenabled = false\n"));
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let off = server.call("GET", "/_/", None, &[]).await;
     assert_eq!(
         server.call("GET", "/api/articles", None, &[]).await.status,
@@ -127,7 +127,7 @@ async fn moved_given_another_role_or_turned_off() {
 async fn a_server_without_an_admin_says_how_to_make_one() {
     let ws = Workspace::new();
     ws.config(CONFIG);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     // A request first: the signal handler is installed once the server runs.
     assert_eq!(server.call("GET", "/_/", None, &[]).await.status, 200);
     let (ok, log) = server.stop();

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::common::{Server, Workspace, x_auth};
+use super::common::{Http, Workspace, x_auth};
 
 const CONFIG: &str = r#"
 [[api]]
@@ -24,7 +24,7 @@ owner_field = "ownerId"
 fields = { secret = 0 }
 "#;
 
-async fn groups(server: &Server, query: &str, token: &str) -> (u16, Value) {
+async fn groups(server: &Http, query: &str, token: &str) -> (u16, Value) {
     let r = server
         .call("GET", &format!("/api/orders?{query}"), None, &x_auth(token))
         .await;

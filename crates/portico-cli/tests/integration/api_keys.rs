@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::channels::Client;
-use super::common::{Server, Workspace, text, x_auth};
+use super::common::{Http, Workspace, text, x_auth};
 
 const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
 [[api.collection]]\nname = \"reports\"\nrole_required = [\"staff\"]\n\
@@ -37,7 +37,7 @@ fn add_key(ws: &Workspace, args: &[&str]) -> String {
     key
 }
 
-async fn reports(server: &Server, headers: &[(&str, &str)]) -> u16 {
+async fn reports(server: &Http, headers: &[(&str, &str)]) -> u16 {
     server
         .call("GET", "/api/reports", None, headers)
         .await
@@ -48,7 +48,7 @@ async fn reports(server: &Server, headers: &[(&str, &str)]) -> u16 {
 /// `feed`: the servers see the `portico keys` command's writes in their change feed
 /// (PostgreSQL; a SQLite server does not see another process's writes there), so an open
 /// socket is ended by the revocation.
-async fn keys_act_as_service_accounts(ws: &Workspace, a: &Server, b: &Server, feed: bool) {
+async fn keys_act_as_service_accounts(ws: &Workspace, a: &Http, b: &Http, feed: bool) {
     let key = add_key(ws, &["--name", "ci", "--role", "staff", "--expires", "90d"]);
     let bearer = format!("Bearer {key}");
     for headers in [
@@ -199,7 +199,7 @@ async fn an_admin_acts_as_a_user_for_a_while_and_its_writes_are_logged() {
     let root = ws.add_user("root", "root-secret", &["admin"]);
     let ada = ws.add_user("ada", "ada-secret", &["admin"]);
     let ann = ws.add_user("ann", "ann-secret", &[]);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let admin = server.admin_token("root", "root-secret").await;
     let act = |id: &str| format!("/_/api/users/{id}/impersonate");
     let as_ann = server.call("POST", &act(&ann), None, &x_auth(&admin)).await;

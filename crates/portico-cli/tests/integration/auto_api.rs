@@ -2,14 +2,14 @@
 
 use serde_json::{Value, json};
 
-use super::common::{Server, Workspace};
+use super::common::{Http, Workspace};
 
 fn bearer(token: &str) -> String {
     format!("Bearer {token}")
 }
 
 async fn as_user(
-    server: &Server,
+    server: &Http,
     method: &str,
     path: &str,
     body: Option<Value>,

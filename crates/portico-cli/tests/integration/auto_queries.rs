@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::common::{Reply, Server, Workspace};
+use super::common::{Http, Reply, Workspace};
 
 const CONFIG: &str = r#"
 [[api]]
@@ -73,19 +73,13 @@ fn bearer(token: &str) -> Vec<(&'static str, String)> {
     }
 }
 
-async fn call(
-    server: &Server,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-    token: &str,
-) -> Reply {
+async fn call(server: &Http, method: &str, path: &str, body: Option<Value>, token: &str) -> Reply {
     let headers = bearer(token);
     let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
     server.call(method, path, body, &headers).await
 }
 
-async fn insert(server: &Server, collection: &str, doc: Value, token: &str) -> String {
+async fn insert(server: &Http, collection: &str, doc: Value, token: &str) -> String {
     let r = call(server, "POST", &format!("/{collection}"), Some(doc), token).await;
     assert_eq!(r.status, 200, "{}", r.raw);
     r.body.as_str().unwrap_or_default().to_owned()
@@ -100,7 +94,7 @@ fn post<'a>(reply: &'a Reply, id: &str) -> &'a Value {
 }
 
 /// The ids a search of `path` found, in order, and its total.
-async fn found(server: &Server, path: &str, token: &str) -> (Vec<String>, String) {
+async fn found(server: &Http, path: &str, token: &str) -> (Vec<String>, String) {
     let r = call(server, "GET", path, None, token).await;
     assert_eq!(r.status, 200, "{path}: {}", r.raw);
     let ids = r.body["posts"]

@@ -2,11 +2,11 @@
 
 use serde_json::{Value, json};
 
-use super::common::{Server, Workspace, x_auth};
+use super::common::{Http, Workspace, x_auth};
 
 const CONFIG: &str = "[[api]]\nversion = \"v1\"\nuse_default_auth = true\nbatch_limit = 5\n[[api.collection]]\nname = \"items\"\nauth_required = false\n[[api.collection]]\nname = \"drafts\"\nrole_required = \"editor\"\n[[api.collection]]\nname = \"notes\"\nowner_field = \"ownerId\"\n";
 
-async fn items(server: &Server) -> Vec<Value> {
+async fn items(server: &Http) -> Vec<Value> {
     let list = server.call("GET", "/api/v1/items", None, &[]).await;
     assert_eq!(list.status, 200, "{}", list.raw);
     list.body["data"].as_array().cloned().unwrap_or_default()

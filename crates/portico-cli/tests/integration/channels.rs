@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
-use super::common::{Server, Workspace, x_auth};
-use super::sse::Sse;
+use super::common::{Http, Server, Workspace, x_auth};
+use portico_testkit::sse::Sse;
 
 const RULES: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
 [[api.collection]]\nname = \"items\"\n\
@@ -32,7 +32,7 @@ const WAIT: Duration = Duration::from_secs(10);
 
 impl Client {
     /// A socket whose upgrade request carries the header `name: value` (a token or a key).
-    pub(crate) async fn connect_with_header(server: &Server, name: &str, value: &str) -> Client {
+    pub(crate) async fn connect_with_header(server: &Http, name: &str, value: &str) -> Client {
         let url = format!("{}/live", server.base.replacen("http", "ws", 1));
         let mut request =
             tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url)
@@ -50,7 +50,7 @@ impl Client {
         }
     }
 
-    async fn connect(server: &Server) -> Client {
+    async fn connect(server: &Http) -> Client {
         let url = format!("{}/live", server.base.replacen("http", "ws", 1));
         let (socket, _) = tokio_tungstenite::connect_async(url)
             .await
@@ -439,7 +439,7 @@ async fn a_client_that_never_reads_is_dropped_and_the_others_go_on() {
     ws.config(&format!(
         "{RULES}[[channels]]\npattern = \"open:*\"\njoin = \"anyone\"\nsend = \"anyone\"\n[live]\nmax_message_bytes = 6000\nframes_per_second = 1000\nbytes_per_second = 100000000\n"
     ));
-    let server = ws.serve();
+    let server = ws.serve_binary();
     // The sleeper's socket holds little in the kernel, so its server-side queue fills soon.
     let addr: std::net::SocketAddr = server
         .base
@@ -540,8 +540,8 @@ async fn two_instances_share_channels_and_a_killed_ones_members_leave() {
     ));
     ws.add_user("ann", "ann-password", &[]);
     ws.add_user("bob", "bob-password", &[]);
-    let mut a = ws.serve();
-    let b = ws.serve();
+    let mut a = ws.serve_binary();
+    let b = ws.serve_binary();
     let (ann_token, ann_id) = a.rest_login("/api/", "ann", "ann-password").await;
     let (bob_token, bob_id) = b.rest_login("/api/", "bob", "bob-password").await;
 

@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::common::{Reply, Server, Workspace, x_auth};
-use super::sse::Sse;
+use super::common::{Http, Reply, Workspace, x_auth};
+use portico_testkit::sse::Sse;
 
 const CONFIG: &str = r#"
 [[api]]
@@ -30,11 +30,11 @@ name = "staff"
 collection = "staff"
 "#;
 
-async fn get(server: &Server, path: &str, token: &str) -> Reply {
+async fn get(server: &Http, path: &str, token: &str) -> Reply {
     server.call("GET", path, None, &x_auth(token)).await
 }
 
-async fn send(server: &Server, method: &str, path: &str, body: Value, token: &str) -> Reply {
+async fn send(server: &Http, method: &str, path: &str, body: Value, token: &str) -> Reply {
     server.call(method, path, Some(body), &x_auth(token)).await
 }
 
@@ -42,13 +42,7 @@ fn bearer(token: &str) -> [(&'static str, String); 1] {
     [("Authorization", format!("Bearer {token}"))]
 }
 
-async fn auto(
-    server: &Server,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-    token: &str,
-) -> Reply {
+async fn auto(server: &Http, method: &str, path: &str, body: Option<Value>, token: &str) -> Reply {
     let auth = bearer(token);
     let headers: Vec<(&str, &str)> = auth.iter().map(|(k, v)| (*k, v.as_str())).collect();
     server.call(method, path, body, &headers).await

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::common::{S3Server, Server, Workspace, text};
+use super::common::{Http, Process, S3Server, Server, Workspace, text};
 
 /// `posts`: owners only (`ownerId`), a cover image (with thumbnails) and up to 3 attachments.
 /// `albums`: reads need a login (for the download-token cases), writes too.
@@ -71,7 +71,7 @@ fn png(w: u32, h: u32) -> Vec<u8> {
 }
 
 struct Client<'a> {
-    server: &'a Server,
+    server: &'a Http,
     token: String,
 }
 
@@ -157,7 +157,18 @@ async fn start() -> (Workspace, Server) {
     (ws, server)
 }
 
-async fn login<'a>(server: &'a Server, name: &str, password: &str) -> Client<'a> {
+/// [`start`] with the binary, for a test that restores the database after its server stopped
+/// (an in-process server keeps its store open; see `portico_testkit::Server::stop`).
+async fn start_binary() -> (Workspace, Process) {
+    let ws = Workspace::new();
+    ws.config(CONFIG);
+    ws.add_user("ada", "correct horse", &[]);
+    ws.add_user("bob", "battery staple", &[]);
+    let server = ws.serve_binary();
+    (ws, server)
+}
+
+async fn login<'a>(server: &'a Http, name: &str, password: &str) -> Client<'a> {
     let (token, _) = server.rest_login("/api/", name, password).await;
     Client { server, token }
 }
@@ -420,12 +431,7 @@ async fn files_round_trip_with_ranges_types_and_thumbnails() {
 
 /// One upload on its own connection, written by hand: `head` then `body` in chunks; with
 /// `stop_after`, the connection is closed after that many body bytes.
-fn raw_upload(
-    server: &Server,
-    head: &str,
-    body: &[u8],
-    stop_after: Option<usize>,
-) -> Option<String> {
+fn raw_upload(server: &Http, head: &str, body: &[u8], stop_after: Option<usize>) -> Option<String> {
     let addr = server.base.trim_start_matches("http://");
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
@@ -568,7 +574,7 @@ async fn size_limit_aborted_uploads_and_protected_files() {
 }
 
 /// The resident peak of the server (`VmHWM`), in bytes.
-fn peak(server: &Server) -> u64 {
+fn peak(server: &Process) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
     let kb: u64 = status
         .lines()
@@ -580,7 +586,7 @@ fn peak(server: &Server) -> u64 {
 
 /// Streams `size` bytes of varied content up into a new document of `server` (open writes)
 /// and back down, checking the hashes; returns how much the server's peak resident set grew.
-async fn stream_round_trip(server: &Server, size: usize) -> u64 {
+async fn stream_round_trip(server: &Process, size: usize) -> u64 {
     let ada = Client {
         server,
         token: String::new(),
@@ -662,7 +668,7 @@ fn open_posts(store: &str) -> String {
 async fn one_gigabyte_streams_in_and_out_in_bounded_memory() {
     let ws = Workspace::new();
     ws.config(&open_posts("store"));
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let grown = stream_round_trip(&server, 1024 * 1024 * 1024).await;
     // The idle peak of a debug build is most of 64 MiB already (a release build's is ~10 MiB;
     // see the CLI README): what streaming 1 GiB each way adds is bounded instead.
@@ -732,14 +738,12 @@ async fn files_on_postgres_need_shared_storage() {
     assert!(files_under(&store).is_empty());
 }
 
-impl S3Server {
-    /// The objects stored under `prefix` of the bucket (the server keeps them as files).
-    fn objects(&self, bucket_prefix: &str) -> Vec<PathBuf> {
-        files_under(&self.root.path().join(bucket_prefix))
-            .into_iter()
-            .filter(|p| !p.to_string_lossy().contains(".upload"))
-            .collect()
-    }
+/// The objects stored under `prefix` of the bucket (the server keeps them as files).
+fn objects(s3: &S3Server, bucket_prefix: &str) -> Vec<PathBuf> {
+    files_under(&s3.root.path().join(bucket_prefix))
+        .into_iter()
+        .filter(|p| !p.to_string_lossy().contains(".upload"))
+        .collect()
 }
 
 /// The contract on PostgreSQL with files on a real S3-compatible server: multipart uploads
@@ -768,7 +772,7 @@ async fn files_on_s3_with_postgres() {
     let ada = login(&server, "ada", "correct horse").await;
     let id = ada.new_post().await;
     let attach = format!("/api/posts/{id}/files/attachments");
-    let objects = || s3.objects("bucket/portico");
+    let objects = || objects(&s3, "bucket/portico");
 
     // 6 MiB: two parts of a multipart upload.
     let big: Vec<u8> = (0..6 * 1024 * 1024u32)
@@ -1315,8 +1319,8 @@ async fn scheduled_backups_hold_the_files_their_database_names_and_restore_them(
         assert!(std::time::Instant::now() < deadline, "{whole:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    let (stopped, log) = server.stop();
-    assert!(stopped, "{log}");
+    let stopped = server.stop();
+    assert!(stopped);
     // Kept with their files, pruned with them: no folder of files without its backup.
     let kept = backups_in(&ws, "backups");
     assert!(kept.len() <= 3, "{kept:?}");
@@ -1388,7 +1392,7 @@ async fn scheduled_backups_hold_the_files_their_database_names_and_restore_them(
         )
         .await;
     assert_eq!(status, 200);
-    drop(server.stop());
+    assert!(server.stop());
 }
 
 /// `portico backup --out` while the server runs: the backup holds the files its snapshot
@@ -1396,7 +1400,7 @@ async fn scheduled_backups_hold_the_files_their_database_names_and_restore_them(
 /// after it; `portico restore` puts them back beside what the store holds.
 #[tokio::test]
 async fn a_backup_holds_its_snapshot_s_files_and_not_later_ones() {
-    let (ws, server) = start().await;
+    let (ws, server) = start_binary().await;
     let ada = login(&server, "ada", "correct horse").await;
     let id = ada.new_post().await;
     let attach = format!("/api/posts/{id}/files/attachments");
@@ -1434,7 +1438,7 @@ async fn a_backup_holds_its_snapshot_s_files_and_not_later_ones() {
     assert!(restored.status.success(), "{}", text(&restored.stderr));
     let said = text(&restored.stdout);
     assert!(said.contains("files: 1 put back into store"), "{said}");
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let ada = login(&server, "ada", "correct horse").await;
     let (status, _, got) = ada
         .send("GET", &format!("{attach}/before.txt"), None, &[])
@@ -1449,7 +1453,7 @@ async fn a_backup_holds_its_snapshot_s_files_and_not_later_ones() {
         .filter_map(|f| f["name"].as_str())
         .collect();
     assert_eq!(names, ["before.txt"]);
-    drop(server.stop());
+    assert!(server.stop().0);
 
     // A backup without files for an application with files says so.
     std::fs::copy(ws.path("b1.db"), ws.path("bare.db")).unwrap();
@@ -1517,7 +1521,10 @@ async fn backups_in_a_bucket_hold_the_s3_files_and_restore_them() {
         .and_then(|rest| rest.split(' ').next())
         .unwrap()
         .to_owned();
-    let held = s3.objects(&format!("bucket/backups/{}", name.replace(".db", ".files")));
+    let held = objects(
+        &s3,
+        &format!("bucket/backups/{}", name.replace(".db", ".files")),
+    );
     assert_eq!(held.len(), 2, "{held:?}");
     // Files on S3 into a backup on disk (`--out`): downloaded beside it.
     let local = run(
@@ -1545,7 +1552,7 @@ async fn backups_in_a_bucket_hold_the_s3_files_and_restore_them() {
         let (status, body) = ada.json("DELETE", &format!("{attach}/{file}"), None).await;
         assert_eq!(status, 200, "{body}");
     }
-    assert!(s3.objects("bucket/files").is_empty());
+    assert!(objects(&s3, "bucket/files").is_empty());
     let (stopped, log) = server.stop();
     assert!(stopped, "{log}");
 
@@ -1617,7 +1624,7 @@ async fn images_over_the_pixel_limit_are_refused_and_decodes_count_against_the_b
     let ws = Workspace::new();
     ws.config(&CONFIG.replace("[[api]]", "[server]\nmax_inflight_body_mb = 1\n\n[[api]]"));
     ws.add_user("ada", "correct horse", &[]);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let ada = login(&server, "ada", "correct horse").await;
     let id = ada.new_post().await;
     let cover = format!("/api/posts/{id}/files/cover");
@@ -1677,7 +1684,7 @@ async fn images_over_the_pixel_limit_are_refused_and_decodes_count_against_the_b
     let ws = Workspace::new();
     ws.config(&CONFIG.replace("max_size_mb = 1", "max_size_mb = 1\nmax_pixels = 10000"));
     ws.add_user("ada", "correct horse", &[]);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let ada = login(&server, "ada", "correct horse").await;
     let id = ada.new_post().await;
     let cover = format!("/api/posts/{id}/files/cover");

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::accounts::post;
-use super::common::{Server, Workspace, x_auth};
+use super::common::{Http, Workspace, x_auth};
 
 fn config(extra: &str) -> String {
     format!(
@@ -22,7 +22,7 @@ fn config(extra: &str) -> String {
 }
 
 /// Makes a guest; returns (id, token).
-async fn guest(server: &Server) -> (String, String) {
+async fn guest(server: &Http) -> (String, String) {
     let r = post(server, "/auth/guest", json!({}), &[]).await;
     assert_eq!(r.status, 200, "{}", r.raw);
     assert_eq!(r.body["guest"], true, "{}", r.raw);
@@ -32,7 +32,7 @@ async fn guest(server: &Server) -> (String, String) {
 }
 
 /// Writes a note as the holder of `token`; returns its id.
-async fn note(server: &Server, token: &str, title: &str) -> String {
+async fn note(server: &Http, token: &str, title: &str) -> String {
     let r = post(
         server,
         "/api/notes",
@@ -48,7 +48,7 @@ async fn note(server: &Server, token: &str, title: &str) -> String {
 }
 
 /// Every document of `collection`, as the admin page lists them.
-async fn all_documents(server: &Server, admin: &str, collection: &str) -> String {
+async fn all_documents(server: &Http, admin: &str, collection: &str) -> String {
     let r = server
         .call(
             "GET",
@@ -62,7 +62,7 @@ async fn all_documents(server: &Server, admin: &str, collection: &str) -> String
 }
 
 /// The guest scenario on `a` and `b` (two instances of one database, or one server twice).
-async fn guests_keep_their_work_and_idle_ones_go(a: &Server, b: &Server) {
+async fn guests_keep_their_work_and_idle_ones_go(a: &Http, b: &Http) {
     let methods = a.call("GET", "/auth/methods", None, &[]).await;
     assert_eq!(methods.body["guests"], true, "{}", methods.raw);
     let admin = a.admin_token("root", "root-secret").await;

@@ -5,12 +5,12 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::common::{Server, Workspace};
+use super::common::{Http, Workspace};
 
 /// Short limits so each test takes seconds; the cap is far below the number of attackers.
 const CONFIG: &str = "[server]\nheader_timeout_secs = 2\nbody_timeout_secs = 1\nkeep_alive_timeout_secs = 1\nmax_connections = 200\n[[api]]\n[[api.collection]]\nname = \"things\"\nauth_required = false\n";
 
-fn addr(server: &Server) -> String {
+fn addr(server: &Http) -> String {
     server.base.trim_start_matches("http://").to_owned()
 }
 
@@ -31,7 +31,7 @@ async fn read_until_closed(stream: &mut TcpStream, wait: Duration) -> Option<(St
 async fn a_slowloris_does_not_lock_out_a_normal_client() {
     let ws = Workspace::new();
     ws.config(CONFIG);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let addr = addr(&server);
     // 2,000 connections that send half a request line and wait, ten times the cap.
     let mut attackers = Vec::new();
@@ -70,7 +70,7 @@ async fn a_slowloris_does_not_lock_out_a_normal_client() {
 async fn a_body_shorter_than_its_content_length_is_cut_off() {
     let ws = Workspace::new();
     ws.config(CONFIG);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let mut stream = TcpStream::connect(addr(&server)).await.expect("connect");
     stream
         .write_all(
@@ -97,7 +97,7 @@ async fn a_body_shorter_than_its_content_length_is_cut_off() {
 async fn a_half_sent_head_and_an_idle_keep_alive_are_closed() {
     let ws = Workspace::new();
     ws.config(CONFIG);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let mut half = TcpStream::connect(addr(&server)).await.expect("connect");
     half.write_all(b"GET /api/things HTTP/1.1\r\nHost: x\r\n")
         .await

@@ -142,7 +142,7 @@ async fn imported_users_keep_passwords_and_unexpired_tokens() {
     assert_eq!(ok.status, 200);
 
     // Stored as an app would: dates as ISO strings.
-    let (stopped, _) = server.stop();
+    let stopped = server.stop();
     assert!(stopped);
     let list = text(&ws.run(&["users", "list", "--database", &db]).stdout);
     assert!(

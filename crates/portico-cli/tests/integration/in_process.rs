@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use portico_cli::serve::{ServeOptions, Served};
+use portico_testkit::Server;
 use serde_json::{Value, json};
 
 const CONFIG: &str = r#"
@@ -115,29 +116,19 @@ async fn the_library_builds_and_serves_what_the_binary_serves() {
     );
 }
 
-/// `config` served in process on a free port; the base URL, the platform and a stopper.
+/// `config` served in process on a free port (the test kit's [`Server`]); the base URL, the
+/// platform and the server (stopped by [`Server::stop`], or when dropped).
 async fn serve_in_process(
     dir: &std::path::Path,
     config: &str,
-) -> (
-    String,
-    portico_platform::Platform,
-    tokio::sync::oneshot::Sender<()>,
-) {
+) -> (String, portico_platform::Platform, Server) {
     let path = dir.join("portico.toml");
     std::fs::write(&path, config).unwrap();
     let options = ServeOptions::new()
         .config(&path)
         .database(format!("sqlite:{}", dir.join("app.db").display()));
-    let served = Served::build(&options).await.unwrap();
-    let platform = served.platform.clone();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(served.serve(listener, async move {
-        let _ = stop_rx.await;
-    }));
-    (base, platform, stop_tx)
+    let server = Server::try_start(options).unwrap();
+    (server.base.clone(), server.platform().clone(), server)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,7 +214,7 @@ async fn accounts_answer_other_origins_with_cors_and_log_out_everywhere() {
     for token in [phone, laptop] {
         assert_eq!(everywhere(token).await.unwrap().status(), 401);
     }
-    let _ = stop.send(());
+    assert!(stop.stop(), "the server stops gracefully");
 
     // With `enable_cors = false` (it is on by default), other origins get no CORS answer.
     let dir = tempfile::tempdir().unwrap();
@@ -250,7 +241,7 @@ async fn accounts_answer_other_origins_with_cors_and_log_out_everywhere() {
         preflight.status(),
         preflight.headers()
     );
-    let _ = stop.send(());
+    assert!(stop.stop(), "the server stops gracefully");
 }
 
 /// Two `POST /auth/totp/setup` on one connection, each body sent 100 ms after its head; both
@@ -411,5 +402,5 @@ async fn a_passkey_login_naming_an_account_tells_nothing_about_it() {
         rounds.is_empty(),
         "every round differed by 5% or more: {rounds:#?}"
     );
-    let _ = stop.send(());
+    assert!(stop.stop(), "the server stops gracefully");
 }

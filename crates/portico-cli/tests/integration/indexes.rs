@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::common::{Server, Workspace, text};
+use super::common::{Http, Workspace, text};
 
 const CONFIG: &str = r#"
 [metrics]
@@ -60,7 +60,7 @@ fn ids(values: &[Value]) -> Vec<String> {
         .collect()
 }
 
-async fn page(server: &Server, query: &str) -> (Vec<String>, Option<String>) {
+async fn page(server: &Http, query: &str) -> (Vec<String>, Option<String>) {
     let r = server
         .call("GET", &format!("/api/items?{query}"), None, &[])
         .await;

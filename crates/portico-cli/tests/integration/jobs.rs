@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::common::{Server, Workspace};
+use super::common::{Process, Workspace};
 
 const CONFIG: &str = r#"
 [scripts]
@@ -68,7 +68,7 @@ fn workspace(ws: Workspace) -> Workspace {
     ws
 }
 
-async fn method(server: &Server, name: &str, args: Value) -> Value {
+async fn method(server: &Process, name: &str, args: Value) -> Value {
     let r = server
         .call("POST", &format!("/methods/{name}"), Some(args), &[])
         .await;
@@ -83,7 +83,7 @@ async fn method(server: &Server, name: &str, args: Value) -> Value {
 }
 
 /// Reads `state()` until `done` holds (at most `limit`), and returns it.
-async fn wait_for(server: &Server, limit: Duration, done: impl Fn(&Value) -> bool) -> Value {
+async fn wait_for(server: &Process, limit: Duration, done: impl Fn(&Value) -> bool) -> Value {
     let start = Instant::now();
     loop {
         let state = method(server, "state", json!([])).await;
@@ -108,7 +108,7 @@ fn effects(state: &Value) -> Vec<i64> {
 async fn script_jobs_run_once_retry_and_follow_their_writes_on_sqlite() {
     let ws = workspace(Workspace::new());
     ws.add_user("root", "root-secret", &["admin"]);
-    let server = ws.serve();
+    let server = ws.serve_binary();
 
     // Jobs enqueued from a method all run, once each.
     assert_eq!(
@@ -246,8 +246,8 @@ async fn script_jobs_run_once_retry_and_follow_their_writes_on_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_on_postgres_run_each_of_1000_jobs_once() {
     let ws = workspace(Workspace::on_postgres());
-    let a = ws.serve();
-    let b = ws.serve();
+    let a = ws.serve_binary();
+    let b = ws.serve_binary();
     let (ra, rb) = tokio::join!(
         method(&a, "enqueueMany", json!([0, 500])),
         method(&b, "enqueueMany", json!([500, 500]))
@@ -278,8 +278,8 @@ async fn two_instances_on_postgres_run_each_of_1000_jobs_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_of_an_instance_killed_mid_run_run_on_the_other_after_the_lease() {
     let ws = workspace(Workspace::on_postgres());
-    let mut a = ws.serve();
-    let b = ws.serve();
+    let mut a = ws.serve_binary();
+    let b = ws.serve_binary();
     method(&a, "enqueueMany", json!([0, 300])).await;
     // Kill A as soon as some jobs have run.
     wait_for(&b, Duration::from_secs(60), |s| effects(s).len() >= 20).await;
@@ -399,8 +399,8 @@ async fn a_cron_runs_once_per_due_time_across_two_instances() {
          [[cron]]\nname = \"every-second\"\nschedule = \"* * * * * *\"\njob = \"nightly\"\n",
     );
     std::fs::write(ws.path("main.ts"), CRON_MAIN).unwrap();
-    let a = ws.serve();
-    let b = ws.serve();
+    let a = ws.serve_binary();
+    let b = ws.serve_binary();
     tokio::time::sleep(Duration::from_millis(7000)).await;
     let dues = method(&a, "dues", json!([])).await;
     let (ok_a, log_a) = a.stop();
@@ -439,7 +439,7 @@ methods({
 "#;
 
 /// The value of the gauge `name` in `/metrics`.
-async fn gauge(server: &Server, name: &str) -> u64 {
+async fn gauge(server: &Process, name: &str) -> u64 {
     let metrics = server.call("GET", "/metrics", None, &[]).await.raw;
     metrics
         .lines()
@@ -458,7 +458,7 @@ async fn a_looping_or_self_enqueueing_job_is_bounded_and_the_server_keeps_servin
          [auto]\ncollections = []\n",
     );
     std::fs::write(ws.path("main.ts"), FAULTS_MAIN).unwrap();
-    let server = ws.serve();
+    let server = ws.serve_binary();
     method(&server, "start", json!([])).await;
     let start = Instant::now();
     while gauge(&server, "portico_jobs_failed").await < 40 {
@@ -522,7 +522,7 @@ async fn kill_9_during_writes_leaves_no_write_without_its_job_nor_a_job_without_
          [auto.rules.orders]\ninsert = \"anyone\"\n",
     );
     std::fs::write(ws.path("main.ts"), DURABLE_MAIN).unwrap();
-    let mut server = ws.serve();
+    let mut server = ws.serve_binary();
     let url = server.url("/orders");
     let http = server.http.clone();
     // Four writers, each counting the orders acknowledged to it.
@@ -559,7 +559,7 @@ async fn kill_9_during_writes_leaves_no_write_without_its_job_nor_a_job_without_
         }
     }
     assert!(acked > 20, "only {acked} writes before the kill");
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let audit = method(&server, "audit", json!([])).await;
     let orders: std::collections::BTreeSet<String> = audit["orders"]
         .as_array()

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::common::{Server, Workspace, text, x_auth};
+use super::common::{Process, Workspace, text, x_auth};
 
 const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n[[api.collection]]\nname = \"items\"\nauth_required = true\n[auto]\nauth_failure_delay_ms = 0\ncollections = [\"things\"]\n[auto.rules.things]\ninsert = \"anyone\"\n";
 
@@ -11,7 +11,7 @@ async fn a_restart_keeps_documents_users_and_tokens() {
     let ws = Workspace::new();
     ws.config(CONFIG);
     ws.add_user("ann", "ann-password", &[]);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let (token, _) = server.rest_login("/api/", "ann", "ann-password").await;
     let created = server
         .call(
@@ -33,7 +33,7 @@ async fn a_restart_keeps_documents_users_and_tokens() {
     let (clean, log) = server.stop();
     assert!(clean, "SIGTERM exits with success:\n{log}");
 
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let got = server
         .call("GET", &format!("/api/items/{id}"), None, &x_auth(&token))
         .await;
@@ -50,7 +50,7 @@ async fn a_restart_keeps_documents_users_and_tokens() {
 async fn sigterm_finishes_and_logs_one_line_per_request() {
     let ws = Workspace::new();
     ws.config(CONFIG);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     for _ in 0..3 {
         assert_eq!(
             server
@@ -77,7 +77,7 @@ fn sigterm_lets_an_in_flight_request_finish() {
     let ws = Workspace::new();
     ws.config(CONFIG);
     ws.add_user("ann", "ann-password", &[]);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let addr = server.base.trim_start_matches("http://").to_owned();
     // A request whose body is only half sent when the signal arrives.
     let body = json!({"username": "ann", "password": "ann-password"}).to_string();
@@ -157,7 +157,7 @@ fn a_taken_port_refuses_to_start() {
 async fn defaults_read_portico_toml_in_the_working_directory() {
     let ws = Workspace::new();
     ws.config("[[api]]\nversion = \"v9\"\n[[api.collection]]\nname = \"items\"\n");
-    let server = Server::start(ws.dir.path(), &["serve", "--listen", "127.0.0.1:0"]);
+    let server = Process::start(ws.dir.path(), &["serve", "--listen", "127.0.0.1:0"]);
     assert_eq!(
         server.call("GET", "/api/v9/items", None, &[]).await.status,
         200
@@ -217,7 +217,7 @@ async fn the_routes_listing_matches_what_is_served() {
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/portico.toml");
     let ws = Workspace::new();
     let db = ws.database();
-    let server = Server::start(
+    let server = Process::start(
         ws.dir.path(),
         &[
             "serve",
@@ -275,11 +275,11 @@ async fn the_routes_listing_matches_what_is_served() {
 /// returns the workspace, the server and the open connection that holds it.
 fn server_with_a_stuck_request(
     grace: &str,
-) -> (Workspace, super::common::Server, std::net::TcpStream) {
+) -> (Workspace, super::common::Process, std::net::TcpStream) {
     use std::io::Write;
     let ws = Workspace::new();
     ws.config(&format!("shutdown_grace_seconds = {grace}\n{CONFIG}"));
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let addr = server.base.trim_start_matches("http://").to_owned();
     let mut stream = std::net::TcpStream::connect(&addr).expect("connect");
     write!(
@@ -291,7 +291,7 @@ fn server_with_a_stuck_request(
     (ws, server, stream)
 }
 
-fn signal(server: &super::common::Server, name: &str) {
+fn signal(server: &super::common::Process, name: &str) {
     let status = std::process::Command::new("kill")
         .args([&format!("-{name}"), &server.child.id().to_string()])
         .status()
@@ -356,7 +356,7 @@ async fn relative_paths_in_a_config_are_taken_from_its_folder() {
         text(&added.stderr)
     );
     assert!(site.join("app.db").is_file());
-    let server = Server::start(
+    let server = Process::start(
         ws.dir.path(),
         &["serve", "--config", config, "--listen", "127.0.0.1:0"],
     );

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::common::{Server, Workspace, x_auth};
-use super::sse::Sse;
+use super::common::{Http, Workspace, x_auth};
+use portico_testkit::sse::Sse;
 
 const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
 [[api.collection]]\nname = \"items\"\nauth_required = true\n\
@@ -15,7 +15,7 @@ const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 
 [auto.rules.things]\ninsert = \"anyone\"\nupdate = \"anyone\"\n\
 [[auto.publication]]\nname = \"things\"\ncollection = \"things\"\nfields = { secret = 0 }\n";
 
-fn stream(server: &Server, path: &str, token: &str) -> reqwest::RequestBuilder {
+fn stream(server: &Http, path: &str, token: &str) -> reqwest::RequestBuilder {
     reqwest::Client::new()
         .get(server.url(path))
         .header("x-auth-token", token)

@@ -114,7 +114,7 @@ async fn a_token_sent_every_way_never_reaches_the_trace_log() {
 async fn the_request_log_is_one_line_per_request_and_can_be_turned_off() {
     let ws = Workspace::new();
     ws.config(CONFIG);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     for path in ["/healthz?verbose=1", "/api/items?token=abc", "/nowhere"] {
         server.call("GET", path, None, &[]).await;
     }

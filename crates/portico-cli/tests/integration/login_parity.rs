@@ -6,18 +6,15 @@
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use super::common::{Server, Workspace};
+use super::common::{Http, Workspace};
 
-#[path = "../../../portico-auto/tests/integration/login_variants.rs"]
-mod login_variants;
-
-use login_variants::{LOGIN_VARIANTS, Outcome, fill};
+use portico_testkit::login_variants::{LOGIN_VARIANTS, Outcome, fill};
 
 const CONFIG: &str = "[[api]]\nuse_default_auth = true\n[auto]\ncollections = []\n";
 
 /// Sends `body` with `content_type` to `path`; the status, the `Retry-After` header and the
 /// body as JSON (null when it is not JSON).
-async fn post(server: &Server, path: &str, content_type: &str, body: String) -> (u16, bool, Value) {
+async fn post(server: &Http, path: &str, content_type: &str, body: String) -> (u16, bool, Value) {
     let response = server
         .http
         .post(server.url(path))
@@ -351,7 +348,7 @@ fn auth_takes_only_optional() {
 
 /// How long `method path` takes to answer, with its status.
 async fn timed(
-    server: &Server,
+    server: &Http,
     method: &str,
     path: &str,
     body: Option<Value>,

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::accounts::SmtpSink;
-use super::common::{Server, Workspace, text};
+use super::common::{Http, Workspace, text};
 
 const APP: &str = "http://app.test";
 
@@ -29,7 +29,7 @@ fn config(smtp: &str) -> String {
 /// Asks for `path` (`/auth/password-reset`, ...) for `email` with `language`; waits for mail
 /// number `n` (1-based) and returns it.
 async fn ask(
-    server: &Server,
+    server: &Http,
     sink: &SmtpSink,
     path: &str,
     email: &str,

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use super::common::{Server, Workspace};
+use super::common::{Http, Process, Workspace};
 
 const MIB: usize = 1024 * 1024;
 
@@ -14,7 +14,7 @@ const MIB: usize = 1024 * 1024;
 const CONFIG: &str = "[[api]]\napi_path = \"api/\"\nuse_default_auth = true\nauth_failure_delay_ms = 0\n[[api.collection]]\nname = \"docs\"\nauth_required = false\n[[api.collection]]\nname = \"private\"\nauth_required = true\n[auto]\nauth_failure_delay_ms = 0\ncollections = [\"docs\"]\n[auto.rules.docs]\ninsert = \"anyone\"\n";
 
 /// The server's resident peak, in bytes (Linux).
-fn peak(server: &Server) -> usize {
+fn peak(server: &Process) -> usize {
     let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id()))
         .expect("read /proc status");
     status
@@ -34,12 +34,12 @@ fn peak(server: &Server) -> usize {
 /// Sets the server's resident peak back to what is resident now (Linux: `clear_refs` 5), so
 /// the next [`peak`] shows what came after and not start-up's own peak (the password hasher's
 /// 19 MiB, made once at start, would hide any request that costs less).
-fn reset_peak(server: &Server) {
+fn reset_peak(server: &Process) {
     std::fs::write(format!("/proc/{}/clear_refs", server.child.id()), "5")
         .expect("reset the peak through /proc clear_refs");
 }
 
-fn addr(server: &Server) -> SocketAddr {
+fn addr(server: &Http) -> SocketAddr {
     server
         .base
         .trim_start_matches("http://")

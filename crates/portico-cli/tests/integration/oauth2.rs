@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use reqwest::Url;
 use serde_json::{Value, json};
 
-use super::common::{Server, Workspace, text, x_auth};
+use super::common::{Http, Process, Workspace, text, x_auth};
 use super::oidc::{Browser, free_port};
 
 const APP: &str = "http://app.test";
@@ -94,7 +94,7 @@ fn query_of(url: &str) -> HashMap<String, String> {
 /// followed yet.
 async fn sign_in_at_github(
     browser: &mut Browser,
-    server: &Server,
+    server: &Http,
     github: &GitHub,
     login: &[(&str, &str)],
 ) -> String {
@@ -167,8 +167,8 @@ fn config(github: &GitHub, server_url: &str) -> String {
     )
 }
 
-fn serve_on(ws: &Workspace, port: u16) -> Server {
-    Server::start_with_env(
+fn serve_on(ws: &Workspace, port: u16) -> Process {
+    Process::start_with_env(
         &ws.path(""),
         &[
             "serve",
@@ -181,14 +181,14 @@ fn serve_on(ws: &Workspace, port: u16) -> Server {
     )
 }
 
-async fn exchange(server: &Server, body: Value) -> super::common::Reply {
+async fn exchange(server: &Http, body: Value) -> super::common::Reply {
     server
         .call("POST", "/auth/oauth2/exchange", Some(body), &[])
         .await
 }
 
 /// Signs in as `login` from start to login token; the exchange's reply (200 checked).
-async fn sign_in(server: &Server, github: &GitHub, login: &[(&str, &str)]) -> Value {
+async fn sign_in(server: &Http, github: &GitHub, login: &[(&str, &str)]) -> Value {
     let mut browser = Browser::default();
     let callback = sign_in_at_github(&mut browser, server, github, login).await;
     let code = back_at_portico(&mut browser, &callback)

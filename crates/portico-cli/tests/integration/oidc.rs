@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use reqwest::Url;
 use serde_json::{Value, json};
 
-use super::common::{Server, Workspace, x_auth};
+use super::common::{Http, Process, Workspace, x_auth};
 
 const APP: &str = "http://app.test";
 const SECRET: &str = "local-test-secret";
@@ -178,7 +178,7 @@ impl Browser {
 
     /// From Portico's `/auth/oidc/local` to the provider's redirect back, signing in at the
     /// provider with `login` (its form's fields); the callback URL, not followed yet.
-    async fn sign_in_at_provider(&mut self, server: &Server, login: &[(&str, &str)]) -> String {
+    async fn sign_in_at_provider(&mut self, server: &Http, login: &[(&str, &str)]) -> String {
         let start = self.get(&server.url("/auth/oidc/local")).await;
         assert_eq!(start.status, 302, "{}", start.body);
         let authorize = start.location.expect("to the provider");
@@ -251,8 +251,8 @@ fn config(issuer: &str, server_url: &str) -> String {
     )
 }
 
-fn serve_on(ws: &Workspace, port: u16) -> Server {
-    Server::start_with_env(
+fn serve_on(ws: &Workspace, port: u16) -> Process {
+    Process::start_with_env(
         &ws.path(""),
         &[
             "serve",
@@ -265,14 +265,14 @@ fn serve_on(ws: &Workspace, port: u16) -> Server {
     )
 }
 
-async fn exchange(server: &Server, body: Value) -> super::common::Reply {
+async fn exchange(server: &Http, body: Value) -> super::common::Reply {
     server
         .call("POST", "/auth/oidc/exchange", Some(body), &[])
         .await
 }
 
 /// Signs in as `login` from start to login token; the exchange's reply (200 checked).
-async fn sign_in(server: &Server, login: &[(&str, &str)]) -> Value {
+async fn sign_in(server: &Http, login: &[(&str, &str)]) -> Value {
     let mut browser = Browser::default();
     let callback = browser.sign_in_at_provider(server, login).await;
     let code = browser

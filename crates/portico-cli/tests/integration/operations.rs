@@ -1,7 +1,7 @@
 //! What a running server offers its operators and client generators: `/openapi.json` (and
 //! `portico openapi`), the health probes and Prometheus metrics.
 
-use super::common::{Server, Workspace, text};
+use super::common::{Process, Workspace, text};
 
 const CONFIG: &str = "[[api]]\nversion = \"v1\"\nuse_default_auth = true\n[[api.collection]]\nname = \"items\"\nauth_required = false\n[auto]\ncollections = [\"widgets\"]\n";
 
@@ -112,7 +112,7 @@ async fn readiness_is_503_while_the_store_fails_and_liveness_stays() {
 async fn metrics_count_requests_by_route_pattern_and_status() {
     let ws = Workspace::new();
     ws.config(&format!("[metrics]\n{CONFIG}"));
-    let server = ws.serve();
+    let server = ws.serve_binary();
     for id in ["a", "b", "c"] {
         let reply = server
             .call("GET", &format!("/api/v1/items/{id}"), None, &[])
@@ -151,7 +151,7 @@ async fn metrics_count_requests_by_route_pattern_and_status() {
 async fn metrics_are_off_without_the_table_and_apart_with_a_listen_address() {
     let ws = Workspace::new();
     ws.config(CONFIG);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     assert_eq!(server.call("GET", "/metrics", None, &[]).await.status, 404);
     drop(server);
 
@@ -162,7 +162,7 @@ async fn metrics_are_off_without_the_table_and_apart_with_a_listen_address() {
     ws.config(&format!(
         "[metrics]\nlisten = \"127.0.0.1:{port}\"\n{CONFIG}"
     ));
-    let server = Server::start(
+    let server = Process::start(
         ws.dir.path(),
         &[
             "serve",

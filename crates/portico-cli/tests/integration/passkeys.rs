@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::common::{Server, Workspace, x_auth};
+use super::common::{Http, Workspace, x_auth};
 
 fn support() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/passkeys")
@@ -80,7 +80,7 @@ fn passkeys(origin: &str, rp_id: &str) -> String {
 }
 
 /// Registers through `a`, logs in through `b` (see `soft_authenticator.py`).
-async fn register_here_log_in_there(a: &Server, b: &Server) {
+async fn register_here_log_in_there(a: &Http, b: &Http) {
     let (token, _) = a.rest_login("/api/", "ada", "ada-password").await;
     let out = scenario(
         "register_and_login",

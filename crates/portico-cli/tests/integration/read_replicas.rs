@@ -7,15 +7,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::common::{Server, Workspace, cluster, x_auth};
-use super::sse::Sse;
+use super::common::{Http, Workspace, cluster, x_auth};
+use portico_testkit::sse::Sse;
 
 const CONFIG: &str = "replica_max_lag_ms = 60000\n\
 [metrics]\n\
 [[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
 [[api.collection]]\nname = \"items\"\nauth_required = true\n";
 
-async fn status_of(server: &Server, path: &str, token: &str) -> u16 {
+async fn status_of(server: &Http, path: &str, token: &str) -> u16 {
     server.call("GET", path, None, &x_auth(token)).await.status
 }
 
@@ -31,7 +31,7 @@ async fn a_paused_replica_answers_other_callers_while_a_writer_reads_its_writes(
     ));
     ws.add_user("ann", "ann-password", &[]);
     ws.add_user("bob", "bob-password", &[]);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let (ann, _) = server.rest_login("/api/", "ann", "ann-password").await;
     let (bob, _) = server.rest_login("/api/", "bob", "bob-password").await;
 

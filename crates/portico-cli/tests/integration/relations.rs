@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::common::{Server, Workspace, x_auth};
+use super::common::{Http, Workspace, x_auth};
 
 const CONFIG: &str = r#"
 [[api]]
@@ -38,11 +38,11 @@ auth_required = true
 relations = { box = "vault", tags = "tags" }
 "#;
 
-async fn get(server: &Server, path: &str, token: &str) -> super::common::Reply {
+async fn get(server: &Http, path: &str, token: &str) -> super::common::Reply {
     server.call("GET", path, None, &x_auth(token)).await
 }
 
-async fn post(server: &Server, path: &str, body: Value, token: &str) -> String {
+async fn post(server: &Http, path: &str, body: Value, token: &str) -> String {
     let r = server.call("POST", path, Some(body), &x_auth(token)).await;
     assert_eq!(r.status, 201, "{}", r.raw);
     r.body["data"]["_id"]

@@ -13,7 +13,7 @@ async fn every_reply_has_a_request_id_and_json_log_lines_carry_it() {
     ws.config(&format!(
         "trusted_proxies = [\"127.0.0.1\"]\n[log]\nformat = \"json\"\n{API}"
     ));
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let mut seen = Vec::new();
     for path in [
         "/api/items",
@@ -84,7 +84,7 @@ async fn every_reply_has_a_request_id_and_json_log_lines_carry_it() {
 async fn an_id_sent_by_a_client_that_is_not_a_trusted_proxy_is_replaced() {
     let ws = Workspace::new();
     ws.config(API);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let reply = server
         .call(
             "GET",

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::common::{Server, Workspace, x_auth};
+use super::common::{Http, Workspace, x_auth};
 
 const LIMITS: &str = "trusted_proxies = [\"127.0.0.1\"]\n\
 [[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
@@ -15,7 +15,7 @@ const LIMITS: &str = "trusted_proxies = [\"127.0.0.1\"]\n\
 [[limits]]\npath = \"/auth/*\"\nrequests = 3\nwindow_secs = 60\n\
 [[limits]]\npath = \"/api/notes\"\nper = \"account\"\nrequests = 2\nwindow_secs = 2\nmethods = [\"post\"]\n";
 
-async fn methods(server: &Server, from: &str) -> super::common::Reply {
+async fn methods(server: &Http, from: &str) -> super::common::Reply {
     server
         .call("GET", "/auth/methods", None, &[("X-Forwarded-For", from)])
         .await

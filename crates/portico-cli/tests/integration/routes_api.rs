@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::common::{Workspace, x_auth};
+use super::common::{Scenario, Workspace, run_scenarios};
 
 #[tokio::test]
 async fn api_keys_shape_every_reply() {
@@ -137,94 +137,65 @@ endpoints = { getAll = { auth_required = false } }
     let (ed, _) = server.rest_login("/api/", "ed", "ed-password").await;
     let (rita, _) = server.rest_login("/api/", "rita", "rita-password").await;
 
-    // path: served at /api/posts, not /api/articles.
-    assert_eq!(
-        server
-            .call("GET", "/api/articles", None, &x_auth(&ed))
-            .await
-            .status,
-        404
-    );
-    // role_required: editors write, readers do not, anonymous callers get 401.
-    for i in 0..3 {
-        let r = server
-            .call("POST", "/api/posts", Some(json!({"n": i})), &x_auth(&ed))
-            .await;
-        assert_eq!(r.status, 201, "{}", r.raw);
+    let mut table = vec![
+        Scenario::new("path: /api/posts, not the name", "GET", "/api/articles")
+            .token(&ed)
+            .status(404),
+    ];
+    for n in 0..3 {
+        table.push(
+            Scenario::new("role_required: an editor writes", "POST", "/api/posts")
+                .token(&ed)
+                .body(json!({"n": n}))
+                .status(201)
+                .has(json!({"data": {"n": n}})),
+        );
     }
-    assert_eq!(
-        server
-            .call("POST", "/api/posts", Some(json!({})), &x_auth(&rita))
-            .await
-            .status,
-        403
-    );
-    assert_eq!(
-        server
-            .call("POST", "/api/posts", Some(json!({})), &[])
-            .await
-            .status,
-        401
-    );
-    // endpoints.getAll.role_required adds `reader` to the route's roles.
-    let list = server.call("GET", "/api/posts", None, &x_auth(&rita)).await;
-    assert_eq!(list.status, 200, "{}", list.raw);
-    // max_page_size: a larger limit is clamped.
-    let page = server
-        .call("GET", "/api/posts?limit=50", None, &x_auth(&ed))
-        .await;
+    table.extend([
+        Scenario::new("role_required: a reader does not", "POST", "/api/posts")
+            .token(&rita)
+            .body(json!({}))
+            .status(403),
+        Scenario::new("anonymous writers must log in", "POST", "/api/posts")
+            .body(json!({}))
+            .status(401),
+        Scenario::new("getAll.role_required adds `reader`", "GET", "/api/posts")
+            .token(&rita)
+            .keep("id", "/data/0/_id"),
+        Scenario::new(
+            "max_page_size clamps a larger limit",
+            "GET",
+            "/api/posts?limit=50",
+        )
+        .token(&ed),
+        Scenario::new("excluded_endpoints = delete", "DELETE", "/api/posts/{id}")
+            .token(&ed)
+            .status(405),
+        Scenario::new("put = false", "PUT", "/api/posts/{id}")
+            .token(&ed)
+            .body(json!({"n": 9}))
+            .status(405),
+        Scenario::new("patch is still served", "PATCH", "/api/posts/{id}")
+            .token(&ed)
+            .body(json!({"n": 9}))
+            .has(json!({"status": "success"})),
+        Scenario::new("getAll opened on a closed collection", "GET", "/api/drafts"),
+        Scenario::new("the collection's auth_required", "POST", "/api/drafts")
+            .body(json!({"t": 1}))
+            .status(401),
+        Scenario::new("a user writes a draft", "POST", "/api/drafts")
+            .token(&rita)
+            .body(json!({"t": 1}))
+            .status(201)
+            .has(json!({"data": {"t": 1}})),
+    ]);
+    let replies = run_scenarios(&server, &table).await;
+    let page = &replies[7];
     assert_eq!(
         page.body["data"].as_array().map(Vec::len),
         Some(2),
         "{}",
         page.raw
-    );
-    let id = list.body["data"][0]["_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    // excluded_endpoints = delete, put = false: not served.
-    let del = server
-        .call("DELETE", &format!("/api/posts/{id}"), None, &x_auth(&ed))
-        .await;
-    assert!(del.status == 405 || del.status == 404, "{}", del.status);
-    let put = server
-        .call(
-            "PUT",
-            &format!("/api/posts/{id}"),
-            Some(json!({"n": 9})),
-            &x_auth(&ed),
-        )
-        .await;
-    assert!(put.status == 405 || put.status == 404, "{}", put.status);
-    let patch = server
-        .call(
-            "PATCH",
-            &format!("/api/posts/{id}"),
-            Some(json!({"n": 9})),
-            &x_auth(&ed),
-        )
-        .await;
-    assert_eq!(patch.status, 200, "{}", patch.raw);
-
-    // auth_required on the collection, overridden for getAll.
-    assert_eq!(
-        server.call("GET", "/api/drafts", None, &[]).await.status,
-        200
-    );
-    assert_eq!(
-        server
-            .call("POST", "/api/drafts", Some(json!({"t": 1})), &[])
-            .await
-            .status,
-        401
-    );
-    assert_eq!(
-        server
-            .call("POST", "/api/drafts", Some(json!({"t": 1})), &x_auth(&rita))
-            .await
-            .status,
-        201
     );
 }
 
@@ -240,50 +211,32 @@ async fn owner_field_scopes_every_endpoint_to_the_caller() {
     let (ann, ann_id) = server.rest_login("/api/", "ann", "ann-password").await;
     let (bob, _) = server.rest_login("/api/", "bob", "bob-password").await;
 
-    let created = server
-        .call(
-            "POST",
-            "/api/notes",
-            Some(json!({"text": "ann's", "ownerId": "someone-else"})),
-            &x_auth(&ann),
-        )
-        .await;
-    assert_eq!(created.status, 201, "{}", created.raw);
-    assert_eq!(
-        created.body["data"]["ownerId"],
-        json!(ann_id),
-        "post stamps the caller's id"
-    );
-    let id = created.body["data"]["_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-
-    let bobs = server.call("GET", "/api/notes", None, &x_auth(&bob)).await;
-    assert_eq!(bobs.body["data"], json!([]), "{}", bobs.raw);
-    assert_eq!(
-        server
-            .call("GET", &format!("/api/notes/{id}"), None, &x_auth(&bob))
-            .await
-            .status,
-        404
-    );
-    assert_eq!(
-        server
-            .call("DELETE", &format!("/api/notes/{id}"), None, &x_auth(&bob))
-            .await
-            .status,
-        404
-    );
-    assert_eq!(
-        server.call("GET", "/api/notes", None, &[]).await.status,
-        401
-    );
-    let mine = server
-        .call("GET", &format!("/api/notes/{id}"), None, &x_auth(&ann))
-        .await;
-    assert_eq!(mine.status, 200);
-    assert_eq!(mine.body["data"]["text"], json!("ann's"));
+    run_scenarios(
+        &server,
+        &[
+            Scenario::new("post stamps the caller's id", "POST", "/api/notes")
+                .token(&ann)
+                .body(json!({"text": "ann's", "ownerId": "someone-else"}))
+                .status(201)
+                .has(json!({"data": {"ownerId": ann_id}}))
+                .keep("id", "/data/_id"),
+            Scenario::new("another user lists none of it", "GET", "/api/notes")
+                .token(&bob)
+                .has(json!({"data": []}))
+                .lacks(json!({"text": "ann's"})),
+            Scenario::new("nor reads it", "GET", "/api/notes/{id}")
+                .token(&bob)
+                .status(404),
+            Scenario::new("nor removes it", "DELETE", "/api/notes/{id}")
+                .token(&bob)
+                .status(404),
+            Scenario::new("an owned list needs a caller", "GET", "/api/notes").status(401),
+            Scenario::new("the owner reads it", "GET", "/api/notes/{id}")
+                .token(&ann)
+                .has(json!({"data": {"text": "ann's"}})),
+        ],
+    )
+    .await;
 }
 
 /// A path no door has a route for answers one 404 body, whichever door's area it is in.

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::common::{Workspace, text, x_auth};
+use super::common::{Scenario, Workspace, run_scenarios, text, x_auth};
 
 #[tokio::test]
 async fn a_collection_without_auth_keys_is_read_by_anyone_and_written_by_users() {
@@ -15,34 +15,34 @@ async fn a_collection_without_auth_keys_is_read_by_anyone_and_written_by_users()
     ws.add_user("ann", "ann-password", &[]);
     let server = ws.serve();
 
-    let anonymous = server
-        .call("POST", "/api/posts", Some(json!({"title": "spam"})), &[])
-        .await;
-    assert_eq!(anonymous.status, 401, "{}", anonymous.raw);
     let (token, _) = server.rest_login("/api/", "ann", "ann-password").await;
-    let created = server
-        .call(
-            "POST",
-            "/api/posts",
-            Some(json!({"title": "hello"})),
-            &x_auth(&token),
-        )
-        .await;
-    assert_eq!(created.status, 201, "{}", created.raw);
-    let id = created.body["data"]["_id"].as_str().unwrap_or_default();
-    for (method, body) in [("PATCH", Some(json!({"title": "x"}))), ("DELETE", None)] {
-        let reply = server
-            .call(method, &format!("/api/posts/{id}"), body, &[])
-            .await;
-        assert_eq!(reply.status, 401, "{method}: {}", reply.raw);
-    }
-    let read = server
-        .call("GET", &format!("/api/posts/{id}"), None, &[])
-        .await;
-    assert_eq!(read.status, 200, "{}", read.raw);
-    assert_eq!(read.body["data"]["title"], "hello");
-    let list = server.call("GET", "/api/posts", None, &[]).await;
-    assert_eq!(list.status, 200, "{}", list.raw);
+    run_scenarios(
+        &server,
+        &[
+            Scenario::new("an anonymous write is refused", "POST", "/api/posts")
+                .body(json!({"title": "spam"}))
+                .status(401),
+            Scenario::new("a user writes", "POST", "/api/posts")
+                .token(&token)
+                .body(json!({"title": "hello"}))
+                .status(201)
+                .keep("id", "/data/_id"),
+            Scenario::new("an anonymous patch is refused", "PATCH", "/api/posts/{id}")
+                .body(json!({"title": "x"}))
+                .status(401),
+            Scenario::new(
+                "an anonymous delete is refused",
+                "DELETE",
+                "/api/posts/{id}",
+            )
+            .status(401),
+            Scenario::new("anyone reads it, unchanged", "GET", "/api/posts/{id}")
+                .has(json!({"data": {"title": "hello"}})),
+            Scenario::new("anyone lists", "GET", "/api/posts")
+                .has(json!({"data": [{"title": "hello"}]})),
+        ],
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -58,7 +58,7 @@ async fn auth_required_false_written_out_opens_writes_with_a_warning() {
         ),
         "{stderr}"
     );
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let created = server
         .call("POST", "/api/guestbook", Some(json!({"text": "hi"})), &[])
         .await;
@@ -226,7 +226,7 @@ async fn no_client_write_reaches_roles_or_services_on_either_door() {
         "{USERS}[auto]\ncollections = [\"users\"]\n[auto.rules.users]\nupdate = \"owner:_id\"\n"
     ));
     let al = ws.add_user("al", "al-password", &[]);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let (token, _) = server.auto_login("al", "al-password").await;
     let [(name, value)] = bearer(&token);
     for body in [

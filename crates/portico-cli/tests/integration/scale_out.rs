@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::common::{Server, Workspace, cluster, text, x_auth};
+use super::common::{Http, Process, Workspace, cluster, text, x_auth};
 
 const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
 [[api.collection]]\nname = \"items\"\nauth_required = true\n\
@@ -16,11 +16,11 @@ const CONFIG: &str = "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 
 [auto.rules.things]\ninsert = \"anyone\"\nupdate = \"anyone\"\n";
 
 /// A workspace on a fresh PostgreSQL database with the config written, and two servers on it.
-fn two_instances() -> (Workspace, Server, Server) {
+fn two_instances() -> (Workspace, Process, Process) {
     let ws = Workspace::on_postgres();
     ws.config(CONFIG);
-    let a = ws.serve();
-    let b = ws.serve();
+    let a = ws.serve_binary();
+    let b = ws.serve_binary();
     (ws, a, b)
 }
 
@@ -43,7 +43,7 @@ async fn a_token_from_one_instance_works_on_the_other_until_logout() {
 }
 
 /// Posts `body` to `/api/items` on `server` as the holder of `token`; its new `_id`.
-async fn post_item(server: &Server, token: &str, body: Value) -> String {
+async fn post_item(server: &Http, token: &str, body: Value) -> String {
     let created = server
         .call("POST", "/api/items", Some(body), &x_auth(token))
         .await;
@@ -270,7 +270,7 @@ async fn killing_one_instance_loses_no_acknowledged_write() {
 
 /// How many of `ids` the auto API's `things` collection holds, asked through B: an update by
 /// `_id` answers how many documents it matched.
-async fn count_things(b: &Server, ids: &Value) -> usize {
+async fn count_things(b: &Http, ids: &Value) -> usize {
     let mut found = 0;
     for id in ids.as_array().into_iter().flatten() {
         let Some(id) = id.as_str() else { continue };
@@ -353,7 +353,7 @@ async fn requests_while_the_database_is_down_get_503_then_work_again() {
     let ws = Workspace::with_database(own.create_database().expect("database"));
     ws.config(CONFIG);
     ws.add_user("ann", "ann-password", &[]);
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let (token, _) = server.rest_login("/api/", "ann", "ann-password").await;
     let own = Arc::new(own);
     let stopper = Arc::clone(&own);
@@ -414,7 +414,7 @@ fn metric(text: &str, name: &str) -> f64 {
 async fn metrics_count_stamp_rounds_and_read_cache_hits() {
     let ws = Workspace::on_postgres();
     ws.config(&format!("{CONFIG}[metrics]\n"));
-    let server = ws.serve();
+    let server = ws.serve_binary();
     ws.add_user("ann", "ann-password", &[]);
     let (token, _) = server.rest_login("/api/", "ann", "ann-password").await;
     let id = post_item(&server, &token, json!({"name": "x"})).await;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::common::{Server, Workspace, text};
+use super::common::{Http, Process, Workspace, text};
 
 const CONFIG: &str = r#"
 [scripts]
@@ -150,7 +150,7 @@ async fn script_methods_routes_publications_and_rules_over_http() {
     let port = slow_server(Duration::from_millis(1000)).await;
     let ws = workspace(port, MAIN);
     ws.add_user("ann", "ann-password", &[]);
-    let server = ws.serve();
+    let server = ws.serve_binary();
 
     // Methods, as the auto API serves Rust methods.
     let r = server
@@ -606,7 +606,7 @@ async fn scripts_run_on_postgres() {
 async fn watch_reloads_edits_and_keeps_serving_through_a_broken_one() {
     let ws = workspace(1, MAIN);
     ws.add_user("root", "root-secret", &["admin"]);
-    let server = super::common::Server::start(
+    let server = super::common::Process::start(
         ws.dir.path(),
         &[
             "serve",
@@ -802,7 +802,7 @@ methods({ async get(url: string) { const r = await fetch(url); return { status: 
         "127.0.0.1:0",
     ];
     let ca = ca.to_string_lossy().into_owned();
-    let trusted = Server::start_with_env(&ws.path(""), &args, &[("SSL_CERT_FILE", &ca)]);
+    let trusted = Process::start_with_env(&ws.path(""), &args, &[("SSL_CERT_FILE", &ca)]);
     let r = trusted
         .call("POST", "/methods/get", Some(json!([url])), &[])
         .await;
@@ -889,7 +889,7 @@ methods({
 "#;
 
 /// The hook log since the last call, as `(op, userId argument, this.userId)`.
-async fn take_hook_log(server: &Server) -> Vec<(String, Option<String>, Option<String>)> {
+async fn take_hook_log(server: &Http) -> Vec<(String, Option<String>, Option<String>)> {
     let r = server.call("POST", "/methods/takeHookLog", None, &[]).await;
     assert_eq!(r.status, 200, "{}", r.raw);
     r.body
@@ -912,7 +912,7 @@ const UPDATE: &[&str] = &["before.update", "after.update"];
 const REMOVE: &[&str] = &["before.remove", "after.remove"];
 
 /// Takes the hook log and asserts it as [`assert_hooks_saw`] does.
-async fn expect_hooks(server: &Server, ops: &[&str], user: Option<&str>, what: &str) {
+async fn expect_hooks(server: &Http, ops: &[&str], user: Option<&str>, what: &str) {
     assert_hooks_saw(&take_hook_log(server).await, ops, user, what);
 }
 
@@ -1083,7 +1083,7 @@ api("api").addRoute("spin", { get() { return busy(); } });
     );
     std::fs::create_dir_all(ws.path("server")).unwrap();
     std::fs::write(ws.path("server/main.ts"), MAIN).unwrap();
-    let server = ws.serve();
+    let server = ws.serve_binary();
     let mut ids = Vec::new();
     for (method, path) in [
         ("POST", "/methods/spin"),

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::common::{Server, Workspace, x_auth};
+use super::common::{Http, Workspace, x_auth};
 
 const CONFIG: &str = r#"
 [[api]]
@@ -24,7 +24,7 @@ search = ["title", "body", "tags"]
 "#;
 
 /// The ids of a search's matches in order, and the total header.
-async fn found(server: &Server, query: &str, token: &str) -> (Vec<String>, String) {
+async fn found(server: &Http, query: &str, token: &str) -> (Vec<String>, String) {
     let r = server
         .call("GET", &format!("/api/posts?{query}"), None, &x_auth(token))
         .await;
@@ -42,7 +42,7 @@ async fn found(server: &Server, query: &str, token: &str) -> (Vec<String>, Strin
     )
 }
 
-async fn post(server: &Server, path: &str, body: Value, token: &str) {
+async fn post(server: &Http, path: &str, body: Value, token: &str) {
     let r = server.call("POST", path, Some(body), &x_auth(token)).await;
     assert_eq!(r.status, 201, "{}", r.raw);
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use super::common::{Server, Workspace};
+use super::common::{Http, Workspace};
 
 /// The receiver: a Node.js process checking signatures, appending each request to a file.
 struct Receiver {
@@ -123,7 +123,7 @@ methods({
 });
 "#;
 
-async fn method(server: &Server, name: &str, args: Value) -> super::common::Reply {
+async fn method(server: &Http, name: &str, args: Value) -> super::common::Reply {
     server
         .call("POST", &format!("/methods/{name}"), Some(args), &[])
         .await

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::common::{Server, Workspace, text, x_auth};
+use super::common::{Process, Workspace, text, x_auth};
 
 #[tokio::test]
 async fn without_a_config_serve_says_so_and_serves_every_collection_read_only() {
@@ -28,7 +28,7 @@ async fn without_a_config_serve_says_so_and_serves_every_collection_read_only() 
         text(&routes.stdout)
     );
 
-    let server = Server::start(ws.dir.path(), &["serve", "--listen", "127.0.0.1:0"]);
+    let server = Process::start(ws.dir.path(), &["serve", "--listen", "127.0.0.1:0"]);
     assert_eq!(
         server.call("GET", "/api/items", None, &[]).await.status,
         401
@@ -59,7 +59,7 @@ async fn environment_variables_override_the_config_and_flags_override_both() {
     ws.config("listen = \"127.0.0.1:9\"\n[[api]]\n[[api.collection]]\nname = \"items\"\n");
     let other = format!("sqlite:{}", ws.path("other.db").display());
 
-    let server = Server::start_with_env(
+    let server = Process::start_with_env(
         ws.dir.path(),
         &["serve"],
         &[
@@ -77,7 +77,7 @@ async fn environment_variables_override_the_config_and_flags_override_both() {
     assert!(log.contains("(from PORTICO_DATABASE)"), "{log}");
     assert!(ws.path("other.db").exists() && !ws.path("portico.db").exists());
 
-    let server = Server::start_with_env(ws.dir.path(), &["serve"], &[("PORT", "0")]);
+    let server = Process::start_with_env(ws.dir.path(), &["serve"], &[("PORT", "0")]);
     assert!(
         server.base.starts_with("http://0.0.0.0:"),
         "{}",
@@ -87,7 +87,7 @@ async fn environment_variables_override_the_config_and_flags_override_both() {
     assert!(log.contains("address from PORT"), "{log}");
 
     // Flags win: the environment's values are not even read.
-    let server = Server::start_with_env(
+    let server = Process::start_with_env(
         ws.dir.path(),
         &[
             "serve",

@@ -10,7 +10,7 @@ use portico_rest::{AccessScope, Api, CollectionOptions};
 use serde_json::{Value, json};
 
 use super::common::{opts, token_for, user};
-use super::sse::Sse;
+use portico_testkit::sse::Sse;
 
 struct App {
     base: String,

@@ -1,13 +1,10 @@
 //! The credential variants both front doors must answer alike, as data: each door's parity test
-//! sends every row to its login route and checks the outcome class. This file has no
-//! dependencies, so another crate's tests can include it with `#[path = ...] mod ...;`.
+//! sends every row to its login route and checks the outcome class.
 //!
 //! The setup every door's test makes: user **ada** (email `ada@example.com`, password
 //! `correct horse`) and user **bob** (email `bob@example.com`, password `bob's own`). In bodies,
 //! `{ADA_ID}` stands for ada's `_id`, `{DIGEST}` for the SHA-256 hex digest of ada's password
 //! and `{DIGEST_UPPER}` for the same in upper case.
-
-#![allow(dead_code, unreachable_pub)]
 
 /// What a login attempt came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

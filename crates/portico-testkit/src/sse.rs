@@ -1,7 +1,5 @@
 //! A small server-sent events reader over reqwest, for the live stream tests.
 
-#![allow(dead_code, unreachable_pub)]
-
 use std::time::Duration;
 
 use serde_json::Value;
