@@ -55,11 +55,11 @@ mod integration {
     #[cfg(feature = "scripts")]
     mod scripts;
     mod search;
-    #[cfg(not(feature = "scripts"))]
-    mod without_scripts;
     mod timestamps;
     mod users;
     mod webhooks;
+    #[cfg(not(feature = "scripts"))]
+    mod without_scripts;
     mod workspace;
     mod zero_config;
 }

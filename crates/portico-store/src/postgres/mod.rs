@@ -652,7 +652,10 @@ impl PostgresStore {
         // A page of the whole collection in `_id` order is sent as stored (a list endpoint
         // without filter or sort), through the read cache; anything else is `find`, decoded.
         if !query.is_plain_page() {
-            return Ok(Page::of_documents(self.find(collection, query).await?, None));
+            return Ok(Page::of_documents(
+                self.find(collection, query).await?,
+                None,
+            ));
         }
         let keep = Keep::Entry(Entry::page(query));
         let texts = self
@@ -664,11 +667,7 @@ impl PostgresStore {
     }
 
     /// A page and its total.
-    async fn page_with_total(
-        &self,
-        collection: &str,
-        query: &Query,
-    ) -> Result<(Vec<String>, u64)> {
+    async fn page_with_total(&self, collection: &str, query: &Query) -> Result<(Vec<String>, u64)> {
         // Through the read cache (a sorted or filtered page as a page of the whole collection:
         // the answer depends on the collection's documents alone, which its stamp counts).
         // Through a sorted index the page and its total come from one snapshot; the sorted
