@@ -118,7 +118,7 @@ impl AdminPage {
     }
 
     /// The routes the API view lists: the front doors' own descriptions
-    /// (`portico_rest::Api::describe`, `portico_auto::AutoApi::routes`).
+    /// (`portico_routes::Api::describe`, `portico_auto::AutoApi::routes`).
     pub fn routes(self, routes: Vec<RouteDoc>) -> Self {
         let routes = Arc::new(routes);
         self.routes_with(move || routes.as_ref().clone())

@@ -40,7 +40,7 @@
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `memory`, `sqlite`, `postgres` (`full`: all three) | yes | the store backends `--database` may name |
-//! | `scripts` | yes | `[scripts]`: the application's JavaScript or TypeScript on an embedded engine (`portico_script`), its routes in the routes door (`portico_rest::scripts`), `portico types`' declarations of the `"portico"` module |
+//! | `scripts` | yes | `[scripts]`: the application's JavaScript or TypeScript on an embedded engine (`portico_script`), its routes in the routes door (`portico_routes::scripts`), `portico types`' declarations of the `"portico"` module |
 //! | `jemalloc` | yes | jemalloc as the process's allocator |
 //! | `mimalloc` | no | mimalloc as the allocator (when `jemalloc` is off) |
 //!

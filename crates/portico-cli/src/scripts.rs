@@ -1,7 +1,7 @@
 //! `[scripts]`: the application's JavaScript or TypeScript, loaded into a pool of script
 //! runtimes (`portico_script`), its methods, publications and rules registered on the platform
 //! and its routes handed to the `[[api]]` they name (the routes door turns each into a route:
-//! `portico_rest::scripts`).
+//! `portico_routes::scripts`).
 //!
 //! Built without the `scripts` feature, the script engine is not compiled in: [`Scripts`] is a
 //! type with no values, and [`load`] refuses a config that has `[scripts]` ([`NOT_BUILT`]), so
@@ -207,7 +207,7 @@ pub fn collisions(config: &Config, definitions: &Definitions) -> Vec<String> {
         ));
     }
     for route in &definitions.routes {
-        let base = portico_rest::scripts::route_base(route);
+        let base = portico_routes::scripts::route_base(route);
         if !config.apis.iter().any(|a| a.base_path() == base) {
             out.push(format!(
                 "api({:?}) at {}: the config has no [[api]] whose path is {base} (declare it with api_path and version)",

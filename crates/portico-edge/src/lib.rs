@@ -1,4 +1,4 @@
-//! Portico's HTTP edge: what both front doors (`portico-rest` and `portico-auto`) do the same way
+//! Portico's HTTP edge: what both front doors (`portico-routes` and `portico-auto`) do the same way
 //! with a request before either shapes a reply.
 //!
 //! It sits beside the platform and below the doors, and knows nothing of either door's reply

@@ -115,9 +115,9 @@ impl Server {
         user(&platform, PLAIN.0, PLAIN.1, &["editor"]).await;
         user(&platform, "dave", "dave-password-1", &[]).await;
 
-        let mut rest = portico_rest::Api::new(
+        let mut rest = portico_routes::Api::new(
             {
-                let mut o = portico_rest::ApiOptions::default();
+                let mut o = portico_routes::ApiOptions::default();
                 o.use_default_auth = true;
                 o
             },
@@ -126,7 +126,7 @@ impl Server {
         .unwrap();
         rest.add_collection(
             platform.collection("articles"),
-            portico_rest::CollectionOptions::new(),
+            portico_routes::CollectionOptions::new(),
         )
         .unwrap();
         let auto = portico_auto::AutoApi::new(platform.clone()).configure({

@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use portico_rest::Op;
+use portico_routes::Op;
 use serde_json::Value;
 
 pub use accounts::{AccountsSection, EmailConfig, OAuth2Section, platform_accounts};
@@ -291,7 +291,7 @@ pub struct ApiConfig {
     /// `cors_origins`: an allow-list replacing `*`.
     pub cors_origins: Option<Vec<String>>,
     /// `batch_limit`: the most sub-requests `POST {api}batch` takes (default
-    /// [`portico_rest::DEFAULT_BATCH_LIMIT`]); 0 serves no batch route.
+    /// [`portico_routes::DEFAULT_BATCH_LIMIT`]); 0 serves no batch route.
     pub batch_limit: usize,
     /// One per `[[api.collection]]`, in file order.
     pub collections: Vec<CollectionConfig>,

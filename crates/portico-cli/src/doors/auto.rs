@@ -100,11 +100,11 @@ pub(crate) fn api(
     // Unless `[auto] auth_failure_delay_ms` says otherwise, the routes door's default delay
     // before every 401 and 403, so both doors answer failures alike.
     let failure_delay = match auto.auth_failure_delay {
-        Some(delay) => portico_rest::DelayRange {
+        Some(delay) => portico_routes::DelayRange {
             min: delay,
             max: delay,
         },
-        None => portico_rest::DelayRange::default(),
+        None => portico_routes::DelayRange::default(),
     };
     Ok(AutoApi::new(platform.clone())
         .configure({

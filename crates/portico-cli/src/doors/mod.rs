@@ -1,4 +1,4 @@
-//! The front doors a config declares, built once: one routes API (`portico_rest::Api`) per
+//! The front doors a config declares, built once: one routes API (`portico_routes::Api`) per
 //! `[[api]]` and the auto API (`portico_auto::AutoApi`) of `[auto]`, with every route they serve
 //! as data ([`portico_edge::RouteDoc`]).
 //!

@@ -1,7 +1,7 @@
-//! One routes API (`portico_rest::Api`) per `[[api]]`.
+//! One routes API (`portico_routes::Api`) per `[[api]]`.
 
 use portico_platform::Platform;
-use portico_rest::{
+use portico_routes::{
     AccessScope, Api, ApiOptions, BeforeHook, CollectionOptions, Context, DelayRange, Endpoint,
     HookEvent, LoginRateLimit, Op, RateLimit, Reply, RouteOptions,
 };
@@ -209,7 +209,7 @@ pub(crate) fn build_each(
         add_script_routes(&mut rest, &base, scripts, line, registry)?;
     }
     if api.batch_limit > 0 {
-        let mut options = portico_rest::BatchOptions::default();
+        let mut options = portico_routes::BatchOptions::default();
         options.max_requests = api.batch_limit;
         let routes = alone(api, platform, |scratch| scratch.add_batch(options.clone()))
             .map_err(|e| at_api("api.batch_limit", e.to_string()))?;
@@ -223,7 +223,7 @@ pub(crate) fn build_each(
 
 /// Adds the routes of `scripts` (with the line of `[scripts]`) that name the API of `base` to
 /// `rest`, each claimed in `registry` first; the routes door makes each a route
-/// (`portico_rest::scripts`).
+/// (`portico_routes::scripts`).
 ///
 /// # Errors
 /// What the registry or the front door refused, at the line of `[scripts]`.
@@ -236,7 +236,7 @@ fn add_script_routes(
     registry: &mut Registry,
 ) -> Result<(), ConfigError> {
     for route in &scripts.definitions().routes {
-        if portico_rest::scripts::route_base(route) != base {
+        if portico_routes::scripts::route_base(route) != base {
             continue;
         }
         let owner = Owner::new(
@@ -249,7 +249,7 @@ fn add_script_routes(
         registry
             .door(Reach::Route(path), base, owner)
             .map_err(Clash::refusal)?;
-        portico_rest::scripts::add_route(rest, scripts, route).map_err(|e| {
+        portico_routes::scripts::add_route(rest, scripts, route).map_err(|e| {
             let message = format!("route added at {}: {e}", route.place);
             ConfigError::at_line(line, "scripts", crate::Error::Setup(message).to_string())
         })?;
@@ -275,8 +275,8 @@ fn add_script_routes(
 fn alone(
     api: &ApiConfig,
     platform: &Platform,
-    add: impl FnOnce(&mut Api) -> portico_rest::Result<()>,
-) -> portico_rest::Result<Vec<RouteDoc>> {
+    add: impl FnOnce(&mut Api) -> portico_routes::Result<()>,
+) -> portico_routes::Result<Vec<RouteDoc>> {
     let mut options = api_options(api);
     options.use_default_auth = false;
     let mut scratch = Api::new(options, platform.clone())?;

@@ -16,7 +16,7 @@ pub const HEALTHZ: &str = "/healthz";
 pub const READYZ: &str = "/readyz";
 /// Where `/metrics` is served when `[metrics]` has no `listen` of its own.
 pub const METRICS_PATH: &str = "/metrics";
-/// Where the account lifecycle's routes live (`portico_auth`).
+/// Where the account lifecycle's routes live (`portico_accounts`).
 pub const AUTH_AREA: &str = "/auth/";
 
 /// True when `serve` mounts the account routes under `/auth/` (`[accounts]` or `[email]`).

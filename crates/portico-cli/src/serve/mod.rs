@@ -197,9 +197,9 @@ pub fn assemble(config: &Config, platform: &Platform, doors: Doors) -> crate::Re
         .query(["list", "publication", "args"]),
     );
     if crate::doors::server_paths::serves_account_routes(config) {
-        routes.extend(portico_auth::AuthRoutes::docs());
+        routes.extend(portico_accounts::AuthRoutes::docs());
         routers.push(
-            portico_auth::AuthRoutes::new(platform.clone(), config.trusted_proxies.clone())
+            portico_accounts::AuthRoutes::new(platform.clone(), config.trusted_proxies.clone())
                 .cors(config.apis.iter().any(|api| api.enable_cors))
                 .router(),
         );

@@ -4,7 +4,7 @@
 //! (account records stay private); `portico users add` creates the first account.
 
 use portico_platform::Platform;
-use portico_rest::Op;
+use portico_routes::Op;
 
 use crate::config::{ApiConfig, CollectionConfig, Config, EndpointOptions};
 

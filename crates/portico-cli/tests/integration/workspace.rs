@@ -137,7 +137,7 @@ fn the_client_readme_names_the_account_endpoints_the_server_has() {
     ] {
         assert!(!flat.contains(claim), "the client README says {claim:?}");
     }
-    let served: std::collections::BTreeSet<String> = portico_auth::AuthRoutes::docs()
+    let served: std::collections::BTreeSet<String> = portico_accounts::AuthRoutes::docs()
         .into_iter()
         .map(|route| {
             // `oidc/:name` as the README writes it, `oidc/{name}`.

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use portico_rest::Op;
+use portico_routes::Op;
 use toml::Spanned;
 
 use super::{Checker, check_collection_name, check_field_name};

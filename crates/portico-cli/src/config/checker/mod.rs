@@ -489,7 +489,9 @@ impl<'a> Checker<'a> {
             auth_failure_delay: raw.auth_failure_delay_ms.map(Duration::from_millis),
             login_rate_limit,
             cors_origins,
-            batch_limit: raw.batch_limit.unwrap_or(portico_rest::DEFAULT_BATCH_LIMIT),
+            batch_limit: raw
+                .batch_limit
+                .unwrap_or(portico_routes::DEFAULT_BATCH_LIMIT),
             collections,
             line,
         }
