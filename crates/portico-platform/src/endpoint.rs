@@ -12,8 +12,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-/// An HTTP method a method or publication can be served with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// An HTTP method a method, publication or script route can be served with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum HttpMethod {
     /// `GET` (and `HEAD`, which doors answer with the `GET` route).
     Get,

@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use portico_platform::public_user;
-use portico_script::{CallError, RouteDefinition, RouteMethod, Scripts};
+use portico_platform::{HttpMethod, public_user};
+use portico_script::{CallError, RouteDefinition, Scripts};
 use serde_json::{Map, Value, json};
 
 use crate::{Api, Context, Endpoint, Endpoints, IntoReply, Reply, RouteOptions};
@@ -39,12 +39,12 @@ pub fn add_route(api: &mut Api, scripts: &Scripts, route: &RouteDefinition) -> c
             endpoint = endpoint.auth_required(auth);
         }
         endpoints = match method {
-            RouteMethod::Get => endpoints.get(endpoint),
-            RouteMethod::Post => endpoints.post(endpoint),
-            RouteMethod::Put => endpoints.put(endpoint),
-            RouteMethod::Patch => endpoints.patch(endpoint),
-            RouteMethod::Delete => endpoints.delete(endpoint),
-            RouteMethod::Options => endpoints.options(endpoint),
+            HttpMethod::Get => endpoints.get(endpoint),
+            HttpMethod::Post => endpoints.post(endpoint),
+            HttpMethod::Put => endpoints.put(endpoint),
+            HttpMethod::Patch => endpoints.patch(endpoint),
+            HttpMethod::Delete => endpoints.delete(endpoint),
+            HttpMethod::Options => endpoints.options(endpoint),
         };
     }
     api.add_route(route.path.as_str(), options, endpoints)
@@ -83,7 +83,7 @@ fn context(ctx: &Context) -> Value {
 }
 
 /// The endpoint for `method` of `route`: a call into `scripts`.
-fn endpoint(scripts: &Scripts, route: &RouteDefinition, method: RouteMethod) -> Endpoint {
+fn endpoint(scripts: &Scripts, route: &RouteDefinition, method: HttpMethod) -> Endpoint {
     let scripts = scripts.clone();
     let index = route.index;
     let place = route.place.clone();

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use portico_platform::{HookOp, HookWhen};
+use portico_platform::{HookOp, HookWhen, HttpMethod};
 use serde::Deserialize;
 use serde::de::Error as _;
 use serde_json::Value;
@@ -36,59 +36,6 @@ pub struct EndpointDefinition {
     pub role_required: Vec<String>,
 }
 
-/// The HTTP method of one endpoint of a script route (the keys `addRoute` takes: `get`,
-/// `post`, `put`, `patch`, `delete`, `options`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RouteMethod {
-    /// `get`.
-    Get,
-    /// `post`.
-    Post,
-    /// `put`.
-    Put,
-    /// `patch`.
-    Patch,
-    /// `delete`.
-    Delete,
-    /// `options`.
-    Options,
-}
-
-impl RouteMethod {
-    /// Every method a script route may have, in the order the words list them.
-    pub const ALL: [RouteMethod; 6] = [
-        RouteMethod::Get,
-        RouteMethod::Post,
-        RouteMethod::Put,
-        RouteMethod::Patch,
-        RouteMethod::Delete,
-        RouteMethod::Options,
-    ];
-
-    /// The lower-case name a script gives it (`get`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RouteMethod::Get => "get",
-            RouteMethod::Post => "post",
-            RouteMethod::Put => "put",
-            RouteMethod::Patch => "patch",
-            RouteMethod::Delete => "delete",
-            RouteMethod::Options => "options",
-        }
-    }
-
-    /// The method named `name` (lower case, as a script writes it), `None` for another word.
-    pub fn parse(name: &str) -> Option<RouteMethod> {
-        RouteMethod::ALL.into_iter().find(|m| m.as_str() == name)
-    }
-}
-
-impl std::fmt::Display for RouteMethod {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A route added with `api(path).addRoute(...)`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "RawRoute")]
@@ -109,7 +56,7 @@ pub struct RouteDefinition {
     /// Where it was added.
     pub place: String,
     /// Its endpoints by HTTP method.
-    pub methods: BTreeMap<RouteMethod, EndpointDefinition>,
+    pub methods: BTreeMap<HttpMethod, EndpointDefinition>,
 }
 
 /// A route as the modules describe it, its methods still words.
@@ -133,7 +80,12 @@ impl TryFrom<RawRoute> for RouteDefinition {
     fn try_from(raw: RawRoute) -> Result<RouteDefinition, String> {
         let mut methods = BTreeMap::new();
         for (name, endpoint) in raw.methods {
-            let Some(method) = RouteMethod::parse(&name) else {
+            // The keys `addRoute` takes, as a script writes them: lower case.
+            let method = name
+                .parse::<HttpMethod>()
+                .ok()
+                .filter(|_| name.bytes().all(|b| b.is_ascii_lowercase()));
+            let Some(method) = method else {
                 return Err(format!(
                     "route {:?} added at {}: unknown HTTP method {name:?} (get, post, put, patch, delete or options)",
                     raw.path, raw.place
@@ -327,16 +279,14 @@ mod tests {
             Ok(defs) => defs,
             Err(e) => panic!("{e}"),
         };
-        let methods: Vec<RouteMethod> = defs.routes[0].methods.keys().copied().collect();
-        assert_eq!(methods, vec![RouteMethod::Get, RouteMethod::Delete]);
+        let methods: Vec<HttpMethod> = defs.routes[0].methods.keys().copied().collect();
+        assert_eq!(methods, vec![HttpMethod::Get, HttpMethod::Delete]);
         assert_eq!(
-            defs.routes[0].methods[&RouteMethod::Get].role_required,
+            defs.routes[0].methods[&HttpMethod::Get].role_required,
             vec!["editor".to_owned()]
         );
-        for method in RouteMethod::ALL {
-            assert_eq!(RouteMethod::parse(method.as_str()), Some(method));
-        }
-        assert_eq!(RouteMethod::parse("GET"), None);
+        let upper = Definitions::from_json(route(json!({"GET": endpoint})));
+        assert!(upper.is_err(), "a method is written in lower case");
     }
 
     #[test]

@@ -55,7 +55,7 @@ use tokio::sync::oneshot;
 
 pub use definitions::{
     ChannelDefinition, CronDefinition, Definition, Definitions, EndpointDefinition, HookDefinition,
-    JobDefinition, RouteDefinition, RouteMethod, RuleDefinition,
+    JobDefinition, RouteDefinition, RuleDefinition,
 };
 pub use error::{CallError, LoadError, Position};
 pub use outcome::Outcome;
@@ -341,12 +341,15 @@ impl Scripts {
     pub async fn call_route(
         &self,
         index: usize,
-        method: RouteMethod,
+        method: portico_platform::HttpMethod,
         mut context: Value,
     ) -> Result<Outcome, CallError> {
         if let Value::Object(map) = &mut context {
             map.insert("index".into(), Value::from(index));
-            map.insert("method".into(), Value::from(method.as_str()));
+            map.insert(
+                "method".into(),
+                Value::from(method.as_str().to_ascii_lowercase()),
+            );
         }
         self.call(Kind::Route, "", &context, &Value::Array(Vec::new()))
             .await
