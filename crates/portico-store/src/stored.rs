@@ -39,12 +39,13 @@ impl Stored {
     /// The document's compact JSON text: the stored text as it is, or the document encoded.
     ///
     /// # Errors
-    /// [`Error::InvalidDocument`] when a decoded document cannot be encoded (over
-    /// [`crate::MAX_DOCUMENT_BYTES`]).
+    /// [`Error::Backend`] when a decoded document cannot be encoded (a map of JSON values
+    /// always can; kept as an error rather than a panic). No size limit applies: the document
+    /// is stored already, or is what a reply shows (related documents expanded into it).
     pub fn text(&self) -> Result<Cow<'_, str>> {
         match self {
             Stored::Text(text) => Ok(Cow::Borrowed(text)),
-            Stored::Document(doc) => crate::document::encode(doc).map(Cow::Owned),
+            Stored::Document(doc) => encode(doc).map(Cow::Owned),
         }
     }
 
@@ -55,7 +56,7 @@ impl Stored {
     pub fn into_text(self) -> Result<String> {
         match self {
             Stored::Text(text) => Ok(text),
-            Stored::Document(doc) => crate::document::encode(&doc),
+            Stored::Document(doc) => encode(&doc),
         }
     }
 
@@ -85,6 +86,12 @@ impl Stored {
     pub fn is_text(&self) -> bool {
         matches!(self, Stored::Text(_))
     }
+}
+
+/// `doc`'s compact JSON text, in one pass (the store's `encode` for writes counts the bytes
+/// against the document size limit first, a second pass a reply does not need).
+fn encode(doc: &Document) -> Result<String> {
+    serde_json::to_string(doc).map_err(|e| Error::Backend(format!("cannot encode a document: {e}")))
 }
 
 impl From<Document> for Stored {
