@@ -12,12 +12,12 @@ use http::{StatusCode, header};
 use portico_platform::backups::Backups;
 use serde_json::{Value, json};
 
-use crate::api_error::{ApiError, ApiResult};
+use crate::admin_error::{AdminError, AdminResult};
 use crate::state::AdminState;
 
-fn set(state: &AdminState) -> ApiResult<Arc<Backups>> {
+fn set(state: &AdminState) -> AdminResult<Arc<Backups>> {
     state.backups.clone().ok_or_else(|| {
-        ApiError::not_found(
+        AdminError::not_found(
             "Backups are not set up on this server: add a [backups] table to its config \
              (SQLite databases only).",
         )
@@ -26,7 +26,7 @@ fn set(state: &AdminState) -> ApiResult<Arc<Backups>> {
 
 /// `GET api/backups`: `{configured, dir, keep, running, backups: [{name, bytes, modifiedMs}]}`,
 /// newest first (`dir`: the directory, or the bucket's `s3://` URL).
-pub(crate) async fn list(State(state): State<AdminState>) -> ApiResult<Json<Value>> {
+pub(crate) async fn list(State(state): State<AdminState>) -> AdminResult<Json<Value>> {
     let Some(set) = state.backups.clone() else {
         return Ok(Json(json!({ "configured": false, "backups": [] })));
     };
@@ -52,7 +52,7 @@ pub(crate) async fn list(State(state): State<AdminState>) -> ApiResult<Json<Valu
 
 /// `POST api/backups`: takes a backup now; 201 `{name, bytes, format, elapsedMs}` once it is
 /// written and checked, 409 while another runs.
-pub(crate) async fn start(State(state): State<AdminState>) -> ApiResult<Response> {
+pub(crate) async fn start(State(state): State<AdminState>) -> AdminResult<Response> {
     let set = set(&state)?;
     match set.take().await {
         Ok(report) => {
@@ -70,12 +70,12 @@ pub(crate) async fn start(State(state): State<AdminState>) -> ApiResult<Response
                 .into_response())
         }
         Err(portico_store::Error::Unavailable(message)) => {
-            Err(ApiError::new(StatusCode::CONFLICT, message))
+            Err(AdminError::new(StatusCode::CONFLICT, message))
         }
         Err(err) => {
             // The admins may see why a backup failed (a full disk, a directory they named).
             tracing::error!(error = %err, "backup from the admin page failed");
-            Err(ApiError::new(
+            Err(AdminError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("The backup failed: {err}"),
             ))
@@ -87,12 +87,12 @@ pub(crate) async fn start(State(state): State<AdminState>) -> ApiResult<Response
 pub(crate) async fn download(
     State(state): State<AdminState>,
     Path(name): Path<String>,
-) -> ApiResult<Response> {
+) -> AdminResult<Response> {
     let set = set(&state)?;
     let download = set
         .download(&name)
         .await?
-        .ok_or_else(|| ApiError::not_found("No such backup"))?;
+        .ok_or_else(|| AdminError::not_found("No such backup"))?;
     Ok((
         [
             (header::CONTENT_TYPE, "application/vnd.sqlite3".to_owned()),

@@ -13,21 +13,21 @@ use portico_store::Sort;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::api_error::{ApiError, ApiResult, object_body};
+use crate::admin_error::{AdminError, AdminResult, object_body};
 use crate::state::AdminState;
 
 /// Rows a page of documents holds unless `limit` says otherwise, and the most it may ask for.
 const DEFAULT_PAGE: u64 = 20;
 const MAX_PAGE: u64 = 200;
 
-async fn names(state: &AdminState) -> ApiResult<Vec<String>> {
+async fn names(state: &AdminState) -> AdminResult<Vec<String>> {
     let mut names: BTreeSet<String> = state.platform.collection_names().into_iter().collect();
     names.extend(state.platform.store().list_collections().await?);
     Ok(names.into_iter().collect())
 }
 
 /// The collection `name` when the store or the platform knows it.
-pub(crate) async fn collection(state: &AdminState, name: &str) -> ApiResult<Collection> {
+pub(crate) async fn collection(state: &AdminState, name: &str) -> AdminResult<Collection> {
     if let Some(declared) = state.platform.get_collection(name) {
         return Ok(declared);
     }
@@ -35,7 +35,9 @@ pub(crate) async fn collection(state: &AdminState, name: &str) -> ApiResult<Coll
         // In the store but not declared: the same default collection both doors would use.
         return Ok(state.platform.collection(name));
     }
-    Err(ApiError::not_found(format!("No collection named {name:?}")))
+    Err(AdminError::not_found(format!(
+        "No collection named {name:?}"
+    )))
 }
 
 /// Account documents hold password hashes and login tokens: the page never shows `services`.
@@ -75,9 +77,9 @@ pub(crate) fn is_internal(name: &str) -> bool {
 
 /// Accounts are written only through the users view, which keeps their hashes and tokens;
 /// Portico's own collections only by the server.
-fn refuse_account_writes(name: &str) -> ApiResult<()> {
+fn refuse_account_writes(name: &str) -> AdminResult<()> {
     if name == USERS {
-        return Err(ApiError::bad_request(
+        return Err(AdminError::bad_request(
             "Accounts are changed in the Users view, which keeps their passwords and tokens",
         ));
     }
@@ -86,9 +88,9 @@ fn refuse_account_writes(name: &str) -> ApiResult<()> {
 
 /// Portico's own collections are read-only here: the server keeps them (tokens, mails waiting
 /// to be sent, login failures), and a hand edit would break what relies on them.
-pub(crate) fn refuse_internal_writes(name: &str) -> ApiResult<()> {
+pub(crate) fn refuse_internal_writes(name: &str) -> AdminResult<()> {
     if is_internal(name) {
-        return Err(ApiError::new(
+        return Err(AdminError::new(
             StatusCode::FORBIDDEN,
             format!("{name} is one of Portico's own collections: it is read-only here"),
         ));
@@ -110,7 +112,7 @@ pub(crate) struct ListParams {
 pub(crate) async fn list(
     State(state): State<AdminState>,
     QueryParams(params): QueryParams<ListParams>,
-) -> ApiResult<Json<Value>> {
+) -> AdminResult<Json<Value>> {
     let show_internal = params
         .internal
         .as_deref()
@@ -182,19 +184,19 @@ pub(crate) struct PageParams {
     limit: Option<u64>,
 }
 
-fn selector(filter: Option<&str>) -> ApiResult<Selector> {
+fn selector(filter: Option<&str>) -> AdminResult<Selector> {
     match filter.map(str::trim) {
         None | Some("") => Ok(Selector::all()),
         Some(text) => {
             let value: Value = serde_json::from_str(text)
-                .map_err(|e| ApiError::bad_request(format!("Invalid where: not JSON ({e})")))?;
+                .map_err(|e| AdminError::bad_request(format!("Invalid where: not JSON ({e})")))?;
             if !value.is_object() {
-                return Err(ApiError::bad_request(
+                return Err(AdminError::bad_request(
                     "Invalid where: must be a JSON object",
                 ));
             }
             Selector::parse(&value)
-                .map_err(|e| ApiError::bad_request(format!("Invalid where: {e}")))
+                .map_err(|e| AdminError::bad_request(format!("Invalid where: {e}")))
         }
     }
 }
@@ -206,14 +208,14 @@ pub(crate) async fn documents(
     State(state): State<AdminState>,
     Path(name): Path<String>,
     QueryParams(params): QueryParams<PageParams>,
-) -> ApiResult<Json<Value>> {
+) -> AdminResult<Json<Value>> {
     let collection = collection(&state, &name).await?;
     let selector = selector(params.filter.as_deref())?;
     let sort = match params.sort.as_deref().map(str::trim) {
         None | Some("") => None,
         Some(text) => Some(
             Sort::parse_list(text)
-                .map_err(|e| ApiError::bad_request(format!("Invalid sort: {e}")))?,
+                .map_err(|e| AdminError::bad_request(format!("Invalid sort: {e}")))?,
         ),
     };
     if name == USERS
@@ -223,7 +225,7 @@ pub(crate) async fn documents(
                 .is_some_and(|s| s.keys().iter().any(|(path, _)| is_secret_path(path))))
     {
         // Filtering or sorting on hashes and tokens would reveal them a character at a time.
-        return Err(ApiError::bad_request(
+        return Err(AdminError::bad_request(
             "Accounts cannot be filtered or sorted on `services` (passwords and login tokens)",
         ));
     }
@@ -252,11 +254,13 @@ pub(crate) async fn documents(
 pub(crate) async fn document(
     State(state): State<AdminState>,
     Path((name, id)): Path<(String, String)>,
-) -> ApiResult<Json<Document>> {
+) -> AdminResult<Json<Document>> {
     let collection = collection(&state, &name).await?;
     match collection.get(&id).await? {
         Some(doc) => Ok(Json(shown(&name, doc))),
-        None => Err(ApiError::not_found(format!("No document {id:?} in {name}"))),
+        None => Err(AdminError::not_found(format!(
+            "No document {id:?} in {name}"
+        ))),
     }
 }
 
@@ -266,7 +270,7 @@ pub(crate) async fn insert(
     State(state): State<AdminState>,
     Path(name): Path<String>,
     body: Bytes,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> AdminResult<(StatusCode, Json<Value>)> {
     let collection = collection(&state, &name).await?;
     refuse_account_writes(&name)?;
     let doc = object_body(&body)?;
@@ -282,14 +286,14 @@ pub(crate) async fn replace(
     State(state): State<AdminState>,
     Path((name, id)): Path<(String, String)>,
     body: Bytes,
-) -> ApiResult<Json<Document>> {
+) -> AdminResult<Json<Document>> {
     let collection = collection(&state, &name).await?;
     refuse_account_writes(&name)?;
     let mut doc = object_body(&body)?;
     if let Some(given) = doc.get("_id")
         && given.as_str() != Some(id.as_str())
     {
-        return Err(ApiError::bad_request(format!(
+        return Err(AdminError::bad_request(format!(
             "_id cannot change (it is {id:?}); create a new document instead"
         )));
     }
@@ -297,7 +301,9 @@ pub(crate) async fn replace(
         // The files panel changes file fields; an edit of the JSON keeps them (left out: kept;
         // changed: refused), so metadata never names bytes that are not there.
         let Some(stored) = collection.get(&id).await? else {
-            return Err(ApiError::not_found(format!("No document {id:?} in {name}")));
+            return Err(AdminError::not_found(format!(
+                "No document {id:?} in {name}"
+            )));
         };
         collection.keep_server_fields(&stored, &mut doc);
         collection.check_server_fields(Some(&stored), &doc)?;
@@ -305,7 +311,9 @@ pub(crate) async fn replace(
     let update = Update::replace(doc)?;
     match collection.update_by_id(&id, &update).await? {
         Some(doc) => Ok(Json(doc)),
-        None => Err(ApiError::not_found(format!("No document {id:?} in {name}"))),
+        None => Err(AdminError::not_found(format!(
+            "No document {id:?} in {name}"
+        ))),
     }
 }
 
@@ -313,13 +321,15 @@ pub(crate) async fn replace(
 pub(crate) async fn remove(
     State(state): State<AdminState>,
     Path((name, id)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> AdminResult<Json<Value>> {
     let collection = collection(&state, &name).await?;
     refuse_account_writes(&name)?;
     if collection.remove_by_id(&id).await? {
         Ok(Json(json!({ "removed": id })))
     } else {
-        Err(ApiError::not_found(format!("No document {id:?} in {name}")))
+        Err(AdminError::not_found(format!(
+            "No document {id:?} in {name}"
+        )))
     }
 }
 

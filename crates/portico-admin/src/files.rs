@@ -13,20 +13,20 @@ use portico_platform::{FileAccess, FileError, FileSlot, Files};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::api_error::{ApiError, ApiResult};
+use crate::admin_error::{AdminError, AdminResult};
 use crate::collections::collection;
 use crate::state::AdminState;
 
 /// A file error as an admin reply: its status and text; a store failure is logged, not sent.
-impl From<FileError> for ApiError {
+impl From<FileError> for AdminError {
     fn from(err: FileError) -> Self {
         match err {
-            FileError::Platform(e) => ApiError::from(e),
+            FileError::Platform(e) => AdminError::from(e),
             e if e.status() >= 500 => {
                 tracing::error!(error = %e, "admin files call failed");
-                ApiError::internal()
+                AdminError::internal()
             }
-            e => ApiError::new(
+            e => AdminError::new(
                 StatusCode::from_u16(e.status()).unwrap_or(StatusCode::BAD_REQUEST),
                 e.to_string(),
             ),
@@ -34,11 +34,11 @@ impl From<FileError> for ApiError {
     }
 }
 
-fn service(state: &AdminState) -> ApiResult<&Files> {
+fn service(state: &AdminState) -> AdminResult<&Files> {
     state
         .platform
         .files()
-        .ok_or_else(|| ApiError::not_found("This server keeps no files"))
+        .ok_or_else(|| AdminError::not_found("This server keeps no files"))
 }
 
 /// The query of an upload.
@@ -56,12 +56,12 @@ pub(crate) async fn upload(
     Query(params): Query<UploadParams>,
     headers: HeaderMap,
     body: Body,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> AdminResult<(StatusCode, Json<Value>)> {
     let files = service(&state)?;
     crate::collections::refuse_internal_writes(&name)?;
     let collection = collection(&state, &name).await?;
     let Some(file_name) = params.name.filter(|n| !n.trim().is_empty()) else {
-        return Err(ApiError::bad_request("Name the file: ?name="));
+        return Err(AdminError::bad_request("Name the file: ?name="));
     };
     let max = files.config().max_size;
     let length = headers
@@ -101,7 +101,7 @@ pub(crate) async fn download(
     State(state): State<AdminState>,
     Path((name, id, field, file)): Path<(String, String, String, String)>,
     Query(params): Query<DownloadParams>,
-) -> ApiResult<Response> {
+) -> AdminResult<Response> {
     let files = service(&state)?;
     let collection = collection(&state, &name).await?;
     let found = files
@@ -133,7 +133,7 @@ pub(crate) async fn download(
 pub(crate) async fn delete(
     State(state): State<AdminState>,
     Path((name, id, field, file)): Path<(String, String, String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> AdminResult<Json<Value>> {
     let files = service(&state)?;
     crate::collections::refuse_internal_writes(&name)?;
     let collection = collection(&state, &name).await?;

@@ -7,7 +7,7 @@ use http::StatusCode;
 use portico_edge::AuthenticatedUser;
 use portico_platform::user_has_any_role;
 
-use crate::api_error::ApiError;
+use crate::admin_error::AdminError;
 use crate::state::AdminState;
 
 /// Lets a request through only with the token of a user holding the admin role: 401 without a
@@ -20,18 +20,18 @@ pub(crate) async fn require_admin(
     let user = match AuthenticatedUser::resolve(&state.platform, request.headers()).await {
         Ok(Some(user)) => user,
         Ok(None) => {
-            return ApiError::new(
+            return AdminError::new(
                 StatusCode::UNAUTHORIZED,
                 "You must be logged in to do this.",
             )
             .into_response();
         }
-        Err(err) => return ApiError::from(err).into_response(),
+        Err(err) => return AdminError::from(err).into_response(),
     };
     // An API key never reaches the admin page, whatever its roles; nor does a token an admin
     // got to act as a user.
     if portico_platform::is_service_account(user.user()) {
-        return ApiError::new(StatusCode::FORBIDDEN, "API keys cannot use the admin page.")
+        return AdminError::new(StatusCode::FORBIDDEN, "API keys cannot use the admin page.")
             .into_response();
     }
     if user
@@ -39,14 +39,14 @@ pub(crate) async fn require_admin(
         .and_then(|h| portico_platform::Accounts::impersonator_of(user.user(), h))
         .is_some()
     {
-        return ApiError::new(
+        return AdminError::new(
             StatusCode::FORBIDDEN,
             "A token acting as a user cannot use the admin page.",
         )
         .into_response();
     }
     if !user_has_any_role(user.user(), std::slice::from_ref(&state.role)) {
-        return ApiError::new(
+        return AdminError::new(
             StatusCode::FORBIDDEN,
             format!("This needs the \"{}\" role.", state.role),
         )
@@ -57,6 +57,6 @@ pub(crate) async fn require_admin(
 }
 
 /// An API path the page does not have (reached only by admins).
-pub(crate) async fn no_such_call() -> ApiError {
-    ApiError::not_found("No such admin API call")
+pub(crate) async fn no_such_call() -> AdminError {
+    AdminError::not_found("No such admin API call")
 }

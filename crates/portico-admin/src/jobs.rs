@@ -9,7 +9,7 @@ use portico_platform::jobs::{FAILED_JOBS, JOBS, SCHEDULES};
 use portico_store::{Query, Selector, Sort};
 use serde_json::{Value, json};
 
-use crate::api_error::{ApiError, ApiResult};
+use crate::admin_error::{AdminError, AdminResult};
 use crate::state::AdminState;
 
 /// How many jobs of each list are shown.
@@ -21,7 +21,7 @@ async fn listed(
     collection: &str,
     sort: &Value,
     fields: &[&str],
-) -> ApiResult<Vec<Value>> {
+) -> AdminResult<Vec<Value>> {
     let mut query = Query::new(Selector::all());
     query.sort = Some(Sort::parse(sort)?);
     query.limit = Some(SHOWN);
@@ -41,7 +41,7 @@ async fn listed(
 
 /// `GET api/jobs`: `{schedules: [...], pending: [...], failed: [...], queued, failedCount}`;
 /// pending jobs by due time, failed ones newest first, at most 100 of each.
-pub(crate) async fn list(State(state): State<AdminState>) -> ApiResult<Json<Value>> {
+pub(crate) async fn list(State(state): State<AdminState>) -> AdminResult<Json<Value>> {
     let jobs = state.platform.jobs();
     let store = state.platform.store();
     let mut schedules = Vec::new();
@@ -111,9 +111,9 @@ fn now_ms() -> i64 {
 pub(crate) async fn retry(
     State(state): State<AdminState>,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> AdminResult<Json<Value>> {
     if !state.platform.jobs().retry_failed(&id).await? {
-        return Err(ApiError::not_found("No such failed job"));
+        return Err(AdminError::not_found("No such failed job"));
     }
     tracing::info!(job = %id, "failed job retried from the admin page");
     Ok(Json(json!({ "retried": id })))
@@ -123,9 +123,9 @@ pub(crate) async fn retry(
 pub(crate) async fn cancel(
     State(state): State<AdminState>,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> AdminResult<Json<Value>> {
     if !state.platform.jobs().cancel(&id).await? {
-        return Err(ApiError::not_found("No such job"));
+        return Err(AdminError::not_found("No such job"));
     }
     tracing::info!(job = %id, "job cancelled from the admin page");
     Ok(Json(json!({ "cancelled": id })))

@@ -8,14 +8,14 @@ use axum::extract::{Path, State};
 use http::StatusCode;
 use serde_json::{Map, Value, json};
 
-use crate::api_error::{ApiError, ApiResult, object_body};
+use crate::admin_error::{AdminError, AdminResult, object_body};
 use crate::state::AdminState;
 
 /// The longest lifetime the page gives a key, in days (as `portico keys add --expires`).
 const MAX_DAYS: u64 = 100 * 365;
 
 /// `GET api/keys`: `{keys: [{name, roles, userId, createdAt, expires, lastUsed}]}` by name.
-pub(crate) async fn list(State(state): State<AdminState>) -> ApiResult<Json<Value>> {
+pub(crate) async fn list(State(state): State<AdminState>) -> AdminResult<Json<Value>> {
     let keys: Vec<Value> = state
         .platform
         .accounts()
@@ -37,16 +37,17 @@ pub(crate) async fn list(State(state): State<AdminState>) -> ApiResult<Json<Valu
 }
 
 /// The roles of a new key: an array of names or one comma-separated string.
-fn roles(body: &Map<String, Value>) -> ApiResult<Vec<String>> {
-    let bad =
-        || ApiError::bad_request("roles must be an array of role names or a comma-separated text");
+fn roles(body: &Map<String, Value>) -> AdminResult<Vec<String>> {
+    let bad = || {
+        AdminError::bad_request("roles must be an array of role names or a comma-separated text")
+    };
     let names: Vec<String> = match body.get("roles") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::String(text)) => text.split(',').map(|r| r.trim().to_owned()).collect(),
         Some(Value::Array(items)) => items
             .iter()
             .map(|r| r.as_str().map(|r| r.trim().to_owned()).ok_or_else(bad))
-            .collect::<ApiResult<_>>()?,
+            .collect::<AdminResult<_>>()?,
         Some(_) => return Err(bad()),
     };
     Ok(names.into_iter().filter(|r| !r.is_empty()).collect())
@@ -57,11 +58,11 @@ fn roles(body: &Map<String, Value>) -> ApiResult<Vec<String>> {
 pub(crate) async fn create(
     State(state): State<AdminState>,
     body: Bytes,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> AdminResult<(StatusCode, Json<Value>)> {
     let body = object_body(&body)?;
     let name = match body.get("name") {
         Some(Value::String(name)) => name.trim().to_owned(),
-        _ => return Err(ApiError::bad_request("name is required")),
+        _ => return Err(AdminError::bad_request("name is required")),
     };
     let lifetime = match body.get("expiresDays") {
         None | Some(Value::Null) => None,
@@ -70,7 +71,7 @@ pub(crate) async fn create(
                 .as_u64()
                 .filter(|d| (1..=MAX_DAYS).contains(d))
                 .ok_or_else(|| {
-                    ApiError::bad_request(format!(
+                    AdminError::bad_request(format!(
                         "expiresDays is a whole number of days from 1 to {MAX_DAYS}, or null for a key that does not expire"
                     ))
                 })?;
@@ -97,11 +98,11 @@ pub(crate) async fn create(
 pub(crate) async fn revoke(
     State(state): State<AdminState>,
     Path(name): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> AdminResult<StatusCode> {
     if state.platform.accounts().revoke_api_key(&name).await? {
         tracing::info!(key = %name, "API key revoked from the admin page");
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(ApiError::not_found(format!("No key is named {name:?}")))
+        Err(AdminError::not_found(format!("No key is named {name:?}")))
     }
 }

@@ -78,7 +78,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
-mod api_error;
+mod admin_error;
 mod assets;
 mod backups;
 mod collections;

@@ -9,7 +9,7 @@ use portico_edge::AuthenticatedUser;
 use portico_platform::{LoginError, public_user, user_has_any_role};
 use serde_json::{Value, json};
 
-use crate::api_error::{ApiError, ApiResult, json_body};
+use crate::admin_error::{AdminError, AdminResult, json_body};
 use crate::state::AdminState;
 
 /// A login body is a name and a password: a few hundred bytes.
@@ -21,23 +21,25 @@ const LOGIN_BODY_LIMIT: usize = 16 * 1024;
 pub(crate) async fn login(
     State(state): State<AdminState>,
     request: Request,
-) -> ApiResult<Response> {
+) -> AdminResult<Response> {
     let client = portico_edge::peer_ip(request.extensions());
     let body = axum::body::to_bytes(request.into_body(), LOGIN_BODY_LIMIT)
         .await
-        .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "The login body is too large"))?;
+        .map_err(|_| {
+            AdminError::new(StatusCode::PAYLOAD_TOO_LARGE, "The login body is too large")
+        })?;
     let body = json_body(&body)?;
     let token = match state.login.login(Some(&body), client).await {
         Ok(token) => token,
         Err(LoginError::Failed) => {
-            return Err(ApiError::new(
+            return Err(AdminError::new(
                 StatusCode::UNAUTHORIZED,
                 "Incorrect username, email or password",
             ));
         }
         Err(LoginError::TooManyAttempts(wait)) => {
             let seconds = wait.as_secs().max(1);
-            let mut response = ApiError::new(
+            let mut response = AdminError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 format!("Too many attempts; try again in {seconds} s"),
             )
@@ -49,12 +51,12 @@ pub(crate) async fn login(
         }
         Err(LoginError::Platform(err)) => return Err(err.into()),
         Err(e @ LoginError::EmailNotVerified) => {
-            return Err(ApiError::new(StatusCode::FORBIDDEN, e.to_string()));
+            return Err(AdminError::new(StatusCode::FORBIDDEN, e.to_string()));
         }
         Err(e @ (LoginError::TotpRequired | LoginError::TotpInvalid)) => {
-            return Err(ApiError::new(StatusCode::UNAUTHORIZED, e.to_string()));
+            return Err(AdminError::new(StatusCode::UNAUTHORIZED, e.to_string()));
         }
-        Err(other) => return Err(ApiError::bad_request(other.to_string())),
+        Err(other) => return Err(AdminError::bad_request(other.to_string())),
     };
     let accounts = state.platform.accounts();
     let user = accounts
@@ -63,7 +65,7 @@ pub(crate) async fn login(
         .unwrap_or_default();
     if !user_has_any_role(&user, std::slice::from_ref(&state.role)) {
         accounts.remove_token(&token.user_id, &token.token).await?;
-        return Err(ApiError::new(
+        return Err(AdminError::new(
             StatusCode::FORBIDDEN,
             format!("This account does not hold the \"{}\" role.", state.role),
         ));
@@ -79,7 +81,7 @@ pub(crate) async fn login(
 pub(crate) async fn logout(
     State(state): State<AdminState>,
     Extension(user): Extension<AuthenticatedUser>,
-) -> ApiResult<Json<Value>> {
+) -> AdminResult<Json<Value>> {
     if let Some(hashed) = user.hashed_token() {
         state
             .platform

@@ -10,7 +10,7 @@ use portico_platform::{Document, NewUser, Password, public_user};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::api_error::{ApiError, ApiResult, object_body};
+use crate::admin_error::{AdminError, AdminResult, object_body};
 use crate::state::AdminState;
 
 /// What the page shows of an account: [`public_user`] and when it was made.
@@ -53,7 +53,7 @@ pub(crate) struct ListParams {
 pub(crate) async fn list(
     State(state): State<AdminState>,
     QueryParams(params): QueryParams<ListParams>,
-) -> ApiResult<Json<Value>> {
+) -> AdminResult<Json<Value>> {
     let needle = params.q.unwrap_or_default().trim().to_lowercase();
     let mut users: Vec<Document> = state
         .platform
@@ -74,20 +74,20 @@ pub(crate) async fn list(
     Ok(Json(json!({ "users": users })))
 }
 
-fn string_field(body: &Map<String, Value>, key: &str) -> ApiResult<Option<String>> {
+fn string_field(body: &Map<String, Value>, key: &str) -> AdminResult<Option<String>> {
     match body.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(ApiError::bad_request(format!("{key} must be a string"))),
+        Some(_) => Err(AdminError::bad_request(format!("{key} must be a string"))),
     }
 }
 
-fn roles_field(body: &Map<String, Value>) -> ApiResult<Vec<String>> {
+fn roles_field(body: &Map<String, Value>) -> AdminResult<Vec<String>> {
     let Some(value) = body.get("roles") else {
         return Ok(Vec::new());
     };
-    let bad = || ApiError::bad_request("roles must be a list of non-empty strings");
+    let bad = || AdminError::bad_request("roles must be a list of non-empty strings");
     let mut roles = Vec::new();
     for role in value.as_array().ok_or_else(bad)? {
         let role = role
@@ -106,7 +106,7 @@ fn roles_field(body: &Map<String, Value>) -> ApiResult<Vec<String>> {
 pub(crate) async fn create(
     State(state): State<AdminState>,
     body: Bytes,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> AdminResult<(StatusCode, Json<Value>)> {
     let body = object_body(&body)?;
     let accounts = state.platform.accounts();
     let password = string_field(&body, "password")?.map(Password::Plain);
@@ -134,14 +134,14 @@ pub(crate) async fn set_roles(
     Extension(me): Extension<AuthenticatedUser>,
     Path(id): Path<String>,
     body: Bytes,
-) -> ApiResult<Json<Value>> {
+) -> AdminResult<Json<Value>> {
     let body = object_body(&body)?;
     if !body.contains_key("roles") {
-        return Err(ApiError::bad_request("roles is required"));
+        return Err(AdminError::bad_request("roles is required"));
     }
     let wanted = roles_field(&body)?;
     if id == me.user_id() && !wanted.contains(&state.role) {
-        return Err(ApiError::bad_request(format!(
+        return Err(AdminError::bad_request(format!(
             "You cannot take the \"{}\" role from your own account here",
             state.role
         )));
@@ -150,7 +150,7 @@ pub(crate) async fn set_roles(
     let user = accounts
         .find_user_by_id(&id)
         .await?
-        .ok_or_else(|| ApiError::not_found("User not found"))?;
+        .ok_or_else(|| AdminError::not_found("User not found"))?;
     let held: Vec<String> = user
         .get("roles")
         .and_then(Value::as_array)
@@ -181,10 +181,10 @@ pub(crate) async fn set_password(
     State(state): State<AdminState>,
     Path(id): Path<String>,
     body: Bytes,
-) -> ApiResult<Json<Value>> {
+) -> AdminResult<Json<Value>> {
     let body = object_body(&body)?;
     let password = string_field(&body, "password")?
-        .ok_or_else(|| ApiError::bad_request("password is required"))?;
+        .ok_or_else(|| AdminError::bad_request("password is required"))?;
     let password = Password::Plain(password);
     let accounts = state.platform.accounts();
     accounts.check_password_length(&password)?;
@@ -196,10 +196,10 @@ pub(crate) async fn set_password(
 pub(crate) async fn logout_everywhere(
     State(state): State<AdminState>,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> AdminResult<Json<Value>> {
     let accounts = state.platform.accounts();
     if accounts.find_user_by_id(&id).await?.is_none() {
-        return Err(ApiError::not_found("User not found"));
+        return Err(AdminError::not_found("User not found"));
     }
     let removed = accounts.remove_all_tokens(&id).await?;
     Ok(Json(json!({ "_id": id, "tokensRemoved": removed })))
@@ -212,12 +212,12 @@ pub(crate) async fn impersonate(
     State(state): State<AdminState>,
     Extension(me): Extension<AuthenticatedUser>,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> AdminResult<Json<Value>> {
     let accounts = state.platform.accounts();
     let token = match accounts.impersonate(me.user_id(), &id).await {
         Ok(token) => token,
         Err(portico_platform::Error::UserNotFound) => {
-            return Err(ApiError::not_found("User not found"));
+            return Err(AdminError::not_found("User not found"));
         }
         Err(e) => return Err(e.into()),
     };
@@ -243,16 +243,16 @@ pub(crate) async fn remove(
     State(state): State<AdminState>,
     Extension(me): Extension<AuthenticatedUser>,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> AdminResult<Json<Value>> {
     if id == me.user_id() {
-        return Err(ApiError::bad_request(
+        return Err(AdminError::bad_request(
             "You cannot remove your own account here",
         ));
     }
     if state.platform.accounts().remove_user(&id).await? {
         Ok(Json(json!({ "removed": id })))
     } else {
-        Err(ApiError::not_found("User not found"))
+        Err(AdminError::not_found("User not found"))
     }
 }
 
@@ -262,22 +262,22 @@ pub(crate) async fn send_reset_mail(
     State(state): State<AdminState>,
     Path(id): Path<String>,
     request: Request,
-) -> ApiResult<Json<Value>> {
+) -> AdminResult<Json<Value>> {
     let client = portico_edge::peer_ip(request.extensions());
     let platform = &state.platform;
     let user = platform
         .accounts()
         .find_user_by_id(&id)
         .await?
-        .ok_or_else(|| ApiError::not_found("User not found"))?;
+        .ok_or_else(|| AdminError::not_found("User not found"))?;
     let email = user
         .get("emails")
         .and_then(Value::as_array)
         .and_then(|emails| emails.iter().find_map(|e| e.get("address")?.as_str()))
-        .ok_or_else(|| ApiError::bad_request("This account has no email address"))?
+        .ok_or_else(|| AdminError::bad_request("This account has no email address"))?
         .to_owned();
     if !platform.lifecycle().sends_mail() {
-        return Err(ApiError::new(
+        return Err(AdminError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "This server sends no mail: set [email] in its config",
         ));

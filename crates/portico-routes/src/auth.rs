@@ -3,7 +3,7 @@
 
 use portico_store::Document;
 
-use crate::auth_hooks::AuthOutcome;
+use crate::hooks::AuthOutcome;
 use crate::{AuthOptions, Context, Reply};
 
 /// The default `auth.user`: the hashed `X-Auth-Token` header (or `access_token` query parameter
@@ -58,7 +58,7 @@ async fn authenticate_if_sent(
     options: &AuthOptions,
 ) -> Result<Option<Caller>, Reply> {
     let outcome = match &options.user {
-        Some(hook) => hook.call(ctx).await,
+        Some(hook) => hook.call(ctx.clone()).await,
         None => default_outcome(ctx, options),
     };
     let caller = match outcome {

@@ -43,7 +43,6 @@
 
 mod api;
 mod auth;
-mod auth_hooks;
 mod collection;
 mod context;
 mod cors;
@@ -52,6 +51,7 @@ mod dispatch;
 mod endpoint;
 mod endpoint_doc;
 mod error;
+mod hooks;
 mod login;
 mod op;
 mod options;
@@ -61,14 +61,15 @@ mod route_table;
 pub mod scripts;
 
 pub use api::{Api, RouteInfo, normalize_api_path};
-pub use auth_hooks::{AuthOutcome, AuthUserHook, LoginHook};
 pub use collection::{
-    AccessScope, AfterEvent, AfterHook, BatchOptions, BeforeHook, CollectionEndpoint,
-    CollectionOptions, DEFAULT_BATCH_LIMIT, HookEvent,
+    AccessScope, BatchOptions, CollectionEndpoint, CollectionOptions, DEFAULT_BATCH_LIMIT,
 };
 pub use context::{Context, ResolvedOptions};
 pub use endpoint::{Endpoint, Endpoints, IntoEndpoint, IntoRoles, RouteOptions};
 pub use error::{Error, Result};
+pub use hooks::{
+    AfterEvent, AfterHook, AuthOutcome, AuthUserHook, BeforeHook, Hook, HookEvent, LoginHook,
+};
 pub use op::Op;
 pub use options::{ApiOptions, AuthOptions, CorsOptions, DelayRange, LoginRateLimit, RateLimit};
 pub use portico_edge::{AuthenticatedUser, RoutePath, TrustedProxies};

@@ -115,7 +115,7 @@ async fn login(mut ctx: Context, on_in: Option<&LoginHook>) -> Reply {
         }
         ctx.user_id = Some(token.user_id.clone());
         ctx.hashed_token = Some(portico_platform::hash_token(&token.token));
-        if let Some(extra) = hook.call(&ctx).await {
+        if let Some(extra) = hook.call(ctx).await {
             data.insert("extra".into(), extra);
         }
     }
@@ -142,7 +142,7 @@ async fn logout(ctx: Context, token_path: &str, on_out: Option<&LoginHook>) -> R
     let mut data = Map::new();
     data.insert("message".into(), json!("You've been logged out!"));
     if let Some(hook) = on_out
-        && let Some(extra) = hook.call(&ctx).await
+        && let Some(extra) = hook.call(ctx).await
     {
         data.insert("extra".into(), extra);
     }

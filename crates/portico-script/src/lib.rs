@@ -27,6 +27,7 @@
 //! interpreter is slower than a JIT, which matters little for code that mostly awaits the
 //! database.
 
+mod answer;
 mod channels;
 mod console;
 mod definitions;
@@ -37,7 +38,6 @@ mod hooks;
 mod host;
 mod install;
 mod modules;
-mod outcome;
 mod payload;
 mod program;
 mod runtime;
@@ -49,7 +49,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use portico_platform::Platform;
+use portico_platform::{MethodReply, Platform};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -58,7 +58,6 @@ pub use definitions::{
     JobDefinition, RouteDefinition, RuleDefinition,
 };
 pub use error::{CallError, LoadError, Position};
-pub use outcome::Outcome;
 pub use types::TYPES;
 
 use program::Shared;
@@ -273,7 +272,7 @@ impl Scripts {
         name: &str,
         context: &Value,
         args: &Value,
-    ) -> Result<Outcome, CallError> {
+    ) -> Result<MethodReply, CallError> {
         self.call_with(kind, name, context, args, None, self.inner.config.timeout)
             .await
     }
@@ -288,7 +287,7 @@ impl Scripts {
         args: &Value,
         write: Option<u64>,
         timeout: Duration,
-    ) -> Result<Outcome, CallError> {
+    ) -> Result<MethodReply, CallError> {
         let program = self.program();
         let runtimes = &program.runtimes;
         let index = program.next.fetch_add(1, Ordering::Relaxed) % runtimes.len();
@@ -325,7 +324,7 @@ impl Scripts {
         user_id: Option<&str>,
         user: Option<&Value>,
         args: Vec<Value>,
-    ) -> Result<Outcome, CallError> {
+    ) -> Result<MethodReply, CallError> {
         let context = serde_json::json!({ "userId": user_id, "user": user });
         self.call(Kind::Method, name, &context, &Value::Array(args))
             .await
@@ -343,7 +342,7 @@ impl Scripts {
         index: usize,
         method: portico_platform::HttpMethod,
         mut context: Value,
-    ) -> Result<Outcome, CallError> {
+    ) -> Result<MethodReply, CallError> {
         if let Value::Object(map) = &mut context {
             map.insert("index".into(), Value::from(index));
             map.insert(

@@ -25,8 +25,8 @@ use tokio::sync::oneshot;
 
 use crate::error::{CallError, LoadError};
 use crate::modules::Loader;
-use crate::outcome::Outcome;
 use crate::program::Shared;
+use portico_platform::MethodReply;
 
 /// The engine's limit on JavaScript's native stack (deep recursion is a `RangeError` past it).
 pub(crate) const MAX_STACK: usize = 1024 * 1024;
@@ -64,7 +64,7 @@ impl Kind {
     }
 }
 
-pub(crate) type Reply = oneshot::Sender<Result<Outcome, CallError>>;
+pub(crate) type Reply = oneshot::Sender<Result<MethodReply, CallError>>;
 
 pub(crate) enum Message {
     Call {
@@ -176,7 +176,7 @@ impl State {
         self.next_id
     }
 
-    fn answer(&mut self, id: u64, result: Result<Outcome, CallError>) {
+    fn answer(&mut self, id: u64, result: Result<MethodReply, CallError>) {
         self.writes.remove(&id);
         if let Some(reply) = self.calls.remove(&id) {
             let _ = reply.send(result);
@@ -257,7 +257,7 @@ impl Engine {
                     if kind == Kind::Memory {
                         self.runtime.run_gc();
                         let used = self.runtime.memory_usage().memory_used_size;
-                        let _ = reply.send(Ok(Outcome {
+                        let _ = reply.send(Ok(MethodReply {
                             value: Value::from(used),
                             status: None,
                         }));
@@ -403,7 +403,7 @@ fn done_function<'js>(
 ) -> Result<Function<'js>, LoadError> {
     let state = state.clone();
     Function::new(ctx.clone(), move |id: f64, text: String| {
-        let result = crate::outcome::parse(&text);
+        let result = crate::answer::parse(&text);
         state.borrow_mut().answer(id as u64, result);
     })
     .map_err(|e| LoadError::Engine(e.to_string()))

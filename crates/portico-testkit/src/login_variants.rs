@@ -8,7 +8,7 @@
 
 /// What a login attempt came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum LoginOutcome {
     /// A token for ada.
     Success,
     /// Incorrect credentials.
@@ -32,13 +32,13 @@ pub struct LoginVariant {
     /// Wrong-password logins as ada sent first (`{"username":"ada","password":"wrong"}`).
     pub failures_before: u32,
     /// The outcome both doors must give.
-    pub expected: Outcome,
+    pub expected: LoginOutcome,
 }
 
 const JSON: &str = "application/json";
 const FORM: &str = "application/x-www-form-urlencoded";
 
-const fn row(name: &'static str, body: &'static str, expected: Outcome) -> LoginVariant {
+const fn row(name: &'static str, body: &'static str, expected: LoginOutcome) -> LoginVariant {
     LoginVariant {
         name,
         content_type: JSON,
@@ -53,85 +53,89 @@ pub const LOGIN_VARIANTS: &[LoginVariant] = &[
     row(
         "username and password",
         r#"{"username": "ada", "password": "correct horse"}"#,
-        Outcome::Success,
+        LoginOutcome::Success,
     ),
     row(
         "email and password",
         r#"{"email": "ada@example.com", "password": "correct horse"}"#,
-        Outcome::Success,
+        LoginOutcome::Success,
     ),
     row(
         "email wins over another user's username",
         r#"{"email": "ada@example.com", "username": "bob", "password": "correct horse"}"#,
-        Outcome::Success,
+        LoginOutcome::Success,
     ),
     row(
         "user as a username",
         r#"{"user": "ada", "password": "correct horse"}"#,
-        Outcome::Success,
+        LoginOutcome::Success,
     ),
     row(
         "user as an email",
         r#"{"user": "ada@example.com", "password": "correct horse"}"#,
-        Outcome::Success,
+        LoginOutcome::Success,
     ),
     row(
         "user as {id}",
         r#"{"user": {"id": "{ADA_ID}"}, "password": "correct horse"}"#,
-        Outcome::Success,
+        LoginOutcome::Success,
     ),
     row(
         "user as {username}",
         r#"{"user": {"username": "ada"}, "password": "correct horse"}"#,
-        Outcome::Success,
+        LoginOutcome::Success,
     ),
     row(
         "digest with its algorithm",
         r#"{"username": "ada", "password": {"digest": "{DIGEST}", "algorithm": "sha-256"}}"#,
-        Outcome::Success,
+        LoginOutcome::Success,
     ),
     row(
         "digest without an algorithm is refused",
         r#"{"username": "ada", "password": {"digest": "{DIGEST}"}}"#,
-        Outcome::Unauthorized,
+        LoginOutcome::Unauthorized,
     ),
     row(
         "hashed upper-case hex",
         r#"{"username": "ada", "password": "{DIGEST_UPPER}", "hashed": true}"#,
-        Outcome::Success,
+        LoginOutcome::Success,
     ),
     LoginVariant {
         name: "form-encoded body",
         content_type: FORM,
         body: "username=ada&password=correct+horse",
         failures_before: 0,
-        expected: Outcome::Success,
+        expected: LoginOutcome::Success,
     },
-    row("empty body", "", Outcome::Unauthorized),
+    row("empty body", "", LoginOutcome::Unauthorized),
     row(
         "JSON array body",
         r#"[{"username": "ada", "password": "correct horse"}]"#,
-        Outcome::Unauthorized,
+        LoginOutcome::Unauthorized,
     ),
-    row("malformed JSON", r#"{"username": "#, Outcome::BadRequest),
+    row(
+        "malformed JSON",
+        r#"{"username": "#,
+        LoginOutcome::BadRequest,
+    ),
     row(
         "wrong password",
         r#"{"username": "ada", "password": "wrong"}"#,
-        Outcome::Unauthorized,
+        LoginOutcome::Unauthorized,
     ),
     LoginVariant {
         name: "correct password after 5 failures from the same address",
         content_type: JSON,
         body: r#"{"username": "ada", "password": "correct horse"}"#,
         failures_before: 5,
-        expected: Outcome::TooMany,
+        expected: LoginOutcome::TooMany,
     },
     LoginVariant {
         name: "another form of the same account after 5 failures",
         content_type: JSON,
         body: r#"{"user": {"id": "{ADA_ID}"}, "password": "correct horse"}"#,
         failures_before: 5,
-        expected: Outcome::TooMany,
+        expected: LoginOutcome::TooMany,
     },
 ];
 

@@ -6,7 +6,7 @@ use portico_auto::{AutoApi, LoginOptions};
 use portico_platform::{NewUser, Password, Platform, password_digest};
 
 use crate::common::{Reply, Server, platform, serve};
-use portico_testkit::login_variants::{LOGIN_VARIANTS, LoginVariant, Outcome, fill};
+use portico_testkit::login_variants::{LOGIN_VARIANTS, LoginOutcome, LoginVariant, fill};
 
 /// A fresh platform with ada and bob, served with the login add-on; ada's id.
 async fn setup() -> (Platform, Server, String) {
@@ -44,17 +44,17 @@ async fn login(s: &Server, content_type: &str, body: String) -> Reply {
 }
 
 /// The outcome class of a reply; `None` for anything outside the classes.
-fn outcome(reply: &Reply, ada_id: &str) -> Option<Outcome> {
+fn outcome(reply: &Reply, ada_id: &str) -> Option<LoginOutcome> {
     match reply.status {
-        200 if reply.json["id"] == ada_id => Some(Outcome::Success),
-        401 => Some(Outcome::Unauthorized),
-        429 if reply.header("retry-after").is_some() => Some(Outcome::TooMany),
-        400 => Some(Outcome::BadRequest),
+        200 if reply.json["id"] == ada_id => Some(LoginOutcome::Success),
+        401 => Some(LoginOutcome::Unauthorized),
+        429 if reply.header("retry-after").is_some() => Some(LoginOutcome::TooMany),
+        400 => Some(LoginOutcome::BadRequest),
         _ => None,
     }
 }
 
-async fn run(variant: &LoginVariant) -> Option<Outcome> {
+async fn run(variant: &LoginVariant) -> Option<LoginOutcome> {
     let (_p, s, ada_id) = setup().await;
     for _ in 0..variant.failures_before {
         let wrong = r#"{"username": "ada", "password": "wrong"}"#.to_owned();

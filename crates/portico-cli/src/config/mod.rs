@@ -326,9 +326,10 @@ pub struct RateLimit {
     pub per: Duration,
 }
 
-/// Options of one generated endpoint (`endpoints = { getAll = { ... } }`).
+/// Who may call one generated endpoint (`endpoints = { getAll = { ... } }`): its overrides of
+/// the collection's auth and roles.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EndpointOptions {
+pub struct EndpointAuth {
     /// `auth_required`: overrides the collection's.
     pub auth_required: Option<bool>,
     /// `auth = "optional"`: overrides the collection's (see [`CollectionConfig::auth_optional`]).
@@ -356,7 +357,7 @@ pub struct CollectionConfig {
     pub role_required: Vec<String>,
     /// The endpoints generated (all six minus `excluded_endpoints` and those set to `false`),
     /// with their options, in spec order.
-    pub endpoints: Vec<(Op, EndpointOptions)>,
+    pub endpoints: Vec<(Op, EndpointAuth)>,
     /// `owner_field`: callers see and change only documents whose field holds their id.
     pub owner_field: Option<String>,
     /// `max_page_size`.
@@ -392,7 +393,7 @@ pub struct CollectionConfig {
 
 impl CollectionConfig {
     /// The options of `endpoint` when it is generated.
-    pub fn endpoint(&self, endpoint: Op) -> Option<&EndpointOptions> {
+    pub fn endpoint(&self, endpoint: Op) -> Option<&EndpointAuth> {
         self.endpoints
             .iter()
             .find(|(e, _)| *e == endpoint)

@@ -227,7 +227,7 @@ fn endpoints_accept_true_false_and_options() {
     assert_eq!(c.role_required, vec!["r1".to_owned()]);
     assert_eq!(
         c.endpoint(Op::Delete),
-        Some(&EndpointOptions {
+        Some(&EndpointAuth {
             auth_required: Some(true),
             auth_optional: None,
             role_required: vec!["r2".into()]

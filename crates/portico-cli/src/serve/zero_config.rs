@@ -6,7 +6,7 @@
 use portico_platform::Platform;
 use portico_routes::Op;
 
-use crate::config::{ApiConfig, CollectionConfig, Config, EndpointOptions};
+use crate::config::{ApiConfig, CollectionConfig, Config, EndpointAuth};
 
 /// The base path of the zero-config API.
 pub const ZERO_CONFIG_API_PATH: &str = "api/";
@@ -36,8 +36,8 @@ pub async fn zero_config(platform: &Platform, url: &str) -> crate::Result<Config
             reads_unstated: false,
             role_required: Vec::new(),
             endpoints: vec![
-                (Op::GetAll, EndpointOptions::default()),
-                (Op::Get, EndpointOptions::default()),
+                (Op::GetAll, EndpointAuth::default()),
+                (Op::Get, EndpointAuth::default()),
             ],
             owner_field: None,
             max_page_size: None,

@@ -8,7 +8,7 @@ use sha2::Digest;
 
 use super::common::{Http, Workspace};
 
-use portico_testkit::login_variants::{LOGIN_VARIANTS, Outcome, fill};
+use portico_testkit::login_variants::{LOGIN_VARIANTS, LoginOutcome, fill};
 
 const CONFIG: &str = "[[api]]\nuse_default_auth = true\n[auto]\ncollections = []\n";
 
@@ -34,12 +34,12 @@ async fn post(server: &Http, path: &str, content_type: &str, body: String) -> (u
 }
 
 /// The outcome class of a reply, for a door whose successful reply names the user at `id`.
-fn class(reply: &(u16, bool, Value), user_id: Option<&Value>, ada: &str) -> Option<Outcome> {
+fn class(reply: &(u16, bool, Value), user_id: Option<&Value>, ada: &str) -> Option<LoginOutcome> {
     match reply {
-        (200, _, _) if user_id.and_then(Value::as_str) == Some(ada) => Some(Outcome::Success),
-        (401, _, _) => Some(Outcome::Unauthorized),
-        (429, true, _) => Some(Outcome::TooMany),
-        (400, _, _) => Some(Outcome::BadRequest),
+        (200, _, _) if user_id.and_then(Value::as_str) == Some(ada) => Some(LoginOutcome::Success),
+        (401, _, _) => Some(LoginOutcome::Unauthorized),
+        (429, true, _) => Some(LoginOutcome::TooMany),
+        (400, _, _) => Some(LoginOutcome::BadRequest),
         _ => None,
     }
 }

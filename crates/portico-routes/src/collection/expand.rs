@@ -14,7 +14,8 @@ use portico_platform::{Document, Expand, ReadAccess, RelatedRead, Stored};
 
 use super::fields::view;
 use super::list::{bad, single};
-use super::{CollectionState, HookEvent, platform_error, scoped};
+use super::{CollectionState, platform_error, scoped};
+use crate::HookEvent;
 use crate::{Context, Op, Reply, ResolvedOptions};
 
 /// The request's `expand`, when it names something.

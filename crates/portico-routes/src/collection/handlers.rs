@@ -18,13 +18,14 @@ use super::conditional::{
 use super::fields::{guard_write, stored_tag, view};
 use super::list::{ListParams, bad, link_header};
 use super::records::{Target, checked};
-use super::{AfterEvent, CollectionState, HookEvent, not_found, platform_error, scoped};
+use super::{CollectionState, not_found, platform_error, scoped};
 use crate::context::BodyState;
 use crate::dispatch::body_error;
+use crate::{AfterEvent, HookEvent};
 use crate::{Context, Op, Reply};
 
 /// What an operation produced: the reply data, extra headers, and the id it was about.
-struct Outcome {
+struct Handled {
     data: Data,
     headers: Vec<(String, String)>,
     id: Option<String>,
@@ -73,9 +74,9 @@ impl Data {
     }
 }
 
-impl Outcome {
-    fn data(data: Data) -> Outcome {
-        Outcome {
+impl Handled {
+    fn data(data: Data) -> Handled {
+        Handled {
             data,
             headers: Vec::new(),
             id: None,
@@ -163,9 +164,9 @@ async fn after(
     op: Op,
     ctx: &Context,
     event_id: Option<String>,
-    outcome: Outcome,
+    outcome: Handled,
 ) -> Reply {
-    let Outcome { data, headers, id } = outcome;
+    let Handled { data, headers, id } = outcome;
     let data = match &state.after {
         Some(after) => {
             let data = match data.into_value() {
@@ -350,7 +351,7 @@ async fn get_all(
     state: &CollectionState,
     ctx: &Context,
     expand: Option<&Expand>,
-) -> Result<Outcome, Reply> {
+) -> Result<Handled, Reply> {
     let params = ListParams::parse(
         &ctx.query_params,
         state.default_page_size,
@@ -430,7 +431,7 @@ async fn get_all(
         return Err(not_modified_reply(tag));
     }
     headers.push(("ETag".to_owned(), tag));
-    Ok(Outcome {
+    Ok(Handled {
         data: Data::Many(items),
         headers,
         id: None,
@@ -470,7 +471,7 @@ async fn post(
     state: &CollectionState,
     ctx: &Context,
     body: Map<String, Value>,
-) -> Result<Outcome, Reply> {
+) -> Result<Handled, Reply> {
     let mut body = checked(body, BodyUse::Create, None)?;
     let view = view(state, ctx).await?;
     guard_write(state, ctx, &view, None, &mut body, BodyUse::Create).await?;
@@ -490,7 +491,7 @@ async fn post(
         Some(doc) => Data::One(shown(state, &view, None, doc)?),
         None => Data::Value(Value::Null),
     };
-    Ok(Outcome {
+    Ok(Handled {
         data,
         headers: Vec::new(),
         id: Some(id),
@@ -527,7 +528,7 @@ async fn get(
     ctx: &Context,
     id: Option<&str>,
     expand: Option<&Expand>,
-) -> Result<Outcome, Reply> {
+) -> Result<Handled, Reply> {
     let id = id.ok_or_else(not_found)?;
     let view = view(state, ctx).await?;
     let mut doc = read(state, ctx, id, &view).await?;
@@ -545,7 +546,7 @@ async fn get(
     {
         return Err(not_modified_reply(tag.clone()));
     }
-    let mut outcome = Outcome::data(Data::One(doc));
+    let mut outcome = Handled::data(Data::One(doc));
     outcome
         .headers
         .extend(tag.map(|tag| ("ETag".to_owned(), tag)));
@@ -635,13 +636,13 @@ async fn update(
     id: Option<&str>,
     body: Option<Map<String, Value>>,
     how: BodyUse,
-) -> Result<Outcome, Reply> {
+) -> Result<Handled, Reply> {
     let id = id.ok_or_else(not_found)?;
     let view = write_update(state, ctx, id, body, how).await?;
     // The changed document as stored (not decoded to be sent, where nothing hides a field).
     let doc = read(state, ctx, id, &view).await?;
     let tag = tag_of(state, &doc);
-    let mut outcome = Outcome::data(Data::One(doc));
+    let mut outcome = Handled::data(Data::One(doc));
     outcome
         .headers
         .extend(tag.map(|tag| ("ETag".to_owned(), tag)));
@@ -652,14 +653,14 @@ async fn delete(
     state: &CollectionState,
     ctx: &Context,
     id: Option<&str>,
-) -> Result<Outcome, Reply> {
+) -> Result<Handled, Reply> {
     let id = id.ok_or_else(not_found)?;
     let condition = if_match(&ctx.request.headers)?;
     let target = target(state, ctx, id, &condition).await?;
     if !state.records.remove(state, ctx, target.clone()).await? {
         return Err(missed(state, ctx, target).await);
     }
-    Ok(Outcome::data(Data::Value(
+    Ok(Handled::data(Data::Value(
         json!({"message": "Item removed"}),
     )))
 }

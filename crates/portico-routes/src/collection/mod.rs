@@ -8,7 +8,6 @@ mod expand;
 mod fields;
 mod files;
 mod handlers;
-mod hooks;
 mod list;
 mod live;
 mod records;
@@ -27,8 +26,8 @@ use crate::route_table::{Generated, RouteExtras, compile};
 use crate::{Api, Context, Endpoint, Endpoints, Error, Op, Reply, Result, RouteOptions};
 use records::{Accounts, Documents, Records};
 
+use crate::hooks::{AfterHook, BeforeHook};
 pub use batch::{BatchOptions, DEFAULT_BATCH_LIMIT};
-pub use hooks::{AfterEvent, AfterHook, BeforeHook, HookEvent};
 pub use scope::AccessScope;
 
 /// How one generated endpoint is configured: `false` suppresses it; an [`Endpoint`] sets its

@@ -116,7 +116,7 @@ async fn custom_auth_user_three_outcomes() {
     let platform = memory().await;
     let id = user(&platform, "ann", "pw-123456", &[]).await;
     let token = token_for(&platform, &id).await;
-    let hook = AuthUserHook::new(|ctx: &Context| {
+    let hook = AuthUserHook::new(|ctx: Context| {
         let mode = ctx.header("x-mode").map(str::to_owned);
         let key = ctx.header("x-key").map(str::to_owned);
         let uid = ctx.header("x-uid").map(str::to_owned);

@@ -311,7 +311,7 @@ async fn the_api_describes_what_it_serves() {
 async fn a_panic_outside_the_endpoint_is_a_jsend_500() {
     let platform = memory().await;
     let mut options = opts();
-    options.auth.user = Some(portico_routes::AuthUserHook::new(|_ctx: &Context| async {
+    options.auth.user = Some(portico_routes::AuthUserHook::new(|_ctx: Context| async {
         panic!("auth hook bug")
     }));
     let mut api = Api::new(options, platform).unwrap();

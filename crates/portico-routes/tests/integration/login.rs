@@ -140,11 +140,11 @@ async fn every_login_failure_gets_the_same_401() {
 async fn logged_in_and_out_hooks_add_extra() {
     let (r, id, _p) = auth_api({
         let mut o = opts();
-        o.on_logged_in = Some(LoginHook::new(|ctx: &Context| {
+        o.on_logged_in = Some(LoginHook::new(|ctx: Context| {
             let name = ctx.user.as_ref().and_then(|u| u.get("username").cloned());
             async move { Some(json!({"welcome": name})) }
         }));
-        o.on_logged_out = Some(LoginHook::new(|ctx: &Context| {
+        o.on_logged_out = Some(LoginHook::new(|ctx: Context| {
             let id = ctx.user_id.clone();
             async move { Some(json!({"bye": id})) }
         }));

@@ -8,7 +8,7 @@ use toml::Spanned;
 
 use super::{Checker, check_collection_name, check_field_name};
 use crate::config::raw::{OneOrMany, RawCollection, RawEndpoint, RawEndpoints};
-use crate::config::{CollectionConfig, EndpointOptions};
+use crate::config::{CollectionConfig, EndpointAuth};
 
 const KEY: &str = "api.collection";
 
@@ -155,7 +155,7 @@ impl Checker<'_> {
         raw: RawEndpoints,
         excluded: &BTreeSet<Op>,
         name: &Spanned<String>,
-    ) -> Vec<(Op, EndpointOptions)> {
+    ) -> Vec<(Op, EndpointAuth)> {
         let settings = [
             (Op::GetAll, raw.get_all),
             (Op::Post, raw.post),
@@ -168,8 +168,8 @@ impl Checker<'_> {
         for (endpoint, setting) in settings {
             let options = match setting {
                 Some(RawEndpoint::Enabled(false)) => continue,
-                None | Some(RawEndpoint::Enabled(true)) => EndpointOptions::default(),
-                Some(RawEndpoint::Options(options)) => EndpointOptions {
+                None | Some(RawEndpoint::Enabled(true)) => EndpointAuth::default(),
+                Some(RawEndpoint::Options(options)) => EndpointAuth {
                     auth_optional: options.auth.as_ref().map(|auth| {
                         self.auth_mode(
                             Some(auth),
@@ -275,7 +275,7 @@ impl Checker<'_> {
 /// whatever `auth_required` says. The accounts are never public by default either: in the
 /// `users` collection the reads that say nothing need a logged-in caller too (anonymous callers
 /// would otherwise list every account's id, the admins' too).
-fn secure_by_default(endpoints: &mut [(Op, EndpointOptions)], is_users: bool, open: bool) {
+fn secure_by_default(endpoints: &mut [(Op, EndpointAuth)], is_users: bool, open: bool) {
     for (endpoint, options) in endpoints {
         if is_users && endpoint.on_item() && *endpoint != Op::Get {
             options.auth_required = Some(true);

@@ -116,7 +116,7 @@ impl From<portico_store::Error> for EmailCodeError {
     }
 }
 
-type Outcome<T> = std::result::Result<T, EmailCodeError>;
+type CodeResult<T> = std::result::Result<T, EmailCodeError>;
 
 /// The challenge id of an address.
 fn challenge_id(email: &str) -> String {
@@ -301,7 +301,7 @@ impl Lifecycle {
         proof: &EmailCodeProof,
         totp: Option<&str>,
         client: Option<IpAddr>,
-    ) -> Outcome<LoginToken> {
+    ) -> CodeResult<LoginToken> {
         let config = self.accounts().config();
         let per_client = config.email_code_failures_per_address.map(|l| {
             (
@@ -338,7 +338,7 @@ impl Lifecycle {
     }
 
     /// The challenge a proof matches, unused and unexpired (a code takes one attempt).
-    async fn matching_challenge(&self, proof: &EmailCodeProof) -> Outcome<Document> {
+    async fn matching_challenge(&self, proof: &EmailCodeProof) -> CodeResult<Document> {
         let store = self.store();
         match proof {
             EmailCodeProof::Code { email, code } => {
@@ -391,7 +391,7 @@ impl Lifecycle {
         &self,
         proof: &EmailCodeProof,
         totp: Option<&str>,
-    ) -> Outcome<LoginToken> {
+    ) -> CodeResult<LoginToken> {
         let accounts = self.accounts();
         let challenge = self.matching_challenge(proof).await?;
         let text = |k: &str| {
@@ -449,7 +449,7 @@ impl Lifecycle {
 
     /// The account a redeemed challenge for an address no account had signs in to: the guest
     /// that asked for it, while it is one; otherwise a new account when sign-up is on.
-    async fn new_holder(&self, challenge: &Document, email: &str) -> Outcome<Document> {
+    async fn new_holder(&self, challenge: &Document, email: &str) -> CodeResult<Document> {
         if let Some(guest_id) = challenge.get("guestId").and_then(Value::as_str) {
             match self.accounts().attach_email_to_guest(guest_id, email).await {
                 Ok(Some(user)) => return Ok(user),
@@ -465,7 +465,7 @@ impl Lifecycle {
 
     /// The account a sign-up by code makes for `email` (its address verified), or the one made
     /// for it meanwhile (another confirmation, a sign-up: the code proves the mailbox).
-    async fn sign_up_by_code(&self, email: &str) -> Outcome<Document> {
+    async fn sign_up_by_code(&self, email: &str) -> CodeResult<Document> {
         let accounts = self.accounts();
         let new = NewUser {
             email: Some(email.to_owned()),

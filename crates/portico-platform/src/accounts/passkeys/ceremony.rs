@@ -12,8 +12,8 @@ use webauthn_rs::prelude::{
 use super::super::token::new_token;
 use super::super::{Accounts, LoginToken, UserSelector, hash_token, is_service_account};
 use super::{
-    LIFETIME, MAX_NAME, Outcome, PASSKEY_CEREMONIES, PASSKEYS, PasskeyBegin, PasskeyError,
-    PasskeyInfo, credential_key, stored_passkey,
+    LIFETIME, MAX_NAME, PASSKEY_CEREMONIES, PASSKEYS, PasskeyBegin, PasskeyError, PasskeyInfo,
+    PasskeyResult, credential_key, stored_passkey,
 };
 use crate::time::now_ms;
 use crate::{Error, Limit};
@@ -27,12 +27,12 @@ const REGISTER: &str = "register";
 /// named an account keeps that name beside it).
 const DISCOVERABLE: &str = "discoverable";
 
-fn to_json<T: serde::Serialize>(value: &T) -> Outcome<Value> {
+fn to_json<T: serde::Serialize>(value: &T) -> PasskeyResult<Value> {
     serde_json::to_value(value)
         .map_err(|e| PasskeyError::Platform(Error::Internal(format!("passkey state: {e}"))))
 }
 
-fn from_json<T: serde::de::DeserializeOwned>(value: Option<&Value>) -> Outcome<T> {
+fn from_json<T: serde::de::DeserializeOwned>(value: Option<&Value>) -> PasskeyResult<T> {
     let value = value.ok_or(PasskeyError::InvalidCeremony)?;
     serde_json::from_value(value.clone()).map_err(|_| PasskeyError::InvalidCeremony)
 }
@@ -82,7 +82,7 @@ fn display_name(user: &Document, user_id: &str) -> String {
 
 impl Accounts {
     /// Counts a begin against [`BEGIN_LIMIT`] for `client`, and removes stale ceremonies.
-    async fn admit_ceremony(&self, client: Option<IpAddr>) -> Outcome<()> {
+    async fn admit_ceremony(&self, client: Option<IpAddr>) -> PasskeyResult<()> {
         let key = super::super::lifecycle::client_key("passkey-begin", client);
         super::super::lifecycle::count_request(self.store(), &key, Some(BEGIN_LIMIT)).await?;
         let stale = Selector::parse(&json!({"expires": {"$lt": now_ms()}}))?;
@@ -91,7 +91,7 @@ impl Accounts {
     }
 
     /// Stores a ceremony (`fields` plus its expiry) under the hash of a new id; returns the id.
-    async fn store_ceremony(&self, mut fields: Document) -> Outcome<String> {
+    async fn store_ceremony(&self, mut fields: Document) -> PasskeyResult<String> {
         let ceremony = new_token();
         let millis = i64::try_from(LIFETIME.as_millis()).unwrap_or(i64::MAX);
         fields.insert("_id".into(), json!(hash_token(&ceremony)));
@@ -102,7 +102,7 @@ impl Accounts {
 
     /// Takes (removes) the ceremony `ceremony` of one of `kinds`, unexpired; of two takes of
     /// one ceremony, one gets it.
-    async fn take_ceremony(&self, ceremony: &str, kinds: &[&str]) -> Outcome<Document> {
+    async fn take_ceremony(&self, ceremony: &str, kinds: &[&str]) -> PasskeyResult<Document> {
         let ceremony = ceremony.trim();
         if ceremony.is_empty() || ceremony.len() > 128 {
             return Err(PasskeyError::InvalidCeremony);
@@ -141,7 +141,7 @@ impl Accounts {
         user_id: &str,
         name: Option<&str>,
         client: Option<IpAddr>,
-    ) -> Outcome<PasskeyBegin> {
+    ) -> PasskeyResult<PasskeyBegin> {
         let webauthn = self.webauthn()?;
         let name = name.map(str::trim).unwrap_or("Passkey");
         if name.is_empty() || name.chars().count() > MAX_NAME {
@@ -196,7 +196,7 @@ impl Accounts {
         user_id: &str,
         ceremony: &str,
         credential: &Value,
-    ) -> Outcome<PasskeyInfo> {
+    ) -> PasskeyResult<PasskeyInfo> {
         let webauthn = self.webauthn()?;
         let doc = self.take_ceremony(ceremony, &[REGISTER]).await?;
         if doc.get("userId").and_then(Value::as_str) != Some(user_id) {
@@ -248,7 +248,7 @@ impl Accounts {
         &self,
         user: Option<&UserSelector>,
         client: Option<IpAddr>,
-    ) -> Outcome<PasskeyBegin> {
+    ) -> PasskeyResult<PasskeyBegin> {
         let webauthn = self.webauthn()?;
         self.admit_ceremony(client).await?;
         let internal = |e: webauthn_rs::prelude::WebauthnError| {
@@ -274,7 +274,7 @@ impl Accounts {
     }
 
     /// True when the ceremony named no account, or named the account `owner`.
-    async fn named_owner(&self, ceremony: &Document, owner: &str) -> Outcome<bool> {
+    async fn named_owner(&self, ceremony: &Document, owner: &str) -> PasskeyResult<bool> {
         let Some(named) = ceremony.get("named").and_then(selector_of) else {
             return Ok(true);
         };
@@ -293,7 +293,7 @@ impl Accounts {
         &self,
         ceremony: &str,
         credential: &Value,
-    ) -> Outcome<LoginToken> {
+    ) -> PasskeyResult<LoginToken> {
         let webauthn = self.webauthn()?;
         let doc = self.take_ceremony(ceremony, &[DISCOVERABLE]).await?;
         let credential: PublicKeyCredential = serde_json::from_value(credential.clone())
@@ -344,7 +344,7 @@ impl Accounts {
         record: &Document,
         passkey: &Passkey,
         counter: u32,
-    ) -> Outcome<()> {
+    ) -> PasskeyResult<()> {
         let id = document_id(record).ok_or(PasskeyError::Refused)?;
         let before = record.get("counter").cloned().unwrap_or(json!(0));
         let selector = Selector::parse(&json!({"_id": id, "counter": before}))?;
@@ -362,7 +362,7 @@ impl Accounts {
     }
 
     /// The login token of a passkey login for `owner`, whose passkey `record` passed.
-    async fn log_in_by_passkey(&self, record: &Document, owner: &str) -> Outcome<LoginToken> {
+    async fn log_in_by_passkey(&self, record: &Document, owner: &str) -> PasskeyResult<LoginToken> {
         let Some(user) = self.find_user_by_id(owner).await? else {
             // The account is gone: so is its passkey.
             if let Some(id) = document_id(record) {

@@ -271,7 +271,7 @@ impl From<portico_store::Error> for PasskeyError {
     }
 }
 
-type Outcome<T> = std::result::Result<T, PasskeyError>;
+type PasskeyResult<T> = std::result::Result<T, PasskeyError>;
 
 /// The base64url form of a credential id, as stored.
 fn credential_key(raw_id: &[u8]) -> String {
@@ -306,7 +306,7 @@ impl Accounts {
     }
 
     /// The WebAuthn checker; [`PasskeyError::Off`] when passkeys are off.
-    fn webauthn(&self) -> Outcome<Webauthn> {
+    fn webauthn(&self) -> PasskeyResult<Webauthn> {
         let config = self.config().passkeys.as_ref().ok_or(PasskeyError::Off)?;
         config.webauthn().map_err(|why| {
             tracing::error!(error = %why, "passkey settings");
@@ -325,7 +325,7 @@ impl Accounts {
     ///
     /// # Errors
     /// [`PasskeyError::Off`]; store failures.
-    pub async fn list_passkeys(&self, user_id: &str) -> Outcome<Vec<PasskeyInfo>> {
+    pub async fn list_passkeys(&self, user_id: &str) -> PasskeyResult<Vec<PasskeyInfo>> {
         self.webauthn()?;
         let records = self.passkey_records(user_id).await?;
         Ok(records.iter().map(PasskeyInfo::of).collect())
@@ -336,7 +336,7 @@ impl Accounts {
     ///
     /// # Errors
     /// [`PasskeyError::Off`]; store failures.
-    pub async fn remove_passkey(&self, user_id: &str, id: &str) -> Outcome<bool> {
+    pub async fn remove_passkey(&self, user_id: &str, id: &str) -> PasskeyResult<bool> {
         self.webauthn()?;
         let of_user = Selector::parse(&json!({"_id": id, "userId": user_id}))?;
         Ok(self.store().remove(PASSKEYS, &of_user).await? > 0)

@@ -1,4 +1,4 @@
-//! [`ApiError`]: the one place the admin API turns errors into replies.
+//! [`AdminError`]: the one place the admin API turns errors into replies.
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
@@ -7,69 +7,69 @@ use serde_json::json;
 
 /// An error reply: `{"error": message}` with its status. Internal causes are logged, never sent.
 #[derive(Debug)]
-pub(crate) struct ApiError {
+pub(crate) struct AdminError {
     status: StatusCode,
     message: String,
 }
 
 /// `Result` of an admin API handler.
-pub(crate) type ApiResult<T> = Result<T, ApiError>;
+pub(crate) type AdminResult<T> = Result<T, AdminError>;
 
-impl ApiError {
+impl AdminError {
     pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        ApiError {
+        AdminError {
             status,
             message: message.into(),
         }
     }
 
     pub(crate) fn bad_request(message: impl Into<String>) -> Self {
-        ApiError::new(StatusCode::BAD_REQUEST, message)
+        AdminError::new(StatusCode::BAD_REQUEST, message)
     }
 
     pub(crate) fn not_found(message: impl Into<String>) -> Self {
-        ApiError::new(StatusCode::NOT_FOUND, message)
+        AdminError::new(StatusCode::NOT_FOUND, message)
     }
 
     pub(crate) fn internal() -> Self {
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal server error")
+        AdminError::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal server error")
     }
 }
 
-impl From<portico_platform::Error> for ApiError {
+impl From<portico_platform::Error> for AdminError {
     fn from(err: portico_platform::Error) -> Self {
         if err.is_client_error() {
             let status = StatusCode::from_u16(err.status_code()).unwrap_or(StatusCode::BAD_REQUEST);
-            ApiError::new(status, err.to_string())
+            AdminError::new(status, err.to_string())
         } else {
             tracing::error!(error = %err, "admin API call failed");
-            ApiError::internal()
+            AdminError::internal()
         }
     }
 }
 
-impl From<portico_store::Error> for ApiError {
+impl From<portico_store::Error> for AdminError {
     fn from(err: portico_store::Error) -> Self {
-        ApiError::from(portico_platform::Error::from(err))
+        AdminError::from(portico_platform::Error::from(err))
     }
 }
 
-impl IntoResponse for ApiError {
+impl IntoResponse for AdminError {
     fn into_response(self) -> Response {
         (self.status, Json(json!({ "error": self.message }))).into_response()
     }
 }
 
 /// The JSON body of a request, or a 400 saying why it is not one.
-pub(crate) fn json_body(body: &[u8]) -> ApiResult<serde_json::Value> {
+pub(crate) fn json_body(body: &[u8]) -> AdminResult<serde_json::Value> {
     serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("The body is not JSON: {e}")))
+        .map_err(|e| AdminError::bad_request(format!("The body is not JSON: {e}")))
 }
 
 /// The JSON object body of a request, or a 400.
-pub(crate) fn object_body(body: &[u8]) -> ApiResult<serde_json::Map<String, serde_json::Value>> {
+pub(crate) fn object_body(body: &[u8]) -> AdminResult<serde_json::Map<String, serde_json::Value>> {
     match json_body(body)? {
         serde_json::Value::Object(map) => Ok(map),
-        _ => Err(ApiError::bad_request("The body must be a JSON object")),
+        _ => Err(AdminError::bad_request("The body must be a JSON object")),
     }
 }

@@ -1,20 +1,13 @@
-//! What a call of a script function returned, and how the prelude's answer is read back into Rust.
+//! How the prelude's answer to a call of a script function is read back into Rust: a
+//! [`MethodReply`], as a method defined in Rust gives.
 
+use portico_platform::MethodReply;
 use serde_json::Value;
 
 use crate::error::CallError;
 
-/// What a call of a script function returned.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    /// The value, as JSON (`undefined` is `null`).
-    pub value: Value,
-    /// A status the script set (`this.setHttpStatusCode`).
-    pub status: Option<u16>,
-}
-
 /// Reads `{"ok": value, "status": n}`, `{"portico": {...}}` or `{"failed": message}`.
-pub(crate) fn parse(text: &str) -> Result<Outcome, CallError> {
+pub(crate) fn parse(text: &str) -> Result<MethodReply, CallError> {
     let value: Value = serde_json::from_str(text).map_err(|e| CallError::Failed {
         message: format!("the script's answer is not JSON: {e}"),
     })?;
@@ -23,7 +16,7 @@ pub(crate) fn parse(text: &str) -> Result<Outcome, CallError> {
             .get("status")
             .and_then(Value::as_u64)
             .and_then(|s| u16::try_from(s).ok());
-        return Ok(Outcome {
+        return Ok(MethodReply {
             value: ok.clone(),
             status,
         });
