@@ -110,7 +110,7 @@ fi
 if [ $# -eq 0 ]; then
   echo "== cargo test of the slim binary (no scripts)"
   slim=$(cargo test -p portico-cli --no-default-features --features full,jemalloc \
-    --test integration without_scripts 2>&1) || { echo "$slim"; exit 1; }
+    --test without_scripts 2>&1) || { echo "$slim"; exit 1; }
   echo "$slim"
   # A build that unified scripts back in (a dependency asking for portico-cli's defaults) would
   # compile none of these tests and pass on nothing.

@@ -58,8 +58,6 @@ mod integration {
     mod timestamps;
     mod users;
     mod webhooks;
-    #[cfg(not(feature = "scripts"))]
-    mod without_scripts;
     mod workspace;
     mod zero_config;
 }

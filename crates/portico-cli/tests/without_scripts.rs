@@ -1,9 +1,14 @@
 //! A `portico` built without the `scripts` feature (`--no-default-features --features
 //! full,jemalloc`): a config with `[scripts]` is refused by every command that would load the
 //! scripts, saying how to get them back, never served without them; everything else works.
-//! (These tests are compiled only into the test binary of such a build.)
+//!
+//! A test target of its own, so that the slim build's test step compiles this file only, not
+//! the whole integration binary; in a build with scripts it is empty.
 
-use super::common::{Workspace, text};
+#![cfg(not(feature = "scripts"))]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on setup failures
+
+use portico_testkit::{Workspace, text};
 
 const CONFIG: &str =
     "[scripts]\nmain = \"main.ts\"\n[[api]]\n[[api.collection]]\nname = \"items\"\n";
