@@ -25,7 +25,6 @@ mod integration {
     mod email_code;
     mod field_rules;
     mod files;
-    mod guests;
     mod hygiene;
     mod import;
     mod in_process;
