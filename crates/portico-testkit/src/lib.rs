@@ -48,7 +48,10 @@ pub use workspace::Workspace;
 /// npm/pip set-up by `ci/test.sh`), found from this kit's own folder, so tests in any crate
 /// reach it.
 pub fn support_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../portico-cli/tests/support")
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the kit is in crates/");
+    crates.join("portico-cli/tests/support")
 }
 
 /// This test binary's throwaway PostgreSQL cluster, started on first use and stopped when the

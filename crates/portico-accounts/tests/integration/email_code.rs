@@ -3,7 +3,7 @@
 //! after a code; sign-up on first use, a bounded number of guesses and expiry across two
 //! instances on PostgreSQL.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use portico_testkit::mail::SmtpSink;
 use serde_json::{Value, json};

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::common::{Http, Process, Workspace, text};
+use super::common::{Process, Workspace, text};
 
 // The app these tests and portico-script's serve (`FETCH_PORT` replaced in the config).
 const CONFIG: &str = include_str!("../support/scripts_app/portico.toml");
