@@ -29,6 +29,11 @@ impl Workspace {
             roles: roles.iter().map(|r| (*r).to_owned()).collect(),
         };
         let url = self.database();
+        // As `portico users add` refuses it: the account would vanish with this call's store.
+        assert!(
+            !url.starts_with("memory:"),
+            "cannot create the account {username} on {url}: a memory store lasts only as long as its server"
+        );
         match on_a_runtime_of_its_own(add(url, account)) {
             Ok(id) => id,
             Err(e) => panic!("cannot create the account {username}: {e}"),
