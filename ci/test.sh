@@ -68,12 +68,13 @@ if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import venv, ensurepip'
   || ! command -v curl >/dev/null 2>&1; then
   apt-get update -q && apt-get install -y -q python3 python3-venv python3-pip curl
 fi
-# The account tests (crates/portico-cli/tests/integration/accounts.rs) read mail from an SMTP
-# server they start with Debian's python3 and aiosmtpd.
+# The account tests (crates/portico-accounts/tests, and crates/portico-cli/tests/integration's
+# of the binary) read mail from an SMTP server they start with Debian's python3 and aiosmtpd
+# (crates/portico-cli/tests/support/smtp_sink.py, through the test kit's `mail::SmtpSink`).
 if ! /usr/bin/python3 -c 'import aiosmtpd' >/dev/null 2>&1; then
   apt-get update -q && apt-get install -y -q python3-aiosmtpd
 fi
-# The passkey tests (crates/portico-cli/tests/integration/passkeys.rs): a software authenticator
+# The passkey tests (crates/portico-accounts/tests/integration/passkeys.rs): a software authenticator
 # on python-fido2, in a venv of its own, pinned by the requirements file next to it.
 passkeys=crates/portico-cli/tests/support/passkeys
 if ! "$passkeys/.venv/bin/python" -c 'import fido2, cryptography' >/dev/null 2>&1; then

@@ -3,7 +3,9 @@
 //! this process (`portico_testkit::Server`: `Served::build` + `Served::serve`, what the binary
 //! runs); the tests about a process run the real `portico` executable
 //! (`portico_testkit::Process`): its log lines, signals and kills, restarts, environment
-//! variables read at start, metrics (one recorder per process), memory peaks, the CLI.
+//! variables read at start, metrics (one recorder per process), memory peaks, the CLI. The
+//! accounts door's and the scripts' tests that need only the served app are beside their crates
+//! (`crates/portico-accounts/tests`, `crates/portico-script/tests`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests and benches may panic on setup failures
 
@@ -25,7 +27,6 @@ mod integration {
     mod email_code;
     mod field_rules;
     mod files;
-    mod guests;
     mod hygiene;
     mod import;
     mod in_process;

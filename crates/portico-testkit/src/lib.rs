@@ -13,6 +13,12 @@
 //!   its scenario.
 //! - [`sse::Sse`]: a server-sent events reader for live streams; [`login_variants`]: the
 //!   credential variants both front doors must answer alike.
+//! - [`Workspace::create_user`] and [`Workspace::create_account`]: accounts made in this
+//!   process (what `portico users add` does, without the binary).
+//! - [`mail::SmtpSink`]: a real SMTP server (aiosmtpd) whose received mails a test reads, and
+//!   the links and codes in them.
+//! - [`support_dir`]: the helper programs the tests run (the SMTP sink, the OpenID Connect and
+//!   OAuth 2 providers, the passkey scenarios), for tests of any crate.
 //!
 //! The kit panics on a setup failure (a directory it cannot create, a server that does not
 //! start): that is how a test fails, saying what went wrong.
@@ -23,9 +29,11 @@ mod binary;
 mod http;
 mod in_process;
 pub mod login_variants;
+pub mod mail;
 mod s3;
 mod scenario;
 pub mod sse;
+mod users;
 mod workspace;
 
 pub use binary::{Process, binary, portico, text};
@@ -34,6 +42,17 @@ pub use in_process::Server;
 pub use s3::S3Server;
 pub use scenario::{Scenario, contains, run_scenarios};
 pub use workspace::Workspace;
+
+/// The folder of the helper programs the tests run (`crates/portico-cli/tests/support`: the
+/// SMTP sink, the OpenID Connect and OAuth 2 test providers, the passkey scenarios and their
+/// npm/pip set-up by `ci/test.sh`), found from this kit's own folder, so tests in any crate
+/// reach it.
+pub fn support_dir() -> std::path::PathBuf {
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the kit is in crates/");
+    crates.join("portico-cli/tests/support")
+}
 
 /// This test binary's throwaway PostgreSQL cluster, started on first use and stopped when the
 /// binary exits. Without PostgreSQL installed, the tests using it fail saying what to install.

@@ -148,7 +148,8 @@ impl Workspace {
             .expect("run portico")
     }
 
-    /// Runs `portico users add` on this workspace's database; returns the new id.
+    /// Runs `portico users add` on this workspace's database (the binary: for tests of the
+    /// CLI; [`Workspace::create_user`] makes one in this process); returns the new id.
     pub fn add_user(&self, username: &str, password: &str, roles: &[&str]) -> String {
         self.add_account(username, None, password, roles)
     }

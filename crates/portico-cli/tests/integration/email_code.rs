@@ -1,15 +1,15 @@
 //! Sign-in by a mailed code or link (`/auth/email-code`) through the binary, with mail sent to
-//! a real SMTP server (aiosmtpd, as the account tests): codes and links work once, expire and
-//! allow a bounded number of guesses (across two instances on PostgreSQL); sign-up on first use;
-//! two-factor codes still asked for; and no account oracle (same reply, mail count and timing for
-//! known and unknown addresses).
+//! a real SMTP server (aiosmtpd, the kit's `mail::SmtpSink`): codes and links work once, and no
+//! login token reaches the log; no account oracle (same reply, mail count and timing for known
+//! and unknown addresses, timed on a process of its own). The other sign-in tests serve the app
+//! in process, beside their crate (`crates/portico-accounts/tests`).
 
 use std::time::{Duration, Instant};
 
+use portico_testkit::mail::SmtpSink;
 use serde_json::{Value, json};
 
-use super::accounts::SmtpSink;
-use super::common::{Http, Workspace};
+use super::common::{Http, Reply, Workspace};
 
 const APP: &str = "http://app.test";
 
@@ -24,24 +24,13 @@ fn config(smtp: &str, extra: &str) -> String {
     )
 }
 
-async fn post(server: &Http, path: &str, body: Value) -> super::common::Reply {
+async fn post(server: &Http, path: &str, body: Value) -> Reply {
     server.call("POST", path, Some(body), &[]).await
 }
 
 /// The code and the link's token of a sign-in mail to `to`.
 fn code_and_token(mail: &Value, to: &str) -> (String, String) {
-    assert_eq!(mail["to"], json!([to]), "mail: {mail}");
-    let text = mail["text"].as_str().unwrap_or_default();
-    let code: String = text
-        .split_whitespace()
-        .find(|w| w.len() == 6 && w.bytes().all(|b| b.is_ascii_digit()))
-        .unwrap_or_else(|| panic!("no code in {text:?}"))
-        .to_owned();
-    assert!(
-        mail["subject"].as_str().unwrap_or_default().contains(&code),
-        "{mail}"
-    );
-    (code, super::accounts::link_token(mail, to, "email-code"))
+    portico_testkit::mail::code_and_token(mail, to, &format!("{APP}/email-code"))
 }
 
 /// Asks for a code for `email` and waits for mail number `n` (1-based); returns it.
@@ -197,150 +186,6 @@ async fn codes_and_links_sign_in_once_on_sqlite() {
     let (ok, log) = server.stop();
     assert!(ok, "{log}");
     assert!(!log.contains(&login_token), "a login token in the log");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_code_still_asks_for_the_two_factor_code() {
-    let sink = SmtpSink::started();
-    let ws = Workspace::new();
-    ws.config(&config(&sink.url(), ""));
-    ws.add_account("tia", Some("tia@example.com"), "tia-password", &[]);
-    let server = ws.serve();
-    let (token, _) = server.auto_login("tia", "tia-password").await;
-    let bearer = format!("Bearer {token}");
-    let setup = server
-        .call(
-            "POST",
-            "/auth/totp/setup",
-            Some(json!({})),
-            &[("Authorization", &bearer)],
-        )
-        .await;
-    let secret = setup.body["secret"].as_str().unwrap_or_default().to_owned();
-    let now = || {
-        i64::try_from(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-        )
-        .unwrap_or(0)
-    };
-    let enable = portico_platform::totp_code(&secret, now() - 30).expect("code");
-    let enabled = server
-        .call(
-            "POST",
-            "/auth/totp/enable",
-            Some(json!({"code": enable})),
-            &[("Authorization", &bearer)],
-        )
-        .await;
-    assert_eq!(enabled.status, 200, "{}", enabled.raw);
-
-    let (code, _) = code_and_token(
-        &request(&server, &sink, "tia@example.com", 1).await,
-        "tia@example.com",
-    );
-    let body = json!({"email": "tia@example.com", "code": code});
-    let needs = post(&server, "/auth/email-code/confirm", body.clone()).await;
-    assert_eq!(needs.status, 401, "{}", needs.raw);
-    assert_eq!(needs.body["error"], "totp-required", "{}", needs.raw);
-    // The code was not used up by asking.
-    let mut with = body.clone();
-    with["totp"] = json!(portico_platform::totp_code(&secret, now() + 30).expect("code"));
-    let ok = post(&server, "/auth/email-code/confirm", with).await;
-    assert_eq!(ok.status, 200, "{}", ok.raw);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sign_up_attempts_and_expiry_across_instances_on_postgres() {
-    let sink = SmtpSink::started();
-    let ws = Workspace::on_postgres();
-    ws.config(&config(
-        &sink.url(),
-        "email_code_signup = true\nemail_code_token_secs = 3\nemail_code_attempts = 3\n\
-         mail_rate_limit_per_email = { attempts = 50, per_seconds = 3600 }",
-    ));
-    ws.add_user("root", "root-secret", &["admin"]);
-    let a = ws.serve();
-    let b = ws.serve();
-    let methods = a.call("GET", "/auth/methods", None, &[]).await;
-    assert_eq!(methods.body["emailCodeSignup"], true, "{}", methods.raw);
-
-    // Sign-up on first use: requested through one instance, confirmed through the other.
-    let (code, _) = code_and_token(
-        &request(&a, &sink, "new@example.com", 1).await,
-        "new@example.com",
-    );
-    let ok = post(
-        &b,
-        "/auth/email-code/confirm",
-        json!({"email": "new@example.com", "code": code}),
-    )
-    .await;
-    assert_eq!(ok.status, 200, "{}", ok.raw);
-    let new_id = ok.body["id"].as_str().unwrap_or_default().to_owned();
-    assert_eq!(
-        items_status(&a, ok.body["token"].as_str().unwrap_or_default()).await,
-        200
-    );
-    let admin = a.admin_token("root", "root-secret").await;
-    let users = a
-        .call("GET", "/_/api/users", None, &[("X-Auth-Token", &admin)])
-        .await;
-    assert_eq!(users.status, 200, "{}", users.raw);
-    let made = users.raw.contains(&new_id) && users.raw.contains("new@example.com");
-    assert!(made, "the new account: {}", users.raw);
-    // The second sign-in finds the account made by the first.
-    let (code, _) = code_and_token(
-        &request(&b, &sink, "NEW@example.com", 2).await,
-        "new@example.com",
-    );
-    let again = post(
-        &a,
-        "/auth/email-code/confirm",
-        json!({"email": "new@example.com", "code": code}),
-    )
-    .await;
-    assert_eq!(again.status, 200, "{}", again.raw);
-    assert_eq!(again.body["id"], json!(new_id), "{}", again.raw);
-
-    // Guesses count across instances: three in all, then the right code is refused.
-    let (code, _) = code_and_token(
-        &request(&a, &sink, "new@example.com", 3).await,
-        "new@example.com",
-    );
-    for (i, server) in [&a, &b, &a].into_iter().enumerate() {
-        let r = post(
-            server,
-            "/auth/email-code/confirm",
-            json!({"email": "new@example.com", "code": wrong(&code)}),
-        )
-        .await;
-        assert_eq!(r.status, 400, "guess {i}: {}", r.raw);
-    }
-    let late = post(
-        &b,
-        "/auth/email-code/confirm",
-        json!({"email": "new@example.com", "code": code}),
-    )
-    .await;
-    assert_eq!(late.status, 400, "{}", late.raw);
-
-    // Expiry: a code and a link older than email_code_token_secs are refused.
-    let (code, token) = code_and_token(
-        &request(&b, &sink, "new@example.com", 4).await,
-        "new@example.com",
-    );
-    tokio::time::sleep(Duration::from_millis(3500)).await;
-    let old = post(
-        &a,
-        "/auth/email-code/confirm",
-        json!({"email": "new@example.com", "code": code}),
-    )
-    .await;
-    assert_eq!(old.status, 400, "{}", old.raw);
-    let old = post(&a, "/auth/email-code/confirm", json!({"token": token})).await;
-    assert_eq!(old.status, 400, "{}", old.raw);
 }
 
 /// The median of `samples` in microseconds.

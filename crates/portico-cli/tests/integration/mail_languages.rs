@@ -5,8 +5,8 @@
 
 use serde_json::{Value, json};
 
-use super::accounts::SmtpSink;
 use super::common::{Http, Workspace, text};
+use portico_testkit::mail::SmtpSink;
 
 const APP: &str = "http://app.test";
 

@@ -1,4 +1,4 @@
-//! Guest accounts through the binary: made by `POST /auth/guest` (only with `allow_guests`, and
+//! Guest accounts on the served app: made by `POST /auth/guest` (only with `allow_guests`, and
 //! limited per client), upgraded with a username or email and a password while keeping their id
 //! and documents, and removed with their owned documents once unused for `guest_ttl_days`, while
 //! a guest in use and an upgraded one stay; on SQLite and on two instances of one PostgreSQL
@@ -195,7 +195,7 @@ const GUESTS: &str = "allow_guests = true\nguest_ttl_days = 0.00005\n\
 async fn guests_on_sqlite() {
     let ws = Workspace::new();
     ws.config(&config(GUESTS));
-    ws.add_user("root", "root-secret", &["admin"]);
+    ws.create_user("root", "root-secret", &["admin"]);
     let server = ws.serve();
     guests_keep_their_work_and_idle_ones_go(&server, &server).await;
     // Five guests per client address in the hour (four made above): the sixth is refused.
@@ -209,7 +209,7 @@ async fn guests_on_sqlite() {
 async fn guests_on_two_instances_of_postgres() {
     let ws = Workspace::on_postgres();
     ws.config(&config(GUESTS));
-    ws.add_user("root", "root-secret", &["admin"]);
+    ws.create_user("root", "root-secret", &["admin"]);
     let a = ws.serve();
     let b = ws.serve();
     guests_keep_their_work_and_idle_ones_go(&a, &b).await;
@@ -229,15 +229,15 @@ async fn no_guests_unless_allowed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mailed_code_gives_a_guest_an_address_and_it_keeps_its_notes() {
-    let sink = super::accounts::SmtpSink::started();
+    let sink = portico_testkit::mail::SmtpSink::started();
     let ws = Workspace::new();
     ws.config(&format!(
         "{}\n[email]\nsmtp_url = \"{}\"\nfrom = \"Portico <no-reply@example.com>\"\nretry_max_secs = 1\n",
         config("allow_guests = true"),
         sink.url()
     ));
-    ws.add_user("root", "root-secret", &["admin"]);
-    let kay = ws.add_account("kay", Some("kay@example.com"), "kay-password", &[]);
+    ws.create_user("root", "root-secret", &["admin"]);
+    let kay = ws.create_account("kay", Some("kay@example.com"), "kay-password", &[]);
     let server = ws.serve();
     let admin = server.admin_token("root", "root-secret").await;
     let (guest_id, guest_token) = guest(&server).await;

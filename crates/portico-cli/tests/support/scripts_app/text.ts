@@ -1,0 +1,3 @@
+export function shout(s: string): string {
+  return s.toUpperCase() + "!";
+}
