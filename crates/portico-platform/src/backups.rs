@@ -184,8 +184,7 @@ impl Backups {
                 "`{url}`: backups go to a directory or to s3://bucket/prefix"
             )));
         }
-        let store =
-            crate::platform::files::open_store(url).map_err(|e| Error::Open(e.to_string()))?;
+        let store = crate::files::open_store(url).map_err(|e| Error::Open(e.to_string()))?;
         let database = database.into();
         let staging_dir = match database.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
@@ -530,8 +529,7 @@ pub async fn fetch_object(url: &str, to: &Path) -> Result<u64, Error> {
             "`{url}`: name one object, as in s3://bucket/prefix/portico-backup-<time>.db"
         ))
     })?;
-    let store =
-        crate::platform::files::open_store(store_url).map_err(|e| Error::Open(e.to_string()))?;
+    let store = crate::files::open_store(store_url).map_err(|e| Error::Open(e.to_string()))?;
     let got = match store.get(&Key::from(name)).await {
         Ok(got) => got,
         Err(object_store::Error::NotFound { .. }) => {

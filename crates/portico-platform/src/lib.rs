@@ -71,6 +71,8 @@ mod cursor;
 mod endpoint;
 mod error;
 mod field_rules;
+pub mod files;
+mod functions;
 pub mod jobs;
 mod live;
 mod method_error;
@@ -82,7 +84,9 @@ mod rules;
 mod schema;
 mod time;
 mod timestamps;
+mod webhooks;
 
+pub use accounts::login::{ACCOUNT_FACTOR, Limit, LoginError, LoginLimits, LoginService};
 pub use accounts::{
     ACCOUNT_TOKENS, API_KEYS, Accounts, AccountsConfig, ApiKeyInfo, EMAIL_CODES, EmailCodeError,
     EmailCodeProof, GuestUpgrade, IDENTITIES, Lifecycle, LoginToken, MAIL_NAMES, Mail, MailLimits,
@@ -107,17 +111,14 @@ pub use cursor::Cursor;
 pub use endpoint::{ArgsExtractor, EndpointOptions, HttpMethod, UnknownHttpMethod};
 pub use error::{Error, Result};
 pub use field_rules::{FieldRules, FieldView, ReadRule};
+pub use files::{FileAccess, FileError, FileField, FileMeta, FileSlot, Files, FilesConfig};
+pub use functions::{
+    Invocation, MethodInfo, MethodOptions, MethodReply, PublicationInfo, PublicationOptions,
+    Subscription,
+};
 pub use live::{LiveCaller, LiveConfig, LiveEvent, LiveStream, LoginWatch, SentEvent};
 pub use method_error::{MethodError, arg};
-pub use platform::files;
-pub use platform::files::{
-    FileAccess, FileError, FileField, FileMeta, FileSlot, Files, FilesConfig,
-};
-pub use platform::login::{ACCOUNT_FACTOR, Limit, LoginError, LoginLimits, LoginService};
-pub use platform::method::{Invocation, MethodInfo, MethodOptions, MethodReply};
-pub use platform::publication::{PublicationInfo, PublicationOptions, Subscription};
-pub use platform::webhooks::{DELIVERY_JOB, Webhook, WebhookSecret, check_webhook_url};
-pub use platform::{Platform, PlatformConfig};
+pub use platform::PlatformConfig;
 pub use rate_limit::{LOGIN_FAILURES, RateLimiter};
 pub use relations::{
     EXPAND_KEY, Expand, MAX_EXPAND_DEPTH, MAX_EXPAND_IDS, MAX_EXPAND_PATHS, ReadAccess, Relations,
@@ -125,8 +126,33 @@ pub use relations::{
 pub use rules::{InsertRule, RemoveRule, Rules, UpdateRule};
 pub use time::now_iso;
 pub use timestamps::{CREATED_AT, UPDATED_AT};
+pub use webhooks::{DELIVERY_JOB, Webhook, WebhookSecret, check_webhook_url};
 
 pub use portico_store::{
     Aggregate, Document, IdKind, Page, PageRead, Query, RelatedField, RelatedRead, Selector,
     Stored, Update, UpdateOptions, UpdateResult,
 };
+
+// The platform's parts are grouped by what they are, each an `impl Platform` beside its own
+// concept: opening it, its settings, the collections registry and the accessors in `platform/`;
+// methods and publications in `functions/`; expanding relations in `relations/`; live streams
+// in `live/`; login in `accounts/login/`; files in `files/`; webhooks in `webhooks.rs`. The
+// handle is declared here, at the root they all stand below, so that each names it without
+// importing a sibling module that imports it back (its state, `platform::Inner`, holds theirs).
+
+/// The host-program model: a store, named collections with rules, accounts, and the method and
+/// publication registries. Cheap to clone (an `Arc` inside); clones share everything.
+#[derive(Clone)]
+pub struct Platform {
+    inner: std::sync::Arc<platform::Inner>,
+}
+
+/// A [`Platform`] that background tasks hold without keeping it alive.
+pub(crate) struct WeakPlatform(std::sync::Weak<platform::Inner>);
+
+impl WeakPlatform {
+    /// The platform, while some handle to it is alive.
+    pub(crate) fn upgrade(&self) -> Option<Platform> {
+        self.0.upgrade().map(|inner| Platform { inner })
+    }
+}

@@ -30,11 +30,13 @@
 //! | guests: accounts without credentials, their upgrade and removal | `guests.rs` |
 //! | API keys: hashed keys acting as service accounts | `api_keys.rs` |
 //! | passkeys (WebAuthn): registration, login, listing and removal | `passkeys/` |
+//! | login and registration as both doors call them, with limits on failures ([`crate::LoginService`]) | `login/` |
 
 mod api_keys;
 mod guests;
 mod import;
 mod lifecycle;
+pub(crate) mod login;
 mod lookup;
 mod passkeys;
 mod password;

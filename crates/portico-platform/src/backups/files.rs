@@ -31,7 +31,7 @@ use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt as _, PutPayload, WriteMultipart};
 use portico_store::Error;
 
-use crate::platform::files::{file_key, files_of};
+use crate::files::{file_key, files_of};
 
 /// How many snapshots a backup tries before it keeps one whose files are not all in the store.
 pub const ATTEMPTS: usize = 3;
@@ -149,8 +149,7 @@ impl BackupFiles {
         if let Some(store) = self.store.get() {
             return Ok(Arc::clone(store));
         }
-        let opened = crate::platform::files::open_store(&self.url)
-            .map_err(|e| Error::Open(e.to_string()))?;
+        let opened = crate::files::open_store(&self.url).map_err(|e| Error::Open(e.to_string()))?;
         Ok(Arc::clone(self.store.get_or_init(|| opened)))
     }
 
@@ -384,7 +383,7 @@ mod tests {
 
     use super::*;
     use crate::backups::Backups;
-    use crate::platform::files::FileMeta;
+    use crate::files::FileMeta;
 
     fn meta(name: &str, bytes: &[u8]) -> FileMeta {
         FileMeta {

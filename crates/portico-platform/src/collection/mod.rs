@@ -7,7 +7,9 @@
 //! | rules, client writes, conditional writes, field checks | `client.rs` |
 //! | write hooks (before and after each write) | `hooks.rs` |
 //! | write events (jobs stored with each write, such as webhook deliveries) | `events.rs` |
+//! | aggregates and search over what a publication publishes ([`crate::Platform::aggregate_publication`]) | `aggregate.rs` |
 
+mod aggregate;
 mod client;
 mod events;
 mod hooks;

@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 
 use super::Control;
 use super::event::{LiveEvent, SentEvent};
+use crate::functions::HandCalls;
 
 /// Where a live publication's by-hand calls go once its handler returned.
 #[derive(Debug)]
@@ -27,8 +28,10 @@ impl HandSink {
             self.control.end("slow-subscriber");
         }
     }
+}
 
-    pub(crate) fn added(&self, collection: &str, id: &str, mut fields: Document) {
+impl HandCalls for HandSink {
+    fn added(&self, collection: &str, id: &str, mut fields: Document) {
         fields.shift_remove("_id");
         self.send(LiveEvent::Added {
             collection: collection.into(),
@@ -38,7 +41,7 @@ impl HandSink {
     }
 
     /// `null` values clear fields, as [`crate::Subscription::changed`] says.
-    pub(crate) fn changed(&self, collection: &str, id: &str, fields: Document) {
+    fn changed(&self, collection: &str, id: &str, fields: Document) {
         let mut set = Document::new();
         let mut cleared = Vec::new();
         for (k, v) in fields {
@@ -59,18 +62,18 @@ impl HandSink {
         });
     }
 
-    pub(crate) fn removed(&self, collection: &str, id: &str) {
+    fn removed(&self, collection: &str, id: &str) {
         self.send(LiveEvent::Removed {
             collection: collection.into(),
             id: id.to_owned(),
         });
     }
 
-    pub(crate) fn ready(&self) {
+    fn ready(&self) {
         self.send(LiveEvent::Ready);
     }
 
-    pub(crate) fn is_stopped(&self) -> bool {
+    fn is_stopped(&self) -> bool {
         self.control.ended().is_some() || self.tx.is_closed()
     }
 }

@@ -10,7 +10,7 @@
 //! | the subscriber's stream, its buffer and its end | `stream.rs` |
 //! | a publication's by-hand calls after its handler returned | `by_hand.rs` |
 //! | the limits | `config.rs` |
-//! | opening a stream ([`crate::Platform::subscribe_live`], [`crate::Platform::live_query`]) | `platform/live.rs` |
+//! | opening a stream ([`crate::Platform::subscribe_live`], [`crate::Platform::live_query`]) | `open.rs` |
 //!
 //! The hub below reads the store's change feed ([`portico_store::Store::changes`]) on one task:
 //! a change marks the live queries of its collection (their own tasks re-evaluate them), and a
@@ -25,6 +25,7 @@ mod caller;
 mod config;
 mod event;
 mod merge;
+mod open;
 mod query;
 mod stream;
 

@@ -1,41 +1,33 @@
-//! [`Platform`]: the store, the declared collections, accounts, methods and publications.
+//! [`Platform`]: opening it on a store, its settings, the declared collections and the
+//! accessors of the services it holds.
 //!
-//! What runs on a platform holds a handle to it, so it lives here, below it:
+//! What a platform offers beyond that is grouped by what it is, each part an `impl Platform`
+//! beside its own concept:
 //!
 //! | part | file |
 //! |---|---|
-//! | methods: registration, [`Invocation`] | `method.rs` |
-//! | publications: registration, [`Subscription`] | `publication.rs` |
-//! | login and registration for both doors | `login/` |
-//! | opening live streams on the platform | `live.rs` (the streams themselves: `crate::live`) |
+//! | methods and publications: registration, calls, [`crate::Invocation`], [`crate::Subscription`] | `functions/` |
+//! | expanding related documents | `relations/expand.rs` |
+//! | aggregates and search over what a publication publishes | `collection/aggregate.rs` |
+//! | opening live streams | `live/open.rs` |
+//! | login and registration for both doors | `accounts/login/` |
+//! | files attached to documents | `files/` |
 //! | signed webhook deliveries of collections' writes | `webhooks.rs` |
+//!
+//! The [`Platform`] handle itself is declared at the crate root, which all of these stand
+//! below; its state is `Inner` here.
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, OnceLock, PoisonError, RwLock, Weak};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
-use futures::FutureExt;
-use portico_store::{Store, document_id};
-use serde_json::{Map, Value};
+use portico_store::Store;
 
-mod aggregate;
-mod expand;
-pub mod files;
-mod live;
-pub(crate) mod login;
-pub(crate) mod method;
-pub(crate) mod publication;
-pub(crate) mod webhooks;
-
+use crate::functions::{MethodHandler, PublicationHandler, Registry};
 use crate::{
-    Accounts, AccountsConfig, Collection, CollectionOptions, Cursor, Error, FieldView, Invocation,
-    MethodError, MethodInfo, MethodOptions, MethodReply, PublicationInfo, PublicationOptions,
-    Result, Subscription,
+    Accounts, AccountsConfig, Collection, CollectionOptions, Error, FieldView, MethodError,
+    Platform, Result, WeakPlatform,
 };
-use method::MethodHandler;
-use publication::PublicationHandler;
 
 /// Settings of a [`Platform`].
 ///
@@ -74,41 +66,24 @@ impl PlatformConfig {
     }
 }
 
-struct MethodEntry {
-    options: MethodOptions,
-    /// True when the options were given (by `set_method_options` or at definition).
-    options_set: bool,
-    handler: Option<MethodHandler>,
-}
-
-struct PublicationEntry {
-    options: PublicationOptions,
-    handler: PublicationHandler,
-}
-
-struct Inner {
+/// What a [`Platform`] holds: the store, the declared collections, the registries and the
+/// services.
+pub(crate) struct Inner {
     store: Arc<dyn Store>,
     accounts: Accounts,
     lifecycle: crate::Lifecycle,
     oidc: crate::Oidc,
     oauth2: crate::OAuth2,
     collections: RwLock<BTreeMap<String, Collection>>,
-    methods: RwLock<BTreeMap<String, MethodEntry>>,
-    publications: RwLock<BTreeMap<String, PublicationEntry>>,
+    methods: Registry<MethodHandler>,
+    publications: Registry<PublicationHandler>,
     live: Arc<crate::live::Hub>,
     channels: crate::Channels,
     jobs: crate::jobs::Jobs,
     /// The receivers of [`Platform::set_webhooks`], once set.
-    webhooks: OnceLock<Arc<webhooks::Deliveries>>,
+    webhooks: OnceLock<Arc<crate::webhooks::Deliveries>>,
     /// Shared with every collection, which asks it for its file fields on client writes.
-    files: Arc<OnceLock<crate::platform::files::Files>>,
-}
-
-/// The host-program model: a store, named collections with rules, accounts, and the method and
-/// publication registries. Cheap to clone (an `Arc` inside); clones share everything.
-#[derive(Clone)]
-pub struct Platform {
-    inner: Arc<Inner>,
+    files: Arc<OnceLock<crate::files::Files>>,
 }
 
 impl fmt::Debug for Platform {
@@ -206,15 +181,15 @@ impl Platform {
                 oidc,
                 oauth2,
                 collections: RwLock::new(BTreeMap::new()),
-                methods: RwLock::new(BTreeMap::new()),
-                publications: RwLock::new(BTreeMap::new()),
+                methods: Registry::new("method"),
+                publications: Registry::new("publication"),
                 files: Arc::new(OnceLock::new()),
             }),
         })
     }
 
     /// Where the files service is kept (see [`Platform::set_files`]).
-    pub(crate) fn files_cell(&self) -> &OnceLock<crate::platform::files::Files> {
+    pub(crate) fn files_cell(&self) -> &OnceLock<crate::files::Files> {
         &self.inner.files
     }
 
@@ -274,7 +249,7 @@ impl Platform {
     }
 
     /// Where the webhooks are kept (see [`Platform::set_webhooks`]).
-    pub(crate) fn webhooks_cell(&self) -> &OnceLock<Arc<webhooks::Deliveries>> {
+    pub(crate) fn webhooks_cell(&self) -> &OnceLock<Arc<crate::webhooks::Deliveries>> {
         &self.inner.webhooks
     }
 
@@ -319,22 +294,14 @@ impl Platform {
         self.inner.live.open_queries()
     }
 
-    /// The handler of the publication `name`.
-    pub(crate) fn publication_handler(&self, name: &str) -> Option<PublicationHandler> {
-        read(&self.inner.publications)
-            .get(name)
-            .map(|e| e.handler.clone())
+    /// The defined methods (see `crate::functions`).
+    pub(crate) fn method_registry(&self) -> &Registry<MethodHandler> {
+        &self.inner.methods
     }
 
-    /// The handler of the publication `name`, or `publication-not-found` (404).
-    pub(crate) fn found_publication(&self, name: &str) -> Result<PublicationHandler, MethodError> {
-        self.publication_handler(name).ok_or_else(|| {
-            MethodError::new(
-                "publication-not-found",
-                format!("Publication '{name}' not found"),
-            )
-            .with_status(404)
-        })
+    /// The defined publications (see `crate::functions`).
+    pub(crate) fn publication_registry(&self) -> &Registry<PublicationHandler> {
+        &self.inner.publications
     }
 
     // ----- collections -----
@@ -431,239 +398,6 @@ impl Platform {
         read(&self.inner.collections).keys().cloned().collect()
     }
 
-    // ----- methods -----
-
-    /// Defines the method `name` (with options set earlier by [`Platform::set_method_options`], or
-    /// the defaults).
-    ///
-    /// # Errors
-    /// [`Error::Duplicate`] when a method of that name exists.
-    pub fn method<F, Fut>(&self, name: &str, handler: F) -> Result<()>
-    where
-        F: Fn(Invocation, Vec<Value>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = std::result::Result<Value, MethodError>> + Send + 'static,
-    {
-        self.define_method(
-            name,
-            None,
-            Arc::new(move |inv, args| handler(inv, args).boxed()),
-        )
-    }
-
-    /// Defines the method `name` with `options`.
-    ///
-    /// # Errors
-    /// [`Error::Duplicate`] when a method of that name exists; [`Error::MethodOptions`] when
-    /// options were set already with [`Platform::set_method_options`] (options given twice).
-    pub fn method_with_options<F, Fut>(
-        &self,
-        name: &str,
-        options: MethodOptions,
-        handler: F,
-    ) -> Result<()>
-    where
-        F: Fn(Invocation, Vec<Value>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = std::result::Result<Value, MethodError>> + Send + 'static,
-    {
-        self.define_method(
-            name,
-            Some(options),
-            Arc::new(move |inv, args| handler(inv, args).boxed()),
-        )
-    }
-
-    fn define_method(
-        &self,
-        name: &str,
-        options: Option<MethodOptions>,
-        handler: MethodHandler,
-    ) -> Result<()> {
-        let mut methods = write(&self.inner.methods);
-        match methods.get_mut(name) {
-            Some(entry) if entry.handler.is_some() => Err(Error::Duplicate(format!(
-                "method {name:?} is defined already"
-            ))),
-            Some(entry) => {
-                if options.is_some() {
-                    return Err(Error::MethodOptions(format!(
-                        "options of method {name:?} were set already with set_method_options; \
-                         define it without options"
-                    )));
-                }
-                entry.handler = Some(handler);
-                Ok(())
-            }
-            None => {
-                methods.insert(
-                    name.to_string(),
-                    MethodEntry {
-                        options_set: options.is_some(),
-                        options: options.unwrap_or_default(),
-                        handler: Some(handler),
-                    },
-                );
-                Ok(())
-            }
-        }
-    }
-
-    /// Sets the options of a method that is not defined yet (the spec's `setMethodOptions`).
-    ///
-    /// # Errors
-    /// [`Error::MethodOptions`] when the method is defined already, or when its options were set
-    /// already.
-    pub fn set_method_options(&self, name: &str, options: MethodOptions) -> Result<()> {
-        let mut methods = write(&self.inner.methods);
-        match methods.get(name) {
-            Some(entry) if entry.handler.is_some() => Err(Error::MethodOptions(format!(
-                "method {name:?} is defined already; set its options before defining it"
-            ))),
-            Some(entry) if entry.options_set => Err(Error::MethodOptions(format!(
-                "options of method {name:?} were set already"
-            ))),
-            _ => {
-                methods.insert(
-                    name.to_string(),
-                    MethodEntry {
-                        options,
-                        options_set: true,
-                        handler: None,
-                    },
-                );
-                Ok(())
-            }
-        }
-    }
-
-    /// Calls the method `name` as `user_id` (`None`: anonymous) with positional `args`.
-    ///
-    /// A handler that panics gives an internal error; the platform keeps running.
-    ///
-    /// # Errors
-    /// The method's own [`MethodError`]; `method-not-found` (status 404) for an unknown name.
-    pub async fn call(
-        &self,
-        name: &str,
-        user_id: Option<String>,
-        args: Vec<Value>,
-    ) -> std::result::Result<MethodReply, MethodError> {
-        let handler = read(&self.inner.methods)
-            .get(name)
-            .and_then(|e| e.handler.clone())
-            .ok_or_else(|| {
-                MethodError::new("method-not-found", format!("Method '{name}' not found"))
-                    .with_status(404)
-            })?;
-        let invocation = Invocation::new(self.clone(), user_id);
-        let value = run_caught("method", name, || handler(invocation.clone(), args)).await?;
-        Ok(MethodReply {
-            value,
-            status: invocation.status(),
-        })
-    }
-
-    /// The defined methods with their options, sorted by name.
-    pub fn methods(&self) -> Vec<MethodInfo> {
-        read(&self.inner.methods)
-            .iter()
-            .filter(|(_, e)| e.handler.is_some())
-            .map(|(name, e)| MethodInfo {
-                name: name.clone(),
-                options: e.options.clone(),
-            })
-            .collect()
-    }
-
-    /// The method `name` with its options, when it is defined.
-    pub fn method_info(&self, name: &str) -> Option<MethodInfo> {
-        read(&self.inner.methods)
-            .get(name)
-            .filter(|e| e.handler.is_some())
-            .map(|e| MethodInfo {
-                name: name.to_string(),
-                options: e.options.clone(),
-            })
-    }
-
-    // ----- publications -----
-
-    /// Defines the publication `name` with default options.
-    ///
-    /// # Errors
-    /// [`Error::Duplicate`] when a publication of that name exists.
-    pub fn publish<F, Fut>(&self, name: &str, handler: F) -> Result<()>
-    where
-        F: Fn(Subscription, Vec<Value>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = std::result::Result<Vec<Cursor>, MethodError>> + Send + 'static,
-    {
-        self.publish_with_options(name, PublicationOptions::default(), handler)
-    }
-
-    /// Defines the publication `name` with `options`.
-    ///
-    /// # Errors
-    /// [`Error::Duplicate`] when a publication of that name exists.
-    pub fn publish_with_options<F, Fut>(
-        &self,
-        name: &str,
-        options: PublicationOptions,
-        handler: F,
-    ) -> Result<()>
-    where
-        F: Fn(Subscription, Vec<Value>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = std::result::Result<Vec<Cursor>, MethodError>> + Send + 'static,
-    {
-        let mut publications = write(&self.inner.publications);
-        if publications.contains_key(name) {
-            return Err(Error::Duplicate(format!(
-                "publication {name:?} is defined already"
-            )));
-        }
-        let handler: PublicationHandler = Arc::new(move |sub, args| handler(sub, args).boxed());
-        publications.insert(name.to_string(), PublicationEntry { options, handler });
-        Ok(())
-    }
-
-    /// Runs the publication `name` for `user_id` with `args` and returns
-    /// `{ "<collection>": [documents...] }`: the documents of every returned cursor and of every
-    /// `added` call, merged by `_id`. Every collection a cursor or `added` touched is present.
-    ///
-    /// # Errors
-    /// The publication's own [`MethodError`]; `publication-not-found` (status 404) for an unknown
-    /// name; an internal error when a cursor's query fails.
-    pub async fn subscribe(
-        &self,
-        name: &str,
-        user_id: Option<String>,
-        args: Vec<Value>,
-    ) -> std::result::Result<Map<String, Value>, MethodError> {
-        let handler = self.found_publication(name)?;
-        let views = self.field_views(user_id.as_deref()).await?;
-        let subscription = Subscription::new(self.clone(), user_id).with_views(views.clone());
-        let cursors =
-            run_caught("publication", name, || handler(subscription.clone(), args)).await?;
-        let mut published = subscription.take();
-        for mut cursor in cursors {
-            published.touch(&cursor.collection);
-            cursor.view = view_of(&views, &cursor.collection);
-            let docs = self
-                .inner
-                .store
-                .find(&cursor.collection, &cursor.store_query())
-                .await
-                .map_err(|e| MethodError::from(Error::from(e)))?;
-            for doc in docs {
-                let mut doc = cursor.shape(doc);
-                let Some(id) = document_id(&doc).map(str::to_string) else {
-                    continue;
-                };
-                doc.shift_remove("_id");
-                published.merge(&cursor.collection, &id, doc);
-            }
-        }
-        Ok(published.into_result())
-    }
-
     /// What `user_id` may see of each declared collection that has field rules (see
     /// [`Collection::field_view`]).
     pub(crate) async fn field_views(
@@ -689,60 +423,4 @@ impl Platform {
             .collect();
         Ok(Arc::new(views))
     }
-
-    /// The defined publications with their options, sorted by name.
-    pub fn publications(&self) -> Vec<PublicationInfo> {
-        read(&self.inner.publications)
-            .iter()
-            .map(|(name, e)| PublicationInfo {
-                name: name.clone(),
-                options: e.options.clone(),
-            })
-            .collect()
-    }
-
-    /// The publication `name` with its options, when it is defined.
-    pub fn publication_info(&self, name: &str) -> Option<PublicationInfo> {
-        read(&self.inner.publications)
-            .get(name)
-            .map(|e| PublicationInfo {
-                name: name.to_string(),
-                options: e.options.clone(),
-            })
-    }
-}
-
-/// The view of `collection` among `views` (everything shown when it has no field rules).
-pub(crate) fn view_of(views: &[(String, FieldView)], collection: &str) -> FieldView {
-    views
-        .iter()
-        .find(|(name, _)| name == collection)
-        .map_or_else(FieldView::all, |(_, view)| view.clone())
-}
-
-/// A [`Platform`] that background tasks hold without keeping it alive.
-pub(crate) struct WeakPlatform(Weak<Inner>);
-
-impl WeakPlatform {
-    /// The platform, while some handle to it is alive.
-    pub(crate) fn upgrade(&self) -> Option<Platform> {
-        self.0.upgrade().map(|inner| Platform { inner })
-    }
-}
-
-/// Runs a method's or publication's handler (`kind` and `name` say which): a panic in it, also
-/// while the handler makes its future, is an internal error naming it, never a crash.
-pub(crate) async fn run_caught<T, F, Fut>(
-    kind: &str,
-    name: &str,
-    handler: F,
-) -> std::result::Result<T, MethodError>
-where
-    F: FnOnce() -> Fut,
-    Fut: Future<Output = std::result::Result<T, MethodError>>,
-{
-    AssertUnwindSafe(async move { handler().await })
-        .catch_unwind()
-        .await
-        .map_err(|_| MethodError::internal(format!("{kind} {name:?} panicked")))?
 }

@@ -7,11 +7,11 @@ use portico_store::document_id;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::run_caught;
-use crate::live::{
+use super::{
     HandSink, LiveCaller, LiveEvent, LiveStream, Membership, MergeBox, SentEvent, direct_stream,
     fields_of, run_merge,
 };
+use crate::functions::{run_caught, view_of};
 use crate::{Cursor, MethodError, Platform, Subscription};
 
 impl Platform {
@@ -95,7 +95,7 @@ impl Platform {
         let cursors: Vec<Cursor> = cursors
             .into_iter()
             .map(|mut cursor| {
-                cursor.view = crate::platform::view_of(&views, &cursor.collection);
+                cursor.view = view_of(&views, &cursor.collection);
                 cursor
             })
             .collect();

@@ -2,6 +2,13 @@
 //! ids) of another collection's document is declared a relation, and a read asking to `expand`
 //! it gets the related documents under `"expand"` in each result, read with one query per
 //! relation for the whole page and shown only as far as the caller may read them.
+//!
+//! | part | file |
+//! |---|---|
+//! | relations, the `expand` parameter, what a caller may read | `mod.rs` |
+//! | expanding a page of documents ([`crate::Platform::expand`]) | `expand.rs` |
+
+mod expand;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -14,7 +14,7 @@ use tokio::sync::broadcast::error::RecvError;
 use super::name::{document_prefix, final_key, unsegment};
 use super::{FileError, Files, files_of};
 use crate::Platform;
-use crate::platform::WeakPlatform;
+use crate::WeakPlatform;
 
 /// How old a temporary object must be before the sweep touches it (an upload in progress
 /// writes its temporary object only when its last byte has come, and commits right after).

@@ -5,7 +5,7 @@
 use portico_store::{Aggregate, Document, Projection, Search, lookup_path};
 use serde_json::{Map, Value};
 
-use super::run_caught;
+use crate::functions::run_caught;
 use crate::{Cursor, MethodError, Platform, Subscription};
 
 /// Whether `projection` keeps the dotted `path` of a document that holds it.

@@ -1,13 +1,16 @@
 //! Publications: named queries, their options and the [`Subscription`] a handler drives.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
-use portico_store::Document;
+use portico_store::{Document, document_id};
 use serde_json::{Map, Value};
 
-use crate::{Cursor, EndpointOptions, FieldView, MethodError, Platform};
+use super::run_caught;
+use crate::{Cursor, EndpointOptions, Error, FieldView, MethodError, Platform, Result};
 
 /// Options of a publication (the auto API's `url`, `httpMethod`, `getArgsFromRequest`): an
 /// [`EndpointOptions`] whose defaults are `GET /publications/<name>` and the url's `:N`
@@ -23,13 +26,28 @@ pub struct PublicationInfo {
     pub options: PublicationOptions,
 }
 
+/// Where a live subscription's by-hand calls (`added`, `changed`, `removed`, `ready`) go once
+/// its handler returned: the live stream's sink (`crate::live`) turns them into events.
+pub(crate) trait HandCalls: fmt::Debug + Send {
+    /// A document published, as [`Subscription::added`].
+    fn added(&self, collection: &str, id: &str, fields: Document);
+    /// Fields of a published document changed, as [`Subscription::changed`].
+    fn changed(&self, collection: &str, id: &str, fields: Document);
+    /// A published document withdrawn, as [`Subscription::removed`].
+    fn removed(&self, collection: &str, id: &str);
+    /// The initial set complete, as [`Subscription::ready`].
+    fn ready(&self);
+    /// True once the subscriber went away, as [`Subscription::is_stopped`].
+    fn is_stopped(&self) -> bool;
+}
+
 /// Documents published by hand: collection -> id -> document, in the order first added.
 #[derive(Debug, Default)]
 pub(crate) struct Published {
     pub(crate) collections: Map<String, Value>,
     pub(crate) ready: bool,
     /// For a live subscription once its handler returned: where by-hand calls go as events.
-    pub(crate) sink: Option<crate::live::HandSink>,
+    pub(crate) sink: Option<Box<dyn HandCalls>>,
 }
 
 impl Published {
@@ -204,11 +222,7 @@ impl Subscription {
     /// True once a live subscriber went away (or its stream was ended): a handler that
     /// publishes by hand from a task of its own stops then. Always false for a snapshot.
     pub fn is_stopped(&self) -> bool {
-        self.with(|p| {
-            p.sink
-                .as_ref()
-                .is_some_and(crate::live::HandSink::is_stopped)
-        })
+        self.with(|p| p.sink.as_ref().is_some_and(|sink| sink.is_stopped()))
     }
 
     /// True once [`Subscription::ready`] was called.
@@ -221,10 +235,10 @@ impl Subscription {
     }
 
     /// Takes what the handler published so far and sends every later by-hand call to `sink`.
-    pub(crate) fn take_live(&self, sink: crate::live::HandSink) -> Published {
+    pub(crate) fn take_live(&self, sink: impl HandCalls + 'static) -> Published {
         self.with(|p| {
             let taken = std::mem::take(p);
-            p.sink = Some(sink);
+            p.sink = Some(Box::new(sink));
             taken
         })
     }
@@ -232,7 +246,123 @@ impl Subscription {
 
 /// A stored publication handler.
 pub(crate) type PublicationHandler = Arc<
-    dyn Fn(Subscription, Vec<Value>) -> BoxFuture<'static, Result<Vec<Cursor>, MethodError>>
+    dyn Fn(
+            Subscription,
+            Vec<Value>,
+        ) -> BoxFuture<'static, std::result::Result<Vec<Cursor>, MethodError>>
         + Send
         + Sync,
 >;
+
+impl Platform {
+    /// The handler of the publication `name`, or `publication-not-found` (404).
+    pub(crate) fn found_publication(
+        &self,
+        name: &str,
+    ) -> std::result::Result<PublicationHandler, MethodError> {
+        self.publication_registry().handler(name).ok_or_else(|| {
+            MethodError::new(
+                "publication-not-found",
+                format!("Publication '{name}' not found"),
+            )
+            .with_status(404)
+        })
+    }
+
+    /// Defines the publication `name` with default options.
+    ///
+    /// # Errors
+    /// [`Error::Duplicate`] when a publication of that name exists.
+    pub fn publish<F, Fut>(&self, name: &str, handler: F) -> Result<()>
+    where
+        F: Fn(Subscription, Vec<Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<Vec<Cursor>, MethodError>> + Send + 'static,
+    {
+        self.publish_with_options(name, PublicationOptions::default(), handler)
+    }
+
+    /// Defines the publication `name` with `options`.
+    ///
+    /// # Errors
+    /// [`Error::Duplicate`] when a publication of that name exists.
+    pub fn publish_with_options<F, Fut>(
+        &self,
+        name: &str,
+        options: PublicationOptions,
+        handler: F,
+    ) -> Result<()>
+    where
+        F: Fn(Subscription, Vec<Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<Vec<Cursor>, MethodError>> + Send + 'static,
+    {
+        let handler: PublicationHandler = Arc::new(move |sub, args| handler(sub, args).boxed());
+        self.publication_registry()
+            .define(name, Some(options), handler)
+    }
+
+    /// Runs the publication `name` for `user_id` with `args` and returns
+    /// `{ "<collection>": [documents...] }`: the documents of every returned cursor and of every
+    /// `added` call, merged by `_id`. Every collection a cursor or `added` touched is present.
+    ///
+    /// # Errors
+    /// The publication's own [`MethodError`]; `publication-not-found` (status 404) for an unknown
+    /// name; an internal error when a cursor's query fails.
+    pub async fn subscribe(
+        &self,
+        name: &str,
+        user_id: Option<String>,
+        args: Vec<Value>,
+    ) -> std::result::Result<Map<String, Value>, MethodError> {
+        let handler = self.found_publication(name)?;
+        let views = self.field_views(user_id.as_deref()).await?;
+        let subscription = Subscription::new(self.clone(), user_id).with_views(views.clone());
+        let cursors =
+            run_caught("publication", name, || handler(subscription.clone(), args)).await?;
+        let mut published = subscription.take();
+        for mut cursor in cursors {
+            published.touch(&cursor.collection);
+            cursor.view = view_of(&views, &cursor.collection);
+            let docs = self
+                .store()
+                .find(&cursor.collection, &cursor.store_query())
+                .await
+                .map_err(|e| MethodError::from(Error::from(e)))?;
+            for doc in docs {
+                let mut doc = cursor.shape(doc);
+                let Some(id) = document_id(&doc).map(str::to_string) else {
+                    continue;
+                };
+                doc.shift_remove("_id");
+                published.merge(&cursor.collection, &id, doc);
+            }
+        }
+        Ok(published.into_result())
+    }
+
+    /// The defined publications with their options, sorted by name.
+    pub fn publications(&self) -> Vec<PublicationInfo> {
+        self.publication_registry()
+            .list()
+            .into_iter()
+            .map(|(name, options)| PublicationInfo { name, options })
+            .collect()
+    }
+
+    /// The publication `name` with its options, when it is defined.
+    pub fn publication_info(&self, name: &str) -> Option<PublicationInfo> {
+        self.publication_registry()
+            .options(name)
+            .map(|options| PublicationInfo {
+                name: name.to_string(),
+                options,
+            })
+    }
+}
+
+/// The view of `collection` among `views` (everything shown when it has no field rules).
+pub(crate) fn view_of(views: &[(String, FieldView)], collection: &str) -> FieldView {
+    views
+        .iter()
+        .find(|(name, _)| name == collection)
+        .map_or_else(FieldView::all, |(_, view)| view.clone())
+}

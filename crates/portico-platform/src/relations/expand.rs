@@ -1,4 +1,4 @@
-//! Expanding related documents (see `relations.rs` for relations and [`Expand`]): one query
+//! Expanding related documents (see `mod.rs` for relations and [`Expand`]): one query
 //! per relation for a whole page of documents, each related document shown only as the
 //! caller's [`ReadAccess`] to its collection allows.
 
@@ -12,9 +12,8 @@ use futures::future::BoxFuture;
 use portico_store::{Document, Query, RelatedField, RelatedRead, Selector};
 use serde_json::{Value, json};
 
-use super::Platform;
-use crate::relations::{EXPAND_KEY, Expand, MAX_EXPAND_IDS, ReadAccess, ids_of, shown};
-use crate::{Error, Result};
+use super::{EXPAND_KEY, Expand, MAX_EXPAND_IDS, ReadAccess, ids_of, shown};
+use crate::{Error, Platform, Result};
 
 impl Platform {
     /// The collections an expansion of `collection`'s documents by `expand` reads, each once
