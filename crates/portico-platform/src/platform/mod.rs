@@ -9,6 +9,7 @@
 //! | login and registration for both doors | `login/` |
 //! | opening live streams on the platform | `live.rs` (the streams themselves: `crate::live`) |
 //! | signed webhook deliveries of collections' writes | `webhooks.rs` |
+//! | closing: registries emptied, the store closed | `close.rs` |
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,6 +22,7 @@ use portico_store::{Store, document_id};
 use serde_json::{Map, Value};
 
 mod aggregate;
+mod close;
 mod expand;
 pub mod files;
 mod live;
@@ -102,6 +104,8 @@ struct Inner {
     webhooks: OnceLock<Arc<webhooks::Deliveries>>,
     /// Shared with every collection, which asks it for its file fields on client writes.
     files: Arc<OnceLock<crate::platform::files::Files>>,
+    /// Set by [`Platform::close`].
+    closed: std::sync::atomic::AtomicBool,
 }
 
 /// The host-program model: a store, named collections with rules, accounts, and the method and
@@ -209,6 +213,7 @@ impl Platform {
                 methods: RwLock::new(BTreeMap::new()),
                 publications: RwLock::new(BTreeMap::new()),
                 files: Arc::new(OnceLock::new()),
+                closed: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -547,6 +552,7 @@ impl Platform {
         user_id: Option<String>,
         args: Vec<Value>,
     ) -> std::result::Result<MethodReply, MethodError> {
+        self.refuse_when_closed()?;
         let handler = read(&self.inner.methods)
             .get(name)
             .and_then(|e| e.handler.clone())
@@ -637,6 +643,7 @@ impl Platform {
         user_id: Option<String>,
         args: Vec<Value>,
     ) -> std::result::Result<Map<String, Value>, MethodError> {
+        self.refuse_when_closed()?;
         let handler = self.found_publication(name)?;
         let views = self.field_views(user_id.as_deref()).await?;
         let subscription = Subscription::new(self.clone(), user_id).with_views(views.clone());
