@@ -616,7 +616,7 @@ impl Store for MemoryStore {
 
     async fn sorted_indexes(&self, collection: &str) -> Result<Vec<crate::IndexSpec>> {
         Ok(self
-            .read()
+            .read()?
             .get(collection)
             .map(|c| c.sorted.values().cloned().collect())
             .unwrap_or_default())
@@ -624,7 +624,7 @@ impl Store for MemoryStore {
 
     async fn drop_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<bool> {
         Ok(self
-            .write()
+            .write()?
             .get_mut(collection)
             .is_some_and(|c| c.sorted.remove(&spec.fields_name()).is_some()))
     }
