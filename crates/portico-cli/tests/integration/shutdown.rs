@@ -6,6 +6,8 @@
 
 use std::time::{Duration, Instant};
 
+use portico_cli::serve::{ServeOptions, Served};
+use portico_testkit::Http;
 use portico_testkit::sse::Sse;
 use serde_json::{Value, json};
 
@@ -75,7 +77,7 @@ fn define_app_method(platform: &portico_platform::Platform) {
 }
 
 /// Calls the script's `effects` method until it answers `want` (the job ran), for 10 s.
-async fn wait_for_effects(server: &portico_testkit::Http, want: u64) {
+async fn wait_for_effects(server: &Http, want: u64) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let reply = server.call("POST", "/methods/effects", None, &[]).await;
@@ -186,14 +188,41 @@ fn sessions_on(url: &str) -> (String, u64) {
     (name, count)
 }
 
+/// Waits up to 5 s for the sessions on the database `url` names to end.
+async fn no_sessions_left(url: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (name, open) = sessions_on(url);
+        if open == 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{open} sessions still open on {name} after the server stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Served on this test's own runtime (as a program embedding the served app does, whose
+/// runtime lives on after the server), so nothing but the shutdown can end the sessions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_in_process_server_closes_its_postgresql_sessions() {
     let ws = Workspace::on_postgres();
-    ws.config(CONFIG);
+    let config = ws.config(CONFIG);
     std::fs::write(ws.path("main.ts"), MAIN).unwrap();
     let url = ws.database();
-    let server = ws.serve();
-    define_app_method(server.platform());
+    let served = Served::build(&ServeOptions::new().config(&config))
+        .await
+        .unwrap();
+    let lingering = served.platform.clone();
+    define_app_method(&lingering);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = Http::new(format!("http://{}", listener.local_addr().unwrap()));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(served.serve(listener, async move {
+        let _ = stop_rx.await;
+    }));
     let mut things =
         Sse::open(reqwest::Client::new().get(server.url("/publications/things"))).await;
     assert_eq!(things.next().await.0, "ready");
@@ -203,34 +232,29 @@ async fn a_stopped_in_process_server_closes_its_postgresql_sessions() {
     assert_eq!(thing.status, 200, "{}", thing.raw);
     assert_eq!(things.next().await.0, "added");
     wait_for_effects(&server, 1).await;
+    let mine = server.call("POST", "/methods/appCount", None, &[]).await;
+    assert_eq!((mine.status, &mine.body), (200, &json!(1)), "{}", mine.raw);
     let (name, open) = sessions_on(&url);
     assert!(open > 0, "no session on {name} while serving");
 
-    let lingering = server.platform().clone();
-    assert!(server.stop(), "the server stops gracefully");
+    // Stopped with the publication's stream still open (cut after the grace period).
+    stop_tx.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(15), serving)
+        .await
+        .expect("the server stops once told")
+        .unwrap();
+    drop(things);
     // The change feed's listener notices within a second; the pool's sessions end at once.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let (_, open) = sessions_on(&url);
-        if open == 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{open} sessions still open on {name} after the server stopped"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    no_sessions_left(&url).await;
     let closed = lingering.store().get("things", "t1").await.unwrap_err();
     assert!(matches!(closed, portico_store::Error::Closed(_)), "{closed:?}");
+    let refused = lingering.call("appCount", None, vec![]).await.unwrap_err();
+    assert_eq!(refused.status, Some(503));
     let (_, open) = sessions_on(&url);
     assert_eq!(open, 0, "a call on the closed platform connected again");
 
     let again = ws.serve();
-    let stored: Value = again
-        .call("POST", "/methods/effects", None, &[])
-        .await
-        .body;
+    let stored: Value = again.call("POST", "/methods/effects", None, &[]).await.body;
     assert_eq!(stored, json!(1));
     assert!(again.stop());
 }
