@@ -125,7 +125,10 @@ async fn a_stopped_in_process_server_releases_its_sqlite_file_for_the_next_one()
         .await;
     assert_eq!(thing.status, 200, "{}", thing.raw);
     let (name, data) = things.next().await;
-    assert_eq!((name.as_str(), &data["fields"]["hooked"]), ("added", &json!(true)));
+    assert_eq!(
+        (name.as_str(), &data["fields"]["hooked"]),
+        ("added", &json!(true))
+    );
     wait_for_effects(&server, 1).await;
     let mine = server.call("POST", "/methods/appCount", None, &[]).await;
     assert_eq!((mine.status, &mine.body), (200, &json!(1)), "{}", mine.raw);
@@ -143,7 +146,10 @@ async fn a_stopped_in_process_server_releases_its_sqlite_file_for_the_next_one()
 
     // The handle kept answers with clear errors, and holds nothing.
     let refused = lingering.call("appCount", None, vec![]).await.unwrap_err();
-    assert_eq!((refused.error.as_str(), refused.status), ("platform-closed", Some(503)));
+    assert_eq!(
+        (refused.error.as_str(), refused.status),
+        ("platform-closed", Some(503))
+    );
     let closed = lingering.store().get("items", "i1").await.unwrap_err();
     assert!(
         matches!(closed, portico_store::Error::Closed(_)) && closed.is_unavailable(),
@@ -247,7 +253,10 @@ async fn a_stopped_in_process_server_closes_its_postgresql_sessions() {
     // The change feed's listener notices within a second; the pool's sessions end at once.
     no_sessions_left(&url).await;
     let closed = lingering.store().get("things", "t1").await.unwrap_err();
-    assert!(matches!(closed, portico_store::Error::Closed(_)), "{closed:?}");
+    assert!(
+        matches!(closed, portico_store::Error::Closed(_)),
+        "{closed:?}"
+    );
     let refused = lingering.call("appCount", None, vec![]).await.unwrap_err();
     assert_eq!(refused.status, Some(503));
     let (_, open) = sessions_on(&url);

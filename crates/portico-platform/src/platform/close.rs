@@ -61,3 +61,78 @@ impl Platform {
         Ok(())
     }
 }
+
+#[cfg(all(test, feature = "sqlite"))]
+mod tests {
+    use serde_json::json;
+
+    use crate::jobs::JobOptions;
+    use crate::{Platform, Rules};
+
+    /// Handlers holding the platform (a method, a collection's rule, a job) keep it alive after
+    /// every outside handle is gone, and with it the SQLite file; closing lets go of them and
+    /// of the file, and a handle kept past it gets clear errors.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn closing_lets_go_of_handlers_holding_the_platform_and_of_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("app.db");
+        let url = format!("sqlite:{}", db.display());
+        let platform = Platform::open(&url).await.unwrap();
+        let captured = platform.clone();
+        platform
+            .method("names", move |_, _| {
+                let platform = captured.clone();
+                async move { Ok(json!(platform.collection_names())) }
+            })
+            .unwrap();
+        let captured = platform.clone();
+        platform
+            .collection("notes")
+            .allow(Rules::new().insert(move |_, _| {
+                let _platform = captured.clone();
+                async move { true }
+            }));
+        let captured = platform.clone();
+        platform
+            .jobs()
+            .define("noop", JobOptions::default(), move |_, _| {
+                let _platform = captured.clone();
+                async move { Ok(()) }
+            })
+            .unwrap();
+        platform
+            .collection("notes")
+            .insert(json!({"_id": "n1"}).as_object().cloned().unwrap())
+            .await
+            .unwrap();
+        let weak = platform.downgrade();
+        drop(platform);
+        // The cycle: nothing outside holds the platform, its own handlers do.
+        let platform = weak.upgrade().expect("its handlers hold the platform");
+        assert!(portico_store::sqlite::is_held(&db).unwrap());
+
+        let kept = platform.clone();
+        platform.close().await;
+        drop(platform);
+        assert!(!portico_store::sqlite::is_held(&db).unwrap());
+        let refused = kept.call("names", None, vec![]).await.unwrap_err();
+        assert_eq!(
+            (refused.error.as_str(), refused.status),
+            ("platform-closed", Some(503))
+        );
+        let closed = kept.store().get("notes", "n1").await.unwrap_err();
+        assert!(
+            matches!(closed, portico_store::Error::Closed(_)),
+            "{closed:?}"
+        );
+        kept.close().await;
+        drop(kept);
+        assert!(
+            weak.upgrade().is_none(),
+            "closed, the platform is let go of"
+        );
+
+        let again = Platform::open(&url).await.unwrap();
+        assert!(again.store().get("notes", "n1").await.unwrap().is_some());
+    }
+}
