@@ -2,7 +2,8 @@
 //! (its lock, its connections) once `Served::serve` returns, whatever kept a handle on the
 //! platform (scripts' methods, hooks and jobs, the auto door's rules, a program's own method
 //! capturing the platform, a live stream still open), so a new server in the same process
-//! opens it and sees the data; on PostgreSQL the pool's sessions end.
+//! opens it and sees the data, and a restore in place works in this process; on PostgreSQL
+//! the pool's sessions end.
 
 use std::time::{Duration, Instant};
 
@@ -133,6 +134,15 @@ async fn a_stopped_in_process_server_releases_its_sqlite_file_for_the_next_one()
     let mine = server.call("POST", "/methods/appCount", None, &[]).await;
     assert_eq!((mine.status, &mine.body), (200, &json!(1)), "{}", mine.raw);
     assert!(portico_store::sqlite::is_held(&db).unwrap());
+    // A backup holding i1 and t1, taken while it serves; then a write it does not hold.
+    let backup = ws.path("before-i2.db");
+    portico_store::sqlite::backup(&db, &backup).unwrap();
+    let item = server
+        .call("POST", "/api/items", Some(json!({"_id": "i2"})), &[])
+        .await;
+    assert_eq!(item.status, 201, "{}", item.raw);
+    let refused = portico_store::sqlite::restore(&backup, &db).unwrap_err();
+    assert!(refused.to_string().contains("in use"), "{refused}");
 
     // Stopped with the streams still open and a handle on the platform kept.
     let lingering = server.platform().clone();
@@ -159,7 +169,7 @@ async fn a_stopped_in_process_server_releases_its_sqlite_file_for_the_next_one()
 
     // The same file, opened again by a new server in this process: the data is there.
     let again = ws.serve();
-    let item = again.call("GET", "/api/items/i1", None, &[]).await;
+    let item = again.call("GET", "/api/items/i2", None, &[]).await;
     assert_eq!(item.status, 200, "{}", item.raw);
     wait_for_effects(&again, 1).await;
     let stored = again.platform().store().get("things", "t1").await.unwrap();
@@ -167,6 +177,15 @@ async fn a_stopped_in_process_server_releases_its_sqlite_file_for_the_next_one()
     assert!(again.stop(), "the second server stops gracefully");
     assert!(!portico_store::sqlite::is_held(&db).unwrap());
     drop(lingering);
+
+    // Restored in place in this process, then served: the backup's data, not the later write.
+    portico_store::sqlite::restore(&backup, &db).unwrap();
+    let restored = ws.serve();
+    let item = restored.call("GET", "/api/items/i1", None, &[]).await;
+    assert_eq!(item.status, 200, "{}", item.raw);
+    let item = restored.call("GET", "/api/items/i2", None, &[]).await;
+    assert_eq!(item.status, 404, "{}", item.raw);
+    assert!(restored.stop(), "the restored server stops gracefully");
 
     // A server dropped without a graceful stop (as a killed process) releases it too.
     let killed = ws.serve();
