@@ -8,7 +8,8 @@
 //! What `portico serve` serves is built by one function, [`serve::Served::build`]: the front
 //! doors, the admin page, every layer around a request and the background work (mail, jobs,
 //! schedules, backups, sweeps). The binary binds an address and calls [`serve::Served::serve`];
-//! a program or a test can do the same in process.
+//! a program or a test can do the same in process. When `serve` returns the platform is closed
+//! and the database released (see [`serve::Served::shut_down`]): the program may open it again.
 //!
 //! ```
 //! use portico_cli::config::Config;

@@ -56,6 +56,9 @@ mod integration {
     #[cfg(feature = "scripts")]
     mod scripts;
     mod search;
+    // Its served app holds the platform through scripts.
+    #[cfg(feature = "scripts")]
+    mod shutdown;
     mod timestamps;
     mod users;
     mod webhooks;

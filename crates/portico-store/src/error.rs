@@ -87,6 +87,12 @@ pub enum Error {
     /// The backend failed while running an operation.
     #[error("backend error: {0}")]
     Backend(String),
+    /// The store was closed ([`crate::Store::close`], as a server's shutdown does): its
+    /// connections and its hold on the database are released, and every later operation on it
+    /// fails with this. Nothing happened. A server answers "503 Service Unavailable"; open the
+    /// database again for a new store.
+    #[error("the store is closed: {0}")]
+    Closed(String),
 }
 
 /// What kind of failure an [`Error`] is: the front doors choose a status code by it.
@@ -117,7 +123,7 @@ impl Error {
             | Error::IdTooLong { .. } => ErrorKind::Invalid,
             Error::DocumentTooLarge { .. } => ErrorKind::TooLarge,
             Error::DuplicateId { .. } | Error::DuplicateKey { .. } => ErrorKind::Conflict,
-            Error::Unavailable(_) => ErrorKind::Unavailable,
+            Error::Unavailable(_) | Error::Closed(_) => ErrorKind::Unavailable,
             Error::InvalidName(_)
             | Error::InvalidUrl { .. }
             | Error::Open(_)
@@ -133,10 +139,10 @@ impl Error {
         )
     }
 
-    /// True when the database could not be reached ([`Error::Unavailable`]): a temporary
-    /// condition, for a "503 Service Unavailable" reply.
+    /// True when the database could not be reached ([`Error::Unavailable`]), or the store was
+    /// closed ([`Error::Closed`]): for a "503 Service Unavailable" reply.
     pub fn is_unavailable(&self) -> bool {
-        matches!(self, Error::Unavailable(_))
+        matches!(self, Error::Unavailable(_) | Error::Closed(_))
     }
 }
 

@@ -491,6 +491,18 @@ pub trait Store: Send + Sync + 'static {
     /// The message bus between the instances sharing this store's database (see
     /// [`crate::bus`]); `None` when the data is seen by this process only (memory, SQLite).
     fn bus(&self) -> Option<std::sync::Arc<dyn crate::Bus>>;
+
+    /// Closes the store: ends its connections and releases its hold on the database, whoever
+    /// still holds a handle on it. On SQLite each connection is closed once its current
+    /// operation has finished (the checkpoint thread's after its last checkpoint, the writer's
+    /// last, so the WAL is checkpointed into the file), then the shared lock on `<file>-lock`
+    /// is released: the file can be restored or opened again in this process. On PostgreSQL
+    /// the pool's idle sessions end at once and those in use as their operation gives them
+    /// back, with the replicas', the change-stamp reader's and (within a second) the change
+    /// feed listener's. Every later call on this store, or on any clone of it, fails with
+    /// [`crate::Error::Closed`]. Closing again does nothing. The memory store has nothing to
+    /// release but refuses every later call the same way.
+    async fn close(&self);
 }
 
 /// Each document as its compact JSON text.

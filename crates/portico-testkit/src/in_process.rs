@@ -13,13 +13,15 @@ use crate::http::Http;
 /// one-thread runtime, cannot starve it). Dereferences to [`Http`] for requests.
 ///
 /// Dropped, it stops at once, as a killed process would (connections cut, background work
-/// aborted); [`Server::stop`] stops it gracefully, as SIGTERM does. The process-wide parts of
+/// aborted, the database released); [`Server::stop`] stops it gracefully, as SIGTERM does.
+/// Either way the database is free once it returns: a new server, `portico restore` or the
+/// test itself may open it in this process. The process-wide parts of
 /// a served app are shared by every server of a test binary: the metrics recorder, the
 /// slow-scan threshold, the read replicas' store and the log subscriber (none is installed:
 /// the in-process app logs nothing). A test about those spawns the binary ([`crate::Process`]).
 pub struct Server {
     http: Http,
-    /// The platform it serves; given up before the server stops, so that the store closes.
+    /// The platform it serves (closed when the server stops).
     platform: Option<portico_platform::Platform>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     kill: Option<tokio::sync::oneshot::Sender<()>>,
@@ -39,7 +41,7 @@ type Ready = Result<(std::net::SocketAddr, portico_platform::Platform), String>;
 
 impl Server {
     /// The platform it serves (its store, accounts, jobs...), to set up or inspect state. A
-    /// clone kept past the server's stop keeps its store open.
+    /// clone kept past the server's stop is closed: its calls fail with a "closed" error.
     pub fn platform(&self) -> &portico_platform::Platform {
         self.platform
             .as_ref()
@@ -86,11 +88,9 @@ impl Server {
     }
 
     /// Stops as SIGTERM stops the binary: no new connections, in-flight requests get the
-    /// grace period, the background work stops; whether it got that far.
-    ///
-    /// The store is not closed, though: something of the served app keeps it open in this
-    /// process (on SQLite its lock stays held until the test binary exits), so a test
-    /// that needs the database alone after its server (`portico restore`) runs the binary.
+    /// grace period, the background work stops and the platform closes (see
+    /// `Served::shut_down`); whether it got that far. The database is released when this
+    /// returns.
     pub fn stop(mut self) -> bool {
         self.platform = None;
         if let Some(stop) = self.stop.take() {
@@ -154,14 +154,19 @@ fn serve_on_this_thread(
                 return false;
             }
         };
-        let _ = ready.send(Ok((addr, served.platform.clone())));
+        let platform = served.platform.clone();
+        let _ = ready.send(Ok((addr, platform.clone())));
         let serving = served.serve(listener, async move {
             let _ = stop.await;
         });
-        tokio::select! {
+        let graceful = tokio::select! {
             () = serving => true,
             _ = kill => false,
-        }
+        };
+        // Killed: the database is released as a killed process's is (a graceful stop closed
+        // the platform already; closing again does nothing).
+        platform.close().await;
+        graceful
     });
     // Connections and background tasks still running end with the runtime.
     runtime.shutdown_timeout(Duration::from_secs(1));

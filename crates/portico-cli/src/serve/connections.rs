@@ -106,7 +106,8 @@ impl Shared {
 }
 
 /// Serves `app` on `listener` until `stop` turns true, then lets open connections finish their
-/// requests (they get no new ones).
+/// requests (they get no new ones). Dropping the future (the grace period is over) ends every
+/// connection still open: none goes on serving, or holds the app, after it.
 pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
@@ -130,7 +131,11 @@ pub(crate) async fn serve(
     builder.http2().timer(TokioTimer::new());
     let builder = Arc::new(builder);
     let stopping = stop.clone();
+    // The connections' tasks, aborted when this future is dropped.
+    let mut tasks = tokio::task::JoinSet::new();
     loop {
+        // Finished connections are let go of as new ones come.
+        while tasks.try_join_next().is_some() {}
         tokio::select! {
             () = shared.make_room() => {}
             _ = stop.wait_for(|stop| *stop) => break,
@@ -166,7 +171,7 @@ pub(crate) async fn serve(
         let builder = builder.clone();
         let app = app.clone();
         let stopping = stopping.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             conn.run(stream, peer, app, &builder, close_rx, stopping)
                 .await;
         });

@@ -391,8 +391,8 @@ pub async fn described(
 ///
 /// let served = Served::build(&ServeOptions::new().config("portico.toml")).await?;
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-/// // Serves until the future given resolves, then finishes in-flight requests and stops the
-/// // background work.
+/// // Serves until the future given resolves, then finishes in-flight requests, stops the
+/// // background work and closes the platform: the database is released when it returns.
 /// served.serve(listener, std::future::pending::<()>()).await;
 /// # Ok(())
 /// # }
@@ -475,8 +475,10 @@ impl Served {
     }
 
     /// Serves on `listener` (with the config's connection limits) until `stop` resolves; then
-    /// in-flight requests get the grace period (`shutdown_grace_seconds`) to finish, and the
-    /// background work stops and the store closes.
+    /// in-flight requests get the grace period (`shutdown_grace_seconds`) to finish, and
+    /// [`Served::shut_down`] stops the background work and closes the platform. When this
+    /// returns the database is released: on SQLite the file can be opened again, or restored
+    /// in place, in this same process; on PostgreSQL the pool's connections are closed.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
@@ -498,17 +500,26 @@ impl Served {
         self.shut_down().await;
     }
 
-    /// Stops the background work, then closes the store once the last handle on the platform
-    /// is gone.
+    /// Stops the background work (the scheduled backups and the scripts' watcher end, the mail
+    /// being sent and the jobs running finish within their grace), then closes the platform
+    /// ([`Platform::close`]): its registries let go of every handler, and the store releases
+    /// the database, whoever still holds a handle on the platform (a clone kept by the
+    /// program, a request still running past the grace period: their later store calls fail
+    /// with a "closed" error, 503 to a client).
     pub async fn shut_down(self) {
         for task in &self.tasks {
             task.abort();
         }
-        shut_down(self.mail_sender, self.job_worker, self.platform).await;
+        for task in self.tasks {
+            // An aborted task ends at its next await; its error says it was cancelled.
+            let _ = task.await;
+        }
+        shut_down(self.mail_sender, self.job_worker, &self.platform).await;
     }
 }
 
-/// Serves until SIGINT or SIGTERM, then lets in-flight requests finish and closes the store.
+/// Serves until SIGINT or SIGTERM, then lets in-flight requests finish and closes the platform
+/// and its store.
 ///
 /// # Errors
 /// A bad config, an unreachable database, a port in use: nothing is served then, and the error
@@ -606,11 +617,12 @@ fn say_listening(bound: SocketAddr) {
     let _ = stdout.flush();
 }
 
-/// After the last connection: stops the mail sender and the job worker, then closes the store.
+/// After the last connection: stops the mail sender and the job worker, then closes the
+/// platform and its store.
 async fn shut_down(
     mail_sender: Option<portico_platform::MailSender>,
     job_worker: portico_platform::jobs::JobWorker,
-    platform: Platform,
+    platform: &Platform,
 ) {
     // The other instances let this one's channel members leave at once.
     platform.channels().shutdown();
@@ -622,11 +634,10 @@ async fn shut_down(
     // Runs under way finish and record their outcome; past the grace their leases end and
     // another instance runs them again.
     job_worker.stop(Duration::from_secs(10)).await;
-    // Every connection has finished; the routers are gone. Dropping the last handle closes the
-    // store (SQLite checkpoints and closes its connections).
-    drop(platform);
-    // Give the store's background closing a moment on slow disks before the process exits.
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    // The registries let go of their handlers (which hold the platform: scripts, rules), and
+    // the store ends its connections (SQLite checkpoints the WAL into the file and releases
+    // its lock), whatever handle on the platform is still alive.
+    platform.close().await;
     info!("stopped");
 }
 

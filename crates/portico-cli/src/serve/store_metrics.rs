@@ -215,6 +215,10 @@ impl Store for Measured {
     fn bus(&self) -> Option<std::sync::Arc<dyn portico_store::Bus>> {
         self.0.bus()
     }
+
+    async fn close(&self) {
+        self.0.close().await;
+    }
 }
 
 /// Opens the platform on `url` as [`crate::database::open`] does, its store timed.

@@ -185,6 +185,18 @@ impl Channels {
             .guard = Some(guard);
     }
 
+    /// Forgets the script's guard (when the platform closes): what it captured is let go.
+    pub(crate) fn release(&self) {
+        let guard = self
+            .shared
+            .policy
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .guard
+            .take();
+        drop(guard);
+    }
+
     /// A new client connection (see [`Connection`]).
     pub fn connect(&self) -> Connection {
         self.start();

@@ -105,6 +105,29 @@ pub trait WriteHooks: Send + Sync {
 }
 
 impl Collection {
+    /// Forgets this collection's rules, write hooks and event source (when its platform
+    /// closes): what they captured, a platform handle included, is let go.
+    pub(crate) fn release(&self) {
+        *self
+            .inner
+            .rules
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = crate::rules::RuleSet::default();
+        let hooks = self
+            .inner
+            .hooks
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let events = self
+            .inner
+            .events
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        drop((hooks, events));
+    }
+
     /// Sets this collection's write hooks (replacing any set before).
     pub fn set_hooks(&self, hooks: std::sync::Arc<dyn WriteHooks>) {
         *self

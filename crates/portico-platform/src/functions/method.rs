@@ -152,6 +152,7 @@ impl Platform {
         user_id: Option<String>,
         args: Vec<Value>,
     ) -> std::result::Result<MethodReply, MethodError> {
+        self.refuse_when_closed()?;
         let handler = self.method_registry().handler(name).ok_or_else(|| {
             MethodError::new("method-not-found", format!("Method '{name}' not found"))
                 .with_status(404)

@@ -313,6 +313,7 @@ impl Platform {
         user_id: Option<String>,
         args: Vec<Value>,
     ) -> std::result::Result<Map<String, Value>, MethodError> {
+        self.refuse_when_closed()?;
         let handler = self.found_publication(name)?;
         let views = self.field_views(user_id.as_deref()).await?;
         let subscription = Subscription::new(self.clone(), user_id).with_views(views.clone());

@@ -39,6 +39,15 @@ impl<H: Clone> Registry<H> {
         self.entries.write().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Empties the registry and gives back its handlers, to be dropped outside its lock (a
+    /// handler's drop may reach the platform again).
+    pub(crate) fn take_all(&self) -> Vec<H> {
+        std::mem::take(&mut *self.write())
+            .into_values()
+            .filter_map(|entry| entry.handler)
+            .collect()
+    }
+
     /// Defines `name` with `handler`, and with `options` (`None`: those set earlier by
     /// [`Registry::set_options`], or the defaults).
     ///

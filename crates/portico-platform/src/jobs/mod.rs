@@ -633,6 +633,32 @@ impl Jobs {
             .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(observer));
     }
 
+    /// Forgets every job definition, schedule and the observer (when the platform closes):
+    /// what their handlers captured, a platform handle included, is let go.
+    pub(crate) fn release(&self) {
+        let definitions = std::mem::take(
+            &mut *self
+                .inner
+                .definitions
+                .write()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        let schedules = std::mem::take(
+            &mut *self
+                .inner
+                .schedules
+                .write()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        let observer = self
+            .inner
+            .observer
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        drop((definitions, schedules, observer));
+    }
+
     /// Tells the observer job `name`, due at `due_ms`, is done.
     fn done(&self, name: &str, due_ms: i64) {
         let observer = self

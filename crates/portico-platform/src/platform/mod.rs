@@ -13,6 +13,7 @@
 //! | login and registration for both doors | `accounts/login/` |
 //! | files attached to documents | `files/` |
 //! | signed webhook deliveries of collections' writes | `webhooks.rs` |
+//! | closing: registries emptied, the store closed | `platform/close.rs` |
 //!
 //! The [`Platform`] handle itself is declared at the crate root, which all of these stand
 //! below; its state is `Inner` here.
@@ -28,6 +29,8 @@ use crate::{
     Accounts, AccountsConfig, Collection, CollectionOptions, Error, FieldView, MethodError,
     Platform, Result, WeakPlatform,
 };
+
+mod close;
 
 /// Settings of a [`Platform`].
 ///
@@ -84,6 +87,8 @@ pub(crate) struct Inner {
     webhooks: OnceLock<Arc<crate::webhooks::Deliveries>>,
     /// Shared with every collection, which asks it for its file fields on client writes.
     files: Arc<OnceLock<crate::files::Files>>,
+    /// Set by [`Platform::close`].
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl fmt::Debug for Platform {
@@ -184,6 +189,7 @@ impl Platform {
                 methods: Registry::new("method"),
                 publications: Registry::new("publication"),
                 files: Arc::new(OnceLock::new()),
+                closed: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }

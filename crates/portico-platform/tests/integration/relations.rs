@@ -168,6 +168,9 @@ impl Store for Counting {
     fn bus(&self) -> Option<std::sync::Arc<dyn portico_store::Bus>> {
         None
     }
+    async fn close(&self) {
+        self.inner.close().await;
+    }
 }
 
 on_every_backend! {

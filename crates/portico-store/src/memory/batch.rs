@@ -35,7 +35,7 @@ impl Collection {
 
 impl MemoryStore {
     pub(super) fn apply_batch(&self, ops: Vec<BatchOp>) -> Result<Vec<BatchOutcome>, BatchError> {
-        let mut all = self.write();
+        let mut all = self.write().map_err(|e| BatchError::new(0, e))?;
         let mut undo = Vec::new();
         let mut created = Vec::new();
         let mut done = Vec::with_capacity(ops.len());

@@ -51,6 +51,8 @@ pub struct MemoryStore {
     collections: RwLock<HashMap<String, Collection>>,
     /// Told after each write, while the write lock is still held (so in commit order).
     feed: crate::ChangeFeed,
+    /// Set by [`Store::close`]: every later call fails with [`Error::Closed`].
+    closed: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -78,18 +80,30 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, HashMap<String, Collection>> {
+    fn read(&self) -> Result<RwLockReadGuard<'_, HashMap<String, Collection>>> {
+        self.refuse_when_closed()?;
         // A panic elsewhere while holding the lock cannot leave a half-written document: every
         // write builds its new documents before touching the map. So a poisoned lock is usable.
-        self.collections
+        Ok(self
+            .collections
             .read()
-            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner))
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, HashMap<String, Collection>> {
-        self.collections
+    fn write(&self) -> Result<RwLockWriteGuard<'_, HashMap<String, Collection>>> {
+        self.refuse_when_closed()?;
+        Ok(self
+            .collections
             .write()
-            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// [`Error::Closed`] once the store was closed.
+    fn refuse_when_closed(&self) -> Result<()> {
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(Error::Closed("the memory store was closed".into()));
+        }
+        Ok(())
     }
 }
 
@@ -287,7 +301,7 @@ impl Store for MemoryStore {
     async fn insert(&self, collection: &str, doc: Document) -> Result<String> {
         check_name(collection)?;
         let (id, doc) = prepare_insert(doc)?;
-        let mut all = self.write();
+        let mut all = self.write()?;
         let id = all
             .entry(collection.to_string())
             .or_default()
@@ -306,7 +320,7 @@ impl Store for MemoryStore {
             .into_iter()
             .map(prepare_insert)
             .collect::<Result<Vec<_>>>()?;
-        let mut all = self.write();
+        let mut all = self.write()?;
         // Check every id against the collection and the batch before writing any document.
         let mut seen = HashSet::with_capacity(prepared.len());
         for (id, _) in &prepared {
@@ -340,7 +354,7 @@ impl Store for MemoryStore {
 
     async fn find(&self, collection: &str, query: &Query) -> Result<Vec<Document>> {
         check_sorted_window(query)?;
-        let all = self.read();
+        let all = self.read()?;
         let Some(coll) = all.get(collection) else {
             return Ok(Vec::new());
         };
@@ -358,7 +372,7 @@ impl Store for MemoryStore {
     }
 
     async fn find_one(&self, collection: &str, selector: &Selector) -> Result<Option<Document>> {
-        let all = self.read();
+        let all = self.read()?;
         Ok(all
             .get(collection)
             .and_then(|coll| coll.matching(selector).next())
@@ -366,7 +380,7 @@ impl Store for MemoryStore {
     }
 
     async fn get(&self, collection: &str, id: &str) -> Result<Option<Document>> {
-        let all = self.read();
+        let all = self.read()?;
         Ok(all
             .get(collection)
             .and_then(|coll| coll.docs.get(id))
@@ -374,7 +388,7 @@ impl Store for MemoryStore {
     }
 
     async fn count(&self, collection: &str, selector: &Selector) -> Result<u64> {
-        let all = self.read();
+        let all = self.read()?;
         Ok(all.get(collection).map_or(0, |coll| {
             if selector.is_all() {
                 coll.docs.len() as u64
@@ -392,7 +406,7 @@ impl Store for MemoryStore {
         options: UpdateOptions,
     ) -> Result<UpdateResult> {
         check_name(collection)?;
-        let mut all = self.write();
+        let mut all = self.write()?;
         // Build every new document first: when the update fails on any of them, nothing changes.
         let mut changes: Vec<(String, Document)> = Vec::new();
         let mut result = UpdateResult::default();
@@ -444,7 +458,7 @@ impl Store for MemoryStore {
     }
 
     async fn remove(&self, collection: &str, selector: &Selector) -> Result<u64> {
-        let mut all = self.write();
+        let mut all = self.write()?;
         let Some(coll) = all.get_mut(collection) else {
             return Ok(0);
         };
@@ -465,7 +479,7 @@ impl Store for MemoryStore {
     async fn ensure_index(&self, collection: &str, path: &str) -> Result<()> {
         check_name(collection)?;
         split_path(path).map_err(|e| Error::InvalidName(format!("index path: {e}")))?;
-        let mut all = self.write();
+        let mut all = self.write()?;
         let coll = all.entry(collection.to_string()).or_default();
         // `_id` is the map's key already.
         if path == "_id" || coll.indexes.contains_key(path) {
@@ -482,7 +496,7 @@ impl Store for MemoryStore {
     async fn ensure_unique_index(&self, collection: &str, path: &str) -> Result<()> {
         check_name(collection)?;
         split_path(path).map_err(|e| Error::InvalidName(format!("index path: {e}")))?;
-        let mut all = self.write();
+        let mut all = self.write()?;
         let coll = all.entry(collection.to_string()).or_default();
         if path == "_id" {
             return Ok(());
@@ -578,7 +592,7 @@ impl Store for MemoryStore {
         {
             self.ensure_unique_index(collection, &field.path).await?;
         }
-        let mut all = self.write();
+        let mut all = self.write()?;
         let coll = all.entry(collection.to_string()).or_default();
         let parts = spec.split_paths();
         if coll
@@ -602,7 +616,7 @@ impl Store for MemoryStore {
 
     async fn sorted_indexes(&self, collection: &str) -> Result<Vec<crate::IndexSpec>> {
         Ok(self
-            .read()
+            .read()?
             .get(collection)
             .map(|c| c.sorted.values().cloned().collect())
             .unwrap_or_default())
@@ -610,13 +624,13 @@ impl Store for MemoryStore {
 
     async fn drop_sorted_index(&self, collection: &str, spec: &crate::IndexSpec) -> Result<bool> {
         Ok(self
-            .write()
+            .write()?
             .get_mut(collection)
             .is_some_and(|c| c.sorted.remove(&spec.fields_name()).is_some()))
     }
 
     async fn drop_collection(&self, collection: &str) -> Result<()> {
-        self.write().remove(collection);
+        self.write()?.remove(collection);
         self.feed.publish(Change::Resync {
             collection: Some(collection.into()),
         });
@@ -644,8 +658,14 @@ impl Store for MemoryStore {
         None
     }
 
+    async fn close(&self) {
+        // Nothing is held outside this process's memory; the data goes with the last handle.
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
     async fn list_collections(&self) -> Result<Vec<String>> {
-        let mut names: Vec<String> = self.read().keys().cloned().collect();
+        let mut names: Vec<String> = self.read()?.keys().cloned().collect();
         names.sort();
         Ok(names)
     }

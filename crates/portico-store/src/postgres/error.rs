@@ -33,7 +33,9 @@ impl From<PoolError> for Error {
             PoolError::Timeout(kind) => Error::Unavailable(format!(
                 "postgres: no connection within the pool's timeout ({kind:?})"
             )),
-            PoolError::Closed => Error::Unavailable("postgres: the pool is closed".into()),
+            PoolError::Closed => {
+                Error::Closed("postgres: the store was closed (its server stopped)".into())
+            }
             other => Error::Backend(format!("postgres pool: {other}")),
         }
     }

@@ -12,6 +12,7 @@
 //! (see `Replicas::caught_up`), so that live queries re-evaluated on a change, which read from
 //! a replica, see it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -117,17 +118,18 @@ fn notify_sql() -> String {
 }
 
 /// Listens for notifications on a connection of its own and publishes them to `feed`, until
-/// the store holding `feed` is gone.
+/// the store holding `feed` is gone or closed (`closed`).
 pub(crate) async fn listen(
     config: tokio_postgres::Config,
     feed: Weak<ChangeFeed>,
     gate: Option<Weak<Replicas>>,
     bus: tokio::sync::broadcast::Sender<BusEvent>,
+    closed: Arc<AtomicBool>,
 ) {
     let mut backoff = Duration::from_millis(100);
     let mut first = true;
     loop {
-        if feed.strong_count() == 0 {
+        if feed.strong_count() == 0 || closed.load(Ordering::Acquire) {
             return;
         }
         match config.connect(NoTls).await {
@@ -162,7 +164,7 @@ pub(crate) async fn listen(
                     // listening (its first start included) asks again for what it keeps.
                     let _ = bus.send(BusEvent::Reconnected);
                     first = false;
-                    if !pump(&mut messages, &feed, gate.as_ref(), &bus).await {
+                    if !pump(&mut messages, &feed, gate.as_ref(), &bus, &closed).await {
                         return;
                     }
                     tracing::warn!(
@@ -189,14 +191,17 @@ async fn pump(
     feed: &Weak<ChangeFeed>,
     gate: Option<&Weak<Replicas>>,
     bus: &tokio::sync::broadcast::Sender<BusEvent>,
+    closed: &AtomicBool,
 ) -> bool {
     let mut safety = tokio::time::interval(SAFETY_RECHECK);
     safety.tick().await;
-    // A dropped store closes its listening connection within a second.
+    // A dropped or closed store closes its listening connection within a second.
     let mut alive = tokio::time::interval(Duration::from_secs(1));
     loop {
         tokio::select! {
-            _ = alive.tick() => if feed.strong_count() == 0 { return false },
+            _ = alive.tick() => if feed.strong_count() == 0 || closed.load(Ordering::Acquire) {
+                return false;
+            },
             message = messages.next() => match message {
                 Some(Ok(AsyncMessage::Notification(n))) => {
                     // The bus's messages go on at once: nothing waits for them to replicate.
@@ -272,6 +277,8 @@ pub(crate) struct Feed {
     started: std::sync::OnceLock<()>,
     /// The store's read replicas: changes are published once they hold them.
     gate: std::sync::OnceLock<Weak<Replicas>>,
+    /// Set when the store is closed: the listener ends (see [`Feed::close`]).
+    closed: Arc<AtomicBool>,
 }
 
 impl Default for Feed {
@@ -281,6 +288,7 @@ impl Default for Feed {
             bus: tokio::sync::broadcast::channel(BUS_CAPACITY).0,
             started: std::sync::OnceLock::new(),
             gate: std::sync::OnceLock::new(),
+            closed: Arc::default(),
         }
     }
 }
@@ -304,8 +312,16 @@ impl Feed {
                 Arc::downgrade(&self.feed),
                 self.gate.get().cloned(),
                 self.bus.clone(),
+                Arc::clone(&self.closed),
             ));
         });
+    }
+
+    /// Ends the listener (within a second) and keeps it from starting.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        // A listener not started yet never starts.
+        let _ = self.started.set(());
     }
 
     /// Publishes changes only once `replicas` hold them (set before the listener starts).

@@ -643,6 +643,16 @@ impl Store for PostgresStore {
     fn bus(&self) -> Option<std::sync::Arc<dyn crate::Bus>> {
         Some(self.bus.clone())
     }
+
+    async fn close(&self) {
+        // Idle connections close now; one in use closes as it comes back.
+        self.pool.close();
+        if let Some(replicas) = &self.replicas {
+            replicas.close();
+        }
+        self.feed.close();
+        self.stamps.close();
+    }
 }
 
 /// The list reads behind [`Store::find_page`].

@@ -245,6 +245,14 @@ impl Replicas {
         })
     }
 
+    /// Closes every replica's pool (their connections end; later reads go to the primary,
+    /// closed too).
+    pub(crate) fn close(&self) {
+        for replica in &self.list {
+            replica.pool.close();
+        }
+    }
+
     /// Polls every [`POLL`] until the store is gone.
     pub(crate) fn start(self: &Arc<Self>) {
         let weak: Weak<Replicas> = Arc::downgrade(self);

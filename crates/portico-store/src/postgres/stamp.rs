@@ -42,7 +42,7 @@
 //! stamps cannot be read (the database is down), there is no stamp either.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -152,6 +152,8 @@ pub(crate) struct Stamps {
     client: Mutex<Option<(tokio_postgres::Client, tokio_postgres::Statement)>>,
     read_rounds: AtomicU64,
     callers: AtomicU64,
+    /// Set when the store is closed: no round reads, no connection is kept.
+    closed: AtomicBool,
 }
 
 impl std::fmt::Debug for Stamps {
@@ -177,7 +179,19 @@ impl Stamps {
             client: Mutex::default(),
             read_rounds: AtomicU64::new(0),
             callers: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
         }
+    }
+
+    /// Closes the connection reads use; every later read answers `None` (nothing cached).
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        drop(
+            self.client
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
     }
 
     /// Rounds read and callers answered so far.
@@ -203,6 +217,9 @@ impl Stamps {
 
     /// Every collection's stamp, read by a statement that started after this call.
     async fn round(self: &Arc<Self>) -> Option<Arc<HashMap<String, u64>>> {
+        if self.closed.load(Ordering::Acquire) {
+            return None;
+        }
         let mut rounds = self.rounds.subscribe();
         let (wanted, lead) = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -246,10 +263,17 @@ impl Stamps {
                 state.last_callers = std::mem::take(&mut state.waiting);
                 (state.started, state.last_callers)
             };
-            let stamps = match tokio::time::timeout(READ_TIMEOUT, self.read(&mut client)).await {
+            let read = async {
+                if self.closed.load(Ordering::Acquire) {
+                    return Ok(Err(()));
+                }
+                tokio::time::timeout(READ_TIMEOUT, self.read(&mut client))
+                    .await
+                    .map(|read| read.map_err(|e| tracing::debug!(error = %e, "postgres: cannot read the change stamps")))
+            };
+            let stamps = match read.await {
                 Ok(Ok(stamps)) => Some(Arc::new(stamps)),
-                Ok(Err(e)) => {
-                    tracing::debug!(error = %e, "postgres: cannot read the change stamps");
+                Ok(Err(())) => {
                     client = None;
                     None
                 }
@@ -266,7 +290,9 @@ impl Stamps {
             if state.waiting == 0 {
                 state.leading = false;
                 drop(state);
-                *self.client.lock().unwrap_or_else(PoisonError::into_inner) = client;
+                if !self.closed.load(Ordering::Acquire) {
+                    *self.client.lock().unwrap_or_else(PoisonError::into_inner) = client;
+                }
                 return;
             }
         }

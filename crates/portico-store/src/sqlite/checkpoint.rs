@@ -46,6 +46,8 @@ pub(crate) struct Checkpoints {
     checkpointed: AtomicU64,
     stop: AtomicBool,
     thread: OnceLock<Thread>,
+    /// The thread, to wait for its end ([`Checkpoints::stop_and_wait`]).
+    handle: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Checkpoints {
@@ -63,6 +65,20 @@ impl Checkpoints {
     pub(crate) fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
         self.wake();
+    }
+
+    /// As [`Checkpoints::stop`], and waits for the thread to end (its connection closed).
+    pub(crate) fn stop_and_wait(&self) {
+        self.stop();
+        let handle = self
+            .handle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(handle) = handle {
+            // The thread ends after at most one passive checkpoint (which never waits).
+            let _ = handle.join();
+        }
     }
 
     fn wake(&self) {
@@ -90,6 +106,10 @@ pub(crate) fn start(path: &Path) -> Option<Arc<Checkpoints>> {
         .ok()?;
     // Set once, before any write can be counted: the pool is not built yet.
     let _ = shared.thread.set(handle.thread().clone());
+    *shared
+        .handle
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
     Some(shared)
 }
 

@@ -134,8 +134,8 @@ pub struct SqliteStore {
     /// Single inserts waiting for their group commit (see `group.rs`).
     inserts: Arc<group::InsertQueue>,
     /// The shared lock on the database held while this store is open (see `lock.rs`); after
-    /// `pool` so that the connections close first.
-    _lock: Arc<lock::DatabaseLock>,
+    /// `pool` so that the connections close first. Taken out by [`Store::close`].
+    lock: Arc<std::sync::Mutex<Option<lock::DatabaseLock>>>,
 }
 
 impl SqliteStore {
@@ -157,7 +157,7 @@ impl SqliteStore {
             pool: Arc::new(pool),
             feed: crate::ChangeFeed::new(),
             inserts: Arc::default(),
-            _lock: Arc::new(lock),
+            lock: Arc::new(std::sync::Mutex::new(Some(lock))),
         })
     }
 
@@ -679,5 +679,23 @@ impl Store for SqliteStore {
     fn bus(&self) -> Option<std::sync::Arc<dyn crate::Bus>> {
         // One process sees this data: nothing travels between instances.
         None
+    }
+
+    async fn close(&self) {
+        let pool = Arc::clone(&self.pool);
+        let lock = Arc::clone(&self.lock);
+        // Waiting for the connections' current users is blocking work.
+        let closed = tokio::task::spawn_blocking(move || {
+            pool.close();
+            drop(
+                lock.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take(),
+            );
+        })
+        .await;
+        if let Err(e) = closed {
+            tracing::warn!(error = %e, "closing the SQLite store did not finish");
+        }
     }
 }

@@ -25,14 +25,15 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Prepared statements kept per connection (the SQL differs per collection, so keep a few dozen).
 const STATEMENT_CACHE: usize = 64;
 
-/// One writer and `readers.len()` readers on one database file.
+/// One writer and `readers.len()` readers on one database file. Each connection is `None` once
+/// the pool is closed ([`Pool::close`]): then every call fails with [`Error::Closed`].
 pub(crate) struct Pool {
     path: PathBuf,
-    writer: Mutex<Connection>,
-    readers: Vec<Mutex<Connection>>,
+    writer: Mutex<Option<Connection>>,
+    readers: Vec<Mutex<Option<Connection>>>,
     next_reader: AtomicUsize,
     /// A read-only connection that only asks `PRAGMA data_version` (see [`Pool::data_version`]).
-    watcher: Mutex<Connection>,
+    watcher: Mutex<Option<Connection>>,
     /// The checkpoint thread's counter (see [`super::checkpoint`]); `None` when the writer
     /// checkpoints by itself.
     checkpoints: Option<Arc<Checkpoints>>,
@@ -96,7 +97,7 @@ impl Pool {
             )
             .map_err(open_error)?;
             configure(&reader).map_err(open_error)?;
-            pool_readers.push(Mutex::new(reader));
+            pool_readers.push(Mutex::new(Some(reader)));
         }
         let watcher = Connection::open_with_flags(
             path,
@@ -114,9 +115,9 @@ impl Pool {
         }
         Ok(Pool {
             checkpoints,
-            watcher: Mutex::new(watcher),
+            watcher: Mutex::new(Some(watcher)),
             path: path.to_path_buf(),
-            writer: Mutex::new(writer),
+            writer: Mutex::new(Some(writer)),
             readers: pool_readers,
             next_reader: AtomicUsize::new(0),
         })
@@ -129,8 +130,9 @@ impl Pool {
 
     /// Runs `f` on the writer connection, waiting for it if another write is running.
     pub(crate) fn write<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
-        let mut conn = lock(&self.writer);
-        let result = f(&mut conn);
+        let mut guard = lock(&self.writer);
+        let conn = guard.as_mut().ok_or_else(|| self.closed())?;
+        let result = f(conn);
         if let Some(checkpoints) = &self.checkpoints {
             checkpoints.wrote();
         }
@@ -144,12 +146,15 @@ impl Pool {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T>,
     ) -> Option<Result<T>> {
-        let mut conn = match self.writer.try_lock() {
+        let mut guard = match self.writer.try_lock() {
             Ok(conn) => conn,
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
         };
-        let result = without_waiting(&mut conn, f);
+        let Some(conn) = guard.as_mut() else {
+            return Some(Err(self.closed()));
+        };
+        let result = without_waiting(conn, f);
         if let Some(checkpoints) = &self.checkpoints {
             checkpoints.wrote();
         }
@@ -164,14 +169,38 @@ impl Pool {
         let start = self.next_reader.fetch_add(1, Ordering::Relaxed);
         let n = self.readers.len();
         for i in 0..n {
-            match self.readers[(start + i) % n].try_lock() {
-                Ok(mut conn) => return f(&mut conn),
-                Err(std::sync::TryLockError::Poisoned(p)) => return f(&mut p.into_inner()),
-                Err(std::sync::TryLockError::WouldBlock) => {}
-            }
+            let mut guard = match self.readers[(start + i) % n].try_lock() {
+                Ok(conn) => conn,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => continue,
+            };
+            return f(guard.as_mut().ok_or_else(|| self.closed())?);
         }
-        let mut conn = lock(&self.readers[start % n]);
-        f(&mut conn)
+        let mut guard = lock(&self.readers[start % n]);
+        f(guard.as_mut().ok_or_else(|| self.closed())?)
+    }
+
+    /// The error of a call on the closed pool.
+    fn closed(&self) -> Error {
+        Error::Closed(format!(
+            "{}: the SQLite store was closed (its server stopped)",
+            self.path.display()
+        ))
+    }
+
+    /// Closes the pool: waits for each connection's current user, then closes the checkpoint
+    /// thread's connection (after its last checkpoint), the readers, the watcher and last the
+    /// writer, so that SQLite checkpoints the WAL into the file as its last connection closes.
+    /// Every later call fails with [`Error::Closed`]. Blocking: call it where waiting is fine.
+    pub(crate) fn close(&self) {
+        if let Some(checkpoints) = &self.checkpoints {
+            checkpoints.stop_and_wait();
+        }
+        for reader in &self.readers {
+            drop(lock(reader).take());
+        }
+        drop(lock(&self.watcher).take());
+        drop(lock(&self.writer).take());
     }
 }
 
@@ -184,8 +213,10 @@ impl Pool {
     /// The watcher's busy timeout is zero: a read is never refused in WAL mode, and if the file
     /// is locked in a way that would make us wait, the answer is `None` rather than a stall.
     pub(crate) fn data_version(&self) -> Option<u64> {
-        let conn = lock(&self.watcher);
-        conn.prepare_cached("PRAGMA data_version")
+        let guard = lock(&self.watcher);
+        guard
+            .as_ref()?
+            .prepare_cached("PRAGMA data_version")
             .and_then(|mut stmt| stmt.query_row([], |row| row.get::<_, i64>(0)))
             .ok()
             .and_then(|v| u64::try_from(v).ok())
@@ -202,12 +233,15 @@ impl Pool {
         let start = self.next_reader.fetch_add(1, Ordering::Relaxed);
         let n = self.readers.len();
         for i in 0..n {
-            let mut conn = match self.readers[(start + i) % n].try_lock() {
+            let mut guard = match self.readers[(start + i) % n].try_lock() {
                 Ok(conn) => conn,
                 Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
                 Err(std::sync::TryLockError::WouldBlock) => continue,
             };
-            return without_waiting(&mut conn, f);
+            let Some(conn) = guard.as_mut() else {
+                return Some(Err(self.closed()));
+            };
+            return without_waiting(conn, f);
         }
         None
     }
@@ -233,7 +267,7 @@ fn without_waiting<T>(
 /// Locks a connection mutex. A panic while a connection was held leaves no open transaction
 /// (rusqlite's `Transaction` rolls back on drop, also while unwinding), so the connection is still
 /// good and the poison flag is ignored.
-fn lock(m: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+fn lock(m: &Mutex<Option<Connection>>) -> MutexGuard<'_, Option<Connection>> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
