@@ -16,7 +16,7 @@
 //! - [`Workspace::create_user`] and [`Workspace::create_account`]: accounts made in this
 //!   process (what `portico users add` does, without the binary).
 //! - [`mail::SmtpSink`]: a real SMTP server (aiosmtpd) whose received mails a test reads, and
-//!   the links and codes in them.
+//!   the links and codes in them; [`mail_app`]: the small app of the account tests that mail.
 //! - [`support_dir`]: the helper programs the tests run (the SMTP sink, the OpenID Connect and
 //!   OAuth 2 providers, the passkey scenarios), for tests of any crate.
 //!
@@ -30,6 +30,7 @@ mod http;
 mod in_process;
 pub mod login_variants;
 pub mod mail;
+pub mod mail_app;
 mod s3;
 mod scenario;
 pub mod sse;

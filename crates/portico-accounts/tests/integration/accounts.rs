@@ -6,35 +6,20 @@
 use std::time::Duration;
 
 use portico_testkit::mail::SmtpSink;
-use serde_json::{Value, json};
+use portico_testkit::mail_app::{self, APP_URL, link_token, post};
+use serde_json::json;
 
-use super::common::{Http, Reply, Workspace, x_auth};
+use super::common::{Workspace, x_auth};
 
-const APP: &str = "http://app.test";
-
-fn config(smtp: &str, extra: &str) -> String {
-    format!(
-        "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
-         [[api.collection]]\nname = \"items\"\nauth_required = true\n\
-         [auto]\nauth_failure_delay_ms = 0\ncollections = [\"things\"]\nallow_register = true\n\
-         [accounts]\napp_url = \"{APP}\"\n{extra}\n\
-         [email]\nsmtp_url = \"{smtp}\"\nfrom = \"Portico <no-reply@example.com>\"\nretry_max_secs = 1\n"
+fn config(smtp: &str, accounts: &str) -> String {
+    mail_app::config(
+        smtp,
+        mail_app::Extra {
+            register: true,
+            admin: false,
+            accounts,
+        },
     )
-}
-
-/// A POST of `body` to `path` with `headers`.
-pub(crate) async fn post(
-    server: &Http,
-    path: &str,
-    body: Value,
-    headers: &[(&str, &str)],
-) -> Reply {
-    server.call("POST", path, Some(body), headers).await
-}
-
-/// The token of the link to `{APP}/{path}?token=...` in a mail to `to`.
-fn link_token(mail: &Value, to: &str, path: &str) -> String {
-    portico_testkit::mail::link_token(mail, to, &format!("{APP}/{path}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -398,7 +383,7 @@ async fn two_factor_codes_on_both_doors() {
         "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
          [[api.collection]]\nname = \"items\"\nauth_required = true\n\
          [auto]\nauth_failure_delay_ms = 0\ncollections = [\"things\"]\n\
-         [accounts]\napp_url = \"{APP}\"\n"
+         [accounts]\napp_url = \"{APP_URL}\"\n"
     ));
     ws.create_user("tia", "tia-password", &[]);
     let server = ws.serve();

@@ -6,51 +6,26 @@
 use std::time::Duration;
 
 use portico_testkit::mail::SmtpSink;
+use portico_testkit::mail_app::{
+    self, code_and_token, items_status, request_code as request, wrong_code as wrong,
+};
 use serde_json::{Value, json};
 
 use super::common::{Http, Reply, Workspace};
 
-const APP: &str = "http://app.test";
-
-fn config(smtp: &str, extra: &str) -> String {
-    format!(
-        "[[api]]\nuse_default_auth = true\nauth_failure_delay_ms = 0\n\
-         [[api.collection]]\nname = \"items\"\nauth_required = true\n\
-         [auto]\nauth_failure_delay_ms = 0\ncollections = [\"things\"]\n\
-         [admin]\nenabled = true\n\
-         [accounts]\napp_url = \"{APP}\"\n{extra}\n\
-         [email]\nsmtp_url = \"{smtp}\"\nfrom = \"Portico <no-reply@example.com>\"\nretry_max_secs = 1\n"
+fn config(smtp: &str, accounts: &str) -> String {
+    mail_app::config(
+        smtp,
+        mail_app::Extra {
+            register: false,
+            admin: true,
+            accounts,
+        },
     )
 }
 
 async fn post(server: &Http, path: &str, body: Value) -> Reply {
-    server.call("POST", path, Some(body), &[]).await
-}
-
-/// The code and the link's token of a sign-in mail to `to`.
-fn code_and_token(mail: &Value, to: &str) -> (String, String) {
-    portico_testkit::mail::code_and_token(mail, to, &format!("{APP}/email-code"))
-}
-
-/// Asks for a code for `email` and waits for mail number `n` (1-based); returns it.
-async fn request(server: &Http, sink: &SmtpSink, email: &str, n: usize) -> Value {
-    let r = post(server, "/auth/email-code", json!({"email": email})).await;
-    assert_eq!(r.status, 202, "{}", r.raw);
-    let mails = sink.wait_for(n).await;
-    mails[n - 1].clone()
-}
-
-/// A code other than `code` of as many digits.
-fn wrong(code: &str) -> String {
-    let n: u32 = code.parse().unwrap_or(0);
-    format!("{:06}", (n + 1) % 1_000_000)
-}
-
-async fn items_status(server: &Http, token: &str) -> u16 {
-    server
-        .call("GET", "/api/items", None, &[("X-Auth-Token", token)])
-        .await
-        .status
+    mail_app::post(server, path, body, &[]).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

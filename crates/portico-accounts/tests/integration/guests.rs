@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::accounts::post;
 use super::common::{Http, Workspace, x_auth};
+use portico_testkit::mail_app::post;
 
 fn config(extra: &str) -> String {
     format!(
