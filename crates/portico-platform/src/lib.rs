@@ -75,6 +75,7 @@ pub mod files;
 mod functions;
 pub mod jobs;
 mod live;
+mod locks;
 mod method_error;
 mod platform;
 mod rate_limit;

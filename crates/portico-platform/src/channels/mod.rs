@@ -187,13 +187,7 @@ impl Channels {
 
     /// Forgets the script's guard (when the platform closes): what it captured is let go.
     pub(crate) fn release(&self) {
-        let guard = self
-            .shared
-            .policy
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .guard
-            .take();
+        let guard = crate::locks::write(&self.shared.policy).guard.take();
         drop(guard);
     }
 

@@ -19,6 +19,7 @@ use portico_store::{
 use serde_json::{Value, json};
 
 use super::Collection;
+use crate::locks::write;
 use crate::{Error, Result};
 
 /// The jobs a write's before hooks enqueued, stored by the write in its own transaction.
@@ -108,24 +109,10 @@ impl Collection {
     /// Forgets this collection's rules, write hooks and event source (when its platform
     /// closes): what they captured, a platform handle included, is let go.
     pub(crate) fn release(&self) {
-        *self
-            .inner
-            .rules
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = crate::rules::RuleSet::default();
-        let hooks = self
-            .inner
-            .hooks
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        let events = self
-            .inner
-            .events
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        drop((hooks, events));
+        let rules = std::mem::take(&mut *write(&self.inner.rules));
+        let hooks = write(&self.inner.hooks).take();
+        let events = write(&self.inner.events).take();
+        drop((rules, hooks, events));
     }
 
     /// Sets this collection's write hooks (replacing any set before).

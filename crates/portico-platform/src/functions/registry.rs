@@ -2,9 +2,9 @@
 //! its options and, once defined, its handler; a name is defined once.
 
 use std::collections::BTreeMap;
-use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::{EndpointOptions, Error, Result};
+use crate::{EndpointOptions, Error, Result, locks};
 
 /// One name of a [`Registry`].
 struct Entry<H> {
@@ -32,11 +32,11 @@ impl<H: Clone> Registry<H> {
     }
 
     fn read(&self) -> RwLockReadGuard<'_, BTreeMap<String, Entry<H>>> {
-        self.entries.read().unwrap_or_else(PoisonError::into_inner)
+        locks::read(&self.entries)
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, BTreeMap<String, Entry<H>>> {
-        self.entries.write().unwrap_or_else(PoisonError::into_inner)
+        locks::write(&self.entries)
     }
 
     /// Empties the registry and gives back its handlers, to be dropped outside its lock (a

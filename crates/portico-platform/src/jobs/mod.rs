@@ -30,6 +30,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
+use crate::locks;
+
 use futures::future::BoxFuture;
 use portico_store::{BatchOp, Document, Selector, Store};
 use serde_json::{Value, json};
@@ -636,26 +638,9 @@ impl Jobs {
     /// Forgets every job definition, schedule and the observer (when the platform closes):
     /// what their handlers captured, a platform handle included, is let go.
     pub(crate) fn release(&self) {
-        let definitions = std::mem::take(
-            &mut *self
-                .inner
-                .definitions
-                .write()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
-        let schedules = std::mem::take(
-            &mut *self
-                .inner
-                .schedules
-                .write()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
-        let observer = self
-            .inner
-            .observer
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        let definitions = std::mem::take(&mut *locks::write(&self.inner.definitions));
+        let schedules = std::mem::take(&mut *locks::write(&self.inner.schedules));
+        let observer = locks::write(&self.inner.observer).take();
         drop((definitions, schedules, observer));
     }
 

@@ -10,8 +10,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Platform, write};
+use super::Platform;
 use crate::MethodError;
+use crate::locks::write;
 
 impl Platform {
     /// Closes the platform, for a server's shutdown: call it once the requests and the

@@ -20,11 +20,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use portico_store::Store;
 
 use crate::functions::{MethodHandler, PublicationHandler, Registry};
+use crate::locks::{read, write};
 use crate::{
     Accounts, AccountsConfig, Collection, CollectionOptions, Error, FieldView, MethodError,
     Platform, Result, WeakPlatform,
@@ -113,14 +114,6 @@ impl fmt::Debug for Platform {
             )
             .finish_non_exhaustive()
     }
-}
-
-fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Platform {
