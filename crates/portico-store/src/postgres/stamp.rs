@@ -263,21 +263,20 @@ impl Stamps {
                 state.last_callers = std::mem::take(&mut state.waiting);
                 (state.started, state.last_callers)
             };
-            let read = async {
-                if self.closed.load(Ordering::Acquire) {
-                    return Ok(Err(()));
-                }
-                tokio::time::timeout(READ_TIMEOUT, self.read(&mut client))
-                    .await
-                    .map(|read| read.map_err(|e| tracing::debug!(error = %e, "postgres: cannot read the change stamps")))
+            // A closed store reads nothing, so it opens no connection again.
+            let read = if self.closed.load(Ordering::Acquire) {
+                None
+            } else {
+                Some(tokio::time::timeout(READ_TIMEOUT, self.read(&mut client)).await)
             };
-            let stamps = match read.await {
-                Ok(Ok(stamps)) => Some(Arc::new(stamps)),
-                Ok(Err(())) => {
+            let stamps = match read {
+                Some(Ok(Ok(stamps))) => Some(Arc::new(stamps)),
+                Some(Ok(Err(e))) => {
+                    tracing::debug!(error = %e, "postgres: cannot read the change stamps");
                     client = None;
                     None
                 }
-                Err(_) => {
+                Some(Err(_)) | None => {
                     client = None;
                     None
                 }
