@@ -41,14 +41,17 @@ impl Workspace {
     }
 }
 
-/// Opens the platform on `url`, adds `account`, and lets the platform go (its store closes).
+/// Opens the platform on `url`, adds `account`, and closes the platform (the database is
+/// released before the test serves it).
 async fn add(url: String, account: NewAccount) -> Result<String, String> {
     let platform = portico_cli::database::open(&url)
         .await
         .map_err(|e| e.to_string())?;
-    portico_cli::users::add(&platform, account)
+    let added = portico_cli::users::add(&platform, account)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string());
+    platform.close().await;
+    added
 }
 
 /// Runs `work` to its end on a one-thread runtime of a thread of its own, so that sync tests
